@@ -1,0 +1,101 @@
+// A node's privacy budget: pure-epsilon sequential composition with caps,
+// and the memo that answers a repeated identical question for free.
+//
+// The agent is the authority on its own budget (architecture.md, "Parties and
+// trust"). Every question is identified by a QueryKey: the attribute asked
+// about, the mechanism, its parameters and epsilon. The first time a key is
+// asked, the budget checks the caps, the agent perturbs, and the answer is
+// stored with its cost. Asking the same key again returns the stored answer
+// and spends nothing: an untrusted curator cannot average fresh answers
+// away. Any difference in the key (another epsilon, another k) is a new
+// question and is charged in full.
+//
+// Composition: spent(attribute) is the sum of the epsilons of the distinct
+// questions answered about it; spent() is the sum over all attributes. A
+// question is refused (RESOURCE_EXHAUSTED) if it would take spent() over the
+// total cap or spent(attribute) over that attribute's cap. Sums are compared
+// with a relative slack of 1e-9, so ten questions of 0.1 fit a cap of 1.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace ldpgraph {
+
+// What a question is about. Two keys are the same question iff every field
+// is equal (epsilon compared exactly).
+struct QueryKey {
+  std::string attribute;   // "features", "label", "edges"
+  std::string mechanism;   // "hds", "multibit", ...
+  std::string parameters;  // canonical parameter string, epsilon excluded
+  double epsilon = 0;
+
+  // A single canonical string: attribute|mechanism|parameters|epsilon (%.17g).
+  std::string Canonical() const;
+};
+
+// One answered question.
+struct MemoEntry {
+  std::string answer;  // the serialised report, opaque to the budget
+  double epsilon = 0;  // what answering it cost
+};
+
+struct BudgetCaps {
+  // Cap on the total spend of the node over all attributes; finite and > 0.
+  double total = 0;
+  // Optional caps per attribute, each finite and > 0.
+  std::map<std::string, double> per_attribute;
+};
+
+// The result of Answer.
+struct Answered {
+  std::string answer;
+  bool from_memo = false;  // true: the stored answer, nothing spent
+  double charged = 0;      // epsilon charged by this call
+};
+
+// Thread-safe.
+class PrivacyBudget {
+ public:
+  // INVALID_ARGUMENT if a cap is not finite and > 0.
+  static absl::StatusOr<std::unique_ptr<PrivacyBudget>> Create(BudgetCaps caps);
+
+  // Answers key: from the memo if asked before; otherwise, if the caps allow
+  // key.epsilon more, calls perturb() once, stores its answer and charges.
+  // RESOURCE_EXHAUSTED (naming attribute, cap, spent and requested) if the
+  // caps do not allow it, INVALID_ARGUMENT for an epsilon that is not finite
+  // and > 0, or perturb's own error; in every error case nothing is charged
+  // or stored. perturb runs under the budget's lock: keep it local.
+  absl::StatusOr<Answered> Answer(
+      const QueryKey& key,
+      absl::FunctionRef<absl::StatusOr<std::string>()> perturb);
+
+  // OK if a new question of this cost about attribute would be allowed now.
+  absl::Status CanSpend(const std::string& attribute, double epsilon) const;
+
+  double spent() const;
+  double spent(const std::string& attribute) const;
+  // The stored answer for key, if any.
+  std::optional<MemoEntry> Lookup(const QueryKey& key) const;
+  const BudgetCaps& caps() const { return caps_; }
+
+ private:
+  explicit PrivacyBudget(BudgetCaps caps) : caps_(std::move(caps)) {}
+  absl::Status CanSpendLocked(const std::string& attribute, double epsilon) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const BudgetCaps caps_;
+  mutable absl::Mutex mu_;
+  double total_spent_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, double> spent_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, MemoEntry> memo_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ldpgraph

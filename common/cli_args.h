@@ -1,0 +1,46 @@
+// A small command-line parser for ldpgraph's tools: `--name value`,
+// `--name=value` and boolean `--flag`, with errors that name the flag.
+// Each subcommand declares the flags it accepts; anything else is an error,
+// so a typo never silently falls back to a default.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ldpgraph {
+
+class CliArgs {
+ public:
+  // Parses args (without the program and subcommand names). value_flags
+  // take a value, bool_flags do not. INVALID_ARGUMENT for an unknown flag, a
+  // missing value, a flag given twice, or a positional argument.
+  static absl::StatusOr<CliArgs> Parse(const std::vector<std::string>& args,
+                                       const std::set<std::string>& value_flags,
+                                       const std::set<std::string>& bool_flags);
+
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  bool Flag(const std::string& name) const { return flags_.count(name) > 0; }
+
+  // The raw value of a flag, if given.
+  std::optional<std::string> Get(const std::string& name) const;
+  // Typed accessors: nullopt if absent; INVALID_ARGUMENT naming the flag if
+  // the value does not parse (or, for doubles, is not finite).
+  absl::StatusOr<std::optional<double>> GetDouble(const std::string& name) const;
+  absl::StatusOr<std::optional<int64_t>> GetInt(const std::string& name) const;
+  absl::StatusOr<std::optional<uint64_t>> GetUint(const std::string& name) const;
+  // A comma-separated list of finite doubles.
+  absl::StatusOr<std::optional<std::vector<double>>> GetDoubleList(
+      const std::string& name) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::set<std::string> flags_;
+};
+
+}  // namespace ldpgraph

@@ -1,0 +1,104 @@
+// Randomness for ldpgraph: the one secure source every agent perturbs with,
+// and the seeded generator that tests and simulations use instead.
+//
+// Every draw of noise in ldpgraph goes through a RandomSource. Production code
+// builds a SecureRandom (OpenSSL's CSPRNG, buffered). A SeededRandomForTesting
+// is reproducible and therefore NOT differentially private: it exists so that
+// tests and simulations can be replayed, and says so in its name and in
+// is_secure(); tools print a warning when they use it.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ldpgraph {
+
+// A stream of independent uniform 64-bit words, with the derived draws the
+// mechanisms need. Not thread-safe: give each thread (and, in an agent host,
+// each logical agent) its own source.
+//
+// Also a UniformRandomBitGenerator, so it can drive <random> distributions
+// where exactness does not matter (shuffles in simulations, say).
+class RandomSource {
+ public:
+  using result_type = uint64_t;
+  static constexpr result_type min() { return 0; }
+  static constexpr result_type max() {
+    return std::numeric_limits<uint64_t>::max();
+  }
+
+  virtual ~RandomSource() = default;
+
+  // The next uniformly distributed 64-bit word.
+  virtual uint64_t Next64() = 0;
+  // True only for a cryptographically secure source.
+  virtual bool is_secure() const = 0;
+  // A short name for logs and tool output ("secure", "seeded-not-private").
+  virtual absl::string_view name() const = 0;
+
+  result_type operator()() { return Next64(); }
+
+  // Uniform on [0, 1): a multiple of 2^-53, from 53 random bits.
+  double UniformDouble() { return (Next64() >> 11) * 0x1.0p-53; }
+
+  // Uniform integer in [0, n), n >= 1, without modulo bias (Lemire 2019).
+  uint64_t UniformInt(uint64_t n);
+
+  // True with probability p (clamped to [0, 1]), to within 2^-64.
+  bool Bernoulli(double p);
+
+  // k distinct indices chosen uniformly from [0, d), returned ascending.
+  // Requires 0 <= k <= d. O(k log k) for small k, O(d) when k is a large
+  // fraction of d.
+  std::vector<uint32_t> SampleWithoutReplacement(uint32_t d, uint32_t k);
+};
+
+// OpenSSL's CSPRNG (RAND_bytes, the DRBG seeded by the operating system),
+// read in 4 KiB blocks so that a draw costs a few nanoseconds. The buffer is
+// discarded in a child after fork(), so a parent and child never share
+// random bytes.
+class SecureRandom final : public RandomSource {
+ public:
+  // Fails with INTERNAL if OpenSSL cannot produce random bytes.
+  static absl::StatusOr<std::unique_ptr<SecureRandom>> Create();
+
+  uint64_t Next64() override;
+  bool is_secure() const override { return true; }
+  absl::string_view name() const override { return "secure"; }
+
+ private:
+  SecureRandom() = default;
+  void Refill();
+
+  static constexpr int kWords = 512;  // 4 KiB
+  uint64_t buffer_[kWords];
+  int next_ = kWords;
+  uint64_t fork_generation_ = 0;
+};
+
+// xoshiro256** seeded through splitmix64: fast and reproducible.
+// Use only for testing and simulations. Not differentially private: anyone who
+// knows the seed can undo the noise.
+class SeededRandomForTesting final : public RandomSource {
+ public:
+  explicit SeededRandomForTesting(uint64_t seed);
+
+  uint64_t Next64() override;
+  bool is_secure() const override { return false; }
+  absl::string_view name() const override { return "seeded-not-private"; }
+
+ private:
+  uint64_t s_[4];
+};
+
+// The warning tools print when a seeded generator replaces the secure one.
+inline constexpr absl::string_view kSeededWarning =
+    "WARNING: seeded random generator in use: reproducible, for tests and "
+    "simulations only, NOT differentially private.";
+
+}  // namespace ldpgraph

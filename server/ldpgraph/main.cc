@@ -1,0 +1,40 @@
+// ldpgraph: the offline research tool. Subcommands run ldpgraph's libraries
+// directly, without a curator or agents.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "server/ldpgraph/sample_command.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(ldpgraph: graph learning under local differential privacy, offline.
+
+Usage: ldpgraph <command> [flags]
+
+Commands:
+  sample     perturb a value or vector with one LDP mechanism; estimate;
+             summarise moments against the formulas
+  help       this text
+
+Run `ldpgraph <command> --help` for a command's flags.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" ||
+      args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "sample") {
+    return ldpgraph::tool::RunSample(args, std::cout, std::cerr);
+  }
+  std::cerr << "ldpgraph: unknown command '" << command
+            << "'\n(run `ldpgraph help` for the list)\n";
+  return 2;
+}
