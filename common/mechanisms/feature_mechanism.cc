@@ -91,15 +91,15 @@ absl::StatusOr<SparseReport> FeatureMechanism::Perturb(
         absl::StrCat("input has ", x.size(), " values, expected d = ",
                      spec_.dimension));
   }
-  std::vector<double> clipped(x.begin(), x.end());
-  for (size_t i = 0; i < clipped.size(); ++i) {
-    if (std::isnan(clipped[i])) {
+  // Every position is checked, sampled or not, so that whether an input is
+  // accepted never depends on the randomness.
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
       return absl::InvalidArgumentError(
           absl::StrCat("input[", i, "] is NaN"));
     }
-    clipped[i] = std::clamp(clipped[i], spec_.alpha, spec_.beta);
   }
-  return PerturbClipped(clipped, rng);
+  return PerturbValid(x, rng);
 }
 
 absl::Status FeatureMechanism::ValidateReport(const SparseReport& r) const {

@@ -125,9 +125,10 @@ class FeatureMechanism {
  protected:
   explicit FeatureMechanism(MechanismSpec spec) : spec_(std::move(spec)) {}
 
-  // x is clipped and of length d here.
-  virtual SparseReport PerturbClipped(absl::Span<const double> x,
-                                      RandomSource& rng) const = 0;
+  // x has length d and no NaN; it is NOT clipped: implementations pass each
+  // value they use through Clip (so a k-of-d mechanism touches only k).
+  virtual SparseReport PerturbValid(absl::Span<const double> x,
+                                    RandomSource& rng) const = 0;
   // The report passed the structural checks of ValidateReport; check values.
   virtual absl::Status ValidateValues(const SparseReport& report) const = 0;
   // The report is valid; out is zero-filled, length d.
@@ -137,6 +138,10 @@ class FeatureMechanism {
   virtual bool dense_reports() const { return false; }
   virtual bool bit_reports() const { return false; }
 
+  // x clipped to [alpha, beta] (infinities included).
+  double Clip(double x) const {
+    return x < spec_.alpha ? spec_.alpha : (x > spec_.beta ? spec_.beta : x);
+  }
   // Maps x in [alpha, beta] to [-1, 1].
   double ToCanonical(double x) const {
     return 2.0 * (x - spec_.alpha) / (spec_.beta - spec_.alpha) - 1.0;

@@ -46,7 +46,7 @@ double HdsMechanism::EstimateVariance(double x) const {
   return frac * second - c() * c() * t * t;
 }
 
-SparseReport HdsMechanism::PerturbClipped(absl::Span<const double> x,
+SparseReport HdsMechanism::PerturbValid(absl::Span<const double> x,
                                           RandomSource& rng) const {
   SparseReport r;
   r.dimension = static_cast<uint32_t>(dimension());
@@ -54,7 +54,7 @@ SparseReport HdsMechanism::PerturbClipped(absl::Span<const double> x,
                                            static_cast<uint32_t>(sampled()));
   r.values.reserve(r.indices.size());
   for (uint32_t j : r.indices) {
-    r.values.push_back(wave_.Sample(ToCanonical(x[j]), rng));
+    r.values.push_back(wave_.Sample(ToCanonical(Clip(x[j])), rng));
   }
   return r;
 }

@@ -42,7 +42,7 @@ class HdsMechanism : public FeatureMechanism {
   HdsMechanism(MechanismSpec spec)
       : FeatureMechanism(spec), wave_(spec.epsilon / *spec.sampled) {}
 
-  SparseReport PerturbClipped(absl::Span<const double> x,
+  SparseReport PerturbValid(absl::Span<const double> x,
                               RandomSource& rng) const override;
   absl::Status ValidateValues(const SparseReport& report) const override;
   void EstimateValid(const SparseReport& report,

@@ -31,7 +31,7 @@ double LaplaceMechanism::EstimateVariance(double x) const {
   return scale() * (2 * lambda_ * lambda_ + x * x) - x * x;
 }
 
-SparseReport LaplaceMechanism::PerturbClipped(absl::Span<const double> x,
+SparseReport LaplaceMechanism::PerturbValid(absl::Span<const double> x,
                                               RandomSource& rng) const {
   SparseReport r;
   r.dimension = static_cast<uint32_t>(dimension());
@@ -45,7 +45,7 @@ SparseReport LaplaceMechanism::PerturbClipped(absl::Span<const double> x,
   r.values.reserve(n);
   const double geo = granularity_ / lambda_;
   for (size_t i = 0; i < n; ++i) {
-    const double snapped = std::clamp(std::nearbyint(x[r.index(i)] / granularity_),
+    const double snapped = std::clamp(std::nearbyint(Clip(x[r.index(i)]) / granularity_),
                                       grid_low_, grid_high_);
     const double noise =
         static_cast<double>(internal::SampleTwoSidedGeometric(geo, rng));

@@ -40,7 +40,7 @@ class LaplaceMechanism final : public FeatureMechanism {
  private:
   explicit LaplaceMechanism(MechanismSpec spec);
 
-  SparseReport PerturbClipped(absl::Span<const double> x,
+  SparseReport PerturbValid(absl::Span<const double> x,
                               RandomSource& rng) const override;
   absl::Status ValidateValues(const SparseReport&) const override {
     return absl::OkStatus();

@@ -42,14 +42,14 @@ double MultiBitMechanism::ProbabilityOne(double x) const {
   return (1.0 + u * (e_ - 1.0)) / (e_ + 1.0);
 }
 
-SparseReport MultiBitMechanism::PerturbClipped(absl::Span<const double> x,
+SparseReport MultiBitMechanism::PerturbValid(absl::Span<const double> x,
                                                RandomSource& rng) const {
   SparseReport r;
   r.dimension = static_cast<uint32_t>(dimension());
   r.indices = rng.SampleWithoutReplacement(r.dimension,
                                            static_cast<uint32_t>(sampled()));
   r.bits.reserve(r.indices.size());
-  for (uint32_t j : r.indices) r.bits.push_back(rng.Bernoulli(ProbabilityOne(x[j])));
+  for (uint32_t j : r.indices) r.bits.push_back(rng.Bernoulli(ProbabilityOne(Clip(x[j]))));
   return r;
 }
 

@@ -22,7 +22,9 @@ absl::StatusOr<std::unique_ptr<OneBitMechanism>> OneBitMechanism::Create(
 }
 
 OneBitMechanism::OneBitMechanism(MechanismSpec spec)
-    : FeatureMechanism(spec), eps_dim_(spec.epsilon / spec.dimension) {
+    : FeatureMechanism(spec),
+      eps_dim_(spec.epsilon / spec.dimension),
+      e_(std::exp(eps_dim_)) {
   const double delta = spec.beta - spec.alpha;
   // (e+1)/(e-1) = coth(eps/2); 1/(e-1) = 1/expm1(eps).
   const double coth = 1.0 / std::tanh(eps_dim_ / 2);
@@ -35,18 +37,17 @@ OneBitMechanism::OneBitMechanism(MechanismSpec spec)
 
 double OneBitMechanism::ProbabilityOne(double x) const {
   const double u = (x - spec().alpha) / (spec().beta - spec().alpha);
-  const double e = std::exp(eps_dim_);
-  if (!std::isfinite(e)) return u;
-  return (1.0 + u * (e - 1.0)) / (e + 1.0);
+  if (!std::isfinite(e_)) return u;
+  return (1.0 + u * (e_ - 1.0)) / (e_ + 1.0);
 }
 
-SparseReport OneBitMechanism::PerturbClipped(absl::Span<const double> x,
+SparseReport OneBitMechanism::PerturbValid(absl::Span<const double> x,
                                              RandomSource& rng) const {
   SparseReport r;
   r.dimension = static_cast<uint32_t>(dimension());
   r.dense = true;
   r.bits.resize(x.size());
-  for (size_t j = 0; j < x.size(); ++j) r.bits[j] = rng.Bernoulli(ProbabilityOne(x[j]));
+  for (size_t j = 0; j < x.size(); ++j) r.bits[j] = rng.Bernoulli(ProbabilityOne(Clip(x[j])));
   return r;
 }
 

@@ -35,7 +35,7 @@ class OneBitMechanism final : public FeatureMechanism {
  private:
   explicit OneBitMechanism(MechanismSpec spec);
 
-  SparseReport PerturbClipped(absl::Span<const double> x,
+  SparseReport PerturbValid(absl::Span<const double> x,
                               RandomSource& rng) const override;
   absl::Status ValidateValues(const SparseReport&) const override {
     return absl::OkStatus();
@@ -46,6 +46,7 @@ class OneBitMechanism final : public FeatureMechanism {
   bool bit_reports() const override { return true; }
 
   double eps_dim_;
+  double e_;     // e^eps_dim
   double one_;   // y* for y = 1
   double zero_;  // y* for y = 0
 };

@@ -46,14 +46,14 @@ double PiecewiseMechanism::EstimateVariance(double x) const {
   return scale() * (var_v + x * x) - x * x;
 }
 
-SparseReport PiecewiseMechanism::PerturbClipped(absl::Span<const double> x,
+SparseReport PiecewiseMechanism::PerturbValid(absl::Span<const double> x,
                                                 RandomSource& rng) const {
   SparseReport r;
   r.dimension = static_cast<uint32_t>(dimension());
   r.indices = rng.SampleWithoutReplacement(r.dimension,
                                            static_cast<uint32_t>(sampled()));
   r.values.reserve(r.indices.size());
-  for (uint32_t j : r.indices) r.values.push_back(pm_.Sample(ToCanonical(x[j]), rng));
+  for (uint32_t j : r.indices) r.values.push_back(pm_.Sample(ToCanonical(Clip(x[j])), rng));
   return r;
 }
 

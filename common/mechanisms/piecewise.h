@@ -66,7 +66,7 @@ class PiecewiseMechanism final : public FeatureMechanism {
   explicit PiecewiseMechanism(MechanismSpec spec)
       : FeatureMechanism(spec), pm_(spec.epsilon / *spec.sampled) {}
 
-  SparseReport PerturbClipped(absl::Span<const double> x,
+  SparseReport PerturbValid(absl::Span<const double> x,
                               RandomSource& rng) const override;
   absl::Status ValidateValues(const SparseReport& report) const override;
   void EstimateValid(const SparseReport& report,

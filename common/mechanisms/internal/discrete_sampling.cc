@@ -61,32 +61,34 @@ int64_t WindowedGrid::SampleIndex(int64_t start, RandomSource& rng) const {
 
 int64_t SampleGeometric(double lambda, RandomSource& rng) {
   constexpr int64_t kMax = int64_t{1} << 62;
-  // Mass beyond kMax: return the cap with that probability.
-  if (rng.UniformDouble() >
-      -std::expm1(-lambda * static_cast<double>(kMax))) {
-    return kMax;
+  // Block decomposition. With a block size B (a power of two, lambda B in
+  // (1/2, 1] when lambda < 1, else 1), write K - 1 = B Y + Z:
+  //   Y, the number of whole blocks, is geometric on {0, 1, ...} with
+  //     P(Y >= y + 1 | Y >= y) = e^{-lambda B}: a run of Bernoulli trials,
+  //     about 1.5 of them on average;
+  //   Z, the offset in the block, has P(z) proportional to e^{-lambda z} on
+  //     [0, B): a uniform proposal accepted with probability
+  //     e^{-lambda z} >= e^{-1}, so about 1.6 proposals.
+  // By memorylessness P(K - 1 = B y + z) = (1 - e^-lambda) e^{-lambda (B y + z)}:
+  // the geometric distribution itself, with no truncation and no search, at
+  // the precision of the Bernoulli thresholds (2^-64). Values beyond kMax are
+  // capped.
+  const double block =
+      lambda >= 1.0 ? 1.0 : std::min(PowerOfTwoAtMost(1.0 / lambda), 0x1.0p61);
+  const uint64_t b = static_cast<uint64_t>(block);
+  const double p_next_block = std::exp(-lambda * block);
+  int64_t blocks = 0;
+  while (rng.Bernoulli(p_next_block)) {
+    if (++blocks > kMax / static_cast<int64_t>(b)) return kMax;
   }
-  // Invariant: the sample lies in (left, right].
-  int64_t left = 0;
-  int64_t right = kMax;
-  while (left + 1 < right) {
-    // A midpoint that splits the remaining mass about in half, so the search
-    // takes O(log) steps whatever lambda is.
-    const double span = static_cast<double>(right - left);
-    int64_t mid = left + static_cast<int64_t>(std::floor(
-                             -(std::log(0.5) + std::log1p(std::exp(-lambda * span))) /
-                             lambda));
-    mid = std::clamp(mid, left + 1, right - 1);
-    // P(sample in (left, mid] | sample in (left, right]).
-    const double q = std::expm1(-lambda * static_cast<double>(mid - left)) /
-                     std::expm1(-lambda * span);
-    if (rng.UniformDouble() <= q) {
-      right = mid;
-    } else {
-      left = mid;
-    }
+  uint64_t offset = 0;
+  if (b > 1) {
+    do {
+      offset = rng.UniformInt(b);
+    } while (!rng.Bernoulli(std::exp(-lambda * static_cast<double>(offset))));
   }
-  return right;
+  const int64_t k = blocks * static_cast<int64_t>(b) + static_cast<int64_t>(offset) + 1;
+  return std::min(k, kMax);
 }
 
 int64_t SampleTwoSidedGeometric(double lambda, RandomSource& rng) {

@@ -69,9 +69,13 @@ class WindowedGrid {
 };
 
 // A draw from the geometric distribution on {1, 2, ...} with
-// P(k) = (1 - e^-lambda) e^{-lambda (k - 1)}, lambda > 0, by a binary search
-// over the support that splits the remaining mass at each step (the method of
-// Google's differential-privacy library). Values beyond 2^62 are capped.
+// P(k) = (1 - e^-lambda) e^{-lambda (k - 1)}, lambda > 0. Google's
+// differential-privacy library draws it by a binary search over the support
+// (about 30 steps of transcendental functions for ldpgraph's grids); ldpgraph
+// draws the same distribution exactly, without truncation, by a block
+// decomposition (whole blocks by Bernoulli trials, the offset in the block by
+// rejection), in about three Bernoulli trials and two exp() calls on average.
+// Values beyond 2^62 are capped.
 int64_t SampleGeometric(double lambda, RandomSource& rng);
 
 // A draw from the two-sided geometric (discrete Laplace) distribution on the

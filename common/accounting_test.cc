@@ -1,0 +1,179 @@
+// Tests for the per-node privacy budget: composition, caps, refusals and the
+// memo that answers repeated identical questions without spending.
+#include "common/accounting.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/mechanisms/feature_mechanism.h"
+
+namespace ldpgraph {
+namespace {
+
+using ::testing::HasSubstr;
+
+QueryKey Key(const std::string& attribute, double eps,
+             const std::string& params = "d=4,sampled=1,alpha=-1,beta=1") {
+  return QueryKey{attribute, "hds", params, eps};
+}
+
+std::unique_ptr<PrivacyBudget> MakeBudget(double total,
+                                          std::map<std::string, double> per = {}) {
+  auto b = PrivacyBudget::Create(BudgetCaps{total, std::move(per)});
+  EXPECT_TRUE(b.ok()) << b.status();
+  return std::move(*b);
+}
+
+TEST(PrivacyBudgetTest, RejectsNonPositiveTotalCap) {
+  auto b = PrivacyBudget::Create(BudgetCaps{0.0, {}});
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(b.status().message(), HasSubstr("total budget cap must be finite and > 0"));
+}
+
+TEST(PrivacyBudgetTest, RejectsInfiniteTotalCap) {
+  auto b = PrivacyBudget::Create(BudgetCaps{INFINITY, {}});
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(b.status().message(), HasSubstr("total budget cap"));
+}
+
+TEST(PrivacyBudgetTest, RejectsBadAttributeCap) {
+  auto b = PrivacyBudget::Create(BudgetCaps{1.0, {{"label", -1.0}}});
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(b.status().message(), HasSubstr("budget cap of 'label'"));
+}
+
+TEST(PrivacyBudgetTest, SequentialCompositionSumsDistinctQuestions) {
+  auto budget = MakeBudget(10.0);
+  int calls = 0;
+  auto perturb = [&]() -> absl::StatusOr<std::string> {
+    ++calls;
+    return std::string("report") + std::to_string(calls);
+  };
+  ASSERT_TRUE(budget->Answer(Key("features", 1.0), perturb).ok());
+  ASSERT_TRUE(budget->Answer(Key("features", 0.5), perturb).ok());
+  ASSERT_TRUE(budget->Answer(Key("label", 2.0), perturb).ok());
+  EXPECT_EQ(calls, 3);
+  EXPECT_DOUBLE_EQ(budget->spent(), 3.5);
+  EXPECT_DOUBLE_EQ(budget->spent("features"), 1.5);
+  EXPECT_DOUBLE_EQ(budget->spent("label"), 2.0);
+  EXPECT_DOUBLE_EQ(budget->spent("edges"), 0.0);
+}
+
+TEST(PrivacyBudgetTest, RepeatedIdenticalQuestionGetsStoredAnswerForFree) {
+  auto budget = MakeBudget(1.0);
+  int calls = 0;
+  auto perturb = [&]() -> absl::StatusOr<std::string> {
+    return "answer-" + std::to_string(++calls);
+  };
+  auto first = budget->Answer(Key("features", 1.0), perturb);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->from_memo);
+  EXPECT_DOUBLE_EQ(first->charged, 1.0);
+  // The cap is used up, yet the same question is answered again, from the
+  // memo, with no fresh randomness and no spend.
+  for (int i = 0; i < 5; ++i) {
+    auto again = budget->Answer(Key("features", 1.0), perturb);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(again->from_memo);
+    EXPECT_EQ(again->answer, "answer-1");
+    EXPECT_EQ(again->charged, 0.0);
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_DOUBLE_EQ(budget->spent(), 1.0);
+}
+
+TEST(PrivacyBudgetTest, DifferentParametersAreANewQuestion) {
+  auto budget = MakeBudget(10.0);
+  auto perturb = []() -> absl::StatusOr<std::string> { return "x"; };
+  ASSERT_TRUE(budget->Answer(Key("features", 1.0, "d=4,sampled=1"), perturb).ok());
+  auto other = budget->Answer(Key("features", 1.0, "d=4,sampled=2"), perturb);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->from_memo);
+  QueryKey mech = Key("features", 1.0, "d=4,sampled=1");
+  mech.mechanism = "multibit";
+  auto third = budget->Answer(mech, perturb);
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(third->from_memo);
+  EXPECT_DOUBLE_EQ(budget->spent(), 3.0);
+}
+
+TEST(PrivacyBudgetTest, RefusesOverTotalCapAndSaysWhy) {
+  auto budget = MakeBudget(1.0);
+  int calls = 0;
+  auto perturb = [&]() -> absl::StatusOr<std::string> {
+    ++calls;
+    return "x";
+  };
+  ASSERT_TRUE(budget->Answer(Key("features", 0.75), perturb).ok());
+  auto refused = budget->Answer(Key("label", 0.5), perturb);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("budget exhausted"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("'label'"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("cap 1"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("spent 0.75"));
+  EXPECT_EQ(calls, 1);  // the refused question never perturbed
+  EXPECT_DOUBLE_EQ(budget->spent(), 0.75);
+  EXPECT_FALSE(budget->Lookup(Key("label", 0.5)).has_value());
+}
+
+TEST(PrivacyBudgetTest, RefusesOverAttributeCap) {
+  auto budget = MakeBudget(10.0, {{"label", 1.0}});
+  auto perturb = []() -> absl::StatusOr<std::string> { return "x"; };
+  ASSERT_TRUE(budget->Answer(Key("label", 0.8), perturb).ok());
+  auto refused = budget->Answer(Key("label", 0.3), perturb);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("'label'"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("its cap 1"));
+  // Other attributes still have room.
+  EXPECT_TRUE(budget->Answer(Key("features", 3.0), perturb).ok());
+  EXPECT_TRUE(budget->CanSpend("features", 6.0).ok());
+  EXPECT_FALSE(budget->CanSpend("features", 6.5).ok());
+}
+
+TEST(PrivacyBudgetTest, TenTenthsFitACapOfOne) {
+  auto budget = MakeBudget(1.0);
+  auto perturb = []() -> absl::StatusOr<std::string> { return "x"; };
+  for (int i = 0; i < 10; ++i) {
+    auto a = budget->Answer(Key("features", 0.1, "round=" + std::to_string(i)),
+                            perturb);
+    ASSERT_TRUE(a.ok()) << "round " << i << ": " << a.status();
+  }
+  EXPECT_EQ(budget->Answer(Key("features", 0.1, "round=10"), perturb)
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(PrivacyBudgetTest, FailedPerturbationChargesNothing) {
+  auto budget = MakeBudget(1.0);
+  auto failing = []() -> absl::StatusOr<std::string> {
+    return absl::InvalidArgumentError("input[2] is NaN");
+  };
+  auto r = budget->Answer(Key("features", 0.5), failing);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(budget->spent(), 0.0);
+  EXPECT_FALSE(budget->Lookup(Key("features", 0.5)).has_value());
+}
+
+TEST(PrivacyBudgetTest, RejectsNonPositiveEpsilon) {
+  auto budget = MakeBudget(1.0);
+  auto perturb = []() -> absl::StatusOr<std::string> { return "x"; };
+  auto r = budget->Answer(Key("features", 0.0), perturb);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("epsilon must be finite and > 0"));
+}
+
+TEST(PrivacyBudgetTest, KeyFromMechanismIncludesParametersAndEpsilon) {
+  MechanismSpec spec;
+  spec.kind = MechanismKind::kHds;
+  spec.epsilon = 1.5;
+  spec.dimension = 1433;
+  spec.sampled = 10;
+  auto mech = CreateFeatureMechanism(spec);
+  ASSERT_TRUE(mech.ok());
+  const QueryKey key = MakeQueryKey("features", **mech);
+  EXPECT_EQ(key.Canonical(), "features|hds|d=1433,sampled=10,alpha=-1,beta=1|1.5");
+}
+
+}  // namespace
+}  // namespace ldpgraph

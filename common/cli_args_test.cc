@@ -1,0 +1,93 @@
+// Tests for the tools' flag parser: every malformed command line gets an
+// error naming the flag.
+#include "common/cli_args.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace ldpgraph {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<CliArgs> Parse(std::vector<std::string> args) {
+  return CliArgs::Parse(args, {"epsilon", "input", "count"}, {"estimate"});
+}
+
+TEST(CliArgsTest, ParsesSpaceAndEqualsForms) {
+  auto a = Parse({"--epsilon", "0.5", "--input=1,2,-3.5", "--estimate"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*a->GetDouble("epsilon").value(), 0.5);
+  EXPECT_EQ(*a->GetDoubleList("input").value(),
+            (std::vector<double>{1, 2, -3.5}));
+  EXPECT_TRUE(a->Flag("estimate"));
+  EXPECT_FALSE(a->Has("count"));
+  EXPECT_FALSE(a->GetUint("count").value().has_value());
+}
+
+TEST(CliArgsTest, UnknownFlag) {
+  auto a = Parse({"--epsilom", "1"});
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status().message(), HasSubstr("unknown flag --epsilom"));
+}
+
+TEST(CliArgsTest, MissingValue) {
+  auto a = Parse({"--epsilon"});
+  EXPECT_THAT(a.status().message(), HasSubstr("--epsilon needs a value"));
+}
+
+TEST(CliArgsTest, RepeatedFlag) {
+  auto a = Parse({"--epsilon", "1", "--epsilon", "2"});
+  EXPECT_THAT(a.status().message(), HasSubstr("--epsilon given more than once"));
+}
+
+TEST(CliArgsTest, PositionalArgument) {
+  auto a = Parse({"epsilon"});
+  EXPECT_THAT(a.status().message(), HasSubstr("unexpected argument 'epsilon'"));
+}
+
+TEST(CliArgsTest, BoolFlagWithValue) {
+  auto a = Parse({"--estimate=yes"});
+  EXPECT_THAT(a.status().message(), HasSubstr("--estimate takes no value"));
+}
+
+TEST(CliArgsTest, BadNumber) {
+  auto a = Parse({"--epsilon", "one"});
+  ASSERT_TRUE(a.ok());
+  auto v = a->GetDouble("epsilon");
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(v.status().message(),
+              HasSubstr("--epsilon must be a finite number, got 'one'"));
+}
+
+TEST(CliArgsTest, NonFiniteNumber) {
+  auto a = Parse({"--epsilon", "inf"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_THAT(a->GetDouble("epsilon").status().message(),
+              HasSubstr("must be a finite number"));
+}
+
+TEST(CliArgsTest, NegativeCount) {
+  auto a = Parse({"--count", "-3"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_THAT(a->GetUint("count").status().message(),
+              HasSubstr("--count must be a non-negative integer, got '-3'"));
+}
+
+TEST(CliArgsTest, BadListEntryNamesItsPosition) {
+  auto a = Parse({"--input", "1,2,x,4"});
+  ASSERT_TRUE(a.ok());
+  auto v = a->GetDoubleList("input");
+  EXPECT_THAT(v.status().message(),
+              HasSubstr("--input: value 3 ('x') is not a finite number"));
+}
+
+TEST(CliArgsTest, NanInList) {
+  auto a = Parse({"--input", "1,nan"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_THAT(a->GetDoubleList("input").status().message(),
+              HasSubstr("value 2 ('nan') is not a finite number"));
+}
+
+}  // namespace
+}  // namespace ldpgraph

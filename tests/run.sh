@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The README's test command. Builds ldpgraph with its tests and runs every
+# test with CTest, the slow statistical privacy tests included.
+#
+#   bash tests/run.sh              optimised build in build/, all tests
+#   bash tests/run.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer
+#                                  build in build-asan/, all tests but the
+#                                  slow statistical ones and the bench smoke
+#   bash tests/run.sh --fast       optimised build, skip the slow tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-all}
+jobs=$(nproc 2>/dev/null || echo 2)
+case "$mode" in
+  all|--fast)
+    build=build
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    exclude=()
+    [ "$mode" = "--fast" ] && exclude=(-LE slow)
+    ;;
+  --sanitize)
+    build=build-asan
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+      -DLDPGRAPH_SANITIZE=ON -DLDPGRAPH_BUILD_BENCHMARKS=OFF >/dev/null
+    exclude=(-LE "slow|bench")
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    ;;
+  *)
+    echo "usage: bash tests/run.sh [--fast|--sanitize]" >&2
+    exit 2
+    ;;
+esac
+
+cmake --build "$build" -j "$jobs"
+cd "$build"
+ctest --output-on-failure -j "$jobs" "${exclude[@]}"
