@@ -15,7 +15,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 case "$mode" in
   all|--fast)
     build=build
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
     exclude=()
     [ "$mode" = "--fast" ] && exclude=(-LE slow)
     ;;

@@ -111,7 +111,7 @@ class FeatureMechanism {
                         absl::Span<double> out) const;
 
   // A canonical string of the parameters other than epsilon
-  // ("d=1433,k=10,alpha=-1,beta=1"), used in memo keys.
+  // ("d=1433,sampled=10,alpha=-1,beta=1"), used in memo keys.
   std::string ParameterString() const;
 
   // Moments of the estimate of one dimension whose true value is x (in
