@@ -7,32 +7,21 @@
 #include <limits>
 #include <vector>
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/status/status.h"
-#include "absl/strings/string_view.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
-using ::testing::HasSubstr;
-
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
-
-void ExpectInvalid(const absl::Status& s, absl::string_view substring) {
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(s.message(), HasSubstr(substring));
-}
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
 
 std::unique_ptr<EdgeRandomizedResponse> MakeRr(double eps, uint32_t n) {
-  auto m = EdgeRandomizedResponse::Create(eps, n);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? std::move(*m) : nullptr;
+  return OkOrNull(EdgeRandomizedResponse::Create(eps, n));
 }
 
 TEST(EdgeRrTest, KeepAndFlipProbabilities) {
@@ -65,32 +54,32 @@ TEST(EdgeRrTest, UnbiasedBitAndDegreeEstimator) {
 // --- Rejected inputs ----------------------------------------------------------------
 
 TEST(EdgeRrTest, RejectsEpsilonZero) {
-  ExpectInvalid(EdgeRandomizedResponse::Create(0.0, 10).status(),
-                "epsilon must be finite and > 0, got 0");
+  ExpectInvalidArgument(EdgeRandomizedResponse::Create(0.0, 10).status(),
+                        "epsilon must be finite and > 0, got 0");
 }
 
 TEST(EdgeRrTest, RejectsNegativeEpsilon) {
-  ExpectInvalid(EdgeRandomizedResponse::Create(-0.5, 10).status(),
-                "epsilon must be finite and > 0, got -0.5");
+  ExpectInvalidArgument(EdgeRandomizedResponse::Create(-0.5, 10).status(),
+                        "epsilon must be finite and > 0, got -0.5");
 }
 
 TEST(EdgeRrTest, RejectsNanEpsilon) {
-  ExpectInvalid(EdgeRandomizedResponse::Create(std::nan(""), 10).status(),
-                "epsilon must be finite and > 0");
+  ExpectInvalidArgument(EdgeRandomizedResponse::Create(std::nan(""), 10).status(),
+                        "epsilon must be finite and > 0");
 }
 
 TEST(EdgeRrTest, RejectsInfiniteEpsilon) {
-  ExpectInvalid(EdgeRandomizedResponse::Create(
-                    std::numeric_limits<double>::infinity(), 10)
-                    .status(),
-                "epsilon must be finite and > 0, got inf");
+  ExpectInvalidArgument(EdgeRandomizedResponse::Create(
+                            std::numeric_limits<double>::infinity(), 10)
+                            .status(),
+                        "epsilon must be finite and > 0, got inf");
 }
 
 TEST(EdgeRrTest, RejectsFewerThanTwoNodes) {
-  ExpectInvalid(EdgeRandomizedResponse::Create(1.0, 1).status(),
-                "needs n >= 2 nodes, got 1");
-  ExpectInvalid(EdgeRandomizedResponse::Create(1.0, 0).status(),
-                "needs n >= 2 nodes, got 0");
+  ExpectInvalidArgument(EdgeRandomizedResponse::Create(1.0, 1).status(),
+                        "needs n >= 2 nodes, got 1");
+  ExpectInvalidArgument(EdgeRandomizedResponse::Create(1.0, 0).status(),
+                        "needs n >= 2 nodes, got 0");
 }
 
 TEST(EdgeRrTest, RejectsNodeOutOfRange) {
@@ -98,9 +87,9 @@ TEST(EdgeRrTest, RejectsNodeOutOfRange) {
   ASSERT_NE(m, nullptr);
   SeededRandomForTesting rng(1);
   const std::vector<uint32_t> none;
-  ExpectInvalid(m->Perturb(10, none, rng).status(),
-                "node 10 is out of range [0, 10)");
-  ExpectInvalid(m->ValidateReport(12, none), "node 12 is out of range [0, 10)");
+  ExpectInvalidArgument(m->Perturb(10, none, rng).status(),
+                        "node 10 is out of range [0, 10)");
+  ExpectInvalidArgument(m->ValidateReport(12, none), "node 12 is out of range [0, 10)");
 }
 
 TEST(EdgeRrTest, RejectsNeighbourEqualToNode) {
@@ -108,8 +97,8 @@ TEST(EdgeRrTest, RejectsNeighbourEqualToNode) {
   ASSERT_NE(m, nullptr);
   SeededRandomForTesting rng(1);
   const std::vector<uint32_t> nb = {2, 5, 7};
-  ExpectInvalid(m->Perturb(5, nb, rng).status(),
-                "neighbours[1] is the node itself (5)");
+  ExpectInvalidArgument(m->Perturb(5, nb, rng).status(),
+                        "neighbours[1] is the node itself (5)");
 }
 
 TEST(EdgeRrTest, RejectsNeighboursNotAscending) {
@@ -117,8 +106,9 @@ TEST(EdgeRrTest, RejectsNeighboursNotAscending) {
   ASSERT_NE(m, nullptr);
   SeededRandomForTesting rng(1);
   const std::vector<uint32_t> nb = {1, 7, 3};
-  ExpectInvalid(m->Perturb(0, nb, rng).status(),
-                "neighbours must be strictly ascending: position 2 has 3 after 7");
+  ExpectInvalidArgument(m->Perturb(0, nb, rng).status(),
+                        "neighbours must be strictly ascending: "
+                        "position 2 has 3 after 7");
 }
 
 TEST(EdgeRrTest, RejectsDuplicateNeighbours) {
@@ -126,8 +116,9 @@ TEST(EdgeRrTest, RejectsDuplicateNeighbours) {
   ASSERT_NE(m, nullptr);
   SeededRandomForTesting rng(1);
   const std::vector<uint32_t> nb = {1, 4, 4};
-  ExpectInvalid(m->Perturb(0, nb, rng).status(),
-                "neighbours must be strictly ascending: position 2 has 4 after 4");
+  ExpectInvalidArgument(m->Perturb(0, nb, rng).status(),
+                        "neighbours must be strictly ascending: "
+                        "position 2 has 4 after 4");
 }
 
 TEST(EdgeRrTest, RejectsNeighbourOutOfRange) {
@@ -135,8 +126,8 @@ TEST(EdgeRrTest, RejectsNeighbourOutOfRange) {
   ASSERT_NE(m, nullptr);
   SeededRandomForTesting rng(1);
   const std::vector<uint32_t> nb = {3, 10};
-  ExpectInvalid(m->Perturb(0, nb, rng).status(),
-                "neighbours[1] = 10 is out of range [0, 10)");
+  ExpectInvalidArgument(m->Perturb(0, nb, rng).status(),
+                        "neighbours[1] = 10 is out of range [0, 10)");
 }
 
 TEST(EdgeRrTest, ValidateReportChecksOrderRangeAndSelf) {
@@ -144,12 +135,12 @@ TEST(EdgeRrTest, ValidateReportChecksOrderRangeAndSelf) {
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->ValidateReport(4, std::vector<uint32_t>{0, 3, 9}).ok());
   EXPECT_TRUE(m->ValidateReport(4, std::vector<uint32_t>{}).ok());
-  ExpectInvalid(m->ValidateReport(4, std::vector<uint32_t>{0, 4}),
-                "report[1] is the node itself (4)");
-  ExpectInvalid(m->ValidateReport(4, std::vector<uint32_t>{5, 2}),
-                "report must be strictly ascending: position 1 has 2 after 5");
-  ExpectInvalid(m->ValidateReport(4, std::vector<uint32_t>{1, 11}),
-                "report[1] = 11 is out of range [0, 10)");
+  ExpectInvalidArgument(m->ValidateReport(4, std::vector<uint32_t>{0, 4}),
+                        "report[1] is the node itself (4)");
+  ExpectInvalidArgument(m->ValidateReport(4, std::vector<uint32_t>{5, 2}),
+                        "report must be strictly ascending: position 1 has 2 after 5");
+  ExpectInvalidArgument(m->ValidateReport(4, std::vector<uint32_t>{1, 11}),
+                        "report[1] = 11 is out of range [0, 10)");
 }
 
 // --- Statistics of the report -------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/hds.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/mechanisms/laplace.h"
 #include "common/mechanisms/multibit.h"
 #include "common/mechanisms/onebit.h"
@@ -25,6 +26,8 @@
 namespace ldpgraph {
 namespace {
 
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::OkOrNull;
 using ::testing::HasSubstr;
 
 constexpr MechanismKind kAllKinds[] = {
@@ -32,11 +35,6 @@ constexpr MechanismKind kAllKinds[] = {
     MechanismKind::kMultiBit,   MechanismKind::kOneBit,
     MechanismKind::kPiecewise,  MechanismKind::kLaplace,
 };
-
-void ExpectInvalid(const absl::Status& s, absl::string_view substring) {
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(s.message(), HasSubstr(substring));
-}
 
 // A valid spec of each kind: d = 1 for the square wave, d = 5 otherwise.
 MechanismSpec BaseSpec(MechanismKind kind) {
@@ -69,7 +67,8 @@ TEST(MechanismNameTest, ParseRejectsUnknownNameListingTheValidOnes) {
   for (absl::string_view bad : {"gaussian", "", "HDS", "square_wave"}) {
     auto parsed = ParseMechanismName(bad);
     ASSERT_FALSE(parsed.ok()) << bad;
-    ExpectInvalid(parsed.status(), absl::StrCat("unknown mechanism '", bad, "'"));
+    ExpectInvalidArgument(parsed.status(),
+                          absl::StrCat("unknown mechanism '", bad, "'"));
     EXPECT_THAT(parsed.status().message(),
                 HasSubstr("square-wave, hds, multibit, onebit, piecewise, laplace"));
   }
@@ -94,53 +93,56 @@ TEST_P(SpecValidationTest, AcceptsBaseSpec) {
 TEST_P(SpecValidationTest, RejectsEpsilonZero) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.epsilon = 0.0;
-  ExpectInvalid(CreateStatus(spec), "epsilon must be finite and > 0, got 0");
+  ExpectInvalidArgument(CreateStatus(spec), "epsilon must be finite and > 0, got 0");
 }
 
 TEST_P(SpecValidationTest, RejectsNegativeEpsilon) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.epsilon = -1.5;
-  ExpectInvalid(CreateStatus(spec), "epsilon must be finite and > 0, got -1.5");
+  ExpectInvalidArgument(CreateStatus(spec), "epsilon must be finite and > 0, got -1.5");
 }
 
 TEST_P(SpecValidationTest, RejectsNanEpsilon) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.epsilon = std::nan("");
-  ExpectInvalid(CreateStatus(spec), "epsilon must be finite and > 0, got nan");
+  ExpectInvalidArgument(CreateStatus(spec), "epsilon must be finite and > 0, got nan");
 }
 
 TEST_P(SpecValidationTest, RejectsInfiniteEpsilon) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.epsilon = std::numeric_limits<double>::infinity();
-  ExpectInvalid(CreateStatus(spec), "epsilon must be finite and > 0, got inf");
+  ExpectInvalidArgument(CreateStatus(spec), "epsilon must be finite and > 0, got inf");
 }
 
 TEST_P(SpecValidationTest, RejectsDimensionZero) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.dimension = 0;
   // The square wave states its own rule (d must be 1).
-  ExpectInvalid(CreateStatus(spec), GetParam() == MechanismKind::kSquareWave
-                                        ? "d must be 1, got 0"
-                                        : "dimension d must be >= 1, got 0");
+  ExpectInvalidArgument(CreateStatus(spec),
+                        GetParam() == MechanismKind::kSquareWave
+                            ? "d must be 1, got 0"
+                            : "dimension d must be >= 1, got 0");
 }
 
 TEST_P(SpecValidationTest, RejectsNegativeDimension) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.dimension = -4;
-  ExpectInvalid(CreateStatus(spec), GetParam() == MechanismKind::kSquareWave
-                                        ? "d must be 1, got -4"
-                                        : "dimension d must be >= 1, got -4");
+  ExpectInvalidArgument(CreateStatus(spec),
+                        GetParam() == MechanismKind::kSquareWave
+                            ? "d must be 1, got -4"
+                            : "dimension d must be >= 1, got -4");
 }
 
 TEST_P(SpecValidationTest, RejectsSampledZero) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.sampled = 0;
   if (GetParam() == MechanismKind::kOneBit) {
-    ExpectInvalid(CreateStatus(spec), "sampled must be d = 5 or unset, got 0");
+    ExpectInvalidArgument(CreateStatus(spec), "sampled must be d = 5 or unset, got 0");
   } else {
-    ExpectInvalid(CreateStatus(spec),
-                  absl::StrCat("sampled dimensions (k or m) must be in 1..d = 1..",
-                               spec.dimension, ", got 0"));
+    ExpectInvalidArgument(
+        CreateStatus(spec),
+        absl::StrCat("sampled dimensions (k or m) must be in 1..d = 1..",
+                     spec.dimension, ", got 0"));
   }
 }
 
@@ -148,11 +150,12 @@ TEST_P(SpecValidationTest, RejectsSampledAboveDimension) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.sampled = spec.dimension + 1;
   if (GetParam() == MechanismKind::kOneBit) {
-    ExpectInvalid(CreateStatus(spec), "sampled must be d = 5 or unset, got 6");
+    ExpectInvalidArgument(CreateStatus(spec), "sampled must be d = 5 or unset, got 6");
   } else {
-    ExpectInvalid(CreateStatus(spec),
-                  absl::StrCat("sampled dimensions (k or m) must be in 1..d = 1..",
-                               spec.dimension, ", got ", spec.dimension + 1));
+    ExpectInvalidArgument(
+        CreateStatus(spec),
+        absl::StrCat("sampled dimensions (k or m) must be in 1..d = 1..",
+                     spec.dimension, ", got ", spec.dimension + 1));
   }
 }
 
@@ -160,34 +163,37 @@ TEST_P(SpecValidationTest, RejectsAlphaEqualToBeta) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.alpha = 1.0;
   spec.beta = 1.0;
-  ExpectInvalid(CreateStatus(spec),
-                "feature range needs alpha < beta, got alpha = 1, beta = 1");
+  ExpectInvalidArgument(CreateStatus(spec),
+                        "feature range needs alpha < beta, got alpha = 1, beta = 1");
 }
 
 TEST_P(SpecValidationTest, RejectsAlphaAboveBeta) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.alpha = 2.0;
   spec.beta = -3.0;
-  ExpectInvalid(CreateStatus(spec),
-                "feature range needs alpha < beta, got alpha = 2, beta = -3");
+  ExpectInvalidArgument(CreateStatus(spec),
+                        "feature range needs alpha < beta, got alpha = 2, beta = -3");
 }
 
 TEST_P(SpecValidationTest, RejectsNanAlpha) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.alpha = std::nan("");
-  ExpectInvalid(CreateStatus(spec), "feature range must be finite, got [nan, 1]");
+  ExpectInvalidArgument(CreateStatus(spec),
+                        "feature range must be finite, got [nan, 1]");
 }
 
 TEST_P(SpecValidationTest, RejectsInfiniteAlpha) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.alpha = -std::numeric_limits<double>::infinity();
-  ExpectInvalid(CreateStatus(spec), "feature range must be finite, got [-inf, 1]");
+  ExpectInvalidArgument(CreateStatus(spec),
+                        "feature range must be finite, got [-inf, 1]");
 }
 
 TEST_P(SpecValidationTest, RejectsInfiniteBeta) {
   MechanismSpec spec = BaseSpec(GetParam());
   spec.beta = std::numeric_limits<double>::infinity();
-  ExpectInvalid(CreateStatus(spec), "feature range must be finite, got [-1, inf]");
+  ExpectInvalidArgument(CreateStatus(spec),
+                        "feature range must be finite, got [-1, inf]");
 }
 
 TEST_P(SpecValidationTest, SampledInRangeIsAccepted) {
@@ -212,10 +218,10 @@ TEST_P(SpecValidationTest, PerturbRejectsWrongLength) {
   SeededRandomForTesting rng(1);
   const int d = (*m)->dimension();
   const std::vector<double> longer(d + 2, 0.0), empty;
-  ExpectInvalid((*m)->Perturb(longer, rng).status(),
-                absl::StrCat("input has ", d + 2, " values, expected d = ", d));
-  ExpectInvalid((*m)->Perturb(empty, rng).status(),
-                absl::StrCat("input has 0 values, expected d = ", d));
+  ExpectInvalidArgument((*m)->Perturb(longer, rng).status(),
+                        absl::StrCat("input has ", d + 2, " values, expected d = ", d));
+  ExpectInvalidArgument((*m)->Perturb(empty, rng).status(),
+                        absl::StrCat("input has 0 values, expected d = ", d));
 }
 
 TEST_P(SpecValidationTest, PerturbRejectsNanNamingThePosition) {
@@ -225,8 +231,8 @@ TEST_P(SpecValidationTest, PerturbRejectsNanNamingThePosition) {
   const int d = (*m)->dimension();
   std::vector<double> x(d, 0.25);
   x[d - 1] = std::nan("");
-  ExpectInvalid((*m)->Perturb(x, rng).status(),
-                absl::StrCat("input[", d - 1, "] is NaN"));
+  ExpectInvalidArgument((*m)->Perturb(x, rng).status(),
+                        absl::StrCat("input[", d - 1, "] is NaN"));
 }
 
 TEST_P(SpecValidationTest, PerturbedReportValidatesAndEstimates) {
@@ -256,9 +262,9 @@ TEST_P(SpecValidationTest, EstimateRejectsWrongBufferLength) {
   auto r = (*m)->Perturb(std::vector<double>(d, 0.0), rng);
   ASSERT_TRUE(r.ok());
   std::vector<double> out(d + 1);
-  ExpectInvalid((*m)->Estimate(*r, absl::MakeSpan(out)),
-                absl::StrCat("estimate buffer has ", d + 1,
-                             " entries, expected d = ", d));
+  ExpectInvalidArgument((*m)->Estimate(*r, absl::MakeSpan(out)),
+                        absl::StrCat("estimate buffer has ", d + 1,
+                                     " entries, expected d = ", d));
 }
 
 TEST_P(SpecValidationTest, ValidateReportRejectsWrongDimension) {
@@ -269,9 +275,9 @@ TEST_P(SpecValidationTest, ValidateReportRejectsWrongDimension) {
   auto r = (*m)->Perturb(std::vector<double>(d, 0.0), rng);
   ASSERT_TRUE(r.ok());
   r->dimension = d + 3;
-  ExpectInvalid((*m)->ValidateReport(*r),
-                absl::StrCat("report has dimension ", d + 3,
-                             ", mechanism has d = ", d));
+  ExpectInvalidArgument((*m)->ValidateReport(*r),
+                        absl::StrCat("report has dimension ", d + 3,
+                                     ", mechanism has d = ", d));
 }
 
 TEST_P(SpecValidationTest, SameSeedGivesTheSameReport) {
@@ -324,12 +330,12 @@ TEST(CreateFeatureMechanismTest, BuildsTheRequestedClass) {
 
 TEST(CreateFeatureMechanismTest, ClassCreateRejectsAMismatchedKind) {
   MechanismSpec spec = BaseSpec(MechanismKind::kLaplace);
-  ExpectInvalid(HdsMechanism::Create(spec).status(), "hds");
-  ExpectInvalid(MultiBitMechanism::Create(spec).status(), "multibit");
-  ExpectInvalid(OneBitMechanism::Create(spec).status(), "onebit");
-  ExpectInvalid(PiecewiseMechanism::Create(spec).status(), "piecewise");
+  ExpectInvalidArgument(HdsMechanism::Create(spec).status(), "hds");
+  ExpectInvalidArgument(MultiBitMechanism::Create(spec).status(), "multibit");
+  ExpectInvalidArgument(OneBitMechanism::Create(spec).status(), "onebit");
+  ExpectInvalidArgument(PiecewiseMechanism::Create(spec).status(), "piecewise");
   spec.kind = MechanismKind::kHds;
-  ExpectInvalid(LaplaceMechanism::Create(spec).status(), "laplace");
+  ExpectInvalidArgument(LaplaceMechanism::Create(spec).status(), "laplace");
 }
 
 // --- ValidateReport: structure (shared checks, shown on HDS d = 5, k = 2) -------------
@@ -355,61 +361,66 @@ TEST_F(ValidateReportTest, AcceptsAWellFormedReport) {
 TEST_F(ValidateReportTest, RejectsWrongDimension) {
   SparseReport r = good_;
   r.dimension = 4;
-  ExpectInvalid(mech_->ValidateReport(r), "report has dimension 4, mechanism has d = 5");
+  ExpectInvalidArgument(mech_->ValidateReport(r),
+                        "report has dimension 4, mechanism has d = 5");
 }
 
 TEST_F(ValidateReportTest, RejectsTooFewIndices) {
   SparseReport r = good_;
   r.indices = {1};
   r.values = {0.5};
-  ExpectInvalid(mech_->ValidateReport(r), "report has 1 indices, expected 2");
+  ExpectInvalidArgument(mech_->ValidateReport(r), "report has 1 indices, expected 2");
 }
 
 TEST_F(ValidateReportTest, RejectsTooManyIndices) {
   SparseReport r = good_;
   r.indices = {0, 1, 3};
   r.values = {0.5, 0.5, 0.5};
-  ExpectInvalid(mech_->ValidateReport(r), "report has 3 indices, expected 2");
+  ExpectInvalidArgument(mech_->ValidateReport(r), "report has 3 indices, expected 2");
 }
 
 TEST_F(ValidateReportTest, RejectsIndexOutOfRange) {
   SparseReport r = good_;
   r.indices = {1, 5};
-  ExpectInvalid(mech_->ValidateReport(r), "index 5 at position 1 is out of range [0, 5)");
+  ExpectInvalidArgument(mech_->ValidateReport(r),
+                        "index 5 at position 1 is out of range [0, 5)");
 }
 
 TEST_F(ValidateReportTest, RejectsDescendingIndices) {
   SparseReport r = good_;
   r.indices = {3, 1};
-  ExpectInvalid(mech_->ValidateReport(r),
-                "indices must be strictly ascending: position 1 has 1 after 3");
+  ExpectInvalidArgument(mech_->ValidateReport(r),
+                        "indices must be strictly ascending: position 1 has 1 after 3");
 }
 
 TEST_F(ValidateReportTest, RejectsDuplicateIndices) {
   SparseReport r = good_;
   r.indices = {2, 2};
-  ExpectInvalid(mech_->ValidateReport(r),
-                "indices must be strictly ascending: position 1 has 2 after 2");
+  ExpectInvalidArgument(mech_->ValidateReport(r),
+                        "indices must be strictly ascending: position 1 has 2 after 2");
 }
 
 TEST_F(ValidateReportTest, RejectsDenseReportForSparseMechanism) {
   SparseReport r = good_;
   r.dense = true;
-  ExpectInvalid(mech_->ValidateReport(r), "hds reports are sparse, got a dense report");
+  ExpectInvalidArgument(mech_->ValidateReport(r),
+                        "hds reports are sparse, got a dense report");
 }
 
 TEST_F(ValidateReportTest, RejectsValueCountMismatch) {
   SparseReport r = good_;
   r.values = {0.5};
-  ExpectInvalid(mech_->ValidateReport(r),
-                "hds reports carry 2 values and no bits; got 1 values and 0 bits");
+  ExpectInvalidArgument(mech_->ValidateReport(r),
+                        "hds reports carry 2 values and no bits; "
+                        "got 1 values and 0 bits");
 }
 
 TEST_F(ValidateReportTest, RejectsBitsAlongsideValues) {
   SparseReport r = good_;
   r.bits = {true, false};
-  ExpectInvalid(mech_->ValidateReport(r),
-                "hds reports carry 2 values and no bits; got 2 values and 2 bits");
+  ExpectInvalidArgument(mech_->ValidateReport(r),
+                        "hds reports carry 2 values and no bits; "
+                        "got 2 values and 2 bits");
 }
 
 TEST_F(ValidateReportTest, RejectsNonFiniteValues) {
@@ -417,7 +428,7 @@ TEST_F(ValidateReportTest, RejectsNonFiniteValues) {
                      -std::numeric_limits<double>::infinity()}) {
     SparseReport r = good_;
     r.values = {0.5, bad};
-    ExpectInvalid(mech_->ValidateReport(r), "value at position 1 is not finite");
+    ExpectInvalidArgument(mech_->ValidateReport(r), "value at position 1 is not finite");
   }
 }
 
@@ -425,8 +436,8 @@ TEST_F(ValidateReportTest, EstimateRejectsWhatValidateRejects) {
   SparseReport r = good_;
   r.indices = {3, 1};
   std::vector<double> out(5, 0.0);
-  ExpectInvalid(mech_->Estimate(r, absl::MakeSpan(out)),
-                "indices must be strictly ascending");
+  ExpectInvalidArgument(mech_->Estimate(r, absl::MakeSpan(out)),
+                        "indices must be strictly ascending");
 }
 
 // --- Secure randomness ----------------------------------------------------------------

@@ -12,17 +12,20 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
+using ::ldpgraph::testing_util::ExpectEstimateMoments;
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectMomentFormulas;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
+using ::ldpgraph::testing_util::SampleEstimateMoments;
+using ::ldpgraph::testing_util::SeededReport;
 using ::testing::HasSubstr;
-
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
 
 // --- mechanisms.md, written out (long double; used at eps/k >= 0.5) --------
 long double HandB(long double eps) {
@@ -52,9 +55,7 @@ std::unique_ptr<FeatureMechanism> MakeHds(int d, int k, double eps,
   spec.sampled = k;
   spec.alpha = alpha;
   spec.beta = beta;
-  auto m = CreateFeatureMechanism(spec);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? std::move(*m) : nullptr;
+  return OkOrNull(CreateFeatureMechanism(spec));
 }
 
 TEST(HdsTest, CForCoraShapedInput) {
@@ -162,10 +163,7 @@ TEST(HdsTest, OutOfRangeInputsAreClippedToTheBounds) {
   ASSERT_NE(m, nullptr);
   const double inf = std::numeric_limits<double>::infinity();
   auto report = [&](std::vector<double> x) {
-    SeededRandomForTesting rng(2024);
-    auto r = m->Perturb(x, rng);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : SparseReport{};
+    return SeededReport(*m, x, /*seed=*/2024);
   };
   const SparseReport clipped = report({1.0, 1.0, -1.0, 0.5});
   for (const auto& x : {std::vector<double>{10.0, 1.0, -1.0, 0.5},
@@ -183,18 +181,11 @@ TEST(HdsTest, ClippedInputHasTheMomentsOfTheBound) {
   // x = 10 on [-1, 1], d = k = 1: mean C * 1, not C * 10.
   auto m = MakeHds(1, 1, 1.0);
   ASSERT_NE(m, nullptr);
-  SeededRandomForTesting rng(8);
   constexpr int kDraws = 100000;
-  double sum = 0, out = 0;
-  const std::vector<double> x = {10.0};
-  for (int i = 0; i < kDraws; ++i) {
-    auto r = m->Perturb(x, rng);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(m->Estimate(*r, absl::MakeSpan(&out, 1)).ok());
-    sum += out;
-  }
+  const auto s = SampleEstimateMoments(*m, {10.0}, /*seed=*/8, kDraws);
+  ASSERT_TRUE(s.has_value());
   const double var = static_cast<double>(HandVariance(1, 1, 1.0, 1.0));
-  EXPECT_NEAR(sum / kDraws, static_cast<double>(HandC(1, 1, 1.0)),
+  EXPECT_NEAR(s->mean, static_cast<double>(HandC(1, 1, 1.0)),
               5 * std::sqrt(var / kDraws));
 }
 
@@ -209,8 +200,7 @@ TEST(HdsTest, ValidateReportRejectsValueOutsideOnePlusB) {
   EXPECT_TRUE(m->ValidateReport(r).ok());
   r.values = {-limit * (1 + 1e-12)};
   const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("outside the square wave's output range"));
+  ExpectInvalidArgument(s, "outside the square wave's output range");
   EXPECT_THAT(s.message(), HasSubstr("position 0"));
   // Estimate validates too.
   std::vector<double> out(4);
@@ -225,9 +215,8 @@ TEST(HdsTest, ValidateReportRejectsDenseReport) {
   r.dimension = 3;
   r.dense = true;
   r.values = {0, 0, 0};
-  const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("hds reports are sparse, got a dense report"));
+  ExpectInvalidArgument(m->ValidateReport(r),
+                        "hds reports are sparse, got a dense report");
 }
 
 TEST(HdsTest, ValidateReportRejectsBitsInsteadOfValues) {
@@ -237,23 +226,13 @@ TEST(HdsTest, ValidateReportRejectsBitsInsteadOfValues) {
   r.dimension = 3;
   r.indices = {0};
   r.bits = {true};
-  const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(),
-              HasSubstr("carry 1 values and no bits; got 0 values and 1 bits"));
+  ExpectInvalidArgument(m->ValidateReport(r),
+                        "carry 1 values and no bits; got 0 values and 1 bits");
 }
 
 // --- Moments ------------------------------------------------------------------
 
-struct HdsCase {
-  int d, k;
-  double eps, alpha, beta, x;
-};
-
-void PrintTo(const HdsCase& c, std::ostream* os) {
-  *os << "d=" << c.d << " k=" << c.k << " eps=" << c.eps << " range=["
-      << c.alpha << "," << c.beta << "] x=" << c.x;
-}
+using HdsCase = ::ldpgraph::testing_util::MomentCase;
 
 class HdsMomentsTest : public testing::TestWithParam<HdsCase> {};
 
@@ -264,35 +243,13 @@ TEST_P(HdsMomentsTest, MeanAndVarianceMatchFormulas) {
   const double t = 2 * (c.x - c.alpha) / (c.beta - c.alpha) - 1;
   const double mean = static_cast<double>(HandC(c.d, c.k, c.eps)) * t;
   const double var = static_cast<double>(HandVariance(c.d, c.k, c.eps, t));
-  EXPECT_NEAR(m->EstimateMean(c.x), mean, 1e-12 * std::max(1e-3, std::abs(mean)));
-  ExpectRelNear(m->EstimateVariance(c.x), var);
+  ExpectMomentFormulas(*m, c.x, mean, var, /*mean_floor=*/1e-3);
 
   // Estimate dimension 0; the others hold different values.
-  constexpr int kDraws = 200000;
   std::vector<double> x(c.d, 0.5 * (c.alpha + c.beta));
   x[0] = c.x;
   if (c.d > 1) x[1] = c.beta;
-  SeededRandomForTesting rng(4321);
-  std::vector<double> out(c.d), draws(kDraws);
-  for (int i = 0; i < kDraws; ++i) {
-    auto r = m->Perturb(x, rng);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(m->Estimate(*r, absl::MakeSpan(out)).ok());
-    draws[i] = out[0];
-  }
-  double sum = 0;
-  for (double v : draws) sum += v;
-  const double emp_mean = sum / kDraws;
-  double m2 = 0, m4 = 0;
-  for (double v : draws) {
-    const double d2 = (v - emp_mean) * (v - emp_mean);
-    m2 += d2;
-    m4 += d2 * d2;
-  }
-  m2 /= kDraws;
-  m4 /= kDraws;
-  EXPECT_NEAR(emp_mean, mean, 5 * std::sqrt(var / kDraws));
-  EXPECT_NEAR(m2, var, 5 * std::sqrt((m4 - m2 * m2) / kDraws));
+  ExpectEstimateMoments(*m, x, /*seed=*/4321, /*draws=*/200000, mean, var);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -5,33 +5,22 @@
 #include <limits>
 #include <vector>
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
-using ::testing::HasSubstr;
-
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
 
 std::unique_ptr<LabelRandomizedResponse> MakeRr(double eps, int classes) {
-  auto m = LabelRandomizedResponse::Create(eps, classes);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? std::move(*m) : nullptr;
-}
-
-void ExpectInvalid(const absl::Status& s, absl::string_view substring) {
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(s.message(), HasSubstr(substring));
+  return OkOrNull(LabelRandomizedResponse::Create(eps, classes));
 }
 
 TEST(LabelRrTest, KeepAndOtherProbabilities) {
@@ -124,29 +113,29 @@ TEST(LabelRrTest, UnbiasedOneHotInvertsTheTransitionMatrix) {
 
 TEST(LabelRrTest, RejectsEpsilonZero) {
   auto m = LabelRandomizedResponse::Create(0.0, 3);
-  ExpectInvalid(m.status(), "epsilon must be finite and > 0, got 0");
+  ExpectInvalidArgument(m.status(), "epsilon must be finite and > 0, got 0");
 }
 
 TEST(LabelRrTest, RejectsNegativeEpsilon) {
   auto m = LabelRandomizedResponse::Create(-1.0, 3);
-  ExpectInvalid(m.status(), "epsilon must be finite and > 0, got -1");
+  ExpectInvalidArgument(m.status(), "epsilon must be finite and > 0, got -1");
 }
 
 TEST(LabelRrTest, RejectsNanEpsilon) {
   auto m = LabelRandomizedResponse::Create(std::nan(""), 3);
-  ExpectInvalid(m.status(), "epsilon must be finite and > 0");
+  ExpectInvalidArgument(m.status(), "epsilon must be finite and > 0");
 }
 
 TEST(LabelRrTest, RejectsInfiniteEpsilon) {
   auto m = LabelRandomizedResponse::Create(
       std::numeric_limits<double>::infinity(), 3);
-  ExpectInvalid(m.status(), "epsilon must be finite and > 0, got inf");
+  ExpectInvalidArgument(m.status(), "epsilon must be finite and > 0, got inf");
 }
 
 TEST(LabelRrTest, RejectsFewerThanTwoClasses) {
   for (int c : {1, 0, -3}) {
     auto m = LabelRandomizedResponse::Create(1.0, c);
-    ExpectInvalid(m.status(), absl::StrCat("needs >= 2 classes, got ", c));
+    ExpectInvalidArgument(m.status(), absl::StrCat("needs >= 2 classes, got ", c));
   }
 }
 
@@ -154,8 +143,8 @@ TEST(LabelRrTest, PerturbRejectsOutOfRangeLabel) {
   auto m = MakeRr(1.0, 4);
   ASSERT_NE(m, nullptr);
   SeededRandomForTesting rng(1);
-  ExpectInvalid(m->Perturb(4, rng).status(), "label 4 is out of range [0, 4)");
-  ExpectInvalid(m->Perturb(-1, rng).status(), "label -1 is out of range [0, 4)");
+  ExpectInvalidArgument(m->Perturb(4, rng).status(), "label 4 is out of range [0, 4)");
+  ExpectInvalidArgument(m->Perturb(-1, rng).status(), "label -1 is out of range [0, 4)");
 }
 
 TEST(LabelRrTest, ValidateAndUnbiasedOneHotRejectOutOfRangeReport) {
@@ -163,9 +152,9 @@ TEST(LabelRrTest, ValidateAndUnbiasedOneHotRejectOutOfRangeReport) {
   ASSERT_NE(m, nullptr);
   EXPECT_TRUE(m->ValidateReport(0).ok());
   EXPECT_TRUE(m->ValidateReport(3).ok());
-  ExpectInvalid(m->ValidateReport(4), "label 4 is out of range [0, 4)");
-  ExpectInvalid(m->ValidateReport(-2), "label -2 is out of range [0, 4)");
-  ExpectInvalid(m->UnbiasedOneHot(7).status(), "label 7 is out of range [0, 4)");
+  ExpectInvalidArgument(m->ValidateReport(4), "label 4 is out of range [0, 4)");
+  ExpectInvalidArgument(m->ValidateReport(-2), "label -2 is out of range [0, 4)");
+  ExpectInvalidArgument(m->UnbiasedOneHot(7).status(), "label 7 is out of range [0, 4)");
 }
 
 TEST(LabelRrTest, ReportFrequenciesMatchPAndQ) {

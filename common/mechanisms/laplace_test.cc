@@ -12,17 +12,18 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
-using ::testing::HasSubstr;
-
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
+using ::ldpgraph::testing_util::ExpectEstimateMoments;
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectMomentFormulas;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
+using ::ldpgraph::testing_util::SeededReport;
 
 // --- mechanisms.md, written out --------------------------------------------------
 // x + Lap(lambda), lambda = Delta k / eps (k = d when every dimension is
@@ -41,10 +42,8 @@ double HandVariance(int d, int k, double eps, double alpha, double beta,
 std::unique_ptr<LaplaceMechanism> MakeLaplace(int d, std::optional<int> k,
                                               double eps, double alpha = -1,
                                               double beta = 1) {
-  auto m = LaplaceMechanism::Create(
-      {MechanismKind::kLaplace, eps, d, k, alpha, beta});
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? std::move(*m) : nullptr;
+  return OkOrNull(LaplaceMechanism::Create(
+      {MechanismKind::kLaplace, eps, d, k, alpha, beta}));
 }
 
 bool IsPowerOfTwo(double g) {
@@ -138,14 +137,12 @@ TEST(LaplaceTest, DenseWhenAllDimensionsAndSparseWhenSampled) {
   EXPECT_EQ(s->CompactBytes(), 24u);
 
   // Each mechanism rejects the other's shape.
-  absl::Status st = dense->ValidateReport(*s);
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(st.message(), HasSubstr("laplace reports every dimension: expected "
-                                      "a dense report with no indices"));
+  ExpectInvalidArgument(dense->ValidateReport(*s),
+                        "laplace reports every dimension: expected "
+                        "a dense report with no indices");
   SparseReport dense_for_sparse = *r;
-  st = sparse->ValidateReport(dense_for_sparse);
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(st.message(), HasSubstr("laplace reports are sparse, got a dense report"));
+  ExpectInvalidArgument(sparse->ValidateReport(dense_for_sparse),
+                        "laplace reports are sparse, got a dense report");
 }
 
 TEST(LaplaceTest, EstimateScalesByDOverK) {
@@ -179,9 +176,7 @@ TEST(LaplaceTest, ValidateReportRejectsNonFiniteValue) {
   for (double bad : {std::numeric_limits<double>::infinity(),
                      -std::numeric_limits<double>::infinity(), std::nan("")}) {
     r.values = {0.0, bad, 1.0};
-    const absl::Status s = m->ValidateReport(r);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(s.message(), HasSubstr("value at position 1 is not finite"));
+    ExpectInvalidArgument(m->ValidateReport(r), "value at position 1 is not finite");
   }
 }
 
@@ -190,10 +185,7 @@ TEST(LaplaceTest, OutOfRangeInputsAreClippedToTheBounds) {
   ASSERT_NE(m, nullptr);
   const double inf = std::numeric_limits<double>::infinity();
   auto report = [&](std::vector<double> x) {
-    SeededRandomForTesting rng(13);
-    auto r = m->Perturb(x, rng);
-    EXPECT_TRUE(r.ok());
-    return r.ok() ? r->values : std::vector<double>{};
+    return SeededReport(*m, x, /*seed=*/13).values;
   };
   const auto at_bounds = report({5.0, 0.0, 5.0});
   EXPECT_EQ(report({50.0, -3.0, inf}), at_bounds);
@@ -203,15 +195,7 @@ TEST(LaplaceTest, OutOfRangeInputsAreClippedToTheBounds) {
 
 // --- Moments ---------------------------------------------------------------------
 
-struct LaplaceCase {
-  int d, k;
-  double eps, alpha, beta, x;
-};
-
-void PrintTo(const LaplaceCase& c, std::ostream* os) {
-  *os << "d=" << c.d << " k=" << c.k << " eps=" << c.eps << " range=["
-      << c.alpha << "," << c.beta << "] x=" << c.x;
-}
+using LaplaceCase = ::ldpgraph::testing_util::MomentCase;
 
 class LaplaceMomentsTest : public testing::TestWithParam<LaplaceCase> {};
 
@@ -221,33 +205,11 @@ TEST_P(LaplaceMomentsTest, MeanAndVarianceMatchFormulas) {
   ASSERT_NE(m, nullptr);
   const double mean = c.x;
   const double var = HandVariance(c.d, c.k, c.eps, c.alpha, c.beta, c.x);
-  EXPECT_NEAR(m->EstimateMean(c.x), mean, 1e-12 * std::max(1.0, std::abs(mean)));
-  ExpectRelNear(m->EstimateVariance(c.x), var);
+  ExpectMomentFormulas(*m, c.x, mean, var);
 
-  constexpr int kDraws = 200000;
   std::vector<double> x(c.d, c.alpha);
   x[0] = c.x;
-  SeededRandomForTesting rng(8128);
-  std::vector<double> out(c.d), draws(kDraws);
-  for (int i = 0; i < kDraws; ++i) {
-    auto r = m->Perturb(x, rng);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(m->Estimate(*r, absl::MakeSpan(out)).ok());
-    draws[i] = out[0];
-  }
-  double sum = 0;
-  for (double v : draws) sum += v;
-  const double emp_mean = sum / kDraws;
-  double m2 = 0, m4 = 0;
-  for (double v : draws) {
-    const double d2 = (v - emp_mean) * (v - emp_mean);
-    m2 += d2;
-    m4 += d2 * d2;
-  }
-  m2 /= kDraws;
-  m4 /= kDraws;
-  EXPECT_NEAR(emp_mean, mean, 5 * std::sqrt(var / kDraws));
-  EXPECT_NEAR(m2, var, 5 * std::sqrt((m4 - m2 * m2) / kDraws));
+  ExpectEstimateMoments(*m, x, /*seed=*/8128, /*draws=*/200000, mean, var);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -7,23 +7,23 @@
 #include <optional>
 #include <vector>
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
-using ::testing::HasSubstr;
-
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
+using ::ldpgraph::testing_util::ExpectEstimateMoments;
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectMomentFormulas;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
+using ::ldpgraph::testing_util::SeededReportBits;
 
 // --- mechanisms.md, written out -------------------------------------------------
 // A = d (beta - alpha) / (2m) * (e^{eps/m} + 1) / (e^{eps/m} - 1)
@@ -48,10 +48,8 @@ double HandVariance(int d, int m, double eps, double alpha, double beta,
 std::unique_ptr<MultiBitMechanism> MakeMultiBit(int d, std::optional<int> m,
                                                 double eps, double alpha = -1,
                                                 double beta = 1) {
-  auto mech =
-      MultiBitMechanism::Create({MechanismKind::kMultiBit, eps, d, m, alpha, beta});
-  EXPECT_TRUE(mech.ok()) << mech.status();
-  return mech.ok() ? std::move(*mech) : nullptr;
+  return OkOrNull(
+      MultiBitMechanism::Create({MechanismKind::kMultiBit, eps, d, m, alpha, beta}));
 }
 
 TEST(MultiBitTest, DefaultMFollowsLpgnn) {
@@ -142,11 +140,9 @@ TEST(MultiBitTest, ValidateReportRejectsValuesInsteadOfBits) {
   r.dimension = 4;
   r.indices = {0, 2};
   r.values = {1.0, -1.0};
-  const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(),
-              HasSubstr("multibit reports carry 2 bits and no values; got 0 "
-                        "bits and 2 values"));
+  ExpectInvalidArgument(m->ValidateReport(r),
+                        "multibit reports carry 2 bits and no values; got 0 "
+                        "bits and 2 values");
 }
 
 TEST(MultiBitTest, ValidateReportRejectsTooFewBits) {
@@ -156,9 +152,7 @@ TEST(MultiBitTest, ValidateReportRejectsTooFewBits) {
   r.dimension = 4;
   r.indices = {0, 2};
   r.bits = {true};
-  const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("got 1 bits and 0 values"));
+  ExpectInvalidArgument(m->ValidateReport(r), "got 1 bits and 0 values");
 }
 
 TEST(MultiBitTest, OutOfRangeInputsAreClippedToTheBounds) {
@@ -168,14 +162,7 @@ TEST(MultiBitTest, OutOfRangeInputsAreClippedToTheBounds) {
   ASSERT_NE(m, nullptr);
   const double inf = std::numeric_limits<double>::infinity();
   auto bits = [&](std::vector<double> x) {
-    SeededRandomForTesting rng(606);
-    std::vector<bool> all;
-    for (int i = 0; i < 200; ++i) {
-      auto r = m->Perturb(x, rng);
-      EXPECT_TRUE(r.ok());
-      if (r.ok()) all.insert(all.end(), r->bits.begin(), r->bits.end());
-    }
-    return all;
+    return SeededReportBits(*m, x, /*seed=*/606, /*reports=*/200);
   };
   const auto at_bounds = bits({1.0, -1.0, 1.0});
   EXPECT_EQ(bits({5.0, -5.0, inf}), at_bounds);
@@ -221,33 +208,11 @@ TEST_P(MultiBitMomentsTest, MeanAndVarianceMatchFormulas) {
   ASSERT_NE(m, nullptr);
   const double mean = c.x;  // the rectifier is unbiased
   const double var = HandVariance(c.d, c.m, c.eps, c.alpha, c.beta, c.x);
-  EXPECT_NEAR(m->EstimateMean(c.x), mean, 1e-12 * std::max(1.0, std::abs(mean)));
-  ExpectRelNear(m->EstimateVariance(c.x), var);
+  ExpectMomentFormulas(*m, c.x, mean, var);
 
-  constexpr int kDraws = 200000;
   std::vector<double> x(c.d, c.alpha);
   x[0] = c.x;
-  SeededRandomForTesting rng(2718);
-  std::vector<double> out(c.d), draws(kDraws);
-  for (int i = 0; i < kDraws; ++i) {
-    auto r = m->Perturb(x, rng);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(m->Estimate(*r, absl::MakeSpan(out)).ok());
-    draws[i] = out[0];
-  }
-  double sum = 0;
-  for (double v : draws) sum += v;
-  const double emp_mean = sum / kDraws;
-  double m2 = 0, m4 = 0;
-  for (double v : draws) {
-    const double d2 = (v - emp_mean) * (v - emp_mean);
-    m2 += d2;
-    m4 += d2 * d2;
-  }
-  m2 /= kDraws;
-  m4 /= kDraws;
-  EXPECT_NEAR(emp_mean, mean, 5 * std::sqrt(var / kDraws));
-  EXPECT_NEAR(m2, var, 5 * std::sqrt((m4 - m2 * m2) / kDraws));
+  ExpectEstimateMoments(*m, x, /*seed=*/2718, /*draws=*/200000, mean, var);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -14,17 +14,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
+using ::ldpgraph::testing_util::ExpectEstimateMoments;
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectMomentFormulas;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
+using ::ldpgraph::testing_util::SeededReportBits;
 using ::testing::HasSubstr;
-
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
 
 // --- mechanisms.md, written out (eps here is the per-dimension budget) -----
 // y* = ((e^eps + 1) y - 1) / (e^eps - 1) * Delta + alpha
@@ -41,10 +43,8 @@ double HandVariance(double eps, double alpha, double beta, double x) {
 std::unique_ptr<OneBitMechanism> MakeOneBit(int d, double eps, double alpha = -1,
                                             double beta = 1,
                                             std::optional<int> sampled = {}) {
-  auto m = OneBitMechanism::Create(
-      {MechanismKind::kOneBit, eps, d, sampled, alpha, beta});
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? std::move(*m) : nullptr;
+  return OkOrNull(OneBitMechanism::Create(
+      {MechanismKind::kOneBit, eps, d, sampled, alpha, beta}));
 }
 
 TEST(OneBitTest, EpsilonPerDimensionIsEpsOverD) {
@@ -60,9 +60,8 @@ TEST(OneBitTest, RejectsSampledOtherThanD) {
     auto m = OneBitMechanism::Create(
         {MechanismKind::kOneBit, 1.0, 3, k, -1.0, 1.0});
     ASSERT_FALSE(m.ok()) << "k = " << k;
-    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(m.status().message(),
-                HasSubstr("onebit reports every dimension: sampled must be d = 3"));
+    ExpectInvalidArgument(m.status(),
+                          "onebit reports every dimension: sampled must be d = 3");
     EXPECT_THAT(m.status().message(), HasSubstr(absl::StrCat("got ", k)));
   }
   // sampled = d is accepted.
@@ -131,10 +130,9 @@ TEST(OneBitTest, ValidateReportRejectsSparseReport) {
   r.dimension = 3;
   r.indices = {0, 1, 2};
   r.bits = {true, false, true};
-  const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("onebit reports every dimension: expected a "
-                                     "dense report with no indices"));
+  ExpectInvalidArgument(m->ValidateReport(r),
+                        "onebit reports every dimension: expected a "
+                        "dense report with no indices");
   // dense flag set but indices present: also rejected.
   r.dense = true;
   EXPECT_EQ(m->ValidateReport(r).code(), absl::StatusCode::kInvalidArgument);
@@ -147,10 +145,8 @@ TEST(OneBitTest, ValidateReportRejectsWrongBitCount) {
   r.dimension = 3;
   r.dense = true;
   r.bits = {true, false};
-  const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(),
-              HasSubstr("onebit reports carry 3 bits and no values; got 2 bits"));
+  ExpectInvalidArgument(m->ValidateReport(r),
+                        "onebit reports carry 3 bits and no values; got 2 bits");
 }
 
 TEST(OneBitTest, OutOfRangeInputsAreClippedToTheBounds) {
@@ -158,14 +154,7 @@ TEST(OneBitTest, OutOfRangeInputsAreClippedToTheBounds) {
   ASSERT_NE(m, nullptr);
   const double inf = std::numeric_limits<double>::infinity();
   auto bits = [&](std::vector<double> x) {
-    SeededRandomForTesting rng(31);
-    std::vector<bool> all;
-    for (int i = 0; i < 200; ++i) {
-      auto r = m->Perturb(x, rng);
-      EXPECT_TRUE(r.ok());
-      if (r.ok()) all.insert(all.end(), r->bits.begin(), r->bits.end());
-    }
-    return all;
+    return SeededReportBits(*m, x, /*seed=*/31, /*reports=*/200);
   };
   const auto at_bounds = bits({5.0, 0.0, 5.0});
   EXPECT_EQ(bits({7.0, -3.0, inf}), at_bounds);
@@ -194,33 +183,13 @@ TEST_P(OneBitMomentsTest, MeanAndVarianceMatchFormulas) {
   const double eps_dim = c.eps / c.d;
   const double mean = c.x;  // y* is unbiased
   const double var = HandVariance(eps_dim, c.alpha, c.beta, c.x);
-  EXPECT_NEAR(m->EstimateMean(c.x), mean, 1e-12 * std::max(1.0, std::abs(mean)));
-  ExpectRelNear(m->EstimateVariance(c.x), var);
+  ExpectMomentFormulas(*m, c.x, mean, var);
 
-  constexpr int kDraws = 200000;
+  // Estimate the last dimension; the others sit at beta.
   std::vector<double> x(c.d, c.beta);
   x[c.d - 1] = c.x;
-  SeededRandomForTesting rng(1618);
-  std::vector<double> out(c.d), draws(kDraws);
-  for (int i = 0; i < kDraws; ++i) {
-    auto r = m->Perturb(x, rng);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(m->Estimate(*r, absl::MakeSpan(out)).ok());
-    draws[i] = out[c.d - 1];
-  }
-  double sum = 0;
-  for (double v : draws) sum += v;
-  const double emp_mean = sum / kDraws;
-  double m2 = 0, m4 = 0;
-  for (double v : draws) {
-    const double d2 = (v - emp_mean) * (v - emp_mean);
-    m2 += d2;
-    m4 += d2 * d2;
-  }
-  m2 /= kDraws;
-  m4 /= kDraws;
-  EXPECT_NEAR(emp_mean, mean, 5 * std::sqrt(var / kDraws));
-  EXPECT_NEAR(m2, var, 5 * std::sqrt((m4 - m2 * m2) / kDraws));
+  ExpectEstimateMoments(*m, x, /*seed=*/1618, /*draws=*/200000, mean, var,
+                        /*dimension=*/c.d - 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -6,23 +6,23 @@
 #include <limits>
 #include <vector>
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
-using ::testing::HasSubstr;
-
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
+using ::ldpgraph::testing_util::ExpectEstimateMoments;
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectMomentFormulas;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
+using ::ldpgraph::testing_util::SeededReport;
 
 // --- mechanisms.md, written out ------------------------------------------------
 // C = (e^{eps/2} + 1) / (e^{eps/2} - 1)
@@ -54,10 +54,8 @@ double HandVariance(int d, int k, double eps, double alpha, double beta,
 std::unique_ptr<PiecewiseMechanism> MakePiecewise(int d, int k, double eps,
                                                   double alpha = -1,
                                                   double beta = 1) {
-  auto m = PiecewiseMechanism::Create(
-      {MechanismKind::kPiecewise, eps, d, k, alpha, beta});
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? std::move(*m) : nullptr;
+  return OkOrNull(PiecewiseMechanism::Create(
+      {MechanismKind::kPiecewise, eps, d, k, alpha, beta}));
 }
 
 TEST(PiecewiseTest, CAndPMatchReference) {
@@ -179,13 +177,9 @@ TEST(PiecewiseMechanismTest, ValidateReportRejectsValueOutsideC) {
   r.values = {c * (1 - 1e-15)};
   EXPECT_TRUE(m->ValidateReport(r).ok());
   r.values = {c * (1 + 1e-12)};
-  absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("outside the Piecewise output range"));
+  ExpectInvalidArgument(m->ValidateReport(r), "outside the Piecewise output range");
   r.values = {-c * (1 + 1e-12)};
-  s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("outside the Piecewise output range"));
+  ExpectInvalidArgument(m->ValidateReport(r), "outside the Piecewise output range");
 }
 
 TEST(PiecewiseMechanismTest, ReportsValidateAndStayInRange) {
@@ -208,10 +202,7 @@ TEST(PiecewiseMechanismTest, OutOfRangeInputsAreClippedToTheBounds) {
   ASSERT_NE(m, nullptr);
   const double inf = std::numeric_limits<double>::infinity();
   auto report = [&](std::vector<double> x) {
-    SeededRandomForTesting rng(12);
-    auto r = m->Perturb(x, rng);
-    EXPECT_TRUE(r.ok());
-    return r.ok() ? r->values : std::vector<double>{};
+    return SeededReport(*m, x, /*seed=*/12).values;
   };
   const auto at_bounds = report({1.0, 0.0, 1.0});
   EXPECT_EQ(report({10.0, -10.0, inf}), at_bounds);
@@ -221,15 +212,7 @@ TEST(PiecewiseMechanismTest, OutOfRangeInputsAreClippedToTheBounds) {
 
 // --- Moments ------------------------------------------------------------------
 
-struct PiecewiseCase {
-  int d, k;
-  double eps, alpha, beta, x;
-};
-
-void PrintTo(const PiecewiseCase& c, std::ostream* os) {
-  *os << "d=" << c.d << " k=" << c.k << " eps=" << c.eps << " range=["
-      << c.alpha << "," << c.beta << "] x=" << c.x;
-}
+using PiecewiseCase = ::ldpgraph::testing_util::MomentCase;
 
 class PiecewiseMomentsTest : public testing::TestWithParam<PiecewiseCase> {};
 
@@ -239,33 +222,11 @@ TEST_P(PiecewiseMomentsTest, MeanAndVarianceMatchFormulas) {
   ASSERT_NE(m, nullptr);
   const double mean = c.x;  // unbiased
   const double var = HandVariance(c.d, c.k, c.eps, c.alpha, c.beta, c.x);
-  EXPECT_NEAR(m->EstimateMean(c.x), mean, 1e-12 * std::max(1.0, std::abs(mean)));
-  ExpectRelNear(m->EstimateVariance(c.x), var);
+  ExpectMomentFormulas(*m, c.x, mean, var);
 
-  constexpr int kDraws = 200000;
   std::vector<double> x(c.d, c.beta);
   x[0] = c.x;
-  SeededRandomForTesting rng(31415);
-  std::vector<double> out(c.d), draws(kDraws);
-  for (int i = 0; i < kDraws; ++i) {
-    auto r = m->Perturb(x, rng);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE(m->Estimate(*r, absl::MakeSpan(out)).ok());
-    draws[i] = out[0];
-  }
-  double sum = 0;
-  for (double v : draws) sum += v;
-  const double emp_mean = sum / kDraws;
-  double m2 = 0, m4 = 0;
-  for (double v : draws) {
-    const double d2 = (v - emp_mean) * (v - emp_mean);
-    m2 += d2;
-    m4 += d2 * d2;
-  }
-  m2 /= kDraws;
-  m4 /= kDraws;
-  EXPECT_NEAR(emp_mean, mean, 5 * std::sqrt(var / kDraws));
-  EXPECT_NEAR(m2, var, 5 * std::sqrt((m4 - m2 * m2) / kDraws));
+  ExpectEstimateMoments(*m, x, /*seed=*/31415, /*draws=*/200000, mean, var);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -14,18 +14,18 @@
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/hds.h"
+#include "common/mechanisms/internal/mechanism_testing.h"
 #include "common/random.h"
 
 namespace ldpgraph {
 namespace {
 
+using ::ldpgraph::testing_util::ExpectEstimateMoments;
+using ::ldpgraph::testing_util::ExpectInvalidArgument;
+using ::ldpgraph::testing_util::ExpectMomentFormulas;
+using ::ldpgraph::testing_util::ExpectRelNear;
+using ::ldpgraph::testing_util::OkOrNull;
 using ::testing::HasSubstr;
-
-// Relative tolerance for values that have a closed form.
-void ExpectRelNear(double actual, double expected, double rel = 1e-12) {
-  EXPECT_NEAR(actual, expected, rel * std::abs(expected))
-      << "actual " << actual << ", expected " << expected;
-}
 
 // --- Hand formulas from mechanisms.md, in long double --------------------
 // Only used at eps >= 0.5, where the closed form keeps ~16 digits in long
@@ -222,9 +222,7 @@ std::unique_ptr<FeatureMechanism> MakeWave(double eps, double alpha = -1,
   spec.dimension = 1;
   spec.alpha = alpha;
   spec.beta = beta;
-  auto m = CreateFeatureMechanism(spec);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? std::move(*m) : nullptr;
+  return OkOrNull(CreateFeatureMechanism(spec));
 }
 
 TEST(SquareWaveMechanismTest, RejectsDimensionOtherThanOne) {
@@ -234,8 +232,7 @@ TEST(SquareWaveMechanismTest, RejectsDimensionOtherThanOne) {
     spec.dimension = d;
     auto m = CreateFeatureMechanism(spec);
     ASSERT_FALSE(m.ok());
-    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(m.status().message(), HasSubstr("d must be 1"));
+    ExpectInvalidArgument(m.status(), "d must be 1");
     EXPECT_THAT(m.status().message(),
                 HasSubstr(absl::StrCat("got ", d)));
   }
@@ -247,8 +244,7 @@ TEST(SquareWaveMechanismTest, RejectsSampledOtherThanOne) {
   spec.sampled = 2;
   auto m = CreateFeatureMechanism(spec);
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(m.status().message(), HasSubstr("got 2"));
+  ExpectInvalidArgument(m.status(), "got 2");
 }
 
 TEST(SquareWaveMechanismTest, RejectsWrongKind) {
@@ -256,8 +252,7 @@ TEST(SquareWaveMechanismTest, RejectsWrongKind) {
   spec.kind = MechanismKind::kHds;
   auto m = SquareWaveMechanism::Create(spec);
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(m.status().message(), HasSubstr("square-wave"));
+  ExpectInvalidArgument(m.status(), "square-wave");
 }
 
 TEST(SquareWaveMechanismTest, ReportIsOneValueAtIndexZero) {
@@ -281,44 +276,6 @@ TEST(SquareWaveMechanismTest, ReportIsOneValueAtIndexZero) {
   EXPECT_EQ(out, r->values[0]);
 }
 
-// Moments of the estimate of a 1-D mechanism over n draws.
-struct Moments {
-  double mean = NAN;
-  double variance = NAN;
-  double variance_se = NAN;  // sqrt((m4 - m2^2) / n), estimated
-};
-
-Moments SampleMoments(const FeatureMechanism& m, double x, int n,
-                      uint64_t seed) {
-  SeededRandomForTesting rng(seed);
-  std::vector<double> draws(n);
-  const std::vector<double> input = {x};
-  double out = 0;
-  for (int i = 0; i < n; ++i) {
-    auto r = m.Perturb(input, rng);
-    if (!r.ok() || !m.Estimate(*r, absl::MakeSpan(&out, 1)).ok()) {
-      ADD_FAILURE() << "Perturb or Estimate failed";
-      return {};
-    }
-    draws[i] = out;
-  }
-  Moments s;
-  double sum = 0;
-  for (double v : draws) sum += v;
-  s.mean = sum / n;
-  double m2 = 0, m4 = 0;
-  for (double v : draws) {
-    const double d2 = (v - s.mean) * (v - s.mean);
-    m2 += d2;
-    m4 += d2 * d2;
-  }
-  m2 /= n;
-  m4 /= n;
-  s.variance = m2;
-  s.variance_se = std::sqrt((m4 - m2 * m2) / n);
-  return s;
-}
-
 class SquareWaveMomentsTest
     : public testing::TestWithParam<std::tuple<double, double>> {};
 
@@ -328,13 +285,8 @@ TEST_P(SquareWaveMomentsTest, MeanAndVarianceMatchFormulas) {
   ASSERT_NE(m, nullptr);
   const double mean = static_cast<double>(HandScale(eps)) * x;
   const double var = static_cast<double>(HandVariance(eps, x));
-  EXPECT_NEAR(m->EstimateMean(x), mean, 1e-12 * std::max(1.0, std::abs(mean)));
-  ExpectRelNear(m->EstimateVariance(x), var);
-
-  constexpr int kDraws = 200000;
-  const Moments s = SampleMoments(*m, x, kDraws, 1234);
-  EXPECT_NEAR(s.mean, mean, 5 * std::sqrt(var / kDraws));
-  EXPECT_NEAR(s.variance, var, 5 * s.variance_se);
+  ExpectMomentFormulas(*m, x, mean, var);
+  ExpectEstimateMoments(*m, {x}, /*seed=*/1234, /*draws=*/200000, mean, var);
 }
 
 INSTANTIATE_TEST_SUITE_P(EpsAndX, SquareWaveMomentsTest,
@@ -351,10 +303,7 @@ TEST(SquareWaveMechanismTest, MomentsOnNonCanonicalRange) {
   const double var = static_cast<double>(HandVariance(kEps, t));
   ExpectRelNear(m->EstimateMean(4.0), mean);
   ExpectRelNear(m->EstimateVariance(4.0), var);
-  constexpr int kDraws = 200000;
-  const Moments s = SampleMoments(*m, 4.0, kDraws, 99);
-  EXPECT_NEAR(s.mean, mean, 5 * std::sqrt(var / kDraws));
-  EXPECT_NEAR(s.variance, var, 5 * s.variance_se);
+  ExpectEstimateMoments(*m, {4.0}, /*seed=*/99, /*draws=*/200000, mean, var);
 }
 
 TEST(SquareWaveMechanismTest, ValidateReportRejectsValueBeyondOnePlusB) {
@@ -369,9 +318,8 @@ TEST(SquareWaveMechanismTest, ValidateReportRejectsValueBeyondOnePlusB) {
   r.values = {-(1 + b)};
   EXPECT_TRUE(m->ValidateReport(r).ok());
   r.values = {std::nextafter(1 + b, 10.0)};
-  const absl::Status s = m->ValidateReport(r);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("outside the square wave's output range"));
+  ExpectInvalidArgument(m->ValidateReport(r),
+                        "outside the square wave's output range");
 }
 
 }  // namespace

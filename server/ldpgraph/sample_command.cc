@@ -238,9 +238,13 @@ absl::StatusOr<Sampler> MakeLabelSampler(const Options& o, RandomSource& rng) {
 }
 
 absl::StatusOr<Sampler> MakeEdgeSampler(const Options& o, RandomSource& rng) {
-  if (o.nodes < 2 || o.nodes > (int64_t{1} << 32) - 1) {
-    return absl::InvalidArgumentError(
-        "edge-rr needs --nodes N (2 <= N < 2^32): the number of nodes");
+  // The tool prints a dense row of N values per draw; the mechanism itself
+  // never materialises one (common/mechanisms/edge_rr.h).
+  constexpr int64_t kMaxPrintedNodes = 10'000'000;
+  if (o.nodes < 2 || o.nodes > kMaxPrintedNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "edge-rr needs --nodes N with 2 <= N <= ", kMaxPrintedNodes,
+        " (each draw prints a dense row of N values)"));
   }
   const uint32_t n = static_cast<uint32_t>(o.nodes);
   if (o.node < 0 || o.node >= o.nodes) {

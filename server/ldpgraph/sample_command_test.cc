@@ -208,7 +208,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "--node", "1", "--input", "1"},
                 "is the node itself"},
         BadCase{{"--mechanism", "edge-rr", "--epsilon", "1", "--input", "1"},
-                "edge-rr needs --nodes"}));
+                "edge-rr needs --nodes"},
+        BadCase{{"--mechanism", "edge-rr", "--epsilon", "1", "--nodes",
+                 "20000000", "--node", "0", "--input", "1"},
+                "2 <= N <= 10000000"}));
 
 }  // namespace
 }  // namespace ldpgraph::tool

@@ -152,7 +152,7 @@ std::unique_ptr<FeatureMechanism> MakeFeature(MechanismSpec spec) {
   return std::move(m).value();
 }
 
-// --- square wave (PrivGE Algorithm 1) ---------------------------------------
+// --- one-dimensional continuous mechanisms ------------------------------------
 
 struct ScalarPair {
   const char* name;
@@ -168,21 +168,39 @@ constexpr ScalarPair kScalarPairs[] = {
     {"clipped", -7.5, 3.0, true},
 };
 
-using ScalarParam = std::tuple<double, int>;
+// One-dimensional continuous mechanisms: square wave (PrivGE Algorithm 1),
+// Piecewise (Wang et al., ICDE'19) and Laplace (discrete Laplace on a fine
+// grid), each with the binning of its own output range.
+using ScalarParam = std::tuple<MechanismKind, double, int>;
 std::string ScalarParamName(const testing::TestParamInfo<ScalarParam>& info) {
-  return absl::StrCat(EpsName(std::get<0>(info.param)), "_",
-                      kScalarPairs[std::get<1>(info.param)].name);
+  std::string kind(MechanismName(std::get<0>(info.param)));
+  kind.erase(std::remove(kind.begin(), kind.end(), '-'), kind.end());
+  return absl::StrCat(kind, "_", EpsName(std::get<1>(info.param)), "_",
+                      kScalarPairs[std::get<2>(info.param)].name);
 }
 
-class SquareWavePrivacyTest : public testing::TestWithParam<ScalarParam> {};
+Binning ScalarBinning(MechanismKind kind, double claimed_eps) {
+  switch (kind) {
+    case MechanismKind::kSquareWave:
+      return SquareWaveBinning(claimed_eps);
+    case MechanismKind::kPiecewise:
+      return PiecewiseBinning(claimed_eps);
+    default:
+      return LaplaceBinning(claimed_eps);
+  }
+}
 
-TEST_P(SquareWavePrivacyTest, IsEpsLdp) {
-  const double eps = std::get<0>(GetParam());
-  const ScalarPair pair = kScalarPairs[std::get<1>(GetParam())];
-  const std::string name = absl::StrCat("square-wave ", EpsName(eps), " ", pair.name);
+class ScalarPrivacyTest : public testing::TestWithParam<ScalarParam> {};
+
+TEST_P(ScalarPrivacyTest, IsEpsLdp) {
+  const MechanismKind kind = std::get<0>(GetParam());
+  const double eps = std::get<1>(GetParam());
+  const ScalarPair pair = kScalarPairs[std::get<2>(GetParam())];
+  const std::string name =
+      absl::StrCat(MechanismName(kind), " ", EpsName(eps), " ", pair.name);
   ExpectPrivateAndPowerful(name, eps, pair.full_loss, [&](double claimed, double spent) {
     MechanismSpec spec;
-    spec.kind = MechanismKind::kSquareWave;
+    spec.kind = kind;
     spec.epsilon = spent;
     auto m = MakeFeature(spec);
     auto sampler = [&m](double x) {
@@ -191,70 +209,17 @@ TEST_P(SquareWavePrivacyTest, IsEpsLdp) {
     auto sx = sampler(pair.x);
     auto sxp = sampler(pair.x_prime);
     return TestPrivacy(Options(claimed, absl::StrCat(name, spent)),
-                       SquareWaveBinning(claimed), sx, sxp);
+                       ScalarBinning(kind, claimed), sx, sxp);
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(All, SquareWavePrivacyTest,
-                         testing::Combine(testing::Values(0.5, 1.0, 2.0, 5.0),
-                                          testing::Values(0, 1, 2)),
-                         ScalarParamName);
-
-// --- Piecewise (Wang et al., ICDE'19), 1-D ------------------------------------
-
-class PiecewisePrivacyTest : public testing::TestWithParam<ScalarParam> {};
-
-TEST_P(PiecewisePrivacyTest, IsEpsLdp) {
-  const double eps = std::get<0>(GetParam());
-  const ScalarPair pair = kScalarPairs[std::get<1>(GetParam())];
-  const std::string name = absl::StrCat("piecewise ", EpsName(eps), " ", pair.name);
-  ExpectPrivateAndPowerful(name, eps, pair.full_loss, [&](double claimed, double spent) {
-    MechanismSpec spec;
-    spec.kind = MechanismKind::kPiecewise;
-    spec.epsilon = spent;
-    auto m = MakeFeature(spec);
-    auto sampler = [&m](double x) {
-      return [&m, x](RandomSource& rng) { return m->Perturb({&x, 1}, rng)->values[0]; };
-    };
-    auto sx = sampler(pair.x);
-    auto sxp = sampler(pair.x_prime);
-    return TestPrivacy(Options(claimed, absl::StrCat(name, spent)),
-                       PiecewiseBinning(claimed), sx, sxp);
-  });
-}
-
-INSTANTIATE_TEST_SUITE_P(All, PiecewisePrivacyTest,
-                         testing::Combine(testing::Values(0.5, 1.0, 2.0, 5.0),
-                                          testing::Values(0, 1, 2)),
-                         ScalarParamName);
-
-// --- Laplace, 1-D (discrete Laplace on a fine grid) ---------------------------
-
-class LaplacePrivacyTest : public testing::TestWithParam<ScalarParam> {};
-
-TEST_P(LaplacePrivacyTest, IsEpsLdp) {
-  const double eps = std::get<0>(GetParam());
-  const ScalarPair pair = kScalarPairs[std::get<1>(GetParam())];
-  const std::string name = absl::StrCat("laplace ", EpsName(eps), " ", pair.name);
-  ExpectPrivateAndPowerful(name, eps, pair.full_loss, [&](double claimed, double spent) {
-    MechanismSpec spec;
-    spec.kind = MechanismKind::kLaplace;
-    spec.epsilon = spent;
-    auto m = MakeFeature(spec);
-    auto sampler = [&m](double x) {
-      return [&m, x](RandomSource& rng) { return m->Perturb({&x, 1}, rng)->values[0]; };
-    };
-    auto sx = sampler(pair.x);
-    auto sxp = sampler(pair.x_prime);
-    return TestPrivacy(Options(claimed, absl::StrCat(name, spent)),
-                       LaplaceBinning(claimed), sx, sxp);
-  });
-}
-
-INSTANTIATE_TEST_SUITE_P(All, LaplacePrivacyTest,
-                         testing::Combine(testing::Values(0.5, 1.0, 2.0, 5.0),
-                                          testing::Values(0, 1, 2)),
-                         ScalarParamName);
+INSTANTIATE_TEST_SUITE_P(
+    All, ScalarPrivacyTest,
+    testing::Combine(testing::Values(MechanismKind::kSquareWave,
+                                     MechanismKind::kPiecewise,
+                                     MechanismKind::kLaplace),
+                     testing::Values(0.5, 1.0, 2.0, 5.0), testing::Values(0, 1, 2)),
+    ScalarParamName);
 
 // --- sparse feature mechanisms with d = 2: HDS, Piecewise k of d ---------------
 
