@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/mechanisms/feature_mechanism.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {
@@ -32,10 +33,7 @@ absl::Status CheckNodeList(const char* what, uint32_t v, uint32_t n,
 
 absl::StatusOr<std::unique_ptr<EdgeRandomizedResponse>>
 EdgeRandomizedResponse::Create(double epsilon, uint32_t nodes) {
-  if (!std::isfinite(epsilon) || !(epsilon > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("epsilon must be finite and > 0, got ", epsilon));
-  }
+  RETURN_IF_ERROR(ValidateEpsilon(epsilon));
   if (nodes < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("edge randomized response needs n >= 2 nodes, got ", nodes));

@@ -55,12 +55,17 @@ size_t SparseReport::CompactBytes() const {
          (bits.size() + 7) / 8;
 }
 
+absl::Status ValidateEpsilon(double epsilon) {
+  if (!std::isfinite(epsilon) || !(epsilon > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epsilon must be finite and > 0, got ", epsilon));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MechanismSpec> ValidateSpec(MechanismSpec spec,
                                            int default_sampled) {
-  if (!std::isfinite(spec.epsilon) || !(spec.epsilon > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "epsilon must be finite and > 0, got ", spec.epsilon));
-  }
+  RETURN_IF_ERROR(ValidateEpsilon(spec.epsilon));
   if (spec.dimension < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "dimension d must be >= 1, got ", spec.dimension));

@@ -8,6 +8,7 @@
 // with Estimate. Formulas: ../shared/docs/mechanisms.md, cited per class.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -163,6 +164,18 @@ absl::StatusOr<std::unique_ptr<FeatureMechanism>> CreateFeatureMechanism(
 
 // The budget key of asking this mechanism about attribute ("features").
 QueryKey MakeQueryKey(std::string attribute, const FeatureMechanism& m);
+
+// OK if epsilon is finite and > 0; otherwise INVALID_ARGUMENT
+// "epsilon must be finite and > 0, got <value>". Every mechanism's check.
+absl::Status ValidateEpsilon(double epsilon);
+
+// The Bernoulli parameter of the bit mechanisms (one-bit, Multi-bit), for
+// u = (x - alpha)/(beta - alpha) in [0, 1] and e = e^eps:
+//   1/(e+1) + u (e-1)/(e+1), written so that e = inf gives u.
+inline double BitProbability(double u, double e) {
+  if (!(e < INFINITY)) return u;
+  return (1.0 + u * (e - 1.0)) / (e + 1.0);
+}
 
 // Shared validation, used by every Create: returns the spec with `sampled`
 // resolved to default_sampled when unset.

@@ -3,16 +3,14 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/mechanisms/feature_mechanism.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {
 
 absl::StatusOr<std::unique_ptr<LabelRandomizedResponse>>
 LabelRandomizedResponse::Create(double epsilon, int classes) {
-  if (!std::isfinite(epsilon) || !(epsilon > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("epsilon must be finite and > 0, got ", epsilon));
-  }
+  RETURN_IF_ERROR(ValidateEpsilon(epsilon));
   if (classes < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("label randomized response needs >= 2 classes, got ",

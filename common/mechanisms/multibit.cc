@@ -35,11 +35,7 @@ MultiBitMechanism::MultiBitMechanism(MechanismSpec spec)
 }
 
 double MultiBitMechanism::ProbabilityOne(double x) const {
-  const MechanismSpec& s = spec();
-  const double u = (x - s.alpha) / (s.beta - s.alpha);
-  // 1/(e+1) + u (e-1)/(e+1), written so that e = inf still gives u.
-  if (!std::isfinite(e_)) return u;
-  return (1.0 + u * (e_ - 1.0)) / (e_ + 1.0);
+  return BitProbability((x - spec().alpha) / (spec().beta - spec().alpha), e_);
 }
 
 SparseReport MultiBitMechanism::PerturbValid(absl::Span<const double> x,

@@ -36,9 +36,7 @@ OneBitMechanism::OneBitMechanism(MechanismSpec spec)
 }
 
 double OneBitMechanism::ProbabilityOne(double x) const {
-  const double u = (x - spec().alpha) / (spec().beta - spec().alpha);
-  if (!std::isfinite(e_)) return u;
-  return (1.0 + u * (e_ - 1.0)) / (e_ + 1.0);
+  return BitProbability((x - spec().alpha) / (spec().beta - spec().alpha), e_);
 }
 
 SparseReport OneBitMechanism::PerturbValid(absl::Span<const double> x,
