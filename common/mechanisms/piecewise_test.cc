@@ -1,6 +1,7 @@
 // Tests for the Piecewise mechanism (Wang et al., ICDE'19): C, p, l(t), r(t), reports, estimator and moments.
 #include "common/mechanisms/piecewise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -239,6 +240,25 @@ INSTANTIATE_TEST_SUITE_P(
         PiecewiseCase{1, 1, 4.0, -1, 1, 1.0}, PiecewiseCase{4, 1, 1.0, -1, 1, 0.3},
         PiecewiseCase{4, 2, 4.0, -1, 1, -1.0}, PiecewiseCase{1, 1, 1.0, 0, 1, 0.2},
         PiecewiseCase{3, 1, 4.0, 0, 5, 4.0}, PiecewiseCase{4, 2, 4.0, 0, 5, 0.0}));
+
+// Floating-point safety (Mironov 2012): whatever the input, every released
+// value is a multiple of the grid's power-of-two granularity inside [-C, C].
+TEST(PiecewiseTest, ReleasedValuesAreOnOneGridWhateverTheInput) {
+  SeededRandomForTesting rng(78);
+  for (double eps : {0.1, 1.0, 5.0}) {
+    Piecewise pm(eps);
+    const double g = pm.grid().granularity();
+    EXPECT_EQ(g, std::ldexp(1.0, std::ilogb(g))) << "not a power of two";
+    for (int i = 0; i <= 200; ++i) {
+      const double t = std::min(1.0, -1.0 + i / 100.0 + (i % 3) / 3e3);
+      for (int j = 0; j < 50; ++j) {
+        const double v = pm.Sample(t, rng);
+        ASSERT_EQ(v, std::nearbyint(v / g) * g) << "eps " << eps << " t " << t;
+        ASSERT_LE(std::abs(v), pm.c()) << "eps " << eps << " t " << t;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace ldpgraph

@@ -1,6 +1,7 @@
 // Tests for the square wave (PrivGE Algorithm 1): b, p, q and moments against mechanisms.md.
 #include "common/mechanisms/square_wave.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <tuple>
@@ -320,6 +321,27 @@ TEST(SquareWaveMechanismTest, ValidateReportRejectsValueBeyondOnePlusB) {
   r.values = {std::nextafter(1 + b, 10.0)};
   ExpectInvalidArgument(m->ValidateReport(r),
                         "outside the square wave's output range");
+}
+
+// Floating-point safety (Mironov 2012): whatever the input, every released
+// value is a multiple of the grid's power-of-two granularity inside the
+// output range, so the set of possible outputs cannot reveal the input.
+TEST(SquareWaveTest, ReleasedValuesAreOnOneGridWhateverTheInput) {
+  SeededRandomForTesting rng(77);
+  for (double eps : {0.1, 1.0, 5.0}) {
+    SquareWave wave(eps);
+    const double g = wave.grid().granularity();
+    EXPECT_EQ(g, std::ldexp(1.0, std::ilogb(g))) << "not a power of two";
+    for (int i = 0; i <= 200; ++i) {
+      const double t = -1.0 + i / 100.0 + (i % 3) / 3e3;  // off-grid inputs
+      const double clipped = std::min(1.0, t);
+      for (int j = 0; j < 50; ++j) {
+        const double v = wave.Sample(clipped, rng);
+        ASSERT_EQ(v, std::nearbyint(v / g) * g) << "eps " << eps << " t " << t;
+        ASSERT_LE(std::abs(v), 1 + wave.b()) << "eps " << eps << " t " << t;
+      }
+    }
+  }
 }
 
 }  // namespace
