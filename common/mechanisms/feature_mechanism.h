@@ -111,6 +111,12 @@ class FeatureMechanism {
   absl::Status Estimate(const SparseReport& report,
                         absl::Span<double> out) const;
 
+  // x clipped to the public range [alpha, beta] (infinities included), as
+  // Perturb clips every value it uses.
+  double Clip(double x) const {
+    return x < spec_.alpha ? spec_.alpha : (x > spec_.beta ? spec_.beta : x);
+  }
+
   // A canonical string of the parameters other than epsilon
   // ("d=1433,sampled=10,alpha=-1,beta=1"), used in memo keys.
   std::string ParameterString() const;
@@ -139,10 +145,6 @@ class FeatureMechanism {
   virtual bool dense_reports() const { return false; }
   virtual bool bit_reports() const { return false; }
 
-  // x clipped to [alpha, beta] (infinities included).
-  double Clip(double x) const {
-    return x < spec_.alpha ? spec_.alpha : (x > spec_.beta ? spec_.beta : x);
-  }
   // Maps x in [alpha, beta] to [-1, 1].
   double ToCanonical(double x) const {
     return 2.0 * (x - spec_.alpha) / (spec_.beta - spec_.alpha) - 1.0;

@@ -149,7 +149,7 @@ absl::StatusOr<Sampler> MakeFeatureSampler(const Options& o, MechanismKind kind,
   Sampler s;
   const size_t d = o.input.size();
   for (double x : o.input) {
-    const double clipped = std::clamp(x, o.alpha, o.beta);
+    const double clipped = mech->Clip(x);
     s.shown_input.push_back(clipped);
     if (o.estimate) {
       s.mean.push_back(mech->EstimateMean(clipped));
