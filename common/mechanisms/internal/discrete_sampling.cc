@@ -61,8 +61,9 @@ int64_t WindowedGrid::SampleIndex(int64_t start, RandomSource& rng) const {
 
 int64_t SampleGeometric(double lambda, RandomSource& rng) {
   constexpr int64_t kMax = int64_t{1} << 62;
-  // Block decomposition. With a block size B (a power of two, lambda B in
-  // (1/2, 1] when lambda < 1, else 1), write K - 1 = B Y + Z:
+  // Block decomposition. With a block size B (a power of two: 1 when
+  // lambda >= 1, else the largest with lambda B <= 1, capped at 2^61, so
+  // lambda B is in (1/2, 1] for 2^-61 <= lambda < 1), write K - 1 = B Y + Z:
   //   Y, the number of whole blocks, is geometric on {0, 1, ...} with
   //     P(Y >= y + 1 | Y >= y) = e^{-lambda B}: a run of Bernoulli trials,
   //     about 1.5 of them on average;
