@@ -96,6 +96,12 @@ class SeededRandomForTesting final : public RandomSource {
   uint64_t s_[4];
 };
 
+// Reproducible randomness for public choices that need no secrecy: dataset
+// generation, train/test splits, model initialisation. The same generator as
+// SeededRandomForTesting, named for what it is allowed to do; never a source
+// of privacy noise (that is SecureRandom's job).
+using PublicRandom = SeededRandomForTesting;
+
 // The warning tools print when a seeded generator replaces the secure one.
 inline constexpr absl::string_view kSeededWarning =
     "WARNING: seeded random generator in use: reproducible, for tests and "
