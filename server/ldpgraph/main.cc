@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "server/ldpgraph/generate_command.h"
 #include "server/ldpgraph/sample_command.h"
 
 namespace {
@@ -15,6 +16,8 @@ Usage: ldpgraph <command> [flags]
 Commands:
   sample     perturb a value or vector with one LDP mechanism; estimate;
              summarise moments against the formulas
+  generate   write a synthetic dataset folder (planted classes, heavy-tailed
+             degrees, class-correlated sparse features), deterministic by seed
   help       this text
 
 Run `ldpgraph <command> --help` for a command's flags.
@@ -33,6 +36,9 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "sample") {
     return ldpgraph::tool::RunSample(args, std::cout, std::cerr);
+  }
+  if (command == "generate") {
+    return ldpgraph::tool::RunGenerate(args, std::cout, std::cerr);
   }
   std::cerr << "ldpgraph: unknown command '" << command
             << "'\n(run `ldpgraph help` for the list)\n";

@@ -14,12 +14,13 @@
 #include "common/mechanisms/label_rr.h"
 #include "common/random.h"
 #include "common/status_macros.h"
+#include "server/ldpgraph/tool_util.h"
 
 namespace ldpgraph::tool {
 namespace {
 
-constexpr int kUsageError = 2;
-constexpr int kRuntimeError = 1;
+constexpr int kUsageError = kExitUsageError;
+constexpr int kRuntimeError = kExitRuntimeError;
 
 // Shortest decimal form that reads back to the same double.
 void AppendNumber(std::string& line, double v) {
@@ -380,18 +381,12 @@ int RunSample(const std::vector<std::string>& args, std::ostream& out,
   }
   const Options& o = *options;
 
-  std::unique_ptr<RandomSource> rng;
-  if (o.seed) {
-    err << kSeededWarning << "\n";
-    rng = std::make_unique<SeededRandomForTesting>(*o.seed);
-  } else {
-    auto secure = SecureRandom::Create();
-    if (!secure.ok()) {
-      err << "ldpgraph sample: " << secure.status().message() << "\n";
-      return kRuntimeError;
-    }
-    rng = std::move(*secure);
+  auto random = MakeRandomSource(o.seed, err);
+  if (!random.ok()) {
+    err << "ldpgraph sample: " << random.status().message() << "\n";
+    return kRuntimeError;
   }
+  std::unique_ptr<RandomSource> rng = std::move(*random);
 
   absl::StatusOr<Sampler> sampler;
   if (o.mechanism == "label-rr") {

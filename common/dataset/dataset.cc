@@ -1,0 +1,1064 @@
+#include "common/dataset/dataset.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph {
+namespace {
+
+// ordered_json keeps the key order of what it reads (the generator object)
+// and of what it writes (meta.json's documented key order).
+using Json = nlohmann::ordered_json;
+
+constexpr absl::string_view kMetaFile = "meta.json";
+constexpr absl::string_view kEdgesFile = "edges.txt";
+constexpr absl::string_view kNodesFile = "nodes.svm";
+
+// Largest node count a Graph supports (NodeId is 32-bit, with one spare).
+constexpr uint64_t kMaxNodes = std::numeric_limits<NodeId>::max() - 1;
+
+std::string JoinPath(const std::string& dir, absl::string_view name) {
+  return (std::filesystem::path(dir) / std::string(name)).string();
+}
+
+// ------------------------------------------------------------------ reading
+
+// The whole file. NOT_FOUND (via errno) when it does not exist.
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  }
+  std::string out;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    const long size = std::ftell(f);
+    if (size > 0) out.reserve(static_cast<size_t>(size));
+    std::rewind(f);
+  }
+  constexpr size_t kChunk = size_t{1} << 20;
+  while (true) {
+    const size_t old = out.size();
+    out.resize(old + kChunk);
+    const size_t got = std::fread(out.data() + old, 1, kChunk, f);
+    out.resize(old + got);
+    if (got < kChunk) break;
+  }
+  if (std::ferror(f)) {
+    const int err = errno;
+    std::fclose(f);
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot read ", path));
+  }
+  std::fclose(f);
+  return out;
+}
+
+inline bool IsBlank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// Newline-separated lines of a text; a final '\n' does not start a line.
+class LineReader {
+ public:
+  explicit LineReader(absl::string_view text)
+      : p_(text.data()), end_(text.data() + text.size()) {}
+
+  // The next line without its '\n'; false at the end of the text.
+  bool Next(absl::string_view* line) {
+    if (p_ == end_) return false;
+    const char* nl =
+        static_cast<const char*>(std::memchr(p_, '\n', end_ - p_));
+    const char* stop = nl != nullptr ? nl : end_;
+    *line = absl::string_view(p_, stop - p_);
+    p_ = nl != nullptr ? nl + 1 : end_;
+    ++number_;
+    return true;
+  }
+  // 1-based number of the line Next() returned last.
+  size_t number() const { return number_; }
+  // Lines not yet returned.
+  size_t Remaining() const {
+    if (p_ == end_) return 0;
+    const size_t newlines = std::count(p_, end_, '\n');
+    return end_[-1] == '\n' ? newlines : newlines + 1;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+  size_t number_ = 0;
+};
+
+// Blank-separated tokens of one line.
+class Tokenizer {
+ public:
+  explicit Tokenizer(absl::string_view line)
+      : p_(line.data()), end_(line.data() + line.size()) {}
+  bool Next(absl::string_view* token) {
+    while (p_ < end_ && IsBlank(*p_)) ++p_;
+    if (p_ == end_) return false;
+    const char* start = p_;
+    while (p_ < end_ && !IsBlank(*p_)) ++p_;
+    *token = absl::string_view(start, p_ - start);
+    return true;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+// A token for an error message: quoted, long ones cut.
+std::string Quote(absl::string_view token) {
+  constexpr size_t kMax = 40;
+  if (token.size() <= kMax) return absl::StrCat("'", token, "'");
+  return absl::StrCat("'", token.substr(0, kMax), "...'");
+}
+
+// The whole token as an unsigned decimal integer (no sign).
+bool ParseUnsigned(absl::string_view token, uint64_t* value) {
+  const char* end = token.data() + token.size();
+  auto [ptr, ec] = std::from_chars(token.data(), end, *value);
+  return ec == std::errc() && ptr == end && !token.empty();
+}
+
+bool ParseSigned(absl::string_view token, int64_t* value) {
+  const char* end = token.data() + token.size();
+  auto [ptr, ec] = std::from_chars(token.data(), end, *value);
+  return ec == std::errc() && ptr == end && !token.empty();
+}
+
+absl::Status LineError(const std::string& path, size_t line,
+                       absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ", what));
+}
+
+// A node id token of an edge line: INVALID_ARGUMENT describing it, or OK
+// with *id < limit.
+absl::Status ParseNodeIdToken(absl::string_view token, uint64_t limit,
+                              absl::string_view limit_what,
+                              const std::string& path, size_t line,
+                              uint64_t* id) {
+  if (ParseUnsigned(token, id)) {
+    if (*id >= limit) {
+      return LineError(path, line,
+                       absl::StrCat("node id ", *id, " out of range (",
+                                    limit_what, ")"));
+    }
+    return absl::OkStatus();
+  }
+  int64_t negative;
+  if (ParseSigned(token, &negative) && negative < 0) {
+    return LineError(path, line,
+                     absl::StrCat("negative node id ", Quote(token)));
+  }
+  bool digits = !token.empty() &&
+                std::all_of(token.begin(), token.end(),
+                            [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) {
+    return LineError(path, line, absl::StrCat("node id ", Quote(token),
+                                              " out of range (",
+                                              limit_what, ")"));
+  }
+  return LineError(path, line,
+                   absl::StrCat("node id ", Quote(token),
+                                " is not a non-negative integer"));
+}
+
+std::string FormatDouble(double x) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof(buf), x);
+  return std::string(buf, r.ptr);
+}
+
+// ----------------------------------------------------------- meta.json
+
+absl::Status KeyError(const std::string& path, absl::string_view key,
+                      absl::string_view expected, const Json* found) {
+  if (found == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": missing required key \"", key, "\" (expected ",
+                     expected, ")"));
+  }
+  std::string shown = found->dump(-1, ' ', false,
+                                  Json::error_handler_t::replace);
+  if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": key \"", key, "\": expected ", expected,
+                   ", found ", found->type_name(), " ", shown));
+}
+
+const Json* Find(const Json& object, absl::string_view key) {
+  auto it = object.find(std::string(key));
+  return it == object.end() ? nullptr : &*it;
+}
+
+absl::Status ReadUnsigned(const std::string& path, const Json& object,
+                          absl::string_view key, uint64_t max,
+                          uint64_t* value) {
+  const Json* j = Find(object, key);
+  if (j == nullptr || !j->is_number_unsigned()) {
+    return KeyError(path, key, "a non-negative integer", j);
+  }
+  *value = j->get<uint64_t>();
+  if (*value > max) {
+    return KeyError(path, key, absl::StrCat("a non-negative integer <= ", max),
+                    j);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadOptionalString(const std::string& path, const Json& object,
+                                absl::string_view key, std::string* value) {
+  const Json* j = Find(object, key);
+  if (j == nullptr) return absl::OkStatus();
+  if (!j->is_string()) return KeyError(path, key, "a string", j);
+  *value = j->get<std::string>();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DatasetMeta> ParseMeta(const std::string& path,
+                                      const std::string& text) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": malformed JSON at byte ", e.byte, ": ", e.what()));
+  }
+  if (!root.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": expected a JSON object, found ", root.type_name()));
+  }
+  DatasetMeta meta;
+  const Json* name = Find(root, "name");
+  if (name == nullptr || !name->is_string()) {
+    return KeyError(path, "name", "a string", name);
+  }
+  meta.name = name->get<std::string>();
+  uint64_t value;
+  RETURN_IF_ERROR(ReadUnsigned(path, root, "nodes", kMaxNodes, &value));
+  meta.nodes = value;
+  RETURN_IF_ERROR(ReadUnsigned(
+      path, root, "edges", std::numeric_limits<int64_t>::max(), &value));
+  meta.edges = value;
+  RETURN_IF_ERROR(ReadUnsigned(path, root, "features",
+                               std::numeric_limits<uint32_t>::max(), &value));
+  meta.features = value;
+  RETURN_IF_ERROR(ReadUnsigned(path, root, "classes",
+                               std::numeric_limits<int32_t>::max(), &value));
+  meta.classes = static_cast<int>(value);
+  RETURN_IF_ERROR(ReadOptionalString(path, root, "source", &meta.source));
+  RETURN_IF_ERROR(ReadOptionalString(path, root, "license", &meta.license));
+  RETURN_IF_ERROR(ReadOptionalString(path, root, "notes", &meta.notes));
+  if (const Json* range = Find(root, "feature_range"); range != nullptr) {
+    constexpr absl::string_view kExpected =
+        "[lo, hi] with finite numbers lo < hi";
+    if (!range->is_array() || range->size() != 2 ||
+        !(*range)[0].is_number() || !(*range)[1].is_number()) {
+      return KeyError(path, "feature_range", kExpected, range);
+    }
+    const double lo = (*range)[0].get<double>();
+    const double hi = (*range)[1].get<double>();
+    if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi)) {
+      return KeyError(path, "feature_range", kExpected, range);
+    }
+    meta.feature_range = std::make_pair(lo, hi);
+  }
+  if (const Json* gen = Find(root, "generator"); gen != nullptr) {
+    if (!gen->is_object()) {
+      return KeyError(path, "generator", "a JSON object", gen);
+    }
+    meta.generator_json =
+        gen->dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
+  return meta;
+}
+
+// Float bounds a stored value must lie in: the feature range rounded to
+// float, so a value computed in double inside [lo, hi] and stored as the
+// nearest float always passes.
+// Bounds beyond the float range become infinite (every finite float is in).
+std::pair<float, float> FloatRange(const std::pair<double, double>& r) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  return {r.first < -kMax ? -kInf : static_cast<float>(r.first),
+          r.second > kMax ? kInf : static_cast<float>(r.second)};
+}
+
+// ----------------------------------------------------------- nodes.svm
+
+// Describes why the pair token of a node line is wrong (slow path only).
+absl::Status PairError(const std::string& path, size_t line,
+                       absl::string_view token, const DatasetMeta& meta,
+                       int64_t previous_index) {
+  const size_t colon = token.find(':');
+  if (colon == absl::string_view::npos || colon == 0 ||
+      colon + 1 == token.size()) {
+    return LineError(path, line,
+                     absl::StrCat("malformed feature ", Quote(token),
+                                  " (expected index:value)"));
+  }
+  const absl::string_view index_text = token.substr(0, colon);
+  const absl::string_view value_text = token.substr(colon + 1);
+  uint64_t index;
+  if (!ParseUnsigned(index_text, &index)) {
+    const bool digits = std::all_of(index_text.begin(), index_text.end(),
+                                    [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) {
+      return LineError(path, line,
+                       absl::StrCat("feature index ", Quote(index_text),
+                                    " > features = ", meta.features,
+                                    " (meta.json)"));
+    }
+    return LineError(path, line,
+                     absl::StrCat("malformed feature ", Quote(token),
+                                  ": index ", Quote(index_text),
+                                  " is not a positive integer"));
+  }
+  if (index == 0) {
+    return LineError(path, line,
+                     absl::StrCat("feature index 0 in ", Quote(token),
+                                  " (indices are 1-based)"));
+  }
+  if (index > meta.features) {
+    return LineError(path, line,
+                     absl::StrCat("feature index ", index, " > features = ",
+                                  meta.features, " (meta.json)"));
+  }
+  if (static_cast<int64_t>(index) == previous_index) {
+    return LineError(path, line,
+                     absl::StrCat("duplicate feature index ", index));
+  }
+  if (static_cast<int64_t>(index) < previous_index) {
+    return LineError(path, line,
+                     absl::StrCat("feature index ", index, " after index ",
+                                  previous_index,
+                                  ": indices must be strictly ascending"));
+  }
+  float value;
+  const char* end = value_text.data() + value_text.size();
+  auto [ptr, ec] = std::from_chars(value_text.data(), end, value);
+  if (ec == std::errc::result_out_of_range && ptr == end) {
+    return LineError(path, line,
+                     absl::StrCat("feature index ", index, ": value ",
+                                  Quote(value_text), " out of float range"));
+  }
+  if (ec != std::errc() || ptr != end) {
+    return LineError(path, line,
+                     absl::StrCat("feature index ", index, ": value ",
+                                  Quote(value_text), " is not a number"));
+  }
+  if (!std::isfinite(value)) {
+    return LineError(path, line,
+                     absl::StrCat("feature index ", index,
+                                  ": non-finite value ", Quote(value_text)));
+  }
+  if (meta.feature_range.has_value()) {
+    const auto [lo, hi] = FloatRange(*meta.feature_range);
+    if (!(value >= lo && value <= hi)) {
+      return LineError(
+          path, line,
+          absl::StrCat("feature index ", index, ": value ", Quote(value_text),
+                       " outside feature_range [",
+                       FormatDouble(meta.feature_range->first), ", ",
+                       FormatDouble(meta.feature_range->second),
+                       "] (meta.json)"));
+    }
+  }
+  return absl::InternalError(absl::StrCat(path, ":", line, ": feature ",
+                                          Quote(token),
+                                          " rejected for no known reason"));
+}
+
+absl::Status LabelError(const std::string& path, size_t line,
+                        absl::string_view token, int classes) {
+  int64_t label;
+  if (!ParseSigned(token, &label)) {
+    const bool integer =
+        !token.empty() &&
+        std::all_of(token.begin() + (token[0] == '-' ? 1 : 0), token.end(),
+                    [](char c) { return c >= '0' && c <= '9'; }) &&
+        token != "-";
+    if (!integer) {
+      return LineError(path, line, absl::StrCat("label ", Quote(token),
+                                                " is not an integer"));
+    }
+  }
+  return LineError(path, line,
+                   absl::StrCat("label ", Quote(token),
+                                " out of range: expected -1 (no label) or 0.."
+                                , classes - 1, " (meta.json classes = ",
+                                classes, ")"));
+}
+
+absl::Status ParseNodes(const std::string& path, absl::string_view text,
+                        const DatasetMeta& meta, std::vector<int32_t>* labels,
+                        SparseRows* features) {
+  LineReader lines(text);
+  const size_t total_lines = lines.Remaining();
+  labels->clear();
+  labels->reserve(std::min(meta.nodes, total_lines));
+  features->rows = 0;
+  features->cols = meta.features;
+  features->offsets.assign(1, 0);
+  features->offsets.reserve(std::min(meta.nodes, total_lines) + 1);
+  const size_t max_pairs = std::count(text.begin(), text.end(), ':');
+  features->indices.clear();
+  features->values.clear();
+  features->indices.reserve(max_pairs);
+  features->values.reserve(max_pairs);
+
+  const bool check_range = meta.feature_range.has_value();
+  const auto [range_lo, range_hi] =
+      check_range ? FloatRange(*meta.feature_range)
+                  : std::pair<float, float>(0.0f, 0.0f);
+  const uint64_t num_features = meta.features;
+  const int64_t max_label = static_cast<int64_t>(meta.classes) - 1;
+
+  absl::string_view line;
+  while (lines.Next(&line)) {
+    const size_t number = lines.number();
+    if (number > meta.nodes) {
+      return LineError(
+          path, number,
+          absl::StrCat("extra node line: meta.json has nodes = ", meta.nodes,
+                       " but the file has ", number + lines.Remaining(),
+                       " lines"));
+    }
+    Tokenizer tokens(line);
+    absl::string_view token;
+    if (!tokens.Next(&token)) {
+      return LineError(path, number,
+                       "missing label (each line starts with the node's "
+                       "label)");
+    }
+    int64_t label;
+    if (!ParseSigned(token, &label) || label < -1 || label > max_label) {
+      return LabelError(path, number, token, meta.classes);
+    }
+    labels->push_back(static_cast<int32_t>(label));
+    int64_t previous = 0;  // last index, 1-based; 0 before the first
+    while (tokens.Next(&token)) {
+      const char* begin = token.data();
+      const char* end = begin + token.size();
+      uint64_t index;
+      auto [colon, ec] = std::from_chars(begin, end, index);
+      bool ok = ec == std::errc() && colon != begin && colon < end &&
+                *colon == ':' && index > static_cast<uint64_t>(previous) &&
+                index <= num_features;
+      float value = 0.0f;
+      if (ok) {
+        auto [vend, vec] = std::from_chars(colon + 1, end, value);
+        ok = vec == std::errc() && vend == end && colon + 1 < end &&
+             std::isfinite(value) &&
+             (!check_range || (value >= range_lo && value <= range_hi));
+      }
+      if (!ok) return PairError(path, number, token, meta, previous);
+      previous = static_cast<int64_t>(index);
+      if (value != 0.0f) {
+        features->indices.push_back(static_cast<uint32_t>(index - 1));
+        features->values.push_back(value);
+      }
+    }
+    features->offsets.push_back(features->indices.size());
+    ++features->rows;
+  }
+  if (labels->size() < meta.nodes) {
+    return LineError(path, labels->size() + 1,
+                     absl::StrCat("file ends after ", labels->size(),
+                                  " node lines but meta.json has nodes = ",
+                                  meta.nodes));
+  }
+  features->indices.shrink_to_fit();
+  features->values.shrink_to_fit();
+  return absl::OkStatus();
+}
+
+// ----------------------------------------------------------- edges.txt
+
+struct EdgeLineOptions {
+  uint64_t limit;               // ids must be < limit
+  std::string limit_what;       // how to explain the limit
+  bool skip_comments = false;   // blank lines, '#' and '%' lines
+  bool allow_self_loops = false;
+  bool self_loop_note = false;  // say the dataset format forbids them
+};
+
+// Parses one "u v" line into *e. OK or INVALID_ARGUMENT naming path:line.
+absl::Status ParseEdgeLine(const std::string& path, size_t number,
+                           absl::string_view line,
+                           const EdgeLineOptions& options, Edge* e) {
+  Tokenizer tokens(line);
+  absl::string_view first, second, extra;
+  const bool has_first = tokens.Next(&first);
+  const bool has_second = has_first && tokens.Next(&second);
+  if (!has_second) {
+    return LineError(path, number,
+                     absl::StrCat("expected two node ids \"u v\", found ",
+                                  has_first ? "one" : "none"));
+  }
+  uint64_t u, v;
+  RETURN_IF_ERROR(ParseNodeIdToken(first, options.limit, options.limit_what,
+                                   path, number, &u));
+  RETURN_IF_ERROR(ParseNodeIdToken(second, options.limit, options.limit_what,
+                                   path, number, &v));
+  if (tokens.Next(&extra)) {
+    return LineError(path, number,
+                     absl::StrCat("extra token ", Quote(extra),
+                                  " after the edge (one edge \"u v\" per "
+                                  "line)"));
+  }
+  if (u == v && !options.allow_self_loops) {
+    return LineError(path, number,
+                     absl::StrCat("self loop ", u, " ", v,
+                                  options.self_loop_note
+                                      ? " (the format forbids self loops)"
+                                      : " (self loops are not allowed)"));
+  }
+  e->u = static_cast<NodeId>(u);
+  e->v = static_cast<NodeId>(v);
+  return absl::OkStatus();
+}
+
+// The first line (1-based, edge i on line i + 1) that repeats an earlier
+// edge in either orientation, as an error naming both lines. Only called
+// when a repeat is known to exist: O(m log m).
+absl::Status DuplicateEdgeError(const std::string& path,
+                                const std::vector<Edge>& edges) {
+  struct Keyed {
+    uint64_t key;
+    uint64_t index;
+  };
+  std::vector<Keyed> keyed(edges.size());
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const NodeId a = std::min(edges[i].u, edges[i].v);
+    const NodeId b = std::max(edges[i].u, edges[i].v);
+    keyed[i] = {(uint64_t{a} << 32) | b, i};
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
+    return x.key != y.key ? x.key < y.key : x.index < y.index;
+  });
+  uint64_t best_later = edges.size(), best_earlier = 0;
+  for (size_t i = 1; i < keyed.size(); ++i) {
+    if (keyed[i].key == keyed[i - 1].key &&
+        (i < 2 || keyed[i - 2].key != keyed[i].key) &&
+        keyed[i].index < best_later) {
+      best_later = keyed[i].index;
+      best_earlier = keyed[i - 1].index;
+    }
+  }
+  if (best_later == edges.size()) {
+    return absl::InternalError(
+        absl::StrCat(path, ": duplicate edge expected but not found"));
+  }
+  const Edge& later = edges[best_later];
+  const Edge& earlier = edges[best_earlier];
+  return LineError(path, best_later + 1,
+                   absl::StrCat("duplicate edge ", later.u, " ", later.v,
+                                " (already on line ", best_earlier + 1,
+                                " as ", earlier.u, " ", earlier.v, ")"));
+}
+
+absl::StatusOr<Graph> ParseEdges(const std::string& path,
+                                 absl::string_view text,
+                                 const DatasetMeta& meta) {
+  LineReader lines(text);
+  const size_t total_lines = lines.Remaining();
+  std::vector<Edge> edges;
+  edges.reserve(std::min(meta.edges, total_lines));
+  EdgeLineOptions options;
+  options.limit = meta.nodes;
+  options.limit_what = absl::StrCat("meta.json has nodes = ", meta.nodes);
+  options.self_loop_note = true;
+  absl::string_view line;
+  while (lines.Next(&line)) {
+    const size_t number = lines.number();
+    if (number > meta.edges) {
+      return LineError(path, number,
+                       absl::StrCat("extra edge line: meta.json has edges = ",
+                                    meta.edges, " but the file has ",
+                                    number + lines.Remaining(), " lines"));
+    }
+    Edge e;
+    RETURN_IF_ERROR(ParseEdgeLine(path, number, line, options, &e));
+    edges.push_back(e);
+  }
+  if (edges.size() < meta.edges) {
+    return LineError(path, edges.size() + 1,
+                     absl::StrCat("file ends after ", edges.size(),
+                                  " edge lines but meta.json has edges = ",
+                                  meta.edges));
+  }
+  Graph::BuildOptions build;
+  build.allow_self_loops = false;
+  build.merge_duplicates = true;
+  auto graph = Graph::FromEdges(meta.nodes, edges, build);
+  if (!graph.ok()) {
+    return absl::Status(graph.status().code(),
+                        absl::StrCat(path, ": ", graph.status().message()));
+  }
+  if (graph->num_edges() != edges.size()) {
+    return DuplicateEdgeError(path, edges);
+  }
+  return graph;
+}
+
+// ------------------------------------------------------------------ writing
+
+// A file written through a large buffer to "<path>.tmp", renamed to path by
+// Commit(). The temporary file is removed unless committed.
+class AtomicFileWriter {
+ public:
+  static constexpr size_t kBufferSize = size_t{1} << 20;
+  // Room a single Reserve() may ask for.
+  static constexpr size_t kMaxReserve = 4096;
+
+  explicit AtomicFileWriter(std::string path)
+      : path_(std::move(path)), tmp_(path_ + ".tmp") {}
+  ~AtomicFileWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (opened_ && !committed_) std::remove(tmp_.c_str());
+  }
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  absl::Status Open() {
+    file_ = std::fopen(tmp_.c_str(), "wb");
+    if (file_ == nullptr) return Error(errno, "cannot create");
+    opened_ = true;
+    buffer_.reset(new char[kBufferSize]);
+    return absl::OkStatus();
+  }
+
+  // A pointer to at least n <= kMaxReserve writable bytes; report what was
+  // written with Advance().
+  char* Reserve(size_t n) {
+    if (kBufferSize - used_ < n) Flush();
+    return buffer_.get() + used_;
+  }
+  void Advance(char* end) { used_ = end - buffer_.get(); }
+
+  void Append(absl::string_view s) {
+    while (!s.empty()) {
+      if (used_ == kBufferSize) Flush();
+      const size_t n = std::min(s.size(), kBufferSize - used_);
+      std::memcpy(buffer_.get() + used_, s.data(), n);
+      used_ += n;
+      s.remove_prefix(n);
+    }
+  }
+
+  // Flushes and closes the temporary file; the first write error, if any.
+  absl::Status Close() {
+    Flush();
+    if (write_errno_ == 0 && std::fflush(file_) != 0) write_errno_ = errno;
+    if (std::fclose(file_) != 0 && write_errno_ == 0) write_errno_ = errno;
+    file_ = nullptr;
+    if (write_errno_ != 0) return Error(write_errno_, "cannot write");
+    return absl::OkStatus();
+  }
+
+  // Renames the closed temporary file to its final name.
+  absl::Status Commit() {
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      return Error(errno, "cannot rename temporary file to");
+    }
+    committed_ = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  void Flush() {
+    if (used_ > 0 && write_errno_ == 0 &&
+        std::fwrite(buffer_.get(), 1, used_, file_) != used_) {
+      write_errno_ = errno != 0 ? errno : EIO;
+    }
+    used_ = 0;
+  }
+  absl::Status Error(int err, absl::string_view what) const {
+    return absl::ErrnoToStatus(
+        err, absl::StrCat(what, " ", path_, " (temporary file ", tmp_, ")"));
+  }
+
+  std::string path_;
+  std::string tmp_;
+  FILE* file_ = nullptr;
+  bool opened_ = false;
+  bool committed_ = false;
+  std::unique_ptr<char[]> buffer_;
+  size_t used_ = 0;
+  int write_errno_ = 0;
+};
+
+absl::Status ValidateForWrite(const Dataset& d) {
+  const size_t n = d.graph.num_nodes();
+  if (d.graph.num_self_loops() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph has ", d.graph.num_self_loops(),
+        " self loop(s); the dataset format forbids them"));
+  }
+  if (d.labels.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset has ", d.labels.size(), " labels for ", n, " nodes"));
+  }
+  if (d.meta.classes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("meta.classes = ", d.meta.classes, " is negative"));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (d.labels[i] < -1 || d.labels[i] >= d.meta.classes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", i, ": label ", d.labels[i],
+                       " out of range: expected -1 or 0..",
+                       d.meta.classes - 1));
+    }
+  }
+  const SparseRows& x = d.features;
+  if (x.rows != n || x.offsets.size() != n + 1 || x.offsets[0] != 0 ||
+      x.offsets[n] != x.indices.size() || x.values.size() != x.indices.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "features have ", x.rows, " rows (", x.offsets.size(),
+        " offsets, ", x.indices.size(), " indices, ", x.values.size(),
+        " values) for ", n, " nodes"));
+  }
+  if (x.cols > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("features have ", x.cols, " columns; at most ",
+                     std::numeric_limits<uint32_t>::max(), " are supported"));
+  }
+  std::optional<std::pair<float, float>> range;
+  if (d.meta.feature_range.has_value()) {
+    const auto [lo, hi] = *d.meta.feature_range;
+    if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("meta.feature_range [", FormatDouble(lo), ", ",
+                       FormatDouble(hi), "] is not finite with lo < hi"));
+    }
+    range = FloatRange(*d.meta.feature_range);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (x.offsets[i + 1] < x.offsets[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("features row ", i, ": offsets decrease"));
+    }
+    int64_t previous = -1;
+    for (uint64_t p = x.offsets[i]; p < x.offsets[i + 1]; ++p) {
+      const uint32_t j = x.indices[p];
+      const float v = x.values[p];
+      if (j >= x.cols || static_cast<int64_t>(j) <= previous) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "features row ", i, ": index ", j,
+            " not strictly ascending or >= cols = ", x.cols));
+      }
+      previous = j;
+      if (!std::isfinite(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "features row ", i, ", column ", j, ": non-finite value"));
+      }
+      if (range.has_value() && !(v >= range->first && v <= range->second)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "features row ", i, ", column ", j, ": value ", v,
+            " outside meta.feature_range"));
+      }
+    }
+  }
+  if (!d.meta.generator_json.empty()) {
+    Json gen = Json::parse(d.meta.generator_json, nullptr,
+                           /*allow_exceptions=*/false);
+    if (!gen.is_object()) {
+      return absl::InvalidArgumentError(
+          "meta.generator_json is not the text of a JSON object");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void WriteNodes(const Dataset& d, AtomicFileWriter& out) {
+  const SparseRows& x = d.features;
+  for (size_t i = 0; i < d.labels.size(); ++i) {
+    char* p = out.Reserve(16);
+    p = std::to_chars(p, p + 16, d.labels[i]).ptr;
+    out.Advance(p);
+    for (uint64_t k = x.offsets[i]; k < x.offsets[i + 1]; ++k) {
+      const float v = x.values[k];
+      if (v == 0.0f) continue;  // only non-zeros are written
+      // ' ' + 10 digits + ':' + at most 15 characters of shortest float.
+      p = out.Reserve(48);
+      *p++ = ' ';
+      p = std::to_chars(p, p + 11, uint64_t{x.indices[k]} + 1).ptr;
+      *p++ = ':';
+      p = std::to_chars(p, p + 32, v).ptr;
+      out.Advance(p);
+    }
+    p = out.Reserve(1);
+    *p++ = '\n';
+    out.Advance(p);
+  }
+}
+
+void WriteEdges(const Graph& g, AtomicFileWriter& out) {
+  const size_t n = g.num_nodes();
+  for (NodeId u = 0; u < n; ++u) {
+    for (NodeId v : g.neighbors(u)) {
+      if (v <= u) continue;
+      char* p = out.Reserve(24);
+      p = std::to_chars(p, p + 10, u).ptr;
+      *p++ = ' ';
+      p = std::to_chars(p, p + 10, v).ptr;
+      *p++ = '\n';
+      out.Advance(p);
+    }
+  }
+}
+
+std::string MetaText(const Dataset& d) {
+  Json j;
+  j["name"] = d.meta.name;
+  j["nodes"] = static_cast<uint64_t>(d.graph.num_nodes());
+  j["edges"] = static_cast<uint64_t>(d.graph.num_edges());
+  j["features"] = static_cast<uint64_t>(d.features.cols);
+  j["classes"] = d.meta.classes;
+  if (d.meta.feature_range.has_value()) {
+    j["feature_range"] =
+        Json::array({d.meta.feature_range->first, d.meta.feature_range->second});
+  }
+  j["source"] = d.meta.source;
+  j["license"] = d.meta.license;
+  j["notes"] = d.meta.notes;
+  if (!d.meta.generator_json.empty()) {
+    j["generator"] = Json::parse(d.meta.generator_json, nullptr,
+                                 /*allow_exceptions=*/false);
+  }
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) +
+         "\n";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ public
+
+absl::StatusOr<Dataset> LoadDataset(const std::string& dir) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(dir, ec);
+  if (!std::filesystem::exists(status)) {
+    return absl::NotFoundError(
+        absl::StrCat("dataset folder ", dir, " not found"));
+  }
+  if (!std::filesystem::is_directory(status)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset path ", dir, " is not a folder"));
+  }
+  Dataset d;
+  const std::string meta_path = JoinPath(dir, kMetaFile);
+  ASSIGN_OR_RETURN(std::string meta_text, ReadFile(meta_path));
+  ASSIGN_OR_RETURN(d.meta, ParseMeta(meta_path, meta_text));
+  {
+    const std::string path = JoinPath(dir, kNodesFile);
+    ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    RETURN_IF_ERROR(ParseNodes(path, text, d.meta, &d.labels, &d.features));
+  }
+  {
+    const std::string path = JoinPath(dir, kEdgesFile);
+    ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    ASSIGN_OR_RETURN(d.graph, ParseEdges(path, text, d.meta));
+  }
+  return d;
+}
+
+absl::Status WriteDataset(const Dataset& d, const std::string& dir) {
+  RETURN_IF_ERROR(ValidateForWrite(d));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::ErrnoToStatus(
+        ec.value(), absl::StrCat("cannot create dataset folder ", dir));
+  }
+  AtomicFileWriter nodes(JoinPath(dir, kNodesFile));
+  AtomicFileWriter edges(JoinPath(dir, kEdgesFile));
+  AtomicFileWriter meta(JoinPath(dir, kMetaFile));
+  RETURN_IF_ERROR(nodes.Open());
+  WriteNodes(d, nodes);
+  RETURN_IF_ERROR(nodes.Close());
+  RETURN_IF_ERROR(edges.Open());
+  WriteEdges(d.graph, edges);
+  RETURN_IF_ERROR(edges.Close());
+  RETURN_IF_ERROR(meta.Open());
+  meta.Append(MetaText(d));
+  RETURN_IF_ERROR(meta.Close());
+  // meta.json last: a reader never sees new counts beside old data files.
+  RETURN_IF_ERROR(nodes.Commit());
+  RETURN_IF_ERROR(edges.Commit());
+  return meta.Commit();
+}
+
+absl::StatusOr<Graph> LoadEdgeList(const std::string& path,
+                                   const EdgeListOptions& options) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  EdgeLineOptions line_options;
+  if (options.num_nodes.has_value()) {
+    if (*options.num_nodes > kMaxNodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("num_nodes = ", *options.num_nodes, " exceeds ",
+                       kMaxNodes, ", the most a graph supports"));
+    }
+    line_options.limit = *options.num_nodes;
+    line_options.limit_what =
+        absl::StrCat("num_nodes = ", *options.num_nodes);
+  } else {
+    line_options.limit = kMaxNodes;
+    line_options.limit_what =
+        absl::StrCat("a graph supports at most ", kMaxNodes, " nodes");
+  }
+  line_options.allow_self_loops = options.allow_self_loops;
+  std::vector<Edge> edges;
+  LineReader lines(text);
+  edges.reserve(lines.Remaining());
+  absl::string_view line;
+  size_t max_id_plus_one = 0;
+  while (lines.Next(&line)) {
+    size_t first = 0;
+    while (first < line.size() && IsBlank(line[first])) ++first;
+    if (first == line.size() || line[first] == '#' || line[first] == '%') {
+      continue;
+    }
+    Edge e;
+    RETURN_IF_ERROR(
+        ParseEdgeLine(path, lines.number(), line, line_options, &e));
+    max_id_plus_one =
+        std::max<size_t>(max_id_plus_one, size_t{std::max(e.u, e.v)} + 1);
+    edges.push_back(e);
+  }
+  const size_t n = options.num_nodes.value_or(max_id_plus_one);
+  Graph::BuildOptions build;
+  build.allow_self_loops = options.allow_self_loops;
+  build.merge_duplicates = true;
+  auto graph = Graph::FromEdges(n, edges, build);
+  if (!graph.ok()) {
+    return absl::Status(graph.status().code(),
+                        absl::StrCat(path, ": ", graph.status().message()));
+  }
+  return graph;
+}
+
+absl::StatusOr<FeatureScaling> ParseFeatureScaling(absl::string_view text) {
+  if (text == "none") return FeatureScaling::kNone;
+  if (text == "unit" || text == "0,1") return FeatureScaling::kUnit;
+  if (text == "symmetric" || text == "-1,1") return FeatureScaling::kSymmetric;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown feature scaling ", Quote(text),
+                   ": expected none, unit (or 0,1), symmetric (or -1,1)"));
+}
+
+absl::string_view FeatureScalingName(FeatureScaling s) {
+  switch (s) {
+    case FeatureScaling::kNone:
+      return "none";
+    case FeatureScaling::kUnit:
+      return "unit";
+    case FeatureScaling::kSymmetric:
+      return "symmetric";
+  }
+  return "unknown";
+}
+
+std::optional<std::pair<double, double>> ScaledRange(FeatureScaling s,
+                                                     const DatasetMeta& meta) {
+  switch (s) {
+    case FeatureScaling::kNone:
+      return meta.feature_range;
+    case FeatureScaling::kUnit:
+      return std::make_pair(0.0, 1.0);
+    case FeatureScaling::kSymmetric:
+      return std::make_pair(-1.0, 1.0);
+  }
+  return std::nullopt;
+}
+
+SparseRows ScaleFeatures(const SparseRows& x, FeatureScaling s) {
+  if (s == FeatureScaling::kNone) return x;
+  const auto [lo, hi] = *ScaledRange(s, DatasetMeta());
+  const size_t d = x.cols;
+  // Per column: min and max of the stored values, and how many rows store
+  // it; a column some row leaves out also takes the value 0.
+  std::vector<double> min(d, std::numeric_limits<double>::infinity());
+  std::vector<double> max(d, -std::numeric_limits<double>::infinity());
+  std::vector<uint64_t> stored(d, 0);
+  for (size_t p = 0; p < x.indices.size(); ++p) {
+    const uint32_t j = x.indices[p];
+    const double v = x.values[p];
+    min[j] = std::min(min[j], v);
+    max[j] = std::max(max[j], v);
+    ++stored[j];
+  }
+  for (size_t j = 0; j < d; ++j) {
+    if (stored[j] < x.rows || stored[j] == 0) {
+      min[j] = std::min(min[j], 0.0);
+      max[j] = std::max(max[j], 0.0);
+    }
+  }
+  auto scale = [&](size_t j, double v) -> float {
+    if (!(max[j] > min[j])) return static_cast<float>(lo);
+    const double t = (v - min[j]) / (max[j] - min[j]);
+    return static_cast<float>(std::clamp(lo + (hi - lo) * t, lo, hi));
+  };
+  // Columns whose absent entries (0) map to a non-zero value.
+  std::vector<uint32_t> dense;
+  std::vector<float> dense_value;
+  for (size_t j = 0; j < d; ++j) {
+    if (stored[j] < x.rows) {
+      const float z = scale(j, 0.0);
+      if (z != 0.0f) {
+        dense.push_back(static_cast<uint32_t>(j));
+        dense_value.push_back(z);
+      }
+    }
+  }
+  SparseRows out;
+  out.rows = x.rows;
+  out.cols = d;
+  out.offsets.reserve(x.rows + 1);
+  const size_t capacity = x.indices.size() + x.rows * dense.size();
+  out.indices.reserve(capacity);
+  out.values.reserve(capacity);
+  for (size_t i = 0; i < x.rows; ++i) {
+    const uint64_t end = x.offsets[i + 1];
+    uint64_t p = x.offsets[i];
+    size_t q = 0;
+    while (p < end || q < dense.size()) {
+      if (q == dense.size() || (p < end && x.indices[p] <= dense[q])) {
+        const uint32_t j = x.indices[p];
+        if (q < dense.size() && dense[q] == j) ++q;
+        const float v = scale(j, x.values[p]);
+        if (v != 0.0f) {
+          out.indices.push_back(j);
+          out.values.push_back(v);
+        }
+        ++p;
+      } else {
+        out.indices.push_back(dense[q]);
+        out.values.push_back(dense_value[q]);
+        ++q;
+      }
+    }
+    out.offsets.push_back(out.indices.size());
+  }
+  return out;
+}
+
+}  // namespace ldpgraph
