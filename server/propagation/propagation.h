@@ -1,0 +1,96 @@
+// Graph propagation on the curator: personalised PageRank (PrivGE eq. 12)
+// by backward push and by power iteration, GCN normalised aggregation, and
+// LPGNN's K-step KProp. Propagation is post-processing of reports the
+// curator already holds, so it spends no privacy budget.
+//
+// Degrees: deg(v) is the number of distinct neighbours (a self loop counts
+// once). An isolated node has no neighbours; in D^r and D^-r its degree is
+// taken as 1, which makes its personalised PageRank embedding alpha * x_v,
+// the l = 0 term of the series (the only non-zero one).
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "common/graph/graph.h"
+#include "common/matrix.h"
+
+namespace ldpgraph {
+
+// Z = sum_{l >= 0} alpha (1 - alpha)^l (D^{r-1} A D^{-r})^l X.
+struct PprOptions {
+  double alpha = 0.1;   // decay factor, in (0, 1]
+  double r = 0.5;       // convolution coefficient, in [0, 1]
+  double rmax = 1e-4;   // push threshold on |residue|, > 0 (push only)
+  // Evaluation tolerance of power iteration: it stops once the remaining
+  // tail of the series is provably <= tolerance in every entry. > 0.
+  double tolerance = 1e-6;
+  // Power iteration stops after this many terms even if the tolerance is
+  // not reached (PropagationStats::tail_bound then says how far it is).
+  int max_iterations = 100000;
+  // Worker threads (>= 1). Results do not depend on it.
+  int threads = 1;
+  // Push only: how many feature columns one push moves at once, 1..16;
+  // 0 (default) picks 16, fewer for small d or when the scratch space
+  // would pass 256 MiB per thread. A node is pushed when any of the block's
+  // residues exceeds rmax, so wider blocks push more often per column but
+  // walk each neighbour list once for all of them.
+  int block_columns = 0;
+};
+
+struct PropagationStats {
+  uint64_t pushes = 0;          // push operations (node, column block)
+  uint64_t residue_updates = 0; // neighbour residue updates x block width
+  int iterations = 0;           // power iteration: terms evaluated
+  // Power iteration: bound on the truncated tail, per entry.
+  double tail_bound = 0;
+  int block_columns = 0;        // push: the block width used
+  double seconds = 0;
+};
+
+// INVALID_ARGUMENT naming the parameter and its rule.
+absl::Status ValidatePprOptions(const PprOptions& o);
+
+// Backward push (PrivGE Algorithm 3), on a sparse input: x is n x d with
+// n == graph.num_nodes(). Per column j: residue R = D^-r X(:, j), reserve
+// Q = 0; while some |R(v, j)| > rmax: Q(v, j) += alpha R(v, j), each
+// neighbour u of v gets R(u, j) += (1 - alpha) R(v, j) / deg(u), R(v, j) = 0.
+// Z = D^r Q. Guarantee: |Z(v, j) - Z*(v, j)| <= deg(v)^r * rmax for the
+// exact series Z*, up to floating-point rounding (residues are float, so
+// each update rounds at 2^-24 relative; reserves are double).
+//
+// The order of pushes is free (the invariant Q + Pi R = Pi R0 holds after
+// any push), and this implementation picks one for memory locality: nodes
+// are relabelled in breadth-first order, columns go in blocks of
+// block_columns, and the nodes above threshold are pushed in sweeps of
+// ascending id (a node activated ahead of the sweep is pushed in the same
+// sweep). Work follows the input's mass: an all-zero column costs nothing
+// and a single non-zero touches only the neighbourhood its mass reaches.
+absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
+                                    const PprOptions& options,
+                                    PropagationStats* stats = nullptr);
+// The same on a dense input (zeros are skipped).
+absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const DenseMatrix& x,
+                                    const PprOptions& options,
+                                    PropagationStats* stats = nullptr);
+
+// The reference: the series evaluated term by term in double precision,
+// Y_0 = X, Y_{l+1} = (D^{r-1} A D^{-r}) Y_l, until the tail bound
+// (1 - alpha)^{L+1} max_v deg(v)^r max_u |X(u, :)| deg(u)^-r <= tolerance.
+absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
+                                     const PprOptions& options,
+                                     PropagationStats* stats = nullptr);
+
+// GCN normalised aggregation (Kipf & Welling), self loops added:
+// out(v) = sum_{u in N(v) + v} x_u / sqrt(d~_u d~_v), d~ = degree with the
+// self loop. One step; stack it for more.
+absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
+                                         const DenseMatrix& x);
+
+// KProp (LPGNN): `steps` rounds of neighbourhood mean aggregation,
+// h_k(v) = mean_{u in N(v)} h_{k-1}(u) (N(v) + v when self_loops). A node
+// with no neighbours keeps its value. steps >= 0 (0 returns x).
+absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
+                                  int steps, bool self_loops);
+
+}  // namespace ldpgraph

@@ -1,0 +1,420 @@
+#include "server/propagation/propagation.h"
+
+#include <cmath>
+#include <vector>
+
+#include "Eigen/Dense"
+#include "common/random.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ldpgraph {
+namespace {
+
+using ::testing::HasSubstr;
+
+Graph MakeGraph(size_t n, std::vector<Edge> edges, bool loops = false) {
+  Graph::BuildOptions o;
+  o.allow_self_loops = loops;
+  auto g = Graph::FromEdges(n, edges, o);
+  EXPECT_TRUE(g.ok()) << g.status();
+  return *std::move(g);
+}
+
+// A connected-ish random graph: a ring plus random chords, some isolated
+// nodes at the end.
+Graph RandomGraph(size_t n, size_t chords, size_t isolated, uint64_t seed) {
+  PublicRandom rng(seed);
+  std::vector<Edge> edges;
+  const size_t core = n - isolated;
+  for (NodeId v = 0; v + 1 < core; ++v) edges.push_back({v, v + 1});
+  for (size_t i = 0; i < chords; ++i) {
+    NodeId u = rng.UniformInt(core), v = rng.UniformInt(core);
+    if (u != v) edges.push_back({u, v});
+  }
+  return MakeGraph(n, edges);
+}
+
+DenseMatrix RandomDense(size_t n, size_t d, uint64_t seed) {
+  PublicRandom rng(seed);
+  DenseMatrix x(n, d);
+  for (float& f : x.data) f = static_cast<float>(2.0 * rng.UniformDouble() - 1.0);
+  return x;
+}
+
+// k non-zeros per row, like an HDS report.
+SparseRows RandomSparse(size_t n, size_t d, size_t k, uint64_t seed) {
+  PublicRandom rng(seed);
+  SparseRows x;
+  x.cols = d;
+  for (size_t v = 0; v < n; ++v) {
+    std::vector<uint32_t> idx;
+    while (idx.size() < k) {
+      uint32_t j = rng.UniformInt(d);
+      if (std::find(idx.begin(), idx.end(), j) == idx.end()) idx.push_back(j);
+    }
+    std::sort(idx.begin(), idx.end());
+    std::vector<float> val;
+    for (size_t i = 0; i < k; ++i) val.push_back(static_cast<float>(4.0 * rng.UniformDouble() - 2.0));
+    x.AppendRow(idx, val);
+  }
+  return x;
+}
+
+// The exact series, Z = alpha (I - (1 - alpha) T)^-1 X with
+// T = D^{r-1} A D^{-r}, by a dense LU solve: a reference independent of
+// both push and power iteration.
+Eigen::MatrixXd ExactPpr(const Graph& g, const DenseMatrix& x, double alpha,
+                         double r) {
+  const size_t n = g.num_nodes();
+  Eigen::MatrixXd t = Eigen::MatrixXd::Zero(n, n);
+  auto deg = [&](NodeId v) { return std::max<double>(1, g.degree(v)); };
+  for (NodeId v = 0; v < n; ++v) {
+    for (NodeId u : g.neighbors(v)) {
+      t(v, u) = std::pow(deg(v), r - 1) * std::pow(deg(u), -r);
+    }
+  }
+  Eigen::MatrixXd xm(n, x.cols);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < x.cols; ++j) xm(i, j) = x.at(i, j);
+  Eigen::MatrixXd m = Eigen::MatrixXd::Identity(n, n) - (1 - alpha) * t;
+  return alpha * m.partialPivLu().solve(xm);
+}
+
+// Max over entries of |a - b| / bound(v), bound(v) = deg(v)^r * rmax + slack.
+void ExpectWithinPushBound(const Graph& g, const DenseMatrix& z,
+                           const Eigen::MatrixXd& exact, double r, double rmax,
+                           double slack) {
+  for (NodeId v = 0; v < g.num_nodes(); ++v) {
+    const double bound =
+        std::pow(std::max<double>(1, g.degree(v)), r) * rmax + slack;
+    for (size_t j = 0; j < z.cols; ++j) {
+      ASSERT_LE(std::fabs(z.at(v, j) - exact(v, j)), bound)
+          << "node " << v << " column " << j << " degree " << g.degree(v);
+    }
+  }
+}
+
+TEST(PprTest, TwoNodesByHand) {
+  // One edge, x = (1, 0): T = A, Z(0) = alpha / (1 - (1-alpha)^2),
+  // Z(1) = alpha (1 - alpha) / (1 - (1-alpha)^2). alpha = 0.5: 2/3, 1/3.
+  Graph g = MakeGraph(2, {{0, 1}});
+  DenseMatrix x(2, 1);
+  x.at(0, 0) = 1.0f;
+  PprOptions o;
+  o.alpha = 0.5;
+  o.rmax = 1e-9;
+  o.tolerance = 1e-9;
+  auto push = PprPush(g, x, o);
+  auto power = PprPower(g, x, o);
+  ASSERT_TRUE(push.ok() && power.ok());
+  EXPECT_NEAR(push->at(0, 0), 2.0 / 3, 1e-6);
+  EXPECT_NEAR(push->at(1, 0), 1.0 / 3, 1e-6);
+  EXPECT_NEAR(power->at(0, 0), 2.0 / 3, 1e-6);
+  EXPECT_NEAR(power->at(1, 0), 1.0 / 3, 1e-6);
+}
+
+TEST(PprTest, StarWithConvolutionCoefficientByHand) {
+  // Star: centre 0 with leaves 1, 2, 3; x = e_1. With alpha = 1 only the
+  // l = 0 term remains: Z = x whatever r is.
+  Graph g = MakeGraph(4, {{0, 1}, {0, 2}, {0, 3}});
+  DenseMatrix x(4, 1);
+  x.at(1, 0) = 1.0f;
+  PprOptions o;
+  o.alpha = 1.0;
+  o.r = 0.3;
+  auto z = PprPush(g, x, o);
+  ASSERT_TRUE(z.ok());
+  EXPECT_FLOAT_EQ(z->at(1, 0), 1.0f);
+  EXPECT_FLOAT_EQ(z->at(0, 0), 0.0f);
+  // One hop with alpha = 0.5, r = 0: T = D^-1 A, so after one step the
+  // centre holds the mean of its neighbours, 1/3, weighted alpha(1-alpha).
+  // Check against the exact solve instead of expanding every term.
+  o.alpha = 0.5;
+  o.r = 0.0;
+  o.rmax = 1e-10;
+  auto z2 = PprPush(g, x, o);
+  ASSERT_TRUE(z2.ok());
+  Eigen::MatrixXd exact = ExactPpr(g, x, 0.5, 0.0);
+  for (int v = 0; v < 4; ++v) EXPECT_NEAR(z2->at(v, 0), exact(v, 0), 1e-6);
+  // The centre's value is a weighted mean of leaf values: between 0 and 1/3.
+  EXPECT_GT(z2->at(0, 0), 0.0f);
+  EXPECT_LT(z2->at(0, 0), 1.0f / 3);
+}
+
+TEST(PprTest, IsolatedNodeKeepsAlphaTimesItsFeatures) {
+  Graph g = MakeGraph(3, {{0, 1}});
+  DenseMatrix x(3, 2);
+  x.at(2, 0) = 4.0f;
+  x.at(2, 1) = -2.0f;
+  PprOptions o;
+  o.alpha = 0.2;
+  o.r = 0.7;
+  for (auto method : {0, 1}) {
+    auto z = method == 0 ? PprPush(g, x, o) : PprPower(g, x, o);
+    ASSERT_TRUE(z.ok());
+    EXPECT_FLOAT_EQ(z->at(2, 0), 0.8f);
+    EXPECT_FLOAT_EQ(z->at(2, 1), -0.4f);
+    EXPECT_FLOAT_EQ(z->at(0, 0), 0.0f);
+  }
+}
+
+struct BoundCase {
+  double alpha, r, rmax;
+  int block;
+};
+
+class PushBoundTest : public ::testing::TestWithParam<BoundCase> {};
+
+TEST_P(PushBoundTest, PushAndPowerMatchTheExactSolve) {
+  const BoundCase c = GetParam();
+  Graph g = RandomGraph(120, 200, 3, 7);
+  DenseMatrix x = RandomDense(120, 5, 11);
+  PprOptions o;
+  o.alpha = c.alpha;
+  o.r = c.r;
+  o.rmax = c.rmax;
+  o.block_columns = c.block;
+  o.tolerance = 1e-7;
+  Eigen::MatrixXd exact = ExactPpr(g, x, c.alpha, c.r);
+  PropagationStats stats;
+  auto push = PprPush(g, x, o, &stats);
+  ASSERT_TRUE(push.ok()) << push.status();
+  EXPECT_EQ(stats.block_columns, c.block);
+  EXPECT_GT(stats.pushes, 0u);
+  // float32 output: allow its rounding on top of the bound.
+  ExpectWithinPushBound(g, *push, exact, c.r, c.rmax, 1e-5);
+  auto power = PprPower(g, x, o, &stats);
+  ASSERT_TRUE(power.ok());
+  EXPECT_LE(stats.tail_bound, 1e-7);
+  for (NodeId v = 0; v < 120; ++v)
+    for (size_t j = 0; j < 5; ++j)
+      ASSERT_NEAR(power->at(v, j), exact(v, j), 1e-7 + 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Params, PushBoundTest,
+    ::testing::Values(BoundCase{0.1, 0.5, 1e-4, 1}, BoundCase{0.1, 0.5, 1e-4, 5},
+                      BoundCase{0.2, 0.0, 1e-3, 1}, BoundCase{0.2, 1.0, 1e-3, 2},
+                      BoundCase{0.05, 0.3, 1e-2, 3}, BoundCase{0.5, 0.5, 1e-6, 1},
+                      BoundCase{0.15, 0.8, 1e-5, 4}));
+
+TEST(PprTest, BoundIsTightEnoughToFailWithALargerThreshold) {
+  // The bound must be informative: with rmax = 0.05 the push error is
+  // visible (the test above would fail if it used a 100x smaller bound).
+  Graph g = RandomGraph(120, 200, 0, 3);
+  DenseMatrix x = RandomDense(120, 3, 5);
+  PprOptions o;
+  o.rmax = 0.05;
+  auto push = PprPush(g, x, o);
+  ASSERT_TRUE(push.ok());
+  Eigen::MatrixXd exact = ExactPpr(g, x, o.alpha, o.r);
+  double worst = 0;
+  for (NodeId v = 0; v < 120; ++v)
+    for (size_t j = 0; j < 3; ++j)
+      worst = std::max(worst, std::fabs(push->at(v, j) - exact(v, j)));
+  EXPECT_GT(worst, 0.05 / 100);
+  ExpectWithinPushBound(g, *push, exact, o.r, o.rmax, 1e-5);
+}
+
+TEST(PprTest, SparseAndDenseInputsAgreeAndThreadsDoNotMatter) {
+  Graph g = RandomGraph(3000, 9000, 20, 13);
+  SparseRows xs = RandomSparse(3000, 40, 2, 17);
+  DenseMatrix xd = xs.ToDense();
+  PprOptions o;
+  o.rmax = 1e-5;
+  PropagationStats s1, s2;
+  o.block_columns = 1;
+  auto a = PprPush(g, xs, o, &s1);
+  o.threads = 2;
+  auto b = PprPush(g, xs, o, &s2);
+  auto c = PprPush(g, xd, o);
+  o.block_columns = 8;
+  auto e = PprPush(g, xs, o);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && e.ok());
+  EXPECT_EQ(a->data, b->data);  // bit-identical across thread counts
+  EXPECT_EQ(a->data, c->data);  // sparse and dense forms of one input
+  EXPECT_EQ(s1.pushes, s2.pushes);
+  // A different block width pushes in a different order: same bound.
+  auto power = PprPower(g, xd, o);
+  ASSERT_TRUE(power.ok());
+  for (NodeId v = 0; v < 3000; ++v) {
+    const double bound = std::pow(std::max<double>(1, g.degree(v)), o.r) * o.rmax + 1e-5;
+    for (size_t j = 0; j < 40; ++j) {
+      ASSERT_NEAR(a->at(v, j), power->at(v, j), bound);
+      ASSERT_NEAR(e->at(v, j), power->at(v, j), bound);
+    }
+  }
+}
+
+TEST(PprTest, WorkFollowsTheInputsMass) {
+  // Non-negative inputs (as TF-IDF features are), so that residues do not
+  // cancel: the work then grows with the mass a column carries.
+  Graph g = RandomGraph(5000, 15000, 0, 19);
+
+  PprOptions o;
+  o.block_columns = 1;
+  PropagationStats zero_stats, sparse_stats, dense_stats;
+  SparseRows zero;
+  zero.cols = 50;
+  for (size_t v = 0; v < 5000; ++v) zero.AppendRow({}, {});
+  ASSERT_TRUE(PprPush(g, zero, o, &zero_stats).ok());
+  EXPECT_EQ(zero_stats.pushes, 0u);
+  SparseRows sparse = RandomSparse(5000, 50, 1, 3);
+  for (float& f : sparse.values) f = std::fabs(f);
+  DenseMatrix dense = RandomDense(5000, 50, 3);
+  for (float& f : dense.data) f = std::fabs(f);
+  ASSERT_TRUE(PprPush(g, sparse, o, &sparse_stats).ok());
+  ASSERT_TRUE(PprPush(g, dense, o, &dense_stats).ok());
+  EXPECT_GT(sparse_stats.pushes, 0u);
+  // k = 1 of 50 non-zeros per row: fewer pushes than a dense input. (Only
+  // logarithmically fewer here: on a small expander every column's mass
+  // still reaches every node above rmax.)
+  EXPECT_LT(sparse_stats.pushes, dense_stats.pushes);
+}
+
+TEST(PprTest, PushStaysLocalAroundASpike) {
+  // A path of 100000 nodes with one non-zero in the middle: push touches a
+  // neighbourhood whose size depends on rmax, not on n.
+  const NodeId n = 100000;
+  std::vector<Edge> edges;
+  for (NodeId v = 0; v + 1 < n; ++v) edges.push_back({v, v + 1});
+  Graph g = MakeGraph(n, edges);
+  SparseRows x;
+  x.cols = 1;
+  for (NodeId v = 0; v < n; ++v) {
+    if (v == n / 2) {
+      x.AppendRow({0}, {1.0f});
+    } else {
+      x.AppendRow({}, {});
+    }
+  }
+  PprOptions o;
+  o.rmax = 1e-4;
+  PropagationStats stats;
+  auto z = PprPush(g, x, o, &stats);
+  ASSERT_TRUE(z.ok());
+  EXPECT_LT(stats.pushes, 1000u);
+  EXPECT_GT(z->at(n / 2, 0), 0.1f);
+  EXPECT_EQ(z->at(0, 0), 0.0f);
+  EXPECT_EQ(z->at(n / 2 + 1000, 0), 0.0f);
+}
+
+TEST(PprTest, SelfLoopsAreOrdinaryNeighbours) {
+  Graph g = MakeGraph(4, {{0, 1}, {1, 2}, {2, 2}, {2, 3}, {0, 0}}, true);
+  DenseMatrix x = RandomDense(4, 3, 23);
+  PprOptions o;
+  o.rmax = 1e-8;
+  o.tolerance = 1e-9;
+  Eigen::MatrixXd exact = ExactPpr(g, x, o.alpha, o.r);
+  auto push = PprPush(g, x, o);
+  auto power = PprPower(g, x, o);
+  ASSERT_TRUE(push.ok() && power.ok());
+  for (NodeId v = 0; v < 4; ++v)
+    for (size_t j = 0; j < 3; ++j) {
+      EXPECT_NEAR(push->at(v, j), exact(v, j), 1e-5);
+      EXPECT_NEAR(power->at(v, j), exact(v, j), 1e-5);
+    }
+}
+
+TEST(PprTest, PowerStopsAtMaxIterationsAndReportsTheTail) {
+  Graph g = RandomGraph(50, 60, 0, 29);
+  DenseMatrix x = RandomDense(50, 2, 31);
+  PprOptions o;
+  o.max_iterations = 5;
+  o.tolerance = 1e-12;
+  PropagationStats stats;
+  ASSERT_TRUE(PprPower(g, x, o, &stats).ok());
+  EXPECT_EQ(stats.iterations, 5);
+  EXPECT_GT(stats.tail_bound, 1e-12);
+}
+
+TEST(PprTest, RejectsBadOptionsNamingThem) {
+  Graph g = MakeGraph(2, {{0, 1}});
+  DenseMatrix x(2, 1);
+  struct Bad {
+    PprOptions o;
+    const char* text;
+  };
+  std::vector<Bad> cases;
+  PprOptions o;
+  o.alpha = 0;
+  cases.push_back({o, "alpha must be in (0, 1]"});
+  o = PprOptions();
+  o.r = 1.5;
+  cases.push_back({o, "r must be in [0, 1]"});
+  o = PprOptions();
+  o.rmax = 0;
+  cases.push_back({o, "rmax must be finite and > 0"});
+  o = PprOptions();
+  o.threads = 0;
+  cases.push_back({o, "threads must be >= 1"});
+  o = PprOptions();
+  o.tolerance = -1;
+  cases.push_back({o, "tolerance must be finite and > 0"});
+  o = PprOptions();
+  o.block_columns = -2;
+  cases.push_back({o, "block_columns must be >= 0"});
+  for (const Bad& b : cases) {
+    auto z = PprPush(g, x, b.o);
+    ASSERT_FALSE(z.ok());
+    EXPECT_EQ(z.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(z.status().message(), HasSubstr(b.text));
+  }
+  auto shape = PprPower(g, DenseMatrix(3, 1), PprOptions());
+  ASSERT_FALSE(shape.ok());
+  EXPECT_THAT(shape.status().message(),
+              HasSubstr("feature matrix has 3 rows but the graph has 2 nodes"));
+}
+
+TEST(GcnTest, PathByHand) {
+  // Path 0-1-2: d~ = 2, 3, 2.
+  Graph g = MakeGraph(3, {{0, 1}, {1, 2}});
+  DenseMatrix x(3, 1);
+  x.data = {1.0f, 2.0f, 4.0f};
+  auto out = GcnAggregate(g, x);
+  ASSERT_TRUE(out.ok());
+  EXPECT_NEAR(out->at(0, 0), 1.0 / 2 + 2.0 / std::sqrt(6.0), 1e-6);
+  EXPECT_NEAR(out->at(1, 0), 1.0 / std::sqrt(6.0) + 2.0 / 3 + 4.0 / std::sqrt(6.0), 1e-6);
+  EXPECT_NEAR(out->at(2, 0), 2.0 / std::sqrt(6.0) + 4.0 / 2, 1e-6);
+}
+
+TEST(GcnTest, ExistingSelfLoopIsNotDoubled) {
+  Graph g = MakeGraph(2, {{0, 1}, {1, 1}}, true);
+  DenseMatrix x(2, 1);
+  x.data = {1.0f, 3.0f};
+  auto out = GcnAggregate(g, x);
+  ASSERT_TRUE(out.ok());
+  // d~ = 2 for both (node 1 already has its loop).
+  EXPECT_NEAR(out->at(0, 0), 0.5 + 1.5, 1e-6);
+  EXPECT_NEAR(out->at(1, 0), 0.5 + 1.5, 1e-6);
+}
+
+TEST(KPropTest, MeanAggregationByHand) {
+  // Path 0-1-2 and isolated 3.
+  Graph g = MakeGraph(4, {{0, 1}, {1, 2}});
+  DenseMatrix x(4, 1);
+  x.data = {1.0f, 2.0f, 4.0f, 8.0f};
+  auto one = KProp(g, x, 1, false);
+  ASSERT_TRUE(one.ok());
+  EXPECT_FLOAT_EQ(one->at(0, 0), 2.0f);
+  EXPECT_FLOAT_EQ(one->at(1, 0), 2.5f);
+  EXPECT_FLOAT_EQ(one->at(2, 0), 2.0f);
+  EXPECT_FLOAT_EQ(one->at(3, 0), 8.0f);  // no neighbours: keeps its value
+  auto two = KProp(g, x, 2, false);
+  ASSERT_TRUE(two.ok());
+  EXPECT_FLOAT_EQ(two->at(0, 0), 2.5f);
+  EXPECT_FLOAT_EQ(two->at(1, 0), 2.0f);
+  auto loops = KProp(g, x, 1, true);
+  ASSERT_TRUE(loops.ok());
+  EXPECT_FLOAT_EQ(loops->at(0, 0), 1.5f);
+  EXPECT_FLOAT_EQ(loops->at(1, 0), 7.0f / 3);
+  EXPECT_FLOAT_EQ(loops->at(3, 0), 8.0f);
+  auto zero = KProp(g, x, 0, false);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(zero->data, x.data);
+  EXPECT_FALSE(KProp(g, x, -1, false).ok());
+}
+
+}  // namespace
+}  // namespace ldpgraph
