@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "server/ldpgraph/generate_command.h"
+#include "server/ldpgraph/propagate_command.h"
 #include "server/ldpgraph/sample_command.h"
 
 namespace {
@@ -18,6 +19,9 @@ Commands:
              summarise moments against the formulas
   generate   write a synthetic dataset folder (planted classes, heavy-tailed
              degrees, class-correlated sparse features), deterministic by seed
+  propagate  perturb each node's features (optional), then propagate them:
+             personalised PageRank by push or power iteration, GCN, KProp;
+             writes a .npy file
   help       this text
 
 Run `ldpgraph <command> --help` for a command's flags.
@@ -39,6 +43,9 @@ int main(int argc, char** argv) {
   }
   if (command == "generate") {
     return ldpgraph::tool::RunGenerate(args, std::cout, std::cerr);
+  }
+  if (command == "propagate") {
+    return ldpgraph::tool::RunPropagate(args, std::cout, std::cerr);
   }
   std::cerr << "ldpgraph: unknown command '" << command
             << "'\n(run `ldpgraph help` for the list)\n";

@@ -1,0 +1,428 @@
+#include "server/ldpgraph/propagate_command.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/cli_args.h"
+#include "common/dataset/dataset.h"
+#include "common/mechanisms/feature_mechanism.h"
+#include "common/npy.h"
+#include "common/status_macros.h"
+#include "server/ldpgraph/tool_util.h"
+#include "server/propagation/propagation.h"
+
+namespace ldpgraph::tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+enum class Method { kPush, kPower, kGcn, kKProp };
+
+struct Options {
+  std::string dataset;
+  std::string out;
+  FeatureScaling scaling = FeatureScaling::kSymmetric;
+  std::optional<std::string> mechanism;
+  double epsilon = 1.0;
+  std::optional<int64_t> sampled;
+  std::optional<uint64_t> seed;
+  Method method = Method::kPush;
+  PprOptions ppr;
+  int steps = 2;
+  bool self_loops = false;
+  bool json = false;
+};
+
+absl::StatusOr<int> ToInt(int64_t v, absl::string_view flag, int64_t lo) {
+  if (v < lo || v > (int64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be an integer >= ", lo, ", got ", v));
+  }
+  return static_cast<int>(v);
+}
+
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(args,
+                     {"dataset", "out", "scale", "mechanism", "epsilon", "k",
+                      "m", "seed", "method", "alpha", "r", "rmax", "tolerance",
+                      "threads", "block-columns", "steps"},
+                     {"self-loops", "json", "help"}));
+  Options o;
+  auto dataset = a.Get("dataset");
+  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
+  o.dataset = *dataset;
+  auto out = a.Get("out");
+  if (!out) return absl::InvalidArgumentError("--out is required");
+  o.out = *out;
+  if (auto s = a.Get("scale")) {
+    auto parsed = ParseFeatureScaling(*s);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--scale: ", parsed.status().message()));
+    }
+    o.scaling = *parsed;
+  }
+  o.mechanism = a.Get("mechanism");
+  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
+  if (eps) {
+    if (!o.mechanism) {
+      return absl::InvalidArgumentError("--epsilon needs --mechanism");
+    }
+    o.epsilon = *eps;
+  } else if (o.mechanism) {
+    return absl::InvalidArgumentError("--mechanism needs --epsilon");
+  }
+  ASSIGN_OR_RETURN(auto k, a.GetInt("k"));
+  ASSIGN_OR_RETURN(auto m, a.GetInt("m"));
+  if (k && m) return absl::InvalidArgumentError("give --k or --m, not both");
+  if ((k || m) && !o.mechanism) {
+    return absl::InvalidArgumentError("--k/--m need --mechanism");
+  }
+  o.sampled = k ? k : m;
+  ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
+  if (o.seed && !o.mechanism) {
+    return absl::InvalidArgumentError("--seed needs --mechanism");
+  }
+  if (o.mechanism) {
+    // Checked before the dataset is loaded, so a typo costs nothing.
+    auto kind = ParseMechanismName(*o.mechanism);
+    if (!kind.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--mechanism: ", kind.status().message()));
+    }
+    absl::Status eps_ok = ValidateEpsilon(o.epsilon);
+    if (!eps_ok.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", eps_ok.message()));
+    }
+  }
+  if (auto method = a.Get("method")) {
+    if (*method == "push") {
+      o.method = Method::kPush;
+    } else if (*method == "power") {
+      o.method = Method::kPower;
+    } else if (*method == "gcn") {
+      o.method = Method::kGcn;
+    } else if (*method == "kprop") {
+      o.method = Method::kKProp;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--method must be push, power, gcn or kprop, got '", *method, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
+  ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));
+  ASSIGN_OR_RETURN(auto rmax, a.GetDouble("rmax"));
+  ASSIGN_OR_RETURN(auto tolerance, a.GetDouble("tolerance"));
+  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
+  ASSIGN_OR_RETURN(auto block, a.GetInt("block-columns"));
+  ASSIGN_OR_RETURN(auto steps, a.GetInt("steps"));
+  if (alpha) o.ppr.alpha = *alpha;
+  if (r) o.ppr.r = *r;
+  if (rmax) o.ppr.rmax = *rmax;
+  if (tolerance) o.ppr.tolerance = *tolerance;
+  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, ToInt(*threads, "threads", 1)); }
+  if (block) {
+    ASSIGN_OR_RETURN(o.ppr.block_columns, ToInt(*block, "block-columns", 0));
+  }
+  if (steps) { ASSIGN_OR_RETURN(o.steps, ToInt(*steps, "steps", 0)); }
+  o.self_loops = a.Flag("self-loops");
+  o.json = a.Flag("json");
+  const bool ppr = o.method == Method::kPush || o.method == Method::kPower;
+  if (!ppr && (alpha || r || rmax || tolerance || block || threads)) {
+    return absl::InvalidArgumentError(
+        "--alpha, --r, --rmax, --tolerance, --block-columns and --threads "
+        "apply to --method push or power only");
+  }
+  if (ppr && (steps || o.self_loops)) {
+    return absl::InvalidArgumentError(
+        "--steps and --self-loops apply to --method gcn or kprop only");
+  }
+  if (o.method == Method::kPower && rmax) {
+    return absl::InvalidArgumentError("--rmax applies to --method push only");
+  }
+  if (o.method == Method::kPush && tolerance) {
+    return absl::InvalidArgumentError(
+        "--tolerance applies to --method power only");
+  }
+  if (ppr) {
+    absl::Status s = ValidatePprOptions(o.ppr);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", s.message()));
+    }
+  }
+  return o;
+}
+
+// Each node's features perturbed as its agent would perturb them, then
+// rectified as the curator would. Every non-zero of the estimate is kept:
+// unreported dimensions are not always zero (Multi-bit's rectifier puts
+// (alpha + beta) / 2 there).
+absl::StatusOr<SparseRows> PerturbAndEstimate(const SparseRows& x,
+                                              const FeatureMechanism& mech,
+                                              RandomSource& rng) {
+  SparseRows out;
+  out.cols = x.cols;
+  std::vector<double> row(x.cols), estimate(x.cols);
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  for (size_t v = 0; v < x.rows; ++v) {
+    std::fill(row.begin(), row.end(), 0.0);
+    auto ri = x.row_indices(v);
+    auto rv = x.row_values(v);
+    for (size_t i = 0; i < ri.size(); ++i) row[ri[i]] = rv[i];
+    ASSIGN_OR_RETURN(SparseReport report, mech.Perturb(row, rng));
+    std::fill(estimate.begin(), estimate.end(), 0.0);
+    RETURN_IF_ERROR(mech.Estimate(report, absl::MakeSpan(estimate)));
+    idx.clear();
+    val.clear();
+    for (uint32_t j = 0; j < x.cols; ++j) {
+      if (estimate[j] != 0.0) {
+        idx.push_back(j);
+        val.push_back(static_cast<float>(estimate[j]));
+      }
+    }
+    out.AppendRow(idx, val);
+  }
+  return out;
+}
+
+absl::string_view MethodName(Method m) {
+  switch (m) {
+    case Method::kPush: return "push";
+    case Method::kPower: return "power";
+    case Method::kGcn: return "gcn";
+    case Method::kKProp: return "kprop";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string PropagateHelp() {
+  return R"(ldpgraph propagate: propagate (optionally perturbed) node features over a graph
+
+Usage: ldpgraph propagate --dataset DIR --out Z.npy [flags]
+
+Input:
+  --dataset DIR      a dataset folder (meta.json, edges.txt, nodes.svm), e.g.
+                     from `ldpgraph generate` or ../shared/datasets/cora
+  --scale S          feature scaling to a public range, per column min-max:
+                     symmetric (= -1,1; default), unit (= 0,1), or none (keep
+                     values; the range is meta.json's feature_range)
+Perturbation (omit --mechanism for the raw features):
+  --mechanism M      hds, square-wave, multibit, onebit, piecewise, laplace:
+                     every node perturbs its own row as its agent would; the
+                     curator's estimate of it is what gets propagated
+  --epsilon E        budget per node (required with --mechanism)
+  --k K / --m M      sampled dimensions (mechanism default when omitted)
+  --seed S           reproducible, NOT private randomness (default: secure)
+Propagation:
+  --method M         push (default; PrivGE Algorithm 3, backward push),
+                     power (the series by power iteration: the reference),
+                     gcn (D~^-1/2 (A+I) D~^-1/2 X, --steps times),
+                     kprop (LPGNN: --steps rounds of neighbour means)
+  --alpha A          decay factor in (0, 1] (default 0.1)
+  --r R              convolution coefficient in [0, 1] (default 0.5)
+  --rmax T           push threshold (default 1e-4): every entry of Z is
+                     within deg(v)^r * T of the exact series
+  --tolerance T      power: stop once the series' tail is <= T (default 1e-6)
+  --threads N        push/power worker threads (default 1; results do not
+                     depend on it)
+  --block-columns W  push: columns moved per push (default: from density)
+  --steps K          gcn/kprop rounds (default 2)
+  --self-loops       kprop: include each node in its own mean
+Output:
+  --out Z.npy        float32, C order, shape (nodes, features); numpy.load
+                     reads it
+  --json             print one JSON object of figures (timings, pushes, peak
+                     memory) instead of the human summary
+  --help             this text
+
+Propagation is post-processing of the reports: it spends no privacy budget.
+
+Examples:
+  ldpgraph propagate --dataset data/generated --out z.npy
+  ldpgraph propagate --dataset ../shared/datasets/pubmed --mechanism hds \
+      --epsilon 1 --k 10 --alpha 0.1 --r 0.5 --rmax 1e-4 --out z.npy --json
+)";
+}
+
+int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
+                 std::ostream& err) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      out << PropagateHelp();
+      return kExitOk;
+    }
+  }
+  auto parsed = ParseOptions(args);
+  if (!parsed.ok()) {
+    err << "ldpgraph propagate: " << parsed.status().message()
+        << "\n(run `ldpgraph propagate --help` for usage)\n";
+    return kExitUsageError;
+  }
+  const Options& o = *parsed;
+  auto fail = [&](const absl::Status& s, int code = kExitRuntimeError) {
+    err << "ldpgraph propagate: " << s.message() << "\n";
+    return code;
+  };
+
+  const auto t_load = Clock::now();
+  auto dataset = LoadDataset(o.dataset);
+  if (!dataset.ok()) return fail(dataset.status());
+  auto range = ScaledRange(o.scaling, dataset->meta);
+  if (!range) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+                    "--scale none needs a public feature range, and ",
+                    o.dataset, "/meta.json declares no feature_range; use "
+                    "--scale symmetric or unit")),
+                kExitUsageError);
+  }
+  SparseRows features = ScaleFeatures(dataset->features, o.scaling);
+  dataset->features = SparseRows();
+  const double load_seconds = Since(t_load);
+
+  double perturb_seconds = 0;
+  std::string mechanism_description = "none (raw features)";
+  if (o.mechanism) {
+    auto kind = ParseMechanismName(*o.mechanism);
+    if (!kind.ok()) return fail(kind.status(), kExitUsageError);
+    MechanismSpec spec;
+    spec.kind = *kind;
+    spec.epsilon = o.epsilon;
+    spec.dimension = static_cast<int>(features.cols);
+    if (o.sampled) {
+      auto s = ToInt(*o.sampled, "k/--m", 1);
+      if (!s.ok()) return fail(s.status(), kExitUsageError);
+      spec.sampled = *s;
+    }
+    spec.alpha = range->first;
+    spec.beta = range->second;
+    auto mech = CreateFeatureMechanism(spec);
+    if (!mech.ok()) return fail(mech.status(), kExitUsageError);
+    auto rng = MakeRandomSource(o.seed, err);
+    if (!rng.ok()) return fail(rng.status());
+    const auto t = Clock::now();
+    auto perturbed = PerturbAndEstimate(features, **mech, **rng);
+    if (!perturbed.ok()) return fail(perturbed.status());
+    features = *std::move(perturbed);
+    perturb_seconds = Since(t);
+    mechanism_description = absl::StrFormat(
+        "%s, epsilon %g, sampled %d, range [%g, %g], %s randomness",
+        *o.mechanism, o.epsilon, (*mech)->sampled(), range->first,
+        range->second, (*rng)->name());
+  }
+
+  const auto t_prop = Clock::now();
+  PropagationStats stats;
+  absl::StatusOr<DenseMatrix> z;
+  switch (o.method) {
+    case Method::kPush:
+      z = PprPush(dataset->graph, features, o.ppr, &stats);
+      break;
+    case Method::kPower:
+      z = PprPower(dataset->graph, features.ToDense(), o.ppr, &stats);
+      break;
+    case Method::kGcn: {
+      z = features.ToDense();
+      for (int s = 0; s < o.steps && z.ok(); ++s) {
+        z = GcnAggregate(dataset->graph, *z);
+      }
+      break;
+    }
+    case Method::kKProp:
+      z = KProp(dataset->graph, features.ToDense(), o.steps, o.self_loops);
+      break;
+  }
+  if (!z.ok()) return fail(z.status());
+  const double propagate_seconds = Since(t_prop);
+
+  const auto t_write = Clock::now();
+  absl::Status written = WriteNpy(o.out, *z);
+  if (!written.ok()) return fail(written);
+  const double write_seconds = Since(t_write);
+
+  const Graph& g = dataset->graph;
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["dataset"] = o.dataset;
+    j["nodes"] = g.num_nodes();
+    j["edges"] = g.num_edges();
+    j["features"] = features.cols;
+    j["input_nonzeros"] = features.nnz();
+    j["scale"] = std::string(FeatureScalingName(o.scaling));
+    j["mechanism"] = o.mechanism ? *o.mechanism : "none";
+    if (o.mechanism) j["epsilon"] = o.epsilon;
+    j["method"] = std::string(MethodName(o.method));
+    if (o.method == Method::kPush || o.method == Method::kPower) {
+      j["alpha"] = o.ppr.alpha;
+      j["r"] = o.ppr.r;
+    }
+    if (o.method == Method::kPush) {
+      j["rmax"] = o.ppr.rmax;
+      j["block_columns"] = stats.block_columns;
+      j["pushes"] = stats.pushes;
+      j["residue_updates"] = stats.residue_updates;
+    }
+    if (o.method == Method::kPower) {
+      j["tolerance"] = o.ppr.tolerance;
+      j["iterations"] = stats.iterations;
+      j["tail_bound"] = stats.tail_bound;
+    }
+    if (o.method == Method::kGcn || o.method == Method::kKProp) {
+      j["steps"] = o.steps;
+    }
+    if (o.method == Method::kPush || o.method == Method::kPower) {
+      j["threads"] = o.ppr.threads;
+    }
+    j["load_seconds"] = load_seconds;
+    j["perturb_seconds"] = perturb_seconds;
+    j["propagate_seconds"] = propagate_seconds;
+    j["write_seconds"] = write_seconds;
+    j["peak_rss_bytes"] = PeakRssBytes();
+    j["out"] = o.out;
+    out << j.dump() << "\n";
+  } else {
+    out << absl::StrFormat(
+        "%s: %d nodes, %d edges, %d features (%d non-zeros, scale %s)\n"
+        "mechanism: %s\n",
+        o.dataset, g.num_nodes(), g.num_edges(), features.cols,
+        features.nnz(), FeatureScalingName(o.scaling), mechanism_description);
+    switch (o.method) {
+      case Method::kPush:
+        out << absl::StrFormat(
+            "push: alpha %g, r %g, rmax %g, %d pushes, block %d, %.3f s\n",
+            o.ppr.alpha, o.ppr.r, o.ppr.rmax, stats.pushes,
+            stats.block_columns, propagate_seconds);
+        break;
+      case Method::kPower:
+        out << absl::StrFormat(
+            "power: alpha %g, r %g, %d terms, tail <= %.3g, %.3f s\n",
+            o.ppr.alpha, o.ppr.r, stats.iterations, stats.tail_bound,
+            propagate_seconds);
+        break;
+      default:
+        out << absl::StrFormat("%s: %d steps, %.3f s\n", MethodName(o.method),
+                               o.steps, propagate_seconds);
+    }
+    out << absl::StrFormat("wrote %s (%d x %d float32), peak memory %.1f MiB\n",
+                           o.out, z->rows, z->cols,
+                           PeakRssBytes() / (1024.0 * 1024.0));
+  }
+  out.flush();
+  return out.good() ? kExitOk : kExitRuntimeError;
+}
+
+}  // namespace ldpgraph::tool
