@@ -302,7 +302,7 @@ class PushWorker {
 // residues, and a 16-float residue row is one cache line), fewer when d is
 // smaller or when the per-worker scratch space (16 bytes per node and
 // column: float residue, double reserve, float result) would pass 256 MiB.
-int ChooseBlockColumns(size_t n, size_t d, int threads) {
+int ChooseBlockColumns(size_t n, size_t d) {
   if (d == 0) return 1;
   const size_t budget = size_t{256} << 20;
   const size_t per_column = std::max<size_t>(1, n) * 16;
@@ -327,7 +327,7 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
       o.block_columns > 0
           ? std::min<size_t>({static_cast<size_t>(o.block_columns),
                               PushWorker::kGroup, std::max<size_t>(d, 1)})
-          : ChooseBlockColumns(n, d, o.threads);
+          : ChooseBlockColumns(n, d);
   const size_t groups = (d + PushWorker::kGroup - 1) / PushWorker::kGroup;
   const int workers =
       static_cast<int>(std::max<size_t>(1, std::min<size_t>(o.threads, groups)));
@@ -430,36 +430,39 @@ absl::Status ValidatePprOptions(const PprOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
-                                    const PprOptions& options,
-                                    PropagationStats* stats) {
+namespace {
+
+// Both PprPush overloads: Input is SparseInput or DenseInput, built from x
+// with D^-r and the relabelling.
+template <typename Input, typename Matrix>
+absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
+                                   const PprOptions& options,
+                                   PropagationStats* stats) {
   RETURN_IF_ERROR(ValidatePprOptions(options));
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   const auto start = Clock::now();
   const std::vector<double> deg_r = DegreePowers(graph, options.r);
   const std::vector<double> deg_neg_r = DegreePowers(graph, -options.r);
   Relabelled rl = RelabelBfs(graph);
-  SparseInput in(x, deg_neg_r, rl.order);
+  Input in(x, deg_neg_r, rl.order);
   DenseMatrix z = RunPush(rl.graph, rl.order, in, options,
                           Permute(deg_r, rl.order), stats);
   if (stats != nullptr) stats->seconds = SecondsSince(start);
   return z;
 }
 
+}  // namespace
+
+absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
+                                    const PprOptions& options,
+                                    PropagationStats* stats) {
+  return PushOn<SparseInput>(graph, x, options, stats);
+}
+
 absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const DenseMatrix& x,
                                     const PprOptions& options,
                                     PropagationStats* stats) {
-  RETURN_IF_ERROR(ValidatePprOptions(options));
-  RETURN_IF_ERROR(CheckShape(graph, x.rows));
-  const auto start = Clock::now();
-  const std::vector<double> deg_r = DegreePowers(graph, options.r);
-  const std::vector<double> deg_neg_r = DegreePowers(graph, -options.r);
-  Relabelled rl = RelabelBfs(graph);
-  DenseInput in(x, deg_neg_r, rl.order);
-  DenseMatrix z = RunPush(rl.graph, rl.order, in, options,
-                          Permute(deg_r, rl.order), stats);
-  if (stats != nullptr) stats->seconds = SecondsSince(start);
-  return z;
+  return PushOn<DenseInput>(graph, x, options, stats);
 }
 
 absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
