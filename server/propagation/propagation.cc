@@ -142,10 +142,8 @@ class PushWorker {
   static constexpr size_t kGroup = 16;
 
   PushWorker(size_t n, size_t w)
-      : n_(n), w_(w), residue_(n * w, 0), reserve_(n * w, 0.0), state_(n, 0),
-        scratch_(w), group_(n * kGroup), active_((n + 63) / 64, 0) {
-    touched_.reserve(n);
-  }
+      : n_(n), w_(w), residue_(n * w, 0), reserve_(n * w, 0.0), scratch_(w),
+        group_(n * kGroup), active_((n + 63) / 64, 0) {}
 
   // g is the relabelled graph; order maps its node ids to rows of z.
   template <typename Input>
@@ -166,7 +164,6 @@ class PushWorker {
   }
 
  private:
-  static constexpr uint8_t kTouched = 1;
 
   // Dispatches to a block loop whose width is a compile-time constant for
   // the common widths, so the per-neighbour update vectorises fully.
@@ -199,31 +196,25 @@ class PushWorker {
     const double alpha = o.alpha;
     const Residue rmax_r = static_cast<Residue>(o.rmax);
     const size_t stride = w_;
+    // Candidates are bits of active_: nodes that received mass since their
+    // last push. Each sweep visits them in ascending id order, so pushes walk
+    // memory forwards, and checks the threshold there (not at every update,
+    // which keeps a data-dependent branch out of the neighbour loop). A node
+    // activated ahead of the sweep is visited in the same sweep (Gauss-Seidel
+    // order), one behind it in the next. Cost per sweep: the candidates plus
+    // n / 64 words; the block ends after a sweep without a push.
     in.ForEachInBlock(j0, w, [&](NodeId v, size_t k, double value) {
-      Touch(v);
-      residue_[v * stride + k] = value;
+      residue_[v * stride + k] = static_cast<Residue>(value);
+      active_[v >> 6] |= uint64_t{1} << (v & 63);
     });
-    // Active nodes (|residue| > rmax somewhere in the block) are bits of
-    // active_. Each sweep visits them in ascending id order, so pushes walk
-    // memory forwards; a node activated ahead of the sweep is pushed in the
-    // same sweep (Gauss-Seidel order), one behind it in the next. Cost per
-    // sweep: the active nodes plus n / 64 words.
-    size_t active = 0;
-    auto activate = [&](NodeId v) {
-      uint64_t& word = active_[v >> 6];
-      const uint64_t bit = uint64_t{1} << (v & 63);
-      active += !(word & bit);
-      word |= bit;
-    };
-    for (NodeId v : touched_) {
-      if (AnyAbove(&residue_[v * stride], w, rmax_r)) activate(v);
-    }
     const uint64_t* offsets = g.offsets().data();
     const NodeId* targets = g.targets().data();
     Residue* rv_copy = scratch_.data();
     const size_t words = active_.size();
-    while (active > 0) {
-      for (size_t i = 0; i < words && active > 0; ++i) {
+    bool any = true;
+    while (any) {
+      any = false;
+      for (size_t i = 0; i < words; ++i) {
         // Only bits ahead of the sweep's position; ones set behind it wait.
         uint64_t ahead = ~uint64_t{0};
         while ((active_[i] & ahead) != 0) {
@@ -231,9 +222,9 @@ class PushWorker {
           const NodeId v = static_cast<NodeId>((i << 6) + b);
           active_[i] &= ~(uint64_t{1} << b);
           ahead = b == 63 ? 0 : ~uint64_t{0} << (b + 1);
-          --active;
           Residue* rv = &residue_[v * stride];
           if (!AnyAbove(rv, w, rmax_r)) continue;
+          any = true;
           double* qv = &reserve_[v * stride];
           for (size_t k = 0; k < w; ++k) {
             rv_copy[k] = rv[k];
@@ -245,20 +236,16 @@ class PushWorker {
           stats.residue_updates += (end - offsets[v]) * w;
           for (uint64_t p = offsets[v]; p < end; ++p) {
             const NodeId u = targets[p];
-            Touch(u);
             const Residue c = static_cast<Residue>(push_coef[u]);
             Residue* ru = &residue_[u * stride];
-            bool above = false;
-            for (size_t k = 0; k < w; ++k) {
-              ru[k] += c * rv_copy[k];
-              above |= std::fabs(ru[k]) > rmax_r;
-            }
-            if (above) activate(u);
+            for (size_t k = 0; k < w; ++k) ru[k] += c * rv_copy[k];
+            active_[u >> 6] |= uint64_t{1} << (u & 63);
           }
         }
       }
     }
-    for (NodeId v : touched_) {
+    // Z = D^r Q for the block, and a clean workspace for the next one.
+    for (NodeId v = 0; v < n_; ++v) {
       float* out = &group_[v * width + group_col];
       double* qv = &reserve_[v * stride];
       Residue* rv = &residue_[v * stride];
@@ -267,9 +254,7 @@ class PushWorker {
         qv[k] = 0.0;
         rv[k] = 0.0;
       }
-      state_[v] = 0;
     }
-    touched_.clear();
   }
 
  private:
@@ -279,23 +264,16 @@ class PushWorker {
     for (size_t k = 0; k < w; ++k) above |= std::fabs(x[k]) > t;
     return above;
   }
-  void Touch(NodeId v) {
-    if (!(state_[v] & kTouched)) {
-      state_[v] |= kTouched;
-      touched_.push_back(v);
-    }
-  }
+
   size_t n_, w_;
   // Block residues are float: half the memory traffic of the hot loop; the
   // rounding (2^-24 relative per update) stays far below any useful rmax.
   using Residue = float;
   std::vector<Residue> residue_;
   std::vector<double> reserve_;
-  std::vector<uint8_t> state_;
-  std::vector<NodeId> touched_;
   std::vector<Residue> scratch_;
   std::vector<float> group_;
-  std::vector<uint64_t> active_;  // one bit per node: above threshold
+  std::vector<uint64_t> active_;  // one bit per node: a push candidate
 };
 
 // Block width for push: 16 columns (one neighbour-list walk moves 16

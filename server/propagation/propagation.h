@@ -64,8 +64,9 @@ absl::Status ValidatePprOptions(const PprOptions& o);
 // are relabelled in breadth-first order, columns go in blocks of
 // block_columns, and the nodes above threshold are pushed in sweeps of
 // ascending id (a node activated ahead of the sweep is pushed in the same
-// sweep). Work follows the input's mass: an all-zero column costs nothing
-// and a single non-zero touches only the neighbourhood its mass reaches.
+// sweep). Pushes follow the input's mass: an all-zero column triggers none
+// and a single non-zero only those of the neighbourhood its mass reaches;
+// beyond the pushes, each block of columns costs O(n) to set up and read.
 absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
                                     const PprOptions& options,
                                     PropagationStats* stats = nullptr);
