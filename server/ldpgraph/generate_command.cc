@@ -18,12 +18,13 @@
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
 #include "common/status_macros.h"
+#include "server/ldpgraph/tool_util.h"
 
 namespace ldpgraph::tool {
 namespace {
 
-constexpr int kUsageError = 2;
-constexpr int kRuntimeError = 1;
+constexpr int kUsageError = kExitUsageError;
+constexpr int kRuntimeError = kExitRuntimeError;
 // Phases are reported on stderr from this many nodes on.
 constexpr size_t kProgressNodes = 100000;
 
