@@ -35,15 +35,6 @@ struct Options {
   bool json = false;
 };
 
-absl::StatusOr<int> ToInt(int64_t v, absl::string_view flag) {
-  if (v < std::numeric_limits<int>::min() ||
-      v > std::numeric_limits<int>::max()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " out of range: ", v));
-  }
-  return static_cast<int>(v);
-}
-
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
       CliArgs a,
@@ -65,11 +56,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (nodes) g.nodes = *nodes;
   ASSIGN_OR_RETURN(auto classes, a.GetInt("classes"));
   if (classes) {
-    ASSIGN_OR_RETURN(g.classes, ToInt(*classes, "classes"));
+    ASSIGN_OR_RETURN(g.classes, FlagToInt(*classes, "classes"));
   }
   ASSIGN_OR_RETURN(auto features, a.GetInt("features"));
   if (features) {
-    ASSIGN_OR_RETURN(g.features, ToInt(*features, "features"));
+    ASSIGN_OR_RETURN(g.features, FlagToInt(*features, "features"));
   }
   ASSIGN_OR_RETURN(auto degree, a.GetDouble("avg-degree"));
   if (degree) g.avg_degree = *degree;
@@ -81,7 +72,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (exponent) g.degree_exponent = *exponent;
   ASSIGN_OR_RETURN(auto per_node, a.GetInt("features-per-node"));
   if (per_node) {
-    ASSIGN_OR_RETURN(int r, ToInt(*per_node, "features-per-node"));
+    ASSIGN_OR_RETURN(int r, FlagToInt(*per_node, "features-per-node"));
     g.features_per_node = r;
   }
   ASSIGN_OR_RETURN(auto weight, a.GetDouble("topic-weight"));
@@ -133,11 +124,6 @@ absl::Status CheckOutFolder(const std::string& dir, bool force) {
         "its meta.json, edges.txt and nodes.svm)"));
   }
   return absl::OkStatus();
-}
-
-double Since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
-      .count();
 }
 
 }  // namespace
@@ -244,13 +230,13 @@ int RunGenerate(const std::vector<std::string>& args, std::ostream& out,
     err << "ldpgraph generate: " << dataset.status().message() << "\n";
     return kRuntimeError;
   }
-  const double generate_seconds = Since(start);
+  const double generate_seconds = SecondsSince(start);
   const auto write_start = std::chrono::steady_clock::now();
   if (absl::Status s = WriteDataset(*dataset, o.out); !s.ok()) {
     err << "ldpgraph generate: " << s.message() << "\n";
     return kRuntimeError;
   }
-  const double write_seconds = Since(write_start);
+  const double write_seconds = SecondsSince(write_start);
   if (verbose) {
     err << absl::StrFormat("ldpgraph generate: %-8s %7.2f s\n", "write",
                            write_seconds);
@@ -261,7 +247,7 @@ int RunGenerate(const std::vector<std::string>& args, std::ostream& out,
   const double homophily = EdgeHomophily(d.graph, d.labels);
   const double mean_degree =
       n == 0 ? 0.0 : 2.0 * static_cast<double>(d.graph.num_edges()) / n;
-  const double seconds = Since(start);
+  const double seconds = SecondsSince(start);
   if (o.json) {
     nlohmann::ordered_json j;
     j["out"] = o.out;

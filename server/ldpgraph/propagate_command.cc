@@ -21,10 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 enum class Method { kPush, kPower, kGcn, kKProp };
 
 struct Options {
@@ -41,14 +37,6 @@ struct Options {
   bool self_loops = false;
   bool json = false;
 };
-
-absl::StatusOr<int> ToInt(int64_t v, absl::string_view flag, int64_t lo) {
-  if (v < lo || v > (int64_t{1} << 31) - 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " must be an integer >= ", lo, ", got ", v));
-  }
-  return static_cast<int>(v);
-}
 
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
@@ -132,11 +120,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (r) o.ppr.r = *r;
   if (rmax) o.ppr.rmax = *rmax;
   if (tolerance) o.ppr.tolerance = *tolerance;
-  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, ToInt(*threads, "threads", 1)); }
+  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, FlagToInt(*threads, "threads", 1)); }
   if (block) {
-    ASSIGN_OR_RETURN(o.ppr.block_columns, ToInt(*block, "block-columns", 0));
+    ASSIGN_OR_RETURN(o.ppr.block_columns, FlagToInt(*block, "block-columns", 0));
   }
-  if (steps) { ASSIGN_OR_RETURN(o.steps, ToInt(*steps, "steps", 0)); }
+  if (steps) { ASSIGN_OR_RETURN(o.steps, FlagToInt(*steps, "steps", 0)); }
   o.self_loops = a.Flag("self-loops");
   o.json = a.Flag("json");
   const bool ppr = o.method == Method::kPush || o.method == Method::kPower;
@@ -292,7 +280,7 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
   }
   SparseRows features = ScaleFeatures(dataset->features, o.scaling);
   dataset->features = SparseRows();
-  const double load_seconds = Since(t_load);
+  const double load_seconds = SecondsSince(t_load);
 
   double perturb_seconds = 0;
   std::string mechanism_description = "none (raw features)";
@@ -304,7 +292,7 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
     spec.epsilon = o.epsilon;
     spec.dimension = static_cast<int>(features.cols);
     if (o.sampled) {
-      auto s = ToInt(*o.sampled, "k/--m", 1);
+      auto s = FlagToInt(*o.sampled, "k/--m", 1);
       if (!s.ok()) return fail(s.status(), kExitUsageError);
       spec.sampled = *s;
     }
@@ -318,7 +306,7 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
     auto perturbed = PerturbAndEstimate(features, **mech, **rng);
     if (!perturbed.ok()) return fail(perturbed.status());
     features = *std::move(perturbed);
-    perturb_seconds = Since(t);
+    perturb_seconds = SecondsSince(t);
     mechanism_description = absl::StrFormat(
         "%s, epsilon %g, sampled %d, range [%g, %g], %s randomness",
         *o.mechanism, o.epsilon, (*mech)->sampled(), range->first,
@@ -347,12 +335,12 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
       break;
   }
   if (!z.ok()) return fail(z.status());
-  const double propagate_seconds = Since(t_prop);
+  const double propagate_seconds = SecondsSince(t_prop);
 
   const auto t_write = Clock::now();
   absl::Status written = WriteNpy(o.out, *z);
   if (!written.ok()) return fail(written);
-  const double write_seconds = Since(t_write);
+  const double write_seconds = SecondsSince(t_write);
 
   const Graph& g = dataset->graph;
   if (o.json) {

@@ -127,13 +127,6 @@ struct Sampler {
   std::string description;
 };
 
-absl::StatusOr<int> ToInt(int64_t v, const char* what) {
-  if (v < 0 || v > (int64_t{1} << 31) - 1) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " out of range: ", v));
-  }
-  return static_cast<int>(v);
-}
-
 absl::StatusOr<Sampler> MakeFeatureSampler(const Options& o, MechanismKind kind,
                                            RandomSource& rng) {
   MechanismSpec spec;
@@ -141,7 +134,7 @@ absl::StatusOr<Sampler> MakeFeatureSampler(const Options& o, MechanismKind kind,
   spec.epsilon = o.epsilon;
   spec.dimension = static_cast<int>(o.input.size());
   if (o.sampled) {
-    ASSIGN_OR_RETURN(spec.sampled, ToInt(*o.sampled, "--k/--m"));
+    ASSIGN_OR_RETURN(spec.sampled, FlagToInt(*o.sampled, "k/--m", 0));
   }
   spec.alpha = o.alpha;
   spec.beta = o.beta;
@@ -201,7 +194,7 @@ absl::StatusOr<Sampler> MakeLabelSampler(const Options& o, RandomSource& rng) {
     return absl::InvalidArgumentError(
         "label-rr takes one integer label: --input L");
   }
-  ASSIGN_OR_RETURN(int classes, ToInt(o.classes, "--classes"));
+  ASSIGN_OR_RETURN(int classes, FlagToInt(o.classes, "classes", 0));
   ASSIGN_OR_RETURN(std::shared_ptr<LabelRandomizedResponse> rr,
                    LabelRandomizedResponse::Create(o.epsilon, classes));
   const int label = static_cast<int>(o.input[0]);

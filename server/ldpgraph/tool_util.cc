@@ -2,6 +2,9 @@
 
 #include <sys/resource.h>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
 namespace ldpgraph::tool {
 
 absl::StatusOr<std::unique_ptr<RandomSource>> MakeRandomSource(
@@ -14,6 +17,24 @@ absl::StatusOr<std::unique_ptr<RandomSource>> MakeRandomSource(
   auto secure = SecureRandom::Create();
   if (!secure.ok()) return secure.status();
   return std::unique_ptr<RandomSource>(std::move(*secure));
+}
+
+absl::StatusOr<int> FlagToInt(int64_t v, absl::string_view flag, int64_t lo) {
+  if (v < std::numeric_limits<int>::min() ||
+      v > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " out of range: ", v));
+  }
+  if (v < lo) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be an integer >= ", lo, ", got ", v));
+  }
+  return static_cast<int>(v);
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
 }
 
 uint64_t PeakRssBytes() {

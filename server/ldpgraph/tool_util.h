@@ -2,12 +2,15 @@
 // from --seed, exit codes, and resource figures for --json reports.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <ostream>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/random.h"
 
 namespace ldpgraph::tool {
@@ -20,6 +23,15 @@ inline constexpr int kExitUsageError = 2;
 // kSeededWarning to err (a seeded run is never private and must say so).
 absl::StatusOr<std::unique_ptr<RandomSource>> MakeRandomSource(
     std::optional<uint64_t> seed, std::ostream& err);
+
+// v as an int for the flag --<flag>: INVALID_ARGUMENT "--<flag> out of
+// range: <v>" outside int, "--<flag> must be an integer >= <lo>, got <v>"
+// below lo.
+absl::StatusOr<int> FlagToInt(int64_t v, absl::string_view flag,
+                              int64_t lo = std::numeric_limits<int>::min());
+
+// Seconds elapsed since t (steady clock), for progress and --json figures.
+double SecondsSince(std::chrono::steady_clock::time_point t);
 
 // Peak resident set size of this process so far, in bytes (getrusage).
 uint64_t PeakRssBytes();
