@@ -294,7 +294,6 @@ template <typename Input>
 DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
                     const Input& in, const PprOptions& o,
                     const std::vector<double>& deg_r, PropagationStats* stats) {
-  const auto start = Clock::now();
   const size_t n = g.num_nodes(), d = in.cols;
   DenseMatrix z(n, d);
   std::vector<double> push_coef(n);
@@ -325,17 +324,15 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
       stats->residue_updates += s.residue_updates;
     }
     stats->block_columns = static_cast<int>(w);
-    stats->seconds = SecondsSince(start);
   }
   return z;
 }
 
 // Breadth-first relabelling: node ids in BFS order (each component from
 // its smallest unvisited id), so that a push's neighbours sit close
-// together in memory. Returns (order: new id -> old id, relabelled graph).
+// together in memory: order maps new ids to old, graph is relabelled.
 struct Relabelled {
   std::vector<NodeId> order;  // new -> old
-  std::vector<NodeId> rank;   // old -> new
   Graph graph;
 };
 
@@ -343,24 +340,25 @@ Relabelled RelabelBfs(const Graph& g) {
   const size_t n = g.num_nodes();
   Relabelled r;
   r.order.reserve(n);
-  r.rank.assign(n, std::numeric_limits<NodeId>::max());
+  constexpr NodeId kUnseen = std::numeric_limits<NodeId>::max();
+  std::vector<NodeId> rank(n, kUnseen);  // old -> new
   for (NodeId s = 0; s < n; ++s) {
-    if (r.rank[s] != std::numeric_limits<NodeId>::max()) continue;
+    if (rank[s] != kUnseen) continue;
     size_t head = r.order.size();
-    r.rank[s] = static_cast<NodeId>(r.order.size());
+    rank[s] = static_cast<NodeId>(r.order.size());
     r.order.push_back(s);
     while (head < r.order.size()) {
       const NodeId v = r.order[head++];
       for (NodeId u : g.neighbors(v)) {
-        if (r.rank[u] == std::numeric_limits<NodeId>::max()) {
-          r.rank[u] = static_cast<NodeId>(r.order.size());
+        if (rank[u] == kUnseen) {
+          rank[u] = static_cast<NodeId>(r.order.size());
           r.order.push_back(u);
         }
       }
     }
   }
   std::vector<Edge> edges = g.Edges();
-  for (Edge& e : edges) e = Edge{r.rank[e.u], r.rank[e.v]};
+  for (Edge& e : edges) e = Edge{rank[e.u], rank[e.v]};
   Graph::BuildOptions options;
   options.allow_self_loops = true;
   r.graph = *Graph::FromEdges(n, edges, options);
