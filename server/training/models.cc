@@ -1,0 +1,230 @@
+#include "server/training/models.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ldpgraph::training {
+namespace {
+
+absl::Status ValidateCommon(int input, int hidden, int output, int layers,
+                            double dropout, double input_dropout) {
+  if (!(input_dropout >= 0.0 && input_dropout < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input dropout must be in [0, 1), got ", input_dropout));
+  }
+  if (input < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input dimension must be >= 1, got ", input));
+  }
+  if (output < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output dimension must be >= 1, got ", output));
+  }
+  if (layers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layers must be >= 1, got ", layers));
+  }
+  if (layers > 1 && hidden < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hidden size must be >= 1, got ", hidden));
+  }
+  if (!(dropout >= 0.0 && dropout < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dropout must be in [0, 1), got ", dropout));
+  }
+  return absl::OkStatus();
+}
+
+int LayerIn(int l, int input, int hidden) { return l == 0 ? input : hidden; }
+int LayerOut(int l, int layers, int hidden, int output) {
+  return l == layers - 1 ? output : hidden;
+}
+
+}  // namespace
+
+absl::Status ValidateMlpConfig(const MlpConfig& c) {
+  return ValidateCommon(c.input_dim, c.hidden_dim, c.output_dim, c.layers,
+                        c.dropout, c.input_dropout);
+}
+
+absl::Status ValidateGnnConfig(const GnnConfig& c) {
+  return ValidateCommon(c.input_dim, c.hidden_dim, c.output_dim, c.layers,
+                        c.dropout, c.input_dropout);
+}
+
+template <typename S>
+Mlp<S>::Mlp(const MlpConfig& c, PublicRandom& rng) : config_(c) {
+  for (int l = 0; l < c.layers; ++l) {
+    linear_.emplace_back(LayerIn(l, c.input_dim, c.hidden_dim),
+                         LayerOut(l, c.layers, c.hidden_dim, c.output_dim),
+                         rng);
+    dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout);
+  }
+  in_.resize(c.layers);
+  pre_.resize(c.layers);
+  act_.resize(c.layers);
+}
+
+template <typename S>
+const Mat<S>& Mlp<S>::Forward(const Mat<S>& x, bool training,
+                              PublicRandom* rng) {
+  const Mat<S>* h = &x;
+  const int last = config_.layers - 1;
+  for (int l = 0; l <= last; ++l) {
+    in_[l] = &dropout_[l].Forward(*h, training, rng);
+    linear_[l].Forward(*in_[l], &pre_[l]);
+    if (l == last) return pre_[l];
+    ActivationForward(config_.activation, pre_[l], &act_[l]);
+    h = &act_[l];
+  }
+  return pre_[last];
+}
+
+template <typename S>
+void Mlp<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
+  Mat<S> g = d_output, d_in;
+  for (int l = config_.layers - 1; l >= 0; --l) {
+    if (l != config_.layers - 1) {
+      ActivationBackward(config_.activation, pre_[l], act_[l], &g);
+    }
+    const bool need_input = l > 0 || d_x != nullptr;
+    linear_[l].Backward(*in_[l], g, need_input ? &d_in : nullptr);
+    if (!need_input) break;
+    dropout_[l].Backward(&d_in);
+    g.swap(d_in);
+  }
+  if (d_x != nullptr) *d_x = std::move(g);
+}
+
+template <typename S>
+std::vector<Param<S>*> Mlp<S>::Params() {
+  std::vector<Param<S>*> out;
+  for (auto& l : linear_) {
+    out.push_back(&l.weight());
+    out.push_back(&l.bias());
+  }
+  return out;
+}
+
+template <typename S>
+GraphOperators<S> BuildGraphOperators(const Graph& g) {
+  const int64_t n = g.num_nodes();
+  GraphOperators<S> ops;
+  std::vector<Eigen::Triplet<S, int64_t>> gcn, mean;
+  gcn.reserve(2 * g.num_edges() + n);
+  mean.reserve(2 * g.num_edges());
+  std::vector<double> inv_sqrt(n);
+  for (int64_t v = 0; v < n; ++v) {
+    // D~ counts the added self loop (a stored self loop is not doubled).
+    const bool has_loop = g.HasEdge(v, v);
+    inv_sqrt[v] = 1.0 / std::sqrt(double(g.degree(v) + (has_loop ? 0 : 1)));
+  }
+  for (int64_t v = 0; v < n; ++v) {
+    auto nb = g.neighbors(v);
+    bool has_loop = false;
+    for (NodeId u : nb) {
+      has_loop |= (u == v);
+      gcn.emplace_back(v, u, S(inv_sqrt[v] * inv_sqrt[u]));
+      mean.emplace_back(v, u, S(1.0 / nb.size()));
+    }
+    if (!has_loop) gcn.emplace_back(v, v, S(inv_sqrt[v] * inv_sqrt[v]));
+  }
+  ops.gcn.resize(n, n);
+  ops.gcn.setFromTriplets(gcn.begin(), gcn.end());
+  ops.mean.resize(n, n);
+  ops.mean.setFromTriplets(mean.begin(), mean.end());
+  ops.mean_transpose = ops.mean.transpose();
+  return ops;
+}
+
+template <typename S>
+Gnn<S>::Gnn(const GnnConfig& c, const GraphOperators<S>* ops,
+            PublicRandom& rng)
+    : config_(c), ops_(ops) {
+  for (int l = 0; l < c.layers; ++l) {
+    const int in = LayerIn(l, c.input_dim, c.hidden_dim);
+    const int out = LayerOut(l, c.layers, c.hidden_dim, c.output_dim);
+    self_.emplace_back(in, out, rng);
+    if (c.kind == GnnKind::kSage) neigh_.emplace_back(in, out, rng);
+    dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout);
+  }
+  in_.resize(c.layers);
+  agg_.resize(c.layers);
+  pre_.resize(c.layers);
+  act_.resize(c.layers);
+}
+
+template <typename S>
+const Mat<S>& Gnn<S>::Forward(const Mat<S>& x, bool training,
+                              PublicRandom* rng) {
+  const Mat<S>* h = &x;
+  const int last = config_.layers - 1;
+  Mat<S> tmp;
+  for (int l = 0; l <= last; ++l) {
+    in_[l] = &dropout_[l].Forward(*h, training, rng);
+    const Mat<S>& in = *in_[l];
+    if (config_.kind == GnnKind::kGcn) {
+      // A (H W) + b: multiply by W first, the narrower side.
+      tmp.noalias() = in * self_[l].weight().value;
+      pre_[l].noalias() = ops_->gcn * tmp;
+      pre_[l].rowwise() += self_[l].bias().value.row(0);
+    } else {
+      agg_[l].noalias() = ops_->mean * in;
+      self_[l].Forward(in, &pre_[l]);
+      pre_[l].noalias() += agg_[l] * neigh_[l].weight().value;
+    }
+    if (l == last) return pre_[l];
+    ActivationForward(config_.activation, pre_[l], &act_[l]);
+    h = &act_[l];
+  }
+  return pre_[last];
+}
+
+template <typename S>
+void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
+  Mat<S> g = d_output, d_in, t;
+  for (int l = config_.layers - 1; l >= 0; --l) {
+    if (l != config_.layers - 1) {
+      ActivationBackward(config_.activation, pre_[l], act_[l], &g);
+    }
+    const bool need_input = l > 0 || d_x != nullptr;
+    if (config_.kind == GnnKind::kGcn) {
+      self_[l].bias().grad = g.colwise().sum();
+      t.noalias() = ops_->gcn * g;  // A is symmetric: A^T g = A g
+      self_[l].weight().grad.noalias() = in_[l]->transpose() * t;
+      if (need_input) d_in.noalias() = t * self_[l].weight().value.transpose();
+    } else {
+      self_[l].Backward(*in_[l], g, need_input ? &d_in : nullptr);
+      neigh_[l].weight().grad.noalias() = agg_[l].transpose() * g;
+      if (need_input) {
+        t.noalias() = g * neigh_[l].weight().value.transpose();
+        d_in.noalias() += ops_->mean_transpose * t;
+      }
+    }
+    if (!need_input) break;
+    dropout_[l].Backward(&d_in);
+    g.swap(d_in);
+  }
+  if (d_x != nullptr) *d_x = std::move(g);
+}
+
+template <typename S>
+std::vector<Param<S>*> Gnn<S>::Params() {
+  std::vector<Param<S>*> out;
+  for (size_t l = 0; l < self_.size(); ++l) {
+    out.push_back(&self_[l].weight());
+    out.push_back(&self_[l].bias());
+    if (config_.kind == GnnKind::kSage) out.push_back(&neigh_[l].weight());
+  }
+  return out;
+}
+
+template class Mlp<float>;
+template class Mlp<double>;
+template class Gnn<float>;
+template class Gnn<double>;
+template GraphOperators<float> BuildGraphOperators<float>(const Graph&);
+template GraphOperators<double> BuildGraphOperators<double>(const Graph&);
+
+}  // namespace ldpgraph::training

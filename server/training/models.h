@@ -1,0 +1,122 @@
+// The models: a multi-layer perceptron (PrivGE's classifier on the
+// propagated embedding Z, and its link scorer), and two-layer graph networks
+// (GCN and GraphSAGE with mean aggregation, LPGNN's models on KProp-
+// aggregated features). Full-batch, forward and backward by hand over Eigen.
+//
+// Every layer l maps its input H through dropout (input_dropout on the
+// features, dropout on every later layer's input), a linear map, and the
+// activation (not after the last layer, whose output is the logits or the
+// score). Kipf & Welling's GCN drops both; LPGNN drops after the activation
+// only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Sparse>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/graph/graph.h"
+#include "common/random.h"
+#include "server/training/nn.h"
+
+namespace ldpgraph::training {
+
+template <typename S>
+using SpMat = Eigen::SparseMatrix<S, Eigen::RowMajor, int64_t>;
+
+struct MlpConfig {
+  int input_dim = 0;
+  int hidden_dim = 64;
+  int output_dim = 0;
+  int layers = 2;  // linear layers; 1 is logistic/softmax regression
+  double dropout = 0.5;  // on the input of every layer after the first
+  Activation activation = Activation::kRelu;
+  double input_dropout = 0.0;  // on the input features
+};
+
+// INVALID_ARGUMENT naming the field for dims < 1, layers < 1, either
+// dropout outside [0, 1).
+absl::Status ValidateMlpConfig(const MlpConfig& c);
+
+template <typename S>
+class Mlp {
+ public:
+  // c must be valid (ValidateMlpConfig); weights drawn from rng.
+  Mlp(const MlpConfig& c, PublicRandom& rng);
+
+  // Output (n x output_dim) for input x (n x input_dim). Training mode draws
+  // dropout masks from rng and keeps what Backward needs; x must then stay
+  // alive until Backward.
+  const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng);
+
+  // From dL/doutput of the last training Forward, sets every parameter's
+  // gradient; writes dL/dx when d_x is not null.
+  void Backward(const Mat<S>& d_output, Mat<S>* d_x = nullptr);
+
+  std::vector<Param<S>*> Params();
+  const MlpConfig& config() const { return config_; }
+
+ private:
+  MlpConfig config_;
+  std::vector<Linear<S>> linear_;
+  std::vector<Dropout<S>> dropout_;
+  // Per layer: the input after dropout (x itself when nothing was dropped),
+  // the pre-activation, the activation.
+  std::vector<const Mat<S>*> in_;
+  std::vector<Mat<S>> pre_, act_;
+};
+
+enum class GnnKind { kGcn, kSage };
+
+struct GnnConfig {
+  GnnKind kind = GnnKind::kGcn;
+  int input_dim = 0;
+  int hidden_dim = 16;
+  int output_dim = 0;
+  int layers = 2;
+  double dropout = 0.5;  // on the input of every layer after the first
+  Activation activation = Activation::kSelu;
+  double input_dropout = 0.0;  // on the input features
+};
+
+absl::Status ValidateGnnConfig(const GnnConfig& c);
+
+// The operators a graph network multiplies by, built once per graph:
+// GCN's D~^-1/2 (A + I) D~^-1/2 (symmetric), and the neighbour mean
+// D^-1 A (a node with no neighbours gets a zero row) with its transpose.
+template <typename S>
+struct GraphOperators {
+  SpMat<S> gcn;
+  SpMat<S> mean;
+  SpMat<S> mean_transpose;
+};
+
+template <typename S>
+GraphOperators<S> BuildGraphOperators(const Graph& g);
+
+// A graph network over all n nodes at once.
+//  GCN layer:       H' = A_gcn (drop(H) W) + b
+//  GraphSAGE layer: H' = drop(H) W_self + (A_mean drop(H)) W_neigh + b
+template <typename S>
+class Gnn {
+ public:
+  // c valid (ValidateGnnConfig); ops must outlive the model.
+  Gnn(const GnnConfig& c, const GraphOperators<S>* ops, PublicRandom& rng);
+
+  const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng);
+  void Backward(const Mat<S>& d_output, Mat<S>* d_x = nullptr);
+  std::vector<Param<S>*> Params();
+
+ private:
+  GnnConfig config_;
+  const GraphOperators<S>* ops_;
+  std::vector<Linear<S>> self_;   // GCN: the layer's W and b
+  std::vector<Linear<S>> neigh_;  // GraphSAGE only: W_neigh (its bias unused)
+  std::vector<Dropout<S>> dropout_;
+  std::vector<const Mat<S>*> in_;
+  std::vector<Mat<S>> agg_, pre_, act_;
+};
+
+}  // namespace ldpgraph::training

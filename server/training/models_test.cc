@@ -1,0 +1,226 @@
+#include "server/training/models.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "server/training/gradient_check.h"
+#include "server/training/trainer.h"
+
+namespace ldpgraph::training {
+namespace {
+
+Mat<double> RandomMatrix(int rows, int cols, uint64_t seed) {
+  PublicRandom rng(seed);
+  Mat<double> m(rows, cols);
+  FillUniform(m, 1.0, rng);
+  return m;
+}
+
+// L = sum(output .* R): dL/doutput = R. Checks every parameter's gradient
+// and the input gradient of `model` by finite differences. Dropout draws from
+// a generator re-seeded before every forward pass, so all passes see the same
+// mask.
+template <typename Model>
+void ExpectGradientsMatch(Model& model, Mat<double> x, bool training) {
+  // Random biases too: with zero biases a layer behind dead ReLUs sits
+  // exactly on the kink, where the derivative is undefined.
+  PublicRandom init(42);
+  for (Param<double>* p : model.Params()) FillUniform(p->value, 1.0, init);
+  const Mat<double> r = RandomMatrix(
+      x.rows(), static_cast<int>(model.Forward(x, false, nullptr).cols()), 99);
+  auto loss = [&] {
+    PublicRandom rng(7);
+    return model.Forward(x, training, &rng).cwiseProduct(r).sum();
+  };
+  loss();
+  Mat<double> d_x;
+  model.Backward(r, &d_x);
+  std::vector<Mat<double>> grads;
+  for (Param<double>* p : model.Params()) grads.push_back(p->grad);
+  int i = 0;
+  for (Param<double>* p : model.Params()) {
+    EXPECT_EQ(CheckGradient(&p->value, grads[i], loss), "") << "param " << i;
+    ++i;
+  }
+  EXPECT_EQ(CheckGradient(&x, d_x, loss), "") << "input";
+}
+
+TEST(MlpTest, GradientsMatchFiniteDifferences) {
+  for (Activation a : {Activation::kRelu, Activation::kSelu}) {
+    for (int layers : {1, 2, 3}) {
+      PublicRandom rng(1);
+      Mlp<double> mlp({5, 4, 3, layers, 0.0, a}, rng);
+      SCOPED_TRACE(::testing::Message() << "layers " << layers);
+      ExpectGradientsMatch(mlp, RandomMatrix(6, 5, 2), /*training=*/false);
+    }
+  }
+}
+
+TEST(MlpTest, GradientsMatchWithDropout) {
+  PublicRandom rng(1);
+  Mlp<double> mlp({5, 8, 3, 2, 0.4, Activation::kRelu, 0.3}, rng);
+  ExpectGradientsMatch(mlp, RandomMatrix(6, 5, 3), /*training=*/true);
+}
+
+TEST(MlpTest, DropoutOnlyInTrainingAndUnbiased) {
+  PublicRandom rng(1);
+  Mlp<double> mlp({200, 4, 2, 1, 0.0, Activation::kRelu, 0.5}, rng);
+  const Mat<double> x = Mat<double>::Ones(50, 200);
+  const Mat<double> eval1 = mlp.Forward(x, false, nullptr);
+  const Mat<double> eval2 = mlp.Forward(x, false, nullptr);
+  EXPECT_EQ(eval1, eval2);
+  PublicRandom drop(5);
+  const Mat<double> train = mlp.Forward(x, true, &drop);
+  EXPECT_NE(train, eval1);
+  // Inverted dropout keeps the expected pre-activation: the mean over many
+  // rows is close to the inference output.
+  EXPECT_NEAR(train.mean(), eval1.mean(), 0.1 * std::abs(eval1.mean()) + 0.05);
+}
+
+TEST(MlpTest, ConfigValidation) {
+  EXPECT_TRUE(ValidateMlpConfig({5, 4, 3, 2, 0.5}).ok());
+  EXPECT_FALSE(ValidateMlpConfig({0, 4, 3, 2, 0.5}).ok());
+  EXPECT_FALSE(ValidateMlpConfig({5, 4, 0, 2, 0.5}).ok());
+  EXPECT_FALSE(ValidateMlpConfig({5, 0, 3, 2, 0.5}).ok());
+  EXPECT_TRUE(ValidateMlpConfig({5, 0, 3, 1, 0.5}).ok());  // no hidden layer
+  EXPECT_FALSE(ValidateMlpConfig({5, 4, 3, 0, 0.5}).ok());
+  auto s = ValidateMlpConfig({5, 4, 3, 2, 1.0});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dropout"), std::string::npos);
+  s = ValidateMlpConfig({5, 4, 3, 2, 0.5, Activation::kRelu, -0.1});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("input dropout"), std::string::npos);
+}
+
+// 0-1, 1-2, 2-0, 2-3, 3-4; node 5 isolated; a self loop on 4.
+Graph SmallGraph() {
+  return *Graph::FromEdges(6, {{0, 1}, {1, 2}, {0, 2}, {2, 3}, {3, 4}, {4, 4}},
+                           {.allow_self_loops = true});
+}
+
+TEST(GraphOperatorsTest, MatchDefinitions) {
+  const Graph g = SmallGraph();
+  GraphOperators<double> ops = BuildGraphOperators<double>(g);
+  const Eigen::MatrixXd gcn = Eigen::MatrixXd(ops.gcn);
+  // D~ = deg + 1 except node 4, whose stored self loop is its added one:
+  // degrees 2,2,3,2,2(3 and itself),0 -> D~ 3,3,4,3,2,1.
+  EXPECT_NEAR(gcn(0, 1), 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(gcn(2, 3), 1.0 / std::sqrt(12.0), 1e-12);
+  EXPECT_NEAR(gcn(4, 4), 0.5, 1e-12);
+  EXPECT_NEAR(gcn(5, 5), 1.0, 1e-12);
+  EXPECT_NEAR((gcn - gcn.transpose()).cwiseAbs().maxCoeff(), 0.0, 1e-15);
+  const Eigen::MatrixXd mean = Eigen::MatrixXd(ops.mean);
+  EXPECT_NEAR(mean(2, 3), 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(mean.row(5).sum(), 0.0, 1e-15);  // isolated: nothing to average
+  for (int v = 0; v < 5; ++v) EXPECT_NEAR(mean.row(v).sum(), 1.0, 1e-12);
+  EXPECT_NEAR((Eigen::MatrixXd(ops.mean_transpose) - mean.transpose())
+                  .cwiseAbs()
+                  .maxCoeff(),
+              0.0, 1e-15);
+}
+
+TEST(GnnTest, GradientsMatchFiniteDifferences) {
+  const Graph g = SmallGraph();
+  GraphOperators<double> ops = BuildGraphOperators<double>(g);
+  for (GnnKind kind : {GnnKind::kGcn, GnnKind::kSage}) {
+    for (Activation a : {Activation::kRelu, Activation::kSelu}) {
+      for (double dropout : {0.0, 0.3}) {
+        PublicRandom rng(3);
+        Gnn<double> gnn({kind, 4, 5, 3, 2, dropout, a, dropout}, &ops, rng);
+        SCOPED_TRACE(::testing::Message()
+                     << "sage " << (kind == GnnKind::kSage) << " dropout "
+                     << dropout);
+        ExpectGradientsMatch(gnn, RandomMatrix(6, 4, 4), dropout > 0);
+      }
+    }
+  }
+}
+
+TEST(GnnTest, GcnLayerIsTheNormalisedAggregation) {
+  // One linear layer with identity weights and zero bias is exactly
+  // A_gcn x; a GraphSAGE layer with W_self = 0, W_neigh = I is the mean.
+  const Graph g = SmallGraph();
+  GraphOperators<double> ops = BuildGraphOperators<double>(g);
+  PublicRandom rng(1);
+  Gnn<double> gcn({GnnKind::kGcn, 3, 0, 3, 1, 0.0}, &ops, rng);
+  gcn.Params()[0]->value = Mat<double>::Identity(3, 3);
+  const Mat<double> x = RandomMatrix(6, 3, 8);
+  const Mat<double> expected = ops.gcn * x;
+  EXPECT_LT((gcn.Forward(x, false, nullptr) - expected).cwiseAbs().maxCoeff(),
+            1e-12);
+  Gnn<double> sage({GnnKind::kSage, 3, 0, 3, 1, 0.0}, &ops, rng);
+  sage.Params()[0]->value.setZero();
+  sage.Params()[2]->value = Mat<double>::Identity(3, 3);
+  const Mat<double> mean = ops.mean * x;
+  EXPECT_LT((sage.Forward(x, false, nullptr) - mean).cwiseAbs().maxCoeff(),
+            1e-12);
+}
+
+TEST(AdamTest, FirstStepMovesEachWeightByTheLearningRate) {
+  Param<double> p;
+  p.Resize(1, 3);
+  p.value << 1, 2, 3;
+  p.grad << 0.5, -2, 1e-3;
+  Adam<double> adam({&p}, {.learning_rate = 0.1});
+  adam.Step();
+  // m^ = g, v^ = g^2: the step is lr * g / (|g| + eps) = lr * sign(g).
+  EXPECT_NEAR(p.value(0, 0), 0.9, 1e-6);
+  EXPECT_NEAR(p.value(0, 1), 2.1, 1e-6);
+  EXPECT_NEAR(p.value(0, 2), 2.9, 1e-4);
+}
+
+TEST(AdamTest, WeightDecayAddsToTheGradient) {
+  Param<double> p;
+  p.Resize(1, 1);
+  p.value << 2;
+  p.grad << 0;
+  Adam<double> adam({&p}, {.learning_rate = 0.1, .weight_decay = 0.5});
+  adam.Step();
+  EXPECT_NEAR(p.value(0, 0), 1.9, 1e-6);  // the decay gradient 1 is positive
+}
+
+TEST(AdamTest, MinimisesAQuadratic) {
+  Param<double> p;
+  p.Resize(1, 2);
+  p.value << 5, -3;
+  Adam<double> adam({&p}, {.learning_rate = 0.05});
+  for (int i = 0; i < 2000; ++i) {
+    p.grad = 2 * (p.value.array() - 1.0).matrix();  // (w - 1)^2
+    adam.Step();
+  }
+  EXPECT_NEAR(p.value(0, 0), 1.0, 1e-3);
+  EXPECT_NEAR(p.value(0, 1), 1.0, 1e-3);
+}
+
+TEST(TrainWithEarlyStoppingTest, StopsAfterPatienceAndRestoresTheBest) {
+  Param<double> p;
+  p.Resize(1, 1);
+  const std::vector<double> scores = {0.1, 0.5, 0.9, 0.4, 0.9, 0.3, 0.2, 0.8};
+  int epoch = 0;
+  std::vector<double> values;
+  auto step = [&] {
+    p.grad << -1;  // every step moves the value up
+    return 0.0;
+  };
+  auto validate = [&] {
+    values.push_back(p.value(0, 0));
+    // Equal scores are broken by the loss: epoch 5 ties epoch 3 with a
+    // higher loss, so epoch 3 stays the best.
+    const double s = scores[epoch];
+    const double loss = epoch == 4 ? 2.0 : 1.0;
+    ++epoch;
+    return Validation{s, loss};
+  };
+  TrainOptions o;
+  o.max_epochs = 8;
+  o.patience = 3;
+  o.adam.learning_rate = 1;
+  TrainReport r = TrainWithEarlyStopping<double>({&p}, o, step, validate);
+  EXPECT_EQ(r.best_epoch, 3);
+  EXPECT_EQ(r.epochs, 6);  // epochs 4, 5, 6 brought nothing better
+  EXPECT_DOUBLE_EQ(r.best_validation, 0.9);
+  EXPECT_DOUBLE_EQ(p.value(0, 0), values[2]);
+}
+
+}  // namespace
+}  // namespace ldpgraph::training

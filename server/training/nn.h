@@ -1,0 +1,205 @@
+// The building blocks of every model the curator trains: parameters with
+// their gradients, a fully connected layer, activations, inverted dropout and
+// the Adam optimiser, over Eigen row-major matrices.
+//
+// Everything is templated on the scalar: models train in float; the tests
+// instantiate the same code in double so that finite differences can check
+// every gradient to many digits.
+//
+// Randomness here (initial weights, dropout masks) is a public choice, not
+// privacy noise: it comes from PublicRandom (common/random.h), so a seed
+// reproduces a run bit for bit on every platform.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "common/random.h"
+
+namespace ldpgraph::training {
+
+template <typename S>
+using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename S>
+using RowVec = Eigen::Matrix<S, 1, Eigen::Dynamic>;
+
+// A trainable tensor and the gradient of the loss with respect to it. Backward
+// passes overwrite grad (they do not accumulate).
+template <typename S>
+struct Param {
+  Mat<S> value;
+  Mat<S> grad;
+  void Resize(Eigen::Index rows, Eigen::Index cols) {
+    value.setZero(rows, cols);
+    grad.setZero(rows, cols);
+  }
+};
+
+// Uniform on [-limit, limit] from a public generator.
+template <typename S>
+void FillUniform(Mat<S>& m, double limit, PublicRandom& rng) {
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    m.data()[i] = static_cast<S>((2.0 * rng.UniformDouble() - 1.0) * limit);
+  }
+}
+
+enum class Activation { kRelu, kSelu };
+
+// SELU's constants (Klambauer et al. 2017).
+inline constexpr double kSeluLambda = 1.0507009873554804934193349852946;
+inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+
+// y = f(x) elementwise.
+template <typename S>
+void ActivationForward(Activation a, const Mat<S>& x, Mat<S>* y) {
+  if (a == Activation::kRelu) {
+    *y = x.cwiseMax(S(0));
+  } else {
+    *y = x.unaryExpr([](S v) {
+      return v > 0 ? S(kSeluLambda) * v
+                   : S(kSeluLambda * kSeluAlpha) * (std::exp(v) - S(1));
+    });
+  }
+}
+
+// grad := grad * f'(x), with y = f(x) from the forward pass.
+template <typename S>
+void ActivationBackward(Activation a, const Mat<S>& x, const Mat<S>& y,
+                        Mat<S>* grad) {
+  if (a == Activation::kRelu) {
+    *grad = (x.array() > S(0)).select(grad->array(), S(0));
+  } else {
+    // f'(x) = lambda for x > 0, else lambda * alpha * e^x = y + lambda*alpha.
+    *grad = (x.array() > S(0))
+                .select(grad->array() * S(kSeluLambda),
+                        grad->array() * (y.array() + S(kSeluLambda *
+                                                       kSeluAlpha)));
+  }
+}
+
+// Inverted dropout: in training each entry is kept with probability 1 - p
+// and scaled by 1 / (1 - p), so inference needs no rescaling. p in [0, 1).
+template <typename S>
+class Dropout {
+ public:
+  explicit Dropout(double p = 0.0) : p_(p) {}
+  double p() const { return p_; }
+
+  // x * mask in training (a copy the layer keeps), or x itself (inference,
+  // or p == 0: no copy).
+  const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng) {
+    active_ = training && p_ > 0.0;
+    if (!active_) return x;
+    mask_.resize(x.rows(), x.cols());
+    const S scale = S(1.0 / (1.0 - p_));
+    // One 64-bit draw gives two 32-bit uniforms.
+    const uint64_t threshold = static_cast<uint64_t>(p_ * 4294967296.0);
+    const Eigen::Index n = x.size();
+    S* m = mask_.data();
+    Eigen::Index i = 0;
+    for (; i + 1 < n; i += 2) {
+      const uint64_t w = rng->Next64();
+      m[i] = (w & 0xffffffffu) >= threshold ? scale : S(0);
+      m[i + 1] = (w >> 32) >= threshold ? scale : S(0);
+    }
+    if (i < n) m[i] = (rng->Next64() >> 32) >= threshold ? scale : S(0);
+    out_ = x.cwiseProduct(mask_);
+    return out_;
+  }
+
+  // grad := grad * mask (when the last forward pass dropped anything).
+  void Backward(Mat<S>* grad) const {
+    if (active_) *grad = grad->cwiseProduct(mask_);
+  }
+
+ private:
+  double p_;
+  bool active_ = false;
+  Mat<S> mask_;
+  Mat<S> out_;
+};
+
+// y = x W + b: W is in x out, b is 1 x out. Glorot-uniform W, zero b.
+template <typename S>
+class Linear {
+ public:
+  Linear(int in, int out, PublicRandom& rng) {
+    weight_.Resize(in, out);
+    bias_.Resize(1, out);
+    FillUniform(weight_.value, std::sqrt(6.0 / (in + out)), rng);
+  }
+  int in() const { return static_cast<int>(weight_.value.rows()); }
+  int out() const { return static_cast<int>(weight_.value.cols()); }
+
+  // y = x W + b. x must outlive the matching Backward call.
+  void Forward(const Mat<S>& x, Mat<S>* y) const {
+    y->noalias() = x * weight_.value;
+    y->rowwise() += bias_.value.row(0);
+  }
+  // Sets the parameter gradients from dL/dy (given the x of Forward) and,
+  // when d_x is not null, writes dL/dx.
+  void Backward(const Mat<S>& x, const Mat<S>& d_y, Mat<S>* d_x) {
+    weight_.grad.noalias() = x.transpose() * d_y;
+    bias_.grad = d_y.colwise().sum();
+    if (d_x != nullptr) d_x->noalias() = d_y * weight_.value.transpose();
+  }
+  Param<S>& weight() { return weight_; }
+  Param<S>& bias() { return bias_; }
+
+ private:
+  Param<S> weight_;
+  Param<S> bias_;
+};
+
+struct AdamOptions {
+  double learning_rate = 0.01;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  // L2 penalty added to the gradient (PyTorch's Adam weight_decay), on every
+  // parameter.
+  double weight_decay = 0.0;
+};
+
+// Adam (Kingma & Ba 2015) with bias correction, as PyTorch implements it.
+template <typename S>
+class Adam {
+ public:
+  Adam(std::vector<Param<S>*> params, const AdamOptions& options)
+      : params_(std::move(params)), options_(options) {
+    for (Param<S>* p : params_) {
+      m_.push_back(Mat<S>::Zero(p->value.rows(), p->value.cols()));
+      v_.push_back(Mat<S>::Zero(p->value.rows(), p->value.cols()));
+    }
+  }
+  // One update from the gradients the last backward pass left in params.
+  void Step() {
+    ++t_;
+    const double c1 = 1.0 - std::pow(options_.beta1, t_);
+    const double c2 = 1.0 - std::pow(options_.beta2, t_);
+    const S b1 = S(options_.beta1), b2 = S(options_.beta2);
+    const S step = S(options_.learning_rate / c1);
+    const S inv_sqrt_c2 = S(1.0 / std::sqrt(c2));
+    const S eps = S(options_.epsilon), wd = S(options_.weight_decay);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto w = params_[i]->value.array();
+      auto g = params_[i]->grad.array() + wd * w;
+      auto m = m_[i].array();
+      auto v = v_[i].array();
+      m = b1 * m + (S(1) - b1) * g;
+      v = b2 * v + (S(1) - b2) * g.square();
+      w -= step * m / (v.sqrt() * inv_sqrt_c2 + eps);
+    }
+  }
+
+ private:
+  std::vector<Param<S>*> params_;
+  AdamOptions options_;
+  std::vector<Mat<S>> m_, v_;
+  int t_ = 0;
+};
+
+}  // namespace ldpgraph::training

@@ -1,0 +1,223 @@
+#include "server/training/tasks.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace ldpgraph::training {
+namespace {
+
+// n nodes in `classes` clusters: node v is in class v % classes; its feature
+// row is the class's centre plus uniform noise of width `noise`. Nodes of the
+// same class form a ring, plus a few links across classes.
+struct Toy {
+  Mat<float> x;
+  Graph graph;
+  std::vector<int32_t> labels;
+};
+
+Toy MakeToy(int n, int classes, int d, double noise, uint64_t seed) {
+  PublicRandom rng(seed);
+  Toy t;
+  Mat<double> centres(classes, d);
+  FillUniform(centres, 1.0, rng);
+  t.x.resize(n, d);
+  std::vector<Edge> edges;
+  for (int v = 0; v < n; ++v) {
+    t.labels.push_back(v % classes);
+    for (int j = 0; j < d; ++j) {
+      t.x(v, j) = static_cast<float>(centres(v % classes, j) +
+                                     noise * (2 * rng.UniformDouble() - 1));
+    }
+    if (v + classes < n) edges.push_back({NodeId(v), NodeId(v + classes)});
+    if (v % 10 == 0 && v + 1 < n) edges.push_back({NodeId(v), NodeId(v + 1)});
+  }
+  t.graph = *Graph::FromEdges(n, edges);
+  return t;
+}
+
+NodeTaskData Split(const Toy& t, int classes) {
+  NodeTaskData d;
+  d.features = &t.x;
+  d.graph = &t.graph;
+  d.classes = classes;
+  // Half for training, a quarter each for validation and test, every class
+  // in every part.
+  for (uint32_t v = 0; v < t.labels.size(); ++v) {
+    const uint32_t part = (v / classes) % 4;
+    auto& list = part < 2 ? d.train : (part == 2 ? d.validation : d.test);
+    list.push_back(v);
+    (part < 2 ? d.train_targets
+              : (part == 2 ? d.validation_targets : d.test_truth))
+        .push_back(t.labels[v]);
+  }
+  return d;
+}
+
+NodeModelConfig Config(NodeModelKind kind) {
+  NodeModelConfig c;
+  c.kind = kind;
+  c.hidden_dim = 16;
+  c.train.max_epochs = 200;
+  c.train.patience = 30;
+  return c;
+}
+
+TEST(TrainNodeClassifierTest, EveryModelLearnsSeparableClasses) {
+  const Toy t = MakeToy(400, 4, 8, 0.6, 1);
+  const NodeTaskData d = Split(t, 4);
+  for (NodeModelKind k :
+       {NodeModelKind::kMlp, NodeModelKind::kGcn, NodeModelKind::kSage}) {
+    auto r = TrainNodeClassifier(d, Config(k), 7);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_GT(r->test_accuracy, 0.95) << "model " << int(k);
+    EXPECT_DOUBLE_EQ(r->test_accuracy, r->test_micro_f1);
+    EXPECT_GE(r->training.best_epoch, 1);
+    EXPECT_LE(r->training.epochs, 200);
+  }
+}
+
+TEST(TrainNodeClassifierTest, ReproducibleBySeed) {
+  const Toy t = MakeToy(200, 3, 6, 1.5, 2);
+  const NodeTaskData d = Split(t, 3);
+  for (NodeModelKind k : {NodeModelKind::kMlp, NodeModelKind::kGcn}) {
+    auto a = TrainNodeClassifier(d, Config(k), 11);
+    auto b = TrainNodeClassifier(d, Config(k), 11);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->test_accuracy, b->test_accuracy);
+    EXPECT_EQ(a->training.best_epoch, b->training.best_epoch);
+    EXPECT_EQ(a->training.best_validation, b->training.best_validation);
+  }
+}
+
+TEST(TrainNodeClassifierTest, ForwardCorrectionLearnsThroughLabelNoise) {
+  // Labels kept with probability 0.5 and otherwise moved to the next class
+  // (a channel plain cross-entropy cannot undo: half the "class 1" examples
+  // are class 0). The corrected loss recovers the true classes.
+  const int c = 3;
+  const Toy t = MakeToy(900, c, 6, 0.5, 3);
+  NodeTaskData d = Split(t, c);
+  PublicRandom rng(4);
+  auto flip = [&](std::vector<int32_t>& y) {
+    for (auto& l : y) {
+      if (rng.Bernoulli(0.5)) l = (l + 1) % c;
+    }
+  };
+  flip(d.train_targets);
+  flip(d.validation_targets);
+  Mat<float> t_matrix = Mat<float>::Zero(c, c);
+  for (int a = 0; a < c; ++a) {
+    t_matrix(a, a) = 0.5f;
+    t_matrix(a, (a + 1) % c) = 0.5f;
+  }
+  auto plain = TrainNodeClassifier(d, Config(NodeModelKind::kMlp), 5);
+  d.transition = t_matrix;
+  auto corrected = TrainNodeClassifier(d, Config(NodeModelKind::kMlp), 5);
+  ASSERT_TRUE(plain.ok() && corrected.ok());
+  EXPECT_GT(corrected->test_accuracy, 0.9);
+  EXPECT_LT(plain->test_accuracy, corrected->test_accuracy);
+}
+
+TEST(TrainNodeClassifierTest, RejectsBadInput) {
+  const Toy t = MakeToy(40, 2, 3, 0.1, 5);
+  auto expect_error = [&](NodeTaskData d, NodeModelConfig c,
+                          absl::string_view needle) {
+    auto r = TrainNodeClassifier(d, c, 1);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(needle), std::string::npos)
+        << r.status();
+  };
+  const NodeTaskData good = Split(t, 2);
+  const NodeModelConfig mlp = Config(NodeModelKind::kMlp);
+  NodeTaskData d = good;
+  d.train.push_back(40);
+  d.train_targets.push_back(0);
+  expect_error(d, mlp, "training node 40");
+  d = good;
+  d.validation_targets[0] = 2;
+  expect_error(d, mlp, "validation label 2");
+  d = good;
+  d.test_truth.pop_back();
+  expect_error(d, mlp, "test has");
+  d = good;
+  d.graph = nullptr;
+  expect_error(d, Config(NodeModelKind::kGcn), "graph");
+  d = good;
+  d.transition = Mat<float>::Identity(3, 3);
+  expect_error(d, mlp, "transition");
+  NodeModelConfig c = mlp;
+  c.dropout = 1.5;
+  expect_error(good, c, "dropout");
+  c = mlp;
+  c.train.adam.learning_rate = 0;
+  expect_error(good, c, "learning rate");
+  Mat<float> nan_x = t.x;
+  nan_x(3, 1) = std::nanf("");
+  d = good;
+  d.features = &nan_x;
+  expect_error(d, mlp, "NaN");
+}
+
+// Embeddings where an edge joins nodes of the same cluster: z_u * z_v is
+// large on the cluster's dimension for edges, small for non-edges.
+TEST(TrainLinkPredictorTest, SeparatesEdgesFromNonEdges) {
+  const int n = 300, k = 5;
+  Mat<float> z = Mat<float>::Zero(n, k);
+  PublicRandom rng(9);
+  for (int v = 0; v < n; ++v) {
+    z(v, v % k) = 1.0f;
+    for (int j = 0; j < k; ++j) z(v, j) += 0.3f * float(rng.UniformDouble());
+  }
+  LinkTaskData d;
+  d.embeddings = &z;
+  auto pick = [&](bool same, std::vector<Edge>* out, int count) {
+    while (static_cast<int>(out->size()) < count) {
+      NodeId u = rng.UniformInt(n), v = rng.UniformInt(n);
+      if (u != v && ((u % k) == (v % k)) == same) out->push_back({u, v});
+    }
+  };
+  pick(true, &d.train_positive, 400);
+  pick(false, &d.train_negative, 400);
+  pick(true, &d.validation_positive, 50);
+  pick(false, &d.validation_negative, 50);
+  pick(true, &d.test_positive, 100);
+  pick(false, &d.test_negative, 100);
+  for (LinkLossKind loss : {LinkLossKind::kPairwise, LinkLossKind::kLogistic}) {
+    for (int layers : {1, 2}) {
+      LinkModelConfig c;
+      c.loss = loss;
+      c.layers = layers;
+      c.hidden_dim = 8;
+      c.train.max_epochs = 300;
+      auto r = TrainLinkPredictor(d, c, 3);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_GT(r->test_auc, 0.95) << int(loss) << " " << layers;
+    }
+  }
+  LinkModelConfig c;
+  d.train_negative.pop_back();
+  auto r = TrainLinkPredictor(d, c, 3);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pairs each training edge"),
+            std::string::npos);
+  d.train_negative.push_back({0, 300});
+  r = TrainLinkPredictor(d, c, 3);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("names a node >= 300"), std::string::npos)
+      << r.status();
+}
+
+TEST(HadamardFeaturesTest, RowsAreElementwiseProducts) {
+  Mat<float> z(3, 2);
+  z << 1, 2, 3, 4, 5, 6;
+  Mat<float> h = HadamardFeatures(z, {{0, 1}}, {{1, 2}});
+  ASSERT_EQ(h.rows(), 2);
+  EXPECT_EQ(h(0, 0), 3);
+  EXPECT_EQ(h(0, 1), 8);
+  EXPECT_EQ(h(1, 0), 15);
+  EXPECT_EQ(h(1, 1), 24);
+}
+
+}  // namespace
+}  // namespace ldpgraph::training

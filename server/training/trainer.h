@@ -1,0 +1,80 @@
+// The training loop every model shares: full-batch Adam steps, a validation
+// score after every epoch, early stopping with patience, and the best
+// checkpoint restored at the end (the one a test set is then scored with).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "server/training/nn.h"
+
+namespace ldpgraph::training {
+
+struct TrainOptions {
+  int max_epochs = 500;
+  // Stop once this many epochs pass without a better validation score.
+  int patience = 50;
+  // Never stop before this many epochs.
+  int min_epochs = 0;
+  AdamOptions adam;
+};
+
+struct TrainReport {
+  int epochs = 0;               // epochs run
+  int best_epoch = 0;           // the epoch whose parameters were kept
+  double best_validation = 0;   // its validation score
+  double seconds = 0;           // wall time of the whole loop
+  double seconds_per_epoch = 0;
+};
+
+// A validation result: the score to maximise, and a loss that breaks ties
+// (lower is better), so that a coarse score such as accuracy on a few
+// hundred nodes still selects among equal epochs.
+struct Validation {
+  double score = 0;
+  double loss = 0;
+};
+
+// Runs up to o.max_epochs epochs. `step` runs one epoch's forward and
+// backward pass, leaving gradients in params, and returns the training loss;
+// the loop then takes one Adam step. `validate` scores the current
+// parameters. On return params hold the best epoch's values.
+template <typename S>
+TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
+                                   const TrainOptions& o,
+                                   const std::function<double()>& step,
+                                   const std::function<Validation()>& validate) {
+  const auto start = std::chrono::steady_clock::now();
+  Adam<S> adam(params, o.adam);
+  std::vector<Mat<S>> best(params.size());
+  Validation best_v;
+  TrainReport r;
+  bool have_best = false;
+  for (int epoch = 1; epoch <= o.max_epochs; ++epoch) {
+    step();
+    adam.Step();
+    r.epochs = epoch;
+    const Validation v = validate();
+    if (!have_best || v.score > best_v.score ||
+        (v.score == best_v.score && v.loss < best_v.loss)) {
+      have_best = true;
+      best_v = v;
+      r.best_epoch = epoch;
+      for (size_t i = 0; i < params.size(); ++i) best[i] = params[i]->value;
+    }
+    if (epoch >= o.min_epochs && epoch - r.best_epoch >= o.patience) break;
+  }
+  if (have_best) {
+    for (size_t i = 0; i < params.size(); ++i) params[i]->value = best[i];
+  }
+  r.best_validation = best_v.score;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            start)
+                  .count();
+  r.seconds_per_epoch = r.epochs > 0 ? r.seconds / r.epochs : 0.0;
+  return r;
+}
+
+}  // namespace ldpgraph::training
