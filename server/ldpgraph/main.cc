@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "server/ldpgraph/eval_command.h"
 #include "server/ldpgraph/generate_command.h"
 #include "server/ldpgraph/propagate_command.h"
 #include "server/ldpgraph/sample_command.h"
@@ -22,6 +23,10 @@ Commands:
   propagate  perturb each node's features (optional), then propagate them:
              personalised PageRank by push or power iteration, GCN, KProp;
              writes a .npy file
+  eval       train and evaluate on perturbed data (node classification or
+             link prediction), R runs; mean, spread, every setting used
+  repro      run a paper's grid (mechanisms by budgets) and print it beside
+             the paper's numbers
   help       this text
 
 Run `ldpgraph <command> --help` for a command's flags.
@@ -46,6 +51,12 @@ int main(int argc, char** argv) {
   }
   if (command == "propagate") {
     return ldpgraph::tool::RunPropagate(args, std::cout, std::cerr);
+  }
+  if (command == "eval") {
+    return ldpgraph::tool::RunEval(args, std::cout, std::cerr);
+  }
+  if (command == "repro") {
+    return ldpgraph::tool::RunRepro(args, std::cout, std::cerr);
   }
   std::cerr << "ldpgraph: unknown command '" << command
             << "'\n(run `ldpgraph help` for the list)\n";

@@ -14,6 +14,7 @@
 #include "common/npy.h"
 #include "common/status_macros.h"
 #include "server/ldpgraph/tool_util.h"
+#include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"
 
 namespace ldpgraph::tool {
@@ -153,39 +154,6 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   return o;
 }
 
-// Each node's features perturbed as its agent would perturb them, then
-// rectified as the curator would. Every non-zero of the estimate is kept:
-// unreported dimensions are not always zero (Multi-bit's rectifier puts
-// (alpha + beta) / 2 there).
-absl::StatusOr<SparseRows> PerturbAndEstimate(const SparseRows& x,
-                                              const FeatureMechanism& mech,
-                                              RandomSource& rng) {
-  SparseRows out;
-  out.cols = x.cols;
-  std::vector<double> row(x.cols), estimate(x.cols);
-  std::vector<uint32_t> idx;
-  std::vector<float> val;
-  for (size_t v = 0; v < x.rows; ++v) {
-    std::fill(row.begin(), row.end(), 0.0);
-    auto ri = x.row_indices(v);
-    auto rv = x.row_values(v);
-    for (size_t i = 0; i < ri.size(); ++i) row[ri[i]] = rv[i];
-    ASSIGN_OR_RETURN(SparseReport report, mech.Perturb(row, rng));
-    std::fill(estimate.begin(), estimate.end(), 0.0);
-    RETURN_IF_ERROR(mech.Estimate(report, absl::MakeSpan(estimate)));
-    idx.clear();
-    val.clear();
-    for (uint32_t j = 0; j < x.cols; ++j) {
-      if (estimate[j] != 0.0) {
-        idx.push_back(j);
-        val.push_back(static_cast<float>(estimate[j]));
-      }
-    }
-    out.AppendRow(idx, val);
-  }
-  return out;
-}
-
 absl::string_view MethodName(Method m) {
   switch (m) {
     case Method::kPush: return "push";
@@ -303,7 +271,8 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
     auto rng = MakeRandomSource(o.seed, err);
     if (!rng.ok()) return fail(rng.status());
     const auto t = Clock::now();
-    auto perturbed = PerturbAndEstimate(features, **mech, **rng);
+    auto perturbed =
+        pipeline::SimulateFeatureReports(features, **mech, **rng);
     if (!perturbed.ok()) return fail(perturbed.status());
     features = *std::move(perturbed);
     perturb_seconds = SecondsSince(t);

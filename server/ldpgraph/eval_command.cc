@@ -1,0 +1,419 @@
+#include "server/ldpgraph/eval_command.h"
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/cli_args.h"
+#include "common/status_macros.h"
+#include "server/ldpgraph/tool_util.h"
+#include "server/training/metrics.h"
+
+namespace ldpgraph::tool {
+namespace {
+
+using pipeline::Method;
+using pipeline::PipelineConfig;
+using pipeline::Task;
+
+struct EvalOptions {
+  std::string dataset;
+  PipelineConfig config;
+  int runs = 5;
+  uint64_t seed = 1;
+  bool json = false;
+};
+
+absl::Status FlagError(absl::string_view flag, const absl::Status& s) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.message()));
+}
+
+absl::StatusOr<EvalOptions> ParseEvalOptions(
+    const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(
+          args,
+          {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
+           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
+           "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
+           "weight-decay", "epochs", "patience", "loss", "split", "runs",
+           "seed", "format", "activation", "input-dropout"},
+          {"secure", "label-self-loops", "feature-self-loops", "standardize",
+           "no-standardize", "help"}));
+  EvalOptions o;
+  auto dataset = a.Get("dataset");
+  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
+  o.dataset = *dataset;
+  Task task = Task::kNode;
+  if (auto t = a.Get("task")) {
+    if (*t == "node") {
+      task = Task::kNode;
+    } else if (*t == "link") {
+      task = Task::kLink;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--task must be node or link, got '", *t, "'"));
+    }
+  }
+  Method method = Method::kPrivGe;
+  if (auto m = a.Get("method")) {
+    if (*m == "privge") {
+      method = Method::kPrivGe;
+    } else if (*m == "lpgnn") {
+      method = Method::kLpgnn;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--method must be privge or lpgnn, got '", *m, "'"));
+    }
+  }
+  PipelineConfig& c = o.config;
+  c = pipeline::DefaultConfig(method, task);
+  if (auto m = a.Get("mechanism")) c.mechanism = *m;
+  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
+  if (eps) {
+    if (c.mechanism == "none") {
+      return absl::InvalidArgumentError("--epsilon needs a --mechanism");
+    }
+    c.epsilon = *eps;
+  }
+  ASSIGN_OR_RETURN(auto k, a.GetInt("k"));
+  ASSIGN_OR_RETURN(auto m, a.GetInt("m"));
+  if (k && m) return absl::InvalidArgumentError("give --k or --m, not both");
+  if (k || m) {
+    ASSIGN_OR_RETURN(c.sampled, FlagToInt(k ? *k : *m, k ? "k" : "m", 1));
+  }
+  ASSIGN_OR_RETURN(c.label_epsilon, a.GetDouble("label-epsilon"));
+  ASSIGN_OR_RETURN(auto label_steps, a.GetInt("label-steps"));
+  if (label_steps) {
+    ASSIGN_OR_RETURN(c.label_steps, FlagToInt(*label_steps, "label-steps", 0));
+  }
+  ASSIGN_OR_RETURN(auto feature_steps, a.GetInt("feature-steps"));
+  if (feature_steps) {
+    if (method != Method::kLpgnn) {
+      return absl::InvalidArgumentError(
+          "--feature-steps applies to --method lpgnn (KProp)");
+    }
+    ASSIGN_OR_RETURN(c.feature_steps,
+                     FlagToInt(*feature_steps, "feature-steps", 0));
+  }
+  if (a.Flag("standardize")) c.standardize = true;
+  if (a.Flag("no-standardize")) c.standardize = false;
+  c.label_self_loops = a.Flag("label-self-loops");
+  c.feature_self_loops = a.Flag("feature-self-loops");
+  if (auto s = a.Get("scale")) {
+    auto parsed = ParseFeatureScaling(*s);
+    if (!parsed.ok()) return FlagError("scale", parsed.status());
+    c.scaling = *parsed;
+  }
+  ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
+  ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));
+  ASSIGN_OR_RETURN(auto rmax, a.GetDouble("rmax"));
+  if ((alpha || r || rmax) && method != Method::kPrivGe) {
+    return absl::InvalidArgumentError(
+        "--alpha, --r and --rmax apply to --method privge (PPR)");
+  }
+  if (alpha) c.ppr.alpha = *alpha;
+  if (r) c.ppr.r = *r;
+  if (rmax) c.ppr.rmax = *rmax;
+
+  // Model settings go to the task's model.
+  training::TrainOptions& train = task == Task::kNode
+                                      ? c.node_model.train
+                                      : c.link_model.train;
+  if (auto model = a.Get("model")) {
+    if (task == Task::kLink) {
+      if (*model == "lr") {
+        c.link_model.layers = 1;
+      } else if (*model == "mlp") {
+        c.link_model.layers = std::max(c.link_model.layers, 2);
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--model for --task link must be lr or mlp, got '", *model, "'"));
+      }
+    } else if (*model == "mlp") {
+      c.node_model.kind = training::NodeModelKind::kMlp;
+    } else if (*model == "gcn") {
+      c.node_model.kind = training::NodeModelKind::kGcn;
+    } else if (*model == "sage") {
+      c.node_model.kind = training::NodeModelKind::kSage;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model must be mlp, gcn or sage, got '", *model, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(auto hidden, a.GetInt("hidden"));
+  ASSIGN_OR_RETURN(auto layers, a.GetInt("layers"));
+  ASSIGN_OR_RETURN(auto dropout, a.GetDouble("dropout"));
+  int& hidden_ref =
+      task == Task::kNode ? c.node_model.hidden_dim : c.link_model.hidden_dim;
+  int& layers_ref =
+      task == Task::kNode ? c.node_model.layers : c.link_model.layers;
+  double& dropout_ref =
+      task == Task::kNode ? c.node_model.dropout : c.link_model.dropout;
+  if (hidden) { ASSIGN_OR_RETURN(hidden_ref, FlagToInt(*hidden, "hidden", 1)); }
+  if (layers) { ASSIGN_OR_RETURN(layers_ref, FlagToInt(*layers, "layers", 1)); }
+  if (dropout) {
+    if (!(*dropout >= 0 && *dropout < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dropout must be in [0, 1), got ", *dropout));
+    }
+    dropout_ref = *dropout;
+  }
+  ASSIGN_OR_RETURN(auto input_dropout, a.GetDouble("input-dropout"));
+  if (input_dropout) {
+    if (!(*input_dropout >= 0 && *input_dropout < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--input-dropout must be in [0, 1), got ", *input_dropout));
+    }
+    (task == Task::kNode ? c.node_model.input_dropout
+                         : c.link_model.input_dropout) = *input_dropout;
+  }
+  if (auto act = a.Get("activation")) {
+    training::Activation v;
+    if (*act == "relu") {
+      v = training::Activation::kRelu;
+    } else if (*act == "selu") {
+      v = training::Activation::kSelu;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--activation must be relu or selu, got '", *act, "'"));
+    }
+    (task == Task::kNode ? c.node_model.activation : c.link_model.activation) =
+        v;
+  }
+  ASSIGN_OR_RETURN(auto lr, a.GetDouble("lr"));
+  ASSIGN_OR_RETURN(auto wd, a.GetDouble("weight-decay"));
+  ASSIGN_OR_RETURN(auto epochs, a.GetInt("epochs"));
+  ASSIGN_OR_RETURN(auto patience, a.GetInt("patience"));
+  if (lr) {
+    if (!(*lr > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--lr must be > 0, got ", *lr));
+    }
+    train.adam.learning_rate = *lr;
+  }
+  if (wd) {
+    if (!(*wd >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--weight-decay must be >= 0, got ", *wd));
+    }
+    train.adam.weight_decay = *wd;
+  }
+  if (epochs) { ASSIGN_OR_RETURN(train.max_epochs, FlagToInt(*epochs, "epochs", 1)); }
+  if (patience) {
+    ASSIGN_OR_RETURN(train.patience, FlagToInt(*patience, "patience", 1));
+  }
+  if (auto loss = a.Get("loss")) {
+    if (task != Task::kLink) {
+      return absl::InvalidArgumentError("--loss applies to --task link");
+    }
+    if (*loss == "pairwise") {
+      c.link_model.loss = training::LinkLossKind::kPairwise;
+    } else if (*loss == "logistic") {
+      c.link_model.loss = training::LinkLossKind::kLogistic;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--loss must be pairwise or logistic, got '", *loss, "'"));
+    }
+  }
+  if (auto split = a.Get("split")) {
+    if (*split == "planetoid") {
+      c.planetoid_split = true;
+    } else if (*split != "random") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--split must be random or planetoid, got '", *split, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
+  if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
+  ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
+  if (seed) o.seed = *seed;
+  c.secure_noise = a.Flag("secure");
+  if (auto f = a.Get("format")) {
+    if (*f == "json") {
+      o.json = true;
+    } else if (*f != "table") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--format must be table or json, got '", *f, "'"));
+    }
+  }
+  absl::Status valid = pipeline::ValidateConfig(c);
+  if (!valid.ok()) return valid;
+  return o;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
+                                            const PipelineConfig& c, int runs,
+                                            uint64_t seed,
+                                            std::ostream* progress) {
+  using nlohmann::json;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<double> values;
+  json per_run = json::array();
+  std::string noise;
+  for (int run = 0; run < runs; ++run) {
+    ASSIGN_OR_RETURN(pipeline::RunResult r,
+                     pipeline::RunPipeline(d, c, seed, run));
+    values.push_back(r.metric);
+    noise = r.noise_source;
+    json jr = {{"run", run},
+               {"metric", r.metric},
+               {"epochs", r.training.epochs},
+               {"best_epoch", r.training.best_epoch},
+               {"validation", r.training.best_validation},
+               {"seconds_per_epoch", r.training.seconds_per_epoch},
+               {"perturb_seconds", r.perturb_seconds},
+               {"propagate_seconds", r.propagate_seconds},
+               {"train_seconds", r.train_seconds}};
+    if (c.task == Task::kNode) {
+      jr["micro_f1"] = r.micro_f1;
+      jr["macro_f1"] = r.macro_f1;
+    }
+    if (r.label_agreement) {
+      jr["label_agreement"] = *r.label_agreement;
+      jr["label_agreement_raw"] = *r.label_agreement_raw;
+    }
+    per_run.push_back(jr);
+    if (progress != nullptr) {
+      *progress << absl::StrFormat(
+          "  run %d/%d: %s %.4f (%d epochs, best %d, %.1f s)\n", run + 1, runs,
+          c.task == Task::kNode ? "accuracy" : "roc_auc", r.metric,
+          r.training.epochs, r.training.best_epoch,
+          r.perturb_seconds + r.propagate_seconds + r.train_seconds);
+    }
+  }
+  const training::Summary s = training::Summarize(values);
+  json j;
+  j["task"] = pipeline::TaskName(c.task);
+  j["metric"] = c.task == Task::kNode ? "accuracy" : "roc_auc";
+  j["mean"] = s.mean;
+  j["std"] = s.std;
+  j["runs"] = runs;
+  j["values"] = values;
+  j["seconds"] = SecondsSince(start);
+  j["dataset"] = d.meta.name;
+  j["seed"] = seed;
+  j["parameters"] = pipeline::ConfigToJson(c);
+  j["noise_source"] = noise;
+  j["per_run"] = per_run;
+  return j;
+}
+
+std::string EvalHelp() {
+  return R"(ldpgraph eval: train and evaluate on perturbed data, R runs, mean and spread
+
+Usage: ldpgraph eval --dataset DIR [flags]
+
+Every node perturbs its own features (and, with --label-epsilon, its label)
+as its agent would; the curator estimates, propagates, trains with early
+stopping on the validation set, and scores the test set. Each run redraws the
+split, the noise and the initial weights from (--seed, run).
+
+Pipeline:
+  --dataset DIR          dataset folder (meta.json, edges.txt, nodes.svm)
+  --task T               node (accuracy; default) or link (ROC-AUC on held-out
+                         edges against as many sampled non-edges; 85/5/10)
+  --method M             privge (default: PPR push + MLP / Hadamard scorer)
+                         or lpgnn (KProp + GCN/GraphSAGE, node task only)
+Privacy:
+  --mechanism M          hds (privge default), multibit (lpgnn default),
+                         piecewise, laplace, onebit, square-wave, or none
+                         (raw features: the non-private baseline)
+  --epsilon E            feature budget per node (default 1)
+  --k K / --m M          sampled dimensions (mechanism default when omitted)
+  --label-epsilon E      node task: labels of training and validation nodes
+                         through k-ary randomized response; the curator
+                         denoises them by KProp and trains with forward
+                         correction (LPGNN's Drop). Omit for clean labels.
+  --label-steps K        KProp steps over the noisy labels (default 2)
+  --label-self-loops     include a node's own report in its label mean
+  --secure               draw the privacy noise from OpenSSL (default: the
+                         seeded generator: reproducible, NOT private)
+Propagation:
+  --scale S              symmetric ([-1,1], privge default), unit ([0,1],
+                         lpgnn default) or none (meta.json's feature_range)
+  --alpha A --r R --rmax T   privge PPR (defaults 0.1, 0.5, 1e-4)
+  --feature-steps K      lpgnn KProp steps over the features (default 16)
+  --feature-self-loops   include a node in its own KProp mean
+Model:
+  --model M              node: mlp (privge), gcn (lpgnn default), sage;
+                         link: lr (logistic regression; default) or mlp
+  --hidden H --layers L --activation relu|selu
+  --dropout P            dropout between layers
+  --input-dropout P      dropout on the input features
+  --lr LR --weight-decay W --epochs N --patience P
+  --loss L               link: pairwise (PrivGE's; default) or logistic
+  --split S              node: random (50/25/25; default) or planetoid
+Runs and output:
+  --runs R               runs (default 5)
+  --seed S               base seed (default 1)
+  --format F             table (default) or json: one object with task,
+                         metric, mean, std, runs, values, seconds, dataset,
+                         parameters (every setting, defaults included) and
+                         per-run figures
+  --help                 this text
+
+Examples:
+  ldpgraph eval --dataset ../shared/datasets/cora --mechanism hds --epsilon 1
+  ldpgraph eval --dataset ../shared/datasets/cora --task link --epsilon 1
+  ldpgraph eval --dataset ../shared/datasets/cora --method lpgnn \
+      --mechanism multibit --epsilon 1 --label-epsilon 1 --format json
+)";
+}
+
+int RunEval(const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      out << EvalHelp();
+      return kExitOk;
+    }
+  }
+  auto parsed = ParseEvalOptions(args);
+  if (!parsed.ok()) {
+    err << "ldpgraph eval: " << parsed.status().message()
+        << "\n(run `ldpgraph eval --help` for usage)\n";
+    return kExitUsageError;
+  }
+  const EvalOptions& o = *parsed;
+  auto dataset = LoadDataset(o.dataset);
+  if (!dataset.ok()) {
+    err << "ldpgraph eval: " << dataset.status().message() << "\n";
+    return kExitRuntimeError;
+  }
+  if (!o.config.secure_noise && o.config.mechanism != "none") {
+    err << kSeededWarning << "\n";
+  }
+  auto result = EvaluateRuns(*dataset, o.config, o.runs, o.seed, &err);
+  if (!result.ok()) {
+    err << "ldpgraph eval: " << result.status().message() << "\n";
+    return result.status().code() == absl::StatusCode::kInvalidArgument ||
+                   result.status().code() ==
+                       absl::StatusCode::kFailedPrecondition
+               ? kExitUsageError
+               : kExitRuntimeError;
+  }
+  const nlohmann::json& j = *result;
+  if (o.json) {
+    out << j.dump() << "\n";
+    return kExitOk;
+  }
+  out << absl::StrFormat(
+      "%s on %s, %s, %s: %s %.2f ± %.2f %% over %d runs (%.1f s)\n",
+      pipeline::MethodName(o.config.method), dataset->meta.name,
+      pipeline::TaskName(o.config.task),
+      o.config.mechanism == "none"
+          ? std::string("raw features")
+          : absl::StrFormat("%s eps %g", o.config.mechanism,
+                            o.config.epsilon),
+      j["metric"].get<std::string>(), 100 * j["mean"].get<double>(),
+      100 * j["std"].get<double>(), o.runs, j["seconds"].get<double>());
+  return kExitOk;
+}
+
+}  // namespace ldpgraph::tool

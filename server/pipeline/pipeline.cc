@@ -1,0 +1,458 @@
+#include "server/pipeline/pipeline.h"
+
+#include <chrono>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/dataset/splits.h"
+#include "common/mechanisms/feature_mechanism.h"
+#include "common/mechanisms/label_rr.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::pipeline {
+namespace {
+
+using training::Mat;
+
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+// An independent 64-bit seed per (seed, run, stage), by splitmix64 steps.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+enum Stage : uint64_t { kSplit = 1, kFeatureNoise, kLabelNoise, kModel };
+uint64_t StageSeed(uint64_t seed, int run, Stage stage) {
+  return Mix(Mix(Mix(seed) ^ static_cast<uint64_t>(run)) ^ stage);
+}
+
+Mat<float> ToEigen(const DenseMatrix& m) {
+  return Eigen::Map<const Mat<float>>(m.data.data(), m.rows, m.cols);
+}
+
+// Each column to zero mean and unit variance (a constant column to zero).
+void Standardize(Mat<float>* m) {
+  const Eigen::Index n = m->rows();
+  for (Eigen::Index j = 0; j < m->cols(); ++j) {
+    double sum = 0, sq = 0;
+    for (Eigen::Index i = 0; i < n; ++i) sum += (*m)(i, j);
+    const double mean = sum / n;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double d = (*m)(i, j) - mean;
+      sq += d * d;
+    }
+    const double sd = std::sqrt(sq / n);
+    const float scale = sd > 0 ? static_cast<float>(1.0 / sd) : 0.0f;
+    for (Eigen::Index i = 0; i < n; ++i) {
+      (*m)(i, j) = static_cast<float>(((*m)(i, j) - mean) * scale);
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<RandomSource>> NoiseSource(
+    const PipelineConfig& c, uint64_t seed) {
+  if (c.secure_noise) {
+    ASSIGN_OR_RETURN(auto secure, SecureRandom::Create());
+    return std::unique_ptr<RandomSource>(std::move(secure));
+  }
+  return std::unique_ptr<RandomSource>(
+      std::make_unique<SeededRandomForTesting>(seed));
+}
+
+// The features the curator holds after collection: scaled to the public
+// range, then (unless mechanism is "none") perturbed and estimated.
+absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
+                                           const PipelineConfig& c,
+                                           uint64_t seed, RunResult* r) {
+  auto range = ScaledRange(c.scaling, d.meta);
+  if (!range) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scaling none needs a public feature range and dataset '",
+                     d.meta.name, "' declares none"));
+  }
+  SparseRows x = ScaleFeatures(d.features, c.scaling);
+  if (c.mechanism == "none") {
+    r->noise_source = "none";
+    return x;
+  }
+  ASSIGN_OR_RETURN(MechanismKind kind, ParseMechanismName(c.mechanism));
+  MechanismSpec spec;
+  spec.kind = kind;
+  spec.epsilon = c.epsilon;
+  spec.dimension = static_cast<int>(x.cols);
+  spec.sampled = c.sampled;
+  spec.alpha = range->first;
+  spec.beta = range->second;
+  ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
+  ASSIGN_OR_RETURN(auto rng, NoiseSource(c, seed));
+  r->noise_source = std::string(rng->name());
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(SparseRows est, SimulateFeatureReports(x, *mech, *rng));
+  r->perturb_seconds = Since(t);
+  return est;
+}
+
+// The curator's targets for the nodes that report labels: the reports after
+// randomized response and K_y KProp steps over their one-hot encodings
+// (argmax, ties to the lower class; a node whose neighbourhood holds no
+// report keeps its own).
+struct NoisyLabels {
+  std::vector<int32_t> train, validation;
+  Mat<float> transition;
+  double agreement = 0, agreement_raw = 0;
+};
+
+absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
+                                          const NodeSplit& split,
+                                          const PipelineConfig& c, int classes,
+                                          uint64_t seed) {
+  ASSIGN_OR_RETURN(auto rr,
+                   LabelRandomizedResponse::Create(*c.label_epsilon, classes));
+  ASSIGN_OR_RETURN(auto rng, NoiseSource(c, seed));
+  const size_t n = d.graph.num_nodes();
+  DenseMatrix onehot(n, classes);
+  std::vector<int32_t> reported(n, -1);
+  for (const auto* list : {&split.train, &split.validation}) {
+    for (NodeId v : *list) {
+      ASSIGN_OR_RETURN(int y, rr->Perturb(d.labels[v], *rng));
+      reported[v] = y;
+      onehot.at(v, y) = 1.0f;
+    }
+  }
+  ASSIGN_OR_RETURN(DenseMatrix smoothed,
+                   KProp(d.graph, onehot, c.label_steps, c.label_self_loops));
+  NoisyLabels out;
+  size_t agree = 0, agree_raw = 0;
+  auto target = [&](NodeId v) {
+    auto row = smoothed.row(v);
+    int best = 0;
+    for (int k = 1; k < classes; ++k) {
+      if (row[k] > row[best]) best = k;
+    }
+    const int32_t y = row[best] > 0.0f ? best : reported[v];
+    agree += (y == d.labels[v]);
+    agree_raw += (reported[v] == d.labels[v]);
+    return y;
+  };
+  for (NodeId v : split.train) out.train.push_back(target(v));
+  for (NodeId v : split.validation) out.validation.push_back(target(v));
+  const size_t total = split.train.size() + split.validation.size();
+  out.agreement = double(agree) / total;
+  out.agreement_raw = double(agree_raw) / total;
+  out.transition = Mat<float>::Constant(
+      classes, classes, static_cast<float>(rr->other_probability()));
+  out.transition.diagonal().setConstant(
+      static_cast<float>(rr->keep_probability()));
+  return out;
+}
+
+absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
+                                  uint64_t seed, int run) {
+  RunResult r;
+  const int classes = d.meta.classes;
+  NodeSplit split;
+  if (c.planetoid_split) {
+    ASSIGN_OR_RETURN(split, PlanetoidSplit(d));
+  } else {
+    ASSIGN_OR_RETURN(split, RandomNodeSplit(d.labels, c.train_fraction,
+                                            c.validation_fraction,
+                                            StageSeed(seed, run, kSplit)));
+  }
+  ASSIGN_OR_RETURN(SparseRows x,
+                   CollectFeatures(d, c, StageSeed(seed, run, kFeatureNoise),
+                                   &r));
+  const auto t_prop = std::chrono::steady_clock::now();
+  DenseMatrix z;
+  if (c.method == Method::kPrivGe) {
+    ASSIGN_OR_RETURN(z, PprPush(d.graph, x, c.ppr));
+  } else {
+    ASSIGN_OR_RETURN(z, KProp(d.graph, x.ToDense(), c.feature_steps,
+                              c.feature_self_loops));
+  }
+  r.propagate_seconds = Since(t_prop);
+  x = SparseRows();
+  Mat<float> features = ToEigen(z);
+  if (c.standardize) Standardize(&features);
+  z = DenseMatrix();
+
+  training::NodeTaskData data;
+  data.features = &features;
+  data.graph = &d.graph;
+  data.classes = classes;
+  data.train.assign(split.train.begin(), split.train.end());
+  data.validation.assign(split.validation.begin(), split.validation.end());
+  data.test.assign(split.test.begin(), split.test.end());
+  for (NodeId v : split.test) data.test_truth.push_back(d.labels[v]);
+  if (c.label_epsilon) {
+    ASSIGN_OR_RETURN(NoisyLabels labels,
+                     CollectLabels(d, split, c, classes,
+                                   StageSeed(seed, run, kLabelNoise)));
+    data.train_targets = std::move(labels.train);
+    data.validation_targets = std::move(labels.validation);
+    data.transition = std::move(labels.transition);
+    r.label_agreement = labels.agreement;
+    r.label_agreement_raw = labels.agreement_raw;
+  } else {
+    for (NodeId v : split.train) data.train_targets.push_back(d.labels[v]);
+    for (NodeId v : split.validation) {
+      data.validation_targets.push_back(d.labels[v]);
+    }
+  }
+  ASSIGN_OR_RETURN(training::NodeTaskResult t,
+                   training::TrainNodeClassifier(
+                       data, c.node_model, StageSeed(seed, run, kModel)));
+  r.metric = t.test_accuracy;
+  r.micro_f1 = t.test_micro_f1;
+  r.macro_f1 = t.test_macro_f1;
+  r.training = t.training;
+  r.train_seconds = t.training.seconds;
+  return r;
+}
+
+absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
+                                  uint64_t seed, int run) {
+  RunResult r;
+  ASSIGN_OR_RETURN(EdgeSplit split,
+                   RandomEdgeSplit(d.graph, c.link_validation_fraction,
+                                   c.link_test_fraction,
+                                   StageSeed(seed, run, kSplit)));
+  std::vector<Edge> held_out = split.validation;
+  held_out.insert(held_out.end(), split.test.begin(), split.test.end());
+  // The curator learns from the training edges only.
+  ASSIGN_OR_RETURN(Graph train_graph, d.graph.WithoutEdges(held_out));
+  ASSIGN_OR_RETURN(SparseRows x,
+                   CollectFeatures(d, c, StageSeed(seed, run, kFeatureNoise),
+                                   &r));
+  const auto t_prop = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(DenseMatrix z, PprPush(train_graph, x, c.ppr));
+  r.propagate_seconds = Since(t_prop);
+  Mat<float> embeddings = ToEigen(z);
+  if (c.standardize) Standardize(&embeddings);
+  training::LinkTaskData data;
+  data.embeddings = &embeddings;
+  data.train_positive = std::move(split.train);
+  data.train_negative = std::move(split.train_negative);
+  data.validation_positive = std::move(split.validation);
+  data.validation_negative = std::move(split.validation_negative);
+  data.test_positive = std::move(split.test);
+  data.test_negative = std::move(split.test_negative);
+  ASSIGN_OR_RETURN(training::LinkTaskResult t,
+                   training::TrainLinkPredictor(
+                       data, c.link_model, StageSeed(seed, run, kModel)));
+  r.metric = t.test_auc;
+  r.training = t.training;
+  r.train_seconds = t.training.seconds;
+  return r;
+}
+
+}  // namespace
+
+absl::string_view TaskName(Task t) {
+  return t == Task::kNode ? "node" : "link";
+}
+absl::string_view MethodName(Method m) {
+  return m == Method::kPrivGe ? "privge" : "lpgnn";
+}
+
+PipelineConfig DefaultConfig(Method method, Task task) {
+  PipelineConfig c;
+  c.method = method;
+  c.task = task;
+  if (method == Method::kPrivGe) {
+    c.mechanism = "hds";
+    c.scaling = FeatureScaling::kSymmetric;
+    c.node_model.kind = training::NodeModelKind::kMlp;
+    c.node_model.hidden_dim = 64;
+    c.node_model.layers = 2;
+    c.node_model.dropout = 0.5;
+    c.node_model.activation = training::Activation::kRelu;
+    c.node_model.train.adam.learning_rate = 0.01;
+    c.node_model.train.adam.weight_decay = 5e-4;
+    c.node_model.train.max_epochs = 500;
+    c.node_model.train.patience = 50;
+  } else {
+    c.mechanism = "multibit";
+    c.scaling = FeatureScaling::kUnit;
+    c.node_model.kind = training::NodeModelKind::kGcn;
+    c.node_model.hidden_dim = 16;
+    c.node_model.layers = 2;
+    c.node_model.dropout = 0.5;
+    c.node_model.activation = training::Activation::kSelu;
+    c.node_model.train.adam.learning_rate = 0.01;
+    c.node_model.train.adam.weight_decay = 1e-3;
+    c.node_model.train.max_epochs = 500;
+    c.node_model.train.patience = 50;
+  }
+  c.link_model.layers = 1;
+  c.link_model.loss = training::LinkLossKind::kPairwise;
+  c.link_model.train.adam.learning_rate = 0.01;
+  c.link_model.train.max_epochs = 500;
+  c.link_model.train.patience = 50;
+  return c;
+}
+
+absl::Status ValidateConfig(const PipelineConfig& c) {
+  if (c.mechanism != "none") {
+    auto kind = ParseMechanismName(c.mechanism);
+    if (!kind.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mechanism: ", kind.status().message()));
+    }
+    if (!(c.epsilon > 0) || !std::isfinite(c.epsilon)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "epsilon must be finite and > 0, got ", c.epsilon));
+    }
+  }
+  if (c.label_epsilon) {
+    if (c.task == Task::kLink) {
+      return absl::InvalidArgumentError(
+          "a label budget applies to node classification only");
+    }
+    if (!(*c.label_epsilon > 0) || !std::isfinite(*c.label_epsilon)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "label epsilon must be finite and > 0, got ", *c.label_epsilon));
+    }
+  }
+  if (c.method == Method::kLpgnn && c.task == Task::kLink) {
+    return absl::InvalidArgumentError(
+        "LPGNN is evaluated on node classification; use --method privge for "
+        "link prediction");
+  }
+  if (c.label_steps < 0 || c.feature_steps < 0) {
+    return absl::InvalidArgumentError("KProp steps must be >= 0");
+  }
+  if (c.method == Method::kPrivGe) RETURN_IF_ERROR(ValidatePprOptions(c.ppr));
+  if (c.method == Method::kPrivGe &&
+      c.node_model.kind != training::NodeModelKind::kMlp &&
+      c.task == Task::kNode) {
+    return absl::InvalidArgumentError(
+        "PrivGE classifies its embedding with an MLP (--model mlp)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
+                                      const PipelineConfig& c, uint64_t seed,
+                                      int run) {
+  RETURN_IF_ERROR(ValidateConfig(c));
+  if (c.task == Task::kNode) return RunNode(dataset, c, seed, run);
+  return RunLink(dataset, c, seed, run);
+}
+
+absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
+                                                  const FeatureMechanism& mech,
+                                                  RandomSource& rng) {
+  SparseRows out;
+  out.cols = x.cols;
+  std::vector<double> row(x.cols), estimate(x.cols);
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  for (size_t v = 0; v < x.rows; ++v) {
+    std::fill(row.begin(), row.end(), 0.0);
+    auto ri = x.row_indices(v);
+    auto rv = x.row_values(v);
+    for (size_t i = 0; i < ri.size(); ++i) row[ri[i]] = rv[i];
+    ASSIGN_OR_RETURN(SparseReport report, mech.Perturb(row, rng));
+    std::fill(estimate.begin(), estimate.end(), 0.0);
+    RETURN_IF_ERROR(mech.Estimate(report, absl::MakeSpan(estimate)));
+    // Every non-zero of the estimate is kept: unreported dimensions are not
+    // always zero (Multi-bit's rectifier puts (alpha + beta) / 2 there).
+    idx.clear();
+    val.clear();
+    for (uint32_t j = 0; j < x.cols; ++j) {
+      if (estimate[j] != 0.0) {
+        idx.push_back(j);
+        val.push_back(static_cast<float>(estimate[j]));
+      }
+    }
+    out.AppendRow(idx, val);
+  }
+  return out;
+}
+
+nlohmann::json ConfigToJson(const PipelineConfig& c) {
+  using nlohmann::json;
+  auto model_name = [](training::NodeModelKind k) {
+    switch (k) {
+      case training::NodeModelKind::kMlp: return "mlp";
+      case training::NodeModelKind::kGcn: return "gcn";
+      case training::NodeModelKind::kSage: return "sage";
+    }
+    return "?";
+  };
+  auto act = [](training::Activation a) {
+    return a == training::Activation::kRelu ? "relu" : "selu";
+  };
+  auto scaling = [](FeatureScaling s) {
+    switch (s) {
+      case FeatureScaling::kNone: return "none";
+      case FeatureScaling::kUnit: return "unit";
+      case FeatureScaling::kSymmetric: return "symmetric";
+    }
+    return "?";
+  };
+  auto train = [](const training::TrainOptions& t) {
+    return json{{"learning_rate", t.adam.learning_rate},
+                {"weight_decay", t.adam.weight_decay},
+                {"max_epochs", t.max_epochs},
+                {"patience", t.patience}};
+  };
+  json j;
+  j["task"] = TaskName(c.task);
+  j["method"] = MethodName(c.method);
+  j["mechanism"] = c.mechanism;
+  j["epsilon"] = c.mechanism == "none" ? json(nullptr) : json(c.epsilon);
+  j["sampled"] = c.sampled ? json(*c.sampled) : json("default");
+  j["scale"] = scaling(c.scaling);
+  j["label_epsilon"] = c.label_epsilon ? json(*c.label_epsilon) : json(nullptr);
+  if (c.task == Task::kNode) {
+    j["label_steps"] = c.label_steps;
+    j["label_self_loops"] = c.label_self_loops;
+    j["split"] = c.planetoid_split
+                     ? json("planetoid")
+                     : json{{"train", c.train_fraction},
+                            {"validation", c.validation_fraction}};
+    j["model"] = {{"kind", model_name(c.node_model.kind)},
+                  {"hidden", c.node_model.hidden_dim},
+                  {"layers", c.node_model.layers},
+                  {"dropout", c.node_model.dropout},
+                  {"input_dropout", c.node_model.input_dropout},
+                  {"activation", act(c.node_model.activation)},
+                  {"training", train(c.node_model.train)}};
+  } else {
+    j["split"] = {{"validation", c.link_validation_fraction},
+                  {"test", c.link_test_fraction}};
+    j["model"] = {
+        {"kind", c.link_model.layers == 1 ? "logistic-regression" : "mlp"},
+        {"hidden", c.link_model.hidden_dim},
+        {"layers", c.link_model.layers},
+        {"dropout", c.link_model.dropout},
+        {"input_dropout", c.link_model.input_dropout},
+        {"loss", c.link_model.loss == training::LinkLossKind::kPairwise
+                     ? "pairwise"
+                     : "logistic"},
+        {"training", train(c.link_model.train)}};
+  }
+  if (c.method == Method::kPrivGe) {
+    j["propagation"] = {{"method", "ppr-push"},
+                        {"alpha", c.ppr.alpha},
+                        {"r", c.ppr.r},
+                        {"rmax", c.ppr.rmax},
+                        {"standardize", c.standardize}};
+  } else {
+    j["propagation"] = {{"method", "kprop"},
+                        {"steps", c.feature_steps},
+                        {"self_loops", c.feature_self_loops}};
+  }
+  j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
+  return j;
+}
+
+}  // namespace ldpgraph::pipeline

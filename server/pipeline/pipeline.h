@@ -1,0 +1,128 @@
+// The curator's learning pipeline, end to end on one machine: every node
+// perturbs its features (and, for LPGNN, its label) as its agent would; the
+// curator estimates, propagates, trains and evaluates. `ldpgraph eval` and
+// `ldpgraph repro` run it; the deployed curator runs the same stages on the
+// reports it collects.
+//
+//  PrivGE (paper 000): features scaled to [-1, 1], perturbed (HDS by
+//    default), propagated by personalised PageRank (backward push), then an
+//    MLP classifies nodes, or a Hadamard-product scorer predicts links (the
+//    held-out edges removed from the graph before propagation).
+//  LPGNN (Sajadmanesh & Gatica-Perez, CCS'21, the successor of paper 002):
+//    features scaled to [0, 1], perturbed with Multi-bit and rectified,
+//    aggregated by K_x KProp steps, then a 2-layer GCN or GraphSAGE; labels
+//    (of training and validation nodes only: test labels are never
+//    collected) perturbed by k-ary randomized response, denoised by K_y
+//    KProp steps over the one-hot reports, and trained through the
+//    channel's transition matrix (forward correction). Model selection uses
+//    those noisy labels too: the curator never sees a clean one. Test
+//    accuracy is against the true labels.
+//
+// Randomness: splits and model initialisation come from PublicRandom; the
+// privacy noise comes from the seeded generator (reproducible, NOT private;
+// say so in any output) unless secure_noise asks for OpenSSL's. Each run r
+// of a seed s draws every stream from (s, r, stage), so runs are independent
+// and any single run can be replayed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "absl/status/statusor.h"
+#include "common/dataset/dataset.h"
+#include "common/mechanisms/feature_mechanism.h"
+#include "server/propagation/propagation.h"
+#include "server/training/tasks.h"
+
+namespace ldpgraph::pipeline {
+
+enum class Task { kNode, kLink };
+enum class Method { kPrivGe, kLpgnn };
+
+struct PipelineConfig {
+  Task task = Task::kNode;
+  Method method = Method::kPrivGe;
+
+  // Features: "none" (raw, non-private) or a mechanism name
+  // (common/mechanisms/feature_mechanism.h).
+  std::string mechanism = "hds";
+  double epsilon = 1.0;
+  std::optional<int> sampled;  // k or m; the mechanism's default if unset
+  FeatureScaling scaling = FeatureScaling::kSymmetric;
+
+  // Labels (node task): randomized response with this budget; unset means
+  // the curator receives the true labels of training and validation nodes.
+  std::optional<double> label_epsilon;
+  int label_steps = 2;            // K_y
+  bool label_self_loops = false;  // include a node's own report in its mean
+
+  // Propagation. PrivGE: ppr. LPGNN: feature_steps (K_x) KProp rounds.
+  PprOptions ppr;
+  // PrivGE: standardise each column of Z (zero mean, unit variance over all
+  // nodes) before the classifier; post-processing of the estimates.
+  bool standardize = false;
+  int feature_steps = 16;
+  bool feature_self_loops = false;
+
+  training::NodeModelConfig node_model;
+  training::LinkModelConfig link_model;
+
+  // Splits: a random node split of the labelled nodes (or the Planetoid
+  // split), and an edge split with as many sampled non-edges per part.
+  double train_fraction = 0.5;
+  double validation_fraction = 0.25;
+  bool planetoid_split = false;
+  double link_validation_fraction = 0.05;
+  double link_test_fraction = 0.10;
+
+  bool secure_noise = false;
+};
+
+// The defaults of a method and task: PrivGE's pipeline (MLP or logistic
+// regression on PPR embeddings, HDS on [-1, 1]) or LPGNN's (GCN on KProp
+// features, Multi-bit on [0, 1], K_x = 16, K_y = 2, hidden 16, SELU,
+// dropout 0.5, learning rate 0.01, weight decay 1e-3).
+PipelineConfig DefaultConfig(Method method, Task task);
+
+// INVALID_ARGUMENT naming the bad setting (unknown mechanism, epsilon <= 0,
+// LPGNN with the link task, bad fractions, a label budget on the link task).
+absl::Status ValidateConfig(const PipelineConfig& c);
+
+struct RunResult {
+  double metric = 0;  // test accuracy (node) or test ROC-AUC (link)
+  double micro_f1 = 0;
+  double macro_f1 = 0;
+  training::TrainReport training;
+  // For noisy labels: the fraction of training targets (after denoising)
+  // that equal the true label, and the same before denoising.
+  std::optional<double> label_agreement;
+  std::optional<double> label_agreement_raw;
+  double perturb_seconds = 0;
+  double propagate_seconds = 0;
+  double train_seconds = 0;
+  std::string noise_source;  // "secure" or "seeded-not-private"
+};
+
+// One run on a loaded dataset. Runs with the same (seed, run) are identical
+// when the noise is seeded.
+absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
+                                      const PipelineConfig& c, uint64_t seed,
+                                      int run);
+
+// Every setting of c, as JSON (for --format json and result records).
+nlohmann::json ConfigToJson(const PipelineConfig& c);
+
+absl::string_view TaskName(Task t);
+absl::string_view MethodName(Method m);
+
+// The curator's estimate of every node's row, as each agent would report it:
+// Perturb on the agent's side, Estimate on the curator's. Rows of x must lie
+// in the mechanism's range (the agent clips otherwise).
+absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
+                                                  const FeatureMechanism& mech,
+                                                  RandomSource& rng);
+
+}  // namespace ldpgraph::pipeline

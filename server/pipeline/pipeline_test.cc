@@ -1,0 +1,205 @@
+#include "server/pipeline/pipeline.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/dataset/generator.h"
+#include "gtest/gtest.h"
+
+namespace ldpgraph::pipeline {
+namespace {
+
+Dataset Generated(size_t nodes, double homophily, uint64_t seed) {
+  GeneratorOptions o = DefaultGeneratorOptions();
+  o.nodes = nodes;
+  o.homophily = homophily;
+  o.seed = seed;
+  o.features = 32;
+  return *GenerateDataset(o);
+}
+
+PipelineConfig Quick(Method m, Task t) {
+  PipelineConfig c = DefaultConfig(m, t);
+  c.node_model.train.max_epochs = 150;
+  c.node_model.train.patience = 30;
+  c.link_model.train.max_epochs = 150;
+  c.link_model.train.patience = 30;
+  c.feature_steps = 2;
+  return c;
+}
+
+TEST(PipelineTest, NodeClassificationLearnsAndPrivacyCostsAccuracy) {
+  const Dataset d = Generated(800, 0.8, 1);
+  PipelineConfig raw = Quick(Method::kPrivGe, Task::kNode);
+  raw.mechanism = "none";
+  auto clean = RunPipeline(d, raw, 1, 0);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  // 6 balanced classes: chance is about 1/6.
+  EXPECT_GT(clean->metric, 0.6);
+  EXPECT_EQ(clean->noise_source, "none");
+  PipelineConfig hds = Quick(Method::kPrivGe, Task::kNode);
+  hds.epsilon = 0.5;
+  auto noisy = RunPipeline(d, hds, 1, 0);
+  ASSERT_TRUE(noisy.ok()) << noisy.status();
+  EXPECT_EQ(noisy->noise_source, "seeded-not-private");
+  EXPECT_GT(noisy->metric, 0.3);  // the graph still carries the classes
+  EXPECT_LT(noisy->metric, clean->metric);
+  EXPECT_GT(noisy->perturb_seconds, 0.0);
+}
+
+TEST(PipelineTest, RunsAreReproducibleAndIndependent) {
+  const Dataset d = Generated(400, 0.7, 2);
+  for (Method m : {Method::kPrivGe, Method::kLpgnn}) {
+    PipelineConfig c = Quick(m, Task::kNode);
+    auto a = RunPipeline(d, c, 5, 0);
+    auto b = RunPipeline(d, c, 5, 0);
+    auto other = RunPipeline(d, c, 5, 1);
+    ASSERT_TRUE(a.ok() && b.ok() && other.ok());
+    EXPECT_EQ(a->metric, b->metric);
+    EXPECT_EQ(a->training.best_epoch, b->training.best_epoch);
+    // Another run redraws split, noise and weights.
+    EXPECT_NE(a->training.best_validation, other->training.best_validation);
+  }
+}
+
+TEST(PipelineTest, SecureNoiseSaysSo) {
+  const Dataset d = Generated(200, 0.7, 3);
+  PipelineConfig c = Quick(Method::kPrivGe, Task::kNode);
+  c.secure_noise = true;
+  auto r = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->noise_source, "secure");
+}
+
+TEST(PipelineTest, LabelDenoisingBeatsTheRawReports) {
+  const Dataset d = Generated(1200, 0.9, 4);
+  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  c.label_epsilon = 1.0;
+  auto r = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->label_agreement && r->label_agreement_raw);
+  // Randomized response keeps a label with e/(e + 5) = 0.35 for 6 classes.
+  EXPECT_NEAR(*r->label_agreement_raw, std::exp(1.0) / (std::exp(1.0) + 5),
+              0.05);
+  // Neighbours' reports, averaged on a homophilous graph, recover more.
+  EXPECT_GT(*r->label_agreement, *r->label_agreement_raw + 0.1);
+  EXPECT_GT(r->metric, 0.4);
+
+  c.label_epsilon = 30.0;  // practically clean
+  c.label_steps = 0;
+  auto clean = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(clean.ok());
+  EXPECT_DOUBLE_EQ(*clean->label_agreement, 1.0);
+}
+
+// Link prediction must not see the edges it is scored on. On a graph with no
+// structure beyond its edges (random edges, every node its own one-hot
+// feature), a propagation that kept the test edges would put each endpoint's
+// mass in the other's embedding and score them far above non-edges; without
+// them the test edges look like any other pair.
+TEST(PipelineTest, LinkPredictionHoldsOutTheTestEdges) {
+  const size_t n = 400;
+  Dataset d;
+  d.meta.name = "random";
+  d.meta.nodes = n;
+  d.meta.features = n;
+  d.meta.classes = 2;
+  PublicRandom rng(7);
+  std::vector<Edge> edges;
+  while (edges.size() < 800) {
+    NodeId u = rng.UniformInt(n), v = rng.UniformInt(n);
+    if (u != v) edges.push_back({u, v});
+  }
+  d.graph = *Graph::FromEdges(n, edges, {.merge_duplicates = true});
+  d.meta.edges = d.graph.num_edges();
+  for (size_t v = 0; v < n; ++v) {
+    d.labels.push_back(v % 2);
+    const uint32_t idx = v;
+    const float one = 1.0f;
+    d.features.AppendRow({&idx, 1}, {&one, 1});
+  }
+  d.features.cols = n;
+  PipelineConfig c = Quick(Method::kPrivGe, Task::kLink);
+  c.mechanism = "none";
+  c.scaling = FeatureScaling::kUnit;
+  auto r = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(r->metric, 0.7) << "test edges leaked into propagation";
+
+  // The same pipeline on a graph with communities does learn.
+  const Dataset structured = Generated(800, 0.9, 8);
+  PipelineConfig s = Quick(Method::kPrivGe, Task::kLink);
+  s.mechanism = "none";
+  auto good = RunPipeline(structured, s, 1, 0);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_GT(good->metric, 0.65);
+}
+
+TEST(PipelineTest, ValidatesTheConfig) {
+  auto expect_bad = [](PipelineConfig c, absl::string_view needle) {
+    absl::Status s = ValidateConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s;
+  };
+  PipelineConfig c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.mechanism = "gaussian";
+  expect_bad(c, "mechanism");
+  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c.epsilon = 0;
+  expect_bad(c, "epsilon");
+  c = DefaultConfig(Method::kLpgnn, Task::kLink);
+  expect_bad(c, "node classification");
+  c = DefaultConfig(Method::kPrivGe, Task::kLink);
+  c.label_epsilon = 1;
+  expect_bad(c, "label budget");
+  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c.ppr.alpha = 0;
+  expect_bad(c, "alpha");
+  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c.node_model.kind = training::NodeModelKind::kGcn;
+  expect_bad(c, "MLP");
+}
+
+TEST(PipelineTest, ConfigJsonNamesEverySetting) {
+  nlohmann::json j = ConfigToJson(DefaultConfig(Method::kLpgnn, Task::kNode));
+  EXPECT_EQ(j["method"], "lpgnn");
+  EXPECT_EQ(j["mechanism"], "multibit");
+  EXPECT_EQ(j["model"]["kind"], "gcn");
+  EXPECT_EQ(j["model"]["activation"], "selu");
+  EXPECT_EQ(j["propagation"]["steps"], 16);
+  EXPECT_EQ(j["label_steps"], 2);
+  EXPECT_EQ(j["noise"], "seeded-not-private");
+  EXPECT_TRUE(j["label_epsilon"].is_null());
+}
+
+TEST(SimulateFeatureReportsTest, MatchesEachAgentsReport) {
+  const Dataset d = Generated(50, 0.7, 9);
+  MechanismSpec spec;
+  spec.kind = MechanismKind::kMultiBit;
+  spec.epsilon = 2;
+  spec.dimension = 32;
+  spec.alpha = 0;
+  spec.beta = 1;
+  auto mech = *CreateFeatureMechanism(spec);
+  SeededRandomForTesting a(3), b(3);
+  auto all = SimulateFeatureReports(d.features, *mech, a);
+  ASSERT_TRUE(all.ok());
+  // Row by row with the same stream: identical, and Multi-bit's unreported
+  // dimensions carry (alpha + beta) / 2, so rows are dense.
+  for (size_t v = 0; v < 50; ++v) {
+    std::vector<double> x(32, 0.0), est(32, 0.0);
+    auto idx = d.features.row_indices(v);
+    auto val = d.features.row_values(v);
+    for (size_t i = 0; i < idx.size(); ++i) x[idx[i]] = val[i];
+    auto report = mech->Perturb(x, b);
+    ASSERT_TRUE(report.ok());
+    ASSERT_TRUE(mech->Estimate(*report, absl::MakeSpan(est)).ok());
+    ASSERT_EQ(all->row_indices(v).size(), 32u);
+    for (int j = 0; j < 32; ++j) {
+      EXPECT_FLOAT_EQ(all->row_values(v)[j], static_cast<float>(est[j]));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ldpgraph::pipeline
