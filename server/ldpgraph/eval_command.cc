@@ -99,14 +99,26 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     ASSIGN_OR_RETURN(c.feature_steps,
                      FlagToInt(*feature_steps, "feature-steps", 0));
   }
-  if (a.Flag("standardize")) c.standardize = true;
-  if (a.Flag("no-standardize")) c.standardize = false;
+  if (a.Flag("standardize") && a.Flag("no-standardize")) {
+    return absl::InvalidArgumentError(
+        "give --standardize or --no-standardize, not both");
+  }
+  if (a.Flag("standardize")) {
+    c.standardize = true;
+  } else if (a.Flag("no-standardize") || c.mechanism == "none") {
+    // Raw features need no rescaling; HDS estimates (C * x, small) do.
+    c.standardize = false;
+  }
   c.label_self_loops = a.Flag("label-self-loops");
   c.feature_self_loops = a.Flag("feature-self-loops");
   if (auto s = a.Get("scale")) {
     auto parsed = ParseFeatureScaling(*s);
     if (!parsed.ok()) return FlagError("scale", parsed.status());
     c.scaling = *parsed;
+  } else if (c.mechanism == "none") {
+    // The non-private baseline uses the features as they are; min-max to
+    // [0, 1] leaves binary bag-of-words features unchanged.
+    c.scaling = FeatureScaling::kUnit;
   }
   ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
   ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));
@@ -336,8 +348,12 @@ Privacy:
                          seeded generator: reproducible, NOT private)
 Propagation:
   --scale S              symmetric ([-1,1], privge default), unit ([0,1],
-                         lpgnn default) or none (meta.json's feature_range)
-  --alpha A --r R --rmax T   privge PPR (defaults 0.1, 0.5, 1e-4)
+                         lpgnn default and with --mechanism none) or none
+                         (meta.json's feature_range)
+  --alpha A --r R --rmax T   privge PPR (defaults 0.05, 0.5, 1e-4)
+  --standardize / --no-standardize   privge: scale each column of Z to zero
+                         mean, unit variance before the classifier (default
+                         on for the node task, off with --mechanism none)
   --feature-steps K      lpgnn KProp steps over the features (default 16)
   --feature-self-loops   include a node in its own KProp mean
 Model:

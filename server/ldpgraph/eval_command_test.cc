@@ -147,7 +147,7 @@ TEST_F(EvalCommandTest, JsonHasEveryFieldAndReproduces) {
   // Defaults are spelled out.
   EXPECT_EQ(j["parameters"]["mechanism"], "hds");
   EXPECT_EQ(j["parameters"]["epsilon"], 1.0);
-  EXPECT_EQ(j["parameters"]["propagation"]["alpha"], 0.1);
+  EXPECT_EQ(j["parameters"]["propagation"]["alpha"], 0.05);
   EXPECT_EQ(j["parameters"]["model"]["training"]["max_epochs"], 60);
   EXPECT_EQ(j["noise_source"], "seeded-not-private");
   // Same seed, same numbers.

@@ -298,7 +298,12 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
       const std::string mechanism =
           std::isinf(eps) ? "none" : (lpgnn ? o.mechanisms[0] : row_keys[ri]);
       c.mechanism = mechanism;
-      if (!std::isinf(eps)) c.epsilon = eps;
+      if (std::isinf(eps)) {
+        c.scaling = FeatureScaling::kUnit;  // raw features, as eval does
+        c.standardize = false;
+      } else {
+        c.epsilon = eps;
+      }
       const double label_eps = lpgnn ? o.label_epsilons[ri] : kInf;
       if (!std::isinf(label_eps)) c.label_epsilon = label_eps;
       ++done;

@@ -81,8 +81,10 @@ struct PipelineConfig {
   bool secure_noise = false;
 };
 
-// The defaults of a method and task: PrivGE's pipeline (MLP or logistic
-// regression on PPR embeddings, HDS on [-1, 1]) or LPGNN's (GCN on KProp
+// The defaults of a method and task: PrivGE's pipeline (HDS on [-1, 1], PPR
+// with alpha 0.05 and r 0.5; an MLP, hidden 256, on the standardised
+// embedding, or logistic regression with the pairwise loss on Hadamard
+// features) or LPGNN's (GCN on KProp
 // features, Multi-bit on [0, 1], K_x = 16, K_y = 2, hidden 16, SELU,
 // dropout 0.5, learning rate 0.01, weight decay 1e-3).
 PipelineConfig DefaultConfig(Method method, Task task);

@@ -263,10 +263,22 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
   RETURN_IF_ERROR(ValidateMlpConfig(mc));
   PublicRandom rng(seed);
   Mlp<float> scorer(mc, rng);
-  const Mat<float> x_train =
-      HadamardFeatures(z, d.train_positive, d.train_negative);
-  const Mat<float> x_val =
+  Mat<float> x_train = HadamardFeatures(z, d.train_positive, d.train_negative);
+  Mat<float> x_val =
       HadamardFeatures(z, d.validation_positive, d.validation_negative);
+  Mat<float> x_test = HadamardFeatures(z, d.test_positive, d.test_negative);
+  if (c.standardize_features) {
+    const RowVec<float> mean = x_train.colwise().mean();
+    RowVec<float> inv_sd =
+        ((x_train.rowwise() - mean).colwise().squaredNorm() /
+         static_cast<float>(x_train.rows()))
+            .cwiseSqrt();
+    inv_sd = inv_sd.unaryExpr([](float s) { return s > 0 ? 1.0f / s : 0.0f; });
+    for (Mat<float>* m : {&x_train, &x_val, &x_test}) {
+      m->rowwise() -= mean;
+      m->array().rowwise() *= inv_sd.array();
+    }
+  }
   const size_t p = d.train_positive.size();
   std::vector<uint32_t> partner(p);
   std::iota(partner.begin(), partner.end(), 0u);
@@ -301,7 +313,6 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
   LinkTaskResult result;
   result.training =
       TrainWithEarlyStopping<float>(scorer.Params(), c.train, step, validate);
-  const Mat<float> x_test = HadamardFeatures(z, d.test_positive, d.test_negative);
   ASSIGN_OR_RETURN(result.test_auc, auc_of(x_test, d.test_positive.size()));
   return result;
 }

@@ -70,6 +70,11 @@ struct LinkModelConfig {
   Activation activation = Activation::kRelu;
   double input_dropout = 0.0;
   LinkLossKind loss = LinkLossKind::kPairwise;
+  // Standardise each column of the Hadamard features with the training
+  // pairs' mean and standard deviation (the same map applied to validation
+  // and test pairs). A per-column affine map that the scorer could undo: it
+  // changes the conditioning of the optimisation, not the model class.
+  bool standardize_features = true;
   TrainOptions train;
 };
 
