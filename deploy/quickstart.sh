@@ -7,7 +7,9 @@
 # mechanism of what the curator's estimate looks like over many draws) and
 # the data layer on the default dataset: `ldpgraph generate` writes it,
 # `ldpgraph propagate` perturbs every node's features with HDS and
-# propagates them by backward push, checked against power iteration.
+# propagates them by backward push, checked against power iteration. It
+# ends with what the curator learns: `ldpgraph eval` (PrivGE and LPGNN,
+# node classification and link prediction, private and not), as a table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +69,34 @@ for r in rows:
           f"{r['peak_rss_bytes'] / 2**20:>10.0f}{diff:>18}")
 print("push's bound: every entry within deg(v)^0.5 * rmax (rmax 1e-4) of the exact series")
 PY
+
 echo
-echo "Next: build/ldpgraph sample --help, build/ldpgraph generate --help,"
-echo "      build/ldpgraph propagate --help"
+echo "== What the curator learns: ldpgraph eval on the default dataset, 3 runs each =="
+echo "   (seeded noise: reproducible, not private; see ldpgraph eval --help)"
+cases=(
+  "PrivGE, raw features (no privacy)|--task node --mechanism none"
+  "PrivGE, HDS eps_x=1|--task node --mechanism hds --epsilon 1"
+  "LPGNN, Multi-bit eps_x=1|--method lpgnn --epsilon 1"
+  "LPGNN, eps_x=1, labels eps_y=1|--method lpgnn --epsilon 1 --label-epsilon 1"
+  "PrivGE links, raw features|--task link --mechanism none"
+  "PrivGE links, HDS eps_x=1|--task link --mechanism hds --epsilon 1"
+)
+results=()
+for c in "${cases[@]}"; do
+  label="${c%%|*}"
+  read -r -a flags <<< "${c#*|}"
+  results+=("$label|$("$ldp" eval --dataset "$data" --runs 3 --format json "${flags[@]}" 2>/dev/null)")
+done
+/usr/bin/python3 - "${results[@]}" <<'PY'
+import json, sys
+print(f"{'pipeline':<34}{'task':<6}{'metric':<10}{'mean %':>8}{'std':>6}{'epochs':>8}{'seconds':>9}")
+for arg in sys.argv[1:]:
+    label, js = arg.split("|", 1)
+    j = json.loads(js)
+    epochs = sum(r["epochs"] for r in j["per_run"]) / len(j["per_run"])
+    print(f"{label:<34}{j['task']:<6}{j['metric']:<10}{100 * j['mean']:>8.1f}"
+          f"{100 * j['std']:>6.1f}{epochs:>8.0f}{j['seconds']:>9.1f}")
+PY
+echo
+echo "Next: build/ldpgraph eval --help, build/ldpgraph repro --help,"
+echo "      build/ldpgraph sample --help, build/ldpgraph propagate --help"
