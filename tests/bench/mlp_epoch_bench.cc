@@ -1,0 +1,149 @@
+// Training speed of the curator's node-classification MLP (PrivGE's
+// classifier) on a given embedding: wall time per epoch of
+// training::TrainNodeClassifier, for a same-data comparison with the same
+// MLP in PyTorch (tests/bench/torch_mlp.py; both driven by
+// tests/bench/training_bench.sh).
+//
+// What it measures: exactly N epochs (no early stop) of full-batch training
+// on the training rows (forward with dropout, softmax cross-entropy,
+// backward, one Adam step) plus, as the trainer does every epoch, an
+// inference forward on the validation rows and the checkpoint bookkeeping.
+// Reading the inputs and scoring the test set are not timed.
+//
+// Model: Linear(d, H) - ReLU - Dropout(0.5) - Linear(H, c), Glorot-uniform
+// weights, zero biases; Adam lr 0.01, weight decay 5e-4 (added to the
+// gradient, as PyTorch's Adam does).
+//
+// Usage:
+//   mlp_epoch_bench --z Z.npy --labels LABELS.txt --train TRAIN.txt
+//                   [--epochs 200] [--hidden 64] [--threads 1] [--seed 1]
+//   Z.npy       n x d float32 (e.g. `ldpgraph propagate ... --out Z.npy`)
+//   LABELS.txt  n lines, one integer per node: class in [0, c) or -1
+//   TRAIN.txt   training node ids, one per line
+// Validation: the first 500 labelled nodes (ascending id) not in TRAIN;
+// test: the remaining labelled nodes not in TRAIN (torch_mlp.py uses the
+// same rule). --threads calls Eigen::setNbThreads; Eigen only uses more than
+// one thread when built with OpenMP, so the JSON reports the count Eigen
+// actually uses ("threads_used").
+// Output: one JSON line
+//   {"framework":"ldpgraph","threads":T,"threads_used":U,
+//    "seconds_per_epoch":S,"epochs":N,"seconds":TOTAL,"test_accuracy":A}
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "common/npy.h"
+#include "server/training/tasks.h"
+
+namespace {
+
+constexpr size_t kValidationSize = 500;
+constexpr char kUsage[] =
+    "usage: mlp_epoch_bench --z Z.npy --labels LABELS.txt --train TRAIN.txt "
+    "[--epochs N] [--hidden H] [--threads T] [--seed S]";
+
+[[noreturn]] void Die(const std::string& message) {
+  std::cerr << "mlp_epoch_bench: " << message << "\n";
+  std::exit(1);
+}
+
+std::vector<int64_t> ReadIntegers(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) Die("cannot open " + path);
+  std::vector<int64_t> out;
+  int64_t v;
+  while (in >> v) out.push_back(v);
+  if (!in.eof()) Die(path + ": not one integer per line");
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ldpgraph;
+  std::string z_path, labels_path, train_path;
+  int epochs = 200, hidden = 64, threads = 1;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help") {
+      std::puts(kUsage);
+      return 0;
+    }
+    if (i + 1 >= argc) Die("missing value for " + flag);
+    const std::string value = argv[++i];
+    if (flag == "--z") z_path = value;
+    else if (flag == "--labels") labels_path = value;
+    else if (flag == "--train") train_path = value;
+    else if (flag == "--epochs") epochs = std::stoi(value);
+    else if (flag == "--hidden") hidden = std::stoi(value);
+    else if (flag == "--threads") threads = std::stoi(value);
+    else if (flag == "--seed") seed = std::stoull(value);
+    else Die("unknown flag " + flag);
+  }
+  if (z_path.empty() || labels_path.empty() || train_path.empty()) {
+    Die(kUsage);
+  }
+  Eigen::setNbThreads(threads);
+
+  auto z = ReadNpy(z_path);
+  if (!z.ok()) Die(std::string(z.status().message()));
+  const training::Mat<float> features = Eigen::Map<const training::Mat<float>>(
+      z->data.data(), z->rows, z->cols);
+  const std::vector<int64_t> labels = ReadIntegers(labels_path);
+  if (labels.size() != z->rows) Die("labels and Z disagree on the node count");
+
+  training::NodeTaskData data;
+  data.features = &features;
+  for (int64_t l : labels) data.classes = std::max<int>(data.classes, l + 1);
+  std::unordered_set<int64_t> in_train;
+  for (int64_t v : ReadIntegers(train_path)) {
+    if (v < 0 || v >= static_cast<int64_t>(labels.size()) || labels[v] < 0) {
+      Die("training id " + std::to_string(v) + " is not a labelled node");
+    }
+    in_train.insert(v);
+    data.train.push_back(static_cast<uint32_t>(v));
+    data.train_targets.push_back(static_cast<int32_t>(labels[v]));
+  }
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] < 0 || in_train.count(v)) continue;
+    if (data.validation.size() < kValidationSize) {
+      data.validation.push_back(static_cast<uint32_t>(v));
+      data.validation_targets.push_back(static_cast<int32_t>(labels[v]));
+    } else {
+      data.test.push_back(static_cast<uint32_t>(v));
+      data.test_truth.push_back(static_cast<int32_t>(labels[v]));
+    }
+  }
+
+  training::NodeModelConfig c;
+  c.kind = training::NodeModelKind::kMlp;
+  c.hidden_dim = hidden;
+  c.layers = 2;
+  c.dropout = 0.5;
+  c.input_dropout = 0.0;
+  c.activation = training::Activation::kRelu;
+  c.train.max_epochs = epochs;
+  c.train.patience = epochs + 1;  // never stop early: exactly `epochs` epochs
+  c.train.adam.learning_rate = 0.01;
+  c.train.adam.weight_decay = 5e-4;
+
+  auto r = training::TrainNodeClassifier(data, c, seed);
+  if (!r.ok()) Die(std::string(r.status().message()));
+  std::printf(
+      "{\"framework\":\"ldpgraph\",\"threads\":%d,\"threads_used\":%d,"
+      "\"seconds_per_epoch\":%.6g,\"epochs\":%d,\"seconds\":%.6g,"
+      "\"test_accuracy\":%.4f}\n",
+      threads, Eigen::nbThreads(), r->training.seconds_per_epoch,
+      r->training.epochs, r->training.seconds, r->test_accuracy);
+  return 0;
+}
