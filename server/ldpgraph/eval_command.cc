@@ -384,18 +384,12 @@ Examples:
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << EvalHelp();
-      return kExitOk;
-    }
+  if (WantsHelp(args)) {
+    out << EvalHelp();
+    return kExitOk;
   }
   auto parsed = ParseEvalOptions(args);
-  if (!parsed.ok()) {
-    err << "ldpgraph eval: " << parsed.status().message()
-        << "\n(run `ldpgraph eval --help` for usage)\n";
-    return kExitUsageError;
-  }
+  if (!parsed.ok()) return UsageError("eval", parsed.status(), err);
   const EvalOptions& o = *parsed;
   auto dataset = LoadDataset(o.dataset);
   if (!dataset.ok()) {

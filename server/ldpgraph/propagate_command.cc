@@ -217,18 +217,12 @@ Examples:
 
 int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
                  std::ostream& err) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << PropagateHelp();
-      return kExitOk;
-    }
+  if (WantsHelp(args)) {
+    out << PropagateHelp();
+    return kExitOk;
   }
   auto parsed = ParseOptions(args);
-  if (!parsed.ok()) {
-    err << "ldpgraph propagate: " << parsed.status().message()
-        << "\n(run `ldpgraph propagate --help` for usage)\n";
-    return kExitUsageError;
-  }
+  if (!parsed.ok()) return UsageError("propagate", parsed.status(), err);
   const Options& o = *parsed;
   auto fail = [&](const absl::Status& s, int code = kExitRuntimeError) {
     err << "ldpgraph propagate: " << s.message() << "\n";

@@ -249,18 +249,12 @@ Example:
 
 int RunRepro(const std::vector<std::string>& args, std::ostream& out,
              std::ostream& err) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << ReproHelp();
-      return kExitOk;
-    }
+  if (WantsHelp(args)) {
+    out << ReproHelp();
+    return kExitOk;
   }
   auto parsed = ParseReproOptions(args);
-  if (!parsed.ok()) {
-    err << "ldpgraph repro: " << parsed.status().message()
-        << "\n(run `ldpgraph repro --help` for usage)\n";
-    return kExitUsageError;
-  }
+  if (!parsed.ok()) return UsageError("repro", parsed.status(), err);
   const ReproOptions& o = *parsed;
   auto dataset = LoadDataset(o.dataset);
   if (!dataset.ok()) {

@@ -43,4 +43,18 @@ uint64_t PeakRssBytes() {
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
 }
 
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+int UsageError(absl::string_view command, const absl::Status& s,
+               std::ostream& err) {
+  err << "ldpgraph " << command << ": " << s.message()
+      << "\n(run `ldpgraph " << command << " --help` for usage)\n";
+  return kExitUsageError;
+}
+
 }  // namespace ldpgraph::tool

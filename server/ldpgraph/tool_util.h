@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -29,6 +31,14 @@ absl::StatusOr<std::unique_ptr<RandomSource>> MakeRandomSource(
 // below lo.
 absl::StatusOr<int> FlagToInt(int64_t v, absl::string_view flag,
                               int64_t lo = std::numeric_limits<int>::min());
+
+// True if args ask for help (--help or -h anywhere).
+bool WantsHelp(const std::vector<std::string>& args);
+
+// Prints "ldpgraph <command>: <message>" and the pointer to --help to err;
+// returns kExitUsageError.
+int UsageError(absl::string_view command, const absl::Status& s,
+               std::ostream& err);
 
 // Seconds elapsed since t (steady clock), for progress and --json figures.
 double SecondsSince(std::chrono::steady_clock::time_point t);
