@@ -1,6 +1,8 @@
 #include "server/pipeline/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +56,19 @@ void Standardize(Mat<float>* m) {
       (*m)(i, j) = static_cast<float>(((*m)(i, j) - mean) * scale);
     }
   }
+}
+
+// PPR options for inputs of any magnitude: push's threshold is absolute
+// (every entry within deg(v)^r * rmax of the series), and unbiased
+// estimates such as Laplace's reach thousands, where an absolute 1e-4 would
+// cost billions of pushes. Scaling rmax by the largest |x| keeps the same
+// relative accuracy for every mechanism.
+PprOptions RelativePpr(const PprOptions& ppr, const SparseRows& x) {
+  float largest = 0.0f;
+  for (float v : x.values) largest = std::max(largest, std::abs(v));
+  PprOptions out = ppr;
+  out.rmax *= std::max(1.0f, largest);
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<RandomSource>> NoiseSource(
@@ -171,7 +186,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   const auto t_prop = std::chrono::steady_clock::now();
   DenseMatrix z;
   if (c.method == Method::kPrivGe) {
-    ASSIGN_OR_RETURN(z, PprPush(d.graph, x, c.ppr));
+    ASSIGN_OR_RETURN(z, PprPush(d.graph, x, RelativePpr(c.ppr, x)));
   } else {
     ASSIGN_OR_RETURN(z, KProp(d.graph, x.ToDense(), c.feature_steps,
                               c.feature_self_loops));
@@ -231,7 +246,8 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
                    CollectFeatures(d, c, StageSeed(seed, run, kFeatureNoise),
                                    &r));
   const auto t_prop = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(DenseMatrix z, PprPush(train_graph, x, c.ppr));
+  ASSIGN_OR_RETURN(DenseMatrix z,
+                   PprPush(train_graph, x, RelativePpr(c.ppr, x)));
   r.propagate_seconds = Since(t_prop);
   Mat<float> embeddings = ToEigen(z);
   if (c.standardize) Standardize(&embeddings);
@@ -450,6 +466,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                         {"alpha", c.ppr.alpha},
                         {"r", c.ppr.r},
                         {"rmax", c.ppr.rmax},
+                        {"rmax_scaled_by_max_abs_input", true},
                         {"standardize", c.standardize}};
   } else {
     j["propagation"] = {{"method", "kprop"},
