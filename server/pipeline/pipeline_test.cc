@@ -186,7 +186,7 @@ TEST(PipelineTest, ConfigJsonNamesEverySetting) {
 }
 
 TEST(SimulateFeatureReportsTest, MatchesEachAgentsReport) {
-  const Dataset d = Generated(50, 0.7, 9);
+  const Dataset d = Generated(200, 0.7, 9);
   MechanismSpec spec;
   spec.kind = MechanismKind::kMultiBit;
   spec.epsilon = 2;
