@@ -58,19 +58,6 @@ void Standardize(Mat<float>* m) {
   }
 }
 
-// PPR options for inputs of any magnitude: push's threshold is absolute
-// (every entry within deg(v)^r * rmax of the series), and unbiased
-// estimates such as Laplace's reach thousands, where an absolute 1e-4 would
-// cost billions of pushes. Scaling rmax by the largest |x| keeps the same
-// relative accuracy for every mechanism.
-PprOptions RelativePpr(const PprOptions& ppr, const SparseRows& x) {
-  float largest = 0.0f;
-  for (float v : x.values) largest = std::max(largest, std::abs(v));
-  PprOptions out = ppr;
-  out.rmax *= std::max(1.0f, largest);
-  return out;
-}
-
 absl::StatusOr<std::unique_ptr<RandomSource>> NoiseSource(
     const PipelineConfig& c, uint64_t seed) {
   if (c.secure_noise) {
@@ -186,7 +173,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   const auto t_prop = std::chrono::steady_clock::now();
   DenseMatrix z;
   if (c.method == Method::kPrivGe) {
-    ASSIGN_OR_RETURN(z, PprPush(d.graph, x, RelativePpr(c.ppr, x)));
+    ASSIGN_OR_RETURN(z, PprPush(d.graph, x, c.ppr));
   } else {
     ASSIGN_OR_RETURN(z, KProp(d.graph, x.ToDense(), c.feature_steps,
                               c.feature_self_loops));
@@ -246,8 +233,7 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
                    CollectFeatures(d, c, StageSeed(seed, run, kFeatureNoise),
                                    &r));
   const auto t_prop = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(DenseMatrix z,
-                   PprPush(train_graph, x, RelativePpr(c.ppr, x)));
+  ASSIGN_OR_RETURN(DenseMatrix z, PprPush(train_graph, x, c.ppr));
   r.propagate_seconds = Since(t_prop);
   Mat<float> embeddings = ToEigen(z);
   if (c.standardize) Standardize(&embeddings);
@@ -287,6 +273,7 @@ PipelineConfig DefaultConfig(Method method, Task task) {
     // Chosen on cora's validation accuracy at eps = 1 (HDS), as PrivGE
     // tuned its own; see the README's training section.
     c.ppr.alpha = 0.05;
+    c.ppr.relative_rmax = true;
     c.standardize = task == Task::kNode;
     c.node_model.kind = training::NodeModelKind::kMlp;
     c.node_model.hidden_dim = 256;
@@ -466,7 +453,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                         {"alpha", c.ppr.alpha},
                         {"r", c.ppr.r},
                         {"rmax", c.ppr.rmax},
-                        {"rmax_scaled_by_max_abs_input", true},
+                        {"rmax_scaled_by_max_abs_input", c.ppr.relative_rmax},
                         {"standardize", c.standardize}};
   } else {
     j["propagation"] = {{"method", "kprop"},

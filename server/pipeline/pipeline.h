@@ -59,9 +59,9 @@ struct PipelineConfig {
   int label_steps = 2;            // K_y
   bool label_self_loops = false;  // include a node's own report in its mean
 
-  // Propagation. PrivGE: ppr, with rmax multiplied by max(1, largest |x|)
-  // of the estimates (the same relative accuracy for every mechanism).
-  // LPGNN: feature_steps (K_x) KProp rounds.
+  // Propagation. PrivGE: ppr (DefaultConfig sets relative_rmax, the same
+  // relative accuracy for every mechanism). LPGNN: feature_steps (K_x)
+  // KProp rounds.
   PprOptions ppr;
   // PrivGE: standardise each column of Z (zero mean, unit variance over all
   // nodes) before the classifier; post-processing of the estimates.

@@ -408,6 +408,14 @@ absl::Status ValidatePprOptions(const PprOptions& o) {
 
 namespace {
 
+float LargestAbs(const std::vector<float>& values) {
+  float largest = 0.0f;
+  for (float v : values) largest = std::max(largest, std::abs(v));
+  return largest;
+}
+float LargestAbs(const SparseRows& x) { return LargestAbs(x.values); }
+float LargestAbs(const DenseMatrix& x) { return LargestAbs(x.data); }
+
 // Both PprPush overloads: Input is SparseInput or DenseInput, built from x
 // with D^-r and the relabelling.
 template <typename Input, typename Matrix>
@@ -421,8 +429,10 @@ absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
   const std::vector<double> deg_neg_r = DegreePowers(graph, -options.r);
   Relabelled rl = RelabelBfs(graph);
   Input in(x, deg_neg_r, rl.order);
-  DenseMatrix z = RunPush(rl.graph, rl.order, in, options,
-                          Permute(deg_r, rl.order), stats);
+  PprOptions o = options;
+  if (o.relative_rmax) o.rmax *= std::max(1.0f, LargestAbs(x));
+  DenseMatrix z =
+      RunPush(rl.graph, rl.order, in, o, Permute(deg_r, rl.order), stats);
   if (stats != nullptr) stats->seconds = SecondsSince(start);
   return z;
 }

@@ -22,6 +22,11 @@ struct PprOptions {
   double alpha = 0.1;   // decay factor, in (0, 1]
   double r = 0.5;       // convolution coefficient, in [0, 1]
   double rmax = 1e-4;   // push threshold on |residue|, > 0 (push only)
+  // Push only: multiply rmax by max(1, largest |x|), so that inputs of any
+  // magnitude get the same relative accuracy (the bound becomes
+  // deg(v)^r * rmax * max(1, max|x|)). Unbiased estimates such as Laplace's
+  // reach thousands, where an absolute 1e-4 costs billions of pushes.
+  bool relative_rmax = false;
   // Evaluation tolerance of power iteration: it stops once the remaining
   // tail of the series is provably <= tolerance in every entry. > 0.
   double tolerance = 1e-6;

@@ -247,6 +247,33 @@ TEST(PprTest, SparseAndDenseInputsAgreeAndThreadsDoNotMatter) {
   }
 }
 
+TEST(PprTest, RelativeRmaxMakesPushScaleFree) {
+  // Scaling the input by 2^10 is exact in float: with relative_rmax the
+  // threshold scales with it, so push makes the same decisions and returns
+  // exactly 2^10 times the result; with an absolute rmax it works harder.
+  Graph g = RandomGraph(2000, 6000, 10, 23);
+  SparseRows x = RandomSparse(2000, 20, 3, 29);
+  SparseRows big = x;
+  for (float& f : big.values) f *= 1024.0f;
+  const DenseMatrix big_dense = big.ToDense();
+  PprOptions o;
+  o.relative_rmax = true;
+  PropagationStats small_stats, big_stats, dense_stats, absolute_stats;
+  auto a = PprPush(g, x, o, &small_stats);
+  auto b = PprPush(g, big, o, &big_stats);
+  auto c = PprPush(g, big_dense, o, &dense_stats);
+  o.relative_rmax = false;
+  auto d = PprPush(g, big, o, &absolute_stats);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok());
+  EXPECT_EQ(small_stats.pushes, big_stats.pushes);
+  EXPECT_EQ(big_stats.pushes, dense_stats.pushes);
+  for (size_t i = 0; i < a->data.size(); ++i) {
+    ASSERT_EQ(a->data[i] * 1024.0f, b->data[i]) << i;
+  }
+  EXPECT_EQ(b->data, c->data);
+  EXPECT_GT(absolute_stats.pushes, big_stats.pushes);
+}
+
 TEST(PprTest, WorkFollowsTheInputsMass) {
   // Non-negative inputs (as TF-IDF features are), so that residues do not
   // cancel: the work then grows with the mass a column carries.
