@@ -32,11 +32,6 @@ absl::StatusOr<int> FlagToInt(int64_t v, absl::string_view flag, int64_t lo) {
   return static_cast<int>(v);
 }
 
-double SecondsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
-      .count();
-}
-
 uint64_t PeakRssBytes() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;

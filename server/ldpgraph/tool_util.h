@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/random.h"
+#include "common/stopwatch.h"  // SecondsSince, for progress and --json
 
 namespace ldpgraph::tool {
 
@@ -39,9 +40,6 @@ bool WantsHelp(const std::vector<std::string>& args);
 // returns kExitUsageError.
 int UsageError(absl::string_view command, const absl::Status& s,
                std::ostream& err);
-
-// Seconds elapsed since t (steady clock), for progress and --json figures.
-double SecondsSince(std::chrono::steady_clock::time_point t);
 
 // Peak resident set size of this process so far, in bytes (getrusage).
 uint64_t PeakRssBytes();

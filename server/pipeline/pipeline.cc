@@ -12,16 +12,12 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
 #include "common/status_macros.h"
+#include "common/stopwatch.h"
 
 namespace ldpgraph::pipeline {
 namespace {
 
 using training::Mat;
-
-double Since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
-      .count();
-}
 
 // An independent 64-bit seed per (seed, run, stage), by splitmix64 steps.
 uint64_t Mix(uint64_t x) {
@@ -97,7 +93,7 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
   r->noise_source = std::string(rng->name());
   const auto t = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(SparseRows est, SimulateFeatureReports(x, *mech, *rng));
-  r->perturb_seconds = Since(t);
+  r->perturb_seconds = SecondsSince(t);
   return est;
 }
 
@@ -178,7 +174,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     ASSIGN_OR_RETURN(z, KProp(d.graph, x.ToDense(), c.feature_steps,
                               c.feature_self_loops));
   }
-  r.propagate_seconds = Since(t_prop);
+  r.propagate_seconds = SecondsSince(t_prop);
   x = SparseRows();
   Mat<float> features = ToEigen(z);
   if (c.standardize) Standardize(&features);
@@ -234,7 +230,7 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
                                    &r));
   const auto t_prop = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(DenseMatrix z, PprPush(train_graph, x, c.ppr));
-  r.propagate_seconds = Since(t_prop);
+  r.propagate_seconds = SecondsSince(t_prop);
   Mat<float> embeddings = ToEigen(z);
   if (c.standardize) Standardize(&embeddings);
   training::LinkTaskData data;

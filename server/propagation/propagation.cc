@@ -10,16 +10,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/stopwatch.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // deg(v)^power, with an isolated node's degree taken as 1.
 std::vector<double> DegreePowers(const Graph& g, double power) {

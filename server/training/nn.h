@@ -86,7 +86,6 @@ template <typename S>
 class Dropout {
  public:
   explicit Dropout(double p = 0.0) : p_(p) {}
-  double p() const { return p_; }
 
   // x * mask in training (a copy the layer keeps), or x itself (inference,
   // or p == 0: no copy).
@@ -131,8 +130,6 @@ class Linear {
     bias_.Resize(1, out);
     FillUniform(weight_.value, std::sqrt(6.0 / (in + out)), rng);
   }
-  int in() const { return static_cast<int>(weight_.value.rows()); }
-  int out() const { return static_cast<int>(weight_.value.cols()); }
 
   // y = x W + b. x must outlive the matching Backward call.
   void Forward(const Mat<S>& x, Mat<S>* y) const {

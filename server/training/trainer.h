@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/stopwatch.h"
 #include "server/training/nn.h"
 
 namespace ldpgraph::training {
@@ -70,9 +71,7 @@ TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
     for (size_t i = 0; i < params.size(); ++i) params[i]->value = best[i];
   }
   r.best_validation = best_v.score;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count();
+  r.seconds = SecondsSince(start);
   r.seconds_per_epoch = r.epochs > 0 ? r.seconds / r.epochs : 0.0;
   return r;
 }
