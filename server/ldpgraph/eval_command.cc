@@ -49,25 +49,13 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   o.dataset = *dataset;
   Task task = Task::kNode;
   if (auto t = a.Get("task")) {
-    if (*t == "node") {
-      task = Task::kNode;
-    } else if (*t == "link") {
-      task = Task::kLink;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--task must be node or link, got '", *t, "'"));
-    }
+    ASSIGN_OR_RETURN(int i, ParseChoice("task", *t, {"node", "link"}));
+    task = i == 0 ? Task::kNode : Task::kLink;
   }
   Method method = Method::kPrivGe;
   if (auto m = a.Get("method")) {
-    if (*m == "privge") {
-      method = Method::kPrivGe;
-    } else if (*m == "lpgnn") {
-      method = Method::kLpgnn;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--method must be privge or lpgnn, got '", *m, "'"));
-    }
+    ASSIGN_OR_RETURN(int i, ParseChoice("method", *m, {"privge", "lpgnn"}));
+    method = i == 0 ? Method::kPrivGe : Method::kLpgnn;
   }
   PipelineConfig& c = o.config;
   c = pipeline::DefaultConfig(method, task);
@@ -137,23 +125,16 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
                                       : c.link_model.train;
   if (auto model = a.Get("model")) {
     if (task == Task::kLink) {
-      if (*model == "lr") {
-        c.link_model.layers = 1;
-      } else if (*model == "mlp") {
-        c.link_model.layers = std::max(c.link_model.layers, 2);
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--model for --task link must be lr or mlp, got '", *model, "'"));
-      }
-    } else if (*model == "mlp") {
-      c.node_model.kind = training::NodeModelKind::kMlp;
-    } else if (*model == "gcn") {
-      c.node_model.kind = training::NodeModelKind::kGcn;
-    } else if (*model == "sage") {
-      c.node_model.kind = training::NodeModelKind::kSage;
+      ASSIGN_OR_RETURN(int i, ParseChoice("model for --task link", *model,
+                                          {"lr", "mlp"}));
+      c.link_model.layers = i == 0 ? 1 : std::max(c.link_model.layers, 2);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--model must be mlp, gcn or sage, got '", *model, "'"));
+      constexpr training::NodeModelKind kKinds[] = {
+          training::NodeModelKind::kMlp, training::NodeModelKind::kGcn,
+          training::NodeModelKind::kSage};
+      ASSIGN_OR_RETURN(int i,
+                       ParseChoice("model", *model, {"mlp", "gcn", "sage"}));
+      c.node_model.kind = kKinds[i];
     }
   }
   ASSIGN_OR_RETURN(auto hidden, a.GetInt("hidden"));
@@ -184,15 +165,9 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
                          : c.link_model.input_dropout) = *input_dropout;
   }
   if (auto act = a.Get("activation")) {
-    training::Activation v;
-    if (*act == "relu") {
-      v = training::Activation::kRelu;
-    } else if (*act == "selu") {
-      v = training::Activation::kSelu;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--activation must be relu or selu, got '", *act, "'"));
-    }
+    ASSIGN_OR_RETURN(int i, ParseChoice("activation", *act, {"relu", "selu"}));
+    const training::Activation v =
+        i == 0 ? training::Activation::kRelu : training::Activation::kSelu;
     (task == Task::kNode ? c.node_model.activation : c.link_model.activation) =
         v;
   }
@@ -222,22 +197,15 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     if (task != Task::kLink) {
       return absl::InvalidArgumentError("--loss applies to --task link");
     }
-    if (*loss == "pairwise") {
-      c.link_model.loss = training::LinkLossKind::kPairwise;
-    } else if (*loss == "logistic") {
-      c.link_model.loss = training::LinkLossKind::kLogistic;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--loss must be pairwise or logistic, got '", *loss, "'"));
-    }
+    ASSIGN_OR_RETURN(int i,
+                     ParseChoice("loss", *loss, {"pairwise", "logistic"}));
+    c.link_model.loss = i == 0 ? training::LinkLossKind::kPairwise
+                               : training::LinkLossKind::kLogistic;
   }
   if (auto split = a.Get("split")) {
-    if (*split == "planetoid") {
-      c.planetoid_split = true;
-    } else if (*split != "random") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--split must be random or planetoid, got '", *split, "'"));
-    }
+    ASSIGN_OR_RETURN(int i,
+                     ParseChoice("split", *split, {"random", "planetoid"}));
+    c.planetoid_split = i == 1;
   }
   ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
   if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
@@ -245,12 +213,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (seed) o.seed = *seed;
   c.secure_noise = a.Flag("secure");
   if (auto f = a.Get("format")) {
-    if (*f == "json") {
-      o.json = true;
-    } else if (*f != "table") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--format must be table or json, got '", *f, "'"));
-    }
+    ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
+    o.json = i == 1;
   }
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;

@@ -197,18 +197,12 @@ names the flag), including a non-empty --out without --force.
 
 int RunGenerate(const std::vector<std::string>& args, std::ostream& out,
                 std::ostream& err) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << GenerateHelp();
-      return 0;
-    }
+  if (WantsHelp(args)) {
+    out << GenerateHelp();
+    return kExitOk;
   }
   auto options = ParseOptions(args);
-  if (!options.ok()) {
-    err << "ldpgraph generate: " << options.status().message()
-        << "\n(run `ldpgraph generate --help` for usage)\n";
-    return kUsageError;
-  }
+  if (!options.ok()) return UsageError("generate", options.status(), err);
   const Options& o = *options;
   if (absl::Status s = CheckOutFolder(o.out, o.force); !s.ok()) {
     err << "ldpgraph generate: " << s.message() << "\n";

@@ -97,18 +97,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     }
   }
   if (auto method = a.Get("method")) {
-    if (*method == "push") {
-      o.method = Method::kPush;
-    } else if (*method == "power") {
-      o.method = Method::kPower;
-    } else if (*method == "gcn") {
-      o.method = Method::kGcn;
-    } else if (*method == "kprop") {
-      o.method = Method::kKProp;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--method must be push, power, gcn or kprop, got '", *method, "'"));
-    }
+    constexpr Method kMethods[] = {Method::kPush, Method::kPower, Method::kGcn,
+                                   Method::kKProp};
+    ASSIGN_OR_RETURN(int i, ParseChoice("method", *method,
+                                        {"push", "power", "gcn", "kprop"}));
+    o.method = kMethods[i];
   }
   ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
   ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));

@@ -186,12 +186,8 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
   if (seed) o.seed = *seed;
   if (auto f = a.Get("format")) {
-    if (*f == "json") {
-      o.json = true;
-    } else if (*f != "table") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--format must be table or json, got '", *f, "'"));
-    }
+    ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
+    o.json = i == 1;
   }
   return o;
 }

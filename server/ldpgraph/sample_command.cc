@@ -360,18 +360,12 @@ Examples:
 
 int RunSample(const std::vector<std::string>& args, std::ostream& out,
               std::ostream& err) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      out << SampleHelp();
-      return 0;
-    }
+  if (WantsHelp(args)) {
+    out << SampleHelp();
+    return kExitOk;
   }
   auto options = ParseOptions(args);
-  if (!options.ok()) {
-    err << "ldpgraph sample: " << options.status().message()
-        << "\n(run `ldpgraph sample --help` for usage)\n";
-    return kUsageError;
-  }
+  if (!options.ok()) return UsageError("sample", options.status(), err);
   const Options& o = *options;
 
   auto random = MakeRandomSource(o.seed, err);

@@ -2,6 +2,8 @@
 
 #include <sys/resource.h>
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -36,6 +38,21 @@ uint64_t PeakRssBytes() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+absl::StatusOr<int> ParseChoice(
+    absl::string_view flag, absl::string_view value,
+    std::initializer_list<absl::string_view> choices) {
+  std::string list;
+  int i = 0;
+  for (absl::string_view c : choices) {
+    if (c == value) return i;
+    if (i > 0) list += i + 1 == static_cast<int>(choices.size()) ? " or " : ", ";
+    list += std::string(c);
+    ++i;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " must be ", list, ", got '", value, "'"));
 }
 
 bool WantsHelp(const std::vector<std::string>& args) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <initializer_list>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -32,6 +33,12 @@ absl::StatusOr<std::unique_ptr<RandomSource>> MakeRandomSource(
 // below lo.
 absl::StatusOr<int> FlagToInt(int64_t v, absl::string_view flag,
                               int64_t lo = std::numeric_limits<int>::min());
+
+// The position of value among choices, for the flag --<flag>; otherwise
+// INVALID_ARGUMENT "--<flag> must be a, b or c, got '<value>'".
+absl::StatusOr<int> ParseChoice(
+    absl::string_view flag, absl::string_view value,
+    std::initializer_list<absl::string_view> choices);
 
 // True if args ask for help (--help or -h anywhere).
 bool WantsHelp(const std::vector<std::string>& args);
