@@ -110,12 +110,13 @@ double AccuracyOf(const Mat<float>& logits,
   return Accuracy(pred, truth).value_or(0.0);
 }
 
-// Trains either model family behind two callbacks: training-mode logits of
-// the training rows (and their backward pass), and inference-mode logits of
-// any node list.
+// Trains either model family behind callbacks: training-mode logits of the
+// training rows (and their backward pass), inference-mode logits of the
+// validation rows (every epoch), and of any node list (the test set, once).
 struct NodeModelHooks {
   std::function<const Mat<float>&(PublicRandom&)> forward_train;
   std::function<void(const Mat<float>&)> backward;
+  std::function<Mat<float>()> predict_validation;
   std::function<Mat<float>(const std::vector<uint32_t>&)> predict;
   std::function<std::vector<Param<float>*>()> params;
 };
@@ -132,18 +133,23 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
   std::unique_ptr<Mlp<float>> mlp;
   std::unique_ptr<GraphOperators<float>> ops;
   std::unique_ptr<Gnn<float>> gnn;
-  Mat<float> x_train, full_grad, train_logits;
+  Mat<float> x_train, x_validation, full_grad, train_logits;
   if (c.kind == NodeModelKind::kMlp) {
     MlpConfig mc{static_cast<int>(x.cols()), c.hidden_dim, d.classes,
                  c.layers,  c.dropout,  c.activation, c.input_dropout};
     RETURN_IF_ERROR(ValidateMlpConfig(mc));
     mlp = std::make_unique<Mlp<float>>(mc, rng);
-    // An MLP treats rows independently: train on the training rows only.
+    // An MLP treats rows independently: train on the training rows only,
+    // and gather the validation rows once, not every epoch.
     x_train = GatherRows(x, d.train);
+    x_validation = GatherRows(x, d.validation);
     hooks.forward_train = [&](PublicRandom& r) -> const Mat<float>& {
       return mlp->Forward(x_train, true, &r);
     };
     hooks.backward = [&](const Mat<float>& g) { mlp->Backward(g); };
+    hooks.predict_validation = [&] {
+      return Mat<float>(mlp->Forward(x_validation, false, nullptr));
+    };
     hooks.predict = [&](const std::vector<uint32_t>& rows) {
       Mat<float> xs = GatherRows(x, rows);
       return Mat<float>(mlp->Forward(xs, false, nullptr));
@@ -171,6 +177,7 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
     hooks.predict = [&](const std::vector<uint32_t>& rows) {
       return GatherRows(gnn->Forward(x, false, nullptr), rows);
     };
+    hooks.predict_validation = [&] { return hooks.predict(d.validation); };
     hooks.params = [&] { return gnn->Params(); };
   }
 
@@ -185,7 +192,7 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
     return loss;
   };
   auto validate = [&]() -> Validation {
-    Mat<float> logits = hooks.predict(d.validation);
+    Mat<float> logits = hooks.predict_validation();
     return {AccuracyOf(logits, d.validation_targets),
             validation_loss(logits, nullptr)};
   };
