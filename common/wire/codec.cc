@@ -1,0 +1,290 @@
+#include "common/wire/codec.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::wire {
+namespace {
+
+bool IsBitMechanism(MechanismKind k) {
+  return k == MechanismKind::kMultiBit || k == MechanismKind::kOneBit;
+}
+
+bool IsFeatureKind(v1::MechanismKind k) {
+  return FromWireFeatureKind(k).ok();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> AttributeName(v1::Attribute attribute) {
+  switch (attribute) {
+    case v1::ATTRIBUTE_FEATURES:
+      return std::string("features");
+    case v1::ATTRIBUTE_LABEL:
+      return std::string("label");
+    case v1::ATTRIBUTE_EDGES:
+      return std::string("edges");
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute must be features, label or edges, got ",
+          static_cast<int>(attribute)));
+  }
+}
+
+v1::Attribute AttributeOf(v1::MechanismKind kind) {
+  if (kind == v1::MECHANISM_KIND_LABEL_RR) return v1::ATTRIBUTE_LABEL;
+  if (kind == v1::MECHANISM_KIND_EDGE_RR) return v1::ATTRIBUTE_EDGES;
+  if (IsFeatureKind(kind)) return v1::ATTRIBUTE_FEATURES;
+  return v1::ATTRIBUTE_UNSPECIFIED;
+}
+
+v1::MechanismKind ToWireKind(MechanismKind kind) {
+  switch (kind) {
+    case MechanismKind::kSquareWave:
+      return v1::MECHANISM_KIND_SQUARE_WAVE;
+    case MechanismKind::kHds:
+      return v1::MECHANISM_KIND_HDS;
+    case MechanismKind::kMultiBit:
+      return v1::MECHANISM_KIND_MULTIBIT;
+    case MechanismKind::kOneBit:
+      return v1::MECHANISM_KIND_ONEBIT;
+    case MechanismKind::kPiecewise:
+      return v1::MECHANISM_KIND_PIECEWISE;
+    case MechanismKind::kLaplace:
+      return v1::MECHANISM_KIND_LAPLACE;
+  }
+  return v1::MECHANISM_KIND_UNSPECIFIED;
+}
+
+absl::StatusOr<MechanismKind> FromWireFeatureKind(v1::MechanismKind kind) {
+  switch (kind) {
+    case v1::MECHANISM_KIND_SQUARE_WAVE:
+      return MechanismKind::kSquareWave;
+    case v1::MECHANISM_KIND_HDS:
+      return MechanismKind::kHds;
+    case v1::MECHANISM_KIND_MULTIBIT:
+      return MechanismKind::kMultiBit;
+    case v1::MECHANISM_KIND_ONEBIT:
+      return MechanismKind::kOneBit;
+    case v1::MECHANISM_KIND_PIECEWISE:
+      return MechanismKind::kPiecewise;
+    case v1::MECHANISM_KIND_LAPLACE:
+      return MechanismKind::kLaplace;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "mechanism kind ", v1::MechanismKind_Name(kind),
+          " is not a feature mechanism"));
+  }
+}
+
+v1::MechanismSpec ToWire(const MechanismSpec& spec) {
+  v1::MechanismSpec w;
+  w.set_kind(ToWireKind(spec.kind));
+  w.set_epsilon(spec.epsilon);
+  w.set_dimension(static_cast<uint32_t>(spec.dimension));
+  w.set_sampled(spec.sampled ? static_cast<uint32_t>(*spec.sampled) : 0);
+  w.set_range_low(spec.alpha);
+  w.set_range_high(spec.beta);
+  return w;
+}
+
+absl::StatusOr<MechanismSpec> FromWireFeatureSpec(const v1::MechanismSpec& w) {
+  ASSIGN_OR_RETURN(MechanismKind kind, FromWireFeatureKind(w.kind()));
+  if (w.dimension() > (1u << 24)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.dimension must be at most 16777216, got ", w.dimension()));
+  }
+  MechanismSpec s;
+  s.kind = kind;
+  s.epsilon = w.epsilon();
+  s.dimension = static_cast<int>(w.dimension());
+  if (w.sampled() != 0) s.sampled = static_cast<int>(w.sampled());
+  s.alpha = w.range_low();
+  s.beta = w.range_high();
+  return s;
+}
+
+absl::Status ValidateWireSpec(const v1::MechanismSpec& w) {
+  if (IsFeatureKind(w.kind())) {
+    ASSIGN_OR_RETURN(MechanismSpec s, FromWireFeatureSpec(w));
+    return CreateFeatureMechanism(s).status();
+  }
+  if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
+    return LabelRandomizedResponse::Create(w.epsilon(),
+                                           static_cast<int>(w.dimension()))
+        .status();
+  }
+  if (w.kind() == v1::MECHANISM_KIND_EDGE_RR) {
+    return EdgeRandomizedResponse::Create(w.epsilon(), w.dimension()).status();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "spec.kind must name a mechanism, got ", static_cast<int>(w.kind())));
+}
+
+std::string WireParameterString(const v1::MechanismSpec& w) {
+  if (IsFeatureKind(w.kind())) {
+    auto s = FromWireFeatureSpec(w);
+    if (s.ok()) {
+      auto m = CreateFeatureMechanism(*s);
+      if (m.ok()) return (*m)->ParameterString();
+    }
+    // Invalid specs never reach a budget; still give a distinct string.
+    return absl::StrFormat("d=%u,sampled=%u,alpha=%.17g,beta=%.17g",
+                           w.dimension(), w.sampled(), w.range_low(),
+                           w.range_high());
+  }
+  if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
+    return absl::StrCat("classes=", w.dimension());
+  }
+  return absl::StrCat("n=", w.dimension());
+}
+
+QueryKey WireQueryKey(v1::Attribute attribute, const v1::MechanismSpec& w) {
+  auto name = AttributeName(attribute);
+  std::string mechanism;
+  if (auto k = FromWireFeatureKind(w.kind()); k.ok()) {
+    mechanism = std::string(MechanismName(*k));
+  } else if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
+    mechanism = "label-rr";
+  } else {
+    mechanism = "edge-rr";
+  }
+  return QueryKey{name.ok() ? *name : "unknown", std::move(mechanism),
+                  WireParameterString(w), w.epsilon()};
+}
+
+v1::FeatureReport EncodeFeatureReport(const SparseReport& report) {
+  v1::FeatureReport w;
+  w.set_dense(report.dense);
+  if (!report.dense) {
+    w.mutable_indices()->Assign(report.indices.begin(), report.indices.end());
+  }
+  if (!report.values.empty()) {
+    w.mutable_values()->Assign(report.values.begin(), report.values.end());
+  }
+  if (!report.bits.empty()) {
+    std::string packed((report.bits.size() + 7) / 8, '\0');
+    for (size_t i = 0; i < report.bits.size(); ++i) {
+      if (report.bits[i]) packed[i / 8] |= static_cast<char>(1u << (i % 8));
+    }
+    w.set_bits(std::move(packed));
+    w.set_bit_count(static_cast<uint32_t>(report.bits.size()));
+  }
+  return w;
+}
+
+absl::StatusOr<SparseReport> DecodeFeatureReport(const v1::FeatureReport& w,
+                                                 const FeatureMechanism& mech) {
+  if (w.has_spec()) {
+    const v1::MechanismSpec expected = ToWire(mech.spec());
+    if (w.spec().kind() != expected.kind() ||
+        w.spec().epsilon() != expected.epsilon() ||
+        WireParameterString(w.spec()) != WireParameterString(expected)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "report spec (%s, epsilon %g, %s) differs from the campaign's "
+          "(%s, epsilon %g, %s)",
+          v1::MechanismKind_Name(w.spec().kind()), w.spec().epsilon(),
+          WireParameterString(w.spec()),
+          v1::MechanismKind_Name(expected.kind()), expected.epsilon(),
+          WireParameterString(expected)));
+    }
+  }
+  SparseReport r;
+  r.dimension = static_cast<uint32_t>(mech.dimension());
+  r.dense = w.dense();
+  if (w.dense() && w.indices_size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a dense report carries no indices, got ", w.indices_size()));
+  }
+  r.indices.assign(w.indices().begin(), w.indices().end());
+  const size_t count = r.size();
+  if (IsBitMechanism(mech.kind())) {
+    if (w.values_size() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          MechanismName(mech.kind()), " reports bits, got ", w.values_size(),
+          " values"));
+    }
+    if (w.bit_count() != count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bit_count ", w.bit_count(), " differs from the ", count,
+          " reported dimensions"));
+    }
+    if (w.bits().size() != (count + 7) / 8) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bits holds ", w.bits().size(), " bytes, ", count, " bits need ",
+          (count + 7) / 8));
+    }
+    r.bits.resize(count);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(w.bits().data());
+    for (size_t i = 0; i < count; ++i) r.bits[i] = (bytes[i / 8] >> (i % 8)) & 1;
+    if (count % 8 != 0 && (bytes[count / 8] >> (count % 8)) != 0) {
+      return absl::InvalidArgumentError(
+          "padding bits after bit_count must be zero");
+    }
+  } else {
+    if (!w.bits().empty() || w.bit_count() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          MechanismName(mech.kind()), " reports values, got bits"));
+    }
+    if (static_cast<size_t>(w.values_size()) != count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "values holds ", w.values_size(), " entries for ", count,
+          " reported dimensions"));
+    }
+    r.values.assign(w.values().begin(), w.values().end());
+  }
+  RETURN_IF_ERROR(mech.ValidateReport(r));
+  return r;
+}
+
+absl::Status ValidateLabelReport(const v1::LabelReport& w,
+                                 const v1::MechanismSpec& campaign_spec) {
+  if (w.has_spec() &&
+      (w.spec().kind() != campaign_spec.kind() ||
+       w.spec().epsilon() != campaign_spec.epsilon() ||
+       w.spec().dimension() != campaign_spec.dimension())) {
+    return absl::InvalidArgumentError(
+        "label report spec differs from the campaign's");
+  }
+  if (w.label() >= campaign_spec.dimension()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "label ", w.label(), " out of range [0, ", campaign_spec.dimension(),
+        ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateEdgeReport(const v1::EdgeReport& w,
+                                const v1::MechanismSpec& campaign_spec,
+                                uint32_t node_id) {
+  if (w.has_spec() &&
+      (w.spec().kind() != campaign_spec.kind() ||
+       w.spec().epsilon() != campaign_spec.epsilon() ||
+       w.spec().dimension() != campaign_spec.dimension())) {
+    return absl::InvalidArgumentError(
+        "edge report spec differs from the campaign's");
+  }
+  const uint32_t n = campaign_spec.dimension();
+  for (int i = 0; i < w.neighbours_size(); ++i) {
+    const uint32_t u = w.neighbours(i);
+    if (u >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "neighbours[", i, "] = ", u, " out of range [0, ", n, ")"));
+    }
+    if (u == node_id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "neighbours[", i, "] is the reporting node ", node_id));
+    }
+    if (i > 0 && u <= w.neighbours(i - 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "neighbours must be strictly ascending: neighbours[", i, "] = ", u,
+          " after ", w.neighbours(i - 1)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ldpgraph::wire
