@@ -1,0 +1,179 @@
+// The curator's durable state: one SQLite database (WAL) under its data
+// directory holding campaigns, answers (reports and refusals), the caps
+// nodes declared, the audit log, sealed messages in transit, and pipeline
+// results. Nothing here knows gRPC; rows hold serialised proto messages
+// where a message is the natural record.
+//
+// Durability: every mutating call is one transaction, committed before it
+// returns OK. With Options::synchronous_full (the default) a commit is on
+// disk when the call returns, so an acknowledgement the curator sends after
+// it survives a crash of the process or the machine.
+//
+// The privacy ledger is not a table: it is derived from the stored answers
+// (a node's spend is the sum of the epsilons of the distinct questions it
+// answered, read from the campaigns' specs), so it can never disagree with
+// what was actually collected, and a restarted curator rebuilds it with
+// ForEachAnswer.
+//
+// Errors: a failure of SQLite becomes INTERNAL, or RESOURCE_EXHAUSTED for a
+// full disk (SQLITE_FULL), with the SQLite message and the operation; the
+// failed transaction is rolled back, so nothing of it is stored.
+//
+// Thread-safe: calls are serialised by an internal mutex. The callbacks
+// (record_for_id, the ForEach functions) run under that mutex, inside the
+// call's transaction or scan: they must not call the store.
+//
+// Two stores on one directory (in one process or two) are serialised by
+// SQLite's file locks, waiting up to 5 s for each other; the curator opens
+// one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace ldpgraph::store {
+
+// One campaign. The store treats `record` (a serialised
+// ldpgraph.v1.Campaign) as opaque but keeps id and state in columns.
+struct CampaignRow {
+  int64_t id = 0;      // assigned by CreateCampaign, 1, 2, ...
+  bool open = true;
+  std::string record;  // serialised v1::Campaign
+};
+
+// One node's answer to one campaign: a report body or a refusal.
+struct AnswerRow {
+  int64_t campaign = 0;
+  uint32_t node = 0;
+  bool refusal = false;
+  std::string payload;  // serialised v1::Report, as received
+  int64_t unix_ms = 0;  // when received; 0 in AppendAnswers: the time of the call
+};
+
+// The outcome of storing one answer.
+enum class AppendOutcome {
+  kStored,     // new; now durable
+  kDuplicate,  // an identical answer (same refusal flag, same payload
+               // bytes) was already stored: nothing changed
+  kConflict,   // a different answer is stored for (campaign, node): kept
+};
+
+struct AuditRow {
+  int64_t sequence = 0;  // assigned by Audit, ascending
+  int64_t unix_ms = 0;   // the time of the Audit call
+  std::string actor;
+  std::string action;
+  std::string details_json;
+};
+
+struct SealedRow {
+  int64_t sequence = 0;  // assigned by PutSealed (ignored there), ascending
+  std::string campaign;
+  uint32_t from_node = 0;
+  uint32_t to_node = 0;
+  std::string ciphertext;
+};
+
+struct ResultRow {
+  int64_t id = 0;  // assigned by AddResult
+  std::string record;  // serialised v1::StageResult
+  std::string matrix_path;  // file under the data directory, or empty
+};
+
+class CuratorStore {
+ public:
+  struct Options {
+    // PRAGMA synchronous=FULL (on disk at commit) or NORMAL (survives a
+    // process crash, not a power cut). FULL by default.
+    bool synchronous_full = true;
+    // Upper bound on the database size in bytes (PRAGMA max_page_count);
+    // 0: none. Writes beyond it fail with RESOURCE_EXHAUSTED, as a full disk
+    // would: tests use it to simulate one. Rounded down to whole pages
+    // (4 KiB); never below the database's current size. Must be >= 0.
+    int64_t max_bytes = 0;
+  };
+
+  // Opens (creating if needed) <dir>/curator.db, in WAL mode, creating the
+  // schema (version 1, kept in PRAGMA user_version). dir must exist:
+  // NOT_FOUND naming it otherwise. INVALID_ARGUMENT for a negative
+  // max_bytes; FAILED_PRECONDITION naming the path and both versions if the
+  // file holds a schema of another version; RESOURCE_EXHAUSTED if the schema
+  // does not fit in max_bytes; INTERNAL naming the path on any other failure.
+  static absl::StatusOr<std::unique_ptr<CuratorStore>> Open(
+      const std::string& dir, Options options);
+  ~CuratorStore();
+
+  // Campaigns. CreateCampaign assigns the id (1, 2, ...; never reused) and
+  // stores the campaign open; record_for_id builds the record once the id is
+  // known (the record embeds it), inside the transaction.
+  absl::StatusOr<int64_t> CreateCampaign(
+      absl::FunctionRef<std::string(int64_t id)> record_for_id);
+  // Replaces the record and state of an existing campaign (NOT_FOUND if
+  // none).
+  absl::Status UpdateCampaign(const CampaignRow& row);
+  // All campaigns, by ascending id.
+  absl::StatusOr<std::vector<CampaignRow>> ListCampaigns();
+
+  // Stores a batch of answers in one transaction and reports each outcome,
+  // in order. Within a batch, a second answer for the same (campaign, node)
+  // is compared with the first, as if stored earlier. All or nothing: on an
+  // error nothing of the batch is stored. The store does not check that the
+  // campaign exists. This is the ingest hot path: batch answers.
+  absl::StatusOr<std::vector<AppendOutcome>> AppendAnswers(
+      const std::vector<AnswerRow>& answers);
+  // Every stored answer of `campaign`, ordered by node. `fn` returning
+  // false stops the scan (still OK).
+  absl::Status ForEachAnswer(int64_t campaign,
+                             absl::FunctionRef<bool(const AnswerRow&)> fn);
+  // Every answer of every campaign, ordered by (campaign, node), for
+  // rebuilding in-memory state.
+  absl::Status ForEachAnswer(absl::FunctionRef<bool(const AnswerRow&)> fn);
+
+  // Caps a node declared (serialised v1::BudgetCaps), replacing any earlier;
+  // one transaction. ForEachCaps: by ascending node.
+  absl::Status PutCaps(const std::vector<std::pair<uint32_t, std::string>>& caps);
+  absl::Status ForEachCaps(
+      absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn);
+
+  // Audit log: append-only; rows are stamped with the time of the call.
+  // ListAudit: rows with sequence > after_sequence, ascending, at most
+  // limit (> 0, INVALID_ARGUMENT otherwise).
+  absl::Status Audit(const std::string& actor, const std::string& action,
+                     const std::string& details_json);
+  absl::StatusOr<std::vector<AuditRow>> ListAudit(int64_t after_sequence,
+                                                  int limit);
+
+  // Sealed messages in transit, stored in order (one transaction).
+  absl::Status PutSealed(const std::vector<SealedRow>& messages);
+  // Messages to any of `to_nodes` with sequence > after, ascending, at most
+  // limit (> 0, INVALID_ARGUMENT otherwise). Nothing is deleted.
+  absl::StatusOr<std::vector<SealedRow>> FetchSealed(
+      const std::vector<uint32_t>& to_nodes, int64_t after, int limit);
+
+  // Pipeline results. AddResult assigns the id (1, 2, ...) and calls
+  // record_for_id with it inside the transaction. ListResults: ascending id.
+  // GetResult: NOT_FOUND for an unknown id.
+  absl::StatusOr<int64_t> AddResult(
+      absl::FunctionRef<std::string(int64_t id)> record_for_id,
+      const std::string& matrix_path);
+  absl::StatusOr<std::vector<ResultRow>> ListResults();
+  absl::StatusOr<ResultRow> GetResult(int64_t id);
+
+  CuratorStore(const CuratorStore&) = delete;
+  CuratorStore& operator=(const CuratorStore&) = delete;
+
+ private:
+  struct Impl;
+  explicit CuratorStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ldpgraph::store

@@ -1,0 +1,599 @@
+#include "server/store/store.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ldpgraph::store {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// A fresh directory under the test's temporary directory, removed with it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "/store_test_XXXXXX";
+    char* made = mkdtemp(pattern.data());
+    EXPECT_NE(made, nullptr) << "mkdtemp " << pattern;
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::unique_ptr<CuratorStore> OpenOrDie(const std::string& dir,
+                                        CuratorStore::Options options = {}) {
+  auto store = CuratorStore::Open(dir, options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+AnswerRow Answer(int64_t campaign, uint32_t node, std::string payload,
+                 bool refusal = false) {
+  AnswerRow row;
+  row.campaign = campaign;
+  row.node = node;
+  row.refusal = refusal;
+  row.payload = std::move(payload);
+  row.unix_ms = 1000 + node;
+  return row;
+}
+
+std::vector<AnswerRow> AllAnswers(CuratorStore& store) {
+  std::vector<AnswerRow> rows;
+  absl::Status status = store.ForEachAnswer([&](const AnswerRow& row) {
+    rows.push_back(row);
+    return true;
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  return rows;
+}
+
+// (campaign, node) of each row, for compact comparisons.
+std::vector<std::pair<int64_t, uint32_t>> Keys(
+    const std::vector<AnswerRow>& rows) {
+  std::vector<std::pair<int64_t, uint32_t>> keys;
+  for (const AnswerRow& row : rows) keys.emplace_back(row.campaign, row.node);
+  return keys;
+}
+
+TEST(CuratorStoreTest, CreatesListsAndUpdatesCampaigns) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto first = store->CreateCampaign(
+      [](int64_t id) { return absl::StrCat("campaign-", id); });
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = store->CreateCampaign(
+      [](int64_t id) { return absl::StrCat("campaign-", id); });
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*first, 1);
+  EXPECT_EQ(*second, 2);
+
+  auto campaigns = store->ListCampaigns();
+  ASSERT_TRUE(campaigns.ok()) << campaigns.status();
+  ASSERT_EQ(campaigns->size(), 2u);
+  EXPECT_EQ((*campaigns)[0].id, 1);
+  EXPECT_TRUE((*campaigns)[0].open);
+  EXPECT_EQ((*campaigns)[0].record, "campaign-1");
+  EXPECT_EQ((*campaigns)[1].id, 2);
+  EXPECT_EQ((*campaigns)[1].record, "campaign-2");
+
+  ASSERT_TRUE(store->UpdateCampaign(CampaignRow{2, false, "closed-2"}).ok());
+  campaigns = store->ListCampaigns();
+  ASSERT_TRUE(campaigns.ok());
+  EXPECT_TRUE((*campaigns)[0].open);
+  EXPECT_FALSE((*campaigns)[1].open);
+  EXPECT_EQ((*campaigns)[1].record, "closed-2");
+}
+
+TEST(CuratorStoreTest, UpdateUnknownCampaignIsNotFound) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  absl::Status status = store->UpdateCampaign(CampaignRow{7, true, "x"});
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr("7"));
+}
+
+TEST(CuratorStoreTest, CampaignRecordMayHoldAnyBytes) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  const std::string bytes("\0\x01\xff\0", 4);
+  ASSERT_TRUE(store->CreateCampaign([&](int64_t) { return bytes; }).ok());
+  ASSERT_TRUE(
+      store->CreateCampaign([](int64_t) { return std::string(); }).ok());
+  auto campaigns = store->ListCampaigns();
+  ASSERT_TRUE(campaigns.ok());
+  EXPECT_EQ((*campaigns)[0].record, bytes);
+  EXPECT_EQ((*campaigns)[1].record, "");
+}
+
+TEST(CuratorStoreTest, AppendAnswersReportsStoredDuplicateConflict) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto outcomes = store->AppendAnswers(
+      {Answer(1, 5, "five"), Answer(1, 6, "six"), Answer(2, 5, "")});
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kStored, AppendOutcome::kStored,
+                          AppendOutcome::kStored));
+
+  outcomes = store->AppendAnswers({
+      Answer(1, 5, "five"),                // resend
+      Answer(1, 6, "SIX"),                 // other payload
+      Answer(2, 5, ""),                    // resend of an empty payload
+      Answer(2, 6, "", /*refusal=*/true),  // new refusal
+  });
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kDuplicate, AppendOutcome::kConflict,
+                          AppendOutcome::kDuplicate, AppendOutcome::kStored));
+
+  // A refusal is not the same answer as a report with the same bytes.
+  outcomes = store->AppendAnswers({Answer(2, 5, "", /*refusal=*/true)});
+  ASSERT_TRUE(outcomes.ok());
+  EXPECT_THAT(*outcomes, ElementsAre(AppendOutcome::kConflict));
+
+  // The conflicting answers changed nothing.
+  std::vector<AnswerRow> rows = AllAnswers(*store);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[1].payload, "six");
+  EXPECT_FALSE(rows[2].refusal);
+  EXPECT_TRUE(rows[3].refusal);
+}
+
+TEST(CuratorStoreTest, DuplicateAndConflictWithinOneBatch) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto outcomes = store->AppendAnswers({
+      Answer(1, 1, "a"),
+      Answer(1, 1, "a"),
+      Answer(1, 1, "b"),
+      Answer(1, 2, "c"),
+  });
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kStored, AppendOutcome::kDuplicate,
+                          AppendOutcome::kConflict, AppendOutcome::kStored));
+  std::vector<AnswerRow> rows = AllAnswers(*store);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].payload, "a");
+}
+
+TEST(CuratorStoreTest, AnswersKeepAllFieldsAndStampZeroTime) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  const std::string payload("\0binary\xff", 8);
+  AnswerRow stamped = Answer(3, 4000000000u, payload);
+  stamped.unix_ms = 0;
+  const int64_t before = absl::ToUnixMillis(absl::Now());
+  ASSERT_TRUE(
+      store->AppendAnswers({Answer(3, 1, "x", /*refusal=*/true), stamped})
+          .ok());
+  const int64_t after = absl::ToUnixMillis(absl::Now());
+  std::vector<AnswerRow> rows = AllAnswers(*store);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].campaign, 3);
+  EXPECT_EQ(rows[0].node, 1u);
+  EXPECT_TRUE(rows[0].refusal);
+  EXPECT_EQ(rows[0].payload, "x");
+  EXPECT_EQ(rows[0].unix_ms, 1001);
+  EXPECT_EQ(rows[1].node, 4000000000u);  // a uint32 above INT32_MAX
+  EXPECT_FALSE(rows[1].refusal);
+  EXPECT_EQ(rows[1].payload, payload);
+  EXPECT_GE(rows[1].unix_ms, before);
+  EXPECT_LE(rows[1].unix_ms, after);
+}
+
+TEST(CuratorStoreTest, EmptyBatchIsOk) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto outcomes = store->AppendAnswers({});
+  ASSERT_TRUE(outcomes.ok());
+  EXPECT_THAT(*outcomes, IsEmpty());
+}
+
+TEST(CuratorStoreTest, ForEachAnswerOrdersByCampaignAndNodeAndStops) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store
+                  ->AppendAnswers({Answer(2, 9, "a"), Answer(1, 7, "b"),
+                                   Answer(2, 3, "c"), Answer(1, 2, "d"),
+                                   Answer(3, 1, "e")})
+                  .ok());
+  EXPECT_THAT(Keys(AllAnswers(*store)),
+              ElementsAre(std::pair<int64_t, uint32_t>{1, 2},
+                          std::pair<int64_t, uint32_t>{1, 7},
+                          std::pair<int64_t, uint32_t>{2, 3},
+                          std::pair<int64_t, uint32_t>{2, 9},
+                          std::pair<int64_t, uint32_t>{3, 1}));
+
+  std::vector<uint32_t> nodes;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer(2,
+                                  [&](const AnswerRow& row) {
+                                    EXPECT_EQ(row.campaign, 2);
+                                    nodes.push_back(row.node);
+                                    return true;
+                                  })
+                  .ok());
+  EXPECT_THAT(nodes, ElementsAre(3u, 9u));
+
+  // Early stop, in both forms; the store is usable afterwards (the scan's
+  // statement was reset).
+  int seen = 0;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer([&](const AnswerRow&) {
+                    ++seen;
+                    return seen < 2;
+                  })
+                  .ok());
+  EXPECT_EQ(seen, 2);
+  seen = 0;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer(1,
+                                  [&](const AnswerRow&) {
+                                    ++seen;
+                                    return false;
+                                  })
+                  .ok());
+  EXPECT_EQ(seen, 1);
+  ASSERT_TRUE(store->AppendAnswers({Answer(4, 1, "f")}).ok());
+  EXPECT_EQ(AllAnswers(*store).size(), 6u);
+}
+
+TEST(CuratorStoreTest, StateSurvivesCloseAndReopen) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(
+        store->CreateCampaign([](int64_t id) { return absl::StrCat("c", id); })
+            .ok());
+    ASSERT_TRUE(
+        store->AppendAnswers({Answer(1, 1, "one"), Answer(1, 2, "two")}).ok());
+    ASSERT_TRUE(store->PutCaps({{1, "caps1"}}).ok());
+    ASSERT_TRUE(store->Audit("admin", "create", "{}").ok());
+  }
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto campaigns = store->ListCampaigns();
+  ASSERT_TRUE(campaigns.ok());
+  ASSERT_EQ(campaigns->size(), 1u);
+  EXPECT_EQ((*campaigns)[0].record, "c1");
+  std::vector<AnswerRow> rows = AllAnswers(*store);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].payload, "one");
+  EXPECT_EQ(rows[1].payload, "two");
+  // A resend after the restart still gets its acknowledgement.
+  auto outcomes = store->AppendAnswers({Answer(1, 2, "two")});
+  ASSERT_TRUE(outcomes.ok());
+  EXPECT_THAT(*outcomes, ElementsAre(AppendOutcome::kDuplicate));
+  // Ids continue.
+  auto next = store->CreateCampaign([](int64_t) { return std::string(); });
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, 2);
+  auto audit = store->ListAudit(0, 10);
+  ASSERT_TRUE(audit.ok());
+  EXPECT_EQ(audit->size(), 1u);
+}
+
+TEST(CuratorStoreTest, PutCapsReplaces) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->PutCaps({{7, "seven"}, {3, "three"}}).ok());
+  ASSERT_TRUE(store->PutCaps({{7, "SEVEN"}}).ok());
+  std::vector<std::pair<uint32_t, std::string>> caps;
+  ASSERT_TRUE(store
+                  ->ForEachCaps([&](uint32_t node, const std::string& c) {
+                    caps.emplace_back(node, c);
+                  })
+                  .ok());
+  EXPECT_THAT(caps, ElementsAre(std::pair<uint32_t, std::string>{3, "three"},
+                                std::pair<uint32_t, std::string>{7, "SEVEN"}));
+}
+
+TEST(CuratorStoreTest, AuditIsAscendingAndPaged) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  const int64_t before = absl::ToUnixMillis(absl::Now());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store
+                    ->Audit(absl::StrCat("actor", i), "act",
+                            absl::StrCat("{\"i\":", i, "}"))
+                    .ok());
+  }
+  auto all = store->ListAudit(0, 100);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ((*all)[i].sequence, i + 1);
+    EXPECT_EQ((*all)[i].actor, absl::StrCat("actor", i));
+    EXPECT_EQ((*all)[i].action, "act");
+    EXPECT_EQ((*all)[i].details_json, absl::StrCat("{\"i\":", i, "}"));
+    EXPECT_GE((*all)[i].unix_ms, before);
+  }
+  auto page = store->ListAudit(2, 2);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].sequence, 3);
+  EXPECT_EQ((*page)[1].sequence, 4);
+  page = store->ListAudit(5, 10);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(*page, IsEmpty());
+}
+
+TEST(CuratorStoreTest, ListAuditRejectsNonPositiveLimit) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto page = store->ListAudit(0, 0);
+  EXPECT_EQ(page.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(page.status().message(), HasSubstr("limit"));
+}
+
+TEST(CuratorStoreTest, FetchSealedByRecipientsAfterAndLimit) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  std::vector<SealedRow> messages;
+  for (uint32_t i = 0; i < 10; ++i) {
+    SealedRow m;
+    m.campaign = "c1";
+    m.from_node = 100 + i;
+    m.to_node = i % 3;  // 0,1,2,0,1,2,0,1,2,0
+    m.ciphertext = std::string("\0ct", 3) + std::to_string(i);
+    messages.push_back(m);
+  }
+  ASSERT_TRUE(store->PutSealed(messages).ok());
+
+  auto to_0_and_2 = store->FetchSealed({2, 0}, 0, 100);
+  ASSERT_TRUE(to_0_and_2.ok()) << to_0_and_2.status();
+  std::vector<int64_t> sequences;
+  for (const SealedRow& m : *to_0_and_2) sequences.push_back(m.sequence);
+  EXPECT_THAT(sequences, ElementsAre(1, 3, 4, 6, 7, 9, 10));
+  EXPECT_EQ((*to_0_and_2)[1].campaign, "c1");
+  EXPECT_EQ((*to_0_and_2)[1].from_node, 102u);
+  EXPECT_EQ((*to_0_and_2)[1].to_node, 2u);
+  EXPECT_EQ((*to_0_and_2)[1].ciphertext, std::string("\0ct", 3) + "2");
+
+  auto page = store->FetchSealed({0, 2}, 4, 2);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].sequence, 6);
+  EXPECT_EQ((*page)[1].sequence, 7);
+
+  auto none = store->FetchSealed({5}, 0, 10);
+  ASSERT_TRUE(none.ok());
+  EXPECT_THAT(*none, IsEmpty());
+  none = store->FetchSealed({}, 0, 10);
+  ASSERT_TRUE(none.ok());
+  EXPECT_THAT(*none, IsEmpty());
+  EXPECT_EQ(store->FetchSealed({0}, 0, -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CuratorStoreTest, ResultsAddListGet) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto first = store->AddResult(
+      [](int64_t id) { return absl::StrCat("result-", id); }, "m/1.npy");
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = store->AddResult(
+      [](int64_t id) { return absl::StrCat("result-", id); }, "");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*first, 1);
+  EXPECT_EQ(*second, 2);
+
+  auto all = store->ListResults();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].record, "result-1");
+  EXPECT_EQ((*all)[0].matrix_path, "m/1.npy");
+  EXPECT_EQ((*all)[1].record, "result-2");
+  EXPECT_EQ((*all)[1].matrix_path, "");
+
+  auto one = store->GetResult(2);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->id, 2);
+  EXPECT_EQ(one->record, "result-2");
+  auto missing = store->GetResult(3);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("3"));
+}
+
+TEST(CuratorStoreTest, OpenMissingDirectoryNamesIt) {
+  TempDir dir;
+  const std::string missing = dir.path() + "/no/such/dir";
+  auto store = CuratorStore::Open(missing, {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(store.status().message(), HasSubstr(missing));
+}
+
+TEST(CuratorStoreTest, OpenRejectsNegativeMaxBytes) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.max_bytes = -1;
+  auto store = CuratorStore::Open(dir.path(), options);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(store.status().message(), HasSubstr("max_bytes"));
+}
+
+TEST(CuratorStoreTest, OpenRejectsOtherSchemaVersion) {
+  TempDir dir;
+  const std::string path = dir.path() + "/curator.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t(x); PRAGMA user_version = 7;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+
+  auto store = CuratorStore::Open(dir.path(), {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+  EXPECT_THAT(store.status().message(), HasSubstr("version 7"));
+  EXPECT_THAT(store.status().message(), HasSubstr("version 1"));
+}
+
+TEST(CuratorStoreTest, OpenRejectsAFileThatIsNotADatabase) {
+  TempDir dir;
+  const std::string path = dir.path() + "/curator.db";
+  FILE* f = fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const std::string junk(8192, 'x');
+  fwrite(junk.data(), 1, junk.size(), f);
+  fclose(f);
+  auto store = CuratorStore::Open(dir.path(), {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(store.status().message(), HasSubstr(path));
+}
+
+TEST(CuratorStoreTest, FullDatabaseIsResourceExhaustedAndStoresNothing) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.max_bytes = 64 * 1024;
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+
+  // Batches of four 2 KiB answers until one fails.
+  const std::string big(2048, 'p');
+  absl::Status failure;
+  std::vector<AnswerRow> failed_batch;
+  uint32_t node = 0;
+  for (int batch = 0; batch < 100 && failure.ok(); ++batch) {
+    std::vector<AnswerRow> answers;
+    for (int i = 0; i < 4; ++i) answers.push_back(Answer(1, node++, big));
+    const size_t before = AllAnswers(*store).size();
+    auto outcomes = store->AppendAnswers(answers);
+    if (!outcomes.ok()) {
+      failure = outcomes.status();
+      failed_batch = answers;
+      // Nothing of the failed batch is stored.
+      EXPECT_EQ(AllAnswers(*store).size(), before);
+    }
+  }
+  ASSERT_FALSE(failure.ok()) << "64 KiB never filled up";
+  EXPECT_EQ(failure.code(), absl::StatusCode::kResourceExhausted) << failure;
+  EXPECT_THAT(failure.message(), HasSubstr("appending answers"));
+  EXPECT_THAT(failure.message(), HasSubstr("full"));
+  for (const AnswerRow& row : AllAnswers(*store)) {
+    EXPECT_LT(row.node, failed_batch.front().node);
+  }
+
+  // Reads still work; the same batch fails again, cleanly.
+  const size_t stored = AllAnswers(*store).size();
+  EXPECT_GT(stored, 0u);
+  auto campaigns = store->ListCampaigns();
+  EXPECT_TRUE(campaigns.ok()) << campaigns.status();
+  auto again = store->AppendAnswers(failed_batch);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(AllAnswers(*store).size(), stored);
+  // A resend of a stored answer is still acknowledged.
+  auto resend = store->AppendAnswers({Answer(1, 0, big)});
+  ASSERT_TRUE(resend.ok()) << resend.status();
+  EXPECT_THAT(*resend, ElementsAre(AppendOutcome::kDuplicate));
+
+  // After a reopen without the limit the stored answers are all there and
+  // the batch fits.
+  store.reset();
+  store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(AllAnswers(*store).size(), stored);
+  auto outcomes = store->AppendAnswers(failed_batch);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_EQ(AllAnswers(*store).size(), stored + failed_batch.size());
+}
+
+// Crash durability: a child process stores a batch, signals that
+// AppendAnswers returned OK, and is killed with SIGKILL; the batch must be
+// there when the parent reopens the store.
+void AppendThenGetKilled(bool synchronous_full) {
+  TempDir dir;
+  std::vector<AnswerRow> batch;
+  for (uint32_t node = 0; node < 50; ++node) {
+    batch.push_back(Answer(1, node, absl::StrCat("report-", node)));
+  }
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    CuratorStore::Options options;
+    options.synchronous_full = synchronous_full;
+    auto store = CuratorStore::Open(dir.path(), options);
+    if (!store.ok()) _exit(2);
+    auto outcomes = (*store)->AppendAnswers(batch);
+    if (!outcomes.ok()) _exit(3);
+    const char byte = 1;
+    if (write(fds[1], &byte, 1) != 1) _exit(4);
+    for (;;) pause();
+  }
+  close(fds[1]);
+  char byte = 0;
+  const ssize_t got = read(fds[0], &byte, 1);
+  close(fds[0]);
+  kill(child, SIGKILL);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_EQ(got, 1) << "the child failed, exit status "
+                    << (WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+  EXPECT_TRUE(WIFSIGNALED(wstatus));
+
+  // The child died with the WAL un-checkpointed.
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/curator.db-wal"));
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  std::vector<AnswerRow> rows = AllAnswers(*store);
+  ASSERT_EQ(rows.size(), batch.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].node, batch[i].node);
+    EXPECT_EQ(rows[i].payload, batch[i].payload);
+  }
+}
+
+TEST(CuratorStoreTest, BatchSurvivesSigkillSynchronousFull) {
+  AppendThenGetKilled(/*synchronous_full=*/true);
+}
+
+TEST(CuratorStoreTest, BatchSurvivesSigkillSynchronousNormal) {
+  AppendThenGetKilled(/*synchronous_full=*/false);
+}
+
+}  // namespace
+}  // namespace ldpgraph::store
