@@ -1,0 +1,487 @@
+#include "common/observability/metrics.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/stopwatch.h"
+
+namespace ldpgraph::observability {
+namespace {
+
+bool IsMetricNameStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         c == ':';
+}
+bool IsLabelNameStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// [a-zA-Z_:][a-zA-Z0-9_:]*
+bool IsValidMetricName(const std::string& name) {
+  if (name.empty() || !IsMetricNameStart(name[0])) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return IsMetricNameStart(c) || IsDigit(c); });
+}
+
+// [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" (reserved for internal use).
+bool IsValidLabelName(const std::string& name) {
+  if (name.empty() || !IsLabelNameStart(name[0])) return false;
+  if (name.size() >= 2 && name[0] == '_' && name[1] == '_') return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return IsLabelNameStart(c) || IsDigit(c); });
+}
+
+// A sample value or an le bound as the text format wants it.
+std::string FormatValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (v == std::trunc(v) && std::fabs(v) < kExactIntegers) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  // Shortest digits that read back exactly: plain decimals from 1e-4 to
+  // 1e21 (0.0005, not 5e-04), exponents outside (1e-05, 1e+300).
+  char buf[64];
+  const double magnitude = std::fabs(v);
+  const std::chars_format format = magnitude >= 1e-4 && magnitude < 1e21
+                                       ? std::chars_format::fixed
+                                       : std::chars_format::general;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, format);
+  if (ec != std::errc()) return "NaN";  // cannot happen with 64 bytes
+  return std::string(buf, end);
+}
+
+void AppendEscaped(const std::string& text, bool escape_quote,
+                   std::string* out) {
+  for (char c : text) {
+    switch (c) {
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '"':
+        out->append(escape_quote ? "\\\"" : "\"");
+        break;
+      default:
+        out->push_back(c);
+    }
+  }
+}
+
+// Adds v to an atomic double. std::atomic<double>::fetch_add is a
+// compare-exchange loop in libstdc++; named here for the reader.
+void AtomicAdd(std::atomic<double>& a, double v) {
+  a.fetch_add(v, std::memory_order_relaxed);
+}
+
+// The child for values in children, made by make() on first use.
+template <typename Child, typename Make>
+Child* FindOrAdd(std::map<LabelValues, std::unique_ptr<Child>>& children,
+                 const LabelValues& values, Make make) {
+  auto it = children.find(values);
+  if (it == children.end()) {
+    it = children.emplace(values, make()).first;
+  }
+  return it->second.get();
+}
+
+// A gauge without labels read through a callback at render time.
+class GaugeCallbackFamily final : public MetricFamily {
+ public:
+  GaugeCallbackFamily(std::string name, std::string help,
+                      std::function<double()> read)
+      : MetricFamily(std::move(name), std::move(help), {}),
+        read_(std::move(read)) {}
+
+  void RenderTo(std::string* out) const override {
+    AppendHeader("gauge", out);
+    absl::StrAppend(out, name(), " ", FormatValue(read_()), "\n");
+  }
+
+ private:
+  const std::function<double()> read_;
+};
+
+absl::Status ValidateNames(const std::string& name,
+                           const std::vector<std::string>& label_names) {
+  if (!IsValidMetricName(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric name \"", name,
+                     "\" does not match [a-zA-Z_:][a-zA-Z0-9_:]*"));
+  }
+  for (size_t i = 0; i < label_names.size(); ++i) {
+    const std::string& label = label_names[i];
+    if (!IsValidLabelName(label)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metric ", name, ": label name \"", label,
+          "\" does not match [a-zA-Z_][a-zA-Z0-9_]* or starts with __"));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (label_names[j] == label) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "metric ", name, ": label name \"", label, "\" repeats"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Unix time the process started: /proc/stat's btime plus /proc/self/stat's
+// starttime (field 22, in clock ticks after boot). nullopt where unreadable.
+std::optional<double> ProcessStartTime() {
+  std::ifstream stat("/proc/self/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return std::nullopt;
+  // The command name (field 2) is in parentheses and may hold spaces.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(line.substr(close + 1));
+  std::string field;
+  // Fields 3..22 follow the parenthesis.
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> field)) return std::nullopt;
+  }
+  const double start_ticks = std::strtod(field.c_str(), nullptr);
+  std::ifstream proc_stat("/proc/stat");
+  while (std::getline(proc_stat, line)) {
+    if (line.rfind("btime ", 0) == 0) {
+      const double boot = std::strtod(line.c_str() + 6, nullptr);
+      const long ticks = sysconf(_SC_CLK_TCK);
+      if (boot <= 0 || ticks <= 0) return std::nullopt;
+      return boot + start_ticks / static_cast<double>(ticks);
+    }
+  }
+  return std::nullopt;
+}
+
+// Resident set size in bytes from /proc/self/statm (its second field, in
+// pages); NaN where unreadable.
+double ResidentMemoryBytes() {
+  std::ifstream statm("/proc/self/statm");
+  double size_pages = 0;
+  double resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return std::nan("");
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return std::nan("");
+  return resident_pages * static_cast<double>(page);
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// --- MetricFamily ------------------------------------------------------------
+
+void MetricFamily::CheckArity(const LabelValues& values) const {
+  if (values.size() == label_names_.size()) return;
+  std::fprintf(stderr,
+               "metric %s: %zu label values given for the %zu labels (%s)\n",
+               name_.c_str(), values.size(), label_names_.size(),
+               absl::StrJoin(label_names_, ",").c_str());
+  std::abort();
+}
+
+void MetricFamily::AppendLabels(const LabelValues& values,
+                                const std::string& extra,
+                                std::string* out) const {
+  if (values.empty() && extra.empty()) return;
+  out->push_back('{');
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    absl::StrAppend(out, label_names_[i], "=\"");
+    AppendEscaped(values[i], /*escape_quote=*/true, out);
+    out->push_back('"');
+  }
+  if (!extra.empty()) {
+    if (!values.empty()) out->push_back(',');
+    out->append(extra);
+  }
+  out->push_back('}');
+}
+
+void MetricFamily::AppendHeader(const char* type, std::string* out) const {
+  absl::StrAppend(out, "# HELP ", name_, " ");
+  AppendEscaped(help_, /*escape_quote=*/false, out);
+  absl::StrAppend(out, "\n# TYPE ", name_, " ", type, "\n");
+}
+
+// --- Counter -----------------------------------------------------------------
+
+void Counter::Child::Increment(double v) {
+  if (!(v >= 0)) return;  // negative or NaN
+  AtomicAdd(value_, v);
+}
+
+Counter::Child* Counter::With(const LabelValues& values) {
+  CheckArity(values);
+  absl::MutexLock lock(&mu_);
+  return FindOrAdd(children_, values, [] { return std::make_unique<Child>(); });
+}
+
+void Counter::RenderTo(std::string* out) const {
+  AppendHeader("counter", out);
+  absl::MutexLock lock(&mu_);
+  for (const auto& [values, child] : children_) {
+    out->append(name());
+    AppendLabels(values, "", out);
+    absl::StrAppend(out, " ", FormatValue(child->Value()), "\n");
+  }
+}
+
+// --- Gauge -------------------------------------------------------------------
+
+void Gauge::Child::Increment(double v) { AtomicAdd(value_, v); }
+
+void Gauge::Child::SetToCurrentTime() { Set(UnixNow()); }
+
+Gauge::Child* Gauge::With(const LabelValues& values) {
+  CheckArity(values);
+  absl::MutexLock lock(&mu_);
+  return FindOrAdd(children_, values, [] { return std::make_unique<Child>(); });
+}
+
+void Gauge::RenderTo(std::string* out) const {
+  AppendHeader("gauge", out);
+  absl::MutexLock lock(&mu_);
+  for (const auto& [values, child] : children_) {
+    out->append(name());
+    AppendLabels(values, "", out);
+    absl::StrAppend(out, " ", FormatValue(child->Value()), "\n");
+  }
+}
+
+// --- Histogram ---------------------------------------------------------------
+
+Histogram::Child::Child(const std::vector<double>* bounds)
+    : bounds_(bounds),
+      counts_(new std::atomic<uint64_t>[bounds->size() + 1]) {
+  for (size_t i = 0; i <= bounds_->size(); ++i) {
+    counts_[i].store(0, std::memory_order_relaxed);
+  }
+}
+
+void Histogram::Child::Observe(double v) {
+  if (std::isnan(v)) return;
+  // First bound >= v; past the end is the +Inf bucket.
+  const size_t bucket =
+      std::lower_bound(bounds_->begin(), bounds_->end(), v) - bounds_->begin();
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  AtomicAdd(sum_, v);
+}
+
+uint64_t Histogram::Child::Count() const {
+  uint64_t total = 0;
+  for (size_t i = 0; i <= bounds_->size(); ++i) {
+    total += counts_[i].load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+std::vector<uint64_t> Histogram::Child::BucketCounts() const {
+  std::vector<uint64_t> counts(bounds_->size() + 1);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    counts[i] = counts_[i].load(std::memory_order_relaxed);
+  }
+  return counts;
+}
+
+Histogram::Child* Histogram::With(const LabelValues& values) {
+  CheckArity(values);
+  absl::MutexLock lock(&mu_);
+  return FindOrAdd(children_, values, [this] {
+    return std::unique_ptr<Child>(new Child(&bounds_));
+  });
+}
+
+void Histogram::RenderTo(std::string* out) const {
+  AppendHeader("histogram", out);
+  std::vector<std::string> le;
+  le.reserve(bounds_.size() + 1);
+  for (double b : bounds_) le.push_back(absl::StrCat("le=\"", FormatValue(b), "\""));
+  le.push_back("le=\"+Inf\"");
+
+  const std::string bucket_name = absl::StrCat(name(), "_bucket");
+  absl::MutexLock lock(&mu_);
+  for (const auto& [values, child] : children_) {
+    // One snapshot of the buckets, so _count equals the +Inf bucket.
+    const std::vector<uint64_t> counts = child->BucketCounts();
+    const double sum = child->Sum();
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      cumulative += counts[i];
+      out->append(bucket_name);
+      AppendLabels(values, le[i], out);
+      absl::StrAppend(out, " ", cumulative, "\n");
+    }
+    absl::StrAppend(out, name(), "_sum");
+    AppendLabels(values, "", out);
+    absl::StrAppend(out, " ", FormatValue(sum), "\n");
+    absl::StrAppend(out, name(), "_count");
+    AppendLabels(values, "", out);
+    absl::StrAppend(out, " ", cumulative, "\n");
+  }
+}
+
+// --- buckets -----------------------------------------------------------------
+
+std::vector<double> LatencySecondsBuckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+          0.25,  0.5,    1,     2.5,  5,     10};
+}
+
+absl::StatusOr<std::vector<double>> ExponentialBuckets(double start,
+                                                       double factor,
+                                                       int count) {
+  if (!(start > 0) || !std::isfinite(start) || !(factor > 1) ||
+      !std::isfinite(factor) || count < 1 || count > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ExponentialBuckets(start=", start, ", factor=", factor,
+        ", count=", count,
+        "): need finite start > 0, finite factor > 1, 1 <= count <= 1000"));
+  }
+  std::vector<double> bounds;
+  bounds.reserve(count);
+  double b = start;
+  for (int i = 0; i < count; ++i, b *= factor) {
+    if (!std::isfinite(b)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ExponentialBuckets(start=", start, ", factor=", factor,
+          ", count=", count, "): bound ", i, " overflows"));
+    }
+    bounds.push_back(b);
+  }
+  return bounds;
+}
+
+// --- MetricsRegistry ---------------------------------------------------------
+
+absl::Status MetricsRegistry::Register(
+    const MetricFamily& family, const std::vector<std::string>& sample_names) {
+  RETURN_IF_ERROR(ValidateNames(family.name(), family.label_names()));
+  for (const std::string& sample : sample_names) {
+    if (std::find(taken_.begin(), taken_.end(), sample) != taken_.end()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "metric ", family.name(), ": the name ", sample,
+          " is already registered"));
+    }
+  }
+  taken_.insert(taken_.end(), sample_names.begin(), sample_names.end());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Counter*> MetricsRegistry::AddCounter(
+    const std::string& name, const std::string& help,
+    const std::vector<std::string>& label_names) {
+  std::unique_ptr<Counter> family(new Counter(name, help, label_names));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Register(*family, {name}));
+  if (label_names.empty()) family->With({});
+  Counter* out = family.get();
+  families_.push_back(std::move(family));
+  return out;
+}
+
+absl::StatusOr<Gauge*> MetricsRegistry::AddGauge(
+    const std::string& name, const std::string& help,
+    const std::vector<std::string>& label_names) {
+  std::unique_ptr<Gauge> family(new Gauge(name, help, label_names));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Register(*family, {name}));
+  if (label_names.empty()) family->With({});
+  Gauge* out = family.get();
+  families_.push_back(std::move(family));
+  return out;
+}
+
+absl::StatusOr<Histogram*> MetricsRegistry::AddHistogram(
+    const std::string& name, const std::string& help,
+    const std::vector<std::string>& label_names, std::vector<double> bounds) {
+  for (const std::string& label : label_names) {
+    if (label == "le") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "histogram ", name, ": the label name le is reserved for buckets"));
+    }
+  }
+  if (!bounds.empty() && std::isinf(bounds.back()) && bounds.back() > 0) {
+    bounds.pop_back();
+  }
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i - 1] < bounds[i]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "histogram ", name, ": bucket bounds must be finite and strictly "
+          "increasing; bound ", i, " is ", FormatValue(bounds[i])));
+    }
+  }
+  std::unique_ptr<Histogram> family(
+      new Histogram(name, help, label_names, std::move(bounds)));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Register(*family, {name, name + "_bucket", name + "_sum",
+                                     name + "_count"}));
+  if (label_names.empty()) family->With({});
+  Histogram* out = family.get();
+  families_.push_back(std::move(family));
+  return out;
+}
+
+absl::Status MetricsRegistry::AddGaugeCallback(const std::string& name,
+                                               const std::string& help,
+                                               std::function<double()> read) {
+  if (!read) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric ", name, ": no callback given"));
+  }
+  auto family =
+      std::make_unique<GaugeCallbackFamily>(name, help, std::move(read));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Register(*family, {name}));
+  families_.push_back(std::move(family));
+  return absl::OkStatus();
+}
+
+std::string MetricsRegistry::Render() const {
+  std::string out;
+  absl::ReaderMutexLock lock(&mu_);
+  for (const auto& family : families_) family->RenderTo(&out);
+  return out;
+}
+
+absl::Status RegisterProcessMetrics(MetricsRegistry& registry) {
+  const double start = ProcessStartTime().value_or(UnixNow());
+  RETURN_IF_ERROR(registry.AddGaugeCallback(
+      "process_start_time_seconds",
+      "Start time of the process since unix epoch in seconds.",
+      [start] { return start; }));
+  return registry.AddGaugeCallback("process_resident_memory_bytes",
+                                   "Resident memory size in bytes.",
+                                   ResidentMemoryBytes);
+}
+
+// --- ScopedTimer -------------------------------------------------------------
+
+double ScopedTimer::Stop() {
+  if (stopped_) return 0;
+  stopped_ = true;
+  const double seconds = SecondsSince(start_);
+  if (child_ != nullptr) child_->Observe(seconds);
+  return seconds;
+}
+
+}  // namespace ldpgraph::observability

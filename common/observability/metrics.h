@@ -1,0 +1,285 @@
+// Prometheus metrics for the curator and the agent hosts: counters, gauges
+// and histograms in labelled families, rendered in the Prometheus text
+// exposition format 0.0.4 (architecture.md, "Observability").
+//
+// Registration happens once at startup with constant names and returns a
+// family; a family hands out one child per tuple of label values:
+//
+//   ASSIGN_OR_RETURN(Counter* reports,
+//                    registry.AddCounter("ldpgraph_reports_received_total",
+//                                        "Reports received.", {"mechanism"}));
+//   Counter::Child* hds = reports->With({"hds"});  // keep it: cheap hot path
+//   hds->Increment();
+//
+// Updating a child is lock-free (relaxed atomics); With() takes the family's
+// lock and is meant for setup or for rare, bounded label sets. Label values
+// must come from a small bounded set (mechanism names, status codes): every
+// distinct tuple is a child that lives as long as the registry.
+//
+// No gRPC and no HTTP here; http_endpoint.h serves Render() over HTTP.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace ldpgraph::observability {
+
+// One value per label name of a family, in the order the names were given.
+using LabelValues = std::vector<std::string>;
+
+// What every family has in common. Not used directly: see Counter, Gauge and
+// Histogram. Thread-safe.
+class MetricFamily {
+ public:
+  virtual ~MetricFamily() = default;
+  MetricFamily(const MetricFamily&) = delete;
+  MetricFamily& operator=(const MetricFamily&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& help() const { return help_; }
+  const std::vector<std::string>& label_names() const { return label_names_; }
+
+  // Appends this family's # HELP, # TYPE and sample lines to *out, children
+  // sorted by their label values.
+  virtual void RenderTo(std::string* out) const = 0;
+
+ protected:
+  MetricFamily(std::string name, std::string help,
+               std::vector<std::string> label_names)
+      : name_(std::move(name)),
+        help_(std::move(help)),
+        label_names_(std::move(label_names)) {}
+
+  // Stops the process with a message naming the family if values does not
+  // have one value per label name: a programming error fixed at the call
+  // site, never a matter of input.
+  void CheckArity(const LabelValues& values) const;
+  // Appends `{name="value",...}` (nothing for a family without labels); extra
+  // is a last label already formatted (the histogram's le), or empty.
+  void AppendLabels(const LabelValues& values, const std::string& extra,
+                    std::string* out) const;
+  void AppendHeader(const char* type, std::string* out) const;
+
+  mutable absl::Mutex mu_;
+
+ private:
+  const std::string name_;
+  const std::string help_;
+  const std::vector<std::string> label_names_;
+};
+
+// A family of monotonically increasing counters.
+class Counter final : public MetricFamily {
+ public:
+  // One counter. Thread-safe and lock-free; lives as long as the registry.
+  class Child {
+   public:
+    // Adds v. v must be >= 0: a negative or NaN v is ignored, since a
+    // counter that went down would read as a restart.
+    void Increment(double v = 1);
+    double Value() const { return value_.load(std::memory_order_relaxed); }
+
+   private:
+    std::atomic<double> value_{0};
+  };
+
+  // The child for values, created at 0 on first use; the same pointer on
+  // every call. Stops the process if values.size() != label_names().size().
+  Child* With(const LabelValues& values) ABSL_LOCKS_EXCLUDED(mu_);
+
+  void RenderTo(std::string* out) const override ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class MetricsRegistry;
+  using MetricFamily::MetricFamily;
+  std::map<LabelValues, std::unique_ptr<Child>> children_ ABSL_GUARDED_BY(mu_);
+};
+
+// A family of values that go up and down.
+class Gauge final : public MetricFamily {
+ public:
+  // One gauge. Thread-safe and lock-free; lives as long as the registry.
+  class Child {
+   public:
+    void Set(double v) { value_.store(v, std::memory_order_relaxed); }
+    void Increment(double v = 1);
+    void Decrement(double v = 1) { Increment(-v); }
+    // Sets the gauge to the current Unix time in seconds.
+    void SetToCurrentTime();
+    double Value() const { return value_.load(std::memory_order_relaxed); }
+
+   private:
+    std::atomic<double> value_{0};
+  };
+
+  // As Counter::With.
+  Child* With(const LabelValues& values) ABSL_LOCKS_EXCLUDED(mu_);
+
+  void RenderTo(std::string* out) const override ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class MetricsRegistry;
+  using MetricFamily::MetricFamily;
+  std::map<LabelValues, std::unique_ptr<Child>> children_ ABSL_GUARDED_BY(mu_);
+};
+
+// A family of histograms sharing one set of bucket upper bounds.
+class Histogram final : public MetricFamily {
+ public:
+  // One histogram. Observe is thread-safe and lock-free; lives as long as
+  // the registry. A render taken while observations land may see a sum that
+  // lags the counts by those observations; the buckets and _count always
+  // agree with each other.
+  class Child {
+   public:
+    // Counts v in the first bucket whose upper bound is >= v (the +Inf
+    // bucket past the last bound) and adds it to the sum. NaN is ignored.
+    void Observe(double v);
+    // Observations so far, and their sum.
+    uint64_t Count() const;
+    double Sum() const { return sum_.load(std::memory_order_relaxed); }
+    // Observations per bucket, not cumulative; the last is the +Inf bucket.
+    std::vector<uint64_t> BucketCounts() const;
+
+   private:
+    friend class Histogram;
+    explicit Child(const std::vector<double>* bounds);
+    const std::vector<double>* bounds_;  // the family's, without +Inf
+    std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_->size() + 1
+    std::atomic<double> sum_{0};
+  };
+
+  // As Counter::With.
+  Child* With(const LabelValues& values) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The upper bounds given at registration, strictly increasing, without the
+  // implicit +Inf.
+  const std::vector<double>& bounds() const { return bounds_; }
+
+  void RenderTo(std::string* out) const override ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class MetricsRegistry;
+  Histogram(std::string name, std::string help,
+            std::vector<std::string> label_names, std::vector<double> bounds)
+      : MetricFamily(std::move(name), std::move(help), std::move(label_names)),
+        bounds_(std::move(bounds)) {}
+  const std::vector<double> bounds_;
+  std::map<LabelValues, std::unique_ptr<Child>> children_ ABSL_GUARDED_BY(mu_);
+};
+
+// Bucket bounds for latencies in seconds, 1 ms to 10 s (the Prometheus
+// clients' defaults with 1 ms and 2.5 ms added).
+std::vector<double> LatencySecondsBuckets();
+
+// count bounds start, start*factor, start*factor^2, ...
+// INVALID_ARGUMENT unless start > 0 and finite, factor > 1 and finite and
+// 1 <= count <= 1000.
+absl::StatusOr<std::vector<double>> ExponentialBuckets(double start,
+                                                       double factor,
+                                                       int count);
+
+// The families of one process, rendered in the order they were registered.
+// Thread-safe: families may be added while another thread renders. Owns its
+// families and their children; the pointers it returns stay valid, at the
+// same address, until the registry is destroyed.
+class MetricsRegistry {
+ public:
+  MetricsRegistry() = default;
+  MetricsRegistry(const MetricsRegistry&) = delete;
+  MetricsRegistry& operator=(const MetricsRegistry&) = delete;
+
+  // Registers a family. Errors, each naming the offending name:
+  //  INVALID_ARGUMENT if name does not match [a-zA-Z_:][a-zA-Z0-9_:]*, a label
+  //    name does not match [a-zA-Z_][a-zA-Z0-9_]* or starts with "__", or a
+  //    label name repeats;
+  //  ALREADY_EXISTS if name, or a sample name the family would write (for a
+  //    histogram: name_bucket, name_sum, name_count), is taken already.
+  // A family without labels starts with its one child at 0, so it is
+  // rendered before its first update.
+  absl::StatusOr<Counter*> AddCounter(const std::string& name,
+                                      const std::string& help,
+                                      const std::vector<std::string>& label_names)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Gauge*> AddGauge(const std::string& name,
+                                  const std::string& help,
+                                  const std::vector<std::string>& label_names)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // As AddCounter; also INVALID_ARGUMENT if a label is named "le" or the
+  // bounds are not strictly increasing and free of NaN. A last bound of +Inf
+  // is dropped (the +Inf bucket is always there); any other infinity is
+  // rejected. Empty bounds are allowed: only the +Inf bucket.
+  absl::StatusOr<Histogram*> AddHistogram(
+      const std::string& name, const std::string& help,
+      const std::vector<std::string>& label_names, std::vector<double> bounds)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A gauge without labels whose value is read(), called at every Render on
+  // the rendering thread. read must be thread-safe and must not call into
+  // this registry. Errors as AddGauge.
+  absl::Status AddGaugeCallback(const std::string& name,
+                                const std::string& help,
+                                std::function<double()> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The text exposition format 0.0.4: for every family in registration
+  // order its # HELP and # TYPE lines, then its samples. HELP text escapes
+  // backslash and newline; label values escape backslash, double quote and
+  // newline. Values print as integers when they are whole and below 2^53,
+  // otherwise in the shortest digits that read back exactly (plain decimals
+  // from 1e-4 to 1e21, an exponent outside: 0.0005, 1e-05); +Inf, -Inf, NaN.
+  std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Checks the names, reserves the sample names, then stores the family.
+  absl::Status Register(const MetricFamily& family,
+                        const std::vector<std::string>& sample_names)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<MetricFamily>> families_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> taken_ ABSL_GUARDED_BY(mu_);  // sample names
+};
+
+// Registers the standard process metrics on registry:
+//  process_start_time_seconds     Unix time the process started (from
+//                                 /proc/self/stat and /proc/stat; the time of
+//                                 this call where those cannot be read);
+//  process_resident_memory_bytes  resident set size, read from
+//                                 /proc/self/statm at every render (NaN where
+//                                 it cannot be read).
+// Errors as AddGauge (ALREADY_EXISTS when called twice).
+absl::Status RegisterProcessMetrics(MetricsRegistry& registry);
+
+// Observes the seconds between its construction and its destruction (or
+// Stop) into a histogram child. A null child makes it a no-op. Not
+// thread-safe; one per timed operation.
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(Histogram::Child* child)
+      : child_(child), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() { Stop(); }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+  // Observes the elapsed seconds now and returns them; later calls and the
+  // destructor observe nothing more and return 0.
+  double Stop();
+
+ private:
+  Histogram::Child* child_;
+  const std::chrono::steady_clock::time_point start_;
+  bool stopped_ = false;
+};
+
+}  // namespace ldpgraph::observability
