@@ -85,6 +85,29 @@ absl::StatusOr<Answered> PrivacyBudget::Answer(
   return Answered{std::move(answer), /*from_memo=*/false, key.epsilon};
 }
 
+absl::Status PrivacyBudget::Restore(const QueryKey& key, MemoEntry entry) {
+  RETURN_IF_ERROR(CheckPositive("epsilon", key.epsilon));
+  if (entry.epsilon != key.epsilon) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "restored entry costs %.17g but its question %s costs %.17g",
+        entry.epsilon, key.Canonical(), key.epsilon));
+  }
+  std::string canonical = key.Canonical();
+  absl::MutexLock lock(&mu_);
+  if (auto it = memo_.find(canonical); it != memo_.end()) {
+    if (it->second.answer == entry.answer &&
+        it->second.epsilon == entry.epsilon) {
+      return absl::OkStatus();
+    }
+    return absl::AlreadyExistsError(absl::StrCat(
+        "a different answer to ", canonical, " is already in the memo"));
+  }
+  memo_.emplace(std::move(canonical), std::move(entry));
+  total_spent_ += key.epsilon;
+  spent_[key.attribute] += key.epsilon;
+  return absl::OkStatus();
+}
+
 double PrivacyBudget::spent() const {
   absl::MutexLock lock(&mu_);
   return total_spent_;

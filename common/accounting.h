@@ -15,6 +15,10 @@
 // question is refused (RESOURCE_EXHAUSTED) if it would take spent() over the
 // total cap or spent(attribute) over that attribute's cap. Sums are compared
 // with a relative slack of 1e-9, so ten questions of 0.1 fit a cap of 1.
+//
+// Durability is the caller's: an agent host persists each fresh answer
+// before it releases it and hands the stored answers back through Restore
+// when it restarts (client/agent_state.h).
 #pragma once
 
 #include <map>
@@ -76,6 +80,19 @@ class PrivacyBudget {
   absl::StatusOr<Answered> Answer(
       const QueryKey& key,
       absl::FunctionRef<absl::StatusOr<std::string>()> perturb);
+
+  // Records a question answered before this budget existed (read back from
+  // an agent's durable memo at startup): stores entry under key and charges
+  // entry.epsilon, WITHOUT perturbing and WITHOUT checking the caps. What was
+  // revealed was revealed: a restore may leave spent() above a cap (the caps
+  // were lowered since, say), after which every new question is refused
+  // while the memo still answers the restored ones.
+  // INVALID_ARGUMENT if key.epsilon is not finite and > 0 or differs from
+  // entry.epsilon. Idempotent: restoring a key already in the memo (restored
+  // or answered) with an identical entry (same answer, same epsilon) is OK
+  // and charges nothing; a different entry for it is ALREADY_EXISTS and
+  // changes nothing.
+  absl::Status Restore(const QueryKey& key, MemoEntry entry);
 
   // OK if a new question of this cost about attribute would be allowed now.
   absl::Status CanSpend(const std::string& attribute, double epsilon) const;

@@ -163,6 +163,103 @@ TEST(PrivacyBudgetTest, RejectsNonPositiveEpsilon) {
   EXPECT_THAT(r.status().message(), HasSubstr("epsilon must be finite and > 0"));
 }
 
+TEST(PrivacyBudgetTest, RestoreChargesAndAnswersFromTheMemo) {
+  auto budget = MakeBudget(5.0, {{"label", 2.0}});
+  ASSERT_TRUE(budget->Restore(Key("features", 1.5), MemoEntry{"old-f", 1.5}).ok());
+  ASSERT_TRUE(budget->Restore(Key("label", 0.5), MemoEntry{"old-l", 0.5}).ok());
+  EXPECT_DOUBLE_EQ(budget->spent(), 2.0);
+  EXPECT_DOUBLE_EQ(budget->spent("features"), 1.5);
+  EXPECT_DOUBLE_EQ(budget->spent("label"), 0.5);
+  int calls = 0;
+  auto perturb = [&]() -> absl::StatusOr<std::string> {
+    ++calls;
+    return "fresh";
+  };
+  auto again = budget->Answer(Key("features", 1.5), perturb);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->from_memo);
+  EXPECT_EQ(again->answer, "old-f");
+  EXPECT_EQ(again->charged, 0.0);
+  EXPECT_EQ(calls, 0);
+  auto lookup = budget->Lookup(Key("label", 0.5));
+  ASSERT_TRUE(lookup.has_value());
+  EXPECT_EQ(lookup->answer, "old-l");
+  EXPECT_EQ(lookup->epsilon, 0.5);
+  // Restored spend counts against the caps of new questions.
+  auto refused = budget->Answer(Key("label", 1.6), perturb);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("spent 0.5"));
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(PrivacyBudgetTest, RestoreIgnoresCapsThenRefusesEveryNewQuestion) {
+  auto budget = MakeBudget(1.0, {{"label", 0.5}});
+  // The caps were lowered after these answers left the agent: restoring them
+  // must not fail, and leaves the node over its caps.
+  ASSERT_TRUE(budget->Restore(Key("features", 0.75), MemoEntry{"a", 0.75}).ok());
+  ASSERT_TRUE(budget->Restore(Key("label", 0.75), MemoEntry{"b", 0.75}).ok());
+  EXPECT_DOUBLE_EQ(budget->spent(), 1.5);
+  EXPECT_DOUBLE_EQ(budget->spent("label"), 0.75);
+  int calls = 0;
+  auto perturb = [&]() -> absl::StatusOr<std::string> {
+    ++calls;
+    return "x";
+  };
+  for (const char* attribute : {"features", "label", "edges"}) {
+    auto r = budget->Answer(Key(attribute, 0.01), perturb);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+        << attribute;
+  }
+  EXPECT_EQ(calls, 0);
+  EXPECT_DOUBLE_EQ(budget->spent(), 1.5);
+  // The restored questions are still answered, for free.
+  auto memo = budget->Answer(Key("label", 0.75), perturb);
+  ASSERT_TRUE(memo.ok()) << memo.status();
+  EXPECT_EQ(memo->answer, "b");
+}
+
+TEST(PrivacyBudgetTest, RestoringAnIdenticalEntryTwiceChargesOnce) {
+  auto budget = MakeBudget(1.0);
+  ASSERT_TRUE(budget->Restore(Key("features", 0.5), MemoEntry{"a", 0.5}).ok());
+  ASSERT_TRUE(budget->Restore(Key("features", 0.5), MemoEntry{"a", 0.5}).ok());
+  EXPECT_DOUBLE_EQ(budget->spent(), 0.5);
+}
+
+TEST(PrivacyBudgetTest, RestoringAfterAnIdenticalAnswerChargesNothing) {
+  auto budget = MakeBudget(1.0);
+  auto perturb = []() -> absl::StatusOr<std::string> { return "a"; };
+  ASSERT_TRUE(budget->Answer(Key("features", 0.5), perturb).ok());
+  ASSERT_TRUE(budget->Restore(Key("features", 0.5), MemoEntry{"a", 0.5}).ok());
+  EXPECT_DOUBLE_EQ(budget->spent(), 0.5);
+}
+
+TEST(PrivacyBudgetTest, RestoreRejectsADifferentAnswerToAStoredQuestion) {
+  auto budget = MakeBudget(1.0);
+  ASSERT_TRUE(budget->Restore(Key("features", 0.5), MemoEntry{"a", 0.5}).ok());
+  absl::Status s = budget->Restore(Key("features", 0.5), MemoEntry{"b", 0.5});
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(s.message(), HasSubstr("a different answer to features|hds|"));
+  EXPECT_DOUBLE_EQ(budget->spent(), 0.5);
+  EXPECT_EQ(budget->Lookup(Key("features", 0.5))->answer, "a");
+}
+
+TEST(PrivacyBudgetTest, RestoreRejectsAnEntryCostingOtherThanItsKey) {
+  auto budget = MakeBudget(1.0);
+  absl::Status s = budget->Restore(Key("features", 0.5), MemoEntry{"a", 0.25});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("restored entry costs 0.25"));
+  EXPECT_EQ(budget->spent(), 0.0);
+  EXPECT_FALSE(budget->Lookup(Key("features", 0.5)).has_value());
+}
+
+TEST(PrivacyBudgetTest, RestoreRejectsNonPositiveEpsilon) {
+  auto budget = MakeBudget(1.0);
+  absl::Status s = budget->Restore(Key("features", -1.0), MemoEntry{"a", -1.0});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("epsilon must be finite and > 0"));
+  EXPECT_EQ(budget->spent(), 0.0);
+}
+
 TEST(PrivacyBudgetTest, KeyFromMechanismIncludesParametersAndEpsilon) {
   MechanismSpec spec;
   spec.kind = MechanismKind::kHds;

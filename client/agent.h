@@ -1,0 +1,256 @@
+// The agent: everything one logical agent (one graph node) does with its
+// private record, and a shard of them as one agent host runs them. No
+// network code: the gRPC agent host adapts tasks and reports to these calls.
+//
+// A NodeAgent holds its node's record (features, label, neighbours), its
+// PrivacyBudget (caps from its AgentPolicy) and its own RandomSource. For
+// each task it checks the task against its record and policy, then answers
+// through the budget: a new question is checked against the caps, perturbed
+// with fresh randomness and charged; a repeated identical question (same
+// attribute, mechanism, parameters and epsilon, in any campaign) gets the
+// stored answer, with no fresh randomness and no spend (architecture.md,
+// "Parties and trust"). A task it cannot or will not answer gets a report
+// carrying a Refusal with the reason; a refusal spends nothing.
+//
+// Memo format: the answer a budget stores (MemoRow::answer, the agent.db
+// column) is a serialised v1::Report holding only its body (features, label
+// or edges; spec unset, "the campaign's applies"): no campaign_id, no
+// node_id. A reply sets those two fields on a copy, so a memo hit under a
+// new campaign carries the identical body.
+//
+// An AgentShard runs many NodeAgents over one AgentStateStore (agent.db)
+// and is what an agent host serves: it restores every node's memo at
+// startup and makes each new answer durable before any report of the task
+// leaves it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "client/agent_state.h"
+#include "common/accounting.h"
+#include "common/dataset/dataset.h"
+#include "common/random.h"
+#include "ldpgraph/v1/agent.pb.h"
+
+namespace ldpgraph::agent {
+
+// One node's private record: the only place raw data exists.
+struct NodeRecord {
+  uint32_t node = 0;
+  // Dense feature vector, already scaled to the public range the campaigns
+  // name (mechanisms clip to it anyway). Finite values. Empty: the node
+  // holds no features (feature tasks are refused with NO_DATA).
+  std::vector<double> features;
+  // The class label, if the node has one (>= 0).
+  std::optional<int> label;
+  // Neighbours, strictly ascending, never the node itself.
+  std::vector<uint32_t> neighbours;
+};
+
+// A node's own privacy policy.
+struct AgentPolicy {
+  // The most epsilon the node ever spends, in total and per attribute.
+  BudgetCaps caps;
+  // The attributes the node answers about; a task about another gets a
+  // POLICY refusal. Names as in wire::AttributeName.
+  std::set<std::string> attributes = {"features", "label", "edges"};
+
+  // INVALID_ARGUMENT if a cap is not finite and > 0, or a cap or an
+  // allowed attribute names something other than features, label, edges
+  // (a misspelt cap would silently not apply). An empty attributes set is
+  // valid: the node refuses every task.
+  absl::Status Validate() const;
+};
+
+// The seed of node's noise stream in a seeded simulation:
+//   s = mix(seed ^ 0x6e6f697365763031)            ("noisev01")
+//   NodeNoiseSeed = mix(s + 0x9e3779b97f4a7c15 * (node + 1))
+// where mix is the splitmix64 finaliser
+//   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+//   z = (z ^ (z >> 27)) * 0x94d049bb133111eb;  return z ^ (z >> 31).
+// Distinct nodes get distinct seeds (mix is a bijection), and the constant
+// separates these streams from the dataset generator's, which use the same
+// construction without it. A simulation's curator-side check can recompute
+// a node's report by perturbing its record with
+// SeededRandomForTesting(NodeNoiseSeed(seed, node)).
+uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node);
+
+// The randomness of one logical agent: SecureRandom without a seed (the only
+// differentially private choice); with a seed, SeededRandomForTesting
+// (NodeNoiseSeed(seed, node)), reproducible and NOT private (callers print
+// kSeededWarning). INTERNAL if OpenSSL cannot produce random bytes.
+absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
+    std::optional<uint64_t> seed, uint32_t node);
+
+// One logical agent. Thread-safe: the record is immutable, the budget is
+// thread-safe and the randomness is only drawn inside the budget's lock.
+class NodeAgent {
+ public:
+  struct Response {
+    // campaign_id and node_id of the task and this node, and a body or a
+    // refusal.
+    v1::Report report;
+    // True iff fresh randomness was used (a new question, charged).
+    bool fresh = false;
+    // The row to persist before releasing report; set iff fresh.
+    std::optional<MemoRow> to_persist;
+  };
+
+  // INVALID_ARGUMENT if the policy is invalid or the record is (a non-finite
+  // feature, a negative label, neighbours not strictly ascending or
+  // containing the node). rng must not be null.
+  static absl::StatusOr<std::unique_ptr<NodeAgent>> Create(
+      NodeRecord record, const AgentPolicy& policy,
+      std::unique_ptr<RandomSource> rng);
+
+  // Answers task for this node (the caller routes: task.node_ids is not
+  // consulted). Checks, in this order, each failure giving a report with a
+  // Refusal:
+  //   1. INVALID_TASK  unknown attribute; spec rejected by ValidateWireSpec;
+  //                    a mechanism that does not answer about the attribute
+  //                    (wire::AttributeOf).
+  //   2. POLICY        the attribute is not in the policy's attributes.
+  //   3. NO_DATA       features: the record holds none; label: no label.
+  //      INVALID_TASK  features: spec.dimension differs from the record's
+  //                    feature count; label: label >= spec.dimension (the
+  //                    class count); edges: spec.dimension (n) not above
+  //                    the node and every neighbour.
+  //   4. BUDGET_EXHAUSTED  a new question over a cap (the budget's message).
+  // Otherwise the answer, from the memo (fresh = false, nothing spent, even
+  // when the caps are used up) or fresh. Refusal messages are at most 1024
+  // bytes. Errors (not refusals) only for failures of the agent itself:
+  // INTERNAL for a stored answer that does not parse or a mechanism's error.
+  absl::StatusOr<Response> Respond(const v1::Task& task);
+
+  // Puts a persisted answer back into the budget (see
+  // PrivacyBudget::Restore: no caps checked, idempotent). DATA_LOSS if
+  // answer is not a serialised v1::Report body of key's attribute;
+  // ALREADY_EXISTS for a different answer to a question already in the memo.
+  absl::Status Restore(const QueryKey& key, const std::string& answer);
+
+  uint32_t node() const { return record_.node; }
+  const NodeRecord& record() const { return record_; }
+  const PrivacyBudget& budget() const { return *budget_; }
+  const RandomSource& random_source() const { return *rng_; }
+
+ private:
+  NodeAgent(NodeRecord record, std::set<std::string> attributes,
+            std::unique_ptr<PrivacyBudget> budget,
+            std::unique_ptr<RandomSource> rng)
+      : record_(std::move(record)),
+        attributes_(std::move(attributes)),
+        budget_(std::move(budget)),
+        rng_(std::move(rng)) {}
+
+  // The serialised body of a fresh answer (runs under the budget's lock).
+  absl::StatusOr<std::string> Perturb(const v1::Task& task);
+
+  const NodeRecord record_;
+  const std::set<std::string> attributes_;
+  const std::unique_ptr<PrivacyBudget> budget_;
+  const std::unique_ptr<RandomSource> rng_;  // used under budget_'s lock
+};
+
+// What RespondAll returns.
+struct ShardResponse {
+  // One report per distinct node of task.node_ids held by the shard, in the
+  // task's order (a repeated id is answered once).
+  std::vector<v1::Report> reports;
+  // Ids in task.node_ids that the shard does not hold: skipped. A host
+  // normally only gets tasks for its own nodes; the count is for its logs.
+  uint32_t not_in_shard = 0;
+  // Of reports: fresh answers, memo hits, refusals.
+  uint32_t fresh = 0;
+  uint32_t memo_hits = 0;
+  uint32_t refusals = 0;
+};
+
+// Running totals for metrics, over every successful RespondAll.
+struct ShardCounters {
+  uint64_t fresh = 0;
+  uint64_t memo_hits = 0;
+  std::map<v1::RefusalReason, uint64_t> refusals;
+  uint64_t not_in_shard = 0;
+  // Memo rows restored at Create; rows of agent.db for nodes the shard does
+  // not hold (kept, not restored: another shard's history).
+  uint64_t restored = 0;
+  uint64_t foreign_rows = 0;
+};
+
+// The logical agents of one agent host and their durable memo.
+// Thread-safe: RespondAll calls are serialised by a mutex; the accessors may
+// be called concurrently with them.
+class AgentShard {
+ public:
+  // Builds one NodeAgent per record (NodeRandomSource(seed, node) each),
+  // opens <state_dir>/agent.db (AgentStateStore::Open, creating the
+  // directory if missing) and restores every stored answer of the shard's
+  // nodes into their budgets before anything else. INVALID_ARGUMENT for no
+  // records, a repeated node, an invalid record or policy; the store's
+  // errors; NodeAgent::Restore's errors for a damaged memo.
+  static absl::StatusOr<std::unique_ptr<AgentShard>> Create(
+      std::vector<NodeRecord> records, AgentPolicy policy,
+      std::optional<uint64_t> seed, const std::string& state_dir,
+      AgentStateStore::Options store_options = {});
+
+  // Answers task for every node of task.node_ids the shard holds, then
+  // commits every new memo row in ONE transaction BEFORE returning. If the
+  // commit fails, the error is returned and no report is released. The
+  // in-memory budgets then stay charged and the memo keeps the new answers
+  // (conservative: those answers never left the agent, and a retry of the
+  // task answers from the memo); the unstored rows are kept and committed
+  // first by the next RespondAll, so no answer is ever released before its
+  // row is durable. An error of a NodeAgent (INTERNAL) also releases
+  // nothing.
+  absl::StatusOr<ShardResponse> RespondAll(const v1::Task& task);
+
+  // The shard's nodes, ascending.
+  std::vector<uint32_t> nodes() const;
+  // A node's spend on attribute, or in total. NOT_FOUND for a node the
+  // shard does not hold.
+  absl::StatusOr<double> spent(uint32_t node, const std::string& attribute) const;
+  absl::StatusOr<double> spent(uint32_t node) const;
+  // The node's agent, or nullptr.
+  const NodeAgent* agent(uint32_t node) const;
+  ShardCounters counters() const;
+  // Memo rows answered but not yet durable (after a failed commit).
+  size_t pending_rows() const;
+  const AgentStateStore& store() const { return *store_; }
+
+ private:
+  AgentShard(std::unique_ptr<AgentStateStore> store,
+             absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents)
+      : store_(std::move(store)), agents_(std::move(agents)) {}
+
+  const std::unique_ptr<AgentStateStore> store_;
+  // Immutable after Create.
+  const absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents_;
+  mutable absl::Mutex mu_;
+  std::vector<MemoRow> pending_ ABSL_GUARDED_BY(mu_);
+  ShardCounters counters_ ABSL_GUARDED_BY(mu_);
+};
+
+// The simulation's way of handing each logical agent its private record:
+// loads the dataset folder, scales the features of ALL nodes (public
+// preprocessing fixed by the dataset, as the README describes; kNone keeps
+// them as stored), and returns the records of nodes [begin, end): dense
+// feature rows, labels (-1 becomes nullopt) and neighbour lists from the
+// graph. In a real deployment each agent reads its own record instead.
+// LoadDataset's errors; INVALID_ARGUMENT for an empty range or end beyond
+// the node count.
+absl::StatusOr<std::vector<NodeRecord>> LoadShard(
+    const std::string& dataset_dir, FeatureScaling scaling, uint32_t begin,
+    uint32_t end);
+
+}  // namespace ldpgraph::agent

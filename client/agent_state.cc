@@ -1,0 +1,305 @@
+#include "client/agent_state.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kSchemaVersion = 1;
+
+constexpr char kCreateSchema[] =
+    "CREATE TABLE IF NOT EXISTS memo("
+    "  node INTEGER NOT NULL,"
+    "  key TEXT NOT NULL,"
+    "  attribute TEXT NOT NULL,"
+    "  mechanism TEXT NOT NULL,"
+    "  parameters TEXT NOT NULL,"
+    "  epsilon REAL NOT NULL,"
+    "  answer BLOB NOT NULL,"
+    "  PRIMARY KEY(node, key));"
+    "PRAGMA user_version = 1;";
+
+// A SQLite failure as a status: the code by SQLite's primary result code,
+// the message naming the database, the operation and SQLite's own words.
+absl::Status SqliteError(int rc, sqlite3* db, const std::string& path,
+                         absl::string_view what) {
+  const std::string message =
+      absl::StrCat(path, ": ", what, ": ",
+                   db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(message);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+struct StatementDeleter {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using Statement = std::unique_ptr<sqlite3_stmt, StatementDeleter>;
+
+absl::StatusOr<Statement> Prepare(sqlite3* db, const std::string& path,
+                                  const char* sql) {
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+  Statement stmt(raw);
+  if (rc != SQLITE_OK) {
+    return SqliteError(rc, db, path, absl::StrCat("prepare \"", sql, "\""));
+  }
+  return stmt;
+}
+
+std::string ColumnText(sqlite3_stmt* s, int i) {
+  const unsigned char* p = sqlite3_column_text(s, i);
+  return p == nullptr ? std::string()
+                      : std::string(reinterpret_cast<const char*>(p),
+                                    sqlite3_column_bytes(s, i));
+}
+
+std::string ColumnBlob(sqlite3_stmt* s, int i) {
+  const void* p = sqlite3_column_blob(s, i);
+  return p == nullptr ? std::string()
+                      : std::string(static_cast<const char*>(p),
+                                    sqlite3_column_bytes(s, i));
+}
+
+void BindText(sqlite3_stmt* s, int i, const std::string& text) {
+  sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()),
+                    SQLITE_TRANSIENT);
+}
+
+// Runs a single-row query (a PRAGMA) and returns its first column as text.
+absl::StatusOr<std::string> QueryText(sqlite3* db, const std::string& path,
+                                      const char* sql) {
+  ASSIGN_OR_RETURN(Statement stmt, Prepare(db, path, sql));
+  const int rc = sqlite3_step(stmt.get());
+  if (rc == SQLITE_ROW) return ColumnText(stmt.get(), 0);
+  if (rc == SQLITE_DONE) return std::string();
+  return SqliteError(rc, db, path, sql);
+}
+
+absl::Status ExecOn(sqlite3* db, const std::string& path, const char* sql,
+                    absl::string_view what) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) return SqliteError(rc, db, path, what);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::Open(
+    const std::string& dir, Options options) {
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("the agent state directory is empty");
+  }
+  if (options.busy_timeout_ms < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "busy_timeout_ms must be >= 0, got ", options.busy_timeout_ms));
+  }
+  if (options.max_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_bytes must be >= 0, got ", options.max_bytes));
+  }
+  std::error_code ec;
+  const bool created = fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create the agent state directory ", dir, ": ", ec.message()));
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return absl::InternalError(
+        absl::StrCat("agent state directory ", dir, " is not a directory"));
+  }
+  if (created) {
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    // Best effort: a filesystem without modes still holds the memo.
+  }
+  const std::string path = (fs::path(dir) / "agent.db").string();
+
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &raw,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      nullptr);
+  // From here on the store owns raw and closes it on every error path.
+  std::unique_ptr<AgentStateStore> store(new AgentStateStore(path, raw));
+  if (rc != SQLITE_OK) return SqliteError(rc, raw, path, "open");
+  sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+
+  // The first statement reads the file: a file that is not a database
+  // fails here ("file is not a database").
+  ASSIGN_OR_RETURN(std::string mode,
+                   QueryText(raw, path, "PRAGMA journal_mode=WAL"));
+  if (mode != "wal") {
+    return absl::InternalError(absl::StrCat(
+        path, ": cannot switch to WAL mode (journal_mode is '", mode, "')"));
+  }
+  RETURN_IF_ERROR(
+      ExecOn(raw, path, "PRAGMA synchronous=FULL", "set synchronous=FULL"));
+  if (options.max_bytes > 0) {
+    ASSIGN_OR_RETURN(std::string page_size,
+                     QueryText(raw, path, "PRAGMA page_size"));
+    const int64_t pages =
+        std::max<int64_t>(1, options.max_bytes / std::stoll(page_size));
+    const std::string sql = absl::StrCat("PRAGMA max_page_count=", pages);
+    RETURN_IF_ERROR(QueryText(raw, path, sql.c_str()).status());
+  }
+
+  ASSIGN_OR_RETURN(std::string version,
+                   QueryText(raw, path, "PRAGMA user_version"));
+  if (version == "0") {
+    // A new database (or one another process is creating right now: the
+    // schema statements are idempotent).
+    RETURN_IF_ERROR(ExecOn(raw, path, "BEGIN IMMEDIATE", "begin"));
+    absl::Status created_schema =
+        ExecOn(raw, path, kCreateSchema, "create the schema");
+    if (created_schema.ok()) {
+      created_schema = ExecOn(raw, path, "COMMIT", "commit the schema");
+    }
+    if (!created_schema.ok()) {
+      if (!sqlite3_get_autocommit(raw)) {
+        sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
+      }
+      return created_schema;
+    }
+  } else if (version != absl::StrCat(kSchemaVersion)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " holds agent state of schema version ", version,
+                     "; this build reads version ", kSchemaVersion));
+  }
+  return store;
+}
+
+AgentStateStore::~AgentStateStore() { sqlite3_close_v2(db_); }
+
+absl::Status AgentStateStore::Exec(const char* sql, const char* what) const {
+  return ExecOn(db_, path_, sql, what);
+}
+
+absl::Status AgentStateStore::ForEach(
+    absl::FunctionRef<absl::Status(const MemoRow&)> fn) const {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      Statement stmt,
+      Prepare(db_, path_,
+              "SELECT node, key, attribute, mechanism, parameters, epsilon, "
+              "answer FROM memo ORDER BY node, key"));
+  for (;;) {
+    const int rc = sqlite3_step(stmt.get());
+    if (rc == SQLITE_DONE) return absl::OkStatus();
+    if (rc != SQLITE_ROW) return SqliteError(rc, db_, path_, "read the memo");
+    const int64_t node = sqlite3_column_int64(stmt.get(), 0);
+    const std::string key = ColumnText(stmt.get(), 1);
+    if (node < 0 || node > int64_t{UINT32_MAX}) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": memo row (", node, ", ", key, ") has an invalid node id"));
+    }
+    MemoRow row;
+    row.node = static_cast<uint32_t>(node);
+    row.key.attribute = ColumnText(stmt.get(), 2);
+    row.key.mechanism = ColumnText(stmt.get(), 3);
+    row.key.parameters = ColumnText(stmt.get(), 4);
+    row.key.epsilon = sqlite3_column_double(stmt.get(), 5);
+    row.answer = ColumnBlob(stmt.get(), 6);
+    if (row.key.Canonical() != key) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": memo row (", node, ", ", key,
+          ") does not match its columns, which give ", row.key.Canonical()));
+    }
+    RETURN_IF_ERROR(fn(row));
+  }
+}
+
+absl::Status AgentStateStore::Commit(const std::vector<MemoRow>& rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double eps = rows[i].key.epsilon;
+    if (!std::isfinite(eps) || !(eps > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "memo row ", i, " (node ", rows[i].node,
+          "): epsilon must be finite and > 0, got ", eps));
+    }
+  }
+  if (rows.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "begin the memo transaction"));
+  absl::Status status = CommitLocked(rows);
+  if (status.ok()) status = Exec("COMMIT", "commit the memo transaction");
+  if (!status.ok() && !sqlite3_get_autocommit(db_)) {
+    // SQLite may have rolled back already (after SQLITE_FULL, say).
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  return status;
+}
+
+absl::Status AgentStateStore::CommitLocked(const std::vector<MemoRow>& rows) {
+  ASSIGN_OR_RETURN(
+      Statement insert,
+      Prepare(db_, path_,
+              "INSERT INTO memo(node, key, attribute, mechanism, parameters, "
+              "epsilon, answer) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+              "ON CONFLICT(node, key) DO NOTHING"));
+  ASSIGN_OR_RETURN(
+      Statement select,
+      Prepare(db_, path_,
+              "SELECT answer FROM memo WHERE node = ?1 AND key = ?2"));
+  for (const MemoRow& row : rows) {
+    const std::string key = row.key.Canonical();
+    sqlite3_reset(insert.get());
+    sqlite3_bind_int64(insert.get(), 1, row.node);
+    BindText(insert.get(), 2, key);
+    BindText(insert.get(), 3, row.key.attribute);
+    BindText(insert.get(), 4, row.key.mechanism);
+    BindText(insert.get(), 5, row.key.parameters);
+    sqlite3_bind_double(insert.get(), 6, row.key.epsilon);
+    sqlite3_bind_blob(insert.get(), 7, row.answer.data(),
+                      static_cast<int>(row.answer.size()), SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(insert.get());
+    if (rc != SQLITE_DONE) {
+      return SqliteError(rc, db_, path_,
+                         absl::StrCat("store the memo row of node ", row.node));
+    }
+    if (sqlite3_changes(db_) != 0) continue;
+    // (node, key) was stored before: it must hold the same answer.
+    sqlite3_reset(select.get());
+    sqlite3_bind_int64(select.get(), 1, row.node);
+    BindText(select.get(), 2, key);
+    const int found = sqlite3_step(select.get());
+    if (found != SQLITE_ROW) {
+      return SqliteError(found, db_, path_,
+                         absl::StrCat("read the memo row of node ", row.node));
+    }
+    if (ColumnBlob(select.get(), 0) != row.answer) {
+      return absl::InternalError(absl::StrCat(
+          path_, ": memo invariant violated: node ", row.node,
+          " already stored a different answer to ", key,
+          "; nothing of this commit was stored"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> AgentStateStore::Count() const {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::string n,
+                   QueryText(db_, path_, "SELECT COUNT(*) FROM memo"));
+  return std::stoll(n);
+}
+
+}  // namespace ldpgraph::agent

@@ -1,0 +1,862 @@
+// Tests for the agent: answering tasks through the budget and its memo,
+// refusals, seeded reproducibility, the shard's durable memo across
+// restarts and commit failures, and loading a shard from a dataset.
+#include "client/agent.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/mechanisms/edge_rr.h"
+#include "common/mechanisms/feature_mechanism.h"
+#include "common/mechanisms/label_rr.h"
+#include "common/wire/codec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ldpgraph::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A fresh folder under the test temp dir, removed afterwards.
+class TempFolder {
+ public:
+  TempFolder() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = (fs::path(::testing::TempDir()) /
+             absl::StrCat("ldpgraph_agent_test_", getpid(), "_",
+                          info->test_suite_name(), "_", info->name()))
+                .string();
+    fs::remove_all(path_);
+  }
+  ~TempFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const {
+    return (fs::path(path_) / name).string();
+  }
+
+ private:
+  std::string path_;
+};
+
+constexpr uint32_t kNodes = 10;  // the graph the records come from
+
+NodeRecord Record(uint32_t node) {
+  NodeRecord r;
+  r.node = node;
+  r.features = {0.1 * (node % 10), 0.5, 0.9, 0.2};
+  r.label = static_cast<int>(node % 3);
+  for (uint32_t u : {1u, 4u, 8u}) {
+    if (u != node) r.neighbours.push_back(u);
+  }
+  return r;
+}
+
+AgentPolicy Policy(double total = 10.0,
+                   std::map<std::string, double> per = {}) {
+  AgentPolicy p;
+  p.caps = BudgetCaps{total, std::move(per)};
+  return p;
+}
+
+v1::MechanismSpec FeatureSpec(double eps, uint32_t d = 4,
+                              v1::MechanismKind kind = v1::MECHANISM_KIND_HDS) {
+  v1::MechanismSpec s;
+  s.set_kind(kind);
+  s.set_epsilon(eps);
+  s.set_dimension(d);
+  s.set_range_low(0.0);
+  s.set_range_high(1.0);
+  return s;
+}
+
+v1::MechanismSpec LabelSpec(double eps, uint32_t classes = 3) {
+  v1::MechanismSpec s;
+  s.set_kind(v1::MECHANISM_KIND_LABEL_RR);
+  s.set_epsilon(eps);
+  s.set_dimension(classes);
+  return s;
+}
+
+v1::MechanismSpec EdgeSpec(double eps, uint32_t n = kNodes) {
+  v1::MechanismSpec s;
+  s.set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  s.set_epsilon(eps);
+  s.set_dimension(n);
+  return s;
+}
+
+v1::Task MakeTask(const std::string& campaign, v1::Attribute attribute,
+                  const v1::MechanismSpec& spec,
+                  std::vector<uint32_t> nodes = {}) {
+  v1::Task t;
+  t.set_campaign_id(campaign);
+  t.set_attribute(attribute);
+  *t.mutable_spec() = spec;
+  t.mutable_node_ids()->Assign(nodes.begin(), nodes.end());
+  return t;
+}
+
+v1::Task FeatureTask(const std::string& campaign, double eps,
+                     std::vector<uint32_t> nodes = {}) {
+  return MakeTask(campaign, v1::ATTRIBUTE_FEATURES, FeatureSpec(eps), nodes);
+}
+v1::Task LabelTask(const std::string& campaign, double eps,
+                   std::vector<uint32_t> nodes = {}) {
+  return MakeTask(campaign, v1::ATTRIBUTE_LABEL, LabelSpec(eps), nodes);
+}
+v1::Task EdgeTask(const std::string& campaign, double eps,
+                  std::vector<uint32_t> nodes = {}) {
+  return MakeTask(campaign, v1::ATTRIBUTE_EDGES, EdgeSpec(eps), nodes);
+}
+
+// The report without campaign and node: what the memo stores.
+std::string Body(const v1::Report& r) {
+  v1::Report copy = r;
+  copy.clear_campaign_id();
+  copy.clear_node_id();
+  return copy.SerializeAsString();
+}
+
+std::unique_ptr<NodeAgent> MakeAgent(uint32_t node, const AgentPolicy& policy,
+                                     std::optional<uint64_t> seed = 7) {
+  auto rng = NodeRandomSource(seed, node);
+  EXPECT_TRUE(rng.ok()) << rng.status();
+  auto agent = NodeAgent::Create(Record(node), policy, std::move(*rng));
+  EXPECT_TRUE(agent.ok()) << agent.status();
+  return std::move(*agent);
+}
+
+NodeAgent::Response MustRespond(NodeAgent& agent, const v1::Task& task) {
+  auto r = agent.Respond(task);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? std::move(*r) : NodeAgent::Response{};
+}
+
+void ExpectRefusal(const NodeAgent::Response& r, v1::RefusalReason reason,
+                   const std::string& substring) {
+  ASSERT_TRUE(r.report.has_refusal()) << r.report.DebugString();
+  EXPECT_EQ(r.report.refusal().reason(), reason)
+      << v1::RefusalReason_Name(r.report.refusal().reason());
+  EXPECT_THAT(r.report.refusal().message(), HasSubstr(substring));
+  EXPECT_FALSE(r.fresh);
+  EXPECT_FALSE(r.to_persist.has_value());
+}
+
+// --- NodeAgent: memo and composition ------------------------------------------
+
+TEST(NodeAgentTest, RepeatedIdenticalTaskIsAnsweredFromTheMemo) {
+  for (const v1::Task& task :
+       {FeatureTask("c1", 1.0), LabelTask("c1", 1.0), EdgeTask("c1", 1.0)}) {
+    SCOPED_TRACE(v1::Attribute_Name(task.attribute()));
+    auto agent = MakeAgent(3, Policy());
+    NodeAgent::Response first = MustRespond(*agent, task);
+    ASSERT_FALSE(first.report.has_refusal()) << first.report.DebugString();
+    EXPECT_TRUE(first.fresh);
+    ASSERT_TRUE(first.to_persist.has_value());
+    EXPECT_EQ(first.to_persist->node, 3u);
+    EXPECT_EQ(first.to_persist->key.Canonical(),
+              wire::WireQueryKey(task.attribute(), task.spec()).Canonical());
+    EXPECT_EQ(first.to_persist->answer, Body(first.report));
+    EXPECT_EQ(first.report.campaign_id(), "c1");
+    EXPECT_EQ(first.report.node_id(), 3u);
+    EXPECT_DOUBLE_EQ(agent->budget().spent(), 1.0);
+
+    // Same question, same campaign and then another campaign.
+    for (const char* campaign : {"c1", "c2"}) {
+      v1::Task again = task;
+      again.set_campaign_id(campaign);
+      NodeAgent::Response r = MustRespond(*agent, again);
+      EXPECT_FALSE(r.fresh);
+      EXPECT_FALSE(r.to_persist.has_value());
+      EXPECT_EQ(r.report.campaign_id(), campaign);
+      EXPECT_EQ(r.report.node_id(), 3u);
+      EXPECT_EQ(Body(r.report), Body(first.report));
+    }
+    EXPECT_DOUBLE_EQ(agent->budget().spent(), 1.0);
+  }
+}
+
+TEST(NodeAgentTest, ADifferentEpsilonIsANewQuestionAndSpendsAgain) {
+  auto agent = MakeAgent(3, Policy());
+  NodeAgent::Response a = MustRespond(*agent, FeatureTask("c1", 1.0));
+  NodeAgent::Response b = MustRespond(*agent, FeatureTask("c2", 0.5));
+  EXPECT_TRUE(a.fresh);
+  EXPECT_TRUE(b.fresh);
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 1.5);
+  EXPECT_DOUBLE_EQ(agent->budget().spent("features"), 1.5);
+  // Another mechanism with the same epsilon is new as well.
+  v1::Task multibit = MakeTask("c3", v1::ATTRIBUTE_FEATURES,
+                               FeatureSpec(1.0, 4, v1::MECHANISM_KIND_MULTIBIT));
+  EXPECT_TRUE(MustRespond(*agent, multibit).fresh);
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 2.5);
+}
+
+TEST(NodeAgentTest, OverTheTotalCapIsRefusedAndSpendsNothing) {
+  auto agent = MakeAgent(3, Policy(1.0));
+  ASSERT_TRUE(MustRespond(*agent, FeatureTask("c1", 0.75)).fresh);
+  NodeAgent::Response r = MustRespond(*agent, LabelTask("c2", 0.5));
+  ExpectRefusal(r, v1::REFUSAL_REASON_BUDGET_EXHAUSTED, "budget exhausted");
+  EXPECT_THAT(r.report.refusal().message(), HasSubstr("cap 1"));
+  EXPECT_EQ(r.report.campaign_id(), "c2");
+  EXPECT_EQ(r.report.node_id(), 3u);
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 0.75);
+  EXPECT_DOUBLE_EQ(agent->budget().spent("label"), 0.0);
+  // The question answered before is still answered, from the memo.
+  NodeAgent::Response memo = MustRespond(*agent, FeatureTask("c3", 0.75));
+  EXPECT_FALSE(memo.report.has_refusal());
+  EXPECT_FALSE(memo.fresh);
+}
+
+TEST(NodeAgentTest, OverAnAttributeCapIsRefusedAndSpendsNothing) {
+  auto agent = MakeAgent(3, Policy(10.0, {{"edges", 1.0}}));
+  ASSERT_TRUE(MustRespond(*agent, EdgeTask("c1", 0.6)).fresh);
+  NodeAgent::Response r = MustRespond(*agent, EdgeTask("c2", 0.5));
+  ExpectRefusal(r, v1::REFUSAL_REASON_BUDGET_EXHAUSTED, "'edges'");
+  EXPECT_DOUBLE_EQ(agent->budget().spent("edges"), 0.6);
+  // Other attributes still have room.
+  EXPECT_TRUE(MustRespond(*agent, FeatureTask("c3", 2.0)).fresh);
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 2.6);
+}
+
+// --- NodeAgent: refusals --------------------------------------------------------
+
+TEST(NodeAgentTest, AnAttributeOutsideThePolicyIsRefused) {
+  AgentPolicy policy = Policy();
+  policy.attributes = {"features"};
+  auto agent = MakeAgent(3, policy);
+  NodeAgent::Response r = MustRespond(*agent, LabelTask("c1", 1.0));
+  ExpectRefusal(r, v1::REFUSAL_REASON_POLICY,
+                "does not allow questions about 'label'");
+  ExpectRefusal(MustRespond(*agent, EdgeTask("c1", 1.0)),
+                v1::REFUSAL_REASON_POLICY, "'edges'");
+  EXPECT_EQ(agent->budget().spent(), 0.0);
+  EXPECT_TRUE(MustRespond(*agent, FeatureTask("c1", 1.0)).fresh);
+}
+
+TEST(NodeAgentTest, AMissingLabelIsNoData) {
+  NodeRecord record = Record(3);
+  record.label.reset();
+  auto agent = NodeAgent::Create(record, Policy(),
+                                 std::make_unique<SeededRandomForTesting>(1));
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  ExpectRefusal(MustRespond(**agent, LabelTask("c1", 1.0)),
+                v1::REFUSAL_REASON_NO_DATA, "node 3 has no label");
+  EXPECT_EQ((*agent)->budget().spent(), 0.0);
+}
+
+TEST(NodeAgentTest, MissingFeaturesAreNoData) {
+  NodeRecord record = Record(3);
+  record.features.clear();
+  auto agent = NodeAgent::Create(record, Policy(),
+                                 std::make_unique<SeededRandomForTesting>(1));
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  ExpectRefusal(MustRespond(**agent, FeatureTask("c1", 1.0)),
+                v1::REFUSAL_REASON_NO_DATA, "holds no features");
+}
+
+TEST(NodeAgentTest, AFeatureDimensionMismatchIsAnInvalidTask) {
+  auto agent = MakeAgent(3, Policy());
+  v1::Task task = MakeTask("c1", v1::ATTRIBUTE_FEATURES, FeatureSpec(1.0, 5));
+  ExpectRefusal(MustRespond(*agent, task), v1::REFUSAL_REASON_INVALID_TASK,
+                "spec.dimension is 5 but node 3 holds 4 features");
+  EXPECT_EQ(agent->budget().spent(), 0.0);
+}
+
+TEST(NodeAgentTest, AnUnknownMechanismKindIsAnInvalidTask) {
+  auto agent = MakeAgent(3, Policy());
+  v1::MechanismSpec spec = FeatureSpec(1.0);
+  spec.set_kind(v1::MECHANISM_KIND_UNSPECIFIED);
+  ExpectRefusal(
+      MustRespond(*agent, MakeTask("c1", v1::ATTRIBUTE_FEATURES, spec)),
+      v1::REFUSAL_REASON_INVALID_TASK, "spec.kind must name a mechanism");
+  spec.set_kind(static_cast<v1::MechanismKind>(42));
+  ExpectRefusal(
+      MustRespond(*agent, MakeTask("c1", v1::ATTRIBUTE_FEATURES, spec)),
+      v1::REFUSAL_REASON_INVALID_TASK, "spec.kind must name a mechanism");
+  EXPECT_EQ(agent->budget().spent(), 0.0);
+}
+
+TEST(NodeAgentTest, AMechanismOfAnotherAttributeIsAnInvalidTask) {
+  auto agent = MakeAgent(3, Policy());
+  ExpectRefusal(
+      MustRespond(*agent, MakeTask("c1", v1::ATTRIBUTE_LABEL, FeatureSpec(1.0))),
+      v1::REFUSAL_REASON_INVALID_TASK,
+      "mechanism MECHANISM_KIND_HDS does not answer about the attribute "
+      "'label'");
+  ExpectRefusal(
+      MustRespond(*agent, MakeTask("c1", v1::ATTRIBUTE_FEATURES, EdgeSpec(1.0))),
+      v1::REFUSAL_REASON_INVALID_TASK, "'features'");
+  EXPECT_EQ(agent->budget().spent(), 0.0);
+}
+
+TEST(NodeAgentTest, AnUnspecifiedAttributeIsAnInvalidTask) {
+  auto agent = MakeAgent(3, Policy());
+  ExpectRefusal(
+      MustRespond(*agent,
+                  MakeTask("c1", v1::ATTRIBUTE_UNSPECIFIED, FeatureSpec(1.0))),
+      v1::REFUSAL_REASON_INVALID_TASK, "attribute must be features, label or edges");
+}
+
+TEST(NodeAgentTest, ABadEpsilonIsAnInvalidTask) {
+  auto agent = MakeAgent(3, Policy());
+  ExpectRefusal(MustRespond(*agent, LabelTask("c1", 0.0)),
+                v1::REFUSAL_REASON_INVALID_TASK, "epsilon");
+  ExpectRefusal(MustRespond(*agent, FeatureTask("c1", -1.0)),
+                v1::REFUSAL_REASON_INVALID_TASK, "epsilon");
+}
+
+TEST(NodeAgentTest, ALabelNotBelowTheClassCountIsAnInvalidTask) {
+  auto agent = MakeAgent(2, Policy());  // label 2
+  v1::Task task = MakeTask("c1", v1::ATTRIBUTE_LABEL, LabelSpec(1.0, 2));
+  ExpectRefusal(MustRespond(*agent, task), v1::REFUSAL_REASON_INVALID_TASK,
+                "the class count) is 2");
+  EXPECT_EQ(agent->budget().spent(), 0.0);
+}
+
+TEST(NodeAgentTest, ANodeCountNotAboveTheNeighboursIsAnInvalidTask) {
+  auto agent = MakeAgent(3, Policy());  // neighbours 1, 4, 8
+  ExpectRefusal(MustRespond(*agent, MakeTask("c1", v1::ATTRIBUTE_EDGES,
+                                             EdgeSpec(1.0, 8))),
+                v1::REFUSAL_REASON_INVALID_TASK, "the node count) is 8");
+  auto high = MakeAgent(9, Policy());  // the node itself is the highest id
+  ExpectRefusal(MustRespond(*high, MakeTask("c1", v1::ATTRIBUTE_EDGES,
+                                            EdgeSpec(1.0, 9))),
+                v1::REFUSAL_REASON_INVALID_TASK, "the node count) is 9");
+  EXPECT_TRUE(MustRespond(*high, EdgeTask("c1", 1.0)).fresh);
+}
+
+TEST(NodeAgentTest, RefusalMessagesAreBounded) {
+  AgentPolicy policy = Policy(1.0);
+  auto agent = MakeAgent(3, policy);
+  for (int i = 0; i < 50; ++i) {
+    NodeAgent::Response r = MustRespond(*agent, FeatureTask("c", 5.0 + i));
+    ASSERT_TRUE(r.report.has_refusal());
+    EXPECT_LE(r.report.refusal().message().size(), 1024u);
+  }
+}
+
+// --- NodeAgent: construction ----------------------------------------------------
+
+TEST(NodeAgentTest, CreateRejectsABadRecord) {
+  auto create = [](NodeRecord r) {
+    return NodeAgent::Create(std::move(r), Policy(),
+                             std::make_unique<SeededRandomForTesting>(1))
+        .status();
+  };
+  NodeRecord nan = Record(3);
+  nan.features[2] = std::nan("");
+  EXPECT_THAT(create(nan).message(), HasSubstr("node 3: features[2] is not finite"));
+  NodeRecord unsorted = Record(3);
+  unsorted.neighbours = {4, 1};
+  EXPECT_THAT(create(unsorted).message(), HasSubstr("strictly ascending"));
+  NodeRecord self = Record(3);
+  self.neighbours = {1, 3};
+  EXPECT_THAT(create(self).message(), HasSubstr("neighbours[1] is the node itself"));
+  NodeRecord negative = Record(3);
+  negative.label = -1;
+  EXPECT_THAT(create(negative).message(), HasSubstr("label must be >= 0"));
+  for (const NodeRecord& r : {nan, unsorted, self, negative}) {
+    EXPECT_EQ(create(r).code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(NodeAgent::Create(Record(3), Policy(), nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AgentPolicyTest, ValidateRejectsBadCapsAndUnknownAttributes) {
+  EXPECT_TRUE(Policy().Validate().ok());
+  EXPECT_THAT(Policy(0.0).Validate().message(),
+              HasSubstr("total budget cap must be finite and > 0"));
+  EXPECT_THAT(Policy(1.0, {{"labels", 0.5}}).Validate().message(),
+              HasSubstr("budget cap of 'labels': not an attribute"));
+  AgentPolicy p = Policy();
+  p.attributes = {"features", "degree"};
+  EXPECT_EQ(p.Validate().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.Validate().message(), HasSubstr("'degree'"));
+  p.attributes = {};
+  EXPECT_TRUE(p.Validate().ok());
+}
+
+// --- NodeAgent: randomness ------------------------------------------------------
+
+uint64_t DocumentedMix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+TEST(NodeNoiseSeedTest, FollowsTheDocumentedFormula) {
+  for (uint64_t seed : {0ull, 1ull, 42ull, ~0ull}) {
+    for (uint32_t node : {0u, 1u, 2707u, ~0u}) {
+      const uint64_t s = DocumentedMix(seed ^ 0x6e6f697365763031ULL);
+      EXPECT_EQ(NodeNoiseSeed(seed, node),
+                DocumentedMix(s + 0x9e3779b97f4a7c15ULL * (uint64_t{node} + 1)));
+    }
+  }
+  EXPECT_NE(NodeNoiseSeed(1, 0), NodeNoiseSeed(1, 1));
+  EXPECT_NE(NodeNoiseSeed(1, 0), NodeNoiseSeed(2, 0));
+}
+
+TEST(NodeRandomSourceTest, SecureWithoutASeedSeededWithOne) {
+  auto secure = NodeRandomSource(std::nullopt, 3);
+  ASSERT_TRUE(secure.ok()) << secure.status();
+  EXPECT_TRUE((*secure)->is_secure());
+  auto seeded = NodeRandomSource(5, 3);
+  ASSERT_TRUE(seeded.ok());
+  EXPECT_FALSE((*seeded)->is_secure());
+  SeededRandomForTesting expected(NodeNoiseSeed(5, 3));
+  EXPECT_EQ((*seeded)->Next64(), expected.Next64());
+}
+
+TEST(NodeAgentTest, SeededAnswersEqualPerturbingDirectly) {
+  constexpr uint64_t kSeed = 99;
+  constexpr uint32_t kNode = 5;
+  const NodeRecord record = Record(kNode);
+  auto agent = MakeAgent(kNode, Policy(), kSeed);
+  auto twin = MakeAgent(kNode, Policy(), kSeed);
+
+  // The same stream, drawn in the same order: features, label, edges.
+  SeededRandomForTesting rng(NodeNoiseSeed(kSeed, kNode));
+  const v1::Task features = FeatureTask("c", 1.0);
+  auto spec = wire::FromWireFeatureSpec(features.spec());
+  ASSERT_TRUE(spec.ok());
+  auto mech = CreateFeatureMechanism(*spec);
+  ASSERT_TRUE(mech.ok());
+  auto fr = (*mech)->Perturb(record.features, rng);
+  ASSERT_TRUE(fr.ok());
+  auto label_rr = LabelRandomizedResponse::Create(2.0, 3);
+  ASSERT_TRUE(label_rr.ok());
+  auto label = (*label_rr)->Perturb(*record.label, rng);
+  ASSERT_TRUE(label.ok());
+  auto edge_rr = EdgeRandomizedResponse::Create(0.5, kNodes);
+  ASSERT_TRUE(edge_rr.ok());
+  auto edges = (*edge_rr)->Perturb(kNode, record.neighbours, rng);
+  ASSERT_TRUE(edges.ok());
+
+  for (NodeAgent* a : {agent.get(), twin.get()}) {
+    NodeAgent::Response f = MustRespond(*a, features);
+    ASSERT_TRUE(f.report.has_features());
+    EXPECT_EQ(f.report.features().SerializeAsString(),
+              wire::EncodeFeatureReport(*fr).SerializeAsString());
+    NodeAgent::Response l = MustRespond(*a, LabelTask("c", 2.0));
+    ASSERT_TRUE(l.report.has_label());
+    EXPECT_EQ(l.report.label().label(), static_cast<uint32_t>(*label));
+    NodeAgent::Response e = MustRespond(*a, EdgeTask("c", 0.5));
+    ASSERT_TRUE(e.report.has_edges());
+    EXPECT_EQ(std::vector<uint32_t>(e.report.edges().neighbours().begin(),
+                                    e.report.edges().neighbours().end()),
+              *edges);
+    // The curator validates what the agent sends.
+    auto decoded = wire::DecodeFeatureReport(f.report.features(), **mech);
+    EXPECT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_TRUE(wire::ValidateLabelReport(l.report.label(), LabelSpec(2.0)).ok());
+    EXPECT_TRUE(
+        wire::ValidateEdgeReport(e.report.edges(), EdgeSpec(0.5), kNode).ok());
+  }
+}
+
+TEST(NodeAgentTest, RestoredAnswersAreReusedAndCharged) {
+  auto first = MakeAgent(3, Policy(), 1);
+  NodeAgent::Response r = MustRespond(*first, LabelTask("c1", 1.0));
+  ASSERT_TRUE(r.to_persist.has_value());
+  auto second = MakeAgent(3, Policy(), 2);
+  ASSERT_TRUE(second->Restore(r.to_persist->key, r.to_persist->answer).ok());
+  EXPECT_DOUBLE_EQ(second->budget().spent("label"), 1.0);
+  NodeAgent::Response again = MustRespond(*second, LabelTask("c2", 1.0));
+  EXPECT_FALSE(again.fresh);
+  EXPECT_EQ(Body(again.report), Body(r.report));
+}
+
+TEST(NodeAgentTest, RestoreRejectsAnAnswerThatIsNotABodyOfItsAttribute) {
+  auto agent = MakeAgent(3, Policy());
+  const QueryKey key = wire::WireQueryKey(v1::ATTRIBUTE_LABEL, LabelSpec(1.0));
+  EXPECT_EQ(agent->Restore(key, "\xff\xff garbage").code(),
+            absl::StatusCode::kDataLoss);
+  v1::Report edges;
+  edges.mutable_edges()->add_neighbours(1);
+  EXPECT_EQ(agent->Restore(key, edges.SerializeAsString()).code(),
+            absl::StatusCode::kDataLoss);
+  v1::Report refusal;
+  refusal.mutable_refusal()->set_reason(v1::REFUSAL_REASON_POLICY);
+  EXPECT_EQ(agent->Restore(key, refusal.SerializeAsString()).code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(agent->budget().spent(), 0.0);
+}
+
+// --- AgentShard -----------------------------------------------------------------
+
+std::vector<NodeRecord> Records(std::vector<uint32_t> nodes) {
+  std::vector<NodeRecord> out;
+  for (uint32_t v : nodes) out.push_back(Record(v));
+  return out;
+}
+
+std::unique_ptr<AgentShard> MakeShard(const std::string& dir, uint64_t seed,
+                                      AgentPolicy policy = Policy(),
+                                      AgentStateStore::Options options = {}) {
+  auto shard = AgentShard::Create(Records({0, 2, 5, 7}), std::move(policy),
+                                  seed, dir, options);
+  EXPECT_TRUE(shard.ok()) << shard.status();
+  return shard.ok() ? std::move(*shard) : nullptr;
+}
+
+ShardResponse MustRespondAll(AgentShard& shard, const v1::Task& task) {
+  auto r = shard.RespondAll(task);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? std::move(*r) : ShardResponse{};
+}
+
+std::vector<std::string> Bodies(const ShardResponse& r) {
+  std::vector<std::string> out;
+  for (const v1::Report& report : r.reports) out.push_back(Body(report));
+  return out;
+}
+
+TEST(AgentShardTest, AnswersItsNodesInTaskOrderAndSkipsOthers) {
+  TempFolder tmp;
+  auto shard = MakeShard(tmp.path(), 1);
+  ASSERT_NE(shard, nullptr);
+  EXPECT_THAT(shard->nodes(), ElementsAre(0, 2, 5, 7));
+  ShardResponse r =
+      MustRespondAll(*shard, FeatureTask("c1", 1.0, {7, 1, 2, 7, 99}));
+  ASSERT_EQ(r.reports.size(), 2u);
+  EXPECT_EQ(r.reports[0].node_id(), 7u);
+  EXPECT_EQ(r.reports[1].node_id(), 2u);
+  EXPECT_EQ(r.reports[0].campaign_id(), "c1");
+  EXPECT_EQ(r.not_in_shard, 2u);
+  EXPECT_EQ(r.fresh, 2u);
+  EXPECT_EQ(r.memo_hits, 0u);
+  EXPECT_EQ(*shard->spent(7, "features"), 1.0);
+  EXPECT_EQ(*shard->spent(0), 0.0);
+  EXPECT_EQ(shard->spent(1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*shard->store().Count(), 2);
+  EXPECT_EQ(shard->pending_rows(), 0u);
+
+  ShardResponse again = MustRespondAll(*shard, FeatureTask("c2", 1.0, {2, 0}));
+  EXPECT_EQ(again.fresh, 1u);
+  EXPECT_EQ(again.memo_hits, 1u);
+  ShardResponse refused = MustRespondAll(*shard, LabelTask("c3", 20.0, {0, 5}));
+  EXPECT_EQ(refused.refusals, 2u);
+  const ShardCounters c = shard->counters();
+  EXPECT_EQ(c.fresh, 3u);
+  EXPECT_EQ(c.memo_hits, 1u);
+  EXPECT_EQ(c.not_in_shard, 2u);
+  EXPECT_EQ(c.refusals.at(v1::REFUSAL_REASON_BUDGET_EXHAUSTED), 2u);
+  EXPECT_EQ(c.restored, 0u);
+}
+
+TEST(AgentShardTest, ARestartedShardRemembersEveryAnswerEvenWithAnotherSeed) {
+  TempFolder tmp;
+  const std::vector<uint32_t> all = {0, 2, 5, 7};
+  const std::vector<v1::Task> tasks = {FeatureTask("c1", 1.0, all),
+                                       LabelTask("c2", 0.5, all),
+                                       EdgeTask("c3", 2.0, all)};
+  std::vector<std::vector<std::string>> before;
+  std::map<uint32_t, double> spent;
+  {
+    auto shard = MakeShard(tmp.path(), 1);
+    ASSERT_NE(shard, nullptr);
+    for (const v1::Task& t : tasks) {
+      ShardResponse r = MustRespondAll(*shard, t);
+      EXPECT_EQ(r.fresh, 4u);
+      before.push_back(Bodies(r));
+    }
+    for (uint32_t v : all) spent[v] = *shard->spent(v);
+  }
+  auto shard = MakeShard(tmp.path(), 2);  // different noise
+  ASSERT_NE(shard, nullptr);
+  EXPECT_EQ(shard->counters().restored, 12u);
+  for (uint32_t v : all) {
+    EXPECT_DOUBLE_EQ(*shard->spent(v), spent[v]) << "node " << v;
+    EXPECT_DOUBLE_EQ(*shard->spent(v), 3.5);
+    EXPECT_DOUBLE_EQ(*shard->spent(v, "label"), 0.5);
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    v1::Task t = tasks[i];
+    t.set_campaign_id(absl::StrCat("rerun-", i));
+    ShardResponse r = MustRespondAll(*shard, t);
+    EXPECT_EQ(r.fresh, 0u);
+    EXPECT_EQ(r.memo_hits, 4u);
+    EXPECT_EQ(Bodies(r), before[i]);
+    EXPECT_EQ(r.reports[0].campaign_id(), t.campaign_id());
+  }
+  for (uint32_t v : all) EXPECT_DOUBLE_EQ(*shard->spent(v), spent[v]);
+  EXPECT_EQ(*shard->store().Count(), 12);
+}
+
+TEST(AgentShardTest, RestoredSpendOverLoweredCapsRefusesNewQuestionsOnly) {
+  TempFolder tmp;
+  std::vector<std::string> before;
+  {
+    auto shard = MakeShard(tmp.path(), 1);
+    ASSERT_NE(shard, nullptr);
+    before = Bodies(MustRespondAll(*shard, FeatureTask("c1", 3.0, {0, 2})));
+  }
+  auto shard = MakeShard(tmp.path(), 1, Policy(1.0));
+  ASSERT_NE(shard, nullptr);
+  EXPECT_DOUBLE_EQ(*shard->spent(0), 3.0);  // above the new cap
+  ShardResponse memo = MustRespondAll(*shard, FeatureTask("c2", 3.0, {0, 2}));
+  EXPECT_EQ(Bodies(memo), before);
+  ShardResponse refused = MustRespondAll(*shard, LabelTask("c3", 0.1, {0, 5}));
+  ASSERT_EQ(refused.reports.size(), 2u);
+  EXPECT_EQ(refused.reports[0].refusal().reason(),
+            v1::REFUSAL_REASON_BUDGET_EXHAUSTED);
+  // Node 5 never answered: it still has room under the lowered cap.
+  EXPECT_TRUE(refused.reports[1].has_label());
+}
+
+TEST(AgentShardTest, AFailedCommitReleasesNoReportAndIsRetriedFirst) {
+  TempFolder tmp;
+  AgentStateStore::Options options;
+  options.busy_timeout_ms = 20;
+  auto shard = MakeShard(tmp.path(), 1, Policy(), options);
+  ASSERT_NE(shard, nullptr);
+  const std::string db = tmp.Sub("agent.db");
+
+  // Another connection holds the write lock: the commit cannot happen.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  auto failed = shard->RespondAll(FeatureTask("c1", 1.0, {0, 2}));
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(failed.status().message(), HasSubstr(db));
+  // Conservative: the budget stays charged, the rows wait.
+  EXPECT_DOUBLE_EQ(*shard->spent(0), 1.0);
+  EXPECT_EQ(shard->pending_rows(), 2u);
+  EXPECT_EQ(shard->counters().fresh, 0u);
+  // A task that needs no new row still cannot release anything.
+  EXPECT_FALSE(shard->RespondAll(FeatureTask("c1", 1.0, {0})).ok());
+  ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(other);
+
+  // The lock is gone: the pending rows are committed with the retry, which
+  // answers from the memo.
+  ShardResponse r = MustRespondAll(*shard, FeatureTask("c1", 1.0, {0, 2, 5}));
+  EXPECT_EQ(r.memo_hits, 2u);
+  EXPECT_EQ(r.fresh, 1u);
+  EXPECT_EQ(shard->pending_rows(), 0u);
+  EXPECT_EQ(*shard->store().Count(), 3);
+  const std::vector<std::string> released = Bodies(r);
+  shard.reset();
+
+  auto restarted = MakeShard(tmp.path(), 2);
+  ASSERT_NE(restarted, nullptr);
+  ShardResponse again =
+      MustRespondAll(*restarted, FeatureTask("c2", 1.0, {0, 2, 5}));
+  EXPECT_EQ(again.memo_hits, 3u);
+  EXPECT_EQ(Bodies(again), released);
+}
+
+TEST(AgentShardTest, AFullDiskReleasesNoReport) {
+  TempFolder tmp;
+  AgentStateStore::Options options;
+  options.max_bytes = 8 * 4096;
+  std::vector<NodeRecord> records;
+  NodeRecord big = Record(0);
+  big.features.assign(20000, 0.5);
+  records.push_back(big);
+  auto shard = AgentShard::Create(records, Policy(), 1, tmp.path(), options);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  v1::Task task = MakeTask(
+      "c1", v1::ATTRIBUTE_FEATURES,
+      FeatureSpec(1.0, 20000, v1::MECHANISM_KIND_LAPLACE), {0});
+  auto r = (*shard)->RespondAll(task);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+      << r.status();
+  EXPECT_EQ(*(*shard)->store().Count(), 0);
+  EXPECT_EQ((*shard)->pending_rows(), 1u);
+}
+
+TEST(AgentShardTest, CreateFailsOnACorruptStateFile) {
+  TempFolder tmp;
+  fs::create_directories(tmp.path());
+  {
+    std::ofstream out(tmp.Sub("agent.db"), std::ios::binary);
+    out << std::string(4096, '\x7f');
+  }
+  auto shard = AgentShard::Create(Records({0}), Policy(), 1, tmp.path());
+  EXPECT_EQ(shard.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(shard.status().message(), HasSubstr(tmp.Sub("agent.db")));
+}
+
+TEST(AgentShardTest, CreateRejectsNoNodesRepeatedNodesAndBadPolicies) {
+  TempFolder tmp;
+  EXPECT_EQ(AgentShard::Create({}, Policy(), 1, tmp.path()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto repeated = AgentShard::Create(Records({3, 3}), Policy(), 1, tmp.path());
+  EXPECT_EQ(repeated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(repeated.status().message(), HasSubstr("node 3 appears twice"));
+  EXPECT_EQ(AgentShard::Create(Records({3}), Policy(-1), 1, tmp.path())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AgentShardTest, RowsOfOtherNodesAreKeptNotRestored) {
+  TempFolder tmp;
+  {
+    auto shard = MakeShard(tmp.path(), 1);
+    ASSERT_NE(shard, nullptr);
+    MustRespondAll(*shard, LabelTask("c1", 1.0, {0, 2, 5, 7}));
+  }
+  auto shard = AgentShard::Create(Records({0, 2}), Policy(), 1, tmp.path());
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_EQ((*shard)->counters().restored, 2u);
+  EXPECT_EQ((*shard)->counters().foreign_rows, 2u);
+  EXPECT_EQ(*(*shard)->store().Count(), 4);
+}
+
+TEST(AgentShardTest, ConcurrentTasksAreAllAnsweredOnce) {
+  TempFolder tmp;
+  auto shard = MakeShard(tmp.path(), 1, Policy(100.0));
+  ASSERT_NE(shard, nullptr);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        // Two threads share each epsilon: each question is fresh once.
+        auto r = shard->RespondAll(FeatureTask(
+            absl::StrCat("c", t, "-", i), 0.1 * (1 + (t % 2) * 5 + i),
+            {0, 2, 5, 7}));
+        EXPECT_TRUE(r.ok()) << r.status();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const ShardCounters c = shard->counters();
+  EXPECT_EQ(c.fresh, 40u);
+  EXPECT_EQ(c.memo_hits, 40u);
+  EXPECT_EQ(*shard->store().Count(), 40);
+}
+
+// --- LoadShard ------------------------------------------------------------------
+
+// 4 nodes, 2 features, labels {0, -1, 1, 0}, edges 0-1, 1-2, 0-3.
+void WriteSmallDataset(const std::string& dir) {
+  Dataset d;
+  d.meta.name = "small";
+  d.meta.classes = 2;
+  auto g = Graph::FromEdges(4, std::vector<Edge>{{0, 1}, {1, 2}, {0, 3}});
+  ASSERT_TRUE(g.ok()) << g.status();
+  d.graph = std::move(*g);
+  d.labels = {0, -1, 1, 0};
+  d.features.cols = 2;
+  const std::vector<uint32_t> i0 = {0}, i1 = {1}, i01 = {0, 1};
+  const std::vector<float> v0 = {1.0f}, v1 = {4.0f}, v2 = {3.0f},
+                           v3 = {2.0f, 2.0f};
+  d.features.AppendRow(i0, v0);   // node 0: (1, 0)
+  d.features.AppendRow(i1, v1);   // node 1: (0, 4)
+  d.features.AppendRow(i0, v2);   // node 2: (3, 0)
+  d.features.AppendRow(i01, v3);  // node 3: (2, 2)
+  ASSERT_TRUE(WriteDataset(d, dir).ok());
+}
+
+TEST(LoadShardTest, GivesEachNodeItsScaledFeaturesLabelAndNeighbours) {
+  TempFolder tmp;
+  WriteSmallDataset(tmp.path());
+  auto shard = LoadShard(tmp.path(), FeatureScaling::kUnit, 1, 4);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  ASSERT_EQ(shard->size(), 3u);
+  const NodeRecord& n1 = (*shard)[0];
+  EXPECT_EQ(n1.node, 1u);
+  EXPECT_THAT(n1.features, ElementsAre(0.0, 1.0));
+  EXPECT_FALSE(n1.label.has_value());
+  EXPECT_THAT(n1.neighbours, ElementsAre(0, 2));
+  const NodeRecord& n2 = (*shard)[1];
+  EXPECT_THAT(n2.features, ElementsAre(1.0, 0.0));
+  EXPECT_EQ(n2.label, 1);
+  EXPECT_THAT(n2.neighbours, ElementsAre(1));
+  const NodeRecord& n3 = (*shard)[2];
+  ASSERT_EQ(n3.features.size(), 2u);
+  EXPECT_NEAR(n3.features[0], 2.0 / 3.0, 1e-6);  // stored as float
+  EXPECT_DOUBLE_EQ(n3.features[1], 0.5);
+  EXPECT_EQ(n3.label, 0);
+  EXPECT_THAT(n3.neighbours, ElementsAre(0));
+
+  // Symmetric scaling maps absent zeros to -1.
+  auto symmetric = LoadShard(tmp.path(), FeatureScaling::kSymmetric, 0, 1);
+  ASSERT_TRUE(symmetric.ok()) << symmetric.status();
+  EXPECT_NEAR((*symmetric)[0].features[0], -1.0 / 3.0, 1e-6);
+  EXPECT_DOUBLE_EQ((*symmetric)[0].features[1], -1.0);
+  // No scaling keeps the stored values.
+  auto none = LoadShard(tmp.path(), FeatureScaling::kNone, 1, 2);
+  ASSERT_TRUE(none.ok());
+  EXPECT_THAT((*none)[0].features, ElementsAre(0.0, 4.0));
+}
+
+TEST(LoadShardTest, RejectsAnEmptyOrOutOfRangeShard) {
+  TempFolder tmp;
+  WriteSmallDataset(tmp.path());
+  auto empty = LoadShard(tmp.path(), FeatureScaling::kUnit, 2, 2);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(empty.status().message(), HasSubstr("is empty"));
+  auto beyond = LoadShard(tmp.path(), FeatureScaling::kUnit, 2, 5);
+  EXPECT_EQ(beyond.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(beyond.status().message(), HasSubstr("beyond its 4 nodes"));
+  EXPECT_EQ(LoadShard(tmp.Sub("missing"), FeatureScaling::kUnit, 0, 1)
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
+std::string DatasetsDir() {
+  const char* env = std::getenv("LDPGRAPH_DATASETS");
+  return env != nullptr && *env != '\0' ? std::string(env)
+                                        : std::string(LDPGRAPH_DATASETS_DIR);
+}
+
+TEST(LoadShardTest, CoraShardAnswersACampaign) {
+  const std::string cora = DatasetsDir() + "/cora";
+  if (!fs::exists(cora + "/meta.json")) {
+    GTEST_SKIP() << "no dataset at " << cora
+                 << " (set LDPGRAPH_DATASETS to the datasets folder)";
+  }
+  auto records = LoadShard(cora, FeatureScaling::kUnit, 1000, 1100);
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 100u);
+  size_t degree_sum = 0;
+  for (const NodeRecord& r : *records) {
+    ASSERT_EQ(r.features.size(), 1433u);
+    for (double x : r.features) ASSERT_TRUE(x >= 0.0 && x <= 1.0);
+    ASSERT_TRUE(r.label.has_value());
+    EXPECT_LT(*r.label, 7);
+    degree_sum += r.neighbours.size();
+  }
+  EXPECT_GT(degree_sum, 100u);
+
+  TempFolder tmp;
+  std::vector<uint32_t> nodes;
+  for (const NodeRecord& r : *records) nodes.push_back(r.node);
+  auto shard = AgentShard::Create(std::move(*records), Policy(), 3, tmp.path());
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  v1::MechanismSpec spec = FeatureSpec(1.0, 1433);
+  spec.set_sampled(10);
+  auto r = (*shard)->RespondAll(
+      MakeTask("cora", v1::ATTRIBUTE_FEATURES, spec, nodes));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->fresh, 100u);
+  auto e = (*shard)->RespondAll(
+      MakeTask("cora-edges", v1::ATTRIBUTE_EDGES, EdgeSpec(2.0, 2708), nodes));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->fresh, 100u);
+}
+
+}  // namespace
+}  // namespace ldpgraph::agent
