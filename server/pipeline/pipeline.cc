@@ -68,7 +68,17 @@ absl::StatusOr<std::unique_ptr<RandomSource>> NoiseSource(
 // range, then (unless mechanism is "none") perturbed and estimated.
 absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
                                            const PipelineConfig& c,
+                                           const Collected* collected,
                                            uint64_t seed, RunResult* r) {
+  if (collected != nullptr) {
+    if (collected->features.rows != d.graph.num_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "collected features hold ", collected->features.rows,
+          " rows for a graph of ", d.graph.num_nodes(), " nodes"));
+    }
+    r->noise_source = "agents";
+    return collected->features;
+  }
   auto range = ScaledRange(c.scaling, d.meta);
   if (!range) {
     return absl::InvalidArgumentError(
@@ -110,6 +120,7 @@ struct NoisyLabels {
 absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
                                           const NodeSplit& split,
                                           const PipelineConfig& c, int classes,
+                                          const Collected* collected,
                                           uint64_t seed) {
   ASSIGN_OR_RETURN(auto rr,
                    LabelRandomizedResponse::Create(*c.label_epsilon, classes));
@@ -119,7 +130,14 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
   std::vector<int32_t> reported(n, -1);
   for (const auto* list : {&split.train, &split.validation}) {
     for (NodeId v : *list) {
-      ASSIGN_OR_RETURN(int y, rr->Perturb(d.labels[v], *rng));
+      int y = 0;
+      if (collected != nullptr) {
+        // The split holds only nodes that reported (RunNode filters it).
+        y = (*collected->label_reports)[v];
+        RETURN_IF_ERROR(rr->ValidateReport(y));
+      } else {
+        ASSIGN_OR_RETURN(y, rr->Perturb(d.labels[v], *rng));
+      }
       reported[v] = y;
       onehot.at(v, y) = 1.0f;
     }
@@ -152,7 +170,8 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
 }
 
 absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
-                                  uint64_t seed, int run) {
+                                  const Collected* collected, uint64_t seed,
+                                  int run) {
   RunResult r;
   const int classes = d.meta.classes;
   NodeSplit split;
@@ -163,9 +182,25 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                             c.validation_fraction,
                                             StageSeed(seed, run, kSplit)));
   }
+  const Collected* labels_collected =
+      collected != nullptr && collected->label_reports ? collected : nullptr;
+  if (labels_collected != nullptr) {
+    // Only nodes whose label report the curator holds can train or select.
+    const auto& reports = *collected->label_reports;
+    if (reports.size() != d.graph.num_nodes()) {
+      return absl::InvalidArgumentError("collected label reports: wrong size");
+    }
+    for (auto* list : {&split.train, &split.validation}) {
+      std::erase_if(*list, [&](NodeId v) { return reports[v] < 0; });
+    }
+    if (split.train.empty() || split.validation.empty()) {
+      return absl::FailedPreconditionError(
+          "no label reports among the training or validation nodes");
+    }
+  }
   ASSIGN_OR_RETURN(SparseRows x,
-                   CollectFeatures(d, c, StageSeed(seed, run, kFeatureNoise),
-                                   &r));
+                   CollectFeatures(d, c, collected,
+                                   StageSeed(seed, run, kFeatureNoise), &r));
   const auto t_prop = std::chrono::steady_clock::now();
   DenseMatrix z;
   if (c.method == Method::kPrivGe) {
@@ -190,7 +225,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   for (NodeId v : split.test) data.test_truth.push_back(d.labels[v]);
   if (c.label_epsilon) {
     ASSIGN_OR_RETURN(NoisyLabels labels,
-                     CollectLabels(d, split, c, classes,
+                     CollectLabels(d, split, c, classes, labels_collected,
                                    StageSeed(seed, run, kLabelNoise)));
     data.train_targets = std::move(labels.train);
     data.validation_targets = std::move(labels.validation);
@@ -215,7 +250,8 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
 }
 
 absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
-                                  uint64_t seed, int run) {
+                                  const Collected* collected, uint64_t seed,
+                                  int run) {
   RunResult r;
   ASSIGN_OR_RETURN(EdgeSplit split,
                    RandomEdgeSplit(d.graph, c.link_validation_fraction,
@@ -226,8 +262,8 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
   // The curator learns from the training edges only.
   ASSIGN_OR_RETURN(Graph train_graph, d.graph.WithoutEdges(held_out));
   ASSIGN_OR_RETURN(SparseRows x,
-                   CollectFeatures(d, c, StageSeed(seed, run, kFeatureNoise),
-                                   &r));
+                   CollectFeatures(d, c, collected,
+                                   StageSeed(seed, run, kFeatureNoise), &r));
   const auto t_prop = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(DenseMatrix z, PprPush(train_graph, x, c.ppr));
   r.propagate_seconds = SecondsSince(t_prop);
@@ -345,8 +381,25 @@ absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
                                       const PipelineConfig& c, uint64_t seed,
                                       int run) {
   RETURN_IF_ERROR(ValidateConfig(c));
-  if (c.task == Task::kNode) return RunNode(dataset, c, seed, run);
-  return RunLink(dataset, c, seed, run);
+  if (c.task == Task::kNode) return RunNode(dataset, c, nullptr, seed, run);
+  return RunLink(dataset, c, nullptr, seed, run);
+}
+
+absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
+                                                 const PipelineConfig& c,
+                                                 const Collected& collected,
+                                                 uint64_t seed) {
+  RETURN_IF_ERROR(ValidateConfig(c));
+  if (collected.label_reports && !c.label_epsilon) {
+    return absl::InvalidArgumentError(
+        "collected label reports need the label campaign's epsilon "
+        "(label_epsilon)");
+  }
+  if (c.task == Task::kNode) return RunNode(public_data, c, &collected, seed, 0);
+  if (collected.label_reports) {
+    return absl::InvalidArgumentError("link prediction uses no labels");
+  }
+  return RunLink(public_data, c, &collected, seed, 0);
 }
 
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,

@@ -116,6 +116,30 @@ absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
                                       const PipelineConfig& c, uint64_t seed,
                                       int run);
 
+// What a deployed curator collected from its agents, in place of the
+// simulation of RunPipeline.
+struct Collected {
+  // The curator's estimate of every node's feature row (rows = nodes of the
+  // graph; a node that did not report has whatever row the estimator gives
+  // an empty report, usually zeros). c.mechanism, c.epsilon and c.scaling
+  // are then only recorded, not applied.
+  SparseRows features;
+  // The reported label of every node (-1: none), from a label randomized
+  // response campaign of budget c.label_epsilon. Unset: the curator uses
+  // the dataset's labels for training and validation, as PrivGE assumes.
+  std::optional<std::vector<int32_t>> label_reports;
+};
+
+// RunPipeline's propagation, training and test on collected data, run 0
+// of seed. public_data holds what the curator knows: the graph, and the
+// labels it trains on (unless label_reports) and tests against; its
+// features are never read. Nodes of the training and validation split
+// without a label report are left out of training and model selection.
+absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
+                                                 const PipelineConfig& c,
+                                                 const Collected& collected,
+                                                 uint64_t seed);
+
 // Every setting of c, as JSON (for --format json and result records).
 nlohmann::json ConfigToJson(const PipelineConfig& c);
 

@@ -1,0 +1,254 @@
+#include "client/agent_host.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::agent {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+// Marks an error of Enrol that retrying cannot fix.
+constexpr absl::string_view kPermanent = "enrolment refused";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
+    AgentHostOptions options, std::unique_ptr<AgentShard> shard) {
+  if (shard == nullptr) return absl::InvalidArgumentError("no shard");
+  if (options.curator.empty()) {
+    return absl::InvalidArgumentError("the curator's address is missing");
+  }
+  if (!options.insecure && options.ca_pem.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs the CA certificate that signed the curator's (or, for "
+        "development only, insecure)");
+  }
+  if (options.batch_size < 1 || options.batch_size > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch size must be in [1, 65536], got ", options.batch_size));
+  }
+  if (options.window < 1) options.window = 1;
+  std::vector<uint32_t> with_credential;
+  for (const auto& [node, secret] : options.credentials) {
+    with_credential.push_back(node);
+  }
+  std::sort(with_credential.begin(), with_credential.end());
+  const std::vector<uint32_t> nodes = shard->nodes();
+  if (with_credential != nodes) {
+    for (uint32_t v : nodes) {
+      if (!std::binary_search(with_credential.begin(), with_credential.end(),
+                              v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("no credential for node ", v, " of the shard"));
+      }
+    }
+    return absl::InvalidArgumentError(
+        "credentials list nodes outside the shard, or a node twice");
+  }
+  return std::unique_ptr<AgentHost>(
+      new AgentHost(std::move(options), std::move(shard)));
+}
+
+std::shared_ptr<grpc::Channel> AgentHost::MakeChannel() const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (options_.insecure) {
+    creds = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.ca_pem;
+    creds = grpc::SslCredentials(ssl);
+    if (!options_.server_name.empty()) {
+      args.SetSslTargetNameOverride(options_.server_name);
+    }
+  }
+  return grpc::CreateCustomChannel(options_.curator, creds, args);
+}
+
+absl::Status AgentHost::Run() {
+  auto channel = MakeChannel();
+  auto stub = v1::AgentService::NewStub(channel);
+  absl::Duration backoff = options_.backoff_initial;
+  while (!stopping_.load()) {
+    const uint64_t sessions_before = counters_.sessions.load();
+    absl::Status s = Session(*stub);
+    ready_.store(false);
+    if (stopping_.load()) break;
+    if (absl::StrContains(s.message(), kPermanent)) return s;
+    {
+      absl::MutexLock lock(&mu_);
+      last_error_ = s.ToString();
+    }
+    if (counters_.sessions.load() != sessions_before) {
+      backoff = options_.backoff_initial;  // the session got going
+    }
+    counters_.reconnects.fetch_add(1);
+    // Sleep, but wake at once on Stop.
+    const absl::Time until = absl::Now() + backoff;
+    while (!stopping_.load() && absl::Now() < until) {
+      absl::SleepFor(std::min(absl::Milliseconds(20), until - absl::Now()));
+    }
+    backoff = std::min(backoff * 2, options_.backoff_max);
+  }
+  return absl::OkStatus();
+}
+
+void AgentHost::Stop() {
+  stopping_.store(true);
+  absl::MutexLock lock(&mu_);
+  if (subscribe_ctx_ != nullptr) subscribe_ctx_->TryCancel();
+}
+
+std::string AgentHost::last_error() const {
+  absl::MutexLock lock(&mu_);
+  return last_error_;
+}
+
+absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
+  v1::EnrolRequest enrol;
+  enrol.set_host_name(options_.host_name);
+  for (const auto& [node, secret] : options_.credentials) {
+    v1::NodeCredential* c = enrol.add_nodes();
+    c->set_node_id(node);
+    c->set_secret(secret);
+    c->mutable_caps()->set_total(options_.caps.total);
+    for (const auto& [attribute, cap] : options_.caps.per_attribute) {
+      (*c->mutable_caps()->mutable_per_attribute())[attribute] = cap;
+    }
+  }
+  v1::EnrolResponse enrolled;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(30));
+    grpc::Status s = stub.Enrol(&ctx, enrol, &enrolled);
+    if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      return FromGrpc(s, kPermanent);
+    }
+    RETURN_IF_ERROR(FromGrpc(s, "enrol"));
+  }
+  counters_.sessions.fetch_add(1);
+  const std::string token = enrolled.session_token();
+
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("ldpgraph-session", token);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_.load()) return absl::OkStatus();
+    subscribe_ctx_ = &ctx;
+  }
+  auto reader = stub.Subscribe(&ctx, v1::SubscribeRequest());
+  ready_.store(true);
+  v1::Task task;
+  absl::Status answered;
+  while (answered.ok() && reader->Read(&task)) {
+    answered = Answer(stub, token, task);
+  }
+  ready_.store(false);
+  {
+    absl::MutexLock lock(&mu_);
+    subscribe_ctx_ = nullptr;
+  }
+  if (!answered.ok()) {
+    ctx.TryCancel();
+    reader->Finish().ok();
+    return answered;
+  }
+  grpc::Status s = reader->Finish();
+  if (stopping_.load()) return absl::OkStatus();
+  RETURN_IF_ERROR(FromGrpc(s, "task stream"));
+  return absl::UnavailableError("task stream ended");
+}
+
+absl::Status AgentHost::Answer(v1::AgentService::Stub& stub,
+                               const std::string& token, const v1::Task& task) {
+  counters_.tasks.fetch_add(1);
+  // Every fresh answer is durable before RespondAll returns.
+  ASSIGN_OR_RETURN(ShardResponse response, shard_->RespondAll(task));
+  counters_.refusals_sent.fetch_add(response.refusals);
+  if (response.reports.empty()) return absl::OkStatus();
+
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("ldpgraph-session", token);
+  auto stream = stub.Report(&ctx);
+  uint64_t logged = 0;
+  auto read_ack = [&]() -> absl::Status {
+    v1::ReportAck ack;
+    if (!stream->Read(&ack)) {
+      return absl::UnavailableError("report stream closed before its ack");
+    }
+    for (const auto& r : ack.results()) {
+      if (r.code() == 0) {
+        counters_.reports_acked.fetch_add(1);
+        if (r.duplicate()) counters_.duplicates.fetch_add(1);
+      } else {
+        counters_.rejected.fetch_add(1);
+        if (logged++ < 3) {
+          std::cerr << options_.host_name << ": campaign "
+                    << task.campaign_id() << " rejected a report: "
+                    << r.message() << "\n";
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  const size_t n = response.reports.size();
+  const size_t b = static_cast<size_t>(options_.batch_size);
+  const absl::Time start = absl::Now();
+  int in_flight = 0;
+  absl::Status status;
+  uint64_t batch_id = 0;
+  for (size_t first = 0; first < n && status.ok(); first += b) {
+    v1::ReportBatch batch;
+    batch.set_batch_id(++batch_id);
+    const size_t last = std::min(n, first + b);
+    batch.mutable_reports()->Reserve(static_cast<int>(last - first));
+    for (size_t i = first; i < last; ++i) {
+      *batch.add_reports() = std::move(response.reports[i]);
+    }
+    if (!stream->Write(batch)) {
+      status = absl::UnavailableError("report stream broke while writing");
+      break;
+    }
+    counters_.reports_sent.fetch_add(last - first);
+    if (options_.max_reports_per_second > 0) {
+      const absl::Time due =
+          start + absl::Seconds(last / options_.max_reports_per_second);
+      while (!stopping_.load() && absl::Now() < due) {
+        absl::SleepFor(std::min(absl::Milliseconds(20), due - absl::Now()));
+      }
+    }
+    if (++in_flight >= options_.window) {
+      status = read_ack();
+      --in_flight;
+    }
+  }
+  if (status.ok()) stream->WritesDone();
+  while (status.ok() && in_flight > 0) {
+    status = read_ack();
+    --in_flight;
+  }
+  if (!status.ok()) ctx.TryCancel();
+  grpc::Status finish = stream->Finish();
+  RETURN_IF_ERROR(status.ok() ? FromGrpc(finish, "report stream") : status);
+  return absl::OkStatus();
+}
+
+}  // namespace ldpgraph::agent

@@ -1,0 +1,110 @@
+// The agent host's network side: a thin gRPC client around an AgentShard.
+// It connects out to the curator (agents never listen), enrols its nodes,
+// subscribes for tasks, answers each task through the shard (which makes
+// every new answer durable before it is released), and streams the reports
+// in batches, reading one acknowledgement per batch.
+//
+// Failures: any broken call (curator down, restarted, network gone) ends
+// the current session; the host waits with exponential backoff, enrols
+// again and resubscribes. The curator re-sends the tasks still waiting for
+// its nodes, and the shard answers them from its memo: a restart of either
+// side costs no extra epsilon, and a resent report is acknowledged as a
+// duplicate.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/agent.h"
+#include "ldpgraph/v1/agent.grpc.pb.h"
+
+namespace ldpgraph::agent {
+
+struct AgentHostOptions {
+  // host:port of the curator.
+  std::string curator;
+  // TLS: the CA that signed the curator's certificate (PEM); an optional
+  // override of the name checked against it. insecure: plaintext (dev only).
+  std::string ca_pem;
+  std::string server_name;
+  bool insecure = false;
+  // A name for the curator's logs and audit trail.
+  std::string host_name = "agent-host";
+  // Every node's credential (raw 32 bytes), in the shard's order.
+  std::vector<std::pair<uint32_t, std::string>> credentials;
+  // The caps each node declares at enrolment (its policy's).
+  BudgetCaps caps;
+  // Reports per batch, and batches in flight before waiting for an ack.
+  int batch_size = 512;
+  int window = 4;
+  // Upper bound on reports sent per second (0: none), so that a large
+  // fleet does not flood a curator; enforced per batch.
+  double max_reports_per_second = 0;
+  // Reconnection backoff: initial, doubling up to max.
+  absl::Duration backoff_initial = absl::Milliseconds(100);
+  absl::Duration backoff_max = absl::Seconds(5);
+};
+
+// Running totals, for metrics and tests.
+struct AgentHostCounters {
+  std::atomic<uint64_t> tasks{0};
+  std::atomic<uint64_t> reports_sent{0};
+  std::atomic<uint64_t> reports_acked{0};
+  std::atomic<uint64_t> duplicates{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> refusals_sent{0};
+  std::atomic<uint64_t> sessions{0};
+  std::atomic<uint64_t> reconnects{0};
+};
+
+class AgentHost {
+ public:
+  // Validates the options (credentials for exactly the shard's nodes, a
+  // curator address, TLS material unless insecure).
+  static absl::StatusOr<std::unique_ptr<AgentHost>> Create(
+      AgentHostOptions options, std::unique_ptr<AgentShard> shard);
+
+  // Serves until Stop: enrol, subscribe, answer, reconnect. Returns OK after
+  // Stop, or a permanent error (UNAUTHENTICATED: the credentials are
+  // wrong; INVALID_ARGUMENT: the curator rejects the enrolment).
+  absl::Status Run();
+  // Asks Run to return; the task being answered is finished first.
+  // Thread-safe, idempotent.
+  void Stop();
+
+  // True while a session is open and the task stream is up.
+  bool ready() const { return ready_.load(); }
+  const AgentHostCounters& counters() const { return counters_; }
+  AgentShard& shard() { return *shard_; }
+  // The last error that ended a session (for logs and /readyz).
+  std::string last_error() const;
+
+ private:
+  AgentHost(AgentHostOptions options, std::unique_ptr<AgentShard> shard)
+      : options_(std::move(options)), shard_(std::move(shard)) {}
+  std::shared_ptr<grpc::Channel> MakeChannel() const;
+  // One session: enrol, subscribe, answer until the stream breaks.
+  absl::Status Session(v1::AgentService::Stub& stub);
+  absl::Status Answer(v1::AgentService::Stub& stub, const std::string& token,
+                      const v1::Task& task);
+
+  const AgentHostOptions options_;
+  const std::unique_ptr<AgentShard> shard_;
+  AgentHostCounters counters_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> ready_{false};
+  mutable absl::Mutex mu_;
+  grpc::ClientContext* subscribe_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ldpgraph::agent

@@ -1,0 +1,88 @@
+#include "server/curator/credentials.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace ldpgraph::curator {
+
+std::string ToHex(absl::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> FromHex(absl::string_view hex) {
+  if (hex.size() % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hex string has odd length ", hex.size()));
+  }
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out(hex.size() / 2, '\0');
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = digit(hex[2 * i]), lo = digit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not a hex digit at position ", 2 * i + (hi < 0 ? 0 : 1)));
+    }
+    out[i] = static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ReadHexSecretFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text(absl::StripAsciiWhitespace(ss.str()));
+  auto bytes = FromHex(text);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", bytes.status().message()));
+  }
+  if (bytes->size() < 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a secret needs at least 16 bytes (32 hex digits), got ",
+        bytes->size()));
+  }
+  return *bytes;
+}
+
+std::string NodeCredential(absl::string_view node_key, uint32_t node) {
+  const std::string message = absl::StrCat("ldpgraph-node-v1:", node);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), node_key.data(), static_cast<int>(node_key.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+       mac, &len);
+  return std::string(reinterpret_cast<const char*>(mac), len);
+}
+
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool VerifyNodeCredential(absl::string_view node_key, uint32_t node,
+                          absl::string_view secret) {
+  return ConstantTimeEquals(NodeCredential(node_key, node), secret);
+}
+
+}  // namespace ldpgraph::curator

@@ -1,0 +1,192 @@
+// The curator's core, as a plain library: sessions, campaigns and their
+// persisted state machine, report ingestion and validation, and the ledger.
+// The gRPC services (server/curator/services.h) only adapt requests to these
+// calls; tests and benchmarks call them directly.
+//
+// Campaign state machine (persisted in the store on every transition):
+//   OPEN --(operator | quorum reached | deadline passed)--> CLOSED.
+// An open campaign asks its targeted nodes one question (attribute,
+// mechanism, parameters, epsilon). Each node answers at most once: a report
+// or a refusal. A report is validated against the campaign (mechanism,
+// dimension, indices, value domain, number of sampled dimensions) and stored
+// durably before it is acknowledged.
+//
+// Ledger: mirrors what each node has spent. A node's spend on an attribute
+// is the sum of the epsilons of the distinct questions it has answered with
+// a report (a question repeated identically is answered from the agent's
+// memo and costs nothing, so it is charged once). The ledger is rebuilt from
+// the stored answers at start-up, so it can neither lose nor double-count a
+// report across a crash. CreateCampaign refuses a campaign that a node
+// whose caps are known could not afford, counting what that node has spent
+// and what the open campaigns still ask of it.
+//
+// Thread-safe. Ingest takes the state lock once per batch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/mechanisms/feature_mechanism.h"
+#include "ldpgraph/v1/admin.pb.h"
+#include "ldpgraph/v1/agent.pb.h"
+#include "server/store/store.h"
+
+namespace ldpgraph::curator {
+
+// An authenticated agent host: the nodes whose credentials it proved.
+struct Session {
+  std::string token;
+  std::string host_name;
+  // Ascending, no repeats.
+  std::vector<uint32_t> nodes;
+  absl::flat_hash_set<uint32_t> node_set;
+  bool Covers(uint32_t node) const { return node_set.contains(node); }
+};
+
+// Counters the service exposes as metrics; monotonic.
+struct IngestCounters {
+  std::atomic<uint64_t> reports_accepted{0};
+  std::atomic<uint64_t> reports_duplicate{0};
+  std::atomic<uint64_t> refusals{0};
+  // Rejected reports by gRPC code (index = code, 0..16).
+  std::atomic<uint64_t> rejected[17] = {};
+  std::atomic<uint64_t> report_bytes{0};
+};
+
+class Curator {
+ public:
+  struct Options {
+    // Number of nodes of the curator's graph: node ids are [0, num_nodes).
+    uint32_t num_nodes = 0;
+    // The operator's node key (raw bytes); credentials are derived from it.
+    std::string node_key;
+    // Largest batch accepted (reports); larger batches fail whole.
+    int max_batch = 65536;
+    // Largest nodes per enrolment.
+    int max_enrol = 100000;
+  };
+
+  // Opens the curator over an opened store: loads campaigns, rebuilds the
+  // progress of every campaign and the ledger from the stored answers, and
+  // closes campaigns whose deadline passed while it was down.
+  static absl::StatusOr<std::unique_ptr<Curator>> Open(
+      std::unique_ptr<store::CuratorStore> store, Options options);
+
+  // --- agents ---------------------------------------------------------------
+  // Verifies every credential (UNAUTHENTICATED naming the first bad node,
+  // nothing opened), records the declared caps, opens a session.
+  absl::StatusOr<std::shared_ptr<const Session>> Enrol(
+      const v1::EnrolRequest& request);
+  // The session of a token; UNAUTHENTICATED if unknown (e.g. issued before
+  // a restart).
+  absl::StatusOr<std::shared_ptr<const Session>> FindSession(
+      absl::string_view token) const;
+  // One task per open campaign that still waits for some of the session's
+  // nodes.
+  std::vector<v1::Task> PendingTasks(const Session& session) const;
+  // Increases whenever a campaign opens or closes. WaitForChange blocks
+  // until the generation differs from `seen` or the deadline passes, and
+  // returns the current generation.
+  uint64_t generation() const;
+  uint64_t WaitForChange(uint64_t seen, absl::Time deadline) const;
+
+  // Validates and stores a batch; one result per report, in order. The
+  // accepted reports are durable when this returns OK. An error status
+  // (INVALID_ARGUMENT for an oversized batch, or a store failure: INTERNAL,
+  // RESOURCE_EXHAUSTED for a full disk) means nothing of the batch was
+  // stored and nothing was acknowledged.
+  absl::StatusOr<v1::ReportAck> Ingest(const Session& session,
+                                       const v1::ReportBatch& batch);
+
+  // Sealed messages: the sender must be one of the session's nodes and the
+  // recipient a node of the graph.
+  absl::StatusOr<int> Relay(const Session& session,
+                            const v1::RelayRequest& request);
+  absl::StatusOr<std::vector<v1::SealedMessage>> FetchSealed(
+      const Session& session, uint64_t after, int limit);
+
+  // --- operator -------------------------------------------------------------
+  absl::StatusOr<v1::Campaign> CreateCampaign(
+      const v1::CreateCampaignRequest& request);
+  std::vector<v1::Campaign> ListCampaigns() const;
+  absl::StatusOr<v1::Campaign> GetCampaign(absl::string_view id) const;
+  // Closes an open campaign (reason "operator"); a closed one is returned
+  // unchanged.
+  absl::StatusOr<v1::Campaign> CloseCampaign(absl::string_view id);
+  // Closes every open campaign whose deadline is <= now. Returns how many.
+  absl::StatusOr<int> CloseExpired(absl::Time now);
+  absl::StatusOr<std::vector<v1::RefusalRecord>> ListRefusals(
+      absl::string_view id) const;
+  std::vector<v1::NodeBudget> GetBudgets(
+      const std::vector<uint32_t>& nodes) const;
+
+  // Stored reports of a campaign as (node, report), ascending by node;
+  // refusals excluded. NOT_FOUND for an unknown campaign.
+  absl::StatusOr<std::vector<std::pair<uint32_t, v1::Report>>> Reports(
+      absl::string_view id) const;
+
+  // Number of open campaigns (a gauge).
+  int open_campaigns() const;
+  const IngestCounters& counters() const { return counters_; }
+  store::CuratorStore& store() { return *store_; }
+  uint32_t num_nodes() const { return options_.num_nodes; }
+
+  // Parses "c<id>"; INVALID_ARGUMENT otherwise.
+  static absl::StatusOr<int64_t> ParseCampaignId(absl::string_view id);
+
+  ~Curator();
+
+ private:
+  struct CampaignState;
+  struct NodeLedger;
+  Curator(std::unique_ptr<store::CuratorStore> store, Options options);
+
+  absl::Status Load();
+  // Records a stored answer in memory: progress and, for a report, the
+  // ledger.
+  void ApplyAnswer(CampaignState& c, uint32_t node, bool refusal)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CloseLocked(CampaignState& c, absl::string_view reason,
+                           absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Campaign ToProto(const CampaignState& c) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Checks one report against its campaign; OK or the status to send.
+  // *campaign: in, the previous report's campaign (a lookup cache, may be
+  // null); out, this report's campaign (null if unknown).
+  absl::Status Check(const Session& session, const v1::Report& report,
+                     int64_t now_ms, CampaignState** campaign)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A small id for a canonical question, the same for equal questions.
+  int Intern(const std::string& question) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  CampaignState* FindLocked(int64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<CampaignState*> FindLocked(absl::string_view id) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void BumpGeneration() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Options options_;
+  std::unique_ptr<store::CuratorStore> store_;
+  IngestCounters counters_;
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<CampaignState>> campaigns_ ABSL_GUARDED_BY(mu_);
+  std::vector<NodeLedger> ledger_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int> questions_ ABSL_GUARDED_BY(mu_);
+
+  mutable absl::Mutex sessions_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const Session>> sessions_
+      ABSL_GUARDED_BY(sessions_mu_);
+};
+
+}  // namespace ldpgraph::curator

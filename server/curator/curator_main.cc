@@ -1,0 +1,167 @@
+// ldpgraph-curator: the curator process. Serves the agent and admin APIs
+// over gRPC (TLS unless --insecure), keeps its state under --data-dir, and
+// exposes /metrics, /healthz and /readyz over HTTP.
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/cli_args.h"
+#include "common/status_macros.h"
+#include "server/curator/credentials.h"
+#include "server/curator/server.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(ldpgraph-curator: the curator of an ldpgraph deployment.
+
+Usage: ldpgraph-curator --data-dir DIR (--graph DATASET | --nodes N)
+                        --admin-token FILE --node-key FILE
+                        (--tls-cert FILE --tls-key FILE | --insecure) [flags]
+
+The curator is untrusted for raw data: it holds the graph, runs collection
+campaigns, stores the agents' perturbed reports durably (SQLite, WAL, under
+--data-dir), keeps the privacy ledger and runs the learning pipeline.
+A restarted curator resumes its open campaigns.
+
+Flags:
+  --listen ADDR        gRPC address (default 0.0.0.0:7443)
+  --http ADDR          /metrics, /healthz, /readyz (default 0.0.0.0:9090;
+                       "off" disables)
+  --data-dir DIR       state directory (created if missing)
+  --graph DIR          dataset folder: the curator keeps its edges and
+                       labels and drops the features on load
+  --nodes N            node count, when there is no graph
+  --admin-token FILE   hex secret the admin API requires (deploy/dev-certs.sh)
+  --node-key FILE      hex secret node credentials derive from
+  --tls-cert FILE      PEM certificate chain of the curator
+  --tls-key FILE       PEM private key
+  --insecure           plaintext gRPC: development only
+  --sync MODE          full (default: every acknowledged report is on disk)
+                       or normal (survives a crash of the process, not of
+                       the machine; faster)
+  --max-threads N      bound on server threads (default 256)
+  -h, --help           this text
+
+Stops gracefully on SIGINT or SIGTERM.
+)";
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+volatile std::sig_atomic_t g_signal = 0;
+void OnSignal(int sig) { g_signal = sig; }
+
+absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
+    const std::vector<std::string>& args) {
+  using ldpgraph::CliArgs;
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(args,
+                     {"listen", "http", "data-dir", "graph", "nodes",
+                      "admin-token", "node-key", "tls-cert", "tls-key",
+                      "sync", "max-threads"},
+                     {"insecure"}));
+  ldpgraph::curator::ServerOptions o;
+  o.listen = a.Get("listen").value_or("0.0.0.0:7443");
+  o.http_listen = a.Get("http").value_or("0.0.0.0:9090");
+  if (o.http_listen == "off") o.http_listen.clear();
+  if (!a.Has("data-dir")) {
+    return absl::InvalidArgumentError("--data-dir is required");
+  }
+  o.data_dir = *a.Get("data-dir");
+  o.graph_dir = a.Get("graph").value_or("");
+  ASSIGN_OR_RETURN(auto nodes, a.GetUint("nodes"));
+  if (nodes) o.nodes = static_cast<uint32_t>(*nodes);
+  if (o.graph_dir.empty() == !nodes) {
+    return absl::InvalidArgumentError("give exactly one of --graph and --nodes");
+  }
+  for (const char* flag : {"admin-token", "node-key"}) {
+    if (!a.Has(flag)) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
+  }
+  ASSIGN_OR_RETURN(std::string admin,
+                   ldpgraph::curator::ReadHexSecretFile(*a.Get("admin-token")));
+  o.admin_token = ldpgraph::curator::ToHex(admin);
+  ASSIGN_OR_RETURN(o.node_key,
+                   ldpgraph::curator::ReadHexSecretFile(*a.Get("node-key")));
+  o.insecure = a.Flag("insecure");
+  if (o.insecure && (a.Has("tls-cert") || a.Has("tls-key"))) {
+    return absl::InvalidArgumentError(
+        "--insecure and --tls-cert/--tls-key exclude each other");
+  }
+  if (!o.insecure) {
+    if (!a.Has("tls-cert") || !a.Has("tls-key")) {
+      return absl::InvalidArgumentError(
+          "TLS needs --tls-cert and --tls-key (or --insecure, for "
+          "development only)");
+    }
+    ASSIGN_OR_RETURN(o.tls_cert_pem, ReadFile(*a.Get("tls-cert")));
+    ASSIGN_OR_RETURN(o.tls_key_pem, ReadFile(*a.Get("tls-key")));
+  }
+  const std::string sync = a.Get("sync").value_or("full");
+  if (sync != "full" && sync != "normal") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sync must be full or normal, got '", sync, "'"));
+  }
+  o.synchronous_full = sync == "full";
+  ASSIGN_OR_RETURN(auto threads, a.GetInt("max-threads"));
+  if (threads) {
+    if (*threads < 4 || *threads > 100000) {
+      return absl::InvalidArgumentError("--max-threads must be in [4, 100000]");
+    }
+    o.max_threads = static_cast<int>(*threads);
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args) {
+    if (a == "help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  auto options = ParseFlags(args);
+  if (!options.ok()) {
+    std::cerr << "ldpgraph-curator: " << options.status().message()
+              << "\nRun ldpgraph-curator --help for the flags.\n";
+    return 2;
+  }
+  if (options->insecure) {
+    std::cerr << "ldpgraph-curator: WARNING: --insecure: plaintext gRPC, "
+                 "for development only\n";
+  }
+  auto server = ldpgraph::curator::CuratorServer::Start(*options);
+  if (!server.ok()) {
+    std::cerr << "ldpgraph-curator: " << server.status().message() << "\n";
+    return 1;
+  }
+  std::cerr << "ldpgraph-curator: serving gRPC on port " << (*server)->port();
+  if ((*server)->http_port() > 0) {
+    std::cerr << ", HTTP on port " << (*server)->http_port();
+  }
+  std::cerr << " (" << (*server)->curator().num_nodes() << " nodes, "
+            << (*server)->curator().open_campaigns() << " open campaigns)"
+            << std::endl;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  while (g_signal == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::cerr << "ldpgraph-curator: signal " << g_signal << ", shutting down"
+            << std::endl;
+  (*server)->Shutdown(absl::Seconds(5));
+  return 0;
+}

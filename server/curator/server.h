@@ -1,0 +1,84 @@
+// A running curator: store, core, pipeline stages, the gRPC server (agent
+// and admin services, the standard health service and server reflection)
+// and, optionally, the HTTP endpoint for metrics and probes. The curator
+// binary is a flag parser around this; integration tests start it
+// in-process on loopback.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "common/dataset/dataset.h"
+#include "server/curator/curator.h"
+#include "server/curator/stages.h"
+
+namespace ldpgraph::curator {
+
+struct ServerOptions {
+  // gRPC address; port 0 picks a free one (see CuratorServer::port).
+  std::string listen = "127.0.0.1:0";
+  // Directory for curator.db and results/; created if missing.
+  std::string data_dir;
+  // The curator's graph: a dataset folder, of which only meta.json,
+  // edges.txt and the labels of nodes.svm are kept (features are dropped
+  // on load: the curator never holds them). Or, without a graph, the
+  // number of nodes (no propagation or evaluation then).
+  std::string graph_dir;
+  uint32_t nodes = 0;
+  // Raw secrets (see credentials.h).
+  std::string node_key;
+  std::string admin_token;
+  // TLS: PEM server certificate chain and key. insecure = plaintext, for
+  // development only.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  bool insecure = false;
+  // HTTP address of /metrics, /healthz and /readyz; empty: none.
+  std::string http_listen;
+  // Store durability (store.h).
+  bool synchronous_full = true;
+  // Largest gRPC message accepted, bytes.
+  int max_message_bytes = 64 << 20;
+  // Bound on the server's threads: concurrent streams beyond it are refused
+  // with RESOURCE_EXHAUSTED.
+  int max_threads = 256;
+};
+
+class CuratorServer {
+ public:
+  // Opens everything and starts serving. Errors name the file, flag or
+  // address at fault.
+  static absl::StatusOr<std::unique_ptr<CuratorServer>> Start(
+      ServerOptions options);
+  ~CuratorServer();
+
+  int port() const { return port_; }
+  int http_port() const;
+  // Stops accepting, ends Subscribe streams, waits up to `grace` for
+  // in-flight calls, then closes the store. Idempotent.
+  void Shutdown(absl::Duration grace = absl::Seconds(5));
+  // Blocks until Shutdown.
+  void Wait();
+
+  Curator& curator() { return *curator_; }
+  Stages& stages() { return *stages_; }
+
+ private:
+  CuratorServer() = default;
+  absl::Status RegisterMetrics();
+  struct Internals;
+  ServerOptions options_;
+  Dataset public_data_;
+  std::unique_ptr<Curator> curator_;
+  std::unique_ptr<Stages> stages_;
+  std::unique_ptr<Internals> internals_;
+  std::unique_ptr<grpc::Server> server_;
+  std::atomic<bool> stopping_{false};
+  int port_ = 0;
+};
+
+}  // namespace ldpgraph::curator

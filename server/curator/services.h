@@ -1,0 +1,114 @@
+// The curator's gRPC services: thin adapters from ldpgraph.v1 requests to
+// Curator and Stages calls, with one status conversion (ToGrpcStatus) and
+// authentication from request metadata. No domain logic lives here.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "ldpgraph/v1/admin.grpc.pb.h"
+#include "ldpgraph/v1/agent.grpc.pb.h"
+#include "server/curator/curator.h"
+#include "server/curator/stages.h"
+
+namespace ldpgraph::curator {
+
+// absl and gRPC share their status codes: a 1:1 conversion.
+grpc::Status ToGrpcStatus(const absl::Status& s);
+
+// Called with (method, seconds, code) after every RPC, for metrics.
+using RpcObserver =
+    std::function<void(absl::string_view method, double seconds, int code)>;
+
+class AgentServiceImpl final : public v1::AgentService::Service {
+ public:
+  // stopping: set when the server shuts down, so that Subscribe streams end.
+  AgentServiceImpl(Curator* curator, const std::atomic<bool>* stopping,
+                   RpcObserver observer)
+      : curator_(curator), stopping_(stopping), observe_(std::move(observer)) {}
+
+  grpc::Status Enrol(grpc::ServerContext* ctx, const v1::EnrolRequest* req,
+                     v1::EnrolResponse* resp) override;
+  grpc::Status Subscribe(grpc::ServerContext* ctx,
+                         const v1::SubscribeRequest* req,
+                         grpc::ServerWriter<v1::Task>* writer) override;
+  grpc::Status Report(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::ReportAck, v1::ReportBatch>* stream) override;
+  grpc::Status Relay(grpc::ServerContext* ctx, const v1::RelayRequest* req,
+                     v1::RelayResponse* resp) override;
+  grpc::Status FetchSealed(grpc::ServerContext* ctx,
+                           const v1::FetchSealedRequest* req,
+                           v1::FetchSealedResponse* resp) override;
+
+ private:
+  absl::StatusOr<std::shared_ptr<const Session>> Authenticate(
+      grpc::ServerContext* ctx) const;
+  Curator* curator_;
+  const std::atomic<bool>* stopping_;
+  RpcObserver observe_;
+};
+
+class AdminServiceImpl final : public v1::AdminService::Service {
+ public:
+  // admin_token: the bearer token every call must carry.
+  AdminServiceImpl(Curator* curator, Stages* stages, std::string admin_token,
+                   RpcObserver observer)
+      : curator_(curator),
+        stages_(stages),
+        token_(std::move(admin_token)),
+        observe_(std::move(observer)) {}
+
+  grpc::Status CreateCampaign(grpc::ServerContext* ctx,
+                              const v1::CreateCampaignRequest* req,
+                              v1::Campaign* resp) override;
+  grpc::Status ListCampaigns(grpc::ServerContext* ctx,
+                             const v1::ListCampaignsRequest* req,
+                             v1::ListCampaignsResponse* resp) override;
+  grpc::Status GetCampaign(grpc::ServerContext* ctx,
+                           const v1::GetCampaignRequest* req,
+                           v1::Campaign* resp) override;
+  grpc::Status CloseCampaign(grpc::ServerContext* ctx,
+                             const v1::CloseCampaignRequest* req,
+                             v1::Campaign* resp) override;
+  grpc::Status ListRefusals(grpc::ServerContext* ctx,
+                            const v1::ListRefusalsRequest* req,
+                            v1::ListRefusalsResponse* resp) override;
+  grpc::Status GetBudgets(grpc::ServerContext* ctx,
+                          const v1::GetBudgetsRequest* req,
+                          v1::GetBudgetsResponse* resp) override;
+  grpc::Status Estimate(grpc::ServerContext* ctx,
+                        const v1::EstimateRequest* req,
+                        v1::StageResult* resp) override;
+  grpc::Status Propagate(grpc::ServerContext* ctx,
+                         const v1::PropagateRequest* req,
+                         v1::StageResult* resp) override;
+  grpc::Status Evaluate(grpc::ServerContext* ctx,
+                        const v1::EvaluateRequest* req,
+                        v1::StageResult* resp) override;
+  grpc::Status ListResults(grpc::ServerContext* ctx,
+                           const v1::ListResultsRequest* req,
+                           v1::ListResultsResponse* resp) override;
+  grpc::Status ExportEmbeddings(
+      grpc::ServerContext* ctx, const v1::ExportEmbeddingsRequest* req,
+      grpc::ServerWriter<v1::EmbeddingChunk>* writer) override;
+  grpc::Status ListAudit(grpc::ServerContext* ctx,
+                         const v1::ListAuditRequest* req,
+                         v1::ListAuditResponse* resp) override;
+
+ private:
+  absl::Status Authorize(grpc::ServerContext* ctx) const;
+  // Authorizes, runs fn, observes, converts.
+  grpc::Status Call(absl::string_view method, grpc::ServerContext* ctx,
+                    const std::function<absl::Status()>& fn);
+  Curator* curator_;
+  Stages* stages_;
+  std::string token_;
+  RpcObserver observe_;
+};
+
+}  // namespace ldpgraph::curator

@@ -1,0 +1,313 @@
+#include "server/curator/stages.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/npy.h"
+#include "common/status_macros.h"
+#include "common/stopwatch.h"
+#include "common/wire/codec.h"
+#include "server/pipeline/pipeline.h"
+#include "server/propagation/propagation.h"
+
+namespace ldpgraph::curator {
+namespace {
+
+SparseRows ToSparse(const DenseMatrix& m) {
+  SparseRows s;
+  s.cols = m.cols;
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  for (size_t i = 0; i < m.rows; ++i) {
+    idx.clear();
+    val.clear();
+    auto row = m.row(i);
+    for (size_t j = 0; j < m.cols; ++j) {
+      if (row[j] != 0.0f) {
+        idx.push_back(static_cast<uint32_t>(j));
+        val.push_back(row[j]);
+      }
+    }
+    s.AppendRow(idx, val);
+  }
+  return s;
+}
+
+// Makes a written file durable: fsync of the file and its directory.
+absl::Status SyncFile(const std::string& path, const std::string& dir) {
+  for (const std::string& p : {path, dir}) {
+    const int fd = ::open(p.c_str(), O_RDONLY);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      if (fd >= 0) ::close(fd);
+      return absl::InternalError(absl::StrCat("cannot sync ", p));
+    }
+    ::close(fd);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseResultId(absl::string_view id) {
+  int64_t n = 0;
+  if (id.size() < 2 || id[0] != 'r' || !absl::SimpleAtoi(id.substr(1), &n) ||
+      n <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("result id must look like r1, r2, ...; got '", id, "'"));
+  }
+  return n;
+}
+
+absl::StatusOr<SparseRows> Stages::EstimateRows(
+    const v1::Campaign& campaign, uint32_t num_nodes,
+    const std::vector<std::pair<uint32_t, v1::Report>>& reports) {
+  if (campaign.attribute() != v1::ATTRIBUTE_FEATURES) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "campaign ", campaign.id(), " collects ",
+        v1::Attribute_Name(campaign.attribute()), ", not features"));
+  }
+  ASSIGN_OR_RETURN(MechanismSpec spec,
+                   wire::FromWireFeatureSpec(campaign.spec()));
+  ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
+  const size_t d = static_cast<size_t>(mech->dimension());
+  SparseRows out;
+  out.cols = d;
+  std::vector<double> estimate(d);
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  size_t next = 0;
+  for (uint32_t v = 0; v < num_nodes; ++v) {
+    idx.clear();
+    val.clear();
+    if (next < reports.size() && reports[next].first == v) {
+      ASSIGN_OR_RETURN(SparseReport r,
+                       wire::DecodeFeatureReport(
+                           reports[next].second.features(), *mech));
+      std::fill(estimate.begin(), estimate.end(), 0.0);
+      RETURN_IF_ERROR(mech->Estimate(r, absl::MakeSpan(estimate)));
+      for (size_t j = 0; j < d; ++j) {
+        if (estimate[j] != 0.0) {
+          idx.push_back(static_cast<uint32_t>(j));
+          val.push_back(static_cast<float>(estimate[j]));
+        }
+      }
+      ++next;
+    }
+    out.AppendRow(idx, val);
+  }
+  return out;
+}
+
+absl::StatusOr<store::ResultRow> Stages::Find(absl::string_view id) const {
+  ASSIGN_OR_RETURN(int64_t n, ParseResultId(id));
+  return curator_->store().GetResult(n);
+}
+
+absl::StatusOr<DenseMatrix> Stages::Matrix(absl::string_view id) const {
+  ASSIGN_OR_RETURN(store::ResultRow row, Find(id));
+  if (row.matrix_path.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("result ", id, " holds no matrix"));
+  }
+  return ReadNpy(row.matrix_path);
+}
+
+std::vector<v1::StageResult> Stages::List() const {
+  std::vector<v1::StageResult> out;
+  auto rows = curator_->store().ListResults();
+  if (!rows.ok()) return out;
+  for (auto it = rows->rbegin(); it != rows->rend(); ++it) {
+    v1::StageResult r;
+    if (r.ParseFromString(it->record)) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::StageResult> Stages::Record(v1::StageResult r,
+                                               const DenseMatrix* m) {
+  r.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  std::string path;
+  if (m != nullptr) {
+    // Named after the time and stage until the store assigns the id; the
+    // file is complete and synced before the result that names it exists.
+    path = absl::StrCat(dir_, "/", r.stage(), "-", r.created_unix_ms(), "-",
+                        r.input(), ".npy");
+    RETURN_IF_ERROR(WriteNpy(path, *m));
+    RETURN_IF_ERROR(SyncFile(path, dir_));
+    r.set_rows(static_cast<uint32_t>(m->rows));
+    r.set_cols(static_cast<uint32_t>(m->cols));
+  }
+  ASSIGN_OR_RETURN(int64_t id, curator_->store().AddResult(
+                                   [&](int64_t id) {
+                                     r.set_id(absl::StrCat("r", id));
+                                     return r.SerializeAsString();
+                                   },
+                                   path));
+  (void)id;
+  RETURN_IF_ERROR(curator_->store().Audit(
+      "admin", absl::StrCat("pipeline.", r.stage()),
+      absl::StrCat(R"({"result":")", r.id(), R"(","input":")", r.input(),
+                   "\"}")));
+  return r;
+}
+
+absl::StatusOr<v1::StageResult> Stages::Estimate(const v1::EstimateRequest& q) {
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(v1::Campaign campaign,
+                   curator_->GetCampaign(q.campaign_id()));
+  ASSIGN_OR_RETURN(auto reports, curator_->Reports(q.campaign_id()));
+  if (reports.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("campaign ", q.campaign_id(), " holds no report yet"));
+  }
+  ASSIGN_OR_RETURN(SparseRows rows,
+                   EstimateRows(campaign, curator_->num_nodes(), reports));
+  DenseMatrix m = rows.ToDense();
+  v1::StageResult r;
+  r.set_stage("estimate");
+  r.set_input(q.campaign_id());
+  nlohmann::json details = {
+      {"campaign", q.campaign_id()},
+      {"mechanism", v1::MechanismKind_Name(campaign.spec().kind())},
+      {"epsilon", campaign.spec().epsilon()},
+      {"reports", reports.size()},
+      {"nodes", curator_->num_nodes()},
+      {"campaign_state", v1::CampaignState_Name(campaign.state())}};
+  r.set_details_json(details.dump());
+  r.set_seconds(SecondsSince(t));
+  return Record(std::move(r), &m);
+}
+
+absl::StatusOr<v1::StageResult> Stages::Propagate(
+    const v1::PropagateRequest& q) {
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(store::ResultRow input, Find(q.input()));
+  v1::StageResult in;
+  in.ParseFromString(input.record);
+  if (in.stage() != "estimate") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "propagate needs an estimate result; ", q.input(), " is a ",
+        in.stage(), " result"));
+  }
+  ASSIGN_OR_RETURN(DenseMatrix x, ReadNpy(input.matrix_path));
+  nlohmann::json details = {{"input", q.input()}};
+  DenseMatrix z;
+  const std::string method = q.method().empty() ? "ppr" : q.method();
+  if (method == "ppr") {
+    PprOptions o = pipeline::DefaultConfig(pipeline::Method::kPrivGe,
+                                           pipeline::Task::kNode)
+                       .ppr;
+    if (q.alpha() > 0) o.alpha = q.alpha();
+    if (q.r() > 0) o.r = q.r();
+    if (q.rmax() > 0) o.rmax = q.rmax();
+    RETURN_IF_ERROR(ValidatePprOptions(o));
+    ASSIGN_OR_RETURN(z, PprPush(data_->graph, ToSparse(x), o));
+    details["method"] = "ppr";
+    details["alpha"] = o.alpha;
+    details["r"] = o.r;
+    details["rmax"] = o.rmax;
+  } else if (method == "kprop") {
+    const int steps = q.steps() > 0 ? static_cast<int>(q.steps()) : 16;
+    ASSIGN_OR_RETURN(z, KProp(data_->graph, x, steps, false));
+    details["method"] = "kprop";
+    details["steps"] = steps;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("method must be ppr or kprop, got '", method, "'"));
+  }
+  v1::StageResult r;
+  r.set_stage("propagate");
+  r.set_input(q.input());
+  r.set_details_json(details.dump());
+  r.set_seconds(SecondsSince(t));
+  return Record(std::move(r), &z);
+}
+
+absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(store::ResultRow input, Find(q.input()));
+  v1::StageResult in;
+  in.ParseFromString(input.record);
+  if (in.stage() != "estimate") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "evaluate needs an estimate result; ", q.input(), " is a ",
+        in.stage(), " result"));
+  }
+  pipeline::Method method;
+  if (q.method().empty() || q.method() == "privge") {
+    method = pipeline::Method::kPrivGe;
+  } else if (q.method() == "lpgnn") {
+    method = pipeline::Method::kLpgnn;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method must be privge or lpgnn, got '", q.method(), "'"));
+  }
+  pipeline::Task task;
+  if (q.task().empty() || q.task() == "node") {
+    task = pipeline::Task::kNode;
+  } else if (q.task() == "link") {
+    task = pipeline::Task::kLink;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task must be node or link, got '", q.task(), "'"));
+  }
+  if (task == pipeline::Task::kNode && data_->meta.classes < 2) {
+    return absl::FailedPreconditionError(
+        "node classification needs the curator's labels (a dataset with "
+        "classes)");
+  }
+  ASSIGN_OR_RETURN(DenseMatrix x, ReadNpy(input.matrix_path));
+  pipeline::PipelineConfig c = pipeline::DefaultConfig(method, task);
+  pipeline::Collected collected;
+  collected.features = ToSparse(x);
+  x = DenseMatrix();
+  if (!q.label_campaign_id().empty()) {
+    ASSIGN_OR_RETURN(v1::Campaign lc,
+                     curator_->GetCampaign(q.label_campaign_id()));
+    if (lc.attribute() != v1::ATTRIBUTE_LABEL) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "campaign ", q.label_campaign_id(), " does not collect labels"));
+    }
+    ASSIGN_OR_RETURN(auto reports, curator_->Reports(q.label_campaign_id()));
+    std::vector<int32_t> labels(curator_->num_nodes(), -1);
+    for (const auto& [v, report] : reports) {
+      labels[v] = static_cast<int32_t>(report.label().label());
+    }
+    collected.label_reports = std::move(labels);
+    c.label_epsilon = lc.spec().epsilon();
+  }
+  ASSIGN_OR_RETURN(pipeline::RunResult run,
+                   pipeline::RunPipelineOnCollected(*data_, c, collected,
+                                                    q.seed()));
+  nlohmann::json details = pipeline::ConfigToJson(c);
+  details["input"] = q.input();
+  // The reports came from the agents; these settings were theirs.
+  details["noise"] = "agents";
+  details.erase("mechanism");
+  details.erase("epsilon");
+  details.erase("sampled");
+  details.erase("scale");
+  details["label_campaign"] = q.label_campaign_id();
+  details["seed"] = q.seed();
+  details["metric"] = task == pipeline::Task::kNode ? "accuracy" : "roc_auc";
+  details["value"] = run.metric;
+  details["micro_f1"] = run.micro_f1;
+  details["macro_f1"] = run.macro_f1;
+  details["epochs"] = run.training.epochs;
+  if (run.label_agreement) details["label_agreement"] = *run.label_agreement;
+  v1::StageResult r;
+  r.set_stage("evaluate");
+  r.set_input(q.input());
+  r.set_metric(run.metric);
+  r.set_details_json(details.dump());
+  r.set_seconds(SecondsSince(t));
+  return Record(std::move(r), nullptr);
+}
+
+}  // namespace ldpgraph::curator

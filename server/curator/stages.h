@@ -1,0 +1,62 @@
+// The curator's pipeline over collected reports: estimate, propagate,
+// evaluate, export. Each stage reads a campaign's stored reports or an
+// earlier stage's stored matrix, writes its own matrix (float32 .npy under
+// <data-dir>/results/) and records a StageResult in the store, so results
+// survive restarts and can be exported later.
+//
+// The curator's public data: its graph and the labels it trains on and
+// tests against (PrivGE's setting; LPGNN replaces the training labels with
+// a label campaign's reports). It never holds the nodes' features: only
+// their reports.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/dataset/dataset.h"
+#include "common/matrix.h"
+#include "ldpgraph/v1/admin.pb.h"
+#include "server/curator/curator.h"
+
+namespace ldpgraph::curator {
+
+class Stages {
+ public:
+  // public_data.features is ignored (and should be empty); results_dir
+  // must exist.
+  Stages(Curator* curator, const Dataset* public_data, std::string results_dir)
+      : curator_(curator), data_(public_data), dir_(std::move(results_dir)) {}
+
+  // The curator's estimate of every node's features from a features
+  // campaign's reports (open or closed): row v is the mechanism's estimate
+  // from v's report, zero for a node that did not report.
+  // FAILED_PRECONDITION for a campaign of another attribute or without
+  // reports.
+  absl::StatusOr<v1::StageResult> Estimate(const v1::EstimateRequest& r);
+  absl::StatusOr<v1::StageResult> Propagate(const v1::PropagateRequest& r);
+  absl::StatusOr<v1::StageResult> Evaluate(const v1::EvaluateRequest& r);
+
+  // The stored matrix of an estimate or propagate result.
+  absl::StatusOr<DenseMatrix> Matrix(absl::string_view result_id) const;
+  std::vector<v1::StageResult> List() const;
+
+  // The estimate as the library computes it, without the store: what
+  // Estimate writes, for a caller that holds the reports.
+  static absl::StatusOr<SparseRows> EstimateRows(
+      const v1::Campaign& campaign, uint32_t num_nodes,
+      const std::vector<std::pair<uint32_t, v1::Report>>& reports);
+
+ private:
+  absl::StatusOr<v1::StageResult> Record(v1::StageResult r,
+                                         const DenseMatrix* m);
+  absl::StatusOr<store::ResultRow> Find(absl::string_view id) const;
+
+  Curator* curator_;
+  const Dataset* data_;
+  std::string dir_;
+};
+
+// Parses "r<id>"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<int64_t> ParseResultId(absl::string_view id);
+
+}  // namespace ldpgraph::curator
