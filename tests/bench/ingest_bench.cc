@@ -11,6 +11,8 @@
 //
 //   build/bench/ingest_bench --mechanism hds --nodes 100000 --batch 512
 //   build/bench/ingest_bench --mechanism multibit --sync normal --tls
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,6 +146,7 @@ int main(int argc, char** argv) {
   if (pipe(to_parent) != 0 || pipe(to_child) != 0) return Fail("pipe");
   const pid_t child = fork();
   if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
     ldpgraph::curator::ServerOptions o;
     o.data_dir = dir + "/curator";
     o.nodes = nodes;

@@ -1,0 +1,228 @@
+#include "server/curator/curator.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "common/wire/codec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/curator/credentials.h"
+
+namespace ldpgraph::curator {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint32_t kNodes = 20;
+const std::string kKey(32, 'k');
+
+class CuratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("curator_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Reopen();
+  }
+  void TearDown() override {
+    curator_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    curator_.reset();
+    auto store = store::CuratorStore::Open(dir_.string(), {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    Curator::Options o;
+    o.num_nodes = kNodes;
+    o.node_key = kKey;
+    auto c = Curator::Open(std::move(*store), o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    curator_ = std::move(*c);
+  }
+  static v1::CreateCampaignRequest Hds(double eps) {
+    v1::CreateCampaignRequest r;
+    r.set_attribute(v1::ATTRIBUTE_FEATURES);
+    auto* s = r.mutable_spec();
+    s->set_kind(v1::MECHANISM_KIND_HDS);
+    s->set_epsilon(eps);
+    s->set_dimension(4);
+    s->set_sampled(1);
+    s->set_range_low(-1);
+    s->set_range_high(1);
+    r.mutable_nodes()->set_all(true);
+    r.set_quorum(1);
+    return r;
+  }
+  std::shared_ptr<const Session> Enrol(std::vector<uint32_t> nodes,
+                                       double cap_total = 0) {
+    v1::EnrolRequest req;
+    for (uint32_t v : nodes) {
+      auto* n = req.add_nodes();
+      n->set_node_id(v);
+      n->set_secret(NodeCredential(kKey, v));
+      if (cap_total > 0) n->mutable_caps()->set_total(cap_total);
+    }
+    auto s = curator_->Enrol(req);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *s : nullptr;
+  }
+  // A valid HDS report of node v to campaign id.
+  static v1::Report Report(const std::string& id, uint32_t v, double value) {
+    v1::Report r;
+    r.set_campaign_id(id);
+    r.set_node_id(v);
+    r.mutable_features()->add_indices(v % 4);
+    r.mutable_features()->add_values(value);
+    return r;
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Curator> curator_;
+};
+
+TEST_F(CuratorTest, CredentialsVerifyOnlyForTheirNode) {
+  EXPECT_TRUE(VerifyNodeCredential(kKey, 3, NodeCredential(kKey, 3)));
+  EXPECT_FALSE(VerifyNodeCredential(kKey, 4, NodeCredential(kKey, 3)));
+  EXPECT_FALSE(VerifyNodeCredential(std::string(32, 'x'), 3,
+                                    NodeCredential(kKey, 3)));
+  EXPECT_EQ(*FromHex(ToHex("\x01\xab\xff")), "\x01\xab\xff");
+  EXPECT_FALSE(FromHex("abc").ok());
+  EXPECT_FALSE(FromHex("zz").ok());
+  v1::EnrolRequest req;
+  auto* n = req.add_nodes();
+  n->set_node_id(3);
+  n->set_secret(NodeCredential(kKey, 4));  // node 4's secret for node 3
+  auto s = curator_->Enrol(req);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(s.status().message(), HasSubstr("node 3"));
+}
+
+TEST_F(CuratorTest, SecretFiles) {
+  const std::string path = (dir_ / "secret").string();
+  EXPECT_EQ(ReadHexSecretFile(path).status().code(),
+            absl::StatusCode::kNotFound);
+  std::ofstream(path) << "00112233\n";
+  EXPECT_THAT(ReadHexSecretFile(path).status().message(),
+              HasSubstr("at least 16 bytes"));
+  std::ofstream(path) << std::string(64, 'a') << "\n";
+  EXPECT_EQ(ReadHexSecretFile(path)->size(), 32u);
+}
+
+TEST_F(CuratorTest, CreateCampaignRejectsEachBadRequest) {
+  auto expect_invalid = [&](v1::CreateCampaignRequest r, const char* what) {
+    auto c = curator_->CreateCampaign(r);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << what;
+    EXPECT_THAT(c.status().message(), HasSubstr(what));
+  };
+  auto r = Hds(1);
+  r.mutable_spec()->set_epsilon(-1);
+  expect_invalid(r, "epsilon");
+  r = Hds(1);
+  r.set_attribute(v1::ATTRIBUTE_LABEL);
+  expect_invalid(r, "answers about");
+  r = Hds(1);
+  r.set_quorum(1.5);
+  expect_invalid(r, "quorum");
+  r = Hds(1);
+  r.set_deadline_unix_ms(1000);
+  expect_invalid(r, "deadline");
+  r = Hds(1);
+  r.mutable_nodes()->set_range_end(5);
+  expect_invalid(r, "exactly one");
+  r = Hds(1);
+  r.mutable_nodes()->set_all(false);
+  r.mutable_nodes()->set_range_end(kNodes + 1);
+  expect_invalid(r, "beyond");
+  r = Hds(1);
+  r.mutable_nodes()->set_all(false);
+  r.mutable_nodes()->add_node_ids(2);
+  r.mutable_nodes()->add_node_ids(2);
+  expect_invalid(r, "listed twice");
+  r = Hds(1);
+  r.set_attribute(v1::ATTRIBUTE_EDGES);
+  r.mutable_spec()->set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  r.mutable_spec()->set_dimension(kNodes + 1);
+  expect_invalid(r, "number of nodes");
+  EXPECT_TRUE(curator_->ListCampaigns().empty());
+}
+
+TEST_F(CuratorTest, LedgerSurvivesRestartAndChargesAQuestionOnce) {
+  auto session = Enrol({0, 1, 2, 3}, /*cap_total=*/1.5);
+  ASSERT_NE(session, nullptr);
+  auto c1 = curator_->CreateCampaign(Hds(1));
+  ASSERT_TRUE(c1.ok()) << c1.status();
+  v1::ReportBatch batch;
+  for (uint32_t v : {0u, 1u}) *batch.add_reports() = Report("c1", v, 0.5);
+  auto ack = curator_->Ingest(*session, batch);
+  ASSERT_TRUE(ack.ok());
+  // The same question again (another campaign) costs nothing more...
+  auto c2 = curator_->CreateCampaign(Hds(1));
+  ASSERT_TRUE(c2.ok()) << c2.status();
+  batch.Clear();
+  *batch.add_reports() = Report("c2", 0, 0.5);
+  ASSERT_TRUE(curator_->Ingest(*session, batch).ok());
+  Reopen();
+  auto budgets = curator_->GetBudgets({0, 1, 2});
+  ASSERT_EQ(budgets.size(), 3u);
+  EXPECT_DOUBLE_EQ(budgets[0].total_spent(), 1.0);
+  EXPECT_DOUBLE_EQ(budgets[1].total_spent(), 1.0);
+  EXPECT_DOUBLE_EQ(budgets[2].total_spent(), 0.0);
+  EXPECT_TRUE(budgets[0].caps_known());
+  // ...but a different question at epsilon 1 would take nodes over 1.5.
+  auto c3 = curator_->CreateCampaign(Hds(0.75));
+  EXPECT_EQ(c3.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(c3.status().message(), HasSubstr("cannot afford"));
+  // Progress was rebuilt from the store.
+  auto again = curator_->GetCampaign("c1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->progress().reported(), 2u);
+  EXPECT_EQ(again->state(), v1::CAMPAIGN_STATE_OPEN);
+}
+
+TEST_F(CuratorTest, QuorumClosesAndLateReportsAreRefused) {
+  auto session = Enrol({0, 1});
+  auto r = Hds(1);
+  r.mutable_nodes()->set_all(false);
+  r.mutable_nodes()->add_node_ids(0);
+  r.mutable_nodes()->add_node_ids(1);
+  r.set_quorum(0.5);
+  ASSERT_TRUE(curator_->CreateCampaign(r).ok());
+  v1::ReportBatch batch;
+  *batch.add_reports() = Report("c1", 0, 0.5);
+  ASSERT_TRUE(curator_->Ingest(*session, batch).ok());
+  auto c = curator_->GetCampaign("c1");
+  EXPECT_EQ(c->state(), v1::CAMPAIGN_STATE_CLOSED);
+  EXPECT_EQ(c->close_reason(), "quorum");
+  batch.Clear();
+  *batch.add_reports() = Report("c1", 1, 0.5);
+  *batch.add_reports() = Report("c1", 0, 0.5);  // an identical resend
+  auto ack = curator_->Ingest(*session, batch);
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(ack->results(0).code(),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(ack->results(1).code(), 0);
+  EXPECT_TRUE(ack->results(1).duplicate());
+  Reopen();
+  EXPECT_EQ(curator_->GetCampaign("c1")->state(), v1::CAMPAIGN_STATE_CLOSED);
+}
+
+TEST_F(CuratorTest, TasksGoOnlyToPendingNodesOfTheSession) {
+  auto session = Enrol({0, 1, 2});
+  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  auto tasks = curator_->PendingTasks(*session);
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].node_ids_size(), 3);
+  v1::ReportBatch batch;
+  *batch.add_reports() = Report("c1", 1, 0.5);
+  ASSERT_TRUE(curator_->Ingest(*session, batch).ok());
+  tasks = curator_->PendingTasks(*session);
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_THAT(std::vector<uint32_t>(tasks[0].node_ids().begin(),
+                                    tasks[0].node_ids().end()),
+              ::testing::ElementsAre(0u, 2u));
+}
+
+}  // namespace
+}  // namespace ldpgraph::curator
