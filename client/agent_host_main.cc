@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "client/agent_host.h"
 #include "common/cli_args.h"
+#include "common/hex.h"
 #include "common/observability/http_endpoint.h"
 #include "common/observability/metrics.h"
 #include "common/status_macros.h"
@@ -69,18 +70,10 @@ Stops gracefully on SIGINT or SIGTERM.
 volatile std::sig_atomic_t g_signal = 0;
 void OnSignal(int sig) { g_signal = sig; }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // "node<TAB>hex" lines; '#' comments and blank lines ignored.
 absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> ReadCredentials(
     const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  ASSIGN_OR_RETURN(std::string text, ldpgraph::ReadFileToString(path));
   std::vector<std::pair<uint32_t, std::string>> out;
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -95,24 +88,12 @@ absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> ReadCredentials(
       return absl::InvalidArgumentError(absl::StrCat(
           path, ":", line_no, ": expected \"node<TAB>64 hex digits\""));
     }
-    std::string secret(32, '\0');
-    for (int i = 0; i < 32; ++i) {
-      int byte = 0;
-      for (int k = 0; k < 2; ++k) {
-        const char c = parts[1][2 * i + k];
-        int v = (c >= '0' && c <= '9')   ? c - '0'
-                : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                         : -1;
-        if (v < 0) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(path, ":", line_no, ": not a hex digit"));
-        }
-        byte = byte * 16 + v;
-      }
-      secret[i] = static_cast<char>(byte);
+    auto secret = ldpgraph::FromHex(parts[1]);
+    if (!secret.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", line_no, ": ", secret.status().message()));
     }
-    out.emplace_back(node, std::move(secret));
+    out.emplace_back(node, *std::move(secret));
   }
   return out;
 }
@@ -162,7 +143,7 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
         "give --ca (TLS) or --insecure (development only), not both");
   }
   if (a.Has("ca")) {
-    ASSIGN_OR_RETURN(c.host.ca_pem, ReadFile(*a.Get("ca")));
+    ASSIGN_OR_RETURN(c.host.ca_pem, ldpgraph::ReadFileToString(*a.Get("ca")));
   }
   c.host.server_name = a.Get("server-name").value_or("");
   ASSIGN_OR_RETURN(c.host.credentials, ReadCredentials(*a.Get("credentials")));
@@ -237,11 +218,9 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  for (const auto& a : args) {
-    if (a == "help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
+  if (ldpgraph::WantsHelp(args)) {
+    std::cout << kUsage;
+    return 0;
   }
   auto config = ParseFlags(args);
   if (!config.ok()) {

@@ -1,5 +1,8 @@
 #include "common/cli_args.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <cmath>
 
 #include "absl/strings/numbers.h"
@@ -112,6 +115,22 @@ absl::StatusOr<std::optional<std::vector<double>>> CliArgs::GetDoubleList(
     ++position;
   }
   return std::optional<std::vector<double>>(std::move(out));
+}
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::InternalError(absl::StrCat("error reading ", path));
+  return ss.str();
 }
 
 }  // namespace ldpgraph

@@ -43,4 +43,11 @@ class CliArgs {
   std::set<std::string> flags_;
 };
 
+// True if args ask for help (--help or -h anywhere).
+bool WantsHelp(const std::vector<std::string>& args);
+
+// The whole content of a file (binary-safe). NOT_FOUND naming the path if it
+// cannot be opened, INTERNAL if reading fails.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
 }  // namespace ldpgraph

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/hex.h"
 
 namespace ldpgraph::curator {
 
@@ -25,10 +26,9 @@ namespace ldpgraph::curator {
 // for a missing one.
 absl::StatusOr<std::string> ReadHexSecretFile(const std::string& path);
 
-// Lower-case hex of bytes, and back (INVALID_ARGUMENT for odd length or a
-// non-hex character).
-std::string ToHex(absl::string_view bytes);
-absl::StatusOr<std::string> FromHex(absl::string_view hex);
+// Hex of secrets: common/hex.h.
+using ::ldpgraph::FromHex;
+using ::ldpgraph::ToHex;
 
 // HMAC-SHA256 of the node id under the node key: 32 raw bytes.
 std::string NodeCredential(absl::string_view node_key, uint32_t node);

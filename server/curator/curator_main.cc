@@ -50,14 +50,6 @@ Flags:
 Stops gracefully on SIGINT or SIGTERM.
 )";
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 volatile std::sig_atomic_t g_signal = 0;
 void OnSignal(int sig) { g_signal = sig; }
 
@@ -104,8 +96,8 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
           "TLS needs --tls-cert and --tls-key (or --insecure, for "
           "development only)");
     }
-    ASSIGN_OR_RETURN(o.tls_cert_pem, ReadFile(*a.Get("tls-cert")));
-    ASSIGN_OR_RETURN(o.tls_key_pem, ReadFile(*a.Get("tls-key")));
+    ASSIGN_OR_RETURN(o.tls_cert_pem, ldpgraph::ReadFileToString(*a.Get("tls-cert")));
+    ASSIGN_OR_RETURN(o.tls_key_pem, ldpgraph::ReadFileToString(*a.Get("tls-key")));
   }
   const std::string sync = a.Get("sync").value_or("full");
   if (sync != "full" && sync != "normal") {
@@ -127,11 +119,9 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  for (const auto& a : args) {
-    if (a == "help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
+  if (ldpgraph::WantsHelp(args)) {
+    std::cout << kUsage;
+    return 0;
   }
   auto options = ParseFlags(args);
   if (!options.ok()) {

@@ -109,6 +109,21 @@ absl::StatusOr<store::ResultRow> Stages::Find(absl::string_view id) const {
   return curator_->store().GetResult(n);
 }
 
+absl::StatusOr<store::ResultRow> Stages::FindEstimate(
+    absl::string_view id, absl::string_view stage) const {
+  ASSIGN_OR_RETURN(store::ResultRow row, Find(id));
+  v1::StageResult r;
+  if (!r.ParseFromString(row.record)) {
+    return absl::DataLossError(absl::StrCat("result ", id, " does not parse"));
+  }
+  if (r.stage() != "estimate") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        stage, " needs an estimate result; ", id, " is a ", r.stage(),
+        " result"));
+  }
+  return row;
+}
+
 absl::StatusOr<DenseMatrix> Stages::Matrix(absl::string_view id) const {
   ASSIGN_OR_RETURN(store::ResultRow row, Find(id));
   if (row.matrix_path.empty()) {
@@ -187,14 +202,7 @@ absl::StatusOr<v1::StageResult> Stages::Estimate(const v1::EstimateRequest& q) {
 absl::StatusOr<v1::StageResult> Stages::Propagate(
     const v1::PropagateRequest& q) {
   const auto t = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(store::ResultRow input, Find(q.input()));
-  v1::StageResult in;
-  in.ParseFromString(input.record);
-  if (in.stage() != "estimate") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "propagate needs an estimate result; ", q.input(), " is a ",
-        in.stage(), " result"));
-  }
+  ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "propagate"));
   ASSIGN_OR_RETURN(DenseMatrix x, ReadNpy(input.matrix_path));
   nlohmann::json details = {{"input", q.input()}};
   DenseMatrix z;
@@ -231,14 +239,7 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
 
 absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   const auto t = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(store::ResultRow input, Find(q.input()));
-  v1::StageResult in;
-  in.ParseFromString(input.record);
-  if (in.stage() != "estimate") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "evaluate needs an estimate result; ", q.input(), " is a ",
-        in.stage(), " result"));
-  }
+  ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "evaluate"));
   pipeline::Method method;
   if (q.method().empty() || q.method() == "privge") {
     method = pipeline::Method::kPrivGe;

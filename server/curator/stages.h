@@ -50,6 +50,10 @@ class Stages {
   absl::StatusOr<v1::StageResult> Record(v1::StageResult r,
                                          const DenseMatrix* m);
   absl::StatusOr<store::ResultRow> Find(absl::string_view id) const;
+  // The stored result id, which must be an estimate (FAILED_PRECONDITION
+  // naming `stage` otherwise).
+  absl::StatusOr<store::ResultRow> FindEstimate(absl::string_view id,
+                                                absl::string_view stage) const;
 
   Curator* curator_;
   const Dataset* data_;

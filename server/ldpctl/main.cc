@@ -88,14 +88,6 @@ struct Connection {
   }
 };
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
@@ -128,7 +120,7 @@ absl::StatusOr<Connection> Connect(const CliArgs& a) {
           "give --ca (TLS) or --insecure (development only)");
     }
     grpc::SslCredentialsOptions ssl;
-    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(*a.Get("ca")));
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ldpgraph::ReadFileToString(*a.Get("ca")));
     creds = grpc::SslCredentials(ssl);
     if (a.Has("server-name")) {
       args.SetSslTargetNameOverride(*a.Get("server-name"));
@@ -170,6 +162,17 @@ void PrintCampaignRow(const v1::Campaign& c) {
       Short(v1::MechanismKind_Name(c.spec().kind()), "MECHANISM_KIND_"),
       c.spec().epsilon(), c.progress().targeted(), c.progress().reported(),
       c.progress().refused(), c.progress().rejected(), c.name());
+}
+
+// One campaign as JSON, or as a table with a header line.
+void PrintCampaign(const v1::Campaign& c, bool json) {
+  if (json) {
+    PrintJson(c);
+    return;
+  }
+  PrintCampaignHeader();
+  PrintCampaignRow(c);
+  if (!c.close_reason().empty()) std::cout << "closed: " << c.close_reason() << "\n";
 }
 
 absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseRange(absl::string_view t,
@@ -266,12 +269,7 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c) {
   c.Prepare(&ctx);
   v1::Campaign out;
   RETURN_IF_ERROR(FromGrpc(c.stub->CreateCampaign(&ctx, req, &out)));
-  if (c.json) {
-    PrintJson(out);
-  } else {
-    PrintCampaignHeader();
-    PrintCampaignRow(out);
-  }
+  PrintCampaign(out, c.json);
   return absl::OkStatus();
 }
 
@@ -388,15 +386,7 @@ absl::Status Run(const std::string& command, const std::string& sub,
     RETURN_IF_ERROR(need_id());
     if (sub == "show") {
       ASSIGN_OR_RETURN(v1::Campaign out, GetCampaign(c, id));
-      if (c.json) {
-        PrintJson(out);
-      } else {
-        PrintCampaignHeader();
-        PrintCampaignRow(out);
-        if (!out.close_reason().empty()) {
-          std::cout << "closed: " << out.close_reason() << "\n";
-        }
-      }
+      PrintCampaign(out, c.json);
       return absl::OkStatus();
     }
     if (sub == "wait") return WaitCampaign(a, c, id);
@@ -405,12 +395,7 @@ absl::Status Run(const std::string& command, const std::string& sub,
       req.set_campaign_id(id);
       v1::Campaign out;
       RETURN_IF_ERROR(FromGrpc(c.stub->CloseCampaign(&ctx, req, &out)));
-      if (c.json) {
-        PrintJson(out);
-      } else {
-        PrintCampaignHeader();
-        PrintCampaignRow(out);
-      }
+      PrintCampaign(out, c.json);
       return absl::OkStatus();
     }
     if (sub == "refusals") {
@@ -558,16 +543,14 @@ absl::Status Run(const std::string& command, const std::string& sub,
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "help" || args[0] == "help" ||
+  if (args.empty() || args[0] == "help" || args[0] == "--help" ||
       args[0] == "-h") {
     std::cout << kUsage;
     return args.empty() ? kUsageError : 0;
   }
-  for (const auto& a : args) {
-    if (a == "help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
+  if (ldpgraph::WantsHelp(args)) {
+    std::cout << kUsage;
+    return 0;
   }
   const std::string command = args[0];
   args.erase(args.begin());

@@ -55,13 +55,6 @@ absl::StatusOr<int> ParseChoice(
       absl::StrCat("--", flag, " must be ", list, ", got '", value, "'"));
 }
 
-bool WantsHelp(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 int UsageError(absl::string_view command, const absl::Status& s,
                std::ostream& err) {
   err << "ldpgraph " << command << ": " << s.message()

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/cli_args.h"
 #include "common/random.h"
 #include "common/stopwatch.h"  // SecondsSince, for progress and --json
 
@@ -40,8 +41,8 @@ absl::StatusOr<int> ParseChoice(
     absl::string_view flag, absl::string_view value,
     std::initializer_list<absl::string_view> choices);
 
-// True if args ask for help (--help or -h anywhere).
-bool WantsHelp(const std::vector<std::string>& args);
+// True if args ask for help (--help or -h anywhere): common/cli_args.h.
+using ::ldpgraph::WantsHelp;
 
 // Prints "ldpgraph <command>: <message>" and the pointer to --help to err;
 // returns kExitUsageError.
