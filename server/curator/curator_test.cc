@@ -224,5 +224,40 @@ TEST_F(CuratorTest, TasksGoOnlyToPendingNodesOfTheSession) {
               ::testing::ElementsAre(0u, 2u));
 }
 
+TEST_F(CuratorTest, RelayDeliversSealedMessagesToTheirRecipientsOnly) {
+  auto alice = Enrol({0, 1});
+  auto bob = Enrol({5});
+  v1::RelayRequest req;
+  auto* m = req.add_messages();
+  m->set_campaign_id("c9");
+  m->set_from_node(1);
+  m->set_to_node(5);
+  m->set_ciphertext("sealed");
+  auto sent = curator_->Relay(*alice, req);
+  ASSERT_TRUE(sent.ok()) << sent.status();
+  EXPECT_EQ(*sent, 1);
+  auto got = curator_->FetchSealed(*bob, 0, 10);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].from_node(), 1u);
+  EXPECT_EQ((*got)[0].ciphertext(), "sealed");
+  EXPECT_TRUE(curator_->FetchSealed(*bob, (*got)[0].sequence(), 10)->empty());
+  EXPECT_TRUE(curator_->FetchSealed(*alice, 0, 10)->empty());
+  // A sender outside the session, a recipient outside the graph, a payload
+  // over 64 KiB: refused, nothing stored.
+  m->set_from_node(5);
+  EXPECT_EQ(curator_->Relay(*alice, req).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  m->set_from_node(0);
+  m->set_to_node(kNodes);
+  EXPECT_EQ(curator_->Relay(*alice, req).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  m->set_to_node(5);
+  m->set_ciphertext(std::string(65537, 'x'));
+  EXPECT_EQ(curator_->Relay(*alice, req).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(curator_->FetchSealed(*bob, 0, 10)->size(), 1u);
+}
+
 }  // namespace
 }  // namespace ldpgraph::curator
