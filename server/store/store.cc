@@ -3,11 +3,14 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <system_error>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -19,13 +22,18 @@
 namespace ldpgraph::store {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr int kBusyTimeoutMs = 5000;
 constexpr char kFileName[] = "curator.db";
 
-// Version 1. AUTOINCREMENT keeps ids from being reused after a deletion
+// Version 2. AUTOINCREMENT keeps ids from being reused after a deletion
 // (there is none today, but an id a client has seen must stay unique).
-// answers is WITHOUT ROWID: the primary key is the lookup and the scan order.
+// answer_log holds the answers: one row per campaign per AppendAnswers call,
+// its blob packing the answers that call stored (see EncodeEntry); rows are
+// never updated or deleted. It has no index: the store keeps one in memory
+// (Impl::index), built at Open by reading the log, which also lists each
+// campaign's rows. (Version 1 had one row per answer in a WITHOUT ROWID
+// table answers(campaign, node, ...).)
 // sealed's index on to_node carries the rowid (sequence), so a fetch is a
 // range scan per recipient.
 constexpr char kSchema[] = R"sql(
@@ -33,13 +41,10 @@ CREATE TABLE IF NOT EXISTS campaigns(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   open INTEGER NOT NULL,
   record BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS answers(
+CREATE TABLE IF NOT EXISTS answer_log(
+  id INTEGER PRIMARY KEY,
   campaign INTEGER NOT NULL,
-  node INTEGER NOT NULL,
-  refusal INTEGER NOT NULL,
-  payload BLOB NOT NULL,
-  unix_ms INTEGER NOT NULL,
-  PRIMARY KEY(campaign, node)) WITHOUT ROWID;
+  answers BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS caps(
   node INTEGER PRIMARY KEY,
   caps BLOB NOT NULL);
@@ -125,15 +130,169 @@ std::string ColumnBytes(sqlite3_stmt* s, int i) {
   return std::string(static_cast<const char*>(data), size);
 }
 
-AnswerRow ReadAnswer(sqlite3_stmt* s) {
-  AnswerRow row;
-  row.campaign = sqlite3_column_int64(s, 0);
-  row.node = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
-  row.refusal = sqlite3_column_int(s, 2) != 0;
-  row.payload = ColumnBytes(s, 3);
-  row.unix_ms = sqlite3_column_int64(s, 4);
-  return row;
+// The blob of an answer_log row (format 1):
+//   byte 0       the format, 1
+//   bytes 1..4   the number of entries, little-endian uint32, >= 1
+//   entries, each
+//     varint     node << 1 | refusal
+//     varint     unix_ms minus the previous entry's (0 for the first),
+//                zigzag-encoded, modulo 2^64
+//     varint     payload length
+//     bytes      the payload
+// and nothing after the last entry. Varints are LEB128 (7 bits a byte, low
+// first, at most 10 bytes). Every length is checked when a blob is read: a
+// blob that does not parse is DATA_LOSS naming its row, never a crash.
+constexpr uint8_t kLogFormat = 1;
+constexpr size_t kLogHeaderBytes = 5;
+// A batch's answers to one campaign are split over rows of about this size
+// at most (an answer larger than it gets a row of its own), so that no blob
+// nears SQLite's limit on a value (1e9 bytes) and offsets fit in 32 bits.
+constexpr size_t kMaxLogBlobBytes = size_t{64} << 20;
+
+// Writes v as a varint at p; returns the end.
+char* PutVarint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
 }
+
+uint64_t ZigZag(uint64_t delta) {
+  const auto v = static_cast<int64_t>(delta);
+  return (delta << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+
+uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); }
+
+// Starts a blob: the format and a count to be set by FinishLogBlob.
+void StartLogBlob(std::string& blob) {
+  blob.clear();
+  blob.push_back(static_cast<char>(kLogFormat));
+  blob.append(4, '\0');
+}
+
+void FinishLogBlob(std::string& blob, uint32_t count) {
+  for (int i = 0; i < 4; ++i) {
+    blob[1 + i] = static_cast<char>((count >> (8 * i)) & 0xff);
+  }
+}
+
+// Appends one entry; returns the offset of its payload in the blob.
+size_t EncodeEntry(std::string& blob, const AnswerRow& a, int64_t unix_ms,
+                   int64_t previous_ms) {
+  char head[30];
+  char* p = PutVarint(head, uint64_t{a.node} << 1 | (a.refusal ? 1 : 0));
+  p = PutVarint(p, ZigZag(static_cast<uint64_t>(unix_ms) -
+                          static_cast<uint64_t>(previous_ms)));
+  p = PutVarint(p, a.payload.size());
+  blob.append(head, p - head);
+  const size_t offset = blob.size();
+  blob.append(a.payload);
+  return offset;
+}
+
+// The longest an entry's varints can be.
+constexpr size_t kMaxEntryOverhead = 3 * 10;
+
+// One decoded entry: the payload is bytes [offset, offset + length) of the
+// blob.
+struct LogEntry {
+  uint32_t node = 0;
+  bool refusal = false;
+  int64_t unix_ms = 0;
+  uint32_t offset = 0;
+  uint32_t length = 0;
+};
+
+class LogReader {
+ public:
+  explicit LogReader(absl::string_view blob) : blob_(blob) {}
+
+  // Calls fn(const LogEntry&) for every entry, in order; on a blob that
+  // does not parse, returns a description of the first fault (fn may have
+  // seen the entries before it).
+  template <typename Fn>
+  std::optional<std::string> Read(Fn&& fn) {
+    if (blob_.size() > std::numeric_limits<uint32_t>::max()) {
+      return absl::StrCat("blob of ", blob_.size(), " bytes");
+    }
+    if (blob_.size() < kLogHeaderBytes) {
+      return absl::StrCat("blob of ", blob_.size(),
+                          " bytes, shorter than the header");
+    }
+    if (static_cast<uint8_t>(blob_[0]) != kLogFormat) {
+      return absl::StrCat("unknown format ",
+                          static_cast<int>(static_cast<uint8_t>(blob_[0])));
+    }
+    uint32_t count = 0;
+    for (int i = 0; i < 4; ++i) {
+      count |= uint32_t{static_cast<uint8_t>(blob_[1 + i])} << (8 * i);
+    }
+    if (count == 0) return std::string("no entries");
+    pos_ = kLogHeaderBytes;
+    LogEntry e;
+    uint64_t ms = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      uint64_t key = 0, delta = 0, length = 0;
+      if (!Varint(key) || !Varint(delta) || !Varint(length)) {
+        return absl::StrCat("entry ", i, " of ", count, ": bad varint at byte ",
+                            pos_, " of ", blob_.size());
+      }
+      if ((key >> 1) > std::numeric_limits<uint32_t>::max()) {
+        return absl::StrCat("entry ", i, ": node ", key >> 1,
+                            " out of range");
+      }
+      if (length > blob_.size() - pos_) {
+        return absl::StrCat("entry ", i, " of ", count, ": payload of ",
+                            length, " bytes at byte ", pos_,
+                            " runs past the end (", blob_.size(), " bytes)");
+      }
+      ms += UnZigZag(delta);
+      e.node = static_cast<uint32_t>(key >> 1);
+      e.refusal = (key & 1) != 0;
+      e.unix_ms = static_cast<int64_t>(ms);
+      e.offset = static_cast<uint32_t>(pos_);
+      e.length = static_cast<uint32_t>(length);
+      pos_ += length;
+      fn(e);
+    }
+    if (pos_ != blob_.size()) {
+      return absl::StrCat(blob_.size() - pos_, " bytes after the last of ",
+                          count, " entries");
+    }
+    return std::nullopt;
+  }
+
+ private:
+  bool Varint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (pos_ >= blob_.size()) return false;
+      const auto byte = static_cast<uint8_t>(blob_[pos_++]);
+      if (shift == 63 && byte > 1) return false;
+      v |= uint64_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  absl::string_view blob_;
+  size_t pos_ = 0;
+};
+
+absl::string_view ColumnView(sqlite3_stmt* s, int i) {
+  const void* data = sqlite3_column_blob(s, i);
+  const int size = sqlite3_column_bytes(s, i);
+  if (data == nullptr || size <= 0) return absl::string_view();
+  return absl::string_view(static_cast<const char*>(data), size);
+}
+
+struct BlobCloser {
+  void operator()(sqlite3_blob* blob) const { sqlite3_blob_close(blob); }
+};
+using BlobHandle = std::unique_ptr<sqlite3_blob, BlobCloser>;
 
 absl::Status CheckLimit(int limit) {
   if (limit <= 0) {
@@ -148,9 +307,9 @@ absl::Status CheckLimit(int limit) {
 struct CuratorStore::Impl {
   // Statements prepared once at Open (SQLITE_PREPARE_PERSISTENT) and reused.
   struct Statements {
-    Stmt begin, commit, rollback;
+    Stmt begin, begin_read, commit, rollback;
     Stmt insert_campaign, set_campaign_record, update_campaign, list_campaigns;
-    Stmt insert_answer, select_answer, answers_of_campaign, all_answers;
+    Stmt insert_log, log_after, log_row;
     Stmt put_caps, all_caps;
     Stmt insert_audit, list_audit;
     Stmt insert_sealed, fetch_sealed;
@@ -165,6 +324,99 @@ struct CuratorStore::Impl {
   // Declared before stmts, so destroyed after them.
   Db db ABSL_GUARDED_BY(mu);
   Statements stmts ABSL_GUARDED_BY(mu);
+
+  // The in-memory index of answer_log, for telling a new answer from a
+  // resend or a conflict without a query: where each stored answer is.
+  // Built at Open, extended after each commit of AppendAnswers, and caught
+  // up (CatchUp) at the start of each AppendAnswers transaction with the
+  // rows another connection may have added.
+  struct Loc {
+    uint32_t row = 0;             // index in CampaignIndex::rows
+    uint32_t offset = 0;          // of the payload in the row's blob
+    uint32_t length_refusal = kAbsent;  // payload length << 1 | refusal
+    // No answer (in CampaignIndex::dense): no payload is 2^31 bytes long.
+    static constexpr uint32_t kAbsent = 0xffffffff;
+  };
+  // One campaign's answers, by node: nodes are usually 0, 1, ... (the
+  // curator's), so those below dense.size() are found by position, 12
+  // bytes a node; the others (a sparse set) in a hash map. dense grows
+  // (doubling, taking over sparse's nodes below its new size) to cover a
+  // new node when that leaves it at least about half full.
+  struct CampaignIndex {
+    std::vector<int64_t> rows;  // answer_log ids, ascending
+    std::vector<Loc> dense;
+    absl::flat_hash_map<uint32_t, Loc> sparse;
+    size_t count = 0;
+
+    const Loc* Find(uint32_t node) const {
+      if (node < dense.size()) {
+        const Loc& loc = dense[node];
+        return loc.length_refusal == Loc::kAbsent ? nullptr : &loc;
+      }
+      const auto it = sparse.find(node);
+      return it == sparse.end() ? nullptr : &it->second;
+    }
+
+    // Adds an answer; false (and nothing changed) if node has one.
+    bool Insert(uint32_t node, const Loc& loc) {
+      if (node >= dense.size()) {
+        const size_t limit = 2 * (count + 1) + 4096;
+        if (node >= limit) {
+          if (!sparse.try_emplace(node, loc).second) return false;
+          ++count;
+          return true;
+        }
+        if (sparse.contains(node)) return false;
+        Grow(std::max<size_t>(
+            node + 1, std::min(std::max<size_t>(2 * dense.size(), 1024),
+                               limit)));
+      }
+      Loc& slot = dense[node];
+      if (slot.length_refusal != Loc::kAbsent) return false;
+      slot = loc;
+      ++count;
+      return true;
+    }
+
+    // Undoes Insert.
+    void Erase(uint32_t node) {
+      if (node < dense.size()) {
+        if (dense[node].length_refusal == Loc::kAbsent) return;
+        dense[node] = Loc();
+      } else if (sparse.erase(node) == 0) {
+        return;
+      }
+      --count;
+    }
+
+   private:
+    void Grow(size_t size) {
+      dense.resize(size);
+      for (auto it = sparse.begin(); it != sparse.end();) {
+        if (it->first < size) {
+          dense[it->first] = it->second;
+          sparse.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+    }
+  };
+  absl::flat_hash_map<int64_t, CampaignIndex> index ABSL_GUARDED_BY(mu);
+  // The highest answer_log id in the index.
+  int64_t last_log_id ABSL_GUARDED_BY(mu) = 0;
+
+  // A row AppendAnswers inserted, to be indexed once the commit succeeded.
+  struct NewEntry {
+    uint32_t node;
+    uint32_t offset;
+    uint32_t length_refusal;
+  };
+  struct NewRow {
+    int64_t id = 0;
+    int64_t campaign = 0;
+    std::vector<NewEntry> entries;
+  };
 
   // INTERNAL (RESOURCE_EXHAUSTED for SQLITE_FULL) naming the path, the
   // operation, and SQLite's message for rc.
@@ -220,6 +472,7 @@ struct CuratorStore::Impl {
   absl::Status PrepareAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     Statements& s = stmts;
     ASSIGN_OR_RETURN(s.begin, Prepare("BEGIN IMMEDIATE"));
+    ASSIGN_OR_RETURN(s.begin_read, Prepare("BEGIN"));
     ASSIGN_OR_RETURN(s.commit, Prepare("COMMIT"));
     ASSIGN_OR_RETURN(s.rollback, Prepare("ROLLBACK"));
     ASSIGN_OR_RETURN(s.insert_campaign,
@@ -233,20 +486,15 @@ struct CuratorStore::Impl {
     ASSIGN_OR_RETURN(s.list_campaigns,
                      Prepare("SELECT id, open, record FROM campaigns "
                              "ORDER BY id"));
-    ASSIGN_OR_RETURN(
-        s.insert_answer,
-        Prepare("INSERT INTO answers(campaign, node, refusal, payload, "
-                "unix_ms) VALUES(?1, ?2, ?3, ?4, ?5) "
-                "ON CONFLICT(campaign, node) DO NOTHING"));
-    ASSIGN_OR_RETURN(s.select_answer,
-                     Prepare("SELECT refusal, payload FROM answers "
-                             "WHERE campaign = ?1 AND node = ?2"));
-    ASSIGN_OR_RETURN(s.answers_of_campaign,
-                     Prepare("SELECT campaign, node, refusal, payload, unix_ms "
-                             "FROM answers WHERE campaign = ?1 ORDER BY node"));
-    ASSIGN_OR_RETURN(s.all_answers,
-                     Prepare("SELECT campaign, node, refusal, payload, unix_ms "
-                             "FROM answers ORDER BY campaign, node"));
+    ASSIGN_OR_RETURN(s.insert_log,
+                     Prepare("INSERT INTO answer_log(campaign, answers) "
+                             "VALUES(?1, ?2)"));
+    ASSIGN_OR_RETURN(s.log_after,
+                     Prepare("SELECT id, campaign, answers FROM answer_log "
+                             "WHERE id > ?1 ORDER BY id"));
+    ASSIGN_OR_RETURN(s.log_row,
+                     Prepare("SELECT id, campaign, answers FROM answer_log "
+                             "WHERE id = ?1"));
     ASSIGN_OR_RETURN(s.put_caps,
                      Prepare("INSERT INTO caps(node, caps) VALUES(?1, ?2) "
                              "ON CONFLICT(node) DO UPDATE SET "
@@ -332,6 +580,214 @@ struct CuratorStore::Impl {
     return status;
   }
 
+  absl::Status CorruptRow(int64_t id, int64_t campaign, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return absl::DataLossError(absl::StrCat("curator store ", path,
+                                            ": answer_log row ", id,
+                                            " (campaign ", campaign,
+                                            "): ", what));
+  }
+
+  // Checks the column types of a row of answer_log read as (id, campaign,
+  // answers): DATA_LOSS naming the row unless they are what this store
+  // writes.
+  absl::Status CheckLogRow(sqlite3_stmt* stmt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    const int64_t id = sqlite3_column_int64(stmt, 0);
+    if (sqlite3_column_type(stmt, 1) != SQLITE_INTEGER) {
+      return absl::DataLossError(
+          absl::StrCat("curator store ", path, ": answer_log row ", id,
+                       ": campaign is not an integer"));
+    }
+    if (sqlite3_column_type(stmt, 2) != SQLITE_BLOB) {
+      return CorruptRow(id, sqlite3_column_int64(stmt, 1),
+                        "answers is not a blob");
+    }
+    return absl::OkStatus();
+  }
+
+  // Adds the rows of answer_log after last_log_id to the index: all of them
+  // at Open, those another connection committed since otherwise. A row that
+  // does not parse, or repeats an indexed answer, is DATA_LOSS naming it;
+  // the rows before it stay indexed.
+  absl::Status CatchUp(absl::string_view operation)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    sqlite3_stmt* stmt = stmts.log_after.get();
+    ScopedReset reset(stmt);
+    RETURN_IF_ERROR(BindOrError(operation, stmt, last_log_id));
+    std::vector<LogEntry> entries;
+    int rc;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      RETURN_IF_ERROR(CheckLogRow(stmt));
+      const int64_t id = sqlite3_column_int64(stmt, 0);
+      const int64_t campaign = sqlite3_column_int64(stmt, 1);
+      entries.clear();
+      if (std::optional<std::string> fault =
+              LogReader(ColumnView(stmt, 2)).Read([&](const LogEntry& e) {
+                entries.push_back(e);
+              })) {
+        return CorruptRow(id, campaign, *fault);
+      }
+      CampaignIndex& c = index[campaign];
+      if (c.rows.size() >= std::numeric_limits<uint32_t>::max()) {
+        return CorruptRow(id, campaign, "too many rows for one campaign");
+      }
+      const auto row = static_cast<uint32_t>(c.rows.size());
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const LogEntry& e = entries[i];
+        if (!c.Insert(e.node, Loc{row, e.offset,
+                                  e.length << 1 | (e.refusal ? 1u : 0u)})) {
+          const Loc* first = c.Find(e.node);
+          const int64_t earlier = first->row == row ? id : c.rows[first->row];
+          for (size_t j = 0; j < i; ++j) c.Erase(entries[j].node);
+          return CorruptRow(id, campaign,
+                            absl::StrCat("a second answer of node ", e.node,
+                                         " (the first is in row ", earlier,
+                                         ")"));
+        }
+      }
+      c.rows.push_back(id);
+      last_log_id = id;
+    }
+    if (rc != SQLITE_DONE) return Error(operation, rc);
+    return absl::OkStatus();
+  }
+
+  // Adds the rows an AppendAnswers transaction inserted, once committed.
+  void IndexNewRows(std::vector<NewRow>& rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    for (const NewRow& r : rows) {
+      CampaignIndex& c = index[r.campaign];
+      const auto row = static_cast<uint32_t>(c.rows.size());
+      c.rows.push_back(r.id);
+      for (const NewEntry& e : r.entries) {
+        c.Insert(e.node, Loc{row, e.offset, e.length_refusal});
+      }
+      last_log_id = std::max(last_log_id, r.id);
+    }
+  }
+
+  // Reads bytes [offset, offset + length) of the blob of answer_log row
+  // `row` into out, through handle (opened, or moved to the row, as
+  // needed; *handle_row is the row it is on).
+  absl::Status ReadLogBytes(absl::string_view operation, BlobHandle& handle,
+                            int64_t* handle_row, int64_t row, uint32_t offset,
+                            uint32_t length, std::string& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    int rc = SQLITE_OK;
+    if (handle == nullptr) {
+      sqlite3_blob* raw = nullptr;
+      rc = sqlite3_blob_open(db.get(), "main", "answer_log", "answers", row,
+                             /*flags=*/0, &raw);
+      handle.reset(raw);
+    } else if (*handle_row != row) {
+      rc = sqlite3_blob_reopen(handle.get(), row);
+    }
+    if (rc == SQLITE_OK) {
+      *handle_row = row;
+      out.resize(length);
+      rc = sqlite3_blob_read(handle.get(), out.data(), static_cast<int>(length),
+                             static_cast<int>(offset));
+    }
+    if (rc == SQLITE_OK) return absl::OkStatus();
+    // A handle that failed is of no further use.
+    const absl::Status error =
+        rc == SQLITE_ERROR
+            ? absl::DataLossError(absl::StrCat(
+                  "curator store ", path, ": answer_log row ", row,
+                  " does not hold the ", length, " bytes at ", offset,
+                  " the index has for it: ", sqlite3_errmsg(db.get())))
+            : Error(operation, rc);
+    handle.reset();
+    return error;
+  }
+
+  // Calls fn with the answers of `campaign` (indexed in c), ordered by node,
+  // until fn returns false (then *stopped). Reads the campaign's rows of
+  // answer_log into memory, each once.
+  absl::Status EmitCampaign(absl::string_view operation, int64_t campaign,
+                            const CampaignIndex& c,
+                            absl::FunctionRef<bool(const AnswerRow&)> fn,
+                            bool* stopped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    struct Ref {
+      uint32_t row;  // index in c.rows and blobs
+      LogEntry entry;
+    };
+    std::vector<std::string> blobs;
+    blobs.reserve(c.rows.size());
+    std::vector<Ref> refs;
+    refs.reserve(c.count);
+    sqlite3_stmt* stmt = stmts.log_row.get();
+    for (size_t i = 0; i < c.rows.size(); ++i) {
+      const int64_t id = c.rows[i];
+      ScopedReset reset(stmt);
+      RETURN_IF_ERROR(BindOrError(operation, stmt, id));
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) {
+        return absl::DataLossError(
+            absl::StrCat("curator store ", path, ": answer_log row ", id,
+                         " of campaign ", campaign, " is gone"));
+      }
+      if (rc != SQLITE_ROW) return Error(operation, rc);
+      RETURN_IF_ERROR(CheckLogRow(stmt));
+      if (sqlite3_column_int64(stmt, 1) != campaign) {
+        return CorruptRow(id, sqlite3_column_int64(stmt, 1),
+                          absl::StrCat("indexed as a row of campaign ",
+                                       campaign));
+      }
+      blobs.emplace_back(ColumnView(stmt, 2));
+      const auto row = static_cast<uint32_t>(i);
+      if (std::optional<std::string> fault =
+              LogReader(blobs.back()).Read([&](const LogEntry& e) {
+                refs.push_back(Ref{row, e});
+              })) {
+        return CorruptRow(id, campaign, *fault);
+      }
+    }
+    const auto by_node = [](const Ref& a, const Ref& b) {
+      return a.entry.node < b.entry.node;
+    };
+    if (!std::is_sorted(refs.begin(), refs.end(), by_node)) {
+      std::sort(refs.begin(), refs.end(), by_node);
+    }
+    AnswerRow answer;
+    answer.campaign = campaign;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const Ref& r = refs[i];
+      if (i > 0 && refs[i - 1].entry.node == r.entry.node) {
+        return CorruptRow(c.rows[r.row], campaign,
+                          absl::StrCat("a second answer of node ",
+                                       r.entry.node, " (the first is in row ",
+                                       c.rows[refs[i - 1].row], ")"));
+      }
+      answer.node = r.entry.node;
+      answer.refusal = r.entry.refusal;
+      answer.unix_ms = r.entry.unix_ms;
+      answer.payload.assign(blobs[r.row], r.entry.offset, r.entry.length);
+      if (!fn(answer)) {
+        *stopped = true;
+        return absl::OkStatus();
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Runs body in one read transaction, after catching the index up with
+  // what other connections committed, so that it reads one snapshot that
+  // the index covers.
+  absl::Status InReadTransaction(absl::string_view operation,
+                                 absl::FunctionRef<absl::Status()> body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    RETURN_IF_ERROR(
+        Run(absl::StrCat(operation, ": begin"), stmts.begin_read.get()));
+    absl::Status status = CatchUp(operation);
+    if (status.ok()) status = body();
+    // Nothing was written: ending the transaction either way is the same.
+    ScopedReset reset(stmts.rollback.get());
+    sqlite3_step(stmts.rollback.get());
+    return status;
+  }
+
   // The shared part of CreateCampaign and AddResult, in one transaction:
   // insert a placeholder row (after bind_insert binds its parameters), learn
   // its id, store the record built for it.
@@ -392,9 +848,10 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
       const int64_t version,
       impl->QueryInt("reading the schema version", "PRAGMA user_version"));
   if (version != 0 && version != kSchemaVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("curator store ", impl->path, " has schema version ",
-                     version, ", this build reads version ", kSchemaVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "curator store ", impl->path, " has schema version ", version,
+        ", this build reads version ", kSchemaVersion,
+        " only (it does not migrate a store of version 1)"));
   }
 
   {
@@ -447,6 +904,7 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
     }
   }
   RETURN_IF_ERROR(impl->PrepareAll());
+  RETURN_IF_ERROR(impl->CatchUp("indexing the answer log"));
   return std::unique_ptr<CuratorStore>(new CuratorStore(std::move(impl)));
 }
 
@@ -508,50 +966,141 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
     const std::vector<AnswerRow>& answers) {
   std::vector<AppendOutcome> outcomes;
   if (answers.empty()) return outcomes;
-  outcomes.reserve(answers.size());
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
   Impl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "appending answers";
+  std::vector<Impl::NewRow> new_rows;
   RETURN_IF_ERROR(s.InTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        sqlite3_stmt* insert = s.stmts.insert_answer.get();
-        sqlite3_stmt* select = s.stmts.select_answer.get();
-        for (const AnswerRow& a : answers) {
-          {
-            ScopedReset reset(insert);
-            RETURN_IF_ERROR(
-                s.BindOrError(kOperation, insert, a.campaign, int64_t{a.node},
-                              int64_t{a.refusal ? 1 : 0}, Blob{a.payload},
-                              a.unix_ms != 0 ? a.unix_ms : now_ms));
-            RETURN_IF_ERROR(s.StepDone(kOperation, insert));
-            if (sqlite3_changes(s.db.get()) > 0) {
-              outcomes.push_back(AppendOutcome::kStored);
+        RETURN_IF_ERROR(s.CatchUp(kOperation));
+        // The answers the batch stores, grouped by campaign (in order of
+        // first appearance), as indices in `answers`.
+        struct Group {
+          int64_t campaign;
+          const Impl::CampaignIndex* indexed;  // null: nothing stored yet
+          std::vector<uint32_t> stored;
+          // Whether the nodes in `stored` ascend strictly (the usual case),
+          // so that none repeats.
+          bool ascending = true;
+        };
+        std::vector<Group> groups;
+        absl::flat_hash_map<int64_t, uint32_t> group_of;
+        outcomes.assign(answers.size(), AppendOutcome::kStored);
+        BlobHandle blob;  // for reading stored payloads
+        int64_t blob_row = 0;
+        std::string stored_payload;
+        uint32_t g = 0;
+        for (uint32_t i = 0; i < answers.size(); ++i) {
+          const AnswerRow& a = answers[i];
+          if (groups.empty() || groups[g].campaign != a.campaign) {
+            const auto [it, inserted] = group_of.try_emplace(
+                a.campaign, static_cast<uint32_t>(groups.size()));
+            if (inserted) {
+              const auto found = s.index.find(a.campaign);
+              groups.push_back(Group{
+                  a.campaign,
+                  found == s.index.end() ? nullptr : &found->second, {}});
+            }
+            g = it->second;
+          }
+          Group& group = groups[g];
+          if (group.indexed != nullptr) {
+            if (const Impl::Loc* found = group.indexed->Find(a.node)) {
+              // Stored earlier: the same answer or not?
+              const Impl::Loc& loc = *found;
+              const uint32_t length = loc.length_refusal >> 1;
+              bool same = ((loc.length_refusal & 1) != 0) == a.refusal &&
+                          length == a.payload.size();
+              if (same && length > 0) {
+                RETURN_IF_ERROR(s.ReadLogBytes(
+                    kOperation, blob, &blob_row, group.indexed->rows[loc.row],
+                    loc.offset, length, stored_payload));
+                same = std::memcmp(stored_payload.data(), a.payload.data(),
+                                   length) == 0;
+              }
+              outcomes[i] =
+                  same ? AppendOutcome::kDuplicate : AppendOutcome::kConflict;
               continue;
             }
           }
-          // (campaign, node) already holds an answer: the same one or not?
-          ScopedReset reset(select);
-          RETURN_IF_ERROR(
-              s.BindOrError(kOperation, select, a.campaign, int64_t{a.node}));
-          const int rc = sqlite3_step(select);
-          if (rc != SQLITE_ROW) {
-            return s.Error(kOperation, rc == SQLITE_DONE ? SQLITE_ERROR : rc);
+          if (!group.stored.empty() &&
+              answers[group.stored.back()].node >= a.node) {
+            group.ascending = false;
           }
-          const bool refusal = sqlite3_column_int(select, 0) != 0;
-          const void* data = sqlite3_column_blob(select, 1);
-          const size_t size =
-              static_cast<size_t>(sqlite3_column_bytes(select, 1));
-          const bool same =
-              refusal == a.refusal && size == a.payload.size() &&
-              (size == 0 ||
-               a.payload.compare(0, size, static_cast<const char*>(data),
-                                 size) == 0);
-          outcomes.push_back(same ? AppendOutcome::kDuplicate
-                                  : AppendOutcome::kConflict);
+          group.stored.push_back(i);
+        }
+        blob.reset();
+        // A second answer for a node in the batch is compared with the
+        // first.
+        for (Group& group : groups) {
+          if (group.ascending) continue;
+          absl::flat_hash_map<uint32_t, uint32_t> first;  // node -> answer
+          first.reserve(group.stored.size());
+          size_t kept = 0;
+          for (const uint32_t i : group.stored) {
+            const AnswerRow& a = answers[i];
+            const auto [it, inserted] = first.try_emplace(a.node, i);
+            if (inserted) {
+              group.stored[kept++] = i;
+              continue;
+            }
+            const AnswerRow& earlier = answers[it->second];
+            outcomes[i] = earlier.refusal == a.refusal &&
+                                  earlier.payload == a.payload
+                              ? AppendOutcome::kDuplicate
+                              : AppendOutcome::kConflict;
+          }
+          group.stored.resize(kept);
+        }
+
+        // One row per campaign (more if its answers pass kMaxLogBlobBytes).
+        sqlite3_stmt* insert = s.stmts.insert_log.get();
+        std::string bytes;
+        for (const Group& group : groups) {
+          size_t payload_bytes = 0;
+          for (const uint32_t i : group.stored) {
+            payload_bytes += answers[i].payload.size();
+          }
+          size_t k = 0;
+          while (k < group.stored.size()) {
+            bytes.reserve(std::min(
+                kMaxLogBlobBytes,
+                kLogHeaderBytes + payload_bytes +
+                    (group.stored.size() - k) * kMaxEntryOverhead));
+            StartLogBlob(bytes);
+            Impl::NewRow& row = new_rows.emplace_back();
+            row.campaign = group.campaign;
+            row.entries.reserve(group.stored.size() - k);
+            int64_t previous_ms = 0;
+            for (; k < group.stored.size(); ++k) {
+              const AnswerRow& a = answers[group.stored[k]];
+              if (!row.entries.empty() &&
+                  bytes.size() + kMaxEntryOverhead + a.payload.size() >
+                      kMaxLogBlobBytes) {
+                break;
+              }
+              const int64_t ms = a.unix_ms != 0 ? a.unix_ms : now_ms;
+              const size_t offset = EncodeEntry(bytes, a, ms, previous_ms);
+              previous_ms = ms;
+              // (Offsets and lengths past 32 bits fail below: SQLite takes
+              // no value of 2^31 bytes or more.)
+              row.entries.push_back(Impl::NewEntry{
+                  a.node, static_cast<uint32_t>(offset),
+                  static_cast<uint32_t>(a.payload.size() << 1 |
+                                        (a.refusal ? 1 : 0))});
+            }
+            FinishLogBlob(bytes, static_cast<uint32_t>(row.entries.size()));
+            ScopedReset reset(insert);
+            RETURN_IF_ERROR(
+                s.BindOrError(kOperation, insert, group.campaign, Blob{bytes}));
+            RETURN_IF_ERROR(s.StepDone(kOperation, insert));
+            row.id = sqlite3_last_insert_rowid(s.db.get());
+          }
         }
         return absl::OkStatus();
       }));
+  s.IndexNewRows(new_rows);
   return outcomes;
 }
 
@@ -561,29 +1110,35 @@ absl::Status CuratorStore::ForEachAnswer(
   absl::MutexLock lock(&s.mu);
   const std::string operation =
       absl::StrCat("reading the answers of campaign ", campaign);
-  sqlite3_stmt* stmt = s.stmts.answers_of_campaign.get();
-  ScopedReset reset(stmt);
-  RETURN_IF_ERROR(s.BindOrError(operation, stmt, campaign));
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    if (!fn(ReadAnswer(stmt))) return absl::OkStatus();
-  }
-  if (rc != SQLITE_DONE) return s.Error(operation, rc);
-  return absl::OkStatus();
+  return s.InReadTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        const auto it = s.index.find(campaign);
+        if (it == s.index.end()) return absl::OkStatus();
+        bool stopped = false;
+        return s.EmitCampaign(operation, campaign, it->second, fn, &stopped);
+      });
 }
 
 absl::Status CuratorStore::ForEachAnswer(
     absl::FunctionRef<bool(const AnswerRow&)> fn) {
   Impl& s = *impl_;
   absl::MutexLock lock(&s.mu);
-  sqlite3_stmt* stmt = s.stmts.all_answers.get();
-  ScopedReset reset(stmt);
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    if (!fn(ReadAnswer(stmt))) return absl::OkStatus();
-  }
-  if (rc != SQLITE_DONE) return s.Error("reading all answers", rc);
-  return absl::OkStatus();
+  constexpr absl::string_view kOperation = "reading all answers";
+  return s.InReadTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        std::vector<int64_t> campaigns;
+        campaigns.reserve(s.index.size());
+        for (const auto& [campaign, c] : s.index) campaigns.push_back(campaign);
+        std::sort(campaigns.begin(), campaigns.end());
+        bool stopped = false;
+        for (const int64_t campaign : campaigns) {
+          const auto it = s.index.find(campaign);
+          RETURN_IF_ERROR(
+              s.EmitCampaign(kOperation, campaign, it->second, fn, &stopped));
+          if (stopped) break;
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status CuratorStore::PutCaps(

@@ -9,6 +9,17 @@
 // disk when the call returns, so an acknowledgement the curator sends after
 // it survives a crash of the process or the machine.
 //
+// Answers are stored as a log: each AppendAnswers call writes one row per
+// campaign it stored new answers for (more for over 64 MiB of them), whose
+// blob packs those answers in a compact, versioned, length-checked
+// encoding; rows are never changed. The store keeps an index in memory of
+// where each stored answer is, keyed by (campaign, node) -- about 12 bytes
+// an answer when a campaign's nodes are dense (0, 1, ...), up to about 40
+// when they are scattered -- built at Open by reading the whole log, and
+// caught up at each AppendAnswers and ForEachAnswer with rows another store
+// on the same directory added. Telling a new answer from a resend needs no
+// query; telling a resend from a conflict reads the stored payload's bytes.
+//
 // The privacy ledger is not a table: it is derived from the stored answers
 // (a node's spend is the sum of the epsilons of the distinct questions it
 // answered, read from the campaigns' specs), so it can never disagree with
@@ -17,7 +28,9 @@
 //
 // Errors: a failure of SQLite becomes INTERNAL, or RESOURCE_EXHAUSTED for a
 // full disk (SQLITE_FULL), with the SQLite message and the operation; the
-// failed transaction is rolled back, so nothing of it is stored.
+// failed transaction is rolled back, so nothing of it is stored. A row of
+// the answer log that does not parse (or repeats a stored answer) is
+// DATA_LOSS naming the row, from Open, AppendAnswers or ForEachAnswer.
 //
 // Thread-safe: calls are serialised by an internal mutex. The callbacks
 // (record_for_id, the ForEach functions) run under that mutex, inside the
@@ -102,11 +115,15 @@ class CuratorStore {
   };
 
   // Opens (creating if needed) <dir>/curator.db, in WAL mode, creating the
-  // schema (version 1, kept in PRAGMA user_version). dir must exist:
-  // NOT_FOUND naming it otherwise. INVALID_ARGUMENT for a negative
-  // max_bytes; FAILED_PRECONDITION naming the path and both versions if the
-  // file holds a schema of another version; RESOURCE_EXHAUSTED if the schema
-  // does not fit in max_bytes; INTERNAL naming the path on any other failure.
+  // schema (version 2, kept in PRAGMA user_version), and reads the answer
+  // log to build the in-memory index. dir must exist: NOT_FOUND naming it
+  // otherwise. INVALID_ARGUMENT for a negative max_bytes;
+  // FAILED_PRECONDITION naming the path and both versions if the file holds
+  // a schema of another version -- including version 1 (one row per answer):
+  // there is no migration, a version-1 store must be replaced;
+  // RESOURCE_EXHAUSTED if the schema does not fit in max_bytes; DATA_LOSS
+  // naming the row if the answer log is corrupt; INTERNAL naming the path on
+  // any other failure.
   static absl::StatusOr<std::unique_ptr<CuratorStore>> Open(
       const std::string& dir, Options options);
   ~CuratorStore();
@@ -125,16 +142,18 @@ class CuratorStore {
   // Stores a batch of answers in one transaction and reports each outcome,
   // in order. Within a batch, a second answer for the same (campaign, node)
   // is compared with the first, as if stored earlier. All or nothing: on an
-  // error nothing of the batch is stored. The store does not check that the
-  // campaign exists. This is the ingest hot path: batch answers.
+  // error nothing of the batch is stored (nor indexed). The store does not
+  // check that the campaign exists. This is the ingest hot path: batch
+  // answers. A batch of only duplicates and conflicts writes nothing.
   absl::StatusOr<std::vector<AppendOutcome>> AppendAnswers(
       const std::vector<AnswerRow>& answers);
   // Every stored answer of `campaign`, ordered by node. `fn` returning
-  // false stops the scan (still OK).
+  // false stops the scan (still OK). Holds the campaign's answers in memory
+  // while it runs.
   absl::Status ForEachAnswer(int64_t campaign,
                              absl::FunctionRef<bool(const AnswerRow&)> fn);
   // Every answer of every campaign, ordered by (campaign, node), for
-  // rebuilding in-memory state.
+  // rebuilding in-memory state; one campaign's answers in memory at a time.
   absl::Status ForEachAnswer(absl::FunctionRef<bool(const AnswerRow&)> fn);
 
   // Caps a node declared (serialised v1::BudgetCaps), replacing any earlier;

@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -537,6 +540,417 @@ TEST(CuratorStoreTest, FullDatabaseIsResourceExhaustedAndStoresNothing) {
   auto outcomes = store->AppendAnswers(failed_batch);
   ASSERT_TRUE(outcomes.ok()) << outcomes.status();
   EXPECT_EQ(AllAnswers(*store).size(), stored + failed_batch.size());
+}
+
+// Runs SQL on the store's file behind its back (the store closed, or open
+// in this process: SQLite's locks serialise the two).
+void ExecSql(const std::string& dir, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/curator.db").c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << sql << ": " << (error != nullptr ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+TEST(CuratorStoreTest, OpenRejectsAVersionOneStore) {
+  TempDir dir;
+  // Version 1 kept one row per answer; there is no migration.
+  ExecSql(dir.path(),
+          "CREATE TABLE answers(campaign INTEGER NOT NULL, node INTEGER NOT "
+          "NULL, refusal INTEGER NOT NULL, payload BLOB NOT NULL, unix_ms "
+          "INTEGER NOT NULL, PRIMARY KEY(campaign, node)) WITHOUT ROWID; "
+          "PRAGMA user_version = 1;");
+  auto store = CuratorStore::Open(dir.path(), {});
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 1"));
+  EXPECT_THAT(store.status().message(), HasSubstr("reads version 2"));
+}
+
+// Many batches to several campaigns, nodes in no order (some far apart,
+// some above INT32_MAX), a reopen: the rebuilt index still tells resends
+// and conflicts, and the scans come out ordered.
+TEST(CuratorStoreTest, IndexIsRebuiltAtOpenFromManyBatches) {
+  TempDir dir;
+  std::mt19937_64 rng(7);
+  // campaign -> node -> (payload, refusal)
+  std::map<int64_t, std::map<uint32_t, std::pair<std::string, bool>>> want;
+  std::vector<AnswerRow> all;
+  {
+    auto store = OpenOrDie(dir.path());
+    ASSERT_NE(store, nullptr);
+    std::vector<uint32_t> nodes;
+    for (uint32_t v = 0; v < 3000; ++v) nodes.push_back(v);
+    for (uint32_t v : {100000u, 2147483648u, 4000000000u, 4294967295u}) {
+      nodes.push_back(v);
+    }
+    for (int64_t campaign :
+         {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{1} << 40}) {
+      std::shuffle(nodes.begin(), nodes.end(), rng);
+      for (uint32_t v : nodes) {
+        if (campaign == 7 && v % 3 != 0) continue;  // a sparser campaign
+        const bool refusal = rng() % 5 == 0;
+        AnswerRow a = Answer(campaign, v,
+                             refusal ? std::string()
+                                     : absl::StrCat("p", campaign, "/", v,
+                                                    std::string(rng() % 50,
+                                                                'x')),
+                             refusal);
+        want[campaign][v] = {a.payload, refusal};
+        all.push_back(std::move(a));
+      }
+    }
+    // Batches of varied sizes, campaigns interleaved.
+    std::shuffle(all.begin(), all.end(), rng);
+    for (size_t i = 0; i < all.size();) {
+      const size_t n = std::min<size_t>(1 + rng() % 700, all.size() - i);
+      std::vector<AnswerRow> batch(all.begin() + i, all.begin() + i + n);
+      auto outcomes = store->AppendAnswers(batch);
+      ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+      for (AppendOutcome o : *outcomes) ASSERT_EQ(o, AppendOutcome::kStored);
+      i += n;
+      if (i > all.size() / 2 && i - n <= all.size() / 2) {
+        // A reopen half-way: the rest is indexed on top of a rebuilt index.
+        store.reset();
+        store = OpenOrDie(dir.path());
+        ASSERT_NE(store, nullptr);
+      }
+    }
+  }
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+
+  // Every answer sent again: duplicates. Changed: conflicts (another
+  // payload, or the refusal flag flipped).
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<AnswerRow> changed;
+  for (size_t i = 0; i < all.size(); ++i) {
+    AnswerRow a = all[i];
+    if (i % 2 == 0) {
+      a.payload += "!";
+    } else {
+      a.refusal = !a.refusal;
+    }
+    changed.push_back(std::move(a));
+  }
+  auto outcomes = store->AppendAnswers(all);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_EQ(std::count(outcomes->begin(), outcomes->end(),
+                       AppendOutcome::kDuplicate),
+            static_cast<long>(all.size()));
+  outcomes = store->AppendAnswers(changed);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_EQ(std::count(outcomes->begin(), outcomes->end(),
+                       AppendOutcome::kConflict),
+            static_cast<long>(all.size()));
+
+  // The scans: everything, ordered, unchanged.
+  std::vector<AnswerRow> rows = AllAnswers(*store);
+  ASSERT_EQ(rows.size(), all.size());
+  size_t k = 0;
+  for (const auto& [campaign, nodes] : want) {
+    std::vector<uint32_t> seen;
+    ASSERT_TRUE(store
+                    ->ForEachAnswer(campaign,
+                                    [&](const AnswerRow& row) {
+                                      seen.push_back(row.node);
+                                      return true;
+                                    })
+                    .ok());
+    ASSERT_EQ(seen.size(), nodes.size());
+    size_t j = 0;
+    for (const auto& [node, answer] : nodes) {
+      EXPECT_EQ(seen[j++], node);
+      const AnswerRow& row = rows[k++];
+      EXPECT_EQ(row.campaign, campaign);
+      EXPECT_EQ(row.node, node);
+      EXPECT_EQ(row.payload, answer.first);
+      EXPECT_EQ(row.refusal, answer.second);
+      EXPECT_EQ(row.unix_ms, 1000 + node);
+    }
+  }
+  EXPECT_EQ(k, rows.size());
+
+  // New answers still go in after all that.
+  outcomes = store->AppendAnswers({Answer(2, 5000, "new"), Answer(9, 1, "x")});
+  ASSERT_TRUE(outcomes.ok());
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kStored, AppendOutcome::kStored));
+}
+
+TEST(CuratorStoreTest, ForEachAnswerOrdersByNodeAcrossBatches) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(
+      store->AppendAnswers({Answer(1, 50, "a"), Answer(2, 4, "b")}).ok());
+  ASSERT_TRUE(store
+                  ->AppendAnswers({Answer(1, 9, "c"), Answer(1, 70, "d"),
+                                   Answer(1, 3, "e")})
+                  .ok());
+  ASSERT_TRUE(
+      store->AppendAnswers({Answer(2, 1, "f"), Answer(1, 10, "g")}).ok());
+  EXPECT_THAT(Keys(AllAnswers(*store)),
+              ElementsAre(std::pair<int64_t, uint32_t>{1, 3},
+                          std::pair<int64_t, uint32_t>{1, 9},
+                          std::pair<int64_t, uint32_t>{1, 10},
+                          std::pair<int64_t, uint32_t>{1, 50},
+                          std::pair<int64_t, uint32_t>{1, 70},
+                          std::pair<int64_t, uint32_t>{2, 1},
+                          std::pair<int64_t, uint32_t>{2, 4}));
+  std::string payloads;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer(1,
+                                  [&](const AnswerRow& row) {
+                                    payloads += row.payload;
+                                    return row.node < 10;
+                                  })
+                  .ok());
+  EXPECT_EQ(payloads, "ecg");  // stopped after node 10
+  // Early stop between campaigns, in the scan of all.
+  int seen = 0;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer([&](const AnswerRow& row) {
+                    ++seen;
+                    return row.campaign == 1;
+                  })
+                  .ok());
+  EXPECT_EQ(seen, 6);
+  // Unknown campaign: nothing.
+  seen = 0;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer(3,
+                                  [&](const AnswerRow&) {
+                                    ++seen;
+                                    return true;
+                                  })
+                  .ok());
+  EXPECT_EQ(seen, 0);
+}
+
+TEST(CuratorStoreTest, ABatchOfOnlyResendsWritesNoRow) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(
+      store->AppendAnswers({Answer(1, 1, "a"), Answer(2, 1, "b")}).ok());
+  auto outcomes =
+      store->AppendAnswers({Answer(1, 1, "a"), Answer(2, 1, "B")});
+  ASSERT_TRUE(outcomes.ok());
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kDuplicate, AppendOutcome::kConflict));
+  store.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() + "/curator.db").c_str(), &db),
+            SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM answer_log", -1,
+                               &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2);  // one per campaign
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// A row of the answer log that does not parse makes Open fail with
+// DATA_LOSS naming it, whatever the fault.
+TEST(CuratorStoreTest, CorruptAnswerLogIsDataLossNamingTheRow) {
+  // Row 1 holds nodes 1 and 2 ("aa", "bbb"), row 2 node 3 ("c").
+  const std::vector<std::pair<std::string, std::string>> faults = {
+      {"empty", "x''"},
+      {"short header", "x'01020000'"},
+      {"unknown format", "x'02010000000200'"},
+      {"no entries", "x'0100000000'"},
+      {"truncated varint", "x'010100000082'"},
+      {"payload past the end", "x'0101000000020005616161'"},
+      {"bytes after the last entry", "x'01010000000200016100'"},
+      {"count above the entries", "x'010200000002000161'"},
+      {"node above 2^32", "x'0101000000808080808020000161'"},
+      {"overlong varint", "x'01010000008280808080808080808001000161'"},
+      {"not a blob", "'text'"},
+      {"a second answer of node 3", "x'010100000006000161'"},
+  };
+  for (const auto& [what, blob] : faults) {
+    SCOPED_TRACE(what);
+    TempDir dir;
+    {
+      auto store = OpenOrDie(dir.path());
+      ASSERT_NE(store, nullptr);
+      ASSERT_TRUE(
+          store->AppendAnswers({Answer(1, 1, "aa"), Answer(1, 2, "bbb")})
+              .ok());
+      ASSERT_TRUE(store->AppendAnswers({Answer(1, 3, "c")}).ok());
+    }
+    ExecSql(dir.path(),
+            absl::StrCat("UPDATE answer_log SET answers = ", blob,
+                         " WHERE id = 1"));
+    auto store = CuratorStore::Open(dir.path(), {});
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss)
+        << store.status();
+    EXPECT_THAT(store.status().message(), HasSubstr("answer_log row"));
+    EXPECT_THAT(store.status().message(), HasSubstr("campaign 1"));
+    if (what == "a second answer of node 3") {
+      // Row 1 now repeats node 3, found when row 2 is read.
+      EXPECT_THAT(store.status().message(), HasSubstr("row 2"));
+      EXPECT_THAT(store.status().message(), HasSubstr("node 3"));
+    } else {
+      EXPECT_THAT(store.status().message(), HasSubstr("row 1"));
+    }
+  }
+}
+
+// A row spoiled while the store is open (by another writer): the scans
+// report DATA_LOSS, a resend compared with it is DATA_LOSS, nothing
+// crashes, and the store goes on working.
+TEST(CuratorStoreTest, AnswerLogSpoiledWhileOpenIsDataLoss) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(
+      store->AppendAnswers({Answer(1, 1, "aa"), Answer(1, 2, "bbb")}).ok());
+  ASSERT_TRUE(store->AppendAnswers({Answer(2, 1, "z")}).ok());
+  ExecSql(dir.path(), "UPDATE answer_log SET answers = x'0101' WHERE id = 1");
+  absl::Status status = store->ForEachAnswer([](const AnswerRow&) {
+    return true;
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr("answer_log row 1"));
+  status = store->ForEachAnswer(1, [](const AnswerRow&) { return true; });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  auto outcomes = store->AppendAnswers({Answer(1, 2, "bbb")});
+  EXPECT_EQ(outcomes.status().code(), absl::StatusCode::kDataLoss)
+      << outcomes.status();
+  EXPECT_THAT(outcomes.status().message(), HasSubstr("answer_log row 1"));
+  // The other campaign is intact.
+  std::vector<AnswerRow> rows;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer(2,
+                                  [&](const AnswerRow& row) {
+                                    rows.push_back(row);
+                                    return true;
+                                  })
+                  .ok());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].payload, "z");
+  outcomes = store->AppendAnswers({Answer(2, 1, "z"), Answer(2, 2, "y")});
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kDuplicate, AppendOutcome::kStored));
+}
+
+// Two stores on one directory: each sees what the other stored.
+TEST(CuratorStoreTest, TwoStoresOnOneDirectorySeeEachOthersAnswers) {
+  TempDir dir;
+  auto a = OpenOrDie(dir.path());
+  auto b = OpenOrDie(dir.path());
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->AppendAnswers({Answer(1, 1, "one"), Answer(1, 2, "two")})
+                  .ok());
+  auto outcomes = b->AppendAnswers(
+      {Answer(1, 1, "one"), Answer(1, 2, "TWO"), Answer(1, 3, "three")});
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kDuplicate, AppendOutcome::kConflict,
+                          AppendOutcome::kStored));
+  outcomes = a->AppendAnswers({Answer(1, 3, "three"), Answer(1, 4, "four")});
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kDuplicate, AppendOutcome::kStored));
+  EXPECT_EQ(AllAnswers(*a).size(), 4u);
+  EXPECT_EQ(AllAnswers(*b).size(), 4u);
+}
+
+// A batch that failed left no trace in the index either: its answers are
+// new when they are sent again.
+TEST(CuratorStoreTest, AFailedBatchIsNotIndexed) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.max_bytes = 64 * 1024;
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+  uint32_t node = 0;
+  std::vector<AnswerRow> failed;
+  for (int batch = 0; batch < 100 && failed.empty(); ++batch) {
+    std::vector<AnswerRow> answers;
+    for (int i = 0; i < 4; ++i) {
+      answers.push_back(Answer(1, node++, std::string(2048, 'q')));
+    }
+    if (!store->AppendAnswers(answers).ok()) failed = answers;
+  }
+  ASSERT_FALSE(failed.empty());
+  // One answer of it may fit; it is then stored, not a duplicate.
+  auto one = store->AppendAnswers({failed.front()});
+  if (one.ok()) {
+    EXPECT_THAT(*one, ElementsAre(AppendOutcome::kStored));
+  } else {
+    EXPECT_EQ(one.status().code(), absl::StatusCode::kResourceExhausted);
+  }
+  store.reset();
+  store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto outcomes = store->AppendAnswers(failed);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_EQ(outcomes->back(), AppendOutcome::kStored);
+  EXPECT_EQ((*outcomes)[0], one.ok() ? AppendOutcome::kDuplicate
+                                     : AppendOutcome::kStored);
+}
+
+// A batch's answers to one campaign past 64 MiB are split over rows.
+TEST(CuratorStoreTest, LargeBatchSpansSeveralRows) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.synchronous_full = false;
+  std::vector<AnswerRow> batch;
+  for (uint32_t node = 0; node < 4; ++node) {
+    batch.push_back(Answer(1, node, std::string(20 << 20, 'a' + node)));
+  }
+  batch.push_back(Answer(2, 0, "small"));
+  {
+    auto store = OpenOrDie(dir.path(), options);
+    ASSERT_NE(store, nullptr);
+    auto outcomes = store->AppendAnswers(batch);
+    ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+    EXPECT_EQ(std::count(outcomes->begin(), outcomes->end(),
+                         AppendOutcome::kStored),
+              5);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() + "/curator.db").c_str(), &db),
+            SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT count(*) FROM answer_log "
+                               "WHERE campaign = 1",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+  size_t i = 0;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer([&](const AnswerRow& row) {
+                    EXPECT_EQ(row.campaign, batch[i].campaign);
+                    EXPECT_EQ(row.node, batch[i].node);
+                    EXPECT_TRUE(row.payload == batch[i].payload) << i;
+                    ++i;
+                    return true;
+                  })
+                  .ok());
+  EXPECT_EQ(i, batch.size());
+  batch[3].payload.back() = 'z';
+  auto outcomes = store->AppendAnswers(batch);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes,
+              ElementsAre(AppendOutcome::kDuplicate, AppendOutcome::kDuplicate,
+                          AppendOutcome::kDuplicate, AppendOutcome::kConflict,
+                          AppendOutcome::kDuplicate));
 }
 
 // Crash durability: a child process stores a batch, signals that

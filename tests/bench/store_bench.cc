@@ -13,7 +13,8 @@
 //       sync:normal only writes it (survives a crash of the process).
 //   BM_AppendAnswers/resend/batch:256/payload:130/sync:full
 //       the same batch sent again and again: every answer is a duplicate,
-//       found by the primary key and compared byte for byte.
+//       found in the store's in-memory index and compared byte for byte
+//       with the stored payload (all in one log row, read incrementally).
 //
 // Where: a fresh directory per run under $LDPGRAPH_BENCH_DIR, or the system
 // temporary directory ($TMPDIR, /tmp). The figures for sync:full are those

@@ -21,7 +21,10 @@ namespace ldpgraph::integration {
 
 // The datasets folder: $LDPGRAPH_DATASETS if set, else LDPGRAPH_DATASETS_DIR.
 std::string DatasetsDir();
-// DatasetsDir()/cora if it holds a dataset (meta.json), else empty.
+// DatasetsDir()/cora if it holds a dataset (meta.json); otherwise a
+// generated dataset of cora's shape (2708 nodes, 7 classes, 1433 features),
+// written once per process under the test temp dir; empty only if that
+// fails.
 std::string CoraDir();
 
 // A fresh, empty directory under ::testing::TempDir(), unique per process
