@@ -151,17 +151,19 @@ absl::Status Curator::Load() {
     campaigns_.push_back(std::move(c));
   }
   absl::Status status;
-  RETURN_IF_ERROR(store_->ForEachAnswer([&](const store::AnswerRow& a) {
-    CampaignState* c = FindLocked(a.campaign);
-    if (c == nullptr || a.node >= options_.num_nodes) {
-      status = absl::DataLossError(absl::StrCat(
-          "stored answer of node ", a.node, " to unknown campaign ",
-          a.campaign));
-      return false;
-    }
-    ApplyAnswer(*c, a.node, a.refusal);
-    return true;
-  }));
+  RETURN_IF_ERROR(store_->ForEachAnswerKey(
+      [&](int64_t campaign, uint32_t node, bool refusal) {
+        CampaignState* c = FindLocked(campaign);
+        if (c == nullptr || node >= options_.num_nodes) {
+          if (status.ok()) {
+            status = absl::DataLossError(absl::StrCat(
+                "stored answer of node ", node, " to unknown campaign ",
+                campaign));
+          }
+          return;
+        }
+        ApplyAnswer(*c, node, refusal);
+      }));
   RETURN_IF_ERROR(status);
   RETURN_IF_ERROR(
       store_->ForEachCaps([&](uint32_t node, const std::string& bytes) {

@@ -1141,6 +1141,33 @@ absl::Status CuratorStore::ForEachAnswer(
       });
 }
 
+absl::Status CuratorStore::ForEachAnswerKey(
+    absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)> fn) {
+  Impl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  return s.InReadTransaction(
+      "reading the answer index",
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        std::vector<int64_t> campaigns;
+        campaigns.reserve(s.index.size());
+        for (const auto& [campaign, c] : s.index) campaigns.push_back(campaign);
+        std::sort(campaigns.begin(), campaigns.end());
+        for (const int64_t campaign : campaigns) {
+          const Impl::CampaignIndex& c = s.index.find(campaign)->second;
+          for (size_t node = 0; node < c.dense.size(); ++node) {
+            const uint32_t lr = c.dense[node].length_refusal;
+            if (lr != Impl::Loc::kAbsent) {
+              fn(campaign, static_cast<uint32_t>(node), (lr & 1) != 0);
+            }
+          }
+          for (const auto& [node, loc] : c.sparse) {
+            fn(campaign, node, (loc.length_refusal & 1) != 0);
+          }
+        }
+        return absl::OkStatus();
+      });
+}
+
 absl::Status CuratorStore::PutCaps(
     const std::vector<std::pair<uint32_t, std::string>>& caps) {
   if (caps.empty()) return absl::OkStatus();

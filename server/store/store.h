@@ -152,9 +152,16 @@ class CuratorStore {
   // while it runs.
   absl::Status ForEachAnswer(int64_t campaign,
                              absl::FunctionRef<bool(const AnswerRow&)> fn);
-  // Every answer of every campaign, ordered by (campaign, node), for
-  // rebuilding in-memory state; one campaign's answers in memory at a time.
+  // Every answer of every campaign, ordered by (campaign, node); one
+  // campaign's answers in memory at a time.
   absl::Status ForEachAnswer(absl::FunctionRef<bool(const AnswerRow&)> fn);
+  // The key of every stored answer, (campaign, node, refusal), read from the
+  // in-memory index without touching the payloads: what a restarted curator
+  // needs to rebuild its progress and ledger. Ordered by campaign; within a
+  // campaign, in no particular order.
+  absl::Status ForEachAnswerKey(
+      absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)>
+          fn);
 
   // Caps a node declared (serialised v1::BudgetCaps), replacing any earlier;
   // one transaction. ForEachCaps: by ascending node.

@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,36 @@ std::vector<std::pair<int64_t, uint32_t>> Keys(
   std::vector<std::pair<int64_t, uint32_t>> keys;
   for (const AnswerRow& row : rows) keys.emplace_back(row.campaign, row.node);
   return keys;
+}
+
+TEST(CuratorStoreTest, AnswerKeysMatchTheAnswersAcrossReopen) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path());
+    ASSERT_NE(store, nullptr);
+    // Dense nodes, a far node (the sparse part of the index), refusals,
+    // two campaigns, several batches.
+    ASSERT_TRUE(store
+                    ->AppendAnswers({Answer(1, 3, "a"), Answer(1, 0, "b", true),
+                                     Answer(2, 4000000000u, "c")})
+                    .ok());
+    ASSERT_TRUE(
+        store->AppendAnswers({Answer(1, 7, "d"), Answer(2, 1, "e", true)}).ok());
+  }
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  std::vector<std::tuple<int64_t, uint32_t, bool>> expected, keys;
+  for (const AnswerRow& row : AllAnswers(*store)) {
+    expected.emplace_back(row.campaign, row.node, row.refusal);
+  }
+  ASSERT_TRUE(store
+                  ->ForEachAnswerKey([&](int64_t c, uint32_t v, bool refusal) {
+                    keys.emplace_back(c, v, refusal);
+                  })
+                  .ok());
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys, expected);
+  EXPECT_EQ(keys.size(), 5u);
 }
 
 TEST(CuratorStoreTest, CreatesListsAndUpdatesCampaigns) {
