@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -20,28 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-// A fresh folder under the test temp dir, removed afterwards.
-class TempFolder {
- public:
-  TempFolder() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = (fs::path(::testing::TempDir()) /
-             absl::StrCat("ldpgraph_agent_state_test_", getpid(), "_",
-                          info->test_suite_name(), "_", info->name()))
-                .string();
-    fs::remove_all(path_);
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Db() const { return (fs::path(path_) / "agent.db").string(); }
-
- private:
-  std::string path_;
-};
 
 MemoRow Row(uint32_t node, const std::string& attribute, double eps,
             std::string answer, const std::string& params = "d=4,sampled=1") {
@@ -71,7 +50,7 @@ void SqlOn(const std::string& db_path, const std::string& sql) {
 }
 
 TEST(AgentStateStoreTest, OpenCreatesTheDirectoryAndAnEmptyMemo) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   const std::string dir = tmp.path() + "/nested/state";
   auto store = AgentStateStore::Open(dir);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -82,11 +61,11 @@ TEST(AgentStateStoreTest, OpenCreatesTheDirectoryAndAnEmptyMemo) {
 }
 
 TEST(AgentStateStoreTest, DatabaseIsInWalMode) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(tmp.Db().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(tmp.File("agent.db").c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &stmt, nullptr),
             SQLITE_OK);
@@ -98,7 +77,7 @@ TEST(AgentStateStoreTest, DatabaseIsInWalMode) {
 }
 
 TEST(AgentStateStoreTest, CommittedRowsSurviveReopeningInKeyOrder) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   const std::string binary("\0\x01\xff body", 8);
   {
     auto store = AgentStateStore::Open(tmp.path());
@@ -126,7 +105,7 @@ TEST(AgentStateStoreTest, CommittedRowsSurviveReopeningInKeyOrder) {
 }
 
 TEST(AgentStateStoreTest, CommittingAnIdenticalRowAgainChangesNothing) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->Commit({Row(1, "features", 1.0, "a")}).ok());
@@ -138,7 +117,7 @@ TEST(AgentStateStoreTest, CommittingAnIdenticalRowAgainChangesNothing) {
 }
 
 TEST(AgentStateStoreTest, ADifferentAnswerToAStoredQuestionIsInternal) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->Commit({Row(1, "features", 1.0, "a")}).ok());
@@ -147,7 +126,7 @@ TEST(AgentStateStoreTest, ADifferentAnswerToAStoredQuestionIsInternal) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(s.message(), HasSubstr("memo invariant violated: node 1"));
   EXPECT_THAT(s.message(), HasSubstr("features|hds|d=4,sampled=1|1"));
-  EXPECT_THAT(s.message(), HasSubstr(tmp.Db()));
+  EXPECT_THAT(s.message(), HasSubstr(tmp.File("agent.db")));
   // The whole transaction was rolled back: node 2's row is not stored.
   const std::vector<MemoRow> rows = ReadAll(**store);
   ASSERT_EQ(rows.size(), 1u);
@@ -155,7 +134,7 @@ TEST(AgentStateStoreTest, ADifferentAnswerToAStoredQuestionIsInternal) {
 }
 
 TEST(AgentStateStoreTest, ConflictingRowsWithinOneCommitAreInternal) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   absl::Status s = (*store)->Commit(
@@ -166,7 +145,7 @@ TEST(AgentStateStoreTest, ConflictingRowsWithinOneCommitAreInternal) {
 }
 
 TEST(AgentStateStoreTest, CommitRejectsANonPositiveEpsilon) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   absl::Status s = (*store)->Commit(
@@ -177,27 +156,27 @@ TEST(AgentStateStoreTest, CommitRejectsANonPositiveEpsilon) {
 }
 
 TEST(AgentStateStoreTest, EmptyCommitIsOk) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_TRUE((*store)->Commit({}).ok());
 }
 
 TEST(AgentStateStoreTest, OpenFailsOnAFileThatIsNotADatabase) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   fs::create_directories(tmp.path());
   {
-    std::ofstream out(tmp.Db(), std::ios::binary);
+    std::ofstream out(tmp.File("agent.db"), std::ios::binary);
     out << std::string(8192, 'x');
   }
   auto store = AgentStateStore::Open(tmp.path());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(store.status().message(), HasSubstr(tmp.Db()));
+  EXPECT_THAT(store.status().message(), HasSubstr(tmp.File("agent.db")));
   EXPECT_THAT(store.status().message(), HasSubstr("not a database"));
 }
 
 TEST(AgentStateStoreTest, OpenFailsWhenTheDirectoryIsAFile) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   fs::create_directories(tmp.path());
   const std::string file = tmp.path() + "/state";
   { std::ofstream out(file); out << "x"; }
@@ -207,24 +186,24 @@ TEST(AgentStateStoreTest, OpenFailsWhenTheDirectoryIsAFile) {
 }
 
 TEST(AgentStateStoreTest, OpenFailsWhenAgentDbIsADirectory) {
-  TempFolder tmp;
-  fs::create_directories(tmp.Db());
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  fs::create_directories(tmp.File("agent.db"));
   auto store = AgentStateStore::Open(tmp.path());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(store.status().message(), HasSubstr(tmp.Db()));
+  EXPECT_THAT(store.status().message(), HasSubstr(tmp.File("agent.db")));
 }
 
 TEST(AgentStateStoreTest, OpenRefusesAnotherSchemaVersion) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   ASSERT_TRUE(AgentStateStore::Open(tmp.path()).ok());
-  SqlOn(tmp.Db(), "PRAGMA user_version = 7");
+  SqlOn(tmp.File("agent.db"), "PRAGMA user_version = 7");
   auto store = AgentStateStore::Open(tmp.path());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(store.status().message(), HasSubstr("schema version 7"));
 }
 
 TEST(AgentStateStoreTest, OpenRejectsBadOptions) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   AgentStateStore::Options options;
   options.busy_timeout_ms = -1;
   EXPECT_EQ(AgentStateStore::Open(tmp.path(), options).status().code(),
@@ -238,7 +217,7 @@ TEST(AgentStateStoreTest, OpenRejectsBadOptions) {
 }
 
 TEST(AgentStateStoreTest, AFullDiskIsResourceExhaustedAndStoresNothing) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   AgentStateStore::Options options;
   options.max_bytes = 16 * 4096;
   auto store = AgentStateStore::Open(tmp.path(), options);
@@ -248,7 +227,7 @@ TEST(AgentStateStoreTest, AFullDiskIsResourceExhaustedAndStoresNothing) {
       {Row(2, "features", 1.0, "fits"),
        Row(3, "features", 1.0, std::string(200000, 'z'))});
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  EXPECT_THAT(s.message(), HasSubstr(tmp.Db()));
+  EXPECT_THAT(s.message(), HasSubstr(tmp.File("agent.db")));
   EXPECT_EQ(*(*store)->Count(), 1);
   // The store is still usable.
   EXPECT_TRUE((*store)->Commit({Row(2, "features", 1.0, "fits")}).ok());
@@ -256,18 +235,18 @@ TEST(AgentStateStoreTest, AFullDiskIsResourceExhaustedAndStoresNothing) {
 }
 
 TEST(AgentStateStoreTest, AWriteLockHeldElsewhereIsUnavailableThenClears) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   AgentStateStore::Options options;
   options.busy_timeout_ms = 20;
   auto store = AgentStateStore::Open(tmp.path(), options);
   ASSERT_TRUE(store.ok()) << store.status();
   sqlite3* other = nullptr;
-  ASSERT_EQ(sqlite3_open(tmp.Db().c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(tmp.File("agent.db").c_str(), &other), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr),
             SQLITE_OK);
   absl::Status s = (*store)->Commit({Row(1, "features", 1.0, "a")});
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_THAT(s.message(), HasSubstr(tmp.Db()));
+  EXPECT_THAT(s.message(), HasSubstr(tmp.File("agent.db")));
   ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(other);
@@ -276,13 +255,13 @@ TEST(AgentStateStoreTest, AWriteLockHeldElsewhereIsUnavailableThenClears) {
 }
 
 TEST(AgentStateStoreTest, ForEachDetectsARowWhoseColumnsDisagreeWithItsKey) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   {
     auto store = AgentStateStore::Open(tmp.path());
     ASSERT_TRUE(store.ok()) << store.status();
     ASSERT_TRUE((*store)->Commit({Row(4, "features", 1.0, "a")}).ok());
   }
-  SqlOn(tmp.Db(), "UPDATE memo SET epsilon = 0.5");
+  SqlOn(tmp.File("agent.db"), "UPDATE memo SET epsilon = 0.5");
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   absl::Status s = (*store)->ForEach(
@@ -293,7 +272,7 @@ TEST(AgentStateStoreTest, ForEachDetectsARowWhoseColumnsDisagreeWithItsKey) {
 }
 
 TEST(AgentStateStoreTest, ForEachStopsAtTheCallbacksError) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)

@@ -19,6 +19,7 @@
 #include "common/mechanisms/edge_rr.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
+#include "common/testing/temp_folder.h"
 #include "common/wire/codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,30 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// A fresh folder under the test temp dir, removed afterwards.
-class TempFolder {
- public:
-  TempFolder() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = (fs::path(::testing::TempDir()) /
-             absl::StrCat("ldpgraph_agent_test_", getpid(), "_",
-                          info->test_suite_name(), "_", info->name()))
-                .string();
-    fs::remove_all(path_);
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const {
-    return (fs::path(path_) / name).string();
-  }
-
- private:
-  std::string path_;
-};
 
 constexpr uint32_t kNodes = 10;  // the graph the records come from
 
@@ -528,7 +505,7 @@ std::vector<std::string> Bodies(const ShardResponse& r) {
 }
 
 TEST(AgentShardTest, AnswersItsNodesInTaskOrderAndSkipsOthers) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto shard = MakeShard(tmp.path(), 1);
   ASSERT_NE(shard, nullptr);
   EXPECT_THAT(shard->nodes(), ElementsAre(0, 2, 5, 7));
@@ -561,7 +538,7 @@ TEST(AgentShardTest, AnswersItsNodesInTaskOrderAndSkipsOthers) {
 }
 
 TEST(AgentShardTest, ARestartedShardRemembersEveryAnswerEvenWithAnotherSeed) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   const std::vector<uint32_t> all = {0, 2, 5, 7};
   const std::vector<v1::Task> tasks = {FeatureTask("c1", 1.0, all),
                                        LabelTask("c2", 0.5, all),
@@ -600,7 +577,7 @@ TEST(AgentShardTest, ARestartedShardRemembersEveryAnswerEvenWithAnotherSeed) {
 }
 
 TEST(AgentShardTest, RestoredSpendOverLoweredCapsRefusesNewQuestionsOnly) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   std::vector<std::string> before;
   {
     auto shard = MakeShard(tmp.path(), 1);
@@ -621,12 +598,12 @@ TEST(AgentShardTest, RestoredSpendOverLoweredCapsRefusesNewQuestionsOnly) {
 }
 
 TEST(AgentShardTest, AFailedCommitReleasesNoReportAndIsRetriedFirst) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   AgentStateStore::Options options;
   options.busy_timeout_ms = 20;
   auto shard = MakeShard(tmp.path(), 1, Policy(), options);
   ASSERT_NE(shard, nullptr);
-  const std::string db = tmp.Sub("agent.db");
+  const std::string db = tmp.File("agent.db");
 
   // Another connection holds the write lock: the commit cannot happen.
   sqlite3* other = nullptr;
@@ -665,7 +642,7 @@ TEST(AgentShardTest, AFailedCommitReleasesNoReportAndIsRetriedFirst) {
 }
 
 TEST(AgentShardTest, AFullDiskReleasesNoReport) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   AgentStateStore::Options options;
   options.max_bytes = 8 * 4096;
   std::vector<NodeRecord> records;
@@ -685,19 +662,19 @@ TEST(AgentShardTest, AFullDiskReleasesNoReport) {
 }
 
 TEST(AgentShardTest, CreateFailsOnACorruptStateFile) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   fs::create_directories(tmp.path());
   {
-    std::ofstream out(tmp.Sub("agent.db"), std::ios::binary);
+    std::ofstream out(tmp.File("agent.db"), std::ios::binary);
     out << std::string(4096, '\x7f');
   }
   auto shard = AgentShard::Create(Records({0}), Policy(), 1, tmp.path());
   EXPECT_EQ(shard.status().code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(shard.status().message(), HasSubstr(tmp.Sub("agent.db")));
+  EXPECT_THAT(shard.status().message(), HasSubstr(tmp.File("agent.db")));
 }
 
 TEST(AgentShardTest, CreateRejectsNoNodesRepeatedNodesAndBadPolicies) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   EXPECT_EQ(AgentShard::Create({}, Policy(), 1, tmp.path()).status().code(),
             absl::StatusCode::kInvalidArgument);
   auto repeated = AgentShard::Create(Records({3, 3}), Policy(), 1, tmp.path());
@@ -710,7 +687,7 @@ TEST(AgentShardTest, CreateRejectsNoNodesRepeatedNodesAndBadPolicies) {
 }
 
 TEST(AgentShardTest, RowsOfOtherNodesAreKeptNotRestored) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   {
     auto shard = MakeShard(tmp.path(), 1);
     ASSERT_NE(shard, nullptr);
@@ -724,7 +701,7 @@ TEST(AgentShardTest, RowsOfOtherNodesAreKeptNotRestored) {
 }
 
 TEST(AgentShardTest, ConcurrentTasksAreAllAnsweredOnce) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   auto shard = MakeShard(tmp.path(), 1, Policy(100.0));
   ASSERT_NE(shard, nullptr);
   std::vector<std::thread> threads;
@@ -769,7 +746,7 @@ void WriteSmallDataset(const std::string& dir) {
 }
 
 TEST(LoadShardTest, GivesEachNodeItsScaledFeaturesLabelAndNeighbours) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   WriteSmallDataset(tmp.path());
   auto shard = LoadShard(tmp.path(), FeatureScaling::kUnit, 1, 4);
   ASSERT_TRUE(shard.ok()) << shard.status();
@@ -802,7 +779,7 @@ TEST(LoadShardTest, GivesEachNodeItsScaledFeaturesLabelAndNeighbours) {
 }
 
 TEST(LoadShardTest, RejectsAnEmptyOrOutOfRangeShard) {
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   WriteSmallDataset(tmp.path());
   auto empty = LoadShard(tmp.path(), FeatureScaling::kUnit, 2, 2);
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
@@ -810,7 +787,7 @@ TEST(LoadShardTest, RejectsAnEmptyOrOutOfRangeShard) {
   auto beyond = LoadShard(tmp.path(), FeatureScaling::kUnit, 2, 5);
   EXPECT_EQ(beyond.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(beyond.status().message(), HasSubstr("beyond its 4 nodes"));
-  EXPECT_EQ(LoadShard(tmp.Sub("missing"), FeatureScaling::kUnit, 0, 1)
+  EXPECT_EQ(LoadShard(tmp.File("missing"), FeatureScaling::kUnit, 0, 1)
                 .status()
                 .code(),
             absl::StatusCode::kNotFound);
@@ -841,7 +818,7 @@ TEST(LoadShardTest, CoraShardAnswersACampaign) {
   }
   EXPECT_GT(degree_sum, 100u);
 
-  TempFolder tmp;
+  TempFolder tmp(TempFolder::kLeaveMissing);
   std::vector<uint32_t> nodes;
   for (const NodeRecord& r : *records) nodes.push_back(r.node);
   auto shard = AgentShard::Create(std::move(*records), Policy(), 3, tmp.path());

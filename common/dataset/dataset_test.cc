@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -25,31 +26,6 @@ namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// A fresh folder under the test temp dir, removed afterwards.
-class TempFolder {
- public:
-  TempFolder() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = (fs::path(::testing::TempDir()) /
-             absl::StrCat("ldpgraph_dataset_test_", getpid(), "_",
-                          info->test_suite_name(), "_", info->name()))
-                .string();
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string File(absl::string_view name) const {
-    return (fs::path(path_) / std::string(name)).string();
-  }
-
- private:
-  std::string path_;
-};
 
 void WriteText(const std::string& path, absl::string_view text) {
   std::ofstream out(path, std::ios::binary);

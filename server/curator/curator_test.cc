@@ -1,9 +1,9 @@
 #include "server/curator/curator.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
+#include "common/testing/temp_folder.h"
 #include "common/wire/codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,21 +19,11 @@ const std::string kKey(32, 'k');
 
 class CuratorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("curator_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    Reopen();
-  }
-  void TearDown() override {
-    curator_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void SetUp() override { Reopen(); }
+  void TearDown() override { curator_.reset(); }
   void Reopen() {
     curator_.reset();
-    auto store = store::CuratorStore::Open(dir_.string(), {});
+    auto store = store::CuratorStore::Open(dir_.path(), {});
     ASSERT_TRUE(store.ok()) << store.status();
     Curator::Options o;
     o.num_nodes = kNodes;
@@ -78,7 +68,7 @@ class CuratorTest : public ::testing::Test {
     r.mutable_features()->add_values(value);
     return r;
   }
-  std::filesystem::path dir_;
+  TempFolder dir_;  // outlives curator_
   std::unique_ptr<Curator> curator_;
 };
 
@@ -100,7 +90,7 @@ TEST_F(CuratorTest, CredentialsVerifyOnlyForTheirNode) {
 }
 
 TEST_F(CuratorTest, SecretFiles) {
-  const std::string path = (dir_ / "secret").string();
+  const std::string path = dir_.File("secret");
   EXPECT_EQ(ReadHexSecretFile(path).status().code(),
             absl::StatusCode::kNotFound);
   std::ofstream(path) << "00112233\n";
