@@ -201,19 +201,6 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   return c;
 }
 
-// Splits "host:port" (the port after the last ':').
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected HOST:PORT, got '", address, "'"));
-  }
-  return std::make_pair(address.substr(0, colon), port);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -296,7 +283,7 @@ int main(int argc, char** argv) {
       .IgnoreError();
   std::unique_ptr<ldpgraph::observability::HttpEndpoint> http;
   if (!config->http.empty()) {
-    auto hp = SplitHostPort(config->http);
+    auto hp = ldpgraph::SplitHostPort(config->http);
     if (!hp.ok()) {
       std::cerr << "ldpgraph-agent: --http: " << hp.status().message() << "\n";
       return 2;

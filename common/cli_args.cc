@@ -124,6 +124,18 @@ bool WantsHelp(const std::vector<std::string>& args) {
   return false;
 }
 
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected HOST:PORT, got '", address, "'"));
+  }
+  return std::make_pair(address.substr(0, colon), port);
+}
+
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -45,6 +46,12 @@ class CliArgs {
 
 // True if args ask for help (--help or -h anywhere).
 bool WantsHelp(const std::vector<std::string>& args);
+
+// "host:port" split at the last ':' (so "[::1]:7443" keeps its brackets).
+// INVALID_ARGUMENT "expected HOST:PORT, got '<address>'" without a ':' or
+// an integer port.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    const std::string& address);
 
 // The whole content of a file (binary-safe). NOT_FOUND naming the path if it
 // cannot be opened, INTERNAL if reading fails.

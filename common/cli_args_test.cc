@@ -89,5 +89,19 @@ TEST(CliArgsTest, NanInList) {
               HasSubstr("value 2 ('nan') is not a finite number"));
 }
 
+TEST(SplitHostPortTest, SplitsAtTheLastColon) {
+  auto a = SplitHostPort("127.0.0.1:9090");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->first, "127.0.0.1");
+  EXPECT_EQ(a->second, 9090);
+  auto b = SplitHostPort("[::1]:7443");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->first, "[::1]");
+  EXPECT_EQ(b->second, 7443);
+  EXPECT_EQ(SplitHostPort("localhost").status().message(),
+            "expected HOST:PORT, got 'localhost'");
+  EXPECT_FALSE(SplitHostPort("host:http").ok());
+}
+
 }  // namespace
 }  // namespace ldpgraph

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/cli_args.h"
 #include "common/status_macros.h"
 #include "common/observability/http_endpoint.h"
 #include "common/observability/metrics.h"
@@ -126,18 +127,16 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         absl::StrCat("cannot listen on ", options.listen));
   }
   if (!options.http_listen.empty()) {
-    const size_t colon = options.http_listen.rfind(':');
-    int http_port = -1;
-    if (colon == std::string::npos ||
-        !absl::SimpleAtoi(options.http_listen.substr(colon + 1), &http_port)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "HTTP address must be HOST:PORT, got '", options.http_listen, "'"));
+    auto http = SplitHostPort(options.http_listen);
+    if (!http.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("HTTP address: ", http.status().message()));
     }
     CuratorServer* self = s.get();
     ASSIGN_OR_RETURN(
         s->internals_->http,
         observability::HttpEndpoint::Start(
-            options.http_listen.substr(0, colon), http_port,
+            http->first, http->second,
             &s->internals_->metrics, [self]() -> absl::Status {
               if (self->stopping_.load()) {
                 return absl::UnavailableError("shutting down");
