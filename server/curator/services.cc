@@ -76,13 +76,20 @@ grpc::Status AgentServiceImpl::Subscribe(grpc::ServerContext* ctx,
   if (!session.ok()) return ToGrpcStatus(session.status());
   std::set<std::string> sent;
   uint64_t generation = curator_->generation();
+  bool changed = true;  // the first pass sends what is pending already
   while (!ctx->IsCancelled() && !stopping_->load()) {
-    for (v1::Task& task : curator_->PendingTasks(**session)) {
-      if (!sent.insert(task.campaign_id()).second) continue;
-      if (!writer->Write(task)) return grpc::Status::OK;  // client gone
+    // New tasks only appear when a campaign opens (the generation moves);
+    // the timeout only checks for cancellation and shutdown.
+    if (changed) {
+      for (v1::Task& task : curator_->PendingTasks(**session)) {
+        if (!sent.insert(task.campaign_id()).second) continue;
+        if (!writer->Write(task)) return grpc::Status::OK;  // client gone
+      }
     }
-    generation = curator_->WaitForChange(
+    const uint64_t now = curator_->WaitForChange(
         generation, absl::Now() + absl::Milliseconds(500));
+    changed = now != generation;
+    generation = now;
   }
   return grpc::Status::OK;
 }
