@@ -600,6 +600,7 @@ absl::StatusOr<v1::Campaign> Curator::CreateCampaign(
   const double eps = request.spec().epsilon();
   size_t unaffordable = 0;
   std::string first;
+  std::vector<int> asked;
   for (uint32_t v : targets) {
     const NodeLedger& l = ledger_[v];
     if (!l.caps_known || l.charged.contains(state->question)) continue;
@@ -609,13 +610,15 @@ absl::StatusOr<v1::Campaign> Curator::CreateCampaign(
                                ? l.spent.at(state->attribute)
                                : 0.0) +
                           eps;
-    absl::flat_hash_set<std::string> asked = {state->key_canonical};
+    // Distinct questions still asked of v (interned ids; few).
+    asked.assign(1, state->question);
     for (const auto& c : campaigns_) {
       if (!c->open() || c->status[v] != kPending ||
           l.charged.contains(c->question) ||
-          !asked.insert(c->key_canonical).second) {
+          std::find(asked.begin(), asked.end(), c->question) != asked.end()) {
         continue;
       }
+      asked.push_back(c->question);
       total += c->key.epsilon;
       if (c->attribute == state->attribute) on_attribute += c->key.epsilon;
     }
