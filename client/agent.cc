@@ -23,12 +23,6 @@ bool KnownAttribute(const std::string& name) {
   return name == "features" || name == "label" || name == "edges";
 }
 
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 std::string Truncate(absl::string_view message) {
   if (message.size() <= kMaxRefusalMessage) return std::string(message);
   return absl::StrCat(message.substr(0, kMaxRefusalMessage - 3), "...");
@@ -94,11 +88,6 @@ absl::Status AgentPolicy::Validate() const {
     }
   }
   return absl::OkStatus();
-}
-
-uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node) {
-  const uint64_t s = Mix(seed ^ 0x6e6f697365763031ULL);  // "noisev01"
-  return Mix(s + 0x9e3779b97f4a7c15ULL * (uint64_t{node} + 1));
 }
 
 absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(

@@ -73,18 +73,8 @@ struct AgentPolicy {
   absl::Status Validate() const;
 };
 
-// The seed of node's noise stream in a seeded simulation:
-//   s = mix(seed ^ 0x6e6f697365763031)            ("noisev01")
-//   NodeNoiseSeed = mix(s + 0x9e3779b97f4a7c15 * (node + 1))
-// where mix is the splitmix64 finaliser
-//   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-//   z = (z ^ (z >> 27)) * 0x94d049bb133111eb;  return z ^ (z >> 31).
-// Distinct nodes get distinct seeds (mix is a bijection), and the constant
-// separates these streams from the dataset generator's, which use the same
-// construction without it. A simulation's curator-side check can recompute
-// a node's report by perturbing its record with
-// SeededRandomForTesting(NodeNoiseSeed(seed, node)).
-uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node);
+// NodeNoiseSeed (common/random.h) gives each node's seeded noise stream.
+using ::ldpgraph::NodeNoiseSeed;
 
 // The randomness of one logical agent: SecureRandom without a seed (the only
 // differentially private choice); with a seed, SeededRandomForTesting

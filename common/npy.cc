@@ -48,9 +48,13 @@ bool HeaderValue(absl::string_view header, absl::string_view key,
 
 }  // namespace
 
-absl::Status WriteNpy(const std::string& path, const DenseMatrix& m) {
-  std::string header = absl::StrCat("{'descr': '<f4', 'fortran_order': False, "
-                                    "'shape': (", m.rows, ", ", m.cols, "), }");
+// Writes one array: the header (descr, shape) and `bytes` bytes of data.
+static absl::Status WriteNpyArray(const std::string& path, absl::string_view descr,
+                           absl::string_view shape, const void* data,
+                           size_t bytes) {
+  std::string header = absl::StrCat("{'descr': '", descr,
+                                    "', 'fortran_order': False, 'shape': ",
+                                    shape, ", }");
   // Magic (6) + version (2) + length (2) + header + '\n', padded to 64.
   const size_t unpadded = kMagicSize + 4 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
@@ -68,12 +72,8 @@ absl::Status WriteNpy(const std::string& path, const DenseMatrix& m) {
   bool ok = std::fwrite(kMagic, 1, kMagicSize, f) == kMagicSize &&
             std::fwrite(prefix, 1, 4, f) == 4 &&
             std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  static_assert(sizeof(float) == 4);
-  // x86-64 and aarch64 are little-endian, as '<f4' states.
-  if (ok && !m.data.empty()) {
-    ok = std::fwrite(m.data.data(), sizeof(float), m.data.size(), f) ==
-         m.data.size();
-  }
+  // x86-64 and aarch64 are little-endian, as '<f4' and '<i8' state.
+  if (ok && bytes > 0) ok = std::fwrite(data, 1, bytes, f) == bytes;
   if (!ok) {
     absl::Status s = IoError(tmp, "write failed");
     std::fclose(f);
@@ -91,6 +91,18 @@ absl::Status WriteNpy(const std::string& path, const DenseMatrix& m) {
     return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteNpy(const std::string& path, const DenseMatrix& m) {
+  static_assert(sizeof(float) == 4);
+  return WriteNpyArray(path, "<f4", absl::StrCat("(", m.rows, ", ", m.cols, ")"),
+                       m.data.data(), m.data.size() * sizeof(float));
+}
+
+absl::Status WriteNpyInt64(const std::string& path,
+                           const std::vector<int64_t>& values) {
+  return WriteNpyArray(path, "<i8", absl::StrCat("(", values.size(), ",)"),
+                       values.data(), values.size() * sizeof(int64_t));
 }
 
 absl::StatusOr<DenseMatrix> ReadNpy(const std::string& path) {

@@ -134,5 +134,23 @@ TEST(NpyTest, NumpyLoadsIt) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
+TEST(NpyTest, NumpyLoadsInt64Ids) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) {
+    GTEST_FAIL() << "python3 with numpy is required";
+  }
+  const std::string path = TempPath("ids.npy");
+  ASSERT_TRUE(WriteNpyInt64(path, {0, 7, -1, int64_t{1} << 40}).ok());
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import numpy as np; a = np.load('" + path +
+      "'); assert a.dtype == np.int64, a.dtype; assert a.shape == (4,), "
+      "a.shape; assert list(a) == [0, 7, -1, 2**40], a\"";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::string empty = TempPath("ids-empty.npy");
+  ASSERT_TRUE(WriteNpyInt64(empty, {}).ok());
+  EXPECT_THAT(ReadAll(empty), HasSubstr("'shape': (0,)"));
+  EXPECT_THAT(WriteNpyInt64("/nonexistent-dir/ids.npy", {1}).message(),
+              HasSubstr("/nonexistent-dir/ids.npy"));
+}
+
 }  // namespace
 }  // namespace ldpgraph

@@ -41,6 +41,16 @@ inline uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 }  // namespace
 
+uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node) {
+  auto mix = [](uint64_t z) {  // the splitmix64 finaliser
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  const uint64_t s = mix(seed ^ 0x6e6f697365763031ULL);  // "noisev01"
+  return mix(s + 0x9e3779b97f4a7c15ULL * (uint64_t{node} + 1));
+}
+
 uint64_t RandomSource::UniformInt(uint64_t n) {
   // Lemire's nearly-divisionless method: multiply, reject the biased sliver.
   unsigned __int128 m = static_cast<unsigned __int128>(Next64()) * n;

@@ -102,6 +102,20 @@ class SeededRandomForTesting final : public RandomSource {
 // of privacy noise (that is SecureRandom's job).
 using PublicRandom = SeededRandomForTesting;
 
+// The seed of node's noise stream in a seeded simulation:
+//   s = mix(seed ^ 0x6e6f697365763031)            ("noisev01")
+//   NodeNoiseSeed = mix(s + 0x9e3779b97f4a7c15 * (node + 1))
+// where mix is the splitmix64 finaliser
+//   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+//   z = (z ^ (z >> 27)) * 0x94d049bb133111eb;  return z ^ (z >> 31).
+// Distinct nodes get distinct seeds (mix is a bijection), and the constant
+// separates these streams from the dataset generator's, which use the same
+// construction without it. An agent given --seed S draws node's noise
+// from SeededRandomForTesting(NodeNoiseSeed(S, node)), every answer in
+// turn; the pipeline's seeded simulation (server/pipeline) draws from the
+// same streams, so a simulated deployment and `ldpgraph eval` agree.
+uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node);
+
 // The warning tools print when a seeded generator replaces the secure one.
 inline constexpr absl::string_view kSeededWarning =
     "WARNING: seeded random generator in use: reproducible, for tests and "

@@ -747,6 +747,49 @@ int Curator::open_campaigns() const {
   return n;
 }
 
+v1::CuratorStatus Curator::Status() const {
+  v1::CuratorStatus s;
+  s.set_graph_nodes(options_.num_nodes);
+  {
+    absl::MutexLock lock(&sessions_mu_);
+    s.set_sessions(static_cast<uint32_t>(sessions_.size()));
+    std::vector<bool> covered(options_.num_nodes, false);
+    uint32_t enrolled = 0;
+    for (const auto& [token, session] : sessions_) {
+      for (uint32_t v : session->nodes) {
+        if (!covered[v]) {
+          covered[v] = true;
+          ++enrolled;
+        }
+      }
+    }
+    s.set_enrolled_nodes(enrolled);
+  }
+  s.set_task_streams(static_cast<uint32_t>(std::max(0, task_streams_.load())));
+  {
+    absl::MutexLock lock(&mu_);
+    uint64_t reports = 0, refusals = 0;
+    uint32_t open = 0;
+    for (const auto& c : campaigns_) {
+      open += c->open() ? 1 : 0;
+      reports += c->reported;
+      refusals += c->refused;
+    }
+    s.set_open_campaigns(open);
+    s.set_closed_campaigns(static_cast<uint32_t>(campaigns_.size()) - open);
+    s.set_stored_reports(reports);
+    s.set_stored_refusals(refusals);
+  }
+  const auto relaxed = std::memory_order_relaxed;
+  s.set_reports_accepted(counters_.reports_accepted.load(relaxed));
+  s.set_reports_duplicate(counters_.reports_duplicate.load(relaxed));
+  uint64_t rejected = 0;
+  for (const auto& r : counters_.rejected) rejected += r.load(relaxed);
+  s.set_reports_rejected(rejected);
+  s.set_report_bytes_received(counters_.report_bytes.load(relaxed));
+  return s;
+}
+
 absl::StatusOr<std::vector<v1::RefusalRecord>> Curator::ListRefusals(
     absl::string_view id) const {
   int64_t n = 0;

@@ -138,6 +138,12 @@ class Curator {
 
   // Number of open campaigns (a gauge).
   int open_campaigns() const;
+  // What the core knows for GetStatus: sessions, enrolled nodes, task
+  // streams, campaigns by state, stored answers and the ingest counters.
+  // The caller fills the rest (start time, graph, results, insecure).
+  v1::CuratorStatus Status() const;
+  // Task streams open now; the Subscribe service counts them.
+  std::atomic<int>& task_streams() { return task_streams_; }
   const IngestCounters& counters() const { return counters_; }
   store::CuratorStore& store() { return *store_; }
   uint32_t num_nodes() const { return options_.num_nodes; }
@@ -177,6 +183,7 @@ class Curator {
   const Options options_;
   std::unique_ptr<store::CuratorStore> store_;
   IngestCounters counters_;
+  std::atomic<int> task_streams_{0};
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<CampaignState>> campaigns_ ABSL_GUARDED_BY(mu_);

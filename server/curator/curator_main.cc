@@ -1,7 +1,10 @@
 // ldpgraph-curator: the curator process. Serves the agent and admin APIs
 // over gRPC (TLS unless --insecure), keeps its state under --data-dir, and
 // exposes /metrics, /healthz and /readyz over HTTP.
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -45,6 +48,9 @@ Flags:
                        or normal (survives a crash of the process, not of
                        the machine; faster)
   --max-threads N      bound on server threads (default 256)
+  --ready-file FILE    once serving, write {"grpc_port": P, "http_port": H,
+                       "pid": N} to FILE (atomically: written beside it,
+                       then renamed), so that a supervisor can use port 0
   -h, --help           this text
 
 Stops gracefully on SIGINT or SIGTERM.
@@ -52,6 +58,24 @@ Stops gracefully on SIGINT or SIGTERM.
 
 volatile std::sig_atomic_t g_signal = 0;
 void OnSignal(int sig) { g_signal = sig; }
+
+std::string g_ready_file;
+
+// Writes text to path by way of path + ".tmp" and a rename, so that a reader
+// never sees half of it.
+absl::Status WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
     const std::vector<std::string>& args) {
@@ -61,7 +85,7 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
       CliArgs::Parse(args,
                      {"listen", "http", "data-dir", "graph", "nodes",
                       "admin-token", "node-key", "tls-cert", "tls-key",
-                      "sync", "max-threads"},
+                      "sync", "max-threads", "ready-file"},
                      {"insecure"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
@@ -105,6 +129,7 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
         absl::StrCat("--sync must be full or normal, got '", sync, "'"));
   }
   o.synchronous_full = sync == "full";
+  g_ready_file = a.Get("ready-file").value_or("");
   ASSIGN_OR_RETURN(auto threads, a.GetInt("max-threads"));
   if (threads) {
     if (*threads < 4 || *threads > 100000) {
@@ -147,6 +172,18 @@ int main(int argc, char** argv) {
             << std::endl;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  if (!g_ready_file.empty()) {
+    absl::Status written = WriteAtomically(
+        g_ready_file,
+        absl::StrCat("{\"grpc_port\": ", (*server)->port(),
+                     ", \"http_port\": ", (*server)->http_port(),
+                     ", \"pid\": ", getpid(), "}\n"));
+    if (!written.ok()) {
+      std::cerr << "ldpgraph-curator: --ready-file: " << written.message() << "\n";
+      (*server)->Shutdown(absl::Seconds(1));
+      return 1;
+    }
+  }
   while (g_signal == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

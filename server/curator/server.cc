@@ -99,8 +99,15 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   };
   s->internals_->agent = std::make_unique<AgentServiceImpl>(
       s->curator_.get(), &s->stopping_, observer);
+  v1::CuratorStatus base_status;
+  base_status.set_started_unix_ms(absl::ToUnixMillis(absl::Now()));
+  base_status.set_graph_edges(s->public_data_.graph.num_edges());
+  base_status.set_classes(static_cast<uint32_t>(
+      std::max(0, s->public_data_.meta.classes)));
+  base_status.set_insecure(options.insecure);
   s->internals_->admin = std::make_unique<AdminServiceImpl>(
-      s->curator_.get(), s->stages_.get(), options.admin_token, observer);
+      s->curator_.get(), s->stages_.get(), options.admin_token, observer,
+      std::move(base_status));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -75,6 +76,9 @@ grpc::Status AgentServiceImpl::Subscribe(grpc::ServerContext* ctx,
   auto session = Authenticate(ctx);
   if (!session.ok()) return ToGrpcStatus(session.status());
   std::set<std::string> sent;
+  // Counts this stream in GetStatus while it is open.
+  curator_->task_streams().fetch_add(1);
+  absl::Cleanup closed = [this] { curator_->task_streams().fetch_sub(1); };
   uint64_t generation = curator_->generation();
   bool changed = true;  // the first pass sends what is pending already
   while (!ctx->IsCancelled() && !stopping_->load()) {
@@ -300,6 +304,17 @@ grpc::Status AdminServiceImpl::ListAudit(grpc::ServerContext* ctx,
       e->set_action(r.action);
       e->set_details_json(r.details_json);
     }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminServiceImpl::GetStatus(grpc::ServerContext* ctx,
+                                         const v1::GetStatusRequest*,
+                                         v1::CuratorStatus* resp) {
+  return Call("GetStatus", ctx, [&]() -> absl::Status {
+    *resp = base_status_;
+    resp->MergeFrom(curator_->Status());
+    resp->set_results(static_cast<uint32_t>(stages_->List().size()));
     return absl::OkStatus();
   });
 }

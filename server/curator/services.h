@@ -55,13 +55,16 @@ class AgentServiceImpl final : public v1::AgentService::Service {
 
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
-  // admin_token: the bearer token every call must carry.
+  // admin_token: the bearer token every call must carry. base_status: the
+  // fields of GetStatus the core does not know (start time, graph edges and
+  // classes, insecure).
   AdminServiceImpl(Curator* curator, Stages* stages, std::string admin_token,
-                   RpcObserver observer)
+                   RpcObserver observer, v1::CuratorStatus base_status = {})
       : curator_(curator),
         stages_(stages),
         token_(std::move(admin_token)),
-        observe_(std::move(observer)) {}
+        observe_(std::move(observer)),
+        base_status_(std::move(base_status)) {}
 
   grpc::Status CreateCampaign(grpc::ServerContext* ctx,
                               const v1::CreateCampaignRequest* req,
@@ -99,6 +102,9 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   grpc::Status ListAudit(grpc::ServerContext* ctx,
                          const v1::ListAuditRequest* req,
                          v1::ListAuditResponse* resp) override;
+  grpc::Status GetStatus(grpc::ServerContext* ctx,
+                         const v1::GetStatusRequest* req,
+                         v1::CuratorStatus* resp) override;
 
  private:
   absl::Status Authorize(grpc::ServerContext* ctx) const;
@@ -109,6 +115,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   Stages* stages_;
   std::string token_;
   RpcObserver observe_;
+  v1::CuratorStatus base_status_;
 };
 
 }  // namespace ldpgraph::curator

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "common/dataset/splits.h"
 #include "common/mechanisms/feature_mechanism.h"
@@ -26,7 +27,7 @@ uint64_t Mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-enum Stage : uint64_t { kSplit = 1, kFeatureNoise, kLabelNoise, kModel };
+enum Stage : uint64_t { kSplit = 1, kNoise = 2, kModel = 4 };
 uint64_t StageSeed(uint64_t seed, int run, Stage stage) {
   return Mix(Mix(Mix(seed) ^ static_cast<uint64_t>(run)) ^ stage);
 }
@@ -54,22 +55,46 @@ void Standardize(Mat<float>* m) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<RandomSource>> NoiseSource(
-    const PipelineConfig& c, uint64_t seed) {
-  if (c.secure_noise) {
-    ASSIGN_OR_RETURN(auto secure, SecureRandom::Create());
-    return std::unique_ptr<RandomSource>(std::move(secure));
+// The privacy noise of one run. Seeded: node v draws from its own stream,
+// SeededRandomForTesting(NodeNoiseSeed(NoiseSeed(seed, run), v)), its
+// features first and then its label, as a deployed agent given that seed
+// answers a features campaign and then a label campaign. Secure: one
+// SecureRandom serves every node.
+class NoiseStreams {
+ public:
+  static absl::StatusOr<NoiseStreams> Create(const PipelineConfig& c,
+                                             uint64_t noise_seed, size_t n) {
+    NoiseStreams out;
+    if (c.secure_noise) {
+      ASSIGN_OR_RETURN(out.secure_, SecureRandom::Create());
+    } else {
+      out.seeded_.reserve(n);
+      for (size_t v = 0; v < n; ++v) {
+        out.seeded_.emplace_back(
+            NodeNoiseSeed(noise_seed, static_cast<uint32_t>(v)));
+      }
+    }
+    return out;
   }
-  return std::unique_ptr<RandomSource>(
-      std::make_unique<SeededRandomForTesting>(seed));
-}
+  RandomSource& at(NodeId v) {
+    if (secure_ != nullptr) return *secure_;
+    return seeded_[v];
+  }
+  absl::string_view name() const {
+    return secure_ != nullptr ? secure_->name() : "seeded-not-private";
+  }
+
+ private:
+  std::unique_ptr<SecureRandom> secure_;
+  std::vector<SeededRandomForTesting> seeded_;
+};
 
 // The features the curator holds after collection: scaled to the public
 // range, then (unless mechanism is "none") perturbed and estimated.
 absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
                                            const PipelineConfig& c,
                                            const Collected* collected,
-                                           uint64_t seed, RunResult* r) {
+                                           NoiseStreams& noise, RunResult* r) {
   if (collected != nullptr) {
     if (collected->features.rows != d.graph.num_nodes()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -99,10 +124,12 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
   spec.alpha = range->first;
   spec.beta = range->second;
   ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
-  ASSIGN_OR_RETURN(auto rng, NoiseSource(c, seed));
-  r->noise_source = std::string(rng->name());
+  r->noise_source = std::string(noise.name());
   const auto t = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(SparseRows est, SimulateFeatureReports(x, *mech, *rng));
+  ASSIGN_OR_RETURN(SparseRows est,
+                   SimulateFeatureReports(x, *mech, [&](size_t v) -> RandomSource& {
+                     return noise.at(static_cast<NodeId>(v));
+                   }));
   r->perturb_seconds = SecondsSince(t);
   return est;
 }
@@ -121,10 +148,9 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
                                           const NodeSplit& split,
                                           const PipelineConfig& c, int classes,
                                           const Collected* collected,
-                                          uint64_t seed) {
+                                          NoiseStreams& noise) {
   ASSIGN_OR_RETURN(auto rr,
                    LabelRandomizedResponse::Create(*c.label_epsilon, classes));
-  ASSIGN_OR_RETURN(auto rng, NoiseSource(c, seed));
   const size_t n = d.graph.num_nodes();
   DenseMatrix onehot(n, classes);
   std::vector<int32_t> reported(n, -1);
@@ -136,7 +162,7 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
         y = (*collected->label_reports)[v];
         RETURN_IF_ERROR(rr->ValidateReport(y));
       } else {
-        ASSIGN_OR_RETURN(y, rr->Perturb(d.labels[v], *rng));
+        ASSIGN_OR_RETURN(y, rr->Perturb(d.labels[v], noise.at(v)));
       }
       reported[v] = y;
       onehot.at(v, y) = 1.0f;
@@ -198,9 +224,10 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
           "no label reports among the training or validation nodes");
     }
   }
-  ASSIGN_OR_RETURN(SparseRows x,
-                   CollectFeatures(d, c, collected,
-                                   StageSeed(seed, run, kFeatureNoise), &r));
+  ASSIGN_OR_RETURN(NoiseStreams noise,
+                   NoiseStreams::Create(c, NoiseSeed(seed, run),
+                                        collected ? 0 : d.graph.num_nodes()));
+  ASSIGN_OR_RETURN(SparseRows x, CollectFeatures(d, c, collected, noise, &r));
   const auto t_prop = std::chrono::steady_clock::now();
   DenseMatrix z;
   if (c.method == Method::kPrivGe) {
@@ -226,7 +253,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   if (c.label_epsilon) {
     ASSIGN_OR_RETURN(NoisyLabels labels,
                      CollectLabels(d, split, c, classes, labels_collected,
-                                   StageSeed(seed, run, kLabelNoise)));
+                                   noise));
     data.train_targets = std::move(labels.train);
     data.validation_targets = std::move(labels.validation);
     data.transition = std::move(labels.transition);
@@ -261,9 +288,10 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
   held_out.insert(held_out.end(), split.test.begin(), split.test.end());
   // The curator learns from the training edges only.
   ASSIGN_OR_RETURN(Graph train_graph, d.graph.WithoutEdges(held_out));
-  ASSIGN_OR_RETURN(SparseRows x,
-                   CollectFeatures(d, c, collected,
-                                   StageSeed(seed, run, kFeatureNoise), &r));
+  ASSIGN_OR_RETURN(NoiseStreams noise,
+                   NoiseStreams::Create(c, NoiseSeed(seed, run),
+                                        collected ? 0 : d.graph.num_nodes()));
+  ASSIGN_OR_RETURN(SparseRows x, CollectFeatures(d, c, collected, noise, &r));
   const auto t_prop = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(DenseMatrix z, PprPush(train_graph, x, c.ppr));
   r.propagate_seconds = SecondsSince(t_prop);
@@ -377,6 +405,10 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
   return absl::OkStatus();
 }
 
+uint64_t NoiseSeed(uint64_t seed, int run) {
+  return StageSeed(seed, run, kNoise);
+}
+
 absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
                                       const PipelineConfig& c, uint64_t seed,
                                       int run) {
@@ -405,6 +437,13 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
                                                   const FeatureMechanism& mech,
                                                   RandomSource& rng) {
+  return SimulateFeatureReports(x, mech,
+                                [&](size_t) -> RandomSource& { return rng; });
+}
+
+absl::StatusOr<SparseRows> SimulateFeatureReports(
+    const SparseRows& x, const FeatureMechanism& mech,
+    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row) {
   SparseRows out;
   out.cols = x.cols;
   std::vector<double> row(x.cols), estimate(x.cols);
@@ -415,7 +454,7 @@ absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
     auto ri = x.row_indices(v);
     auto rv = x.row_values(v);
     for (size_t i = 0; i < ri.size(); ++i) row[ri[i]] = rv[i];
-    ASSIGN_OR_RETURN(SparseReport report, mech.Perturb(row, rng));
+    ASSIGN_OR_RETURN(SparseReport report, mech.Perturb(row, rng_of_row(v)));
     std::fill(estimate.begin(), estimate.end(), 0.0);
     RETURN_IF_ERROR(mech.Estimate(report, absl::MakeSpan(estimate)));
     // Every non-zero of the estimate is kept: unreported dimensions are not

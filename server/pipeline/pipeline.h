@@ -22,7 +22,12 @@
 // privacy noise comes from the seeded generator (reproducible, NOT private;
 // say so in any output) unless secure_noise asks for OpenSSL's. Each run r
 // of a seed s draws every stream from (s, r, stage), so runs are independent
-// and any single run can be replayed.
+// and any single run can be replayed. Seeded noise is drawn per node, as a
+// deployment's agents draw it: node v perturbs its features and then its
+// label with SeededRandomForTesting(NodeNoiseSeed(NoiseSeed(s, r), v)).
+// Agents given --seed NoiseSeed(s, 0) therefore send exactly the reports of
+// run 0, which is how `ldpctl simulate --seed s` reproduces `ldpgraph eval
+// --seed s`.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
 #include "common/mechanisms/feature_mechanism.h"
@@ -110,6 +116,10 @@ struct RunResult {
   std::string noise_source;  // "secure" or "seeded-not-private"
 };
 
+// The seed of run's privacy noise (see Randomness above): what a simulated
+// deployment gives its agents to reproduce run `run` of seed.
+uint64_t NoiseSeed(uint64_t seed, int run);
+
 // One run on a loaded dataset. Runs with the same (seed, run) are identical
 // when the noise is seeded.
 absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
@@ -149,8 +159,13 @@ absl::string_view MethodName(Method m);
 // The curator's estimate of every node's row, as each agent would report it:
 // Perturb on the agent's side, Estimate on the curator's. Rows of x must lie
 // in the mechanism's range (the agent clips otherwise).
+// The first form draws every row from rng; the second draws row v from
+// rng_of_row(v).
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
                                                   const FeatureMechanism& mech,
                                                   RandomSource& rng);
+absl::StatusOr<SparseRows> SimulateFeatureReports(
+    const SparseRows& x, const FeatureMechanism& mech,
+    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row);
 
 }  // namespace ldpgraph::pipeline

@@ -69,8 +69,13 @@ TEST(PipelineTest, RunsAreReproducibleAndIndependent) {
     ASSERT_TRUE(a.ok() && b.ok() && other.ok());
     EXPECT_EQ(a->metric, b->metric);
     EXPECT_EQ(a->training.best_epoch, b->training.best_epoch);
-    // Another run redraws split, noise and weights.
-    EXPECT_NE(a->training.best_validation, other->training.best_validation);
+    // Another run redraws split, noise and weights. Accuracies on a few
+    // hundred nodes are coarse, so compare them together with the epochs.
+    auto figures = [](const RunResult& r) {
+      return std::make_tuple(r.metric, r.training.best_validation,
+                             r.training.best_epoch, r.training.epochs);
+    };
+    EXPECT_NE(figures(*a), figures(*other));
   }
 }
 

@@ -470,7 +470,7 @@ TEST_F(RestartTest, AgentKilledMidCampaign) {
   // Estimates of both campaigns, through ldpctl, bit for bit.
   std::vector<std::string> files;
   for (const std::string& id : {first.id(), second.id()}) {
-    const std::string out = Ldpctl({"estimate", id, "--json"});
+    const std::string out = Ldpctl({"pipeline", "estimate", id, "--format", "json"});
     nlohmann::json result = nlohmann::json::parse(out, nullptr, false);
     ASSERT_FALSE(result.is_discarded()) << out;
     ASSERT_TRUE(result.contains("id")) << out;

@@ -1,0 +1,902 @@
+#include "server/ldpctl/commands.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "common/cli_args.h"
+#include "common/npy.h"
+#include "common/status_macros.h"
+#include "ldpgraph/v1/admin.grpc.pb.h"
+#include "server/curator/credentials.h"
+#include "server/ldpctl/connection.h"
+#include "server/ldpctl/simulate.h"
+
+namespace ldpgraph::ldpctl {
+namespace {
+
+constexpr char kOverview[] = R"(ldpctl: the admin CLI of an ldpgraph curator, and a whole simulated deployment
+in one command.
+
+Usage: ldpctl <command> [ARGS] [flags]        ldpctl <command> --help
+
+Start here:
+  simulate            start a curator and agent hosts on this machine (TLS on
+                      loopback), collect, estimate, train, print a results
+                      table; cleans up after itself
+
+Against a running curator:
+  status              the curator at a glance: graph, hosts, campaigns, traffic
+  campaign            create, list, show, wait, close, refusals
+  budget show         epsilon spent per node and its summary (the ledger)
+  pipeline            run (estimate + evaluate), estimate, propagate, evaluate
+  results             every recorded pipeline result
+  export              an estimate or embedding as .npy, with its node ids
+  audit               the audit log
+
+Offline:
+  credentials         derive node credentials to provision agent hosts
+
+Connection (every command against a curator; flag > environment > config):
+  --curator ADDR      curator address (default 127.0.0.1:7443; $LDPCTL_CURATOR)
+  --admin-token FILE  the admin token, hex ($LDPCTL_ADMIN_TOKEN_FILE, or the
+                      token itself in $LDPCTL_ADMIN_TOKEN)
+  --ca FILE           CA certificate that signed the curator's ($LDPCTL_CA)
+  --server-name NAME  name to check the curator's certificate against
+                      ($LDPCTL_SERVER_NAME)
+  --insecure          plaintext gRPC, development only ($LDPCTL_INSECURE=1)
+  --config FILE       "key = value" lines: curator, admin-token, ca,
+                      server-name, insecure ($LDPCTL_CONFIG; default
+                      ~/.config/ldpctl/config if it exists)
+  --format F          table (default) or json (--json is short for it)
+
+Exit codes:
+  0 success            4 curator unreachable        7 timed out (--timeout)
+  1 failed             5 no such campaign/result    130 interrupted (Ctrl-C)
+  2 usage error        6 refused (ledger, state, conflict)
+  3 not authorised
+
+Example:
+  ldpctl simulate                                  # the quick start
+  ldpctl simulate --keep-running                   # then, in another shell:
+  ldpctl --config /tmp/ldpctl-sim-XXXX/ldpctl.conf status
+)";
+
+struct CommandHelp {
+  const char* name;
+  const char* text;
+};
+
+constexpr CommandHelp kHelp[] = {
+    {"status", R"(ldpctl status: the curator at a glance
+
+Usage: ldpctl status [connection flags] [--format table|json]
+
+Shows the curator's graph (nodes, edges, classes), the agent hosts connected
+(enrolment sessions, nodes enrolled, task streams open), campaigns by state,
+answers stored (reports and refusals), reports accepted, duplicated and
+rejected since the curator started, the bytes of reports received, and the
+results recorded.
+
+Examples:
+  ldpctl status --curator curator:7443 --ca certs/ca.pem --admin-token certs/admin.token
+  ldpctl status --config deploy.conf --format json | jq .enrolled_nodes
+)"},
+    {"campaign", R"(ldpctl campaign: collection campaigns
+
+Usage:
+  ldpctl campaign create --attribute A --mechanism M --epsilon E --dimension D [flags]
+  ldpctl campaign list
+  ldpctl campaign show ID
+  ldpctl campaign wait ID [--timeout SECONDS]
+  ldpctl campaign close ID
+  ldpctl campaign refusals ID
+
+A campaign asks every targeted node one question. Its agent answers with a
+perturbed report (spending epsilon from its own budget) or refuses, with a
+reason. The curator refuses to open a campaign some node could not afford.
+`wait` shows progress on stderr until the campaign closes or every targeted
+node has answered.
+
+create flags:
+  --attribute A       features (default), label or edges
+  --mechanism M       hds, square-wave, multibit, onebit, piecewise, laplace,
+                      label-rr, edge-rr
+  --epsilon E         the budget one report spends
+  --dimension D       features: d; label: classes; edges: number of nodes
+  --sampled K         k or m sampled dimensions (default: the mechanism's)
+  --range LO,HI       public feature range (default -1,1)
+  --nodes SEL         all (default), A-B (nodes A..B-1) or a list 1,5,9
+  --quorum Q          close once this fraction answered (default 1; 0: never)
+  --deadline S        close after S seconds (default: none)
+  --name NAME         a label for people
+
+Examples:
+  ldpctl campaign create --attribute features --mechanism hds --epsilon 1 --dimension 1433 --sampled 10
+  ldpctl campaign create --attribute label --mechanism label-rr --epsilon 1 --dimension 7 --nodes 0-1000
+  ldpctl campaign wait c1 --timeout 600 && ldpctl campaign show c1 --format json
+  ldpctl campaign refusals c2
+)"},
+    {"budget", R"(ldpctl budget show: the privacy ledger
+
+Usage: ldpctl budget show [--nodes A-B] [--per-node] [--format table|json]
+
+The curator's ledger mirrors what each node spent: the epsilon of every
+distinct question it answered, per attribute, beside the caps it declared.
+(The agent is the authority on its budget; the ledger is what the curator
+can prove from the reports it holds.) Prints a summary (nodes, caps known,
+spent min / mean / max, per attribute); --per-node or --nodes adds one row
+per node.
+
+Examples:
+  ldpctl budget show
+  ldpctl budget show --nodes 0-20
+  ldpctl budget show --format json | jq .summary.spent_max
+)"},
+    {"pipeline", R"(ldpctl pipeline: estimate, propagate, evaluate collected reports
+
+Usage:
+  ldpctl pipeline run CAMPAIGN [--task node|link] [--method privge|lpgnn]
+                               [--labels CAMPAIGN] [--seed S]
+  ldpctl pipeline estimate CAMPAIGN
+  ldpctl pipeline propagate RESULT [--method ppr|kprop] [--alpha A] [--steps K]
+  ldpctl pipeline evaluate RESULT [--task ...] [--method ...] [--labels ...] [--seed S]
+
+`run` estimates a features campaign's reports and evaluates the method's
+curator-side pipeline on the estimate (propagation, training, test), in one
+go. Each stage records a result (r1, r2, ...) that `results` lists and
+`export` writes out. Post-processing: no stage spends budget.
+  --task T        node (classification, default) or link (prediction)
+  --method M      privge (PPR + MLP, default) or lpgnn (KProp + GCN)
+  --labels C      a label campaign whose reports replace the curator's
+                  training labels (LPGNN's label randomized response)
+  --seed S        seed of the split and model initialisation (default 1)
+
+Examples:
+  ldpctl pipeline run c1
+  ldpctl pipeline run c1 --method lpgnn --labels c2 --format json
+  ldpctl pipeline estimate c1 && ldpctl pipeline propagate r1 --method ppr
+)"},
+    {"results", R"(ldpctl results: every recorded pipeline result, newest first
+
+Usage: ldpctl results [--format table|json]
+
+Columns: id, stage, input, shape, metric (evaluate: accuracy or ROC-AUC),
+seconds, and the stage's parameters.
+
+Example:
+  ldpctl results --format json | jq '.results[] | select(.stage=="evaluate")'
+)"},
+    {"export", R"(ldpctl export: an estimate or embedding as .npy
+
+Usage: ldpctl export RESULT --out FILE.npy [--ids FILE]
+
+Writes the result's matrix as float32 (rows x cols) and its node ids as a
+1-D int64 array (row i holds node ids[i]), by default beside it as
+FILE.ids.npy. In Python: z = numpy.load('z.npy'); ids = numpy.load('z.ids.npy').
+
+Example:
+  ldpctl export r2 --out z.npy
+)"},
+    {"audit", R"(ldpctl audit: the audit log, oldest first
+
+Usage: ldpctl audit [--after SEQ] [--limit N] [--format table|json]
+
+Every enrolment, campaign transition and pipeline stage, with who did it.
+
+Example:
+  ldpctl audit --after 100 --limit 50
+)"},
+    {"credentials", R"(ldpctl credentials: node credentials for agent hosts (offline)
+
+Usage: ldpctl credentials --node-key FILE --nodes A-B [--out FILE]
+
+Each node's credential is HMAC-SHA256(node key, node id); a host given a
+shard's lines can report as those nodes and no others. Give each host only
+its own shard's file (mode 600).
+
+Example:
+  ldpctl credentials --node-key certs/node.key --nodes 0-1000 --out host0.tsv
+)"},
+};
+
+// The value flags of the commands (connection flags added by the parser).
+const std::set<std::string>& CommandValueFlags() {
+  static const auto* flags = new std::set<std::string>{
+      "attribute", "mechanism", "epsilon", "dimension", "sampled", "range",
+      "nodes", "quorum", "deadline", "name", "timeout", "method", "alpha",
+      "steps", "task", "labels", "seed", "out", "ids", "after", "limit",
+      "node-key"};
+  return *flags;
+}
+
+struct Output {
+  std::ostream& out;
+  std::ostream& err;
+  bool json = false;
+  void Json(const google::protobuf::Message& m) const {
+    std::string text;
+    google::protobuf::util::JsonPrintOptions o;
+    o.add_whitespace = true;
+    o.preserve_proto_field_names = true;
+    o.always_print_primitive_fields = true;
+    (void)google::protobuf::util::MessageToJsonString(m, &text, o);
+    out << text;
+  }
+};
+
+// "CAMPAIGN_STATE_OPEN" -> "open".
+std::string Short(const std::string& enum_name, absl::string_view prefix) {
+  absl::string_view name(enum_name);
+  absl::ConsumePrefix(&name, prefix);
+  return absl::AsciiStrToLower(name);
+}
+
+void CampaignHeader(std::ostream& out) {
+  out << absl::StrFormat("%-6s %-8s %-9s %-12s %8s %8s %8s %8s %8s  %s\n",
+                         "id", "state", "attribute", "mechanism", "epsilon",
+                         "targeted", "reported", "refused", "rejected", "name");
+}
+
+void CampaignRow(std::ostream& out, const v1::Campaign& c) {
+  out << absl::StrFormat(
+      "%-6s %-8s %-9s %-12s %8g %8u %8u %8u %8u  %s\n", c.id(),
+      Short(v1::CampaignState_Name(c.state()), "CAMPAIGN_STATE_"),
+      Short(v1::Attribute_Name(c.attribute()), "ATTRIBUTE_"),
+      Short(v1::MechanismKind_Name(c.spec().kind()), "MECHANISM_KIND_"),
+      c.spec().epsilon(), c.progress().targeted(), c.progress().reported(),
+      c.progress().refused(), c.progress().rejected(), c.name());
+}
+
+void PrintCampaign(const Output& o, const v1::Campaign& c) {
+  if (o.json) return o.Json(c);
+  CampaignHeader(o.out);
+  CampaignRow(o.out, c);
+  if (!c.close_reason().empty()) o.out << "closed: " << c.close_reason() << "\n";
+}
+
+void ResultRow(std::ostream& out, const v1::StageResult& r) {
+  out << absl::StrFormat("%-5s %-9s %-6s %7u x %-6u %9.4f %8.2fs  %s\n", r.id(),
+                         r.stage(), r.input(), r.rows(), r.cols(), r.metric(),
+                         r.seconds(), r.details_json());
+}
+
+void PrintResult(const Output& o, const v1::StageResult& r) {
+  if (o.json) return o.Json(r);
+  ResultRow(o.out, r);
+}
+
+absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseRange(absl::string_view t,
+                                                         const char* flag) {
+  std::vector<absl::string_view> p = absl::StrSplit(t, '-');
+  uint32_t a = 0, b = 0;
+  if (p.size() != 2 || !absl::SimpleAtoi(p[0], &a) ||
+      !absl::SimpleAtoi(p[1], &b) || b <= a) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, " must be A-B with A < B (nodes A..B-1), got '", t, "'"));
+  }
+  return std::make_pair(a, b);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name) {
+  static const std::pair<const char*, v1::MechanismKind> kKinds[] = {
+      {"hds", v1::MECHANISM_KIND_HDS},
+      {"square-wave", v1::MECHANISM_KIND_SQUARE_WAVE},
+      {"multibit", v1::MECHANISM_KIND_MULTIBIT},
+      {"onebit", v1::MECHANISM_KIND_ONEBIT},
+      {"piecewise", v1::MECHANISM_KIND_PIECEWISE},
+      {"laplace", v1::MECHANISM_KIND_LAPLACE},
+      {"label-rr", v1::MECHANISM_KIND_LABEL_RR},
+      {"edge-rr", v1::MECHANISM_KIND_EDGE_RR}};
+  for (const auto& [n, k] : kKinds) {
+    if (name == n) return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--mechanism must be hds, square-wave, multibit, onebit, piecewise, "
+      "laplace, label-rr or edge-rr, got '", name, "'"));
+}
+
+namespace {
+
+absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
+                            const Output& o) {
+  v1::CreateCampaignRequest req;
+  req.set_name(a.Get("name").value_or(""));
+  const std::string attribute = a.Get("attribute").value_or("features");
+  if (attribute == "features") {
+    req.set_attribute(v1::ATTRIBUTE_FEATURES);
+  } else if (attribute == "label") {
+    req.set_attribute(v1::ATTRIBUTE_LABEL);
+  } else if (attribute == "edges") {
+    req.set_attribute(v1::ATTRIBUTE_EDGES);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--attribute must be features, label or edges, got '", attribute, "'"));
+  }
+  if (!a.Has("mechanism") || !a.Has("epsilon") || !a.Has("dimension")) {
+    return absl::InvalidArgumentError(
+        "campaign create needs --mechanism, --epsilon and --dimension");
+  }
+  v1::MechanismSpec* spec = req.mutable_spec();
+  ASSIGN_OR_RETURN(v1::MechanismKind kind, ParseMechanismKind(*a.Get("mechanism")));
+  spec->set_kind(kind);
+  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
+  spec->set_epsilon(*eps);
+  ASSIGN_OR_RETURN(auto d, a.GetUint("dimension"));
+  spec->set_dimension(static_cast<uint32_t>(*d));
+  ASSIGN_OR_RETURN(auto k, a.GetUint("sampled"));
+  if (k) spec->set_sampled(static_cast<uint32_t>(*k));
+  ASSIGN_OR_RETURN(auto range, a.GetDoubleList("range"));
+  if (range && range->size() != 2) {
+    return absl::InvalidArgumentError("--range must be LO,HI");
+  }
+  spec->set_range_low(range ? (*range)[0] : -1.0);
+  spec->set_range_high(range ? (*range)[1] : 1.0);
+  const std::string nodes = a.Get("nodes").value_or("all");
+  if (nodes == "all") {
+    req.mutable_nodes()->set_all(true);
+  } else if (nodes.find('-') != std::string::npos) {
+    ASSIGN_OR_RETURN(auto r, ParseRange(nodes, "nodes"));
+    req.mutable_nodes()->set_range_begin(r.first);
+    req.mutable_nodes()->set_range_end(r.second);
+  } else {
+    for (absl::string_view item : absl::StrSplit(nodes, ',')) {
+      uint32_t v = 0;
+      if (!absl::SimpleAtoi(item, &v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--nodes must be all, A-B or a list of ids, got '", nodes, "'"));
+      }
+      req.mutable_nodes()->add_node_ids(v);
+    }
+  }
+  ASSIGN_OR_RETURN(auto quorum, a.GetDouble("quorum"));
+  req.set_quorum(quorum.value_or(1.0));
+  ASSIGN_OR_RETURN(auto deadline, a.GetDouble("deadline"));
+  if (deadline) {
+    if (*deadline <= 0) {
+      return absl::InvalidArgumentError("--deadline must be > 0 seconds");
+    }
+    req.set_deadline_unix_ms(absl::ToUnixMillis(absl::Now()) +
+                             static_cast<int64_t>(*deadline * 1000));
+  }
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::Campaign out;
+  RETURN_IF_ERROR(FromGrpc(c.stub->CreateCampaign(&ctx, req, &out), c.address));
+  PrintCampaign(o, out);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Campaign> GetCampaign(const Connection& c,
+                                         const std::string& id) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::GetCampaignRequest req;
+  req.set_campaign_id(id);
+  v1::Campaign out;
+  RETURN_IF_ERROR(FromGrpc(c.stub->GetCampaign(&ctx, req, &out), c.address));
+  return out;
+}
+
+absl::Status WaitCampaign(const CliArgs& a, const Connection& c,
+                          const std::string& id, const Output& o) {
+  ASSIGN_OR_RETURN(auto timeout, a.GetDouble("timeout"));
+  const absl::Time until =
+      timeout ? absl::Now() + absl::Seconds(*timeout) : absl::InfiniteFuture();
+  v1::Campaign campaign;
+  while (true) {
+    ASSIGN_OR_RETURN(campaign, GetCampaign(c, id));
+    const auto& p = campaign.progress();
+    const uint32_t answered = p.reported() + p.refused();
+    o.err << absl::StrFormat(
+        "\r%s: %u/%u answered (%u reported, %u refused, %u rejected) %5.1f%%",
+        id, answered, p.targeted(), p.reported(), p.refused(), p.rejected(),
+        p.targeted() ? 100.0 * answered / p.targeted() : 100.0);
+    o.err.flush();
+    if (campaign.state() == v1::CAMPAIGN_STATE_CLOSED ||
+        answered >= p.targeted()) {
+      break;
+    }
+    if (absl::Now() >= until) {
+      o.err << "\n";
+      return absl::DeadlineExceededError(
+          absl::StrCat(id, " still open after --timeout"));
+    }
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  o.err << "\n";
+  if (o.json) o.Json(campaign);
+  return absl::OkStatus();
+}
+
+absl::Status Status(const Connection& c, const Output& o) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::CuratorStatus s;
+  RETURN_IF_ERROR(
+      FromGrpc(c.stub->GetStatus(&ctx, v1::GetStatusRequest(), &s), c.address));
+  if (o.json) {
+    o.Json(s);
+    return absl::OkStatus();
+  }
+  const double up =
+      absl::ToDoubleSeconds(absl::Now() - absl::FromUnixMillis(s.started_unix_ms()));
+  auto row = [&](const std::string& k, const std::string& v) {
+    o.out << absl::StrFormat("%-22s %s\n", k, v);
+  };
+  row("curator", absl::StrCat(c.address, s.insecure() ? " (PLAINTEXT)" : " (TLS)",
+                              ", up ", absl::StrFormat("%.0f", up), " s"));
+  row("graph", absl::StrCat(s.graph_nodes(), " nodes, ", s.graph_edges(),
+                            " edges, ", s.classes(), " classes"));
+  row("agent hosts", absl::StrCat(s.sessions(), " sessions, ", s.task_streams(),
+                                  " task streams open"));
+  row("nodes enrolled", absl::StrFormat("%u of %u (%.1f%%)", s.enrolled_nodes(),
+                                        s.graph_nodes(),
+                                        s.graph_nodes() ? 100.0 * s.enrolled_nodes() / s.graph_nodes() : 0.0));
+  row("campaigns", absl::StrCat(s.open_campaigns(), " open, ",
+                                s.closed_campaigns(), " closed"));
+  row("answers stored", absl::StrCat(s.stored_reports(), " reports, ",
+                                     s.stored_refusals(), " refusals"));
+  row("since start", absl::StrCat(s.reports_accepted(), " accepted, ",
+                                  s.reports_duplicate(), " duplicates, ",
+                                  s.reports_rejected(), " rejected"));
+  row("report bytes", absl::StrCat(s.report_bytes_received(), " received"));
+  row("results", absl::StrCat(s.results()));
+  return absl::OkStatus();
+}
+
+absl::Status BudgetShow(const CliArgs& a, const Connection& c, const Output& o) {
+  v1::GetBudgetsRequest req;
+  if (a.Has("nodes")) {
+    ASSIGN_OR_RETURN(auto r, ParseRange(*a.Get("nodes"), "nodes"));
+    for (uint32_t v = r.first; v < r.second; ++v) req.add_node_ids(v);
+  }
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::GetBudgetsResponse resp;
+  RETURN_IF_ERROR(FromGrpc(c.stub->GetBudgets(&ctx, req, &resp), c.address));
+  // The summary.
+  size_t caps_known = 0;
+  double lo = 0, hi = 0, sum = 0;
+  std::map<std::string, std::pair<double, double>> per_attr;  // max, sum
+  for (int i = 0; i < resp.budgets_size(); ++i) {
+    const auto& b = resp.budgets(i);
+    caps_known += b.caps_known() ? 1 : 0;
+    lo = i == 0 ? b.total_spent() : std::min(lo, b.total_spent());
+    hi = std::max(hi, b.total_spent());
+    sum += b.total_spent();
+    for (const auto& [attr, eps] : b.spent()) {
+      auto& s = per_attr[attr];
+      s.first = std::max(s.first, eps);
+      s.second += eps;
+    }
+  }
+  const size_t n = resp.budgets_size();
+  const bool per_node = a.Flag("per-node") || a.Has("nodes");
+  if (o.json) {
+    // {"summary": {...}, "budgets": [...]} (budgets with --per-node/--nodes).
+    std::string budgets = "[]";
+    if (per_node) {
+      google::protobuf::util::JsonPrintOptions po;
+      po.preserve_proto_field_names = true;
+      po.always_print_primitive_fields = true;
+      std::string all;
+      (void)google::protobuf::util::MessageToJsonString(resp, &all, po);
+      // all = {"budgets":[...]}: take the array.
+      const size_t open = all.find('[');
+      const size_t close = all.rfind(']');
+      if (open != std::string::npos && close != std::string::npos) {
+        budgets = all.substr(open, close - open + 1);
+      }
+    }
+    std::string attrs;
+    for (const auto& [attr, s] : per_attr) {
+      absl::StrAppend(&attrs, attrs.empty() ? "" : ", ",
+                      absl::StrFormat("\"%s\": {\"max\": %.17g, \"mean\": %.17g}",
+                                      attr, s.first, n ? s.second / n : 0.0));
+    }
+    o.out << absl::StrFormat(
+        "{\"summary\": {\"nodes\": %u, \"caps_known\": %u, \"spent_min\": "
+        "%.17g, \"spent_mean\": %.17g, \"spent_max\": %.17g, "
+        "\"per_attribute\": {%s}}, \"budgets\": %s}\n",
+        n, caps_known, lo, n ? sum / n : 0.0, hi, attrs, budgets);
+    return absl::OkStatus();
+  }
+  o.out << absl::StrFormat("%-22s %u (caps known for %u)\n", "nodes in ledger", n,
+                           caps_known);
+  o.out << absl::StrFormat("%-22s min %g, mean %g, max %g\n",
+                           "epsilon spent", lo, n ? sum / n : 0.0, hi);
+  for (const auto& [attr, s] : per_attr) {
+    o.out << absl::StrFormat("%-22s mean %g, max %g\n", "  " + attr,
+                             n ? s.second / n : 0.0, s.first);
+  }
+  if (!per_node) return absl::OkStatus();
+  o.out << "\n"
+        << absl::StrFormat("%-8s %10s %10s  %s\n", "node", "cap", "spent",
+                           "per attribute");
+  for (const auto& b : resp.budgets()) {
+    std::string per;
+    for (const auto& [attr, eps] : b.spent()) {
+      absl::StrAppend(&per, attr, "=", eps, " ");
+    }
+    o.out << absl::StrFormat(
+        "%-8u %10s %10g  %s\n", b.node_id(),
+        b.caps_known() ? absl::StrCat(b.caps().total()) : "unknown",
+        b.total_spent(), per);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::StageResult> Estimate(const Connection& c,
+                                         const std::string& campaign) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::EstimateRequest req;
+  req.set_campaign_id(campaign);
+  v1::StageResult out;
+  RETURN_IF_ERROR(FromGrpc(c.stub->Estimate(&ctx, req, &out), c.address));
+  return out;
+}
+
+absl::StatusOr<v1::StageResult> Evaluate(const CliArgs& a, const Connection& c,
+                                         const std::string& input) {
+  v1::EvaluateRequest req;
+  req.set_input(input);
+  req.set_task(a.Get("task").value_or("node"));
+  req.set_method(a.Get("method").value_or("privge"));
+  req.set_label_campaign_id(a.Get("labels").value_or(""));
+  ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
+  req.set_seed(seed.value_or(1));
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::StageResult out;
+  RETURN_IF_ERROR(FromGrpc(c.stub->Evaluate(&ctx, req, &out), c.address));
+  return out;
+}
+
+absl::Status Pipeline(const std::string& sub, const std::string& id,
+                      const CliArgs& a, const Connection& c, const Output& o) {
+  if (id.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pipeline ", sub, " needs ",
+        sub == "run" || sub == "estimate" ? "a campaign id" : "a result id"));
+  }
+  o.err << "ldpctl: pipeline " << sub << " " << id << " ..." << std::endl;
+  if (sub == "run") {
+    ASSIGN_OR_RETURN(v1::StageResult est, Estimate(c, id));
+    if (!o.json) ResultRow(o.out, est);
+    ASSIGN_OR_RETURN(v1::StageResult ev, Evaluate(a, c, est.id()));
+    if (o.json) {
+      v1::ListResultsResponse both;
+      *both.add_results() = est;
+      *both.add_results() = ev;
+      o.Json(both);
+    } else {
+      ResultRow(o.out, ev);
+    }
+    return absl::OkStatus();
+  }
+  if (sub == "estimate") {
+    ASSIGN_OR_RETURN(v1::StageResult r, Estimate(c, id));
+    PrintResult(o, r);
+    return absl::OkStatus();
+  }
+  if (sub == "evaluate") {
+    ASSIGN_OR_RETURN(v1::StageResult r, Evaluate(a, c, id));
+    PrintResult(o, r);
+    return absl::OkStatus();
+  }
+  if (sub == "propagate") {
+    v1::PropagateRequest req;
+    req.set_input(id);
+    req.set_method(a.Get("method").value_or("ppr"));
+    ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
+    if (alpha) req.set_alpha(*alpha);
+    ASSIGN_OR_RETURN(auto steps, a.GetUint("steps"));
+    if (steps) req.set_steps(static_cast<uint32_t>(*steps));
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
+    v1::StageResult out;
+    RETURN_IF_ERROR(FromGrpc(c.stub->Propagate(&ctx, req, &out), c.address));
+    PrintResult(o, out);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "pipeline: unknown subcommand '", sub,
+      "' (run, estimate, propagate, evaluate)"));
+}
+
+absl::Status Export(const std::string& id, const CliArgs& a, const Connection& c,
+                    const Output& o) {
+  if (id.empty()) return absl::InvalidArgumentError("export needs a result id");
+  if (!a.Has("out")) return absl::InvalidArgumentError("export needs --out FILE.npy");
+  const std::string path = *a.Get("out");
+  std::string ids_path = a.Get("ids").value_or("");
+  if (ids_path.empty()) {
+    absl::string_view stem(path);
+    absl::ConsumeSuffix(&stem, ".npy");
+    ids_path = absl::StrCat(stem, ".ids.npy");
+  }
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::ExportEmbeddingsRequest req;
+  req.set_result_id(id);
+  auto reader = c.stub->ExportEmbeddings(&ctx, req);
+  v1::EmbeddingChunk chunk;
+  DenseMatrix m;
+  bool first = true;
+  while (reader->Read(&chunk)) {
+    if (first) {
+      m = DenseMatrix(chunk.rows(), chunk.cols());
+      first = false;
+    }
+    const size_t offset = size_t{chunk.first_row()} * chunk.cols();
+    if (chunk.rows() != m.rows || chunk.cols() != m.cols ||
+        offset + chunk.values_size() > m.data.size()) {
+      ctx.TryCancel();
+      return absl::DataLossError("export: a chunk disagrees with the matrix shape");
+    }
+    std::copy(chunk.values().begin(), chunk.values().end(),
+              m.data.begin() + offset);
+  }
+  RETURN_IF_ERROR(FromGrpc(reader->Finish(), c.address));
+  // Row i of a result is node i of the curator's graph.
+  std::vector<int64_t> ids(m.rows);
+  for (size_t i = 0; i < m.rows; ++i) ids[i] = static_cast<int64_t>(i);
+  RETURN_IF_ERROR(WriteNpy(path, m));
+  RETURN_IF_ERROR(WriteNpyInt64(ids_path, ids));
+  o.err << "ldpctl: wrote " << m.rows << " x " << m.cols << " to " << path
+        << " and the node ids to " << ids_path << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Audit(const CliArgs& a, const Connection& c, const Output& o) {
+  v1::ListAuditRequest req;
+  ASSIGN_OR_RETURN(auto after, a.GetUint("after"));
+  req.set_after_sequence(after.value_or(0));
+  ASSIGN_OR_RETURN(auto limit, a.GetUint("limit"));
+  req.set_limit(static_cast<uint32_t>(limit.value_or(1000)));
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::ListAuditResponse out;
+  RETURN_IF_ERROR(FromGrpc(c.stub->ListAudit(&ctx, req, &out), c.address));
+  if (o.json) {
+    o.Json(out);
+    return absl::OkStatus();
+  }
+  for (const auto& e : out.entries()) {
+    o.out << absl::StrFormat(
+        "%6u %s %-16s %-16s %s\n", e.sequence(),
+        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(e.unix_ms()),
+                         absl::UTCTimeZone()),
+        e.actor(), e.action(), e.details_json());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Credentials(const CliArgs& a, const Output& o) {
+  if (!a.Has("node-key") || !a.Has("nodes")) {
+    return absl::InvalidArgumentError(
+        "credentials needs --node-key FILE and --nodes A-B");
+  }
+  ASSIGN_OR_RETURN(std::string key, curator::ReadHexSecretFile(*a.Get("node-key")));
+  ASSIGN_OR_RETURN(auto range, ParseRange(*a.Get("nodes"), "nodes"));
+  std::ostringstream text;
+  text << "# ldpgraph node credentials: node<TAB>secret. Each line lets its\n"
+       << "# holder report as that node; give a host only its own shard's.\n";
+  for (uint32_t v = range.first; v < range.second; ++v) {
+    text << v << '\t' << curator::ToHex(curator::NodeCredential(key, v)) << '\n';
+  }
+  if (!a.Has("out")) {
+    o.out << text.str();
+    return absl::OkStatus();
+  }
+  const std::string path = *a.Get("out");
+  std::ofstream f(path, std::ios::trunc);
+  f << text.str();
+  f.close();
+  if (!f) return absl::InternalError(absl::StrCat("cannot write ", path));
+  o.err << "ldpctl: wrote " << range.second - range.first << " credentials to "
+        << path << "\n";
+  return absl::OkStatus();
+}
+
+// One connected or offline admin command, args already split.
+absl::Status RunAdmin(const std::string& command, const std::string& sub,
+                      const std::string& id, const CliArgs& a, const Output& o) {
+  if (command == "credentials") return Credentials(a, o);
+  ASSIGN_OR_RETURN(ConnectionSettings settings, ResolveConnection(a));
+  const Connection c = Connect(settings);
+  if (command == "status") return Status(c, o);
+  if (command == "campaign") {
+    if (sub == "create") return CreateCampaign(a, c, o);
+    if (sub == "list") {
+      grpc::ClientContext ctx;
+      c.Prepare(&ctx);
+      v1::ListCampaignsResponse out;
+      RETURN_IF_ERROR(FromGrpc(
+          c.stub->ListCampaigns(&ctx, v1::ListCampaignsRequest(), &out), c.address));
+      if (o.json) {
+        o.Json(out);
+      } else {
+        CampaignHeader(o.out);
+        for (const auto& x : out.campaigns()) CampaignRow(o.out, x);
+      }
+      return absl::OkStatus();
+    }
+    const std::set<std::string> with_id = {"show", "wait", "close", "refusals"};
+    if (with_id.count(sub) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "campaign: unknown subcommand '", sub,
+          "' (create, list, show, wait, close, refusals)"));
+    }
+    if (id.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("campaign ", sub, " needs a campaign id (e.g. c1)"));
+    }
+    if (sub == "show") {
+      ASSIGN_OR_RETURN(v1::Campaign out, GetCampaign(c, id));
+      PrintCampaign(o, out);
+      return absl::OkStatus();
+    }
+    if (sub == "wait") return WaitCampaign(a, c, id, o);
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
+    if (sub == "close") {
+      v1::CloseCampaignRequest req;
+      req.set_campaign_id(id);
+      v1::Campaign out;
+      RETURN_IF_ERROR(FromGrpc(c.stub->CloseCampaign(&ctx, req, &out), c.address));
+      PrintCampaign(o, out);
+      return absl::OkStatus();
+    }
+    v1::ListRefusalsRequest req;
+    req.set_campaign_id(id);
+    v1::ListRefusalsResponse out;
+    RETURN_IF_ERROR(FromGrpc(c.stub->ListRefusals(&ctx, req, &out), c.address));
+    if (o.json) {
+      o.Json(out);
+      return absl::OkStatus();
+    }
+    o.out << absl::StrFormat("%-8s %-18s %s\n", "node", "reason", "message");
+    for (const auto& r : out.refusals()) {
+      o.out << absl::StrFormat(
+          "%-8u %-18s %s\n", r.node_id(),
+          Short(v1::RefusalReason_Name(r.reason()), "REFUSAL_REASON_"),
+          r.message());
+    }
+    return absl::OkStatus();
+  }
+  if (command == "budget") {
+    if (sub != "show") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("budget: unknown subcommand '", sub, "' (show)"));
+    }
+    return BudgetShow(a, c, o);
+  }
+  if (command == "pipeline") return Pipeline(sub, id, a, c, o);
+  if (command == "results") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
+    v1::ListResultsResponse out;
+    RETURN_IF_ERROR(FromGrpc(
+        c.stub->ListResults(&ctx, v1::ListResultsRequest(), &out), c.address));
+    if (o.json) {
+      o.Json(out);
+    } else {
+      for (const auto& r : out.results()) ResultRow(o.out, r);
+    }
+    return absl::OkStatus();
+  }
+  if (command == "export") return Export(id, a, c, o);
+  if (command == "audit") return Audit(a, c, o);
+  return absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'"));
+}
+
+const std::set<std::string>& CommandsWithSub() {
+  static const auto* s = new std::set<std::string>{"campaign", "budget", "pipeline"};
+  return *s;
+}
+
+const std::set<std::string>& KnownCommands() {
+  static const auto* s = new std::set<std::string>{
+      "simulate", "status", "campaign", "budget", "pipeline", "results",
+      "export", "audit", "credentials"};
+  return *s;
+}
+
+}  // namespace
+
+std::string LdpctlHelp(const std::string& command) {
+  if (command.empty()) return kOverview;
+  if (command == "simulate") return SimulateHelp();
+  for (const auto& h : kHelp) {
+    if (command == h.name) return h.text;
+  }
+  return "";
+}
+
+int RunLdpctl(const std::vector<std::string>& all_args,
+              const std::string& self_path, std::ostream& out,
+              std::ostream& err) {
+  std::vector<std::string> args = all_args;
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    if (args.size() >= 2 && !LdpctlHelp(args[1]).empty()) {
+      out << LdpctlHelp(args[1]);
+      return kExitOk;
+    }
+    out << kOverview;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (KnownCommands().count(command) == 0) {
+    err << "ldpctl: unknown command '" << command
+        << "'. Run ldpctl --help for the commands.\n";
+    return kExitUsage;
+  }
+  if (WantsHelp(args)) {
+    out << LdpctlHelp(command);
+    return kExitOk;
+  }
+  if (command == "simulate") return RunSimulate(args, self_path, out, err);
+  std::string sub, id;
+  if (CommandsWithSub().count(command) > 0) {
+    if (args.empty() || args[0].rfind("--", 0) == 0) {
+      err << "ldpctl: " << command << " needs a subcommand. Run ldpctl "
+          << command << " --help.\n";
+      return kExitUsage;
+    }
+    sub = args[0];
+    args.erase(args.begin());
+  }
+  if (!args.empty() && args[0].rfind("--", 0) != 0) {
+    id = args[0];
+    args.erase(args.begin());
+  }
+  std::set<std::string> value_flags = CommandValueFlags();
+  for (const char* f : kConnectionValueFlags) value_flags.insert(f);
+  auto parsed = CliArgs::Parse(args, value_flags, {"insecure", "json", "per-node"});
+  const std::string name = absl::StrCat(command, sub.empty() ? "" : " ", sub);
+  if (!parsed.ok()) {
+    err << "ldpctl " << name << ": " << parsed.status().message()
+        << "\nRun ldpctl " << command << " --help for its flags.\n";
+    return kExitUsage;
+  }
+  Output o{out, err};
+  const std::string format = parsed->Get("format").value_or(
+      parsed->Flag("json") ? "json" : "table");
+  if (format != "table" && format != "json") {
+    err << "ldpctl " << name << ": --format must be table or json, got '"
+        << format << "'\n";
+    return kExitUsage;
+  }
+  o.json = format == "json";
+  absl::Status s = RunAdmin(command, sub, id, *parsed, o);
+  if (!s.ok()) {
+    err << "ldpctl " << name << ": " << absl::StatusCodeToString(s.code())
+        << ": " << s.message() << "\n";
+  }
+  return ExitCodeOf(s);
+}
+
+}  // namespace ldpgraph::ldpctl

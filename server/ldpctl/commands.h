@@ -1,0 +1,29 @@
+// ldpctl's commands: the operator's view of a running curator (status,
+// campaigns, budgets, pipeline, results, export, audit), credential
+// provisioning, and `simulate` (simulate.h). main.cc only dispatches.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ldpgraph/v1/mechanism.pb.h"
+
+namespace ldpgraph::ldpctl {
+
+// "hds", "multibit", ... "label-rr", "edge-rr" -> the wire kind;
+// INVALID_ARGUMENT listing the names otherwise.
+absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name);
+
+// Runs `ldpctl <args...>` (args without the program name); returns the exit
+// code (connection.h). Output goes to out, progress and errors to err.
+// self_path: ldpctl's own executable, for simulate to find its siblings.
+int RunLdpctl(const std::vector<std::string>& args, const std::string& self_path,
+              std::ostream& out, std::ostream& err);
+
+// The overview (command empty) or one command's help with examples;
+// "" for an unknown command.
+std::string LdpctlHelp(const std::string& command);
+
+}  // namespace ldpgraph::ldpctl

@@ -1,0 +1,907 @@
+#include "server/ldpctl/simulate.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/cli_args.h"
+#include "common/dataset/dataset.h"
+#include "common/dataset/generator.h"
+#include "common/hex.h"
+#include "common/random.h"
+#include "common/status_macros.h"
+#include "ldpgraph/v1/admin.grpc.pb.h"
+#include "server/curator/credentials.h"
+#include "server/ldpctl/commands.h"
+#include "server/ldpctl/connection.h"
+#include "server/ldpctl/dev_tls.h"
+#include "server/ldpctl/process.h"
+#include "server/pipeline/pipeline.h"
+
+namespace ldpgraph::ldpctl {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr char kHelp[] = R"(ldpctl simulate: a whole LDP deployment on this machine, in one command
+
+Usage: ldpctl simulate [--dataset DIR | --nodes N] [--hosts H] [flags]
+
+Starts a curator (ldpgraph-curator) and H agent host processes
+(ldpgraph-agent) on 127.0.0.1 with TLS from a throwaway CA, gives each host
+a contiguous shard of the nodes, and runs the pipeline as an operator would:
+every node enrols; a features campaign (then, with --label-epsilon, a label
+campaign) collects perturbed reports through gRPC into the curator's
+durable store; the curator estimates, propagates, trains and tests. Progress
+goes to stderr; the results table (or --format json) to stdout: the metric,
+epsilon spent per node, reports, bytes on the wire, seconds per stage. Every
+process is stopped at the end, on failure and on Ctrl-C.
+
+Data:
+  --dataset DIR       a dataset folder (README "Datasets"), e.g.
+                      ../shared/datasets/cora; default: the generated
+                      default dataset (ldpgraph generate), written into the
+                      work folder
+  --nodes N           size of the generated dataset (default 3000)
+Pipeline (the defaults of ldpgraph eval):
+  --method M          privge (HDS, PPR, MLP; default) or lpgnn (Multi-bit,
+                      KProp, GCN)
+  --task T            node (classification, default) or link (prediction,
+                      privge only)
+  --mechanism M       the features mechanism (default: the method's)
+  --epsilon E         features budget per node (default 1)
+  --sampled K         k or m sampled dimensions (default: the mechanism's)
+  --label-epsilon E   lpgnn: collect labels by randomized response with E
+  --seed S            seeded noise: reproducible and NOT private; gives
+                      exactly the metric of `ldpgraph eval --seed S --runs 1`
+                      with the same flags. Without it, agents use OpenSSL's
+                      generator and the split/model seed is 1.
+Deployment:
+  --hosts H           agent host processes (default 4)
+  --cap E             each node's total budget cap (default 8)
+  --sync MODE         curator durability: full (default) or normal
+  --timeout S         longest wait for enrolment or a campaign (default 600)
+  --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
+                      (default: beside ldpctl)
+  --work-dir DIR      work folder (default: a new one under $TMPDIR); it
+                      holds the logs, certificates, stores and ldpctl.conf
+  --keep              keep the work folder (it is kept anyway on failure)
+  --keep-running      after the table, leave the deployment up for ldpctl
+                      (ldpctl --config WORK/ldpctl.conf status) until Ctrl-C
+  --format F          table (default) or json: one object with the fields of
+                      `ldpgraph eval --format json` plus the deployment's
+
+Examples:
+  ldpctl simulate
+  ldpctl simulate --dataset ../shared/datasets/cora --hosts 4 --epsilon 1
+  ldpctl simulate --method lpgnn --epsilon 2 --label-epsilon 1 --format json
+  ldpctl simulate --task link --seed 7
+  ldpctl simulate --nodes 100000 --hosts 4
+)";
+
+// Progress on stderr: one line rewritten in place on a terminal, a line
+// per change of stage (and every few seconds) otherwise.
+class Progress {
+ public:
+  explicit Progress(std::ostream& err)
+      : err_(err), tty_(isatty(STDERR_FILENO) == 1), start_(absl::Now()) {}
+  double elapsed() const { return absl::ToDoubleSeconds(absl::Now() - start_); }
+  void Update(const std::string& stage, const std::string& detail) {
+    const std::string line =
+        absl::StrFormat("[%6.1fs] %s%s%s", elapsed(), stage,
+                        detail.empty() ? "" : ": ", detail);
+    if (tty_) {
+      err_ << "\r\033[K" << line << std::flush;
+      open_line_ = true;
+      return;
+    }
+    if (stage != last_stage_ || absl::Now() - last_print_ > absl::Seconds(5)) {
+      err_ << line << "\n" << std::flush;
+      last_print_ = absl::Now();
+      last_stage_ = stage;
+    }
+  }
+  // Ends the stage with a final line.
+  void Done(const std::string& stage, const std::string& detail) {
+    if (tty_ && open_line_) err_ << "\r\033[K";
+    err_ << absl::StrFormat("[%6.1fs] %s%s%s\n", elapsed(), stage,
+                            detail.empty() ? "" : ": ", detail)
+         << std::flush;
+    open_line_ = false;
+    last_stage_.clear();
+  }
+  void Note(const std::string& text) {
+    if (tty_ && open_line_) err_ << "\r\033[K";
+    err_ << text << "\n" << std::flush;
+    open_line_ = false;
+  }
+
+ private:
+  std::ostream& err_;
+  const bool tty_;
+  const absl::Time start_;
+  bool open_line_ = false;
+  std::string last_stage_;
+  absl::Time last_print_ = absl::InfinitePast();
+};
+
+struct Options {
+  std::string dataset_dir;  // empty: generate
+  size_t generated_nodes = 3000;
+  pipeline::Method method = pipeline::Method::kPrivGe;
+  pipeline::Task task = pipeline::Task::kNode;
+  std::string mechanism;  // empty: the method's
+  double epsilon = 1.0;
+  std::optional<int> sampled;
+  std::optional<double> label_epsilon;
+  std::optional<uint64_t> seed;
+  int hosts = 4;
+  double cap = 8.0;
+  std::string sync = "full";
+  double timeout_s = 600;
+  std::string bin_dir;
+  std::string work_dir;
+  bool keep = false;
+  bool keep_running = false;
+  bool json = false;
+};
+
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
+                                     const std::string& self_path) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(args,
+                     {"dataset", "nodes", "method", "task", "mechanism",
+                      "epsilon", "sampled", "label-epsilon", "seed", "hosts",
+                      "cap", "sync", "timeout", "bin-dir", "work-dir", "format"},
+                     {"keep", "keep-running", "json"}));
+  Options o;
+  o.dataset_dir = a.Get("dataset").value_or("");
+  ASSIGN_OR_RETURN(auto nodes, a.GetUint("nodes"));
+  if (nodes) {
+    if (!o.dataset_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--nodes sizes the generated dataset; it does not apply to --dataset");
+    }
+    o.generated_nodes = *nodes;
+  }
+  const std::string method = a.Get("method").value_or("privge");
+  if (method == "privge") {
+    o.method = pipeline::Method::kPrivGe;
+  } else if (method == "lpgnn") {
+    o.method = pipeline::Method::kLpgnn;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--method must be privge or lpgnn, got '", method, "'"));
+  }
+  const std::string task = a.Get("task").value_or("node");
+  if (task == "node") {
+    o.task = pipeline::Task::kNode;
+  } else if (task == "link") {
+    o.task = pipeline::Task::kLink;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--task must be node or link, got '", task, "'"));
+  }
+  o.mechanism = a.Get("mechanism").value_or("");
+  if (o.mechanism == "none") {
+    return absl::InvalidArgumentError(
+        "--mechanism none would send raw features: an LDP deployment never "
+        "does (ldpgraph eval --mechanism none gives the non-private baseline)");
+  }
+  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
+  if (eps) o.epsilon = *eps;
+  ASSIGN_OR_RETURN(auto sampled, a.GetInt("sampled"));
+  if (sampled) o.sampled = static_cast<int>(*sampled);
+  ASSIGN_OR_RETURN(o.label_epsilon, a.GetDouble("label-epsilon"));
+  ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
+  ASSIGN_OR_RETURN(auto hosts, a.GetInt("hosts"));
+  if (hosts) {
+    if (*hosts < 1 || *hosts > 256) {
+      return absl::InvalidArgumentError("--hosts must be in [1, 256]");
+    }
+    o.hosts = static_cast<int>(*hosts);
+  }
+  ASSIGN_OR_RETURN(auto cap, a.GetDouble("cap"));
+  if (cap) o.cap = *cap;
+  o.sync = a.Get("sync").value_or("full");
+  if (o.sync != "full" && o.sync != "normal") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sync must be full or normal, got '", o.sync, "'"));
+  }
+  ASSIGN_OR_RETURN(auto timeout, a.GetDouble("timeout"));
+  if (timeout) {
+    if (*timeout <= 0) return absl::InvalidArgumentError("--timeout must be > 0");
+    o.timeout_s = *timeout;
+  }
+  o.bin_dir = a.Get("bin-dir").value_or(fs::path(self_path).parent_path().string());
+  o.work_dir = a.Get("work-dir").value_or("");
+  o.keep = a.Flag("keep");
+  o.keep_running = a.Flag("keep-running");
+  const std::string format = a.Get("format").value_or(a.Flag("json") ? "json" : "table");
+  if (format != "table" && format != "json") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format must be table or json, got '", format, "'"));
+  }
+  o.json = format == "json";
+  return o;
+}
+
+// The library's configuration of the run the deployment performs: what
+// `ldpgraph eval` would use with the same flags.
+absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
+  pipeline::PipelineConfig c = pipeline::DefaultConfig(o.method, o.task);
+  if (!o.mechanism.empty()) c.mechanism = o.mechanism;
+  c.epsilon = o.epsilon;
+  if (o.sampled) c.sampled = o.sampled;
+  c.label_epsilon = o.label_epsilon;
+  c.secure_noise = !o.seed.has_value();
+  RETURN_IF_ERROR(pipeline::ValidateConfig(c));
+  return c;
+}
+
+absl::Status WriteTextFile(const std::string& path, const std::string& text,
+                           mode_t mode = 0644) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot create ", path, ": ",
+                                            std::strerror(errno)));
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      close(fd);
+      return absl::InternalError(absl::StrCat("cannot write ", path, ": ",
+                                              std::strerror(e)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) {
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ",
+                                            std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// A fresh 32-byte secret, hex.
+absl::StatusOr<std::string> NewSecretHex() {
+  ASSIGN_OR_RETURN(auto rng, SecureRandom::Create());
+  std::string raw(32, '\0');
+  for (size_t i = 0; i < raw.size(); i += 8) {
+    const uint64_t w = rng->Next64();
+    std::memcpy(raw.data() + i, &w, 8);
+  }
+  return ToHex(raw);
+}
+
+// The running deployment and everything the run measured.
+class Simulation {
+ public:
+  Simulation(Options o, std::ostream& out, std::ostream& err)
+      : o_(std::move(o)), out_(out), err_(err), progress_(err) {}
+  ~Simulation() { StopAll(); }
+
+  absl::Status Run();
+  // Stops agents (first) and the curator; idempotent.
+  void StopAll();
+  const std::string& work_dir() const { return work_; }
+  bool created_work_dir() const { return created_work_; }
+  // The log tail of a process that died, for the error message.
+  std::string failure_logs() const { return failure_logs_; }
+
+ private:
+  absl::Status Prepare();
+  absl::Status StartCurator();
+  absl::Status StartAgents();
+  absl::Status WaitEnrolled();
+  absl::StatusOr<v1::Campaign> Collect(const v1::CreateCampaignRequest& req,
+                                       const std::string& what);
+  absl::Status Stage(const std::string& what,
+                     const std::function<grpc::Status(grpc::ClientContext*)>& call);
+  void Record(const std::string& stage, double seconds) {
+    stage_seconds_.emplace_back(stage, seconds);
+  }
+  absl::Status Check();  // interrupted? a child died?
+  void Report(const json& j);
+  absl::Status ServeUntilInterrupted();
+
+  Options o_;
+  std::ostream& out_;
+  std::ostream& err_;
+  Progress progress_;
+  std::string work_, dataset_dir_;
+  bool created_work_ = false;
+  Dataset data_;  // meta, graph and labels (features dropped once sharded)
+  pipeline::PipelineConfig config_;
+  std::pair<double, double> range_{-1.0, 1.0};
+  std::unique_ptr<ChildProcess> curator_;
+  std::vector<std::unique_ptr<ChildProcess>> agents_;
+  int port_ = 0;
+  std::optional<Connection> admin_;
+  std::string failure_logs_;
+  std::vector<std::pair<std::string, double>> stage_seconds_;
+};
+
+absl::Status Simulation::Check() {
+  if (Interrupts::interrupted()) {
+    return absl::CancelledError(
+        absl::StrCat("interrupted by signal ", Interrupts::signal()));
+  }
+  std::vector<ChildProcess*> all;
+  if (curator_) all.push_back(curator_.get());
+  for (auto& a : agents_) all.push_back(a.get());
+  for (ChildProcess* p : all) {
+    if (auto how = p->Exited()) {
+      failure_logs_ = absl::StrCat("last lines of ", p->log_path(), ":\n",
+                                   p->LogTail(15));
+      return absl::InternalError(absl::StrCat(p->name(), " ", *how));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::Prepare() {
+  if (o_.work_dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl =
+        absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/ldpctl-sim-XXXXXX");
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return absl::InternalError(absl::StrCat("cannot create a work folder ",
+                                              tmpl, ": ", std::strerror(errno)));
+    }
+    work_ = tmpl;
+    created_work_ = true;
+  } else {
+    work_ = o_.work_dir;
+    std::error_code ec;
+    if (fs::exists(work_) && !fs::is_empty(work_, ec)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--work-dir ", work_, " is not empty: give an empty or new folder"));
+    }
+    fs::create_directories(work_, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot create ", work_, ": ", ec.message()));
+    }
+    created_work_ = true;
+  }
+  chmod(work_.c_str(), 0700);  // secrets live here
+
+  // The dataset: validated here, before any process starts.
+  const auto t = std::chrono::steady_clock::now();
+  if (o_.dataset_dir.empty()) {
+    progress_.Update("preparing", absl::StrCat("generating the default dataset (",
+                                               o_.generated_nodes, " nodes)"));
+    GeneratorOptions g = DefaultGeneratorOptions();
+    g.nodes = o_.generated_nodes;
+    ASSIGN_OR_RETURN(data_, GenerateDataset(g));
+    dataset_dir_ = work_ + "/dataset";
+    RETURN_IF_ERROR(WriteDataset(data_, dataset_dir_));
+  } else {
+    progress_.Update("preparing", absl::StrCat("loading ", o_.dataset_dir));
+    dataset_dir_ = fs::absolute(o_.dataset_dir).string();
+    ASSIGN_OR_RETURN(data_, LoadDataset(dataset_dir_));
+  }
+  data_.features = SparseRows();  // the agents hold them, not ldpctl
+  if (data_.meta.nodes < static_cast<size_t>(o_.hosts)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--hosts ", o_.hosts, " exceeds the dataset's ", data_.meta.nodes, " nodes"));
+  }
+  if (o_.task == pipeline::Task::kNode && data_.meta.classes < 2) {
+    return absl::InvalidArgumentError(
+        "node classification needs a dataset with labels (classes >= 2)");
+  }
+  ASSIGN_OR_RETURN(config_, ConfigOf(o_));
+  auto range = ScaledRange(config_.scaling, data_.meta);
+  if (!range) {
+    return absl::InvalidArgumentError(
+        "the method's feature scaling needs a public range the dataset does not declare");
+  }
+  range_ = *range;
+
+  // Secrets and TLS: a throwaway CA, the curator's certificate for
+  // localhost and 127.0.0.1, an admin token, a node key.
+  progress_.Update("preparing", "TLS material and credentials");
+  const std::string tls = work_ + "/tls";
+  fs::create_directories(tls);
+  ASSIGN_OR_RETURN(DevTlsMaterial m, MakeDevTlsMaterial({"localhost", "127.0.0.1"}));
+  RETURN_IF_ERROR(WriteDevTlsMaterial(m, tls));
+  ASSIGN_OR_RETURN(std::string token, NewSecretHex());
+  ASSIGN_OR_RETURN(std::string node_key, NewSecretHex());
+  RETURN_IF_ERROR(WriteTextFile(tls + "/admin.token", token + "\n", 0600));
+  RETURN_IF_ERROR(WriteTextFile(tls + "/node.key", node_key + "\n", 0600));
+  ASSIGN_OR_RETURN(std::string raw_key, FromHex(node_key));
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  for (int h = 0; h < o_.hosts; ++h) {
+    const uint32_t begin = static_cast<uint32_t>(uint64_t{n} * h / o_.hosts);
+    const uint32_t end = static_cast<uint32_t>(uint64_t{n} * (h + 1) / o_.hosts);
+    std::string text;
+    text.reserve(size_t{end - begin} * 72);
+    for (uint32_t v = begin; v < end; ++v) {
+      absl::StrAppend(&text, v, "\t", ToHex(curator::NodeCredential(raw_key, v)), "\n");
+    }
+    RETURN_IF_ERROR(WriteTextFile(absl::StrCat(work_, "/host-", h, ".credentials"),
+                                  text, 0600));
+  }
+  Record("prepare", std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - t).count());
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::StartCurator() {
+  const std::string tls = work_ + "/tls";
+  const std::string ready = work_ + "/curator.ready";
+  ASSIGN_OR_RETURN(
+      curator_,
+      ChildProcess::Start(
+          "curator",
+          {o_.bin_dir + "/ldpgraph-curator", "--listen", "127.0.0.1:0", "--http",
+           "off", "--data-dir", work_ + "/curator", "--graph", dataset_dir_,
+           "--admin-token", tls + "/admin.token", "--node-key", tls + "/node.key",
+           "--tls-cert", tls + "/curator.pem", "--tls-key", tls + "/curator.key",
+           "--sync", o_.sync, "--max-threads",
+           absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--ready-file", ready},
+          work_ + "/curator.log"));
+  const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
+  while (true) {
+    RETURN_IF_ERROR(Check());
+    if (fs::exists(ready)) {
+      auto text = ReadFileToString(ready);
+      if (text.ok()) {
+        json j = json::parse(*text, nullptr, false);
+        if (!j.is_discarded() && j.contains("grpc_port")) {
+          port_ = j["grpc_port"].get<int>();
+          break;
+        }
+      }
+    }
+    if (absl::Now() > until) {
+      return absl::DeadlineExceededError("the curator did not start in --timeout");
+    }
+    progress_.Update("starting", "curator");
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ConnectionSettings s;
+  s.curator = absl::StrCat("127.0.0.1:", port_);
+  s.server_name = "localhost";
+  ASSIGN_OR_RETURN(s.ca_pem, ReadFileToString(tls + "/ca.pem"));
+  ASSIGN_OR_RETURN(std::string token, ReadFileToString(tls + "/admin.token"));
+  while (!token.empty() && (token.back() == '\n')) token.pop_back();
+  s.admin_token_hex = token;
+  admin_ = Connect(s);
+  // For the operator: ldpctl --config WORK/ldpctl.conf <command>.
+  return WriteTextFile(
+      work_ + "/ldpctl.conf",
+      absl::StrCat("# ldpctl --config ", work_, "/ldpctl.conf <command>\n",
+                   "curator = 127.0.0.1:", port_, "\n",
+                   "server-name = localhost\n", "ca = tls/ca.pem\n",
+                   "admin-token = tls/admin.token\n"));
+}
+
+absl::Status Simulation::StartAgents() {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  for (int h = 0; h < o_.hosts; ++h) {
+    const uint32_t begin = static_cast<uint32_t>(uint64_t{n} * h / o_.hosts);
+    const uint32_t end = static_cast<uint32_t>(uint64_t{n} * (h + 1) / o_.hosts);
+    std::vector<std::string> argv = {
+        o_.bin_dir + "/ldpgraph-agent", "--curator",
+        absl::StrCat("127.0.0.1:", port_), "--ca", work_ + "/tls/ca.pem",
+        "--server-name", "localhost", "--credentials",
+        absl::StrCat(work_, "/host-", h, ".credentials"), "--dataset",
+        dataset_dir_, "--nodes", absl::StrCat(begin, "-", end), "--scaling",
+        std::string(FeatureScalingName(config_.scaling)), "--state-dir",
+        absl::StrCat(work_, "/agent-", h), "--http", "off", "--name",
+        absl::StrCat("host-", h), "--cap-total", absl::StrCat(o_.cap)};
+    if (o_.seed) {
+      argv.push_back("--seed");
+      argv.push_back(absl::StrCat(pipeline::NoiseSeed(*o_.seed, 0)));
+    }
+    ASSIGN_OR_RETURN(auto child,
+                     ChildProcess::Start(absl::StrCat("agent host ", h), argv,
+                                         absl::StrCat(work_, "/agent-", h, ".log")));
+    agents_.push_back(std::move(child));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::WaitEnrolled() {
+  const auto t = std::chrono::steady_clock::now();
+  const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
+  v1::CuratorStatus s;
+  while (true) {
+    RETURN_IF_ERROR(Check());
+    grpc::ClientContext ctx;
+    admin_->Prepare(&ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Status g = admin_->stub->GetStatus(&ctx, v1::GetStatusRequest(), &s);
+    if (!g.ok()) return FromGrpc(g, admin_->address);
+    progress_.Update("enrolling",
+                     absl::StrFormat("%u/%u nodes, %u/%d hosts subscribed",
+                                     s.enrolled_nodes(), s.graph_nodes(),
+                                     s.task_streams(), o_.hosts));
+    if (s.enrolled_nodes() >= s.graph_nodes() &&
+        static_cast<int>(s.task_streams()) >= o_.hosts) {
+      break;
+    }
+    if (absl::Now() > until) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "only ", s.enrolled_nodes(), " of ", s.graph_nodes(),
+          " nodes enrolled within --timeout"));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  progress_.Done("enrolled", absl::StrFormat("%u nodes on %d agent hosts",
+                                             s.enrolled_nodes(), o_.hosts));
+  Record("start and enrol", std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - t).count());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Campaign> Simulation::Collect(
+    const v1::CreateCampaignRequest& req, const std::string& what) {
+  const auto t = std::chrono::steady_clock::now();
+  v1::Campaign c;
+  {
+    grpc::ClientContext ctx;
+    admin_->Prepare(&ctx);
+    RETURN_IF_ERROR(FromGrpc(admin_->stub->CreateCampaign(&ctx, req, &c),
+                             admin_->address));
+  }
+  const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
+  const std::string stage = absl::StrCat("collecting ", what, " (", c.id(), ")");
+  while (true) {
+    RETURN_IF_ERROR(Check());
+    grpc::ClientContext ctx;
+    admin_->Prepare(&ctx);
+    v1::GetCampaignRequest get;
+    get.set_campaign_id(c.id());
+    RETURN_IF_ERROR(FromGrpc(admin_->stub->GetCampaign(&ctx, get, &c),
+                             admin_->address));
+    const auto& p = c.progress();
+    const uint32_t answered = p.reported() + p.refused();
+    progress_.Update(stage, absl::StrFormat(
+                                "%u/%u reports, %u refusals, %u rejected",
+                                p.reported(), p.targeted(), p.refused(), p.rejected()));
+    if (answered >= p.targeted() || c.state() == v1::CAMPAIGN_STATE_CLOSED) break;
+    if (absl::Now() > until) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          c.id(), ": ", answered, " of ", p.targeted(),
+          " nodes answered within --timeout"));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  progress_.Done(stage, absl::StrFormat("%u reports, %u refusals, %u rejected in %.2f s",
+                                        c.progress().reported(), c.progress().refused(),
+                                        c.progress().rejected(), secs));
+  if (c.progress().rejected() > 0) {
+    progress_.Note(absl::StrCat("warning: the curator rejected ",
+                                c.progress().rejected(), " reports of ", c.id(),
+                                "; see ", work_, "/agent-*.log"));
+  }
+  Record(absl::StrCat("collect ", what), secs);
+  return c;
+}
+
+absl::Status Simulation::Stage(
+    const std::string& what,
+    const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+  RETURN_IF_ERROR(Check());
+  progress_.Update(what, "on the curator");
+  const auto t = std::chrono::steady_clock::now();
+  grpc::ClientContext ctx;
+  admin_->Prepare(&ctx);
+  grpc::Status g;
+  {
+    Interrupts::Guard guard([&ctx] { ctx.TryCancel(); });
+    g = call(&ctx);
+  }
+  RETURN_IF_ERROR(Check());
+  RETURN_IF_ERROR(FromGrpc(g, admin_->address));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  progress_.Done(what, absl::StrFormat("%.2f s", secs));
+  Record(what, secs);
+  return absl::OkStatus();
+}
+
+void Simulation::StopAll() {
+  // Agents first, all at once, so that none reconnects to a curator on its
+  // way down; then the admin channel (an open one holds the curator's
+  // graceful shutdown until its grace period ends); then the curator.
+  for (auto& a : agents_) a->Terminate();
+  for (auto& a : agents_) a->Stop(absl::Seconds(5));
+  admin_.reset();
+  if (curator_) curator_->Stop(absl::Seconds(10));
+}
+
+absl::Status Simulation::Run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(Prepare());
+  RETURN_IF_ERROR(StartCurator());
+  RETURN_IF_ERROR(StartAgents());
+  RETURN_IF_ERROR(WaitEnrolled());
+
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  v1::CreateCampaignRequest features;
+  features.set_name(absl::StrCat("simulate: features, ", config_.mechanism));
+  features.set_attribute(v1::ATTRIBUTE_FEATURES);
+  ASSIGN_OR_RETURN(v1::MechanismKind kind, ParseMechanismKind(config_.mechanism));
+  features.mutable_spec()->set_kind(kind);
+  features.mutable_spec()->set_epsilon(config_.epsilon);
+  features.mutable_spec()->set_dimension(static_cast<uint32_t>(data_.meta.features));
+  if (config_.sampled) {
+    features.mutable_spec()->set_sampled(static_cast<uint32_t>(*config_.sampled));
+  }
+  features.mutable_spec()->set_range_low(range_.first);
+  features.mutable_spec()->set_range_high(range_.second);
+  features.mutable_nodes()->set_all(true);
+  features.set_quorum(1.0);
+  ASSIGN_OR_RETURN(v1::Campaign fc, Collect(features, "features"));
+  std::vector<v1::Campaign> campaigns = {fc};
+  std::string label_campaign;
+  if (config_.label_epsilon) {
+    v1::CreateCampaignRequest labels;
+    labels.set_name("simulate: labels, label-rr");
+    labels.set_attribute(v1::ATTRIBUTE_LABEL);
+    labels.mutable_spec()->set_kind(v1::MECHANISM_KIND_LABEL_RR);
+    labels.mutable_spec()->set_epsilon(*config_.label_epsilon);
+    labels.mutable_spec()->set_dimension(static_cast<uint32_t>(data_.meta.classes));
+    labels.mutable_nodes()->set_all(true);
+    labels.set_quorum(1.0);
+    ASSIGN_OR_RETURN(v1::Campaign lc, Collect(labels, "labels"));
+    label_campaign = lc.id();
+    campaigns.push_back(lc);
+  }
+
+  v1::StageResult estimate, evaluate;
+  RETURN_IF_ERROR(Stage("estimate", [&](grpc::ClientContext* ctx) {
+                    v1::EstimateRequest req;
+                    req.set_campaign_id(fc.id());
+                    return admin_->stub->Estimate(ctx, req, &estimate);
+                  }));
+  const uint64_t eval_seed = o_.seed.value_or(1);
+  RETURN_IF_ERROR(Stage("evaluate", [&](grpc::ClientContext* ctx) {
+                    v1::EvaluateRequest req;
+                    req.set_input(estimate.id());
+                    req.set_task(std::string(pipeline::TaskName(o_.task)));
+                    req.set_method(std::string(pipeline::MethodName(o_.method)));
+                    req.set_label_campaign_id(label_campaign);
+                    req.set_seed(eval_seed);
+                    return admin_->stub->Evaluate(ctx, req, &evaluate);
+                  }));
+
+  // What the ledger and the curator's counters say.
+  v1::GetBudgetsResponse budgets;
+  v1::CuratorStatus status;
+  {
+    grpc::ClientContext ctx;
+    admin_->Prepare(&ctx);
+    RETURN_IF_ERROR(FromGrpc(
+        admin_->stub->GetBudgets(&ctx, v1::GetBudgetsRequest(), &budgets),
+        admin_->address));
+    grpc::ClientContext ctx2;
+    admin_->Prepare(&ctx2);
+    RETURN_IF_ERROR(FromGrpc(
+        admin_->stub->GetStatus(&ctx2, v1::GetStatusRequest(), &status),
+        admin_->address));
+  }
+  double lo = 0, hi = 0, sum = 0;
+  for (int i = 0; i < budgets.budgets_size(); ++i) {
+    const double s = budgets.budgets(i).total_spent();
+    lo = i == 0 ? s : std::min(lo, s);
+    hi = std::max(hi, s);
+    sum += s;
+  }
+  // Nodes the ledger does not list spent nothing.
+  if (static_cast<uint32_t>(budgets.budgets_size()) < n) lo = 0;
+
+  json details = json::parse(evaluate.details_json(), nullptr, false);
+  if (details.is_discarded()) details = json::object();
+  const bool node = o_.task == pipeline::Task::kNode;
+  json run = {{"run", 0},
+              {"metric", evaluate.metric()},
+              {"epochs", details.value("epochs", 0)},
+              {"best_epoch", details.value("best_epoch", 0)},
+              {"validation", details.value("validation", 0.0)},
+              {"seconds_per_epoch", details.value("seconds_per_epoch", 0.0)},
+              {"propagate_seconds", details.value("propagate_seconds", 0.0)},
+              {"train_seconds", details.value("train_seconds", 0.0)}};
+  if (node) {
+    run["micro_f1"] = details.value("micro_f1", 0.0);
+    run["macro_f1"] = details.value("macro_f1", 0.0);
+  }
+  if (details.contains("label_agreement")) {
+    run["label_agreement"] = details["label_agreement"];
+    run["label_agreement_raw"] = details.value("label_agreement_raw", 0.0);
+  }
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  json j;
+  j["task"] = pipeline::TaskName(o_.task);
+  j["metric"] = node ? "accuracy" : "roc_auc";
+  j["mean"] = evaluate.metric();
+  j["std"] = 0.0;
+  j["runs"] = 1;
+  j["values"] = json::array({evaluate.metric()});
+  j["seconds"] = total;
+  j["dataset"] = data_.meta.name;
+  j["seed"] = eval_seed;
+  j["parameters"] = pipeline::ConfigToJson(config_);
+  j["noise_source"] = o_.seed ? "seeded-not-private" : "secure";
+  j["per_run"] = json::array({run});
+  uint64_t reports = 0, refusals = 0, rejected = 0;
+  json jc = json::array();
+  for (const v1::Campaign& c : campaigns) {
+    reports += c.progress().reported();
+    refusals += c.progress().refused();
+    rejected += c.progress().rejected();
+    jc.push_back({{"id", c.id()},
+                  {"attribute", c.attribute() == v1::ATTRIBUTE_LABEL ? "label" : "features"},
+                  {"epsilon", c.spec().epsilon()},
+                  {"reported", c.progress().reported()},
+                  {"refused", c.progress().refused()},
+                  {"rejected", c.progress().rejected()}});
+  }
+  json d;
+  d["hosts"] = o_.hosts;
+  d["nodes"] = n;
+  d["edges"] = data_.meta.edges;
+  d["tls"] = true;
+  d["campaigns"] = jc;
+  d["reports"] = reports;
+  d["refusals"] = refusals;
+  d["rejected"] = rejected;
+  d["report_bytes"] = status.report_bytes_received();
+  d["report_bytes_per_report"] =
+      reports ? double(status.report_bytes_received()) / reports : 0.0;
+  d["epsilon_spent_per_node"] = {
+      {"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
+  json stages = json::object();
+  for (const auto& [k, v] : stage_seconds_) stages[k] = v;
+  d["stage_seconds"] = stages;
+  d["total_seconds"] = total;
+  d["results"] = {{"estimate", estimate.id()}, {"evaluate", evaluate.id()}};
+  if (o_.keep || o_.keep_running) d["work_dir"] = work_;
+  j["deployment"] = d;
+  Report(j);
+  if (o_.keep_running) return ServeUntilInterrupted();
+  return absl::OkStatus();
+}
+
+void Simulation::Report(const json& j) {
+  if (o_.json) {
+    out_ << j.dump(2) << "\n" << std::flush;
+    return;
+  }
+  const json& d = j["deployment"];
+  const json& p = j["parameters"];
+  const bool lpgnn = o_.method == pipeline::Method::kLpgnn;
+  std::string pipeline_text = absl::StrCat(
+      lpgnn ? "LPGNN" : "PrivGE", ", ",
+      o_.task == pipeline::Task::kNode ? "node classification" : "link prediction",
+      ", ", config_.mechanism, " epsilon_x ", absl::StrFormat("%g", config_.epsilon));
+  if (config_.label_epsilon) {
+    absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
+                    absl::StrFormat("%g", *config_.label_epsilon));
+  }
+  (void)p;
+  auto row = [&](const std::string& k, const std::string& v) {
+    out_ << absl::StrFormat("  %-26s %s\n", k, v);
+  };
+  out_ << "\n== ldpctl simulate: results ==\n";
+  row("dataset", absl::StrCat(j["dataset"].get<std::string>(), " (",
+                              d["nodes"].get<uint32_t>(), " nodes, ",
+                              d["edges"].get<size_t>(), " edges)"));
+  row("deployment", absl::StrCat("1 curator + ", o_.hosts,
+                                 " agent hosts, gRPC over TLS on 127.0.0.1"));
+  row("pipeline", pipeline_text);
+  row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
+                                      "): reproducible, NOT private")
+                       : "secure (OpenSSL)");
+  out_ << "\n";
+  row(j["metric"].get<std::string>() + " (test)",
+      absl::StrFormat("%.4f", j["mean"].get<double>()));
+  const json& e = d["epsilon_spent_per_node"];
+  row("epsilon spent per node",
+      absl::StrFormat("mean %g (min %g, max %g)", e["mean"].get<double>(),
+                      e["min"].get<double>(), e["max"].get<double>()));
+  row("reports", absl::StrFormat("%u (%u refused, %u rejected)",
+                                 d["reports"].get<uint64_t>(),
+                                 d["refusals"].get<uint64_t>(),
+                                 d["rejected"].get<uint64_t>()));
+  row("bytes on the wire", absl::StrFormat(
+                               "%.1f KiB of reports (%.1f B per report)",
+                               d["report_bytes"].get<uint64_t>() / 1024.0,
+                               d["report_bytes_per_report"].get<double>()));
+  out_ << "\n  " << absl::StrFormat("%-26s %9s\n", "stage", "seconds");
+  for (const auto& [k, v] : stage_seconds_) {
+    out_ << absl::StrFormat("  %-26s %9.2f\n", k, v);
+  }
+  const json& r = j["per_run"][0];
+  out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which propagate",
+                          r["propagate_seconds"].get<double>());
+  out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which train",
+                          r["train_seconds"].get<double>());
+  out_ << absl::StrFormat("  %-26s %9.2f\n", "total", d["total_seconds"].get<double>());
+  out_ << std::flush;
+}
+
+absl::Status Simulation::ServeUntilInterrupted() {
+  progress_.Note(absl::StrCat(
+      "\nThe deployment keeps running. In another shell:\n  ldpctl --config ",
+      work_, "/ldpctl.conf status\nCtrl-C stops it."));
+  while (true) {
+    absl::Status s = Check();
+    if (absl::IsCancelled(s)) return absl::OkStatus();  // asked to stop
+    RETURN_IF_ERROR(s);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+}  // namespace
+
+std::string SimulateHelp() { return kHelp; }
+
+int RunSimulate(const std::vector<std::string>& args, const std::string& self_path,
+                std::ostream& out, std::ostream& err) {
+  auto options = ParseOptions(args, self_path);
+  if (!options.ok()) {
+    err << "ldpctl simulate: " << options.status().message()
+        << "\nRun ldpctl simulate --help for its flags.\n";
+    return kExitUsage;
+  }
+  Interrupts::Install();
+  if (options->seed) err << kSeededWarning << "\n";
+  absl::Status s;
+  std::string work;
+  bool created = false, keep = options->keep || options->keep_running;
+  {
+    Simulation sim(*options, out, err);
+    s = sim.Run();
+    work = sim.work_dir();
+    created = sim.created_work_dir();
+    if (!s.ok()) {
+      err << "\nldpctl simulate: " << absl::StatusCodeToString(s.code()) << ": "
+          << s.message() << "\n"
+          << sim.failure_logs();
+    }
+    sim.StopAll();  // agents first, then the curator
+  }
+  if (!s.ok() && !absl::IsCancelled(s) && created) {
+    err << "ldpctl simulate: the work folder " << work
+        << " is kept: logs, stores and certificates\n";
+    keep = true;
+  }
+  if (created && !keep) {
+    std::error_code ec;
+    fs::remove_all(work, ec);
+  } else if (created && s.ok()) {
+    err << "ldpctl simulate: work folder kept: " << work << "\n";
+  }
+  return ExitCodeOf(s);
+}
+
+}  // namespace ldpgraph::ldpctl
