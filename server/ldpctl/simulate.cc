@@ -81,9 +81,10 @@ Deployment:
   --timeout S         longest wait for enrolment or a campaign (default 600)
   --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
                       (default: beside ldpctl)
-  --work-dir DIR      work folder (default: a new one under $TMPDIR); it
-                      holds the logs, certificates, stores and ldpctl.conf
-  --keep              keep the work folder (it is kept anyway on failure)
+  --work-dir DIR      work folder, empty or new; kept afterwards (default: a
+                      new one under $TMPDIR, removed at the end). It holds
+                      the logs, certificates, stores and ldpctl.conf
+  --keep              keep the default work folder (kept anyway on failure)
   --keep-running      after the table, leave the deployment up for ldpctl
                       (ldpctl --config WORK/ldpctl.conf status) until Ctrl-C
   --format F          table (default) or json: one object with the fields of
@@ -384,7 +385,6 @@ absl::Status Simulation::Prepare() {
       return absl::InternalError(
           absl::StrCat("cannot create ", work_, ": ", ec.message()));
     }
-    created_work_ = true;
   }
   chmod(work_.c_str(), 0700);  // secrets live here
 
@@ -784,7 +784,7 @@ absl::Status Simulation::Run() {
   d["stage_seconds"] = stages;
   d["total_seconds"] = total;
   d["results"] = {{"estimate", estimate.id()}, {"evaluate", evaluate.id()}};
-  if (o_.keep || o_.keep_running) d["work_dir"] = work_;
+  if (o_.keep || o_.keep_running || !created_work_) d["work_dir"] = work_;
   j["deployment"] = d;
   Report(j);
   if (o_.keep_running) return ServeUntilInterrupted();
@@ -890,9 +890,11 @@ int RunSimulate(const std::vector<std::string>& args, const std::string& self_pa
     }
     sim.StopAll();  // agents first, then the curator
   }
-  if (!s.ok() && !absl::IsCancelled(s) && created) {
-    err << "ldpctl simulate: the work folder " << work
-        << " is kept: logs, stores and certificates\n";
+  // A folder ldpctl made is removed unless kept; one the user named
+  // (--work-dir) is theirs and stays.
+  if (!s.ok() && !absl::IsCancelled(s) && !work.empty()) {
+    err << "ldpctl simulate: logs, stores and certificates are in " << work
+        << "\n";
     keep = true;
   }
   if (created && !keep) {

@@ -1,0 +1,372 @@
+// End to end: the real ldpctl, ldpgraph-curator, ldpgraph-agent and
+// ldpgraph binaries.
+//  - `ldpctl simulate --seed S` prints exactly the metric of `ldpgraph eval
+//    --seed S --runs 1` (PrivGE node and link, LPGNN with label RR, cora).
+//  - No process outlives simulate: on success, on Ctrl-C (mid-run and with
+//    --keep-running), and when one of its children dies.
+//  - The admin commands against the running simulated deployment: config
+//    file and environment, both formats, export with node ids, and the
+//    documented exit codes.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/npy.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/integration/test_util.h"
+
+namespace ldpgraph::integration {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+constexpr absl::Duration kLong = absl::Seconds(300);
+
+// Pids of the processes whose command line mentions `needle` (the work
+// folder every child of a simulation is given).
+std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(atoi(e->d_name));
+    if (pid <= 0 || pid == getpid()) continue;
+    auto cmd = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+    if (!cmd.ok()) continue;
+    // Zombies have an empty cmdline; they are not running.
+    if (absl::StrContains(*cmd, needle)) out.push_back(pid);
+  }
+  closedir(proc);
+  return out;
+}
+
+class SimulateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = LDPGRAPH_BINARY_DIR;
+    scratch_ = NewTempDir("simulate");
+  }
+  void TearDown() override { RemoveTempDir(scratch_); }
+
+  CommandResult Run(std::vector<std::string> argv) {
+    auto r = RunCommand(argv, scratch_, kLong);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : CommandResult{};
+  }
+  CommandResult Ldpctl(std::vector<std::string> args) {
+    args.insert(args.begin(), bin_ + "/ldpctl");
+    return Run(args);
+  }
+  // ldpctl simulate ... --format json; its JSON (discarded on failure).
+  json Simulate(std::vector<std::string> args) {
+    args.insert(args.begin(), "simulate");
+    args.push_back("--format");
+    args.push_back("json");
+    CommandResult r = Ldpctl(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return j;
+  }
+  json Eval(const std::string& dataset, std::vector<std::string> args) {
+    std::vector<std::string> argv = {bin_ + "/ldpgraph", "eval", "--dataset",
+                                     dataset, "--runs", "1", "--format", "json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CommandResult r = Run(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out, nullptr, false);
+  }
+  std::string Generated(int nodes) {
+    const std::string dir = absl::StrCat(scratch_, "/gen", nodes);
+    if (!std::filesystem::exists(dir)) {
+      CommandResult r = Run({bin_ + "/ldpgraph", "generate", "--nodes",
+                             absl::StrCat(nodes), "--out", dir});
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    return dir;
+  }
+
+  std::string bin_, scratch_;
+};
+
+TEST_F(SimulateTest, EqualsTheLibraryWithTheSameSeeds) {
+  const std::string data = Generated(900);
+  struct Case {
+    std::vector<std::string> flags;
+    int campaigns;
+    double epsilon;
+  };
+  const std::vector<Case> cases = {
+      {{"--seed", "11"}, 1, 1.0},
+      {{"--seed", "12", "--method", "lpgnn", "--epsilon", "2",
+        "--label-epsilon", "1"}, 2, 3.0},
+      {{"--seed", "13", "--task", "link", "--epsilon", "2"}, 1, 2.0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrJoin(c.flags, " "));
+    const std::string work = absl::StrCat(scratch_, "/work-", c.flags[1]);
+    std::vector<std::string> sim = {"--dataset", data, "--hosts", "3",
+                                    "--work-dir", work};
+    sim.insert(sim.end(), c.flags.begin(), c.flags.end());
+    json s = Simulate(sim);
+    json e = Eval(data, c.flags);
+    ASSERT_TRUE(s.is_object() && e.is_object());
+    // The same metric, exactly: the agents drew the library's noise.
+    EXPECT_EQ(s["mean"].get<double>(), e["mean"].get<double>());
+    EXPECT_EQ(s["task"], e["task"]);
+    EXPECT_EQ(s["noise_source"], "seeded-not-private");
+    EXPECT_EQ(s["parameters"], e["parameters"]);
+    const json& d = s["deployment"];
+    EXPECT_EQ(d["hosts"], 3);
+    EXPECT_EQ(d["reports"].get<int>(), 900 * c.campaigns);
+    EXPECT_EQ(d["refusals"], 0);
+    EXPECT_EQ(d["rejected"], 0);
+    EXPECT_GT(d["report_bytes"].get<double>(), 900.0 * c.campaigns);
+    EXPECT_DOUBLE_EQ(d["epsilon_spent_per_node"]["min"].get<double>(), c.epsilon);
+    EXPECT_DOUBLE_EQ(d["epsilon_spent_per_node"]["max"].get<double>(), c.epsilon);
+    EXPECT_TRUE(d["stage_seconds"].contains("evaluate"));
+    // The run left nothing behind but its (named) work folder.
+    EXPECT_THAT(ProcessesMentioning(work), ::testing::IsEmpty());
+    EXPECT_TRUE(std::filesystem::exists(work + "/curator.log"));
+  }
+}
+
+TEST_F(SimulateTest, EqualsTheLibraryOnCora) {
+  const std::string cora = CoraDir();
+  ASSERT_FALSE(cora.empty());
+  json s = Simulate({"--dataset", cora, "--hosts", "4", "--seed", "5"});
+  json e = Eval(cora, {"--seed", "5"});
+  ASSERT_TRUE(s.is_object() && e.is_object());
+  EXPECT_EQ(s["mean"].get<double>(), e["mean"].get<double>());
+  EXPECT_EQ(s["deployment"]["reports"], 2708);
+}
+
+TEST_F(SimulateTest, SecureNoiseByDefaultAndTheTemporaryFolderIsRemoved) {
+  const std::string tmp = NewTempDir("tmpdir");
+  CommandResult r = Run({"/usr/bin/env", "TMPDIR=" + tmp, bin_ + "/ldpctl",
+                         "simulate", "--nodes", "400", "--hosts", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("accuracy (test)"));
+  EXPECT_THAT(r.out, HasSubstr("secure (OpenSSL)"));
+  EXPECT_THAT(r.out, HasSubstr("bytes on the wire"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("NOT differentially private")));
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "work folder left in " << tmp;
+  EXPECT_THAT(ProcessesMentioning(tmp), ::testing::IsEmpty());
+  RemoveTempDir(tmp);
+}
+
+// Starts `ldpctl simulate ... --keep-running --work-dir W` and waits until
+// the deployment is up and the table printed.
+struct Running {
+  ChildProcess ldpctl;
+  std::string work, log;
+};
+
+TEST_F(SimulateTest, AdminCommandsAgainstTheRunningDeploymentThenCtrlC) {
+  Running run;
+  run.work = scratch_ + "/running";
+  run.log = scratch_ + "/running.log";
+  ASSERT_TRUE(run.ldpctl
+                  .Start({bin_ + "/ldpctl", "simulate", "--nodes", "600",
+                          "--hosts", "2", "--keep-running", "--work-dir",
+                          run.work},
+                         run.log)
+                  .ok());
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return absl::StrContains(ReadFile(run.log).value_or(""),
+                                 "deployment keeps running") ||
+               !run.ldpctl.running();
+      },
+      absl::Seconds(120)))
+      << run.ldpctl.LogTail();
+  ASSERT_FALSE(run.ldpctl.Exited()) << run.ldpctl.LogTail();
+  const std::string conf = run.work + "/ldpctl.conf";
+
+  // status, as JSON, with the config file.
+  CommandResult r = Ldpctl({"status", "--config", conf, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json status = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(status.is_discarded()) << r.out;
+  EXPECT_EQ(status["graph_nodes"], 600);
+  EXPECT_EQ(status["enrolled_nodes"], 600);
+  EXPECT_EQ(status["task_streams"], 2);
+  EXPECT_EQ(status["stored_reports"], "600");  // uint64 prints as a string
+  EXPECT_EQ(status["closed_campaigns"], 1);
+  EXPECT_EQ(status["insecure"], false);
+
+  // The same through the environment, as a table.
+  r = Run({"/usr/bin/env", "LDPCTL_CONFIG=" + conf, bin_ + "/ldpctl", "status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("600 of 600"));
+  EXPECT_THAT(r.out, HasSubstr("(TLS)"));
+
+  r = Ldpctl({"campaign", "list", "--config", conf});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("c1"));
+  EXPECT_THAT(r.out, HasSubstr("closed"));
+
+  r = Ldpctl({"budget", "show", "--config", conf, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json budget = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(budget.is_discarded()) << r.out;
+  EXPECT_EQ(budget["summary"]["nodes"], 600);
+  EXPECT_EQ(budget["summary"]["caps_known"], 600);
+  EXPECT_DOUBLE_EQ(budget["summary"]["spent_mean"].get<double>(), 1.0);
+  r = Ldpctl({"budget", "show", "--config", conf, "--nodes", "0-5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3 + 2 + 5) << r.out;
+
+  // A second pipeline run over the same reports: post-processing, no spend.
+  r = Ldpctl({"pipeline", "run", "c1", "--config", conf, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json results = json::parse(r.out, nullptr, false);
+  ASSERT_EQ(results["results"].size(), 2u) << r.out;
+  const std::string estimate = results["results"][0]["id"];
+  EXPECT_GT(results["results"][1]["metric"].get<double>(), 0.0);
+
+  r = Ldpctl({"export", estimate, "--config", conf, "--out",
+              scratch_ + "/x.npy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto x = ReadNpy(scratch_ + "/x.npy");
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->rows, 600u);
+  EXPECT_TRUE(std::filesystem::exists(scratch_ + "/x.ids.npy"));
+
+  r = Ldpctl({"audit", "--config", conf, "--format", "json", "--limit", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["entries"].size(), 3u);
+
+  r = Ldpctl({"budget", "show", "--config", conf});
+  EXPECT_THAT(r.out, HasSubstr("min 1, mean 1, max 1")) << "no spend by pipeline run";
+
+  // The documented exit codes.
+  EXPECT_EQ(Ldpctl({"campaign", "show", "c99", "--config", conf}).exit_code, 5);
+  EXPECT_EQ(Ldpctl({"campaign", "show", "c1", "--config", conf, "--colour"}).exit_code, 2);
+  EXPECT_EQ(Ldpctl({"status", "--config", conf, "--format", "yaml"}).exit_code, 2);
+  const std::string wrong = scratch_ + "/wrong.token";
+  ASSERT_EQ(Run({"/bin/sh", "-c",
+                 "echo 00112233445566778899aabbccddeeff > " + wrong}).exit_code, 0);
+  r = Ldpctl({"status", "--config", conf, "--admin-token", wrong});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("UNAUTHENTICATED"));
+  // The agents' caps (8) make a campaign at epsilon 100 unaffordable.
+  r = Ldpctl({"campaign", "create", "--config", conf, "--mechanism", "hds",
+              "--epsilon", "100", "--dimension", "64"});
+  EXPECT_EQ(r.exit_code, 6) << r.err;
+  r = Ldpctl({"status", "--config", conf, "--curator", "127.0.0.1:1"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("is it running"));
+
+  // Ctrl-C: the deployment stops, ldpctl exits 0 (it was asked to), and no
+  // process of it is left.
+  auto status_code = run.ldpctl.Signal(SIGINT, absl::Seconds(30));
+  ASSERT_TRUE(status_code.ok()) << status_code.status();
+  EXPECT_TRUE(WIFEXITED(*status_code) && WEXITSTATUS(*status_code) == 0)
+      << run.ldpctl.LogTail();
+  EXPECT_THAT(ProcessesMentioning(run.work), ::testing::IsEmpty());
+}
+
+TEST_F(SimulateTest, CtrlCMidRunStopsEverythingAndExits130) {
+  ChildProcess ldpctl;
+  const std::string work = scratch_ + "/interrupted";
+  const std::string log = scratch_ + "/interrupted.log";
+  // Large enough that training is still running when the signal lands.
+  ASSERT_TRUE(ldpctl
+                  .Start({bin_ + "/ldpctl", "simulate", "--nodes", "30000",
+                          "--hosts", "2", "--work-dir", work},
+                         log)
+                  .ok());
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const std::string l = ReadFile(log).value_or("");
+        return absl::StrContains(l, "evaluate: on the curator") ||
+               !ldpctl.running();
+      },
+      absl::Seconds(180)));
+  ASSERT_FALSE(ProcessesMentioning(work).empty()) << ldpctl.LogTail();
+  auto status = ldpctl.Signal(SIGINT, absl::Seconds(30));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 130) << ldpctl.LogTail();
+  EXPECT_THAT(ReadFile(log).value_or(""), HasSubstr("interrupted"));
+  EXPECT_THAT(ProcessesMentioning(work), ::testing::IsEmpty());
+}
+
+TEST_F(SimulateTest, AChildThatDiesFailsTheRunAndTakesNothingWithIt) {
+  ChildProcess ldpctl;
+  const std::string work = scratch_ + "/dies";
+  const std::string log = scratch_ + "/dies.log";
+  ASSERT_TRUE(ldpctl
+                  .Start({bin_ + "/ldpctl", "simulate", "--nodes", "400",
+                          "--hosts", "3", "--keep-running", "--work-dir", work},
+                         log)
+                  .ok());
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return absl::StrContains(ReadFile(log).value_or(""), "keeps running") ||
+               !ldpctl.running();
+      },
+      absl::Seconds(120)));
+  pid_t agent = -1;
+  for (pid_t p : ProcessesMentioning(work)) {
+    auto cmd = ReadFile(absl::StrCat("/proc/", p, "/cmdline"));
+    if (cmd.ok() && absl::StrContains(*cmd, "host-1.credentials")) agent = p;
+  }
+  ASSERT_GT(agent, 0) << "agent host 1 not found";
+  ASSERT_EQ(kill(agent, SIGKILL), 0);
+  auto status = ldpctl.Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(WEXITSTATUS(*status), 1) << ldpctl.LogTail();
+  const std::string out = ReadFile(log).value_or("");
+  EXPECT_THAT(out, HasSubstr("agent host 1 killed by signal 9"));
+  EXPECT_THAT(out, HasSubstr("agent-1.log"));
+  EXPECT_THAT(ProcessesMentioning(work), ::testing::IsEmpty());
+}
+
+TEST_F(SimulateTest, BadInputIsAClearErrorBeforeAnyProcessStarts) {
+  CommandResult r = Ldpctl({"simulate", "--dataset", scratch_ + "/missing"});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(scratch_ + "/missing"));
+  r = Ldpctl({"simulate", "--hosts", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--hosts"));
+  r = Ldpctl({"simulate", "--mechanism", "none"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("raw features"));
+  const std::string work = scratch_ + "/nobin";
+  r = Ldpctl({"simulate", "--nodes", "200", "--bin-dir", scratch_ + "/nobin-dir",
+              "--work-dir", work});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("nobin-dir/ldpgraph-curator"));
+  EXPECT_THAT(ProcessesMentioning(work), ::testing::IsEmpty());
+}
+
+TEST_F(SimulateTest, EveryCommandHasHelpWithExamples) {
+  for (const char* c : {"simulate", "status", "campaign", "budget", "pipeline",
+                        "results", "export", "audit", "credentials"}) {
+    CommandResult r = Ldpctl({c, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << c;
+    EXPECT_THAT(r.out, HasSubstr("Example")) << c;
+    EXPECT_THAT(r.out, HasSubstr(absl::StrCat("ldpctl ", c))) << c;
+  }
+  CommandResult r = Ldpctl({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("Exit codes"));
+  EXPECT_EQ(Ldpctl({"frobnicate"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace ldpgraph::integration
