@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -129,6 +130,17 @@ std::string ChildProcess::Stop(absl::Duration grace) {
   ended_ = Describe(status) + " after " + absl::FormatDuration(grace) +
            " without exiting on SIGTERM";
   return *ended_;
+}
+
+uint64_t ChildProcess::PeakRssBytes() const {
+  if (ended_) return 0;
+  std::ifstream f(absl::StrCat("/proc/", pid_, "/status"));
+  std::string line;
+  while (std::getline(f, line)) {
+    uint64_t kb = 0;
+    if (std::sscanf(line.c_str(), "VmHWM: %lu kB", &kb) == 1) return kb * 1024;
+  }
+  return 0;
 }
 
 std::string ChildProcess::LogTail(int lines) const {

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -47,6 +48,9 @@ class ChildProcess {
   const std::string& name() const { return name_; }
   const std::string& log_path() const { return log_path_; }
   pid_t pid() const { return pid_; }
+  // The child's peak resident memory so far (VmHWM), bytes; 0 once it has
+  // exited or if unknown.
+  uint64_t PeakRssBytes() const;
   // The last `lines` lines of the log ("" if unreadable).
   std::string LogTail(int lines) const;
 

@@ -779,6 +779,15 @@ absl::Status Simulation::Run() {
       reports ? double(status.report_bytes_received()) / reports : 0.0;
   d["epsilon_spent_per_node"] = {
       {"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
+  uint64_t agents_max = 0, agents_total = 0;
+  for (const auto& a : agents_) {
+    agents_max = std::max(agents_max, a->PeakRssBytes());
+    agents_total += a->PeakRssBytes();
+  }
+  constexpr double kMiB = 1 << 20;
+  d["peak_rss_mib"] = {{"curator", curator_->PeakRssBytes() / kMiB},
+                       {"agent_host_max", agents_max / kMiB},
+                       {"agent_hosts_total", agents_total / kMiB}};
   json stages = json::object();
   for (const auto& [k, v] : stage_seconds_) stages[k] = v;
   d["stage_seconds"] = stages;
@@ -836,6 +845,12 @@ void Simulation::Report(const json& j) {
                                "%.1f KiB of reports (%.1f B per report)",
                                d["report_bytes"].get<uint64_t>() / 1024.0,
                                d["report_bytes_per_report"].get<double>()));
+  const json& mem = d["peak_rss_mib"];
+  row("peak memory", absl::StrFormat(
+                         "curator %.0f MiB, agent hosts %.0f MiB (largest %.0f)",
+                         mem["curator"].get<double>(),
+                         mem["agent_hosts_total"].get<double>(),
+                         mem["agent_host_max"].get<double>()));
   out_ << "\n  " << absl::StrFormat("%-26s %9s\n", "stage", "seconds");
   for (const auto& [k, v] : stage_seconds_) {
     out_ << absl::StrFormat("  %-26s %9.2f\n", k, v);
