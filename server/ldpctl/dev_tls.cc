@@ -315,32 +315,6 @@ absl::StatusOr<DevTlsMaterial> Make(const std::vector<HostName>& hosts,
   return m;
 }
 
-// Writes contents to a new file at path (replacing whatever was there) that
-// is created with mode.
-absl::Status WriteNewFile(const std::string& path, absl::string_view contents,
-                          mode_t mode) {
-  auto error = [&path](absl::string_view what) {
-    return absl::InternalError(
-        absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(errno)));
-  };
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) return error("replace");
-  const int fd =
-      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return error("create");
-  while (!contents.empty()) {
-    const ssize_t n = write(fd, contents.data(), contents.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      absl::Status status = error("write");
-      close(fd);
-      return status;
-    }
-    contents.remove_prefix(static_cast<size_t>(n));
-  }
-  if (close(fd) != 0) return error("write");
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<DevTlsMaterial> MakeDevTlsMaterial(
@@ -368,6 +342,30 @@ absl::StatusOr<DevTlsMaterial> MakeDevTlsMaterial(
   auto m = Make(parsed, server_cn, validity_days);
   ERR_clear_error();
   return m;
+}
+
+absl::Status WriteNewFile(const std::string& path, absl::string_view contents,
+                          mode_t mode) {
+  auto error = [&path](absl::string_view what) {
+    return absl::InternalError(
+        absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(errno)));
+  };
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) return error("replace");
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return error("create");
+  while (!contents.empty()) {
+    const ssize_t n = write(fd, contents.data(), contents.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      absl::Status status = error("write");
+      close(fd);
+      return status;
+    }
+    contents.remove_prefix(static_cast<size_t>(n));
+  }
+  if (close(fd) != 0) return error("write");
+  return absl::OkStatus();
 }
 
 absl::Status WriteDevTlsMaterial(const DevTlsMaterial& m,

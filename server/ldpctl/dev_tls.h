@@ -15,11 +15,14 @@
 // trust. Production deployments bring their own PKI.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace ldpgraph::ldpctl {
 
@@ -46,6 +49,12 @@ absl::StatusOr<DevTlsMaterial> MakeDevTlsMaterial(
 // creation on, never readable by others even for a moment), each less the
 // umask. A file (or symlink) of one of these names is removed and made anew.
 // INTERNAL naming the path on a failure, which may leave some files written.
+// Writes contents to a new file at path, replacing whatever was there (a
+// file or a symlink is unlinked first), created with mode (O_EXCL: never an
+// old file's wider mode). INTERNAL naming the path and the errno text.
+absl::Status WriteNewFile(const std::string& path, absl::string_view contents,
+                          mode_t mode);
+
 absl::Status WriteDevTlsMaterial(const DevTlsMaterial& m,
                                  const std::string& dir);
 

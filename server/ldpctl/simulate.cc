@@ -259,32 +259,6 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
   return c;
 }
 
-absl::Status WriteTextFile(const std::string& path, const std::string& text,
-                           mode_t mode = 0644) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot create ", path, ": ",
-                                            std::strerror(errno)));
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = errno;
-      close(fd);
-      return absl::InternalError(absl::StrCat("cannot write ", path, ": ",
-                                              std::strerror(e)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (close(fd) != 0) {
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ",
-                                            std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 // A fresh 32-byte secret, hex.
 absl::StatusOr<std::string> NewSecretHex() {
   ASSIGN_OR_RETURN(auto rng, SecureRandom::Create());
@@ -312,6 +286,12 @@ class Simulation {
   std::string failure_logs() const { return failure_logs_; }
 
  private:
+  // Host h's nodes [begin, end): contiguous, sizes differing by at most 1.
+  std::pair<uint32_t, uint32_t> Shard(int h) const {
+    const uint64_t n = data_.meta.nodes;
+    return {static_cast<uint32_t>(n * h / o_.hosts),
+            static_cast<uint32_t>(n * (h + 1) / o_.hosts)};
+  }
   absl::Status Prepare();
   absl::Status StartCurator();
   absl::Status StartAgents();
@@ -429,19 +409,17 @@ absl::Status Simulation::Prepare() {
   RETURN_IF_ERROR(WriteDevTlsMaterial(m, tls));
   ASSIGN_OR_RETURN(std::string token, NewSecretHex());
   ASSIGN_OR_RETURN(std::string node_key, NewSecretHex());
-  RETURN_IF_ERROR(WriteTextFile(tls + "/admin.token", token + "\n", 0600));
-  RETURN_IF_ERROR(WriteTextFile(tls + "/node.key", node_key + "\n", 0600));
+  RETURN_IF_ERROR(WriteNewFile(tls + "/admin.token", token + "\n", 0600));
+  RETURN_IF_ERROR(WriteNewFile(tls + "/node.key", node_key + "\n", 0600));
   ASSIGN_OR_RETURN(std::string raw_key, FromHex(node_key));
-  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   for (int h = 0; h < o_.hosts; ++h) {
-    const uint32_t begin = static_cast<uint32_t>(uint64_t{n} * h / o_.hosts);
-    const uint32_t end = static_cast<uint32_t>(uint64_t{n} * (h + 1) / o_.hosts);
+    const auto [begin, end] = Shard(h);
     std::string text;
     text.reserve(size_t{end - begin} * 72);
     for (uint32_t v = begin; v < end; ++v) {
       absl::StrAppend(&text, v, "\t", ToHex(curator::NodeCredential(raw_key, v)), "\n");
     }
-    RETURN_IF_ERROR(WriteTextFile(absl::StrCat(work_, "/host-", h, ".credentials"),
+    RETURN_IF_ERROR(WriteNewFile(absl::StrCat(work_, "/host-", h, ".credentials"),
                                   text, 0600));
   }
   Record("prepare", std::chrono::duration<double>(
@@ -491,19 +469,18 @@ absl::Status Simulation::StartCurator() {
   s.admin_token_hex = token;
   admin_ = Connect(s);
   // For the operator: ldpctl --config WORK/ldpctl.conf <command>.
-  return WriteTextFile(
+  return WriteNewFile(
       work_ + "/ldpctl.conf",
       absl::StrCat("# ldpctl --config ", work_, "/ldpctl.conf <command>\n",
                    "curator = 127.0.0.1:", port_, "\n",
                    "server-name = localhost\n", "ca = tls/ca.pem\n",
-                   "admin-token = tls/admin.token\n"));
+                   "admin-token = tls/admin.token\n"),
+      0644);
 }
 
 absl::Status Simulation::StartAgents() {
-  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   for (int h = 0; h < o_.hosts; ++h) {
-    const uint32_t begin = static_cast<uint32_t>(uint64_t{n} * h / o_.hosts);
-    const uint32_t end = static_cast<uint32_t>(uint64_t{n} * (h + 1) / o_.hosts);
+    const auto [begin, end] = Shard(h);
     std::vector<std::string> argv = {
         o_.bin_dir + "/ldpgraph-agent", "--curator",
         absl::StrCat("127.0.0.1:", port_), "--ca", work_ + "/tls/ca.pem",
