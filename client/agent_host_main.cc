@@ -98,18 +98,6 @@ absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> ReadCredentials(
   return out;
 }
 
-absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseRange(
-    absl::string_view text) {
-  std::vector<absl::string_view> p = absl::StrSplit(text, '-');
-  uint32_t a = 0, b = 0;
-  if (p.size() != 2 || !absl::SimpleAtoi(p[0], &a) ||
-      !absl::SimpleAtoi(p[1], &b) || b <= a) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--nodes must be A-B with A < B (nodes A..B-1), got '", text, "'"));
-  }
-  return std::make_pair(a, b);
-}
-
 struct Config {
   AgentHostOptions host;
   std::string dataset, state_dir, http = "0.0.0.0:9091";
@@ -148,7 +136,7 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   c.host.server_name = a.Get("server-name").value_or("");
   ASSIGN_OR_RETURN(c.host.credentials, ReadCredentials(*a.Get("credentials")));
   c.dataset = *a.Get("dataset");
-  ASSIGN_OR_RETURN(auto range, ParseRange(*a.Get("nodes")));
+  ASSIGN_OR_RETURN(auto range, ldpgraph::ParseNodeRange(*a.Get("nodes"), "nodes"));
   c.begin = range.first;
   c.end = range.second;
   // Keep only the shard's credentials: a file may hold a whole deployment's.

@@ -145,4 +145,16 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   return ss.str();
 }
 
+absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseNodeRange(
+    absl::string_view text, absl::string_view flag) {
+  std::vector<absl::string_view> p = absl::StrSplit(text, '-');
+  uint32_t a = 0, b = 0;
+  if (p.size() != 2 || !absl::SimpleAtoi(p[0], &a) ||
+      !absl::SimpleAtoi(p[1], &b) || b <= a) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, " must be A-B with A < B (nodes A..B-1), got '", text, "'"));
+  }
+  return std::make_pair(a, b);
+}
+
 }  // namespace ldpgraph

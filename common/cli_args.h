@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace ldpgraph {
 
@@ -52,6 +53,11 @@ bool WantsHelp(const std::vector<std::string>& args);
 // an integer port.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     const std::string& address);
+
+// "A-B": the node ids A..B-1, with A < B. INVALID_ARGUMENT
+// "--<flag> must be A-B with A < B (nodes A..B-1), got '<text>'" otherwise.
+absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseNodeRange(
+    absl::string_view text, absl::string_view flag);
 
 // The whole content of a file (binary-safe). NOT_FOUND naming the path if it
 // cannot be opened, INTERNAL if reading fails.

@@ -105,3 +105,23 @@ TEST(SplitHostPortTest, SplitsAtTheLastColon) {
 
 }  // namespace
 }  // namespace ldpgraph
+
+namespace ldpgraph {
+namespace {
+
+TEST(ParseNodeRangeTest, AcceptsAToBAndNamesTheFlagOtherwise) {
+  auto r = ParseNodeRange("10-20", "nodes");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->first, 10u);
+  EXPECT_EQ(r->second, 20u);
+  for (const char* bad : {"20-10", "5-5", "1-2-3", "a-3", "7", "-3", ""}) {
+    auto s = ParseNodeRange(bad, "nodes");
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(s.status().message(),
+              absl::StrCat("--nodes must be A-B with A < B (nodes A..B-1), got '",
+                           bad, "'"));
+  }
+}
+
+}  // namespace
+}  // namespace ldpgraph

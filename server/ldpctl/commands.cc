@@ -22,8 +22,10 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/cli_args.h"
+#include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
+#include "common/wire/codec.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/connection.h"
@@ -283,32 +285,13 @@ void PrintResult(const Output& o, const v1::StageResult& r) {
   ResultRow(o.out, r);
 }
 
-absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseRange(absl::string_view t,
-                                                         const char* flag) {
-  std::vector<absl::string_view> p = absl::StrSplit(t, '-');
-  uint32_t a = 0, b = 0;
-  if (p.size() != 2 || !absl::SimpleAtoi(p[0], &a) ||
-      !absl::SimpleAtoi(p[1], &b) || b <= a) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, " must be A-B with A < B (nodes A..B-1), got '", t, "'"));
-  }
-  return std::make_pair(a, b);
-}
-
 }  // namespace
 
 absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name) {
-  static const std::pair<const char*, v1::MechanismKind> kKinds[] = {
-      {"hds", v1::MECHANISM_KIND_HDS},
-      {"square-wave", v1::MECHANISM_KIND_SQUARE_WAVE},
-      {"multibit", v1::MECHANISM_KIND_MULTIBIT},
-      {"onebit", v1::MECHANISM_KIND_ONEBIT},
-      {"piecewise", v1::MECHANISM_KIND_PIECEWISE},
-      {"laplace", v1::MECHANISM_KIND_LAPLACE},
-      {"label-rr", v1::MECHANISM_KIND_LABEL_RR},
-      {"edge-rr", v1::MECHANISM_KIND_EDGE_RR}};
-  for (const auto& [n, k] : kKinds) {
-    if (name == n) return k;
+  if (name == "label-rr") return v1::MECHANISM_KIND_LABEL_RR;
+  if (name == "edge-rr") return v1::MECHANISM_KIND_EDGE_RR;
+  if (auto feature = ParseMechanismName(name); feature.ok()) {
+    return wire::ToWireKind(*feature);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--mechanism must be hds, square-wave, multibit, onebit, piecewise, "
@@ -355,7 +338,7 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
   if (nodes == "all") {
     req.mutable_nodes()->set_all(true);
   } else if (nodes.find('-') != std::string::npos) {
-    ASSIGN_OR_RETURN(auto r, ParseRange(nodes, "nodes"));
+    ASSIGN_OR_RETURN(auto r, ParseNodeRange(nodes, "nodes"));
     req.mutable_nodes()->set_range_begin(r.first);
     req.mutable_nodes()->set_range_end(r.second);
   } else {
@@ -467,7 +450,7 @@ absl::Status Status(const Connection& c, const Output& o) {
 absl::Status BudgetShow(const CliArgs& a, const Connection& c, const Output& o) {
   v1::GetBudgetsRequest req;
   if (a.Has("nodes")) {
-    ASSIGN_OR_RETURN(auto r, ParseRange(*a.Get("nodes"), "nodes"));
+    ASSIGN_OR_RETURN(auto r, ParseNodeRange(*a.Get("nodes"), "nodes"));
     for (uint32_t v = r.first; v < r.second; ++v) req.add_node_ids(v);
   }
   grpc::ClientContext ctx;
@@ -699,7 +682,7 @@ absl::Status Credentials(const CliArgs& a, const Output& o) {
         "credentials needs --node-key FILE and --nodes A-B");
   }
   ASSIGN_OR_RETURN(std::string key, curator::ReadHexSecretFile(*a.Get("node-key")));
-  ASSIGN_OR_RETURN(auto range, ParseRange(*a.Get("nodes"), "nodes"));
+  ASSIGN_OR_RETURN(auto range, ParseNodeRange(*a.Get("nodes"), "nodes"));
   std::ostringstream text;
   text << "# ldpgraph node credentials: node<TAB>secret. Each line lets its\n"
        << "# holder report as that node; give a host only its own shard's.\n";
