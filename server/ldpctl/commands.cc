@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/ascii.h"
@@ -476,32 +477,30 @@ absl::Status BudgetShow(const CliArgs& a, const Connection& c, const Output& o) 
   const size_t n = resp.budgets_size();
   const bool per_node = a.Flag("per-node") || a.Has("nodes");
   if (o.json) {
-    // {"summary": {...}, "budgets": [...]} (budgets with --per-node/--nodes).
-    std::string budgets = "[]";
+    // {"summary": {...}, "budgets": [...]} (budgets with --per-node/--nodes,
+    // in protobuf's JSON mapping, as every other command prints them).
+    nlohmann::json j;
+    j["summary"] = {{"nodes", n},
+                    {"caps_known", caps_known},
+                    {"spent_min", lo},
+                    {"spent_mean", n ? sum / n : 0.0},
+                    {"spent_max", hi},
+                    {"per_attribute", nlohmann::json::object()}};
+    for (const auto& [attr, s] : per_attr) {
+      j["summary"]["per_attribute"][attr] = {{"max", s.first},
+                                             {"mean", n ? s.second / n : 0.0}};
+    }
+    j["budgets"] = nlohmann::json::array();
     if (per_node) {
       google::protobuf::util::JsonPrintOptions po;
       po.preserve_proto_field_names = true;
       po.always_print_primitive_fields = true;
       std::string all;
       (void)google::protobuf::util::MessageToJsonString(resp, &all, po);
-      // all = {"budgets":[...]}: take the array.
-      const size_t open = all.find('[');
-      const size_t close = all.rfind(']');
-      if (open != std::string::npos && close != std::string::npos) {
-        budgets = all.substr(open, close - open + 1);
-      }
+      nlohmann::json parsed = nlohmann::json::parse(all);
+      if (parsed.contains("budgets")) j["budgets"] = std::move(parsed["budgets"]);
     }
-    std::string attrs;
-    for (const auto& [attr, s] : per_attr) {
-      absl::StrAppend(&attrs, attrs.empty() ? "" : ", ",
-                      absl::StrFormat("\"%s\": {\"max\": %.17g, \"mean\": %.17g}",
-                                      attr, s.first, n ? s.second / n : 0.0));
-    }
-    o.out << absl::StrFormat(
-        "{\"summary\": {\"nodes\": %u, \"caps_known\": %u, \"spent_min\": "
-        "%.17g, \"spent_mean\": %.17g, \"spent_max\": %.17g, "
-        "\"per_attribute\": {%s}}, \"budgets\": %s}\n",
-        n, caps_known, lo, n ? sum / n : 0.0, hi, attrs, budgets);
+    o.out << j.dump() << "\n";
     return absl::OkStatus();
   }
   o.out << absl::StrFormat("%-22s %u (caps known for %u)\n", "nodes in ledger", n,

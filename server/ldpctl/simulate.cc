@@ -783,7 +783,6 @@ void Simulation::Report(const json& j) {
     return;
   }
   const json& d = j["deployment"];
-  const json& p = j["parameters"];
   const bool lpgnn = o_.method == pipeline::Method::kLpgnn;
   std::string pipeline_text = absl::StrCat(
       lpgnn ? "LPGNN" : "PrivGE", ", ",
@@ -793,7 +792,6 @@ void Simulation::Report(const json& j) {
     absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
                     absl::StrFormat("%g", *config_.label_epsilon));
   }
-  (void)p;
   auto row = [&](const std::string& k, const std::string& v) {
     out_ << absl::StrFormat("  %-26s %s\n", k, v);
   };
