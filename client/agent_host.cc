@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
       new AgentHost(std::move(options), std::move(shard)));
 }
 
-std::shared_ptr<grpc::Channel> AgentHost::MakeChannel() const {
+std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
@@ -68,21 +68,98 @@ std::shared_ptr<grpc::Channel> AgentHost::MakeChannel() const {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   std::shared_ptr<grpc::ChannelCredentials> creds;
-  if (options_.insecure) {
+  if (options.insecure) {
     creds = grpc::InsecureChannelCredentials();
   } else {
     grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = options_.ca_pem;
+    ssl.pem_root_certs = options.ca_pem;
     creds = grpc::SslCredentials(ssl);
-    if (!options_.server_name.empty()) {
-      args.SetSslTargetNameOverride(options_.server_name);
+    if (!options.server_name.empty()) {
+      args.SetSslTargetNameOverride(options.server_name);
     }
   }
-  return grpc::CreateCustomChannel(options_.curator, creds, args);
+  return grpc::CreateCustomChannel(options.curator, creds, args);
+}
+
+ShardClaimer::ShardClaimer(const AgentHostOptions& options,
+                           std::pair<uint32_t, std::string> proof)
+    : stub_(v1::AgentService::NewStub(MakeCuratorChannel(options))) {
+  request_.set_host_name(options.host_name);
+  request_.mutable_proof()->set_node_id(proof.first);
+  request_.mutable_proof()->set_secret(std::move(proof.second));
+}
+
+absl::StatusOr<v1::ClaimShardResponse> ShardClaimer::Ask() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ClaimShardResponse resp;
+  grpc::Status g = stub_->ClaimShard(&ctx, request_, &resp);
+  if (!g.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(g.error_code()),
+                        absl::StrCat("ClaimShard: ", g.error_message()));
+  }
+  return resp;
+}
+
+absl::StatusOr<ShardClaim> ShardClaimer::Claim(
+    const std::atomic<bool>& stop,
+    const std::function<void(const std::string&)>& note) {
+  std::string last_note;
+  auto say = [&](std::string text) {
+    if (text != last_note) note(text);
+    last_note = std::move(text);
+  };
+  while (!stop.load()) {
+    absl::Duration wait = absl::Seconds(1);
+    absl::StatusOr<v1::ClaimShardResponse> r = Ask();
+    if (!r.ok()) {
+      const absl::StatusCode code = r.status().code();
+      if (code == absl::StatusCode::kUnauthenticated ||
+          code == absl::StatusCode::kInvalidArgument ||
+          code == absl::StatusCode::kPermissionDenied ||
+          code == absl::StatusCode::kUnimplemented) {
+        return r.status();
+      }
+      say(absl::StrCat("curator not reachable yet (", r.status().message(), ")"));
+    } else if (r->state() == v1::SHARD_STATE_ASSIGNED) {
+      if (r->shards() == 0 || r->first_node() > r->end_node() ||
+          r->shard() >= r->shards()) {
+        return absl::InternalError(absl::StrCat(
+            "the curator assigned a malformed shard: ", r->ShortDebugString()));
+      }
+      ShardClaim claim;
+      claim.shard = r->shard();
+      claim.shards = r->shards();
+      claim.begin = r->first_node();
+      claim.end = r->end_node();
+      claim.renew_every = absl::Milliseconds(std::max<int64_t>(100, r->retry_after_ms()));
+      return claim;
+    } else {
+      wait = absl::Milliseconds(std::clamp<int64_t>(r->retry_after_ms(), 100, 60000));
+      say(r->state() == v1::SHARD_STATE_SPARE
+              ? "spare: every shard has a live host; waiting for a lease to lapse"
+              : "waiting for the fleet to settle");
+    }
+    for (absl::Time until = absl::Now() + wait; absl::Now() < until && !stop.load();) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+  return absl::CancelledError("stopped while claiming a shard");
+}
+
+absl::Status ShardClaimer::Renew(const ShardClaim& held) {
+  ASSIGN_OR_RETURN(v1::ClaimShardResponse r, Ask());
+  if (r.state() != v1::SHARD_STATE_ASSIGNED || r.shard() != held.shard ||
+      r.shards() != held.shards) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the curator no longer names this host the holder of shard ", held.shard,
+        " of ", held.shards, " (its lease lapsed and another host took it)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status AgentHost::Run() {
-  auto channel = MakeChannel();
+  auto channel = MakeCuratorChannel(options_);
   auto stub = v1::AgentService::NewStub(channel);
   absl::Duration backoff = options_.backoff_initial;
   while (!stopping_.load()) {

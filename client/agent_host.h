@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -66,6 +67,49 @@ struct AgentHostCounters {
   std::atomic<uint64_t> reconnects{0};
 };
 
+// The gRPC channel to the curator that options describe (TLS unless
+// insecure; keepalives; 64 MiB messages).
+std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options);
+
+// A shard the curator handed this host (AgentService.ClaimShard; the
+// protocol is in server/curator/fleet.h): shard `shard` of `shards`, nodes
+// [begin, end), to renew every `renew_every`.
+struct ShardClaim {
+  uint32_t shard = 0, shards = 0, begin = 0, end = 0;
+  absl::Duration renew_every;
+};
+
+// For hosts started with --nodes from-curator: they hold every node's
+// credential and learn from the curator which nodes to run.
+class ShardClaimer {
+ public:
+  // options: the curator, TLS and host_name (the host's identity in the
+  // fleet: unique, stable across restarts). proof: one node's credential.
+  ShardClaimer(const AgentHostOptions& options,
+               std::pair<uint32_t, std::string> proof);
+
+  // Asks until a shard is assigned, *stop becomes true (CANCELLED), or the
+  // curator refuses for good (UNAUTHENTICATED: the credential is wrong;
+  // INVALID_ARGUMENT). While the fleet gathers, or while this host is a
+  // spare, and while the curator is unreachable, it waits and asks again,
+  // calling note with what it waits for.
+  absl::StatusOr<ShardClaim> Claim(
+      const std::atomic<bool>& stop,
+      const std::function<void(const std::string&)>& note);
+
+  // One renewal of `held`: OK if the curator still names this host its
+  // holder; FAILED_PRECONDITION if it does not (the lease lapsed and
+  // another host took the shard); the call's error otherwise (UNAVAILABLE
+  // while the curator is down: the host keeps its shard and tries again).
+  absl::Status Renew(const ShardClaim& held);
+
+ private:
+  absl::StatusOr<v1::ClaimShardResponse> Ask();
+
+  v1::ClaimShardRequest request_;
+  std::unique_ptr<v1::AgentService::Stub> stub_;
+};
+
 class AgentHost {
  public:
   // Validates the options (credentials for exactly the shard's nodes, a
@@ -91,7 +135,6 @@ class AgentHost {
  private:
   AgentHost(AgentHostOptions options, std::unique_ptr<AgentShard> shard)
       : options_(std::move(options)), shard_(std::move(shard)) {}
-  std::shared_ptr<grpc::Channel> MakeChannel() const;
   // One session: enrol, subscribe, answer until the stream breaks.
   absl::Status Session(v1::AgentService::Stub& stub);
   absl::Status Answer(v1::AgentService::Stub& stub, const std::string& token,

@@ -2,9 +2,18 @@
 // shard (own credential, budget, memo and randomness), connects out to the
 // curator, answers its tasks, and keeps spent budgets and memos under
 // --state-dir. Exposes /metrics, /healthz and /readyz over HTTP.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -15,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "client/agent_host.h"
 #include "common/cli_args.h"
 #include "common/hex.h"
@@ -30,8 +40,8 @@ using ldpgraph::agent::AgentHostOptions;
 constexpr char kUsage[] = R"(ldpgraph-agent: an agent host of an ldpgraph deployment.
 
 Usage: ldpgraph-agent --curator HOST:PORT (--ca FILE | --insecure)
-                      --credentials FILE --dataset DIR --nodes A-B
-                      --state-dir DIR [flags]
+                      --credentials FILE --dataset DIR
+                      --nodes (A-B | from-curator) --state-dir DIR [flags]
 
 Each node of the shard is one logical agent: it holds its private record,
 perturbs locally, and is the authority on its own budget. It refuses a task
@@ -48,9 +58,19 @@ Flags:
   --dataset DIR        dataset folder holding the shard's private records
                        (a simulation's stand-in for each node's own data)
   --nodes A-B          the shard: nodes A..B-1
+  --nodes from-curator for hosts that are interchangeable replicas (docker
+                       compose --scale, a Kubernetes StatefulSet): the host
+                       asks the curator for its shard (the curator waits
+                       until no new host has asked for its --fleet-settle
+                       time, then gives one contiguous shard to each),
+                       renews its lease, and keeps the shard's state under
+                       --state-dir/shard-I-of-K. --credentials must cover
+                       every node it may be given. --name is its identity:
+                       the same name gets the same shard after a restart.
   --scaling S          public feature scaling: symmetric (default, [-1, 1]),
                        unit ([0, 1]) or none
-  --state-dir DIR      durable memo and spent budgets (agent.db)
+  --state-dir DIR      durable memo and spent budgets (agent.db); one host
+                       at a time (host.lock)
   --cap-total EPS      each node's total budget cap (default 8)
   --cap LIST           per-attribute caps, e.g. features=4,label=2
   --attributes LIST    attributes the nodes answer about
@@ -61,7 +81,9 @@ Flags:
   --max-rate R         at most R reports per second (default: no limit)
   --http ADDR          /metrics, /healthz, /readyz (default 0.0.0.0:9091;
                        "off" disables)
-  --name NAME          host name for the curator's audit log
+  --name NAME          host name for the curator's audit log (default:
+                       agent-host-A-B, or with from-curator the machine's
+                       hostname, which is the pod or container name)
   -h, --help           this text
 
 Stops gracefully on SIGINT or SIGTERM.
@@ -98,10 +120,48 @@ absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> ReadCredentials(
   return out;
 }
 
+// Keeps only the credentials of nodes [begin, end): a file may hold a whole
+// deployment's.
+void KeepShardCredentials(std::vector<std::pair<uint32_t, std::string>>& creds,
+                          uint32_t begin, uint32_t end) {
+  std::erase_if(creds, [&](const auto& e) { return e.first < begin || e.first >= end; });
+}
+
+// Holds an exclusive lock on DIR/host.lock (created with DIR) for the
+// process's life, so that two agent hosts never share a state directory:
+// each would answer from its own memo and the nodes' budgets would split.
+absl::Status LockStateDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create the agent state directory ", dir, ": ", ec.message()));
+  }
+  const std::string path = dir + "/host.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    close(fd);
+    if (err == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the agent state directory ", dir,
+          " is in use by another agent host (", path, " is locked)"));
+    }
+    return absl::InternalError(
+        absl::StrCat("cannot lock ", path, ": ", std::strerror(err)));
+  }
+  return absl::OkStatus();  // fd stays open: the lock lasts until exit
+}
+
 struct Config {
   AgentHostOptions host;
   std::string dataset, state_dir, http = "0.0.0.0:9091";
   uint32_t begin = 0, end = 0;
+  bool from_curator = false;
   ldpgraph::FeatureScaling scaling = ldpgraph::FeatureScaling::kSymmetric;
   ldpgraph::agent::AgentPolicy policy;
   std::optional<uint64_t> seed;
@@ -136,13 +196,19 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   c.host.server_name = a.Get("server-name").value_or("");
   ASSIGN_OR_RETURN(c.host.credentials, ReadCredentials(*a.Get("credentials")));
   c.dataset = *a.Get("dataset");
-  ASSIGN_OR_RETURN(auto range, ldpgraph::ParseNodeRange(*a.Get("nodes"), "nodes"));
-  c.begin = range.first;
-  c.end = range.second;
-  // Keep only the shard's credentials: a file may hold a whole deployment's.
-  std::erase_if(c.host.credentials, [&](const auto& e) {
-    return e.first < c.begin || e.first >= c.end;
-  });
+  if (*a.Get("nodes") == "from-curator") {
+    c.from_curator = true;
+    if (c.host.credentials.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--credentials ", *a.Get("credentials"), " lists no node"));
+    }
+  } else {
+    ASSIGN_OR_RETURN(auto range,
+                     ldpgraph::ParseNodeRange(*a.Get("nodes"), "nodes"));
+    c.begin = range.first;
+    c.end = range.second;
+    KeepShardCredentials(c.host.credentials, c.begin, c.end);
+  }
   if (a.Has("scaling")) {
     ASSIGN_OR_RETURN(c.scaling,
                      ldpgraph::ParseFeatureScaling(*a.Get("scaling")));
@@ -184,9 +250,41 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   }
   c.http = a.Get("http").value_or(c.http);
   if (c.http == "off") c.http.clear();
-  c.host.host_name = a.Get("name").value_or(
-      absl::StrCat("agent-host-", c.begin, "-", c.end));
+  if (a.Has("name")) {
+    c.host.host_name = *a.Get("name");
+  } else if (c.from_curator) {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
+      return absl::InvalidArgumentError(
+          "--nodes from-curator needs --name: the hostname is unknown");
+    }
+    c.host.host_name = name;
+  } else {
+    c.host.host_name = absl::StrCat("agent-host-", c.begin, "-", c.end);
+  }
   return c;
+}
+
+// What /readyz reports before the host runs: claiming a shard, loading it.
+class Phase {
+ public:
+  void Set(std::string text) {
+    absl::MutexLock lock(&mu_);
+    text_ = std::move(text);
+  }
+  std::string Get() const {
+    absl::MutexLock lock(&mu_);
+    return text_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::string text_ = "starting";
+};
+
+int Fail(const absl::Status& s) {
+  std::cerr << "ldpgraph-agent: " << s.message() << "\n";
+  return 1;
 }
 
 }  // namespace
@@ -208,67 +306,62 @@ int main(int argc, char** argv) {
     std::cerr << "ldpgraph-agent: WARNING: --insecure: plaintext gRPC, for "
                  "development only\n";
   }
-  auto records = ldpgraph::agent::LoadShard(config->dataset, config->scaling,
-                                            config->begin, config->end);
-  if (!records.ok()) {
-    std::cerr << "ldpgraph-agent: " << records.status().message() << "\n";
-    return 1;
-  }
-  auto shard = ldpgraph::agent::AgentShard::Create(
-      std::move(*records), config->policy, config->seed, config->state_dir);
-  if (!shard.ok()) {
-    std::cerr << "ldpgraph-agent: " << shard.status().message() << "\n";
-    return 1;
-  }
-  const uint64_t restored = (*shard)->counters().restored;
-  auto host = AgentHost::Create(config->host, std::move(*shard));
-  if (!host.ok()) {
-    std::cerr << "ldpgraph-agent: " << host.status().message() << "\n";
-    return 1;
-  }
-  AgentHost* h = host->get();
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
 
+  // The host runs once its shard is known and loaded; until then the
+  // metrics read zeros and /readyz says what the host waits for.
+  std::atomic<AgentHost*> running{nullptr};
+  Phase phase;
   ldpgraph::observability::MetricsRegistry metrics;
   auto counter = [&](const char* name, const char* help,
-                     const std::atomic<uint64_t>* value) {
+                     std::atomic<uint64_t> ldpgraph::agent::AgentHostCounters::*field) {
     metrics
         .AddGaugeCallback(name, help,
-                          [value] { return static_cast<double>(value->load()); })
+                          [&running, field] {
+                            AgentHost* h = running.load();
+                            return h ? static_cast<double>((h->counters().*field).load())
+                                     : 0.0;
+                          })
         .IgnoreError();
   };
-  const auto& c = h->counters();
-  counter("ldpgraph_agent_tasks", "Tasks received.", &c.tasks);
+  using Counters = ldpgraph::agent::AgentHostCounters;
+  counter("ldpgraph_agent_tasks", "Tasks received.", &Counters::tasks);
   counter("ldpgraph_agent_reports_sent", "Reports and refusals sent.",
-          &c.reports_sent);
+          &Counters::reports_sent);
   counter("ldpgraph_agent_reports_acked", "Reports acknowledged by the curator.",
-          &c.reports_acked);
+          &Counters::reports_acked);
   counter("ldpgraph_agent_reports_rejected", "Reports the curator rejected.",
-          &c.rejected);
+          &Counters::rejected);
   counter("ldpgraph_agent_refusals", "Tasks refused by a node's policy.",
-          &c.refusals_sent);
+          &Counters::refusals_sent);
   counter("ldpgraph_agent_reconnects", "Sessions lost and retried.",
-          &c.reconnects);
-  metrics
-      .AddGaugeCallback("ldpgraph_agent_fresh_answers",
-                        "Answers drawn with fresh randomness (charged).",
-                        [h] { return double(h->shard().counters().fresh); })
-      .IgnoreError();
-  metrics
-      .AddGaugeCallback("ldpgraph_agent_memo_hits",
-                        "Repeated questions answered from the memo (free).",
-                        [h] { return double(h->shard().counters().memo_hits); })
-      .IgnoreError();
-  metrics
-      .AddGaugeCallback("ldpgraph_agent_epsilon_spent_max",
-                        "Largest total epsilon spent by a node of the shard.",
-                        [h] {
-                          double m = 0;
-                          for (uint32_t v : h->shard().nodes()) {
-                            m = std::max(m, h->shard().spent(v).value_or(0));
-                          }
-                          return m;
-                        })
-      .IgnoreError();
+          &Counters::reconnects);
+  auto shard_gauge = [&](const char* name, const char* help,
+                         std::function<double(AgentHost&)> f) {
+    metrics
+        .AddGaugeCallback(name, help,
+                          [&running, f] {
+                            AgentHost* h = running.load();
+                            return h ? f(*h) : 0.0;
+                          })
+        .IgnoreError();
+  };
+  shard_gauge("ldpgraph_agent_fresh_answers",
+              "Answers drawn with fresh randomness (charged).",
+              [](AgentHost& h) { return double(h.shard().counters().fresh); });
+  shard_gauge("ldpgraph_agent_memo_hits",
+              "Repeated questions answered from the memo (free).",
+              [](AgentHost& h) { return double(h.shard().counters().memo_hits); });
+  shard_gauge("ldpgraph_agent_epsilon_spent_max",
+              "Largest total epsilon spent by a node of the shard.",
+              [](AgentHost& h) {
+                double m = 0;
+                for (uint32_t v : h.shard().nodes()) {
+                  m = std::max(m, h.shard().spent(v).value_or(0));
+                }
+                return m;
+              });
   std::unique_ptr<ldpgraph::observability::HttpEndpoint> http;
   if (!config->http.empty()) {
     auto hp = ldpgraph::SplitHostPort(config->http);
@@ -277,43 +370,128 @@ int main(int argc, char** argv) {
       return 2;
     }
     auto endpoint = ldpgraph::observability::HttpEndpoint::Start(
-        hp->first, hp->second, &metrics, [h]() -> absl::Status {
+        hp->first, hp->second, &metrics, [&running, &phase]() -> absl::Status {
+          AgentHost* h = running.load();
+          if (h == nullptr) return absl::UnavailableError(phase.Get());
           if (h->ready()) return absl::OkStatus();
           const std::string e = h->last_error();
           return absl::UnavailableError(
               e.empty() ? "not connected to the curator yet" : e);
         });
-    if (!endpoint.ok()) {
-      std::cerr << "ldpgraph-agent: " << endpoint.status().message() << "\n";
-      return 1;
-    }
+    if (!endpoint.ok()) return Fail(endpoint.status());
     http = std::move(*endpoint);
   }
+
+  // Work that waits (claiming a shard, serving) runs on a thread; this one
+  // watches for SIGINT and SIGTERM.
+  std::atomic<bool> stop{false};
+  auto run_until_signal = [&](const std::function<void()>& work,
+                              const std::function<void()>& on_signal) {
+    std::atomic<bool> done{false};
+    std::thread worker([&] {
+      work();
+      done.store(true);
+    });
+    while (g_signal == 0 && !done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (g_signal != 0) {
+      stop.store(true);
+      on_signal();
+    }
+    worker.join();
+  };
+
+  std::optional<ldpgraph::agent::ShardClaimer> claimer;
+  ldpgraph::agent::ShardClaim claim;
+  std::string state_dir = config->state_dir;
+  if (config->from_curator) {
+    phase.Set("asking the curator for a shard");
+    std::cerr << "ldpgraph-agent: " << config->host.host_name
+              << ": asking the curator at " << config->host.curator
+              << " for a shard" << std::endl;
+    claimer.emplace(config->host, config->host.credentials.front());
+    absl::StatusOr<ldpgraph::agent::ShardClaim> got =
+        absl::CancelledError("not asked");
+    run_until_signal(
+        [&] {
+          got = claimer->Claim(stop, [&](const std::string& note) {
+            phase.Set(note);
+            std::cerr << "ldpgraph-agent: " << note << std::endl;
+          });
+        },
+        [] {});
+    if (!got.ok()) {
+      if (absl::IsCancelled(got.status())) return 0;  // asked to stop
+      return Fail(got.status());
+    }
+    claim = *got;
+    config->begin = claim.begin;
+    config->end = claim.end;
+    KeepShardCredentials(config->host.credentials, claim.begin, claim.end);
+    state_dir = absl::StrCat(config->state_dir, "/shard-", claim.shard, "-of-",
+                             claim.shards);
+    std::cerr << "ldpgraph-agent: holding shard " << claim.shard << " of "
+              << claim.shards << std::endl;
+  }
+  if (absl::Status s = LockStateDir(state_dir); !s.ok()) return Fail(s);
+
+  phase.Set("loading the shard's records");
+  auto records = ldpgraph::agent::LoadShard(config->dataset, config->scaling,
+                                            config->begin, config->end);
+  if (!records.ok()) return Fail(records.status());
+  auto shard = ldpgraph::agent::AgentShard::Create(
+      std::move(*records), config->policy, config->seed, state_dir);
+  if (!shard.ok()) return Fail(shard.status());
+  const uint64_t restored = (*shard)->counters().restored;
+  auto host = AgentHost::Create(config->host, std::move(*shard));
+  if (!host.ok()) return Fail(host.status());
+  AgentHost* h = host->get();
+  running.store(h);
   std::cerr << "ldpgraph-agent: " << config->host.host_name << ": nodes "
             << config->begin << ".." << config->end - 1 << ", " << restored
             << " memo entries restored";
   if (http) std::cerr << ", HTTP on port " << http->port();
   std::cerr << std::endl;
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
+  // A host that asked for its shard renews the lease while it serves; if the
+  // curator has given the shard to another host, this one stops at once.
+  std::atomic<bool> lost{false};
+  std::thread renewer;
+  if (claimer) {
+    renewer = std::thread([&] {
+      bool warned = false;
+      while (!stop.load()) {
+        for (absl::Time until = absl::Now() + claim.renew_every;
+             absl::Now() < until && !stop.load();) {
+          absl::SleepFor(absl::Milliseconds(50));
+        }
+        if (stop.load()) break;
+        absl::Status s = claimer->Renew(claim);
+        if (absl::IsFailedPrecondition(s)) {
+          std::cerr << "ldpgraph-agent: " << s.message() << "; stopping\n";
+          lost.store(true);
+          h->Stop();
+          break;
+        }
+        if (!s.ok() && !warned) {
+          std::cerr << "ldpgraph-agent: cannot renew the shard lease yet: "
+                    << s.message() << std::endl;
+        }
+        warned = !s.ok();
+      }
+    });
+  }
+
   absl::Status result;
-  std::atomic<bool> done{false};
-  std::thread runner([&] {
-    result = h->Run();
-    done.store(true);
-  });
-  while (g_signal == 0 && !done.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  h->Stop();
-  runner.join();
+  run_until_signal([&] { result = h->Run(); }, [h] { h->Stop(); });
+  stop.store(true);
+  if (renewer.joinable()) renewer.join();
+  running.store(nullptr);
   if (http) http->Stop();
-  if (!result.ok()) {
-    std::cerr << "ldpgraph-agent: " << result.message() << "\n";
-    return 1;
-  }
-  std::cerr << "ldpgraph-agent: stopped (" << c.reports_acked.load()
+  if (lost.load()) return 1;
+  if (!result.ok()) return Fail(result);
+  std::cerr << "ldpgraph-agent: stopped (" << h->counters().reports_acked.load()
             << " reports acknowledged)" << std::endl;
   return 0;
 }

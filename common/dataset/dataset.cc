@@ -853,7 +853,7 @@ std::string MetaText(const Dataset& d) {
 
 // ------------------------------------------------------------------ public
 
-absl::StatusOr<Dataset> LoadDataset(const std::string& dir) {
+absl::StatusOr<DatasetMeta> LoadDatasetMeta(const std::string& dir) {
   std::error_code ec;
   const auto status = std::filesystem::status(dir, ec);
   if (!std::filesystem::exists(status)) {
@@ -864,10 +864,14 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& dir) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset path ", dir, " is not a folder"));
   }
-  Dataset d;
   const std::string meta_path = JoinPath(dir, kMetaFile);
   ASSIGN_OR_RETURN(std::string meta_text, ReadFile(meta_path));
-  ASSIGN_OR_RETURN(d.meta, ParseMeta(meta_path, meta_text));
+  return ParseMeta(meta_path, meta_text);
+}
+
+absl::StatusOr<Dataset> LoadDataset(const std::string& dir) {
+  Dataset d;
+  ASSIGN_OR_RETURN(d.meta, LoadDatasetMeta(dir));
   {
     const std::string path = JoinPath(dir, kNodesFile);
     ASSIGN_OR_RETURN(std::string text, ReadFile(path));

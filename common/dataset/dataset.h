@@ -69,6 +69,11 @@ struct Dataset {
 // Parses the whole file in memory: pubmed (13 MB) takes well under 0.1 s.
 absl::StatusOr<Dataset> LoadDataset(const std::string& dir);
 
+// meta.json alone, with LoadDataset's checks and errors for it: the public
+// description (sizes, classes, feature range) an operator configures a
+// campaign from, without reading any node's record.
+absl::StatusOr<DatasetMeta> LoadDatasetMeta(const std::string& dir);
+
 // Writes the three files of d into dir (created if missing). Each file is
 // written to "<name>.tmp" and renamed (nodes.svm, edges.txt, then meta.json),
 // so a failure (a full disk) leaves no half-written file under the final

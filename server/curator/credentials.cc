@@ -46,6 +46,18 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
+std::string CredentialsFileText(absl::string_view node_key, uint32_t begin,
+                                uint32_t end) {
+  std::string text =
+      "# ldpgraph node credentials: node<TAB>secret. Each line lets its\n"
+      "# holder report as that node; give a host only its own shard's.\n";
+  text.reserve(text.size() + size_t{end > begin ? end - begin : 0} * 76);
+  for (uint32_t v = begin; v < end; ++v) {
+    absl::StrAppend(&text, v, "\t", ToHex(NodeCredential(node_key, v)), "\n");
+  }
+  return text;
+}
+
 bool VerifyNodeCredential(absl::string_view node_key, uint32_t node,
                           absl::string_view secret) {
   return ConstantTimeEquals(NodeCredential(node_key, node), secret);

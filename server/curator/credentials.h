@@ -33,6 +33,11 @@ using ::ldpgraph::ToHex;
 // HMAC-SHA256 of the node id under the node key: 32 raw bytes.
 std::string NodeCredential(absl::string_view node_key, uint32_t node);
 
+// The credentials of nodes [begin, end) as the agent host reads them
+// (--credentials): a '#' header, then "node<TAB>hex" per line.
+std::string CredentialsFileText(absl::string_view node_key, uint32_t begin,
+                                uint32_t end);
+
 // True iff secret is node's credential under node_key (constant time).
 bool VerifyNodeCredential(absl::string_view node_key, uint32_t node,
                           absl::string_view secret);

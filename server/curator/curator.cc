@@ -102,6 +102,11 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
         "the node key must hold at least 16 bytes");
   }
   std::unique_ptr<Curator> c(new Curator(std::move(store), std::move(options)));
+  FleetPlanner::Options fleet;
+  fleet.num_nodes = c->options_.num_nodes;
+  fleet.settle = c->options_.fleet_settle;
+  fleet.lease = c->options_.fleet_lease;
+  ASSIGN_OR_RETURN(c->fleet_, FleetPlanner::Create(fleet, c->store_.get()));
   RETURN_IF_ERROR(c->Load());
   RETURN_IF_ERROR(c->CloseExpired(absl::Now()).status());
   return c;
@@ -233,6 +238,21 @@ uint64_t Curator::WaitForChange(uint64_t seen, absl::Time deadline) const {
 }
 
 // --- agents -----------------------------------------------------------------
+
+absl::StatusOr<FleetPlanner::Grant> Curator::ClaimShard(
+    const v1::ClaimShardRequest& request, absl::Time now) {
+  const uint32_t node = request.proof().node_id();
+  if (node >= options_.num_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shard claim: node ", node, " out of range: the graph has ",
+        options_.num_nodes, " nodes"));
+  }
+  if (!VerifyNodeCredential(options_.node_key, node, request.proof().secret())) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "shard claim: the credential of node ", node, " does not verify"));
+  }
+  return fleet_->Claim(request.host_name(), now);
+}
 
 absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
     const v1::EnrolRequest& request) {
@@ -750,6 +770,8 @@ int Curator::open_campaigns() const {
 v1::CuratorStatus Curator::Status() const {
   v1::CuratorStatus s;
   s.set_graph_nodes(options_.num_nodes);
+  s.set_fleet_shards(fleet_->shards());
+  s.set_fleet_gathering(fleet_->gathering());
   {
     absl::MutexLock lock(&sessions_mu_);
     s.set_sessions(static_cast<uint32_t>(sessions_.size()));

@@ -40,6 +40,7 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
+#include "server/curator/fleet.h"
 #include "server/store/store.h"
 
 namespace ldpgraph::curator {
@@ -75,6 +76,10 @@ class Curator {
     int max_batch = 65536;
     // Largest nodes per enrolment.
     int max_enrol = 100000;
+    // Fleet shard plans (fleet.h): quiet time before a plan is fixed, and
+    // how long a holder's lease lasts without a renewal.
+    absl::Duration fleet_settle = absl::Seconds(5);
+    absl::Duration fleet_lease = absl::Seconds(30);
   };
 
   // Opens the curator over an opened store: loads campaigns, rebuilds the
@@ -108,6 +113,12 @@ class Curator {
   // stored and nothing was acknowledged.
   absl::StatusOr<v1::ReportAck> Ingest(const Session& session,
                                        const v1::ReportBatch& batch);
+
+  // A shard for an interchangeable agent host (fleet.h): verifies the
+  // proof credential (UNAUTHENTICATED if it does not verify, INVALID_ARGUMENT
+  // for a node out of range), then claims.
+  absl::StatusOr<FleetPlanner::Grant> ClaimShard(
+      const v1::ClaimShardRequest& request, absl::Time now);
 
   // Sealed messages: the sender must be one of the session's nodes and the
   // recipient a node of the graph.
@@ -184,6 +195,7 @@ class Curator {
   std::unique_ptr<store::CuratorStore> store_;
   IngestCounters counters_;
   std::atomic<int> task_streams_{0};
+  std::unique_ptr<FleetPlanner> fleet_;
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<CampaignState>> campaigns_ ABSL_GUARDED_BY(mu_);

@@ -47,7 +47,14 @@ Flags:
   --sync MODE          full (default: every acknowledged report is on disk)
                        or normal (survives a crash of the process, not of
                        the machine; faster)
-  --max-threads N      bound on server threads (default 256)
+  --max-threads N      bound on server threads (default 256); every agent
+                       host holds one for its task stream, so give more than
+                       the number of hosts plus the concurrent calls
+  --fleet-settle S     agent hosts started with --nodes from-curator get
+                       their shards once no new one has asked for S seconds
+                       (default 5); the plan is then fixed and stored
+  --fleet-lease S      a shard whose host has not renewed for S seconds
+                       (default 30) goes to a spare host
   --ready-file FILE    once serving, write {"grpc_port": P, "http_port": H,
                        "pid": N} to FILE (atomically: written beside it,
                        then renamed), so that a supervisor can use port 0
@@ -85,7 +92,8 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
       CliArgs::Parse(args,
                      {"listen", "http", "data-dir", "graph", "nodes",
                       "admin-token", "node-key", "tls-cert", "tls-key",
-                      "sync", "max-threads", "ready-file"},
+                      "sync", "max-threads", "ready-file", "fleet-settle",
+                      "fleet-lease"},
                      {"insecure"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
@@ -136,6 +144,16 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
       return absl::InvalidArgumentError("--max-threads must be in [4, 100000]");
     }
     o.max_threads = static_cast<int>(*threads);
+  }
+  for (auto [flag, out] : {std::pair{"fleet-settle", &o.fleet_settle},
+                           std::pair{"fleet-lease", &o.fleet_lease}}) {
+    ASSIGN_OR_RETURN(auto seconds, a.GetDouble(flag));
+    if (!seconds) continue;
+    if (!(*seconds > 0 && *seconds <= 86400)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " must be in (0, 86400] seconds"));
+    }
+    *out = absl::Seconds(*seconds);
   }
   return o;
 }

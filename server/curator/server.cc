@@ -82,6 +82,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   Curator::Options co;
   co.num_nodes = nodes;
   co.node_key = options.node_key;
+  co.fleet_settle = options.fleet_settle;
+  co.fleet_lease = options.fleet_lease;
   ASSIGN_OR_RETURN(s->curator_, Curator::Open(std::move(store), co));
   s->stages_ = std::make_unique<Stages>(s->curator_.get(), &s->public_data_,
                                         results);

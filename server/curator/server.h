@@ -46,6 +46,9 @@ struct ServerOptions {
   // Bound on the server's threads: concurrent streams beyond it are refused
   // with RESOURCE_EXHAUSTED.
   int max_threads = 256;
+  // Fleet shard plans (fleet.h): settle time and lease.
+  absl::Duration fleet_settle = absl::Seconds(5);
+  absl::Duration fleet_lease = absl::Seconds(30);
 };
 
 class CuratorServer {

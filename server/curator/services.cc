@@ -126,6 +126,32 @@ grpc::Status AgentServiceImpl::Relay(grpc::ServerContext* ctx,
   return timer.Done(absl::OkStatus());
 }
 
+grpc::Status AgentServiceImpl::ClaimShard(grpc::ServerContext*,
+                                          const v1::ClaimShardRequest* req,
+                                          v1::ClaimShardResponse* resp) {
+  RpcTimer timer(observe_, "ClaimShard");
+  auto grant = curator_->ClaimShard(*req, absl::Now());
+  if (!grant.ok()) return timer.Done(grant.status());
+  using State = FleetPlanner::Grant::State;
+  switch (grant->state) {
+    case State::kWaiting:
+      resp->set_state(v1::SHARD_STATE_WAITING);
+      break;
+    case State::kAssigned:
+      resp->set_state(v1::SHARD_STATE_ASSIGNED);
+      break;
+    case State::kSpare:
+      resp->set_state(v1::SHARD_STATE_SPARE);
+      break;
+  }
+  resp->set_shard(grant->shard);
+  resp->set_shards(grant->shards);
+  resp->set_first_node(grant->begin);
+  resp->set_end_node(grant->end);
+  resp->set_retry_after_ms(absl::ToInt64Milliseconds(grant->retry_after));
+  return timer.Done(absl::OkStatus());
+}
+
 grpc::Status AgentServiceImpl::FetchSealed(grpc::ServerContext* ctx,
                                            const v1::FetchSealedRequest* req,
                                            v1::FetchSealedResponse* resp) {

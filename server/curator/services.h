@@ -44,6 +44,9 @@ class AgentServiceImpl final : public v1::AgentService::Service {
   grpc::Status FetchSealed(grpc::ServerContext* ctx,
                            const v1::FetchSealedRequest* req,
                            v1::FetchSealedResponse* resp) override;
+  grpc::Status ClaimShard(grpc::ServerContext* ctx,
+                          const v1::ClaimShardRequest* req,
+                          v1::ClaimShardResponse* resp) override;
 
  private:
   absl::StatusOr<std::shared_ptr<const Session>> Authenticate(

@@ -1,6 +1,7 @@
 #include "server/ldpctl/commands.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -23,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/cli_args.h"
+#include "common/dataset/dataset.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
@@ -30,10 +32,13 @@
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/connection.h"
+#include "server/ldpctl/dev_tls.h"
 #include "server/ldpctl/simulate.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr char kOverview[] = R"(ldpctl: the admin CLI of an ldpgraph curator, and a whole simulated deployment
 in one command.
@@ -46,6 +51,9 @@ Start here:
                       table; cleans up after itself
 
 Against a running curator:
+  run                 on a deployment started elsewhere (compose, Kubernetes):
+                      wait for the agents, collect, estimate, evaluate, print
+                      the results table of simulate
   status              the curator at a glance: graph, hosts, campaigns, traffic
   campaign            create, list, show, wait, close, refusals
   budget show         epsilon spent per node and its summary (the ledger)
@@ -56,6 +64,9 @@ Against a running curator:
 
 Offline:
   credentials         derive node credentials to provision agent hosts
+  secrets             everything a containerised deployment needs: a
+                      development CA and curator certificate, an admin token,
+                      a node key and every node's credential
 
 Connection (every command against a curator; flag > environment > config):
   --curator ADDR      curator address (default 127.0.0.1:7443; $LDPCTL_CURATOR)
@@ -218,6 +229,29 @@ its own shard's file (mode 600).
 Example:
   ldpctl credentials --node-key certs/node.key --nodes 0-1000 --out host0.tsv
 )"},
+    {"secrets", R"(ldpctl secrets: the secrets of a development deployment (offline)
+
+Usage: ldpctl secrets --out DIR (--dataset DIR | --nodes A-B)
+                      [--tls-names NAME,...] [--keep-existing]
+
+Writes into DIR (created if missing; files mode 600, certificates 644):
+  ca.pem, ca.key          a throwaway development CA (keep ca.key out of
+                          every container and Secret)
+  curator.pem, .key       the curator's certificate for --tls-names (default
+                          localhost,127.0.0.1): every name agents and ldpctl
+                          dial, e.g. curator for docker compose or the
+                          Service's DNS names in Kubernetes
+  admin.token             the admin API's bearer token
+  node.key                the key node credentials derive from
+  nodes.credentials       the credential of every node of --dataset (its
+                          meta.json) or of --nodes A-B
+docker-compose.yml and deploy/k8s/make-secrets.sh run it. A production
+deployment brings its own PKI, and each device holds only its own credential.
+--keep-existing: if DIR already holds node.key, keep everything and succeed.
+
+Example:
+  ldpctl secrets --out secrets --dataset data/default --tls-names curator,localhost
+)"},
 };
 
 // The value flags of the commands (connection flags added by the parser).
@@ -226,7 +260,7 @@ const std::set<std::string>& CommandValueFlags() {
       "attribute", "mechanism", "epsilon", "dimension", "sampled", "range",
       "nodes", "quorum", "deadline", "name", "timeout", "method", "alpha",
       "steps", "task", "labels", "seed", "out", "ids", "after", "limit",
-      "node-key"};
+      "node-key", "dataset", "tls-names"};
   return *flags;
 }
 
@@ -433,6 +467,13 @@ absl::Status Status(const Connection& c, const Output& o) {
                             " edges, ", s.classes(), " classes"));
   row("agent hosts", absl::StrCat(s.sessions(), " sessions, ", s.task_streams(),
                                   " task streams open"));
+  if (s.fleet_shards() > 0) {
+    row("fleet", absl::StrCat("plan of ", s.fleet_shards(),
+                              " shards (hosts started with --nodes from-curator)"));
+  } else if (s.fleet_gathering() > 0) {
+    row("fleet", absl::StrCat(s.fleet_gathering(),
+                              " hosts asked for shards; the plan is not fixed yet"));
+  }
   row("nodes enrolled", absl::StrFormat("%u of %u (%.1f%%)", s.enrolled_nodes(),
                                         s.graph_nodes(),
                                         s.graph_nodes() ? 100.0 * s.enrolled_nodes() / s.graph_nodes() : 0.0));
@@ -682,23 +723,67 @@ absl::Status Credentials(const CliArgs& a, const Output& o) {
   }
   ASSIGN_OR_RETURN(std::string key, curator::ReadHexSecretFile(*a.Get("node-key")));
   ASSIGN_OR_RETURN(auto range, ParseNodeRange(*a.Get("nodes"), "nodes"));
-  std::ostringstream text;
-  text << "# ldpgraph node credentials: node<TAB>secret. Each line lets its\n"
-       << "# holder report as that node; give a host only its own shard's.\n";
-  for (uint32_t v = range.first; v < range.second; ++v) {
-    text << v << '\t' << curator::ToHex(curator::NodeCredential(key, v)) << '\n';
-  }
+  const std::string text =
+      curator::CredentialsFileText(key, range.first, range.second);
   if (!a.Has("out")) {
-    o.out << text.str();
+    o.out << text;
     return absl::OkStatus();
   }
   const std::string path = *a.Get("out");
-  std::ofstream f(path, std::ios::trunc);
-  f << text.str();
-  f.close();
-  if (!f) return absl::InternalError(absl::StrCat("cannot write ", path));
+  RETURN_IF_ERROR(WriteNewFile(path, text, 0600));
   o.err << "ldpctl: wrote " << range.second - range.first << " credentials to "
         << path << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Secrets(const CliArgs& a, const Output& o) {
+  if (!a.Has("out")) return absl::InvalidArgumentError("secrets needs --out DIR");
+  if (a.Has("dataset") == a.Has("nodes")) {
+    return absl::InvalidArgumentError(
+        "give the nodes to issue credentials for: --dataset DIR or --nodes A-B");
+  }
+  const std::string dir = *a.Get("out");
+  if (a.Flag("keep-existing") && fs::exists(dir + "/node.key")) {
+    o.err << "ldpctl: " << dir << " already holds a deployment's secrets; kept\n";
+    return absl::OkStatus();
+  }
+  std::pair<uint32_t, uint32_t> range;
+  if (a.Has("dataset")) {
+    ASSIGN_OR_RETURN(DatasetMeta meta, LoadDatasetMeta(*a.Get("dataset")));
+    range = {0, static_cast<uint32_t>(meta.nodes)};
+  } else {
+    ASSIGN_OR_RETURN(range, ParseNodeRange(*a.Get("nodes"), "nodes"));
+  }
+  std::vector<std::string> names = {"localhost", "127.0.0.1"};
+  if (a.Has("tls-names")) {
+    names = absl::StrSplit(*a.Get("tls-names"), ',', absl::SkipEmpty());
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  }
+  for (const char* f : {"node.key", "admin.token", "ca.pem"}) {
+    if (fs::exists(fs::path(dir) / f)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir, " already holds ", f, ": give a new folder, or --keep-existing "
+          "to keep what is there"));
+    }
+  }
+  ASSIGN_OR_RETURN(DevTlsMaterial m, MakeDevTlsMaterial(names));
+  ASSIGN_OR_RETURN(std::string token, NewSecretHex());
+  ASSIGN_OR_RETURN(std::string node_key, NewSecretHex());
+  ASSIGN_OR_RETURN(std::string raw_key, curator::FromHex(node_key));
+  // node.key last: --keep-existing takes its presence for a finished run.
+  RETURN_IF_ERROR(WriteDevTlsMaterial(m, dir));
+  RETURN_IF_ERROR(WriteNewFile(dir + "/admin.token", token + "\n", 0600));
+  RETURN_IF_ERROR(WriteNewFile(
+      dir + "/nodes.credentials",
+      curator::CredentialsFileText(raw_key, range.first, range.second), 0600));
+  RETURN_IF_ERROR(WriteNewFile(dir + "/node.key", node_key + "\n", 0600));
+  o.err << "ldpctl: wrote a development CA, a curator certificate for "
+        << absl::StrJoin(names, ",") << ", an admin token, a node key and "
+        << range.second - range.first << " node credentials to " << dir << "\n";
   return absl::OkStatus();
 }
 
@@ -706,6 +791,7 @@ absl::Status Credentials(const CliArgs& a, const Output& o) {
 absl::Status RunAdmin(const std::string& command, const std::string& sub,
                       const std::string& id, const CliArgs& a, const Output& o) {
   if (command == "credentials") return Credentials(a, o);
+  if (command == "secrets") return Secrets(a, o);
   ASSIGN_OR_RETURN(ConnectionSettings settings, ResolveConnection(a));
   const Connection c = Connect(settings);
   if (command == "status") return Status(c, o);
@@ -801,7 +887,7 @@ const std::set<std::string>& CommandsWithSub() {
 
 const std::set<std::string>& KnownCommands() {
   static const auto* s = new std::set<std::string>{
-      "simulate", "status", "campaign", "budget", "pipeline", "results",
+      "simulate", "run", "secrets", "status", "campaign", "budget", "pipeline", "results",
       "export", "audit", "credentials"};
   return *s;
 }
@@ -811,6 +897,7 @@ const std::set<std::string>& KnownCommands() {
 std::string LdpctlHelp(const std::string& command) {
   if (command.empty()) return kOverview;
   if (command == "simulate") return SimulateHelp();
+  if (command == "run") return RunHelp();
   for (const auto& h : kHelp) {
     if (command == h.name) return h.text;
   }
@@ -829,8 +916,26 @@ int RunLdpctl(const std::vector<std::string>& all_args,
     out << kOverview;
     return args.empty() ? kExitUsage : kExitOk;
   }
+  // Connection flags may come before the command (ldpctl --config F status):
+  // they move behind it.
+  std::vector<std::string> leading;
+  while (!args.empty() && args[0].rfind("--", 0) == 0 && args[0] != "--help") {
+    const std::string flag = args[0].substr(2);
+    const bool takes_value =
+        flag.find('=') == std::string::npos &&
+        std::any_of(std::begin(kConnectionValueFlags), std::end(kConnectionValueFlags),
+                    [&](const char* f) { return flag == f; });
+    const size_t n = takes_value && args.size() >= 2 ? 2 : 1;
+    leading.insert(leading.end(), args.begin(), args.begin() + n);
+    args.erase(args.begin(), args.begin() + n);
+  }
+  if (args.empty()) {
+    err << "ldpctl: no command after the flags. Run ldpctl --help for the commands.\n";
+    return kExitUsage;
+  }
   const std::string command = args[0];
   args.erase(args.begin());
+  args.insert(args.end(), leading.begin(), leading.end());
   if (KnownCommands().count(command) == 0) {
     err << "ldpctl: unknown command '" << command
         << "'. Run ldpctl --help for the commands.\n";
@@ -841,6 +946,7 @@ int RunLdpctl(const std::vector<std::string>& all_args,
     return kExitOk;
   }
   if (command == "simulate") return RunSimulate(args, self_path, out, err);
+  if (command == "run") return RunAttached(args, out, err);
   std::string sub, id;
   if (CommandsWithSub().count(command) > 0) {
     if (args.empty() || args[0].rfind("--", 0) == 0) {
@@ -857,7 +963,8 @@ int RunLdpctl(const std::vector<std::string>& all_args,
   }
   std::set<std::string> value_flags = CommandValueFlags();
   for (const char* f : kConnectionValueFlags) value_flags.insert(f);
-  auto parsed = CliArgs::Parse(args, value_flags, {"insecure", "json", "per-node"});
+  auto parsed = CliArgs::Parse(args, value_flags,
+                               {"insecure", "json", "per-node", "keep-existing"});
   const std::string name = absl::StrCat(command, sub.empty() ? "" : " ", sub);
   if (!parsed.ok()) {
     err << "ldpctl " << name << ": " << parsed.status().message()

@@ -224,6 +224,9 @@ absl::StatusOr<ConnectionSettings> ResolveConnection(const CliArgs& a) {
 Connection Connect(const ConnectionSettings& s) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
+  // A curator that is still starting (ldpctl run beside a container or pod)
+  // is retried within 2 s, not after gRPC's default backoff of up to 2 min.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (s.insecure) {
     creds = grpc::InsecureChannelCredentials();

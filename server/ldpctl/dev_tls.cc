@@ -24,6 +24,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/hex.h"
+#include "common/random.h"
+#include "common/status_macros.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
@@ -387,6 +390,16 @@ absl::Status WriteDevTlsMaterial(const DevTlsMaterial& m,
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> NewSecretHex() {
+  ASSIGN_OR_RETURN(auto rng, SecureRandom::Create());
+  std::string raw(32, '\0');
+  for (size_t i = 0; i < raw.size(); i += 8) {
+    const uint64_t w = rng->Next64();
+    std::memcpy(raw.data() + i, &w, 8);
+  }
+  return ToHex(raw);
 }
 
 }  // namespace ldpgraph::ldpctl

@@ -49,13 +49,17 @@ absl::StatusOr<DevTlsMaterial> MakeDevTlsMaterial(
 // creation on, never readable by others even for a moment), each less the
 // umask. A file (or symlink) of one of these names is removed and made anew.
 // INTERNAL naming the path on a failure, which may leave some files written.
+absl::Status WriteDevTlsMaterial(const DevTlsMaterial& m,
+                                 const std::string& dir);
+
 // Writes contents to a new file at path, replacing whatever was there (a
 // file or a symlink is unlinked first), created with mode (O_EXCL: never an
 // old file's wider mode). INTERNAL naming the path and the errno text.
 absl::Status WriteNewFile(const std::string& path, absl::string_view contents,
                           mode_t mode);
 
-absl::Status WriteDevTlsMaterial(const DevTlsMaterial& m,
-                                 const std::string& dir);
+// A fresh 32-byte secret (an admin token, a node key) from the secure
+// generator, as lower-case hex.
+absl::StatusOr<std::string> NewSecretHex();
 
 }  // namespace ldpgraph::ldpctl

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -144,7 +145,40 @@ class Progress {
   absl::Time last_print_ = absl::InfinitePast();
 };
 
+constexpr char kRunHelp[] = R"(ldpctl run: a campaign and the pipeline on a running deployment
+
+Usage: ldpctl run --dataset DIR [connection flags] [flags]
+
+What `ldpctl simulate` does once its processes are up, against a curator
+and agent hosts started elsewhere (docker compose, Kubernetes, by hand):
+waits until every node of the curator's graph is enrolled, runs a features
+campaign (then, with --label-epsilon, a label campaign), estimates and
+evaluates on the curator, and prints the same results table (or --format
+json). It starts and stops nothing. The deployment's job in
+docker-compose.yml and deploy/k8s runs it.
+
+  --dataset DIR       the deployment's dataset folder; only its meta.json is
+                      read (feature count, classes, public feature range)
+  --method, --task, --mechanism, --epsilon, --sampled, --label-epsilon:
+                      as for ldpctl simulate
+  --seed S            the split and model seed (default 1); the agents' noise
+                      is theirs: seeded only if they were started with --seed
+  --timeout S         longest wait for enrolment or a campaign (default 600)
+  --format F          table (default) or json
+Connection: --curator, --admin-token, --ca, --server-name, --insecure,
+--config, as for every command against a curator (ldpctl --help).
+
+Examples:
+  ldpctl run --dataset /dataset --config ldpctl.conf
+  LDPCTL_CURATOR=curator:7443 LDPCTL_CA=/secrets/ca.pem \
+    LDPCTL_ADMIN_TOKEN_FILE=/secrets/admin.token ldpctl run --dataset /dataset
+)";
+
 struct Options {
+  // ldpctl run: attach to a running deployment through `connection`
+  // instead of starting one.
+  bool attach = false;
+  ConnectionSettings connection;
   std::string dataset_dir;  // empty: generate
   size_t generated_nodes = 3000;
   pipeline::Method method = pipeline::Method::kPrivGe;
@@ -166,15 +200,29 @@ struct Options {
 };
 
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
-                                     const std::string& self_path) {
-  ASSIGN_OR_RETURN(
-      CliArgs a,
-      CliArgs::Parse(args,
-                     {"dataset", "nodes", "method", "task", "mechanism",
-                      "epsilon", "sampled", "label-epsilon", "seed", "hosts",
-                      "cap", "sync", "timeout", "bin-dir", "work-dir", "format"},
-                     {"keep", "keep-running", "json"}));
+                                     const std::string& self_path, bool attach) {
+  std::set<std::string> values = {"dataset", "method", "task", "mechanism",
+                                  "epsilon", "sampled", "label-epsilon", "seed",
+                                  "timeout", "format"};
+  std::set<std::string> flags = {"json"};
+  if (attach) {
+    for (const char* f : kConnectionValueFlags) values.insert(f);
+    flags.insert("insecure");
+  } else {
+    values.insert({"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir"});
+    flags.insert({"keep", "keep-running"});
+  }
+  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
   Options o;
+  o.attach = attach;
+  if (attach) {
+    ASSIGN_OR_RETURN(o.connection, ResolveConnection(a));
+    if (!a.Has("dataset")) {
+      return absl::InvalidArgumentError(
+          "--dataset DIR is required: the deployment's dataset folder, whose "
+          "meta.json gives the feature count, classes and public range");
+    }
+  }
   o.dataset_dir = a.Get("dataset").value_or("");
   ASSIGN_OR_RETURN(auto nodes, a.GetUint("nodes"));
   if (nodes) {
@@ -259,16 +307,6 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
   return c;
 }
 
-// A fresh 32-byte secret, hex.
-absl::StatusOr<std::string> NewSecretHex() {
-  ASSIGN_OR_RETURN(auto rng, SecureRandom::Create());
-  std::string raw(32, '\0');
-  for (size_t i = 0; i < raw.size(); i += 8) {
-    const uint64_t w = rng->Next64();
-    std::memcpy(raw.data() + i, &w, 8);
-  }
-  return ToHex(raw);
-}
 
 // The running deployment and everything the run measured.
 class Simulation {
@@ -319,6 +357,7 @@ class Simulation {
   std::unique_ptr<ChildProcess> curator_;
   std::vector<std::unique_ptr<ChildProcess>> agents_;
   int port_ = 0;
+  int hosts_ = 0;  // agent hosts subscribed when enrolment finished
   std::optional<Connection> admin_;
   std::string failure_logs_;
   std::vector<std::pair<std::string, double>> stage_seconds_;
@@ -343,6 +382,22 @@ absl::Status Simulation::Check() {
 }
 
 absl::Status Simulation::Prepare() {
+  if (o_.attach) {
+    // Only the public description: the agents hold the records.
+    ASSIGN_OR_RETURN(data_.meta, LoadDatasetMeta(o_.dataset_dir));
+    if (o_.task == pipeline::Task::kNode && data_.meta.classes < 2) {
+      return absl::InvalidArgumentError(
+          "node classification needs a dataset with labels (classes >= 2)");
+    }
+    ASSIGN_OR_RETURN(config_, ConfigOf(o_));
+    auto range = ScaledRange(config_.scaling, data_.meta);
+    if (!range) {
+      return absl::InvalidArgumentError(
+          "the method's feature scaling needs a public range the dataset does not declare");
+    }
+    range_ = *range;
+    return absl::OkStatus();
+  }
   if (o_.work_dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     std::string tmpl =
@@ -428,6 +483,10 @@ absl::Status Simulation::Prepare() {
 }
 
 absl::Status Simulation::StartCurator() {
+  if (o_.attach) {
+    admin_ = Connect(o_.connection);
+    return absl::OkStatus();
+  }
   const std::string tls = work_ + "/tls";
   const std::string ready = work_ + "/curator.ready";
   ASSIGN_OR_RETURN(
@@ -512,13 +571,38 @@ absl::Status Simulation::WaitEnrolled() {
     admin_->Prepare(&ctx);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     grpc::Status g = admin_->stub->GetStatus(&ctx, v1::GetStatusRequest(), &s);
+    if (o_.attach && g.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        absl::Now() < until) {
+      // The curator may still be starting (a container, a pod).
+      progress_.Update("waiting for the curator", g.error_message());
+      absl::SleepFor(absl::Milliseconds(500));
+      continue;
+    }
     if (!g.ok()) return FromGrpc(g, admin_->address);
-    progress_.Update("enrolling",
-                     absl::StrFormat("%u/%u nodes, %u/%d hosts subscribed",
-                                     s.enrolled_nodes(), s.graph_nodes(),
-                                     s.task_streams(), o_.hosts));
+    if (o_.attach && s.graph_nodes() != data_.meta.nodes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the curator's graph has ", s.graph_nodes(), " nodes but ",
+          o_.dataset_dir, "/meta.json says ", data_.meta.nodes,
+          ": give the deployment's dataset"));
+    }
+    const int want_hosts = o_.attach ? 1 : o_.hosts;
+    std::string fleet;
+    if (s.fleet_shards() > 0) {
+      fleet = absl::StrCat(", fleet of ", s.fleet_shards(), " shards");
+    } else if (s.fleet_gathering() > 0) {
+      fleet = absl::StrCat(", ", s.fleet_gathering(), " hosts gathering for shards");
+    }
+    progress_.Update(
+        "enrolling",
+        o_.attach ? absl::StrFormat("%u/%u nodes, %u hosts subscribed%s",
+                                    s.enrolled_nodes(), s.graph_nodes(),
+                                    s.task_streams(), fleet)
+                  : absl::StrFormat("%u/%u nodes, %u/%d hosts subscribed",
+                                    s.enrolled_nodes(), s.graph_nodes(),
+                                    s.task_streams(), o_.hosts));
     if (s.enrolled_nodes() >= s.graph_nodes() &&
-        static_cast<int>(s.task_streams()) >= o_.hosts) {
+        static_cast<int>(s.task_streams()) >= want_hosts) {
+      hosts_ = o_.attach ? static_cast<int>(s.task_streams()) : o_.hosts;
       break;
     }
     if (absl::Now() > until) {
@@ -529,7 +613,7 @@ absl::Status Simulation::WaitEnrolled() {
     absl::SleepFor(absl::Milliseconds(50));
   }
   progress_.Done("enrolled", absl::StrFormat("%u nodes on %d agent hosts",
-                                             s.enrolled_nodes(), o_.hosts));
+                                             s.enrolled_nodes(), hosts_));
   Record("start and enrol", std::chrono::duration<double>(
                                std::chrono::steady_clock::now() - t).count());
   return absl::OkStatus();
@@ -574,9 +658,10 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
                                         c.progress().reported(), c.progress().refused(),
                                         c.progress().rejected(), secs));
   if (c.progress().rejected() > 0) {
-    progress_.Note(absl::StrCat("warning: the curator rejected ",
-                                c.progress().rejected(), " reports of ", c.id(),
-                                "; see ", work_, "/agent-*.log"));
+    progress_.Note(absl::StrCat(
+        "warning: the curator rejected ", c.progress().rejected(), " reports of ",
+        c.id(), "; see ",
+        o_.attach ? "the agent hosts' logs" : absl::StrCat(work_, "/agent-*.log")));
   }
   Record(absl::StrCat("collect ", what), secs);
   return c;
@@ -618,7 +703,7 @@ absl::Status Simulation::Run() {
   const auto t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(Prepare());
   RETURN_IF_ERROR(StartCurator());
-  RETURN_IF_ERROR(StartAgents());
+  if (!o_.attach) RETURN_IF_ERROR(StartAgents());
   RETURN_IF_ERROR(WaitEnrolled());
 
   const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
@@ -743,10 +828,10 @@ absl::Status Simulation::Run() {
                   {"rejected", c.progress().rejected()}});
   }
   json d;
-  d["hosts"] = o_.hosts;
+  d["hosts"] = hosts_;
   d["nodes"] = n;
   d["edges"] = data_.meta.edges;
-  d["tls"] = true;
+  d["tls"] = !status.insecure();
   d["campaigns"] = jc;
   d["reports"] = reports;
   d["refusals"] = refusals;
@@ -756,21 +841,26 @@ absl::Status Simulation::Run() {
       reports ? double(status.report_bytes_received()) / reports : 0.0;
   d["epsilon_spent_per_node"] = {
       {"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
-  uint64_t agents_max = 0, agents_total = 0;
-  for (const auto& a : agents_) {
-    agents_max = std::max(agents_max, a->PeakRssBytes());
-    agents_total += a->PeakRssBytes();
+  if (!o_.attach) {  // ldpctl run cannot see another machine's processes
+    uint64_t agents_max = 0, agents_total = 0;
+    for (const auto& a : agents_) {
+      agents_max = std::max(agents_max, a->PeakRssBytes());
+      agents_total += a->PeakRssBytes();
+    }
+    constexpr double kMiB = 1 << 20;
+    d["peak_rss_mib"] = {{"curator", curator_->PeakRssBytes() / kMiB},
+                         {"agent_host_max", agents_max / kMiB},
+                         {"agent_hosts_total", agents_total / kMiB}};
   }
-  constexpr double kMiB = 1 << 20;
-  d["peak_rss_mib"] = {{"curator", curator_->PeakRssBytes() / kMiB},
-                       {"agent_host_max", agents_max / kMiB},
-                       {"agent_hosts_total", agents_total / kMiB}};
   json stages = json::object();
   for (const auto& [k, v] : stage_seconds_) stages[k] = v;
   d["stage_seconds"] = stages;
   d["total_seconds"] = total;
   d["results"] = {{"estimate", estimate.id()}, {"evaluate", evaluate.id()}};
-  if (o_.keep || o_.keep_running || !created_work_) d["work_dir"] = work_;
+  if (!o_.attach && (o_.keep || o_.keep_running || !created_work_)) {
+    d["work_dir"] = work_;
+  }
+  if (o_.attach) d["curator"] = admin_->address;
   j["deployment"] = d;
   Report(j);
   if (o_.keep_running) return ServeUntilInterrupted();
@@ -795,12 +885,17 @@ void Simulation::Report(const json& j) {
   auto row = [&](const std::string& k, const std::string& v) {
     out_ << absl::StrFormat("  %-26s %s\n", k, v);
   };
-  out_ << "\n== ldpctl simulate: results ==\n";
+  out_ << (o_.attach ? "\n== ldpctl run: results ==\n"
+                      : "\n== ldpctl simulate: results ==\n");
   row("dataset", absl::StrCat(j["dataset"].get<std::string>(), " (",
                               d["nodes"].get<uint32_t>(), " nodes, ",
                               d["edges"].get<size_t>(), " edges)"));
-  row("deployment", absl::StrCat("1 curator + ", o_.hosts,
-                                 " agent hosts, gRPC over TLS on 127.0.0.1"));
+  row("deployment",
+      o_.attach ? absl::StrCat("curator ", d["curator"].get<std::string>(), " + ",
+                               hosts_, " agent hosts, gRPC over ",
+                               d["tls"].get<bool>() ? "TLS" : "PLAINTEXT")
+                : absl::StrCat("1 curator + ", o_.hosts,
+                               " agent hosts, gRPC over TLS on 127.0.0.1"));
   row("pipeline", pipeline_text);
   row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
                                       "): reproducible, NOT private")
@@ -820,12 +915,14 @@ void Simulation::Report(const json& j) {
                                "%.1f KiB of reports (%.1f B per report)",
                                d["report_bytes"].get<uint64_t>() / 1024.0,
                                d["report_bytes_per_report"].get<double>()));
-  const json& mem = d["peak_rss_mib"];
-  row("peak memory", absl::StrFormat(
-                         "curator %.0f MiB, agent hosts %.0f MiB (largest %.0f)",
-                         mem["curator"].get<double>(),
-                         mem["agent_hosts_total"].get<double>(),
-                         mem["agent_host_max"].get<double>()));
+  if (d.contains("peak_rss_mib")) {
+    const json& mem = d["peak_rss_mib"];
+    row("peak memory", absl::StrFormat(
+                           "curator %.0f MiB, agent hosts %.0f MiB (largest %.0f)",
+                           mem["curator"].get<double>(),
+                           mem["agent_hosts_total"].get<double>(),
+                           mem["agent_host_max"].get<double>()));
+  }
   out_ << "\n  " << absl::StrFormat("%-26s %9s\n", "stage", "seconds");
   for (const auto& [k, v] : stage_seconds_) {
     out_ << absl::StrFormat("  %-26s %9.2f\n", k, v);
@@ -854,10 +951,29 @@ absl::Status Simulation::ServeUntilInterrupted() {
 }  // namespace
 
 std::string SimulateHelp() { return kHelp; }
+std::string RunHelp() { return kRunHelp; }
+
+int RunAttached(const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err) {
+  auto options = ParseOptions(args, "", /*attach=*/true);
+  if (!options.ok()) {
+    err << "ldpctl run: " << options.status().message()
+        << "\nRun ldpctl run --help for its flags.\n";
+    return kExitUsage;
+  }
+  Interrupts::Install();
+  Simulation run(*options, out, err);
+  absl::Status s = run.Run();
+  if (!s.ok()) {
+    err << "\nldpctl run: " << absl::StatusCodeToString(s.code()) << ": "
+        << s.message() << "\n";
+  }
+  return ExitCodeOf(s);
+}
 
 int RunSimulate(const std::vector<std::string>& args, const std::string& self_path,
                 std::ostream& out, std::ostream& err) {
-  auto options = ParseOptions(args, self_path);
+  auto options = ParseOptions(args, self_path, /*attach=*/false);
   if (!options.ok()) {
     err << "ldpctl simulate: " << options.status().message()
         << "\nRun ldpctl simulate --help for its flags.\n";

@@ -34,4 +34,10 @@ int RunSimulate(const std::vector<std::string>& args, const std::string& self_pa
 
 std::string SimulateHelp();
 
+// `ldpctl run`: the campaigns, pipeline and table of simulate against a
+// deployment started elsewhere (compose, Kubernetes); starts nothing.
+int RunAttached(const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err);
+std::string RunHelp();
+
 }  // namespace ldpgraph::ldpctl

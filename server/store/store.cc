@@ -34,6 +34,9 @@ constexpr char kFileName[] = "curator.db";
 // (Impl::index), built at Open by reading the log, which also lists each
 // campaign's rows. (Version 1 had one row per answer in a WITHOUT ROWID
 // table answers(campaign, node, ...).)
+// fleet holds the shard plan of hosts that ask the curator for their
+// nodes; the table was added without a version change, since a version 2
+// store without it gets it (empty) at the next Open.
 // sealed's index on to_node carries the rowid (sequence), so a fetch is a
 // range scan per recipient.
 constexpr char kSchema[] = R"sql(
@@ -61,6 +64,9 @@ CREATE TABLE IF NOT EXISTS sealed(
   to_node INTEGER NOT NULL,
   ciphertext BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS sealed_to_node ON sealed(to_node);
+CREATE TABLE IF NOT EXISTS fleet(
+  shard INTEGER PRIMARY KEY,
+  holder TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results(
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   record BLOB NOT NULL,
@@ -311,6 +317,7 @@ struct CuratorStore::Impl {
     Stmt insert_campaign, set_campaign_record, update_campaign, list_campaigns;
     Stmt insert_log, log_after, log_row;
     Stmt put_caps, all_caps;
+    Stmt clear_fleet, put_fleet, get_fleet;
     Stmt insert_audit, list_audit;
     Stmt insert_sealed, fetch_sealed;
     Stmt insert_result, set_result_record, list_results, get_result;
@@ -501,6 +508,11 @@ struct CuratorStore::Impl {
                              "caps = excluded.caps"));
     ASSIGN_OR_RETURN(s.all_caps,
                      Prepare("SELECT node, caps FROM caps ORDER BY node"));
+    ASSIGN_OR_RETURN(s.clear_fleet, Prepare("DELETE FROM fleet"));
+    ASSIGN_OR_RETURN(s.put_fleet,
+                     Prepare("INSERT INTO fleet(shard, holder) VALUES(?1, ?2)"));
+    ASSIGN_OR_RETURN(s.get_fleet,
+                     Prepare("SELECT shard, holder FROM fleet ORDER BY shard"));
     ASSIGN_OR_RETURN(
         s.insert_audit,
         Prepare("INSERT INTO audit(unix_ms, actor, action, details_json) "
@@ -1200,6 +1212,43 @@ absl::Status CuratorStore::ForEachCaps(
   }
   if (rc != SQLITE_DONE) return s.Error("reading caps", rc);
   return absl::OkStatus();
+}
+
+absl::Status CuratorStore::PutFleetPlan(const std::vector<std::string>& holders) {
+  Impl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "storing the fleet plan";
+  return s.InTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        RETURN_IF_ERROR(s.Run(kOperation, s.stmts.clear_fleet.get()));
+        sqlite3_stmt* stmt = s.stmts.put_fleet.get();
+        for (size_t i = 0; i < holders.size(); ++i) {
+          ScopedReset reset(stmt);
+          RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, static_cast<int64_t>(i),
+                                        Text{holders[i]}));
+          RETURN_IF_ERROR(s.StepDone(kOperation, stmt));
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::StatusOr<std::vector<std::string>> CuratorStore::GetFleetPlan() {
+  Impl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  sqlite3_stmt* stmt = s.stmts.get_fleet.get();
+  ScopedReset reset(stmt);
+  std::vector<std::string> holders;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    if (sqlite3_column_int64(stmt, 0) != static_cast<int64_t>(holders.size())) {
+      return absl::DataLossError(absl::StrCat(
+          "curator store ", s.path, ": the fleet plan skips shard ",
+          holders.size()));
+    }
+    holders.push_back(ColumnBytes(stmt, 1));
+  }
+  if (rc != SQLITE_DONE) return s.Error("reading the fleet plan", rc);
+  return holders;
 }
 
 absl::Status CuratorStore::Audit(const std::string& actor,

@@ -169,6 +169,13 @@ class CuratorStore {
   absl::Status ForEachCaps(
       absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn);
 
+  // The fleet plan (server/curator/fleet.h): shard i's holder is
+  // holders[i]. PutFleetPlan replaces the whole plan in one transaction
+  // (an empty vector clears it); GetFleetPlan returns it by shard, empty if
+  // none was stored.
+  absl::Status PutFleetPlan(const std::vector<std::string>& holders);
+  absl::StatusOr<std::vector<std::string>> GetFleetPlan();
+
   // Audit log: append-only; rows are stamped with the time of the call.
   // ListAudit: rows with sequence > after_sequence, ascending, at most
   // limit (> 0, INVALID_ARGUMENT otherwise).

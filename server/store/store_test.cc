@@ -115,6 +115,26 @@ TEST(CuratorStoreTest, AnswerKeysMatchTheAnswersAcrossReopen) {
   EXPECT_EQ(keys.size(), 5u);
 }
 
+TEST(CuratorStoreTest, FleetPlanIsReplacedWholeAndSurvivesReopen) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path());
+    ASSERT_NE(store, nullptr);
+    auto none = store->GetFleetPlan();
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_THAT(*none, IsEmpty());
+    ASSERT_TRUE(store->PutFleetPlan({"a", "b", "c"}).ok());
+    ASSERT_TRUE(store->PutFleetPlan({"b", "host with spaces"}).ok());
+  }
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto plan = store->GetFleetPlan();
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(*plan, (std::vector<std::string>{"b", "host with spaces"}));
+  ASSERT_TRUE(store->PutFleetPlan({}).ok());
+  EXPECT_THAT(*store->GetFleetPlan(), IsEmpty());
+}
+
 TEST(CuratorStoreTest, CreatesListsAndUpdatesCampaigns) {
   TempDir dir;
   auto store = OpenOrDie(dir.path());

@@ -1,0 +1,142 @@
+#include "server/curator/fleet.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::curator {
+
+absl::StatusOr<std::unique_ptr<FleetPlanner>> FleetPlanner::Create(
+    Options options, store::CuratorStore* store) {
+  if (options.num_nodes == 0) {
+    return absl::InvalidArgumentError("a fleet plan needs a graph with nodes");
+  }
+  if (options.settle <= absl::ZeroDuration() ||
+      options.lease <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "fleet settle and lease times must be > 0");
+  }
+  if (options.max_hosts == 0) {
+    return absl::InvalidArgumentError("fleet max_hosts must be > 0");
+  }
+  std::unique_ptr<FleetPlanner> p(new FleetPlanner(options, store));
+  if (store != nullptr) {
+    ASSIGN_OR_RETURN(std::vector<std::string> holders, store->GetFleetPlan());
+    if (holders.size() > options.num_nodes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the stored fleet plan has ", holders.size(), " shards but the graph ",
+          options.num_nodes, " nodes"));
+    }
+    const absl::Time now = absl::Now();
+    absl::MutexLock lock(&p->mu_);
+    for (uint32_t i = 0; i < holders.size(); ++i) {
+      p->shard_of_[holders[i]] = i;
+    }
+    p->holders_ = std::move(holders);
+    p->renewed_.assign(p->holders_.size(), now);
+  }
+  return p;
+}
+
+FleetPlanner::Grant FleetPlanner::Assigned(uint32_t shard) const {
+  const uint64_t n = options_.num_nodes;
+  const uint64_t k = holders_.size();
+  Grant g;
+  g.state = Grant::State::kAssigned;
+  g.shard = shard;
+  g.shards = static_cast<uint32_t>(k);
+  g.begin = static_cast<uint32_t>(n * shard / k);
+  g.end = static_cast<uint32_t>(n * (shard + 1) / k);
+  g.retry_after = options_.lease / 3;
+  return g;
+}
+
+absl::StatusOr<FleetPlanner::Grant> FleetPlanner::Claim(absl::string_view host,
+                                                        absl::Time now) {
+  if (host.empty() || host.size() > 256) {
+    return absl::InvalidArgumentError(
+        "a shard claim needs a host name of 1 to 256 bytes");
+  }
+  absl::MutexLock lock(&mu_);
+  if (!holders_.empty()) {
+    if (auto it = shard_of_.find(host); it != shard_of_.end()) {
+      renewed_[it->second] = now;
+      return Assigned(it->second);
+    }
+    // A stranger: the first shard whose holder's lease has lapsed.
+    for (uint32_t i = 0; i < holders_.size(); ++i) {
+      if (now - renewed_[i] < options_.lease) continue;
+      std::vector<std::string> next = holders_;
+      next[i] = std::string(host);
+      if (store_ != nullptr) RETURN_IF_ERROR(store_->PutFleetPlan(next));
+      shard_of_.erase(holders_[i]);
+      holders_ = std::move(next);
+      shard_of_[holders_[i]] = i;
+      renewed_[i] = now;
+      return Assigned(i);
+    }
+    Grant spare;
+    spare.state = Grant::State::kSpare;
+    spare.retry_after = options_.lease / 3;
+    return spare;
+  }
+
+  // Gathering.
+  auto [it, joined] = gathered_.try_emplace(host, Seen{now, now});
+  if (joined) {
+    if (gathered_.size() > options_.max_hosts) {
+      gathered_.erase(it);
+    } else {
+      last_join_ = now;
+    }
+  } else {
+    it->second.last = now;
+  }
+  const absl::Duration quiet = now - last_join_;
+  if (quiet < options_.settle) {
+    Grant wait;
+    wait.retry_after = std::clamp(options_.settle - quiet, absl::Milliseconds(100),
+                                  absl::Seconds(1));
+    return wait;
+  }
+  // Fix the plan: live hosts, by first claim, at most one per node.
+  std::vector<std::pair<const std::string*, const Seen*>> live;
+  for (const auto& [name, seen] : gathered_) {
+    if (now - seen.last < options_.lease) live.emplace_back(&name, &seen);
+  }
+  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second->first, *a.first) < std::tie(b.second->first, *b.first);
+  });
+  if (live.size() > options_.num_nodes) live.resize(options_.num_nodes);
+  std::vector<std::string> holders;
+  holders.reserve(live.size());
+  for (const auto& [name, seen] : live) holders.push_back(*name);
+  if (store_ != nullptr) RETURN_IF_ERROR(store_->PutFleetPlan(holders));
+  holders_ = std::move(holders);
+  renewed_.assign(holders_.size(), now);
+  for (uint32_t i = 0; i < holders_.size(); ++i) shard_of_[holders_[i]] = i;
+  gathered_.clear();
+  // The claimant was live, but may have been cut by the one-per-node rule.
+  if (auto mine = shard_of_.find(host); mine != shard_of_.end()) {
+    return Assigned(mine->second);
+  }
+  Grant spare;
+  spare.state = Grant::State::kSpare;
+  spare.retry_after = options_.lease / 3;
+  return spare;
+}
+
+uint32_t FleetPlanner::shards() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<uint32_t>(holders_.size());
+}
+
+uint32_t FleetPlanner::gathering() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<uint32_t>(gathered_.size());
+}
+
+}  // namespace ldpgraph::curator
