@@ -106,6 +106,7 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
   fleet.num_nodes = c->options_.num_nodes;
   fleet.settle = c->options_.fleet_settle;
   fleet.lease = c->options_.fleet_lease;
+  fleet.min_hosts = c->options_.fleet_min_hosts;
   ASSIGN_OR_RETURN(c->fleet_, FleetPlanner::Create(fleet, c->store_.get()));
   RETURN_IF_ERROR(c->Load());
   RETURN_IF_ERROR(c->CloseExpired(absl::Now()).status());

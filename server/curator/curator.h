@@ -80,6 +80,7 @@ class Curator {
     // how long a holder's lease lasts without a renewal.
     absl::Duration fleet_settle = absl::Seconds(5);
     absl::Duration fleet_lease = absl::Seconds(30);
+    size_t fleet_min_hosts = 1;
   };
 
   // Opens the curator over an opened store: loads campaigns, rebuilds the

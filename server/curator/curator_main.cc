@@ -53,6 +53,8 @@ Flags:
   --fleet-settle S     agent hosts started with --nodes from-curator get
                        their shards once no new one has asked for S seconds
                        (default 5); the plan is then fixed and stored
+  --fleet-min-hosts N  and not before N hosts have asked (default 1): set it
+                       to the fleet's size when it is known
   --fleet-lease S      a shard whose host has not renewed for S seconds
                        (default 30) goes to a spare host
   --ready-file FILE    once serving, write {"grpc_port": P, "http_port": H,
@@ -93,7 +95,7 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
                      {"listen", "http", "data-dir", "graph", "nodes",
                       "admin-token", "node-key", "tls-cert", "tls-key",
                       "sync", "max-threads", "ready-file", "fleet-settle",
-                      "fleet-lease"},
+                      "fleet-lease", "fleet-min-hosts"},
                      {"insecure"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
@@ -154,6 +156,13 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
           absl::StrCat("--", flag, " must be in (0, 86400] seconds"));
     }
     *out = absl::Seconds(*seconds);
+  }
+  ASSIGN_OR_RETURN(auto min_hosts, a.GetInt("fleet-min-hosts"));
+  if (min_hosts) {
+    if (*min_hosts < 1 || *min_hosts > 100000) {
+      return absl::InvalidArgumentError("--fleet-min-hosts must be in [1, 100000]");
+    }
+    o.fleet_min_hosts = static_cast<int>(*min_hosts);
   }
   return o;
 }

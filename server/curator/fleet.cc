@@ -19,8 +19,9 @@ absl::StatusOr<std::unique_ptr<FleetPlanner>> FleetPlanner::Create(
     return absl::InvalidArgumentError(
         "fleet settle and lease times must be > 0");
   }
-  if (options.max_hosts == 0) {
-    return absl::InvalidArgumentError("fleet max_hosts must be > 0");
+  if (options.min_hosts == 0 || options.max_hosts < options.min_hosts) {
+    return absl::InvalidArgumentError(
+        "fleet host bounds must satisfy 1 <= min_hosts <= max_hosts");
   }
   std::unique_ptr<FleetPlanner> p(new FleetPlanner(options, store));
   if (store != nullptr) {
@@ -96,7 +97,7 @@ absl::StatusOr<FleetPlanner::Grant> FleetPlanner::Claim(absl::string_view host,
     it->second.last = now;
   }
   const absl::Duration quiet = now - last_join_;
-  if (quiet < options_.settle) {
+  if (gathered_.size() < options_.min_hosts || quiet < options_.settle) {
     Grant wait;
     wait.retry_after = std::clamp(options_.settle - quiet, absl::Milliseconds(100),
                                   absl::Seconds(1));

@@ -10,8 +10,8 @@
 // Protocol, keyed by host name (a host's identity: the pod name, the
 // container's hostname; names must be unique within the fleet):
 //   Gathering. Every host that claims joins the gathering and is told to
-//     wait. Once `settle` has passed since the last new host joined, the
-//     plan is fixed: K shards, one per host that claimed within the last
+//     wait. Once at least `min_hosts` have joined and `settle` has passed
+//     since the last new one, the plan is fixed: K shards, one per host that claimed within the last
 //     `lease` (hosts that stopped asking are dropped), in the order they
 //     first claimed (ties by name), at most one per node.
 //   Planned. A holder's claim renews its lease and returns its shard. A
@@ -56,6 +56,10 @@ class FleetPlanner {
     // A holder that has not claimed for this long may be replaced; > settle
     // is not required, but the lease must be > 0.
     absl::Duration lease = absl::Seconds(30);
+    // Fewest hosts to gather before a plan (>= 1): an operator who knows
+    // the fleet's size sets it, so that a host slow to start is never left
+    // out of the plan.
+    size_t min_hosts = 1;
     // Most hosts gathered at once; later ones are told to wait.
     size_t max_hosts = 100000;
   };

@@ -74,6 +74,22 @@ TEST(FleetPlannerTest, WaitsUntilSettledThenCoversEveryNodeOnce) {
   EXPECT_EQ(covered.size(), 10u);
 }
 
+TEST(FleetPlannerTest, WaitsForTheFewestHostsItWasToldOf) {
+  FleetPlanner::Options o;
+  o.num_nodes = 10;
+  o.min_hosts = 2;
+  auto p = FleetPlanner::Create(o, nullptr);
+  ASSERT_TRUE(p.ok());
+  ClaimOrDie(**p, "a", kT0);
+  // Long quiet, but only one host: still gathering.
+  EXPECT_EQ(ClaimOrDie(**p, "a", kT0 + absl::Seconds(20)).state, State::kWaiting);
+  ClaimOrDie(**p, "b", kT0 + absl::Seconds(21));
+  EXPECT_EQ(ClaimOrDie(**p, "a", kT0 + absl::Seconds(26)).state, State::kAssigned);
+  EXPECT_EQ((*p)->shards(), 2u);
+  o.min_hosts = 0;
+  EXPECT_FALSE(FleetPlanner::Create(o, nullptr).ok());
+}
+
 TEST(FleetPlannerTest, HostsThatStoppedAskingAreLeftOutOfThePlan) {
   auto p = Planner(100);
   ClaimOrDie(*p, "gone", kT0);

@@ -49,6 +49,8 @@ struct ServerOptions {
   // Fleet shard plans (fleet.h): settle time and lease.
   absl::Duration fleet_settle = absl::Seconds(5);
   absl::Duration fleet_lease = absl::Seconds(30);
+  // Fewest hosts a plan waits for (fleet.h).
+  int fleet_min_hosts = 1;
 };
 
 class CuratorServer {
