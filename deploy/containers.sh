@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# ldpgraph in containers, verified end to end on this machine.
+#
+#   bash deploy/containers.sh all        # everything below, in order
+#   bash deploy/containers.sh setup      # podman + podman-compose (Debian 12, no Docker engine)
+#   bash deploy/containers.sh build      # the three images (deploy/Dockerfile)
+#   bash deploy/containers.sh compose [N]  # docker-compose.yml with N agent hosts
+#                                        # (default 3) to a finished campaign
+#   bash deploy/containers.sh kube       # deploy/k8s played with `podman kube play`
+#   bash deploy/containers.sh check      # compose config + Kubernetes schema validation
+#                                        # (no engine, no images: what CI runs)
+#
+# The engine is podman when it is installed, else docker (CONTAINER_ENGINE
+# overrides). With podman, `setup` runs ../shared/tools/container-engine-setup
+# when it exists, which also makes the local debian:bookworm-slim base image
+# on machines that reach no container registry; builds use --network host so
+# that apt-get inside them reaches Debian's mirrors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+engine=${CONTAINER_ENGINE:-}
+if [ -z "$engine" ]; then
+  if command -v podman >/dev/null; then engine=podman; else engine=docker; fi
+fi
+project=ldpgraph
+
+compose() {
+  if [ "$engine" = podman ]; then
+    podman-compose -p "$project" "$@"
+  else
+    docker compose -p "$project" "$@"
+  fi
+}
+
+setup() {
+  if [ "$engine" != podman ]; then
+    echo "setup: engine is $engine; nothing to set up"
+    return
+  fi
+  local tool=../shared/tools/container-engine-setup
+  if [ -x "$tool" ] || [ -f "$tool" ]; then
+    bash "$tool"
+  else
+    command -v podman-compose >/dev/null || {
+      echo "setup: install podman and podman-compose (apt-get install podman podman-compose)" >&2
+      exit 1
+    }
+  fi
+}
+
+build() {
+  local net=()
+  [ "$engine" = podman ] && net=(--network host)
+  for target in curator agent ldpctl; do
+    local name=ldpgraph-$target
+    [ "$target" = ldpctl ] && name=ldpctl
+    echo "== build localhost/$name:dev (target $target)"
+    "$engine" build "${net[@]}" -f deploy/Dockerfile --target "$target" \
+      -t "localhost/$name:dev" .
+  done
+  "$engine" images --filter reference='localhost/*' \
+    --format '{{.Repository}}:{{.Tag}} {{.Size}}'
+}
+
+compose_run() {
+  local n=${1:-3}
+  echo "== compose: curator, $n agent hosts, one campaign"
+  compose down -v >/dev/null 2>&1 || true
+  # Detached, then wait for the one-shot job. (--exit-code-from would stop
+  # everything as soon as init, itself a one-shot, exits.)
+  compose up -d --no-build --scale agent="$n" > /tmp/ldpgraph-compose.log 2>&1 || {
+    echo "compose: up failed; see /tmp/ldpgraph-compose.log" >&2
+    tail -30 /tmp/ldpgraph-compose.log >&2
+    compose down -v >/dev/null 2>&1 || true
+    return 1
+  }
+  local job rc=0
+  job=$("$engine" ps -a -q --filter label=com.docker.compose.project="$project"         --filter label=com.docker.compose.service=campaign | head -1)
+  [ -n "$job" ] || { echo "compose: no campaign container" >&2; return 1; }
+  echo "-- waiting for the campaign job ($job)"
+  rc=$(timeout 1800 "$engine" wait "$job") || rc=124
+  "$engine" logs "$job" 2>&1 | sed 's/^/   /'
+  compose logs > /tmp/ldpgraph-compose.log 2>&1 || true
+  local shards
+  shards=$(grep -o "holding shard [0-9]* of $n" /tmp/ldpgraph-compose.log | sort -u | wc -l)
+  compose down -v >/dev/null 2>&1 || true
+  if [ "$rc" != 0 ]; then
+    echo "compose: the campaign job failed (exit $rc); every log: /tmp/ldpgraph-compose.log" >&2
+    return 1
+  fi
+  echo "compose: $shards distinct shards held by $n agent hosts (logs: /tmp/ldpgraph-compose.log)"
+  [ "$shards" -eq "$n" ] || { echo "compose: expected $n distinct shards" >&2; return 1; }
+}
+
+kube() {
+  bash deploy/k8s/podman-play.sh play
+}
+
+check() {
+  # docker-compose (Debian's package, 1.29) validates the file against the
+  # Compose schema and resolves every variable without an engine;
+  # podman-compose 1.0.3 has no config command.
+  echo "== compose config (docker-compose config -q)"
+  if ! command -v docker-compose >/dev/null; then
+    echo "check: docker-compose is missing: apt-get install docker-compose" >&2
+    return 1
+  fi
+  docker-compose -f docker-compose.yml config -q
+  # `--scale agent=N` works without editing only if nothing in the agent
+  # service is per-container: no container_name, no published host port.
+  docker-compose -f docker-compose.yml config | python3 -c '
+import sys, yaml
+agent = yaml.safe_load(sys.stdin)["services"]["agent"]
+bad = [k for k in ("container_name", "ports", "hostname") if k in agent]
+if bad:
+    sys.exit("compose: the agent service sets %s, which breaks --scale" % ", ".join(bad))
+'
+  echo "compose config: ok"
+  echo "== Kubernetes manifests"
+  bash deploy/k8s/validate.sh
+}
+
+case "${1:-all}" in
+  setup) setup ;;
+  build) build ;;
+  compose) compose_run "${2:-3}" ;;
+  kube) kube ;;
+  check) check ;;
+  all) setup; check; build; compose_run 3; kube ;;
+  -h|--help|help) sed -n '2,17p' "$0" ;;
+  *) echo "containers.sh: unknown command '$1' (setup, build, compose, kube, check, all)" >&2; exit 2 ;;
+esac
