@@ -161,6 +161,31 @@ TEST(LoadDatasetTest, ReadsOptionalKeysAndIgnoresUnknownOnes) {
 
 // ---------------------------------------------------------- missing things
 
+TEST(LoadDatasetMetaTest, ReadsMetaAloneAndChecksItLikeLoadDataset) {
+  TempFolder dir;
+  WriteFolder(dir, Files());
+  // The records are not read: a broken nodes.svm does not matter.
+  {
+    std::ofstream f(dir.File("nodes.svm"));
+    f << "not a record\n";
+  }
+  auto meta = LoadDatasetMeta(dir.path());
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_EQ(meta->name, "tiny");
+  EXPECT_EQ(meta->nodes, 4u);
+  EXPECT_EQ(meta->features, 5u);
+  EXPECT_EQ(meta->classes, 3);
+  EXPECT_FALSE(LoadDataset(dir.path()).ok());
+  // A broken meta.json gets LoadDataset's error; a missing folder NOT_FOUND.
+  {
+    std::ofstream f(dir.File("meta.json"));
+    f << "{\"name\": 3}";
+  }
+  EXPECT_INVALID(LoadDatasetMeta(dir.path()).status(), HasSubstr("meta.json"));
+  EXPECT_EQ(LoadDatasetMeta(dir.File("missing")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST(LoadDatasetTest, MissingFolderIsNotFound) {
   TempFolder dir;
   const std::string missing = dir.File("no_such_dataset");

@@ -217,6 +217,13 @@ TEST_F(SimulateTest, AdminCommandsAgainstTheRunningDeploymentThenCtrlC) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("c1"));
   EXPECT_THAT(r.out, HasSubstr("closed"));
+  // Connection flags before the command, as the overview's example has it.
+  r = Ldpctl({"--config", conf, "campaign", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("c1"));
+  r = Ldpctl({"--config", conf});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no command"));
 
   r = Ldpctl({"budget", "show", "--config", conf, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
