@@ -93,18 +93,52 @@ compose_run() {
 }
 
 kube() {
-  bash deploy/k8s/podman-play.sh play
+  # The overlay's secrets, made once (make-secrets.sh keeps existing ones)
+  # with the native binaries if built, else with the ldpctl image.
+  if [ ! -f deploy/k8s/overlays/local/secrets/curator/node.key ]; then
+    if [ -x build/ldpctl ] && [ -x build/ldpgraph ]; then
+      bash deploy/k8s/make-secrets.sh
+    else
+      local wrap
+      wrap=$(mktemp -d)
+      for tool in ldpctl ldpgraph; do
+        printf '#!/bin/sh\nexec %s run --rm --user 0 -v /tmp:/tmp -v "%s:%s" -w "$PWD" --entrypoint %s localhost/ldpctl:dev "$@"\n' \
+          "$engine" "$PWD" "$PWD" "$tool" > "$wrap/$tool"
+        chmod +x "$wrap/$tool"
+      done
+      bash deploy/k8s/make-secrets.sh "$wrap/ldpctl" "$wrap/ldpgraph"
+      rm -rf "$wrap"
+    fi
+  fi
+  local rc=0
+  bash deploy/k8s/podman-play.sh play || rc=$?
+  bash deploy/k8s/podman-play.sh down --purge
+  return "$rc"
+}
+
+# The tools `check` needs, from Debian's packages: docker-compose (only its
+# config command, which needs no engine) and Node.js for the manifest
+# validator.
+check_tools() {
+  local missing=()
+  command -v docker-compose >/dev/null || missing+=(docker-compose)
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+  [ ${#missing[@]} -eq 0 ] && return
+  local sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  echo "check: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
 }
 
 check() {
+  check_tools
   # docker-compose (Debian's package, 1.29) validates the file against the
   # Compose schema and resolves every variable without an engine;
   # podman-compose 1.0.3 has no config command.
   echo "== compose config (docker-compose config -q)"
-  if ! command -v docker-compose >/dev/null; then
-    echo "check: docker-compose is missing: apt-get install docker-compose" >&2
-    return 1
-  fi
   docker-compose -f docker-compose.yml config -q
   # `--scale agent=N` works without editing only if nothing in the agent
   # service is per-container: no container_name, no published host port.
@@ -118,6 +152,8 @@ if bad:
   echo "compose config: ok"
   echo "== Kubernetes manifests"
   bash deploy/k8s/validate.sh
+  echo "== the validator rejects broken manifests"
+  bash deploy/k8s/validate-selftest.sh | tail -1
 }
 
 case "${1:-all}" in
