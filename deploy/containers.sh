@@ -81,8 +81,12 @@ compose_run() {
   rc=$(timeout 1800 "$engine" wait "$job") || rc=124
   "$engine" logs "$job" 2>&1 | sed 's/^/   /'
   compose logs > /tmp/ldpgraph-compose.log 2>&1 || true
-  local shards
-  shards=$(grep -o "holding shard [0-9]* of $n" /tmp/ldpgraph-compose.log | sort -u | wc -l)
+  # Each agent container's own log (the merged one interleaves lines).
+  local shards id
+  shards=$(for id in $("$engine" ps -a -q --filter label=com.docker.compose.project="$project" \
+                         --filter label=com.docker.compose.service=agent); do
+             "$engine" logs "$id" 2>&1 | grep -o "holding shard [0-9]* of $n"
+           done | sort -u | wc -l)
   compose down -v >/dev/null 2>&1 || true
   if [ "$rc" != 0 ]; then
     echo "compose: the campaign job failed (exit $rc); every log: /tmp/ldpgraph-compose.log" >&2

@@ -1,11 +1,11 @@
 #include "server/curator/fleet.h"
 
-#include <filesystem>
 #include <set>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/testing/temp_folder.h"
 
 namespace ldpgraph::curator {
 namespace {
@@ -131,25 +131,8 @@ TEST(FleetPlannerTest, SpareTakesOverOnlyALapsedLease) {
   EXPECT_EQ(p->shards(), 2u);
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "/fleet_test_XXXXXX";
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 TEST(FleetPlannerTest, StoredPlanSurvivesARestartWithItsTakeovers) {
-  TempDir dir;
+  TempFolder dir;
   {
     auto store = store::CuratorStore::Open(dir.path(), {});
     ASSERT_TRUE(store.ok()) << store.status();
@@ -177,7 +160,7 @@ TEST(FleetPlannerTest, StoredPlanSurvivesARestartWithItsTakeovers) {
 }
 
 TEST(FleetPlannerTest, StoredPlanLargerThanTheGraphIsRefused) {
-  TempDir dir;
+  TempFolder dir;
   auto store = store::CuratorStore::Open(dir.path(), {});
   ASSERT_TRUE(store.ok());
   ASSERT_TRUE((*store)->PutFleetPlan({"a", "b", "c"}).ok());

@@ -331,6 +331,9 @@ class Simulation {
             static_cast<uint32_t>(n * (h + 1) / o_.hosts)};
   }
   absl::Status Prepare();
+  // The pipeline's configuration and the public feature range, from the
+  // options and data_.meta.
+  absl::Status Configure();
   absl::Status StartCurator();
   absl::Status StartAgents();
   absl::Status WaitEnrolled();
@@ -381,22 +384,26 @@ absl::Status Simulation::Check() {
   return absl::OkStatus();
 }
 
+absl::Status Simulation::Configure() {
+  if (o_.task == pipeline::Task::kNode && data_.meta.classes < 2) {
+    return absl::InvalidArgumentError(
+        "node classification needs a dataset with labels (classes >= 2)");
+  }
+  ASSIGN_OR_RETURN(config_, ConfigOf(o_));
+  auto range = ScaledRange(config_.scaling, data_.meta);
+  if (!range) {
+    return absl::InvalidArgumentError(
+        "the method's feature scaling needs a public range the dataset does not declare");
+  }
+  range_ = *range;
+  return absl::OkStatus();
+}
+
 absl::Status Simulation::Prepare() {
   if (o_.attach) {
     // Only the public description: the agents hold the records.
     ASSIGN_OR_RETURN(data_.meta, LoadDatasetMeta(o_.dataset_dir));
-    if (o_.task == pipeline::Task::kNode && data_.meta.classes < 2) {
-      return absl::InvalidArgumentError(
-          "node classification needs a dataset with labels (classes >= 2)");
-    }
-    ASSIGN_OR_RETURN(config_, ConfigOf(o_));
-    auto range = ScaledRange(config_.scaling, data_.meta);
-    if (!range) {
-      return absl::InvalidArgumentError(
-          "the method's feature scaling needs a public range the dataset does not declare");
-    }
-    range_ = *range;
-    return absl::OkStatus();
+    return Configure();
   }
   if (o_.work_dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
@@ -443,17 +450,7 @@ absl::Status Simulation::Prepare() {
     return absl::InvalidArgumentError(absl::StrCat(
         "--hosts ", o_.hosts, " exceeds the dataset's ", data_.meta.nodes, " nodes"));
   }
-  if (o_.task == pipeline::Task::kNode && data_.meta.classes < 2) {
-    return absl::InvalidArgumentError(
-        "node classification needs a dataset with labels (classes >= 2)");
-  }
-  ASSIGN_OR_RETURN(config_, ConfigOf(o_));
-  auto range = ScaledRange(config_.scaling, data_.meta);
-  if (!range) {
-    return absl::InvalidArgumentError(
-        "the method's feature scaling needs a public range the dataset does not declare");
-  }
-  range_ = *range;
+  RETURN_IF_ERROR(Configure());
 
   // Secrets and TLS: a throwaway CA, the curator's certificate for
   // localhost and 127.0.0.1, an admin token, a node key.
