@@ -24,6 +24,16 @@ if [ -z "$engine" ]; then
 fi
 project=ldpgraph
 
+# Removes every container and volume of the compose project, however many
+# agents it had (podman-compose's down only knows the replicas it is told).
+compose_purge() {
+  LDPGRAPH_AGENTS=${1:-3} compose down -v >/dev/null 2>&1 || true
+  local ids
+  ids=$("$engine" ps -a -q --filter label=com.docker.compose.project="$project")
+  [ -z "$ids" ] || "$engine" rm -f $ids >/dev/null
+  "$engine" volume ls -q | grep "^${project}_" | xargs -r "$engine" volume rm -f >/dev/null || true
+}
+
 compose() {
   if [ "$engine" = podman ]; then
     podman-compose -p "$project" "$@"
@@ -65,13 +75,15 @@ build() {
 compose_run() {
   local n=${1:-3}
   echo "== compose: curator, $n agent hosts, one campaign"
-  compose down -v >/dev/null 2>&1 || true
+  compose_purge
   # Detached, then wait for the one-shot job. (--exit-code-from would stop
   # everything as soon as init, itself a one-shot, exits.)
-  compose up -d --no-build --scale agent="$n" > /tmp/ldpgraph-compose.log 2>&1 || {
+  # LDPGRAPH_AGENTS for podman-compose 1.0.3, which ignores --scale.
+  LDPGRAPH_AGENTS="$n" compose up -d --no-build --scale agent="$n" \
+    > /tmp/ldpgraph-compose.log 2>&1 || {
     echo "compose: up failed; see /tmp/ldpgraph-compose.log" >&2
     tail -30 /tmp/ldpgraph-compose.log >&2
-    compose down -v >/dev/null 2>&1 || true
+    compose_purge "$n"
     return 1
   }
   local job rc=0
@@ -87,7 +99,7 @@ compose_run() {
                          --filter label=com.docker.compose.service=agent); do
              "$engine" logs "$id" 2>&1 | grep -o "holding shard [0-9]* of $n"
            done | sort -u | wc -l)
-  compose down -v >/dev/null 2>&1 || true
+  compose_purge "$n"
   if [ "$rc" != 0 ]; then
     echo "compose: the campaign job failed (exit $rc); every log: /tmp/ldpgraph-compose.log" >&2
     return 1
