@@ -1,0 +1,244 @@
+#include "common/crypto/sealed.h"
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/rand.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::crypto {
+namespace {
+
+constexpr char kLabel[] = "ldpgraph-sealed-v1";
+constexpr uint8_t kVersion = 0x01;
+constexpr size_t kMaxPlaintext = size_t{16} << 20;
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct PkeyCtxFree {
+  void operator()(EVP_PKEY_CTX* p) const { EVP_PKEY_CTX_free(p); }
+};
+struct CipherCtxFree {
+  void operator()(EVP_CIPHER_CTX* p) const { EVP_CIPHER_CTX_free(p); }
+};
+struct KdfFree {
+  void operator()(EVP_KDF* p) const { EVP_KDF_free(p); }
+};
+struct KdfCtxFree {
+  void operator()(EVP_KDF_CTX* p) const { EVP_KDF_CTX_free(p); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+// INTERNAL naming the step and OpenSSL's first queued error.
+absl::Status OpenSslError(absl::string_view step) {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  char buf[256] = "no OpenSSL error queued";
+  if (e != 0) ERR_error_string_n(e, buf, sizeof(buf));
+  return absl::InternalError(absl::StrCat("sealed: ", step, ": ", buf));
+}
+
+const unsigned char* Bytes(absl::string_view s) {
+  return reinterpret_cast<const unsigned char*>(s.data());
+}
+
+absl::StatusOr<std::string> RawKey(EVP_PKEY* key, bool is_private) {
+  std::string out(kKeyBytes, '\0');
+  size_t len = out.size();
+  unsigned char* p = reinterpret_cast<unsigned char*>(out.data());
+  const int ok = is_private ? EVP_PKEY_get_raw_private_key(key, p, &len)
+                            : EVP_PKEY_get_raw_public_key(key, p, &len);
+  if (ok != 1 || len != kKeyBytes) return OpenSslError("reading a raw key");
+  return out;
+}
+
+// X25519(self, peer), then HKDF-SHA256 with info = from || to.
+absl::StatusOr<std::array<uint8_t, kKeyBytes>> DeriveKey(
+    const KeyPair& self, absl::string_view peer, bool outgoing) {
+  if (peer.size() != kKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sealed: a public key holds ", kKeyBytes, " bytes, got ", peer.size()));
+  }
+  Pkey mine(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
+                                         Bytes(self.private_key()), kKeyBytes));
+  Pkey theirs(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr,
+                                          Bytes(peer), kKeyBytes));
+  if (!mine || !theirs) return OpenSslError("loading X25519 keys");
+  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(
+      EVP_PKEY_CTX_new(mine.get(), nullptr));
+  unsigned char shared[kKeyBytes];
+  size_t shared_len = sizeof(shared);
+  if (!ctx || EVP_PKEY_derive_init(ctx.get()) != 1) {
+    return OpenSslError("starting the X25519 agreement");
+  }
+  if (EVP_PKEY_derive_set_peer(ctx.get(), theirs.get()) != 1 ||
+      EVP_PKEY_derive(ctx.get(), shared, &shared_len) != 1 ||
+      shared_len != kKeyBytes) {
+    ERR_clear_error();
+    // OpenSSL refuses an all-zero result, i.e. a low-order public key.
+    return absl::InvalidArgumentError(
+        "sealed: the peer's public key is not usable for X25519 (a low-order "
+        "point)");
+  }
+
+  std::string info = outgoing ? absl::StrCat(self.public_key(), peer)
+                              : absl::StrCat(peer, self.public_key());
+  std::unique_ptr<EVP_KDF, KdfFree> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr));
+  std::unique_ptr<EVP_KDF_CTX, KdfCtxFree> kctx(
+      kdf ? EVP_KDF_CTX_new(kdf.get()) : nullptr);
+  if (!kctx) return OpenSslError("fetching HKDF");
+  char digest[] = "SHA256";
+  std::string salt = kLabel;
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, shared, kKeyBytes),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt.data(),
+                                        salt.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(),
+                                        info.size()),
+      OSSL_PARAM_construct_end()};
+  std::array<uint8_t, kKeyBytes> key;
+  const int ok = EVP_KDF_derive(kctx.get(), key.data(), key.size(), params);
+  OPENSSL_cleanse(shared, sizeof(shared));
+  if (ok != 1) return OpenSslError("HKDF");
+  return key;
+}
+
+std::string Aad(absl::string_view context) { return absl::StrCat(kLabel, context); }
+
+}  // namespace
+
+absl::StatusOr<KeyPair> KeyPair::Generate() {
+  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(
+      EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, nullptr));
+  EVP_PKEY* raw = nullptr;
+  if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 ||
+      EVP_PKEY_keygen(ctx.get(), &raw) != 1) {
+    return OpenSslError("generating an X25519 key");
+  }
+  Pkey key(raw);
+  ASSIGN_OR_RETURN(std::string priv, RawKey(key.get(), true));
+  ASSIGN_OR_RETURN(std::string pub, RawKey(key.get(), false));
+  return KeyPair(std::move(priv), std::move(pub));
+}
+
+absl::StatusOr<KeyPair> KeyPair::FromPrivate(absl::string_view private_key) {
+  if (private_key.size() != kKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sealed: a private key holds ", kKeyBytes, " bytes, got ",
+        private_key.size()));
+  }
+  Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
+                                        Bytes(private_key), kKeyBytes));
+  if (!key) return OpenSslError("loading an X25519 private key");
+  ASSIGN_OR_RETURN(std::string pub, RawKey(key.get(), false));
+  return KeyPair(std::string(private_key), std::move(pub));
+}
+
+absl::StatusOr<SealingKey> SealingKey::Outgoing(const KeyPair& self,
+                                                absl::string_view peer) {
+  ASSIGN_OR_RETURN(auto key, DeriveKey(self, peer, /*outgoing=*/true));
+  return SealingKey(key);
+}
+
+absl::StatusOr<SealingKey> SealingKey::Incoming(const KeyPair& self,
+                                                absl::string_view peer) {
+  ASSIGN_OR_RETURN(auto key, DeriveKey(self, peer, /*outgoing=*/false));
+  return SealingKey(key);
+}
+
+absl::StatusOr<std::string> SealingKey::Seal(absl::string_view context,
+                                             absl::string_view plaintext) const {
+  if (plaintext.size() > kMaxPlaintext) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sealed: a plaintext of ", plaintext.size(), " bytes exceeds ", kMaxPlaintext));
+  }
+  std::string box(kSealOverhead + plaintext.size(), '\0');
+  unsigned char* out = reinterpret_cast<unsigned char*>(box.data());
+  out[0] = kVersion;
+  unsigned char* nonce = out + 1;
+  if (RAND_bytes(nonce, kNonceBytes) != 1) return OpenSslError("drawing a nonce");
+  std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx(EVP_CIPHER_CTX_new());
+  const std::string aad = Aad(context);
+  int len = 0;
+  if (!ctx ||
+      EVP_EncryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key_.data(),
+                         nonce) != 1 ||
+      EVP_EncryptUpdate(ctx.get(), nullptr, &len, Bytes(aad),
+                        static_cast<int>(aad.size())) != 1 ||
+      EVP_EncryptUpdate(ctx.get(), nonce + kNonceBytes, &len, Bytes(plaintext),
+                        static_cast<int>(plaintext.size())) != 1 ||
+      EVP_EncryptFinal_ex(ctx.get(), nonce + kNonceBytes + len, &len) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, kTagBytes,
+                          out + 1 + kNonceBytes + plaintext.size()) != 1) {
+    return OpenSslError("ChaCha20-Poly1305 sealing");
+  }
+  return box;
+}
+
+absl::StatusOr<std::string> SealingKey::Open(absl::string_view context,
+                                             absl::string_view box) const {
+  if (box.size() < kSealOverhead) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sealed: a box of ", box.size(), " bytes is shorter than the ",
+        kSealOverhead, " every box carries"));
+  }
+  if (static_cast<uint8_t>(box[0]) != kVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sealed: unknown box version ", static_cast<int>(static_cast<uint8_t>(box[0]))));
+  }
+  const unsigned char* nonce = Bytes(box) + 1;
+  const size_t n = box.size() - kSealOverhead;
+  const unsigned char* cipher = nonce + kNonceBytes;
+  std::string tag(box.substr(1 + kNonceBytes + n));
+  std::string plain(n, '\0');
+  std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx(EVP_CIPHER_CTX_new());
+  const std::string aad = Aad(context);
+  int len = 0;
+  if (!ctx ||
+      EVP_DecryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key_.data(),
+                         nonce) != 1 ||
+      EVP_DecryptUpdate(ctx.get(), nullptr, &len, Bytes(aad),
+                        static_cast<int>(aad.size())) != 1 ||
+      EVP_DecryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()),
+                        &len, cipher, static_cast<int>(n)) != 1 ||
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, kTagBytes,
+                          tag.data()) != 1) {
+    return OpenSslError("ChaCha20-Poly1305 opening");
+  }
+  if (EVP_DecryptFinal_ex(ctx.get(),
+                          reinterpret_cast<unsigned char*>(plain.data()) + len,
+                          &len) != 1) {
+    ERR_clear_error();
+    OPENSSL_cleanse(plain.data(), plain.size());
+    return absl::UnauthenticatedError(
+        "sealed: the box does not verify (changed, or sealed for another "
+        "context, direction or pair of nodes)");
+  }
+  return plain;
+}
+
+absl::StatusOr<std::string> Seal(const KeyPair& sender,
+                                 absl::string_view recipient_public,
+                                 absl::string_view context,
+                                 absl::string_view plaintext) {
+  ASSIGN_OR_RETURN(SealingKey key, SealingKey::Outgoing(sender, recipient_public));
+  return key.Seal(context, plaintext);
+}
+
+absl::StatusOr<std::string> Open(const KeyPair& recipient,
+                                 absl::string_view sender_public,
+                                 absl::string_view context,
+                                 absl::string_view box) {
+  ASSIGN_OR_RETURN(SealingKey key, SealingKey::Incoming(recipient, sender_public));
+  return key.Open(context, box);
+}
+
+}  // namespace ldpgraph::crypto
