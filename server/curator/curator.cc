@@ -240,17 +240,23 @@ uint64_t Curator::WaitForChange(uint64_t seen, absl::Time deadline) const {
 
 // --- agents -----------------------------------------------------------------
 
-absl::StatusOr<FleetPlanner::Grant> Curator::ClaimShard(
-    const v1::ClaimShardRequest& request, absl::Time now) {
-  const uint32_t node = request.proof().node_id();
-  if (node >= options_.num_nodes) {
+absl::Status Curator::CheckCredential(const v1::NodeCredential& c) const {
+  if (c.node_id() >= options_.num_nodes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "shard claim: node ", node, " out of range: the graph has ",
+        "node ", c.node_id(), " out of range: the graph has ",
         options_.num_nodes, " nodes"));
   }
-  if (!VerifyNodeCredential(options_.node_key, node, request.proof().secret())) {
-    return absl::UnauthenticatedError(absl::StrCat(
-        "shard claim: the credential of node ", node, " does not verify"));
+  if (!VerifyNodeCredential(options_.node_key, c.node_id(), c.secret())) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("credential of node ", c.node_id(), " does not verify"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FleetPlanner::Grant> Curator::ClaimShard(
+    const v1::ClaimShardRequest& request, absl::Time now) {
+  if (absl::Status s = CheckCredential(request.proof()); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("shard claim: ", s.message()));
   }
   return fleet_->Claim(request.host_name(), now);
 }
@@ -269,15 +275,7 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   session->host_name = request.host_name().substr(0, 256);
   std::vector<std::pair<uint32_t, std::string>> caps;
   for (const auto& n : request.nodes()) {
-    if (n.node_id() >= options_.num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node ", n.node_id(), " out of range: the graph has ",
-          options_.num_nodes, " nodes"));
-    }
-    if (!VerifyNodeCredential(options_.node_key, n.node_id(), n.secret())) {
-      return absl::UnauthenticatedError(
-          absl::StrCat("credential of node ", n.node_id(), " does not verify"));
-    }
+    RETURN_IF_ERROR(CheckCredential(n));
     if (!session->node_set.insert(n.node_id()).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("node ", n.node_id(), " listed twice"));

@@ -171,6 +171,9 @@ class Curator {
   Curator(std::unique_ptr<store::CuratorStore> store, Options options);
 
   absl::Status Load();
+  // A node credential: INVALID_ARGUMENT for a node outside the graph,
+  // UNAUTHENTICATED if the secret is not the node's.
+  absl::Status CheckCredential(const v1::NodeCredential& credential) const;
   // Records a stored answer in memory: progress and, for a report, the
   // ledger.
   void ApplyAnswer(CampaignState& c, uint32_t node, bool refusal)

@@ -55,6 +55,13 @@ FleetPlanner::Grant FleetPlanner::Assigned(uint32_t shard) const {
   return g;
 }
 
+FleetPlanner::Grant FleetPlanner::Spare() const {
+  Grant g;
+  g.state = Grant::State::kSpare;
+  g.retry_after = options_.lease / 3;
+  return g;
+}
+
 absl::StatusOr<FleetPlanner::Grant> FleetPlanner::Claim(absl::string_view host,
                                                         absl::Time now) {
   if (host.empty() || host.size() > 256) {
@@ -79,10 +86,7 @@ absl::StatusOr<FleetPlanner::Grant> FleetPlanner::Claim(absl::string_view host,
       renewed_[i] = now;
       return Assigned(i);
     }
-    Grant spare;
-    spare.state = Grant::State::kSpare;
-    spare.retry_after = options_.lease / 3;
-    return spare;
+    return Spare();
   }
 
   // Gathering.
@@ -124,10 +128,7 @@ absl::StatusOr<FleetPlanner::Grant> FleetPlanner::Claim(absl::string_view host,
   if (auto mine = shard_of_.find(host); mine != shard_of_.end()) {
     return Assigned(mine->second);
   }
-  Grant spare;
-  spare.state = Grant::State::kSpare;
-  spare.retry_after = options_.lease / 3;
-  return spare;
+  return Spare();
 }
 
 uint32_t FleetPlanner::shards() const {

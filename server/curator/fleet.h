@@ -96,6 +96,7 @@ class FleetPlanner {
   FleetPlanner(Options options, store::CuratorStore* store)
       : options_(options), store_(store) {}
   Grant Assigned(uint32_t shard) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Grant Spare() const;
 
   const Options options_;
   store::CuratorStore* const store_;

@@ -466,13 +466,9 @@ absl::Status Simulation::Prepare() {
   ASSIGN_OR_RETURN(std::string raw_key, FromHex(node_key));
   for (int h = 0; h < o_.hosts; ++h) {
     const auto [begin, end] = Shard(h);
-    std::string text;
-    text.reserve(size_t{end - begin} * 72);
-    for (uint32_t v = begin; v < end; ++v) {
-      absl::StrAppend(&text, v, "\t", ToHex(curator::NodeCredential(raw_key, v)), "\n");
-    }
     RETURN_IF_ERROR(WriteNewFile(absl::StrCat(work_, "/host-", h, ".credentials"),
-                                  text, 0600));
+                                 curator::CredentialsFileText(raw_key, begin, end),
+                                 0600));
   }
   Record("prepare", std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - t).count());
