@@ -314,18 +314,24 @@ int main(int argc, char** argv) {
   std::atomic<AgentHost*> running{nullptr};
   Phase phase;
   ldpgraph::observability::MetricsRegistry metrics;
-  auto counter = [&](const char* name, const char* help,
-                     std::atomic<uint64_t> ldpgraph::agent::AgentHostCounters::*field) {
+  // A gauge of the running host; 0 before it runs.
+  auto host_gauge = [&](const char* name, const char* help,
+                        std::function<double(AgentHost&)> f) {
     metrics
         .AddGaugeCallback(name, help,
-                          [&running, field] {
+                          [&running, f] {
                             AgentHost* h = running.load();
-                            return h ? static_cast<double>((h->counters().*field).load())
-                                     : 0.0;
+                            return h ? f(*h) : 0.0;
                           })
         .IgnoreError();
   };
   using Counters = ldpgraph::agent::AgentHostCounters;
+  auto counter = [&](const char* name, const char* help,
+                     std::atomic<uint64_t> Counters::*field) {
+    host_gauge(name, help, [field](AgentHost& h) {
+      return static_cast<double>((h.counters().*field).load());
+    });
+  };
   counter("ldpgraph_agent_tasks", "Tasks received.", &Counters::tasks);
   counter("ldpgraph_agent_reports_sent", "Reports and refusals sent.",
           &Counters::reports_sent);
@@ -337,23 +343,13 @@ int main(int argc, char** argv) {
           &Counters::refusals_sent);
   counter("ldpgraph_agent_reconnects", "Sessions lost and retried.",
           &Counters::reconnects);
-  auto shard_gauge = [&](const char* name, const char* help,
-                         std::function<double(AgentHost&)> f) {
-    metrics
-        .AddGaugeCallback(name, help,
-                          [&running, f] {
-                            AgentHost* h = running.load();
-                            return h ? f(*h) : 0.0;
-                          })
-        .IgnoreError();
-  };
-  shard_gauge("ldpgraph_agent_fresh_answers",
+  host_gauge("ldpgraph_agent_fresh_answers",
               "Answers drawn with fresh randomness (charged).",
               [](AgentHost& h) { return double(h.shard().counters().fresh); });
-  shard_gauge("ldpgraph_agent_memo_hits",
+  host_gauge("ldpgraph_agent_memo_hits",
               "Repeated questions answered from the memo (free).",
               [](AgentHost& h) { return double(h.shard().counters().memo_hits); });
-  shard_gauge("ldpgraph_agent_epsilon_spent_max",
+  host_gauge("ldpgraph_agent_epsilon_spent_max",
               "Largest total epsilon spent by a node of the shard.",
               [](AgentHost& h) {
                 double m = 0;
