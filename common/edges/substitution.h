@@ -44,7 +44,7 @@
 //                 the top_k as in approach 1, round 3.
 //   5 identities  as approach 1, round 4.
 //
-// Decisions the thesis leaves open (documented in docs/edge-privacy.md):
+// Decisions the thesis leaves open (documented in common/edges/README.md):
 // a dropped neighbour no candidate resolves for is dropped, not kept
 // (keeping it would release the very edge randomized response dropped), so
 // the degree is preserved exactly when every dropped neighbour resolves;
