@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -406,10 +407,10 @@ absl::Status SubstitutionNode::Deliver(uint32_t from,
         round, from, BodyName(body)));
   }
   const uint64_t key = InboxKey(round, from);
-  if (auto it = inbox_.find(key); it != inbox_.end()) {
-    if (it->second.SerializeAsString() == message.SerializeAsString()) {
-      return absl::OkStatus();  // an exact repeat
-    }
+  const std::string wire = message.SerializeAsString();
+  const size_t digest = absl::HashOf(wire);
+  if (auto it = digests_.find(key); it != digests_.end()) {
+    if (it->second == digest) return absl::OkStatus();  // an exact repeat
     return absl::InvalidArgumentError(absl::StrFormat(
         "node %u: a different round %d message from %u is already held",
         node_, round, from));
@@ -435,6 +436,7 @@ absl::Status SubstitutionNode::Deliver(uint32_t from,
     neighbour_key_[from] = CanonicalKey(message.feature());
   }
   if (message.has_abstain()) absent_.insert(from);
+  digests_.emplace(key, digest);
   inbox_.emplace(key, message);
   return absl::OkStatus();
 }
@@ -449,7 +451,7 @@ std::vector<uint32_t> SubstitutionNode::Waiting() const {
   std::vector<uint32_t> out;
   if (done_ || round_ == 0) return out;
   for (uint32_t u : neighbours_) {
-    if (!absent_.contains(u) && !inbox_.contains(InboxKey(round_, u))) {
+    if (!absent_.contains(u) && !digests_.contains(InboxKey(round_, u))) {
       out.push_back(u);
     }
   }
@@ -478,6 +480,8 @@ absl::StatusOr<std::vector<Outgoing>> SubstitutionNode::Advance() {
       break;
     }
     ASSIGN_OR_RETURN(std::vector<Outgoing> next, Send(round_ + 1));
+    // The previous round's messages are spent: keep only their digests.
+    for (uint32_t u : neighbours_) inbox_.erase(InboxKey(round_, u));
     ++round_;
     for (Outgoing& o : next) out.push_back(std::move(o));
   }

@@ -270,8 +270,11 @@ class SubstitutionNode {
   int round_ = 0;
   bool done_ = false;
   absl::flat_hash_set<uint32_t> absent_;
-  // Messages held: (round, sender) -> message.
+  // Messages held until the round that consumes them is sent: (round,
+  // sender) -> message; and the digest of every message ever delivered,
+  // to tell an exact repeat from a conflicting one.
   absl::flat_hash_map<uint64_t, v1::EdgeExchange> inbox_;
+  absl::flat_hash_map<uint64_t, size_t> digests_;
   // Decoded vectors by canonical key.
   absl::flat_hash_map<std::string, CompactVector> vectors_;
   absl::flat_hash_map<std::string, v1::FeatureReport> reports_;
