@@ -416,25 +416,26 @@ absl::Status SubstitutionNode::Deliver(uint32_t from,
         node_, round, from));
   }
   // Decode (and so validate) every vector before keeping anything.
-  std::vector<std::pair<std::string, CompactVector>> decoded;
-  for (const v1::FeatureReport* r : VectorsOf(message)) {
-    std::string k = CanonicalKey(*r);
-    if (vectors_.contains(k)) continue;
+  const std::vector<const v1::FeatureReport*> carried = VectorsOf(message);
+  std::vector<std::string> keys;
+  keys.reserve(carried.size());
+  std::vector<std::pair<size_t, CompactVector>> decoded;
+  for (const v1::FeatureReport* r : carried) {
+    keys.push_back(CanonicalKey(*r));
+    if (vectors_.contains(keys.back())) continue;
     absl::StatusOr<CompactVector> v = features_->Decode(*r);
     if (!v.ok()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "node %u: round %d message from %u carries a bad vector: %s", node_,
           round, from, v.status().message()));
     }
-    decoded.emplace_back(std::move(k), *std::move(v));
+    decoded.emplace_back(keys.size() - 1, *std::move(v));
   }
-  for (auto& [k, v] : decoded) vectors_.emplace(k, std::move(v));
-  for (const v1::FeatureReport* r : VectorsOf(message)) {
-    reports_.try_emplace(CanonicalKey(*r), *r);
+  for (auto& [i, v] : decoded) vectors_.emplace(keys[i], std::move(v));
+  for (size_t i = 0; i < carried.size(); ++i) {
+    if (!reports_.contains(keys[i])) reports_.emplace(keys[i], *carried[i]);
   }
-  if (message.has_feature()) {
-    neighbour_key_[from] = CanonicalKey(message.feature());
-  }
+  if (message.has_feature()) neighbour_key_[from] = keys[0];
   if (message.has_abstain()) absent_.insert(from);
   digests_.emplace(key, digest);
   inbox_.emplace(key, message);
