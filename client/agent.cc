@@ -158,17 +158,21 @@ absl::StatusOr<std::string> NodeAgent::Perturb(const v1::Task& task) {
   return out;
 }
 
-absl::StatusOr<NodeAgent::Response> NodeAgent::Respond(const v1::Task& task) {
-  Response out;
-  out.report.set_campaign_id(task.campaign_id());
-  out.report.set_node_id(record_.node);
-  auto refuse = [&](v1::RefusalReason reason, absl::string_view message) {
-    v1::Refusal* r = out.report.mutable_refusal();
-    r->set_reason(reason);
-    r->set_message(Truncate(message));
-    return std::move(out);
-  };
+v1::Report NodeAgent::Refusal(const v1::Task& task, v1::RefusalReason reason,
+                              absl::string_view message) const {
+  v1::Report out;
+  out.set_campaign_id(task.campaign_id());
+  out.set_node_id(record_.node);
+  v1::Refusal* r = out.mutable_refusal();
+  r->set_reason(reason);
+  r->set_message(Truncate(message));
+  return out;
+}
 
+std::optional<v1::Report> NodeAgent::CheckTask(const v1::Task& task) const {
+  auto refuse = [&](v1::RefusalReason reason, absl::string_view message) {
+    return std::optional<v1::Report>(Refusal(task, reason, message));
+  };
   // The task on its own.
   absl::StatusOr<std::string> attribute = wire::AttributeName(task.attribute());
   if (!attribute.ok()) {
@@ -184,74 +188,245 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::Respond(const v1::Task& task) {
                      " does not answer about the attribute '", *attribute,
                      "'"));
   }
-  // The node's policy and data.
-  if (!attributes_.contains(*attribute)) {
-    return refuse(v1::REFUSAL_REASON_POLICY,
-                  absl::StrCat("the policy of node ", record_.node,
-                               " does not allow questions about '", *attribute,
-                               "' (allowed: ", absl::StrJoin(attributes_, ", "),
-                               ")"));
+  const bool substitution =
+      task.spec().kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
+  // The node's policy and data. Substitution shares the node's privatized
+  // features with its neighbours: the policy must allow both.
+  std::vector<std::string> needed = {*attribute};
+  if (substitution) needed.push_back("features");
+  for (const std::string& a : needed) {
+    if (!attributes_.contains(a)) {
+      return refuse(v1::REFUSAL_REASON_POLICY,
+                    absl::StrCat("the policy of node ", record_.node,
+                                 " does not allow questions about '", a,
+                                 "' (allowed: ", absl::StrJoin(attributes_, ", "),
+                                 ")"));
+    }
   }
   const uint32_t dimension = task.spec().dimension();
-  switch (task.attribute()) {
-    case v1::ATTRIBUTE_FEATURES:
-      if (record_.features.empty()) {
-        return refuse(v1::REFUSAL_REASON_NO_DATA,
-                      absl::StrCat("node ", record_.node, " holds no features"));
-      }
-      if (dimension != record_.features.size()) {
-        return refuse(v1::REFUSAL_REASON_INVALID_TASK,
-                      absl::StrCat("spec.dimension is ", dimension, " but node ",
-                                   record_.node, " holds ",
-                                   record_.features.size(), " features"));
-      }
-      break;
-    case v1::ATTRIBUTE_LABEL:
-      if (!record_.label) {
-        return refuse(v1::REFUSAL_REASON_NO_DATA,
-                      absl::StrCat("node ", record_.node, " has no label"));
-      }
-      if (static_cast<uint32_t>(*record_.label) >= dimension) {
-        return refuse(v1::REFUSAL_REASON_INVALID_TASK,
-                      absl::StrCat("spec.dimension (the class count) is ",
-                                   dimension, " but node ", record_.node,
-                                   "'s label is not below it"));
-      }
-      break;
-    case v1::ATTRIBUTE_EDGES: {
-      const uint32_t highest =
-          record_.neighbours.empty()
-              ? record_.node
-              : std::max(record_.node, record_.neighbours.back());
-      if (highest >= dimension) {
-        return refuse(v1::REFUSAL_REASON_INVALID_TASK,
-                      absl::StrCat("spec.dimension (the node count) is ",
-                                   dimension, " but node ", record_.node,
-                                   " or one of its neighbours is not below it"));
-      }
-      break;
+  if (task.attribute() == v1::ATTRIBUTE_FEATURES || substitution) {
+    const uint32_t d = substitution
+                           ? task.spec().substitution().features().dimension()
+                           : dimension;
+    if (record_.features.empty()) {
+      return refuse(v1::REFUSAL_REASON_NO_DATA,
+                    absl::StrCat("node ", record_.node, " holds no features"));
     }
-    default:
-      break;  // AttributeName accepted only the three above
+    if (d != record_.features.size()) {
+      return refuse(v1::REFUSAL_REASON_INVALID_TASK,
+                    absl::StrCat(substitution ? "spec.substitution.features."
+                                              : "spec.",
+                                 "dimension is ", d, " but node ", record_.node,
+                                 " holds ", record_.features.size(),
+                                 " features"));
+    }
   }
+  if (task.attribute() == v1::ATTRIBUTE_LABEL) {
+    if (!record_.label) {
+      return refuse(v1::REFUSAL_REASON_NO_DATA,
+                    absl::StrCat("node ", record_.node, " has no label"));
+    }
+    if (static_cast<uint32_t>(*record_.label) >= dimension) {
+      return refuse(v1::REFUSAL_REASON_INVALID_TASK,
+                    absl::StrCat("spec.dimension (the class count) is ",
+                                 dimension, " but node ", record_.node,
+                                 "'s label is not below it"));
+    }
+  }
+  if (task.attribute() == v1::ATTRIBUTE_EDGES) {
+    const uint32_t highest =
+        record_.neighbours.empty()
+            ? record_.node
+            : std::max(record_.node, record_.neighbours.back());
+    if (highest >= dimension) {
+      return refuse(v1::REFUSAL_REASON_INVALID_TASK,
+                    absl::StrCat("spec.dimension (the node count) is ",
+                                 dimension, " but node ", record_.node,
+                                 " or one of its neighbours is not below it"));
+    }
+  }
+  return std::nullopt;
+}
 
+absl::StatusOr<NodeAgent::Response> NodeAgent::Respond(const v1::Task& task) {
+  if (task.spec().kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", record_.node, ": campaign ", task.campaign_id(),
+        " asks for neighbour substitution, which runs as an exchange "
+        "(BeginSubstitution), not as a one-shot answer"));
+  }
+  Response out;
+  if (std::optional<v1::Report> refusal = CheckTask(task)) {
+    out.report = *std::move(refusal);
+    return out;
+  }
+  const std::string attribute = *wire::AttributeName(task.attribute());
   const QueryKey key = wire::WireQueryKey(task.attribute(), task.spec());
   absl::StatusOr<Answered> answered =
       budget_->Answer(key, [&] { return Perturb(task); });
   if (!answered.ok()) {
     if (absl::IsResourceExhausted(answered.status())) {
-      return refuse(v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
-                    answered.status().message());
+      out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
+                           answered.status().message());
+      return out;
     }
     return absl::InternalError(absl::StrCat("node ", record_.node,
                                             ": answering ", key.Canonical(),
                                             ": ", answered.status().message()));
   }
   v1::Report body;
-  if (!body.ParseFromString(answered->answer) || !BodyMatches(body, *attribute)) {
+  if (!body.ParseFromString(answered->answer) || !BodyMatches(body, attribute)) {
     return absl::InternalError(absl::StrCat(
         "node ", record_.node, ": the stored answer to ", key.Canonical(),
-        " is not a report body about '", *attribute, "'"));
+        " is not a report body about '", attribute, "'"));
+  }
+  body.set_campaign_id(task.campaign_id());
+  body.set_node_id(record_.node);
+  out.report = std::move(body);
+  out.fresh = !answered->from_memo;
+  if (out.fresh) {
+    out.to_persist = MemoRow{record_.node, key, std::move(answered->answer)};
+  }
+  return out;
+}
+
+absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
+    const v1::Task& task) {
+  if (task.spec().kind() != v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", record_.node, ": campaign ", task.campaign_id(),
+        " does not ask for neighbour substitution"));
+  }
+  SubstitutionStart out;
+  if (std::optional<v1::Report> refusal = CheckTask(task)) {
+    out.role = SubstitutionStart::Role::kRefuse;
+    out.report = *std::move(refusal);
+    return out;
+  }
+  const v1::MechanismSpec& feature_spec = task.spec().substitution().features();
+  const QueryKey features_key =
+      wire::WireQueryKey(v1::ATTRIBUTE_FEATURES, feature_spec);
+  const QueryKey edges_key = wire::WireQueryKey(task.attribute(), task.spec());
+  // The features question, answered (memo or fresh) through the budget.
+  auto answer_features = [&]() -> absl::StatusOr<std::optional<Answered>> {
+    v1::Task features_task;
+    features_task.set_campaign_id(task.campaign_id());
+    features_task.set_attribute(v1::ATTRIBUTE_FEATURES);
+    *features_task.mutable_spec() = feature_spec;
+    absl::StatusOr<Answered> a =
+        budget_->Answer(features_key, [&] { return Perturb(features_task); });
+    if (absl::IsResourceExhausted(a.status())) {
+      return std::optional<Answered>();
+    }
+    if (!a.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "node ", record_.node, ": answering ", features_key.Canonical(),
+          ": ", a.status().message()));
+    }
+    return std::optional<Answered>(*std::move(a));
+  };
+  auto take_features = [&](const Answered& a) -> absl::Status {
+    v1::Report body;
+    if (!body.ParseFromString(a.answer) || !BodyMatches(body, "features")) {
+      return absl::InternalError(absl::StrCat(
+          "node ", record_.node, ": the stored answer to ",
+          features_key.Canonical(), " is not a report body about 'features'"));
+    }
+    out.own_feature = std::move(*body.mutable_features());
+    if (!a.from_memo) {
+      out.fresh = true;
+      out.to_persist = MemoRow{record_.node, features_key, a.answer};
+    }
+    return absl::OkStatus();
+  };
+
+  // Asked before: the stored answer, and the dropped set it implies.
+  if (std::optional<MemoEntry> memo = budget_->Lookup(edges_key)) {
+    v1::Report body;
+    if (!body.ParseFromString(memo->answer) || !BodyMatches(body, "edges")) {
+      return absl::InternalError(absl::StrCat(
+          "node ", record_.node, ": the stored answer to ",
+          edges_key.Canonical(), " is not a report body about 'edges'"));
+    }
+    const auto& listed = body.edges().neighbours();
+    absl::flat_hash_set<uint32_t> kept(listed.begin(), listed.end());
+    std::vector<uint32_t> dropped;
+    for (uint32_t u : record_.neighbours) {
+      if (!kept.contains(u)) dropped.push_back(u);
+    }
+    out.role = SubstitutionStart::Role::kMemo;
+    out.dropped = std::move(dropped);
+    body.set_campaign_id(task.campaign_id());
+    body.set_node_id(record_.node);
+    out.report = std::move(body);
+    // Its features, to take part (normally a memo hit too: both answers
+    // were given together).
+    ASSIGN_OR_RETURN(std::optional<Answered> f, answer_features());
+    if (f) RETURN_IF_ERROR(take_features(*f));
+    return out;
+  }
+  // Both questions must fit together, before anything is drawn.
+  if (absl::Status s = budget_->CanAnswerAll({features_key, edges_key});
+      !s.ok()) {
+    if (!absl::IsResourceExhausted(s)) {
+      return absl::InternalError(
+          absl::StrCat("node ", record_.node, ": ", s.message()));
+    }
+    out.role = SubstitutionStart::Role::kRefuse;
+    out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED, s.message());
+    return out;
+  }
+  ASSIGN_OR_RETURN(std::optional<Answered> f, answer_features());
+  if (!f) {
+    out.role = SubstitutionStart::Role::kRefuse;
+    out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
+                         "budget exhausted: the features question");
+    return out;
+  }
+  RETURN_IF_ERROR(take_features(*f));
+  out.role = SubstitutionStart::Role::kTakePart;
+  return out;
+}
+
+absl::StatusOr<NodeAgent::Response> NodeAgent::FinishSubstitution(
+    const v1::Task& task, const std::vector<uint32_t>& neighbours) {
+  if (task.spec().kind() != v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", record_.node, ": campaign ", task.campaign_id(),
+        " does not ask for neighbour substitution"));
+  }
+  const uint32_t n = task.spec().dimension();
+  for (size_t i = 0; i < neighbours.size(); ++i) {
+    if (neighbours[i] >= n || neighbours[i] == record_.node ||
+        (i > 0 && neighbours[i] <= neighbours[i - 1])) {
+      return absl::InternalError(absl::StrCat(
+          "node ", record_.node, ": the substitution produced an invalid "
+          "neighbour list (entry ", i, " = ", neighbours[i], ")"));
+    }
+  }
+  Response out;
+  const QueryKey key = wire::WireQueryKey(task.attribute(), task.spec());
+  absl::StatusOr<Answered> answered = budget_->Answer(key, [&] {
+    v1::Report body;
+    body.mutable_edges()->mutable_neighbours()->Assign(neighbours.begin(),
+                                                       neighbours.end());
+    return absl::StatusOr<std::string>(body.SerializeAsString());
+  });
+  if (!answered.ok()) {
+    if (absl::IsResourceExhausted(answered.status())) {
+      out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
+                           answered.status().message());
+      return out;
+    }
+    return absl::InternalError(absl::StrCat("node ", record_.node,
+                                            ": answering ", key.Canonical(),
+                                            ": ", answered.status().message()));
+  }
+  v1::Report body;
+  if (!body.ParseFromString(answered->answer) || !BodyMatches(body, "edges")) {
+    return absl::InternalError(absl::StrCat(
+        "node ", record_.node, ": the stored answer to ", key.Canonical(),
+        " is not a report body about 'edges'"));
   }
   body.set_campaign_id(task.campaign_id());
   body.set_node_id(record_.node);
@@ -316,8 +491,32 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
     ++counters.restored;
     return absl::OkStatus();
   }));
+  // Each node's key pair: loaded, or made now and stored before anything
+  // can send its public half.
+  absl::flat_hash_map<uint32_t, crypto::KeyPair> keys;
+  keys.reserve(agents.size());
+  ASSIGN_OR_RETURN(auto stored_keys, store->LoadKeys());
+  for (const auto& [node, private_key] : stored_keys) {
+    if (!agents.contains(node)) continue;
+    absl::StatusOr<crypto::KeyPair> pair = crypto::KeyPair::FromPrivate(private_key);
+    if (!pair.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          store->path(), ": the key of node ", node, ": ",
+          pair.status().message()));
+    }
+    keys.emplace(node, *std::move(pair));
+  }
+  std::vector<std::pair<uint32_t, std::string>> new_keys;
+  for (const auto& [node, agent] : agents) {
+    if (keys.contains(node)) continue;
+    ASSIGN_OR_RETURN(crypto::KeyPair pair, crypto::KeyPair::Generate());
+    new_keys.emplace_back(node, pair.private_key());
+    keys.emplace(node, std::move(pair));
+  }
+  RETURN_IF_ERROR(store->StoreKeys(new_keys));
+  counters.keys_generated = new_keys.size();
   std::unique_ptr<AgentShard> shard(
-      new AgentShard(std::move(store), std::move(agents)));
+      new AgentShard(std::move(store), std::move(agents), std::move(keys)));
   {
     absl::MutexLock lock(&shard->mu_);
     shard->counters_ = std::move(counters);
@@ -352,13 +551,80 @@ absl::StatusOr<ShardResponse> AgentShard::RespondAll(const v1::Task& task) {
   }
   // Durable before anything leaves: the rows of this task and any left over
   // from an earlier failed commit, in one transaction.
-  RETURN_IF_ERROR(store_->Commit(pending_));
-  pending_.clear();
+  RETURN_IF_ERROR(CommitLocked());
   counters_.fresh += out.fresh;
   counters_.memo_hits += out.memo_hits;
   counters_.not_in_shard += out.not_in_shard;
   for (const auto& [reason, n] : refusals) counters_.refusals[reason] += n;
   return out;
+}
+
+absl::Status AgentShard::CommitLocked() {
+  RETURN_IF_ERROR(store_->Commit(pending_));
+  pending_.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShardSubstitution> AgentShard::BeginSubstitution(
+    const v1::Task& task) {
+  absl::MutexLock lock(&mu_);
+  ShardSubstitution out;
+  uint64_t memo_hits = 0;
+  std::map<v1::RefusalReason, uint64_t> refusals;
+  absl::flat_hash_set<uint32_t> seen;
+  for (const uint32_t node : task.node_ids()) {
+    if (!seen.insert(node).second) continue;
+    auto it = agents_.find(node);
+    if (it == agents_.end()) {
+      ++out.not_in_shard;
+      continue;
+    }
+    // On an error here the rows already answered stay in pending_.
+    ASSIGN_OR_RETURN(NodeAgent::SubstitutionStart start,
+                     it->second->BeginSubstitution(task));
+    using Role = NodeAgent::SubstitutionStart::Role;
+    if (start.role == Role::kRefuse) {
+      ++refusals[start.report.refusal().reason()];
+    } else if (start.role == Role::kMemo) {
+      ++memo_hits;
+    }
+    if (start.to_persist) pending_.push_back(std::move(*start.to_persist));
+    start.to_persist.reset();
+    out.nodes.emplace_back(node, std::move(start));
+  }
+  // The features drawn here leave the agent once the exchange starts.
+  RETURN_IF_ERROR(CommitLocked());
+  counters_.memo_hits += memo_hits;
+  counters_.not_in_shard += out.not_in_shard;
+  for (const auto& [reason, n] : refusals) counters_.refusals[reason] += n;
+  return out;
+}
+
+absl::StatusOr<v1::Report> AgentShard::FinishSubstitution(
+    const v1::Task& task, uint32_t node,
+    const std::vector<uint32_t>& neighbours) {
+  absl::MutexLock lock(&mu_);
+  auto it = agents_.find(node);
+  if (it == agents_.end()) {
+    return absl::NotFoundError(absl::StrCat("node ", node, " is not in the shard"));
+  }
+  ASSIGN_OR_RETURN(NodeAgent::Response r,
+                   it->second->FinishSubstitution(task, neighbours));
+  if (r.to_persist) pending_.push_back(std::move(*r.to_persist));
+  RETURN_IF_ERROR(CommitLocked());
+  if (r.report.has_refusal()) {
+    ++counters_.refusals[r.report.refusal().reason()];
+  } else if (r.fresh) {
+    ++counters_.fresh;
+  } else {
+    ++counters_.memo_hits;
+  }
+  return std::move(r.report);
+}
+
+const crypto::KeyPair* AgentShard::key_pair(uint32_t node) const {
+  auto it = keys_.find(node);
+  return it == keys_.end() ? nullptr : &it->second;
 }
 
 std::vector<uint32_t> AgentShard::nodes() const {

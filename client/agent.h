@@ -21,7 +21,21 @@
 // An AgentShard runs many NodeAgents over one AgentStateStore (agent.db)
 // and is what an agent host serves: it restores every node's memo at
 // startup and makes each new answer durable before any report of the task
-// leaves it.
+// leaves it. It also holds each node's X25519 key pair for sealed
+// agent-to-agent messages (made on the node's first start, kept in
+// agent.db; only the public half is ever sent).
+//
+// Neighbour substitution (MECHANISM_KIND_EDGE_SUBSTITUTION) is not a
+// one-shot answer: the node exchanges messages with its neighbours first
+// (client/edge_exchange.h). It asks two questions, answered through the
+// budget like any other: the node's privatized features under the task's
+// feature spec (attribute "features"; the same question, and so the same
+// memo entry, as a features campaign with that spec: one report shared with
+// the neighbours and the curator, epsilon spent once), and the final
+// perturbed neighbour list (attribute "edges", eps_e). BeginSubstitution
+// checks the task, policy, data and caps (both questions together) and
+// answers the first; FinishSubstitution answers the second once the
+// exchange is over.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +53,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/agent_state.h"
 #include "common/accounting.h"
+#include "common/crypto/sealed.h"
 #include "common/dataset/dataset.h"
 #include "common/random.h"
 #include "ldpgraph/v1/agent.pb.h"
@@ -105,7 +120,8 @@ class NodeAgent {
       std::unique_ptr<RandomSource> rng);
 
   // Answers task for this node (the caller routes: task.node_ids is not
-  // consulted). Checks, in this order, each failure giving a report with a
+  // consulted). Not for neighbour substitution (FAILED_PRECONDITION: see
+  // BeginSubstitution). Checks, in this order, each failure giving a report with a
   // Refusal:
   //   1. INVALID_TASK  unknown attribute; spec rejected by ValidateWireSpec;
   //                    a mechanism that does not answer about the attribute
@@ -122,6 +138,60 @@ class NodeAgent {
   // bytes. Errors (not refusals) only for failures of the agent itself:
   // INTERNAL for a stored answer that does not parse or a mechanism's error.
   absl::StatusOr<Response> Respond(const v1::Task& task);
+
+  // What a node does in a substitution exchange (BeginSubstitution).
+  struct SubstitutionStart {
+    enum class Role {
+      // The node takes part with its features and reports at the end
+      // (FinishSubstitution).
+      kTakePart,
+      // The node answered this question before: `report` is its memoized
+      // answer, to send now; it still takes part (its neighbours need it)
+      // with `dropped` (its true neighbours missing from that answer) as
+      // its dropped set, when it has own_feature (else it abstains).
+      kMemo,
+      // The node refuses (`report` carries the Refusal, to send now) and
+      // takes part as an abstaining node, so that its neighbours stop
+      // waiting for it.
+      kRefuse,
+    };
+    Role role = Role::kRefuse;
+    // kMemo: the stored answer; kRefuse: the refusal. campaign_id and
+    // node_id set.
+    v1::Report report;
+    // kTakePart, kMemo: the node's privatized features (the features
+    // question's answer, spec unset): what it sends its neighbours.
+    std::optional<v1::FeatureReport> own_feature;
+    // kMemo: the dropped set, ascending.
+    std::optional<std::vector<uint32_t>> dropped;
+    // Fresh answers drawn here (the features question): persist before
+    // own_feature leaves the agent.
+    std::optional<MemoRow> to_persist;
+    bool fresh = false;
+  };
+
+  // Starts this node's part in a substitution task. Checks, in Respond's
+  // order, each failure giving Role::kRefuse: 1. INVALID_TASK (spec, or
+  // the mechanism does not answer about the task's attribute); 2. POLICY
+  // (the policy must allow both "edges" and "features": the node shares
+  // privatized features with its neighbours); 3. NO_DATA (no features),
+  // INVALID_TASK (feature count differs from the feature spec's dimension,
+  // or n not above the node and every neighbour); then a memo hit for the
+  // edges question gives kMemo (even with the caps used up); else 4.
+  // BUDGET_EXHAUSTED if the two questions together (the features question
+  // free if answered before) do not fit the caps. Otherwise kTakePart, the
+  // features question answered (memo or fresh). FAILED_PRECONDITION for a
+  // task that is not neighbour substitution; INTERNAL for the agent's own
+  // failures (a stored answer that does not parse).
+  absl::StatusOr<SubstitutionStart> BeginSubstitution(const v1::Task& task);
+
+  // The node's final answer to a substitution task: its perturbed neighbour
+  // list (strictly ascending, < n, not the node; INTERNAL otherwise)
+  // answered through the budget as the edges question. A memo hit (an
+  // identical question answered meanwhile) returns the stored answer; caps
+  // used up meanwhile give a BUDGET_EXHAUSTED refusal.
+  absl::StatusOr<Response> FinishSubstitution(
+      const v1::Task& task, const std::vector<uint32_t>& neighbours);
 
   // Puts a persisted answer back into the budget (see
   // PrivacyBudget::Restore: no caps checked, idempotent). DATA_LOSS if
@@ -145,6 +215,12 @@ class NodeAgent {
 
   // The serialised body of a fresh answer (runs under the budget's lock).
   absl::StatusOr<std::string> Perturb(const v1::Task& task);
+  // A report carrying a refusal for task.
+  v1::Report Refusal(const v1::Task& task, v1::RefusalReason reason,
+                     absl::string_view message) const;
+  // The checks Respond and BeginSubstitution share (task, policy, data):
+  // a refusal report, or nothing when the node can answer.
+  std::optional<v1::Report> CheckTask(const v1::Task& task) const;
 
   const NodeRecord record_;
   const std::set<std::string> attributes_;
@@ -166,7 +242,16 @@ struct ShardResponse {
   uint32_t refusals = 0;
 };
 
-// Running totals for metrics, over every successful RespondAll.
+// What BeginSubstitution returns: the shard's part in a substitution task.
+struct ShardSubstitution {
+  // One entry per distinct node of task.node_ids held by the shard, in the
+  // task's order.
+  std::vector<std::pair<uint32_t, NodeAgent::SubstitutionStart>> nodes;
+  uint32_t not_in_shard = 0;
+};
+
+// Running totals for metrics, over every successful RespondAll (and the
+// substitution calls).
 struct ShardCounters {
   uint64_t fresh = 0;
   uint64_t memo_hits = 0;
@@ -176,6 +261,8 @@ struct ShardCounters {
   // not hold (kept, not restored: another shard's history).
   uint64_t restored = 0;
   uint64_t foreign_rows = 0;
+  // Key pairs made at Create (nodes starting for the first time).
+  uint64_t keys_generated = 0;
 };
 
 // The logical agents of one agent host and their durable memo.
@@ -186,7 +273,9 @@ class AgentShard {
   // Builds one NodeAgent per record (NodeRandomSource(seed, node) each),
   // opens <state_dir>/agent.db (AgentStateStore::Open, creating the
   // directory if missing) and restores every stored answer of the shard's
-  // nodes into their budgets before anything else. INVALID_ARGUMENT for no
+  // nodes into their budgets before anything else. Loads each node's key
+  // pair, making (crypto::KeyPair::Generate, OpenSSL's generator even with a
+  // seed) and storing the missing ones before it returns. INVALID_ARGUMENT for no
   // records, a repeated node, an invalid record or policy; the store's
   // errors; NodeAgent::Restore's errors for a damaged memo.
   static absl::StatusOr<std::unique_ptr<AgentShard>> Create(
@@ -205,6 +294,22 @@ class AgentShard {
   // nothing.
   absl::StatusOr<ShardResponse> RespondAll(const v1::Task& task);
 
+  // A substitution task (see NodeAgent::BeginSubstitution) for every node
+  // of task.node_ids the shard holds. Every fresh answer (the features
+  // question) is durable before this returns, as in RespondAll: the
+  // returned features may leave the agent. Refusals and memo hits are
+  // counted here, fresh answers by FinishSubstitution.
+  absl::StatusOr<ShardSubstitution> BeginSubstitution(const v1::Task& task);
+  // A node's final answer (NodeAgent::FinishSubstitution), durable before
+  // it returns. NOT_FOUND for a node the shard does not hold.
+  absl::StatusOr<v1::Report> FinishSubstitution(
+      const v1::Task& task, uint32_t node,
+      const std::vector<uint32_t>& neighbours);
+
+  // The node's key pair for sealed messages, or nullptr for a node the
+  // shard does not hold.
+  const crypto::KeyPair* key_pair(uint32_t node) const;
+
   // The shard's nodes, ascending.
   std::vector<uint32_t> nodes() const;
   // A node's spend on attribute, or in total. NOT_FOUND for a node the
@@ -220,12 +325,18 @@ class AgentShard {
 
  private:
   AgentShard(std::unique_ptr<AgentStateStore> store,
-             absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents)
-      : store_(std::move(store)), agents_(std::move(agents)) {}
+             absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents,
+             absl::flat_hash_map<uint32_t, crypto::KeyPair> keys)
+      : store_(std::move(store)),
+        agents_(std::move(agents)),
+        keys_(std::move(keys)) {}
+  // Commits pending_ (and rows) before anything leaves; see RespondAll.
+  absl::Status CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<AgentStateStore> store_;
   // Immutable after Create.
   const absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents_;
+  const absl::flat_hash_map<uint32_t, crypto::KeyPair> keys_;
   mutable absl::Mutex mu_;
   std::vector<MemoRow> pending_ ABSL_GUARDED_BY(mu_);
   ShardCounters counters_ ABSL_GUARDED_BY(mu_);

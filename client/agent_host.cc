@@ -20,7 +20,99 @@ absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
 // Marks an error of Enrol that retrying cannot fix.
 constexpr absl::string_view kPermanent = "enrolment refused";
 
+// Deadline of the exchange's unary calls.
+constexpr auto kCallDeadline = std::chrono::seconds(30);
+
 }  // namespace
+
+// The exchange's view of the curator: the host's stub and current session.
+class AgentHost::Transport final : public ExchangeTransport {
+ public:
+  explicit Transport(AgentHost* host) : host_(host) {}
+
+  absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> PublicKeys(
+      const std::vector<uint32_t>& nodes) override {
+    grpc::ClientContext ctx;
+    RETURN_IF_ERROR(Prepare(&ctx));
+    v1::PublicKeysRequest req;
+    req.mutable_node_ids()->Assign(nodes.begin(), nodes.end());
+    v1::PublicKeysResponse resp;
+    RETURN_IF_ERROR(
+        FromGrpc(host_->stub_->PublicKeys(&ctx, req, &resp), "PublicKeys"));
+    std::vector<std::pair<uint32_t, std::string>> out;
+    for (auto& k : *resp.mutable_keys()) {
+      out.emplace_back(k.node_id(), std::move(*k.mutable_public_key()));
+    }
+    return out;
+  }
+  absl::Status Relay(const std::vector<v1::SealedMessage>& messages) override {
+    grpc::ClientContext ctx;
+    RETURN_IF_ERROR(Prepare(&ctx));
+    v1::RelayRequest req;
+    req.mutable_messages()->Assign(messages.begin(), messages.end());
+    v1::RelayResponse resp;
+    return FromGrpc(host_->stub_->Relay(&ctx, req, &resp), "Relay");
+  }
+  absl::StatusOr<std::vector<v1::SealedMessage>> Fetch(
+      const std::string& campaign, uint64_t after, uint32_t max) override {
+    grpc::ClientContext ctx;
+    RETURN_IF_ERROR(Prepare(&ctx));
+    v1::FetchSealedRequest req;
+    req.set_after_sequence(after);
+    req.set_max_messages(max);
+    req.set_campaign_id(campaign);
+    v1::FetchSealedResponse resp;
+    RETURN_IF_ERROR(
+        FromGrpc(host_->stub_->FetchSealed(&ctx, req, &resp), "FetchSealed"));
+    return std::vector<v1::SealedMessage>(
+        std::make_move_iterator(resp.mutable_messages()->begin()),
+        std::make_move_iterator(resp.mutable_messages()->end()));
+  }
+  absl::Status Report(std::vector<v1::Report> reports) override {
+    const std::string token = host_->token();
+    if (token.empty()) return absl::UnavailableError("no session yet");
+    uint64_t refusals = 0;
+    for (const v1::Report& r : reports) refusals += r.has_refusal() ? 1 : 0;
+    RETURN_IF_ERROR(host_->SendReports(*host_->stub_, token, std::move(reports)));
+    host_->counters_.refusals_sent.fetch_add(refusals);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Prepare(grpc::ClientContext* ctx) const {
+    const std::string token = host_->token();
+    if (token.empty()) return absl::UnavailableError("no session yet");
+    ctx->AddMetadata("ldpgraph-session", token);
+    ctx->set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    return absl::OkStatus();
+  }
+  AgentHost* const host_;
+};
+
+AgentHost::AgentHost(AgentHostOptions options, std::unique_ptr<AgentShard> shard)
+    : options_(std::move(options)),
+      shard_(std::move(shard)),
+      channel_(MakeCuratorChannel(options_)),
+      stub_(v1::AgentService::NewStub(channel_)) {
+  transport_ = std::make_unique<Transport>(this);
+  ExchangeOptions exchange;
+  const std::string name = options_.host_name;
+  exchange.log = [name](const std::string& line) {
+    std::cerr << name << ": " << line << std::endl;
+  };
+  exchanges_ = std::make_unique<ExchangeRunner>(shard_.get(), transport_.get(),
+                                                std::move(exchange));
+}
+
+AgentHost::~AgentHost() {
+  // The exchanges use the transport, which uses this host: stop them first.
+  exchanges_->Stop();
+}
+
+std::string AgentHost::token() const {
+  absl::MutexLock lock(&mu_);
+  return token_;
+}
 
 absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
     AgentHostOptions options, std::unique_ptr<AgentShard> shard) {
@@ -159,13 +251,16 @@ absl::Status ShardClaimer::Renew(const ShardClaim& held) {
 }
 
 absl::Status AgentHost::Run() {
-  auto channel = MakeCuratorChannel(options_);
-  auto stub = v1::AgentService::NewStub(channel);
+  v1::AgentService::Stub& stub = *stub_;
   absl::Duration backoff = options_.backoff_initial;
   while (!stopping_.load()) {
     const uint64_t sessions_before = counters_.sessions.load();
-    absl::Status s = Session(*stub);
+    absl::Status s = Session(stub);
     ready_.store(false);
+    {
+      absl::MutexLock lock(&mu_);
+      token_.clear();
+    }
     if (stopping_.load()) break;
     if (absl::StrContains(s.message(), kPermanent)) return s;
     {
@@ -183,6 +278,7 @@ absl::Status AgentHost::Run() {
     }
     backoff = std::min(backoff * 2, options_.backoff_max);
   }
+  exchanges_->Stop();
   return absl::OkStatus();
 }
 
@@ -208,6 +304,10 @@ absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
     for (const auto& [attribute, cap] : options_.caps.per_attribute) {
       (*c->mutable_caps()->mutable_per_attribute())[attribute] = cap;
     }
+    // Only the public half of the node's key pair ever leaves the host.
+    if (const crypto::KeyPair* key = shard_->key_pair(node)) {
+      c->set_sealing_key(key->public_key());
+    }
   }
   v1::EnrolResponse enrolled;
   {
@@ -223,6 +323,10 @@ absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
   }
   counters_.sessions.fetch_add(1);
   const std::string token = enrolled.session_token();
+  {
+    absl::MutexLock lock(&mu_);
+    token_ = token;
+  }
 
   grpc::ClientContext ctx;
   ctx.AddMetadata("ldpgraph-session", token);
@@ -257,11 +361,28 @@ absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
 absl::Status AgentHost::Answer(v1::AgentService::Stub& stub,
                                const std::string& token, const v1::Task& task) {
   counters_.tasks.fetch_add(1);
+  if (task.spec().kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    // An exchange with the neighbours first, on a thread of its own; it
+    // reports when its nodes are done. A task re-sent while it runs is
+    // ignored.
+    absl::Status started = exchanges_->Start(task);
+    if (!started.ok() && !stopping_.load()) {
+      std::cerr << options_.host_name << ": campaign " << task.campaign_id()
+                << ": " << started.message() << "\n";
+    }
+    return absl::OkStatus();
+  }
   // Every fresh answer is durable before RespondAll returns.
   ASSIGN_OR_RETURN(ShardResponse response, shard_->RespondAll(task));
   counters_.refusals_sent.fetch_add(response.refusals);
-  if (response.reports.empty()) return absl::OkStatus();
+  return SendReports(stub, token, std::move(response.reports));
+}
 
+absl::Status AgentHost::SendReports(v1::AgentService::Stub& stub,
+                                    const std::string& token,
+                                    std::vector<v1::Report> reports) {
+  if (reports.empty()) return absl::OkStatus();
+  const std::string campaign = reports.front().campaign_id();
   grpc::ClientContext ctx;
   ctx.AddMetadata("ldpgraph-session", token);
   auto stream = stub.Report(&ctx);
@@ -278,15 +399,14 @@ absl::Status AgentHost::Answer(v1::AgentService::Stub& stub,
       } else {
         counters_.rejected.fetch_add(1);
         if (logged++ < 3) {
-          std::cerr << options_.host_name << ": campaign "
-                    << task.campaign_id() << " rejected a report: "
-                    << r.message() << "\n";
+          std::cerr << options_.host_name << ": campaign " << campaign
+                    << " rejected a report: " << r.message() << "\n";
         }
       }
     }
     return absl::OkStatus();
   };
-  const size_t n = response.reports.size();
+  const size_t n = reports.size();
   const size_t b = static_cast<size_t>(options_.batch_size);
   const absl::Time start = absl::Now();
   int in_flight = 0;
@@ -298,7 +418,7 @@ absl::Status AgentHost::Answer(v1::AgentService::Stub& stub,
     const size_t last = std::min(n, first + b);
     batch.mutable_reports()->Reserve(static_cast<int>(last - first));
     for (size_t i = first; i < last; ++i) {
-      *batch.add_reports() = std::move(response.reports[i]);
+      *batch.add_reports() = std::move(reports[i]);
     }
     if (!stream->Write(batch)) {
       status = absl::UnavailableError("report stream broke while writing");

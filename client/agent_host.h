@@ -4,6 +4,12 @@
 // every new answer durable before it is released), and streams the reports
 // in batches, reading one acknowledgement per batch.
 //
+// Neighbour substitution tasks run as exchanges through the curator's relay
+// (client/edge_exchange.h), each on a thread of its own, so that the host
+// keeps answering its other tasks; they use the host's current session and
+// report through the same Report path. Enrol sends each node's sealing
+// public key (NodeCredential.sealing_key).
+//
 // Failures: any broken call (curator down, restarted, network gone) ends
 // the current session; the host waits with exponential backoff, enrols
 // again and resubscribes. The curator re-sends the tasks still waiting for
@@ -26,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/agent.h"
+#include "client/edge_exchange.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
 
 namespace ldpgraph::agent {
@@ -112,6 +119,7 @@ class ShardClaimer {
 
 class AgentHost {
  public:
+  ~AgentHost();
   // Validates the options (credentials for exactly the shard's nodes, a
   // curator address, TLS material unless insecure).
   static absl::StatusOr<std::unique_ptr<AgentHost>> Create(
@@ -129,25 +137,39 @@ class AgentHost {
   bool ready() const { return ready_.load(); }
   const AgentHostCounters& counters() const { return counters_; }
   AgentShard& shard() { return *shard_; }
+  // The substitution exchanges (running count, counters, outcomes).
+  ExchangeRunner& exchanges() { return *exchanges_; }
   // The last error that ended a session (for logs and /readyz).
   std::string last_error() const;
 
  private:
-  AgentHost(AgentHostOptions options, std::unique_ptr<AgentShard> shard)
-      : options_(std::move(options)), shard_(std::move(shard)) {}
+  class Transport;
+  AgentHost(AgentHostOptions options, std::unique_ptr<AgentShard> shard);
   // One session: enrol, subscribe, answer until the stream breaks.
   absl::Status Session(v1::AgentService::Stub& stub);
   absl::Status Answer(v1::AgentService::Stub& stub, const std::string& token,
                       const v1::Task& task);
+  // Streams reports in batches on one Report call, reading an ack per
+  // batch; counts acks and rejections. Errors: the stream's.
+  absl::Status SendReports(v1::AgentService::Stub& stub,
+                           const std::string& token,
+                           std::vector<v1::Report> reports);
+  // The current session's token; empty between sessions.
+  std::string token() const;
 
   const AgentHostOptions options_;
   const std::unique_ptr<AgentShard> shard_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<v1::AgentService::Stub> stub_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<ExchangeRunner> exchanges_;
   AgentHostCounters counters_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> ready_{false};
   mutable absl::Mutex mu_;
   grpc::ClientContext* subscribe_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::string last_error_ ABSL_GUARDED_BY(mu_);
+  std::string token_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ldpgraph::agent

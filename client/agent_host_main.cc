@@ -349,6 +349,29 @@ int main(int argc, char** argv) {
   host_gauge("ldpgraph_agent_memo_hits",
               "Repeated questions answered from the memo (free).",
               [](AgentHost& h) { return double(h.shard().counters().memo_hits); });
+  host_gauge("ldpgraph_agent_exchanges_running",
+             "Neighbour substitution exchanges in progress.",
+             [](AgentHost& h) { return double(h.exchanges().running()); });
+  using ExchangeCounters = ldpgraph::agent::ExchangeCounters;
+  auto exchange_counter = [&](const char* name, const char* help,
+                              std::atomic<uint64_t> ExchangeCounters::*field) {
+    host_gauge(name, help, [field](AgentHost& h) {
+      return static_cast<double>((h.exchanges().counters().*field).load());
+    });
+  };
+  exchange_counter("ldpgraph_agent_exchange_messages_sent",
+                   "Sealed agent-to-agent messages relayed.",
+                   &ExchangeCounters::messages_sent);
+  exchange_counter("ldpgraph_agent_exchange_messages_received",
+                   "Sealed messages opened and delivered to a node.",
+                   &ExchangeCounters::messages_received);
+  exchange_counter("ldpgraph_agent_exchange_messages_rejected",
+                   "Sealed messages that did not open, parse or deliver "
+                   "(tampered, forged, misaddressed).",
+                   &ExchangeCounters::messages_rejected);
+  exchange_counter("ldpgraph_agent_exchange_neighbours_timed_out",
+                   "Neighbours marked absent after a silent round.",
+                   &ExchangeCounters::neighbours_timed_out);
   host_gauge("ldpgraph_agent_epsilon_spent_max",
               "Largest total epsilon spent by a node of the shard.",
               [](AgentHost& h) {

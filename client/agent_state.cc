@@ -30,6 +30,12 @@ constexpr char kCreateSchema[] =
     "  PRIMARY KEY(node, key));"
     "PRAGMA user_version = 1;";
 
+// Added to version 1 without a version change; created at every Open.
+constexpr char kCreateKeys[] =
+    "CREATE TABLE IF NOT EXISTS keys("
+    "  node INTEGER PRIMARY KEY,"
+    "  private_key BLOB NOT NULL);";
+
 // A SQLite failure as a status: the code by SQLite's primary result code,
 // the message naming the database, the operation and SQLite's own words.
 absl::Status SqliteError(int rc, sqlite3* db, const std::string& path,
@@ -184,6 +190,7 @@ absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::Open(
         absl::StrCat(path, " holds agent state of schema version ", version,
                      "; this build reads version ", kSchemaVersion));
   }
+  RETURN_IF_ERROR(ExecOn(raw, path, kCreateKeys, "create the keys table"));
   return store;
 }
 
@@ -293,6 +300,81 @@ absl::Status AgentStateStore::CommitLocked(const std::vector<MemoRow>& rows) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>>
+AgentStateStore::LoadKeys() const {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(
+      Statement stmt,
+      Prepare(db_, path_, "SELECT node, private_key FROM keys ORDER BY node"));
+  std::vector<std::pair<uint32_t, std::string>> out;
+  for (;;) {
+    const int rc = sqlite3_step(stmt.get());
+    if (rc == SQLITE_DONE) return out;
+    if (rc != SQLITE_ROW) return SqliteError(rc, db_, path_, "read the keys");
+    const int64_t node = sqlite3_column_int64(stmt.get(), 0);
+    std::string key = ColumnBlob(stmt.get(), 1);
+    if (node < 0 || node > int64_t{UINT32_MAX} || key.size() != 32) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": the stored key of node ", node, " is damaged"));
+    }
+    out.emplace_back(static_cast<uint32_t>(node), std::move(key));
+  }
+}
+
+absl::Status AgentStateStore::StoreKeys(
+    const std::vector<std::pair<uint32_t, std::string>>& keys) {
+  for (const auto& [node, key] : keys) {
+    if (key.size() != 32) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the private key of node ", node, " must be 32 bytes, got ",
+          key.size()));
+    }
+  }
+  if (keys.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "begin the keys transaction"));
+  absl::Status status = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(
+        Statement insert,
+        Prepare(db_, path_,
+                "INSERT INTO keys(node, private_key) VALUES(?1, ?2) "
+                "ON CONFLICT(node) DO NOTHING"));
+    ASSIGN_OR_RETURN(
+        Statement select,
+        Prepare(db_, path_, "SELECT private_key FROM keys WHERE node = ?1"));
+    for (const auto& [node, key] : keys) {
+      sqlite3_reset(insert.get());
+      sqlite3_bind_int64(insert.get(), 1, node);
+      sqlite3_bind_blob(insert.get(), 2, key.data(),
+                        static_cast<int>(key.size()), SQLITE_TRANSIENT);
+      const int rc = sqlite3_step(insert.get());
+      if (rc != SQLITE_DONE) {
+        return SqliteError(rc, db_, path_,
+                           absl::StrCat("store the key of node ", node));
+      }
+      if (sqlite3_changes(db_) != 0) continue;
+      sqlite3_reset(select.get());
+      sqlite3_bind_int64(select.get(), 1, node);
+      const int found = sqlite3_step(select.get());
+      if (found != SQLITE_ROW) {
+        return SqliteError(found, db_, path_,
+                           absl::StrCat("read the key of node ", node));
+      }
+      if (ColumnBlob(select.get(), 0) != key) {
+        return absl::InternalError(absl::StrCat(
+            path_, ": node ", node,
+            " already has a different key; a node's key is never replaced"));
+      }
+    }
+    return absl::OkStatus();
+  }();
+  if (status.ok()) status = Exec("COMMIT", "commit the keys transaction");
+  if (!status.ok() && !sqlite3_get_autocommit(db_)) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  return status;
 }
 
 absl::StatusOr<int64_t> AgentStateStore::Count() const {

@@ -12,11 +12,20 @@
 //        parameters TEXT, epsilon REAL, answer BLOB,
 //        PRIMARY KEY(node, key))
 //
+//   keys(node INTEGER PRIMARY KEY, private_key BLOB)
+//
 // key is QueryKey::Canonical(); attribute, mechanism, parameters and epsilon
 // are the QueryKey's fields, so a restore rebuilds the key from its columns
 // (and checks it against key). answer is opaque here (the agent stores a
 // serialised v1::Report body). A node's spend is not stored: it is the sum
 // of the epsilons of its rows, rebuilt by PrivacyBudget::Restore.
+//
+// keys holds each node's X25519 private key (32 bytes) for sealed
+// agent-to-agent messages (common/crypto/sealed.h): made once, on the
+// node's first start, and never replaced, so that the public key the
+// curator publishes stays valid across restarts. The private key never
+// leaves this file and the agent's memory. The table was added without a
+// version change: Open creates it in a version-1 database that lacks it.
 //
 // Errors: a SQLite failure is INTERNAL naming the database path, the
 // operation and SQLite's message; RESOURCE_EXHAUSTED for a full disk (or the
@@ -30,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -103,6 +113,17 @@ class AgentStateStore {
 
   // Number of stored rows.
   absl::StatusOr<int64_t> Count() const;
+
+  // Every stored private key, by node.
+  absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> LoadKeys()
+      const;
+  // Stores new private keys in ONE transaction, durable when it returns OK.
+  // A key identical to the stored one is fine; a different key for a node
+  // that has one is INTERNAL (a node's key is never replaced) and nothing
+  // is stored. INVALID_ARGUMENT, before touching the database, for a key
+  // that is not 32 bytes.
+  absl::Status StoreKeys(
+      const std::vector<std::pair<uint32_t, std::string>>& keys);
 
   // <dir>/agent.db.
   const std::string& path() const { return path_; }

@@ -288,5 +288,44 @@ TEST(AgentStateStoreTest, ForEachStopsAtTheCallbacksError) {
   EXPECT_EQ(calls, 1);
 }
 
+TEST(AgentStateStoreTest, KeysAreStoredOnceAndNeverReplaced) {
+  TempFolder tmp;
+  auto store = AgentStateStore::Open(tmp.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE((*store)->LoadKeys()->empty());
+  const std::string a(32, 'a'), b(32, 'b');
+  ASSERT_TRUE((*store)->StoreKeys({{3, a}, {1, b}}).ok());
+  ASSERT_TRUE((*store)->StoreKeys({{3, a}}).ok());  // identical: fine
+  absl::Status s = (*store)->StoreKeys({{5, a}, {3, b}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("never replaced"));
+  EXPECT_EQ((*store)->StoreKeys({{6, "short"}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  store->reset();
+  store = AgentStateStore::Open(tmp.path());
+  ASSERT_TRUE(store.ok());
+  auto keys = (*store)->LoadKeys();
+  ASSERT_TRUE(keys.ok());
+  ASSERT_EQ(keys->size(), 2u);  // node 5 was rolled back with node 3's
+  EXPECT_EQ((*keys)[0], std::make_pair(uint32_t{1}, b));
+  EXPECT_EQ((*keys)[1], std::make_pair(uint32_t{3}, a));
+}
+
+// A database made before the keys table existed gets it at the next Open.
+TEST(AgentStateStoreTest, OpenAddsTheKeysTableToAnOlderDatabase) {
+  TempFolder tmp;
+  {
+    auto store = AgentStateStore::Open(tmp.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Commit({Row(1, "features", 1.0, "x")}).ok());
+  }
+  SqlOn(tmp.path() + "/agent.db", "DROP TABLE keys");
+  auto store = AgentStateStore::Open(tmp.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE((*store)->LoadKeys()->empty());
+  EXPECT_TRUE((*store)->StoreKeys({{1, std::string(32, 'k')}}).ok());
+  EXPECT_EQ(*(*store)->Count(), 1);
+}
+
 }  // namespace
 }  // namespace ldpgraph::agent

@@ -745,6 +745,196 @@ void WriteSmallDataset(const std::string& dir) {
   ASSERT_TRUE(WriteDataset(d, dir).ok());
 }
 
+// --- neighbour substitution: the two questions -------------------------------
+
+v1::MechanismSpec SubstitutionSpec(double eps_e, double eps_x = 1.0) {
+  v1::MechanismSpec s;
+  s.set_kind(v1::MECHANISM_KIND_EDGE_SUBSTITUTION);
+  s.set_epsilon(eps_e);
+  s.set_dimension(kNodes);
+  v1::SubstitutionSpec* sub = s.mutable_substitution();
+  sub->set_approach(1);
+  sub->set_similarity("cosine");
+  sub->set_top_k(3);
+  sub->set_max_dummies(2);
+  sub->set_dummy_mean(0.5);
+  sub->set_dummy_std(0.5);
+  sub->set_round_timeout_ms(1000);
+  *sub->mutable_features() = FeatureSpec(eps_x);
+  return s;
+}
+
+v1::Task SubstitutionTask(const std::string& campaign, double eps_e,
+                          double eps_x = 1.0) {
+  return MakeTask(campaign, v1::ATTRIBUTE_EDGES, SubstitutionSpec(eps_e, eps_x));
+}
+
+using Role = NodeAgent::SubstitutionStart::Role;
+
+TEST(NodeAgentSubstitutionTest, FeaturesFirstThenTheListBothMemoized) {
+  auto agent = MakeAgent(0, Policy(10.0));
+  const v1::Task task = SubstitutionTask("c1", 1.0);
+  auto start = agent->BeginSubstitution(task);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_EQ(start->role, Role::kTakePart);
+  ASSERT_TRUE(start->own_feature.has_value());
+  EXPECT_TRUE(start->fresh);
+  ASSERT_TRUE(start->to_persist.has_value());
+  EXPECT_EQ(start->to_persist->key.attribute, "features");
+  EXPECT_DOUBLE_EQ(agent->budget().spent("features"), 1.0);
+  EXPECT_DOUBLE_EQ(agent->budget().spent("edges"), 0.0);
+  // The same question as a features campaign with that spec: one report.
+  NodeAgent::Response features = MustRespond(*agent, FeatureTask("c2", 1.0));
+  EXPECT_FALSE(features.fresh);
+  EXPECT_EQ(features.report.features().SerializeAsString(),
+            start->own_feature->SerializeAsString());
+  // The final list: the edges question.
+  auto done = agent->FinishSubstitution(task, {1, 4, 9});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(done->fresh);
+  EXPECT_THAT(std::vector<uint32_t>(done->report.edges().neighbours().begin(),
+                                    done->report.edges().neighbours().end()),
+              ElementsAre(1, 4, 9));
+  EXPECT_EQ(done->report.campaign_id(), "c1");
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 2.0);
+  // Asked again (another campaign): the stored answer, sent at once; the
+  // node still takes part, with the dropped set that answer implies
+  // (N(0) = {1, 4, 8}, listed {1, 4, 9}: 8 was dropped).
+  auto again = agent->BeginSubstitution(SubstitutionTask("c3", 1.0));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->role, Role::kMemo);
+  EXPECT_EQ(again->report.campaign_id(), "c3");
+  EXPECT_EQ(Body(again->report), Body(done->report));
+  ASSERT_TRUE(again->dropped.has_value());
+  EXPECT_THAT(*again->dropped, ElementsAre(8));
+  ASSERT_TRUE(again->own_feature.has_value());
+  EXPECT_FALSE(again->fresh);
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 2.0);
+  // Finishing the repeated question answers from the memo too.
+  auto repeat = agent->FinishSubstitution(SubstitutionTask("c3", 1.0), {1});
+  ASSERT_TRUE(repeat.ok());
+  EXPECT_FALSE(repeat->fresh);
+  EXPECT_EQ(Body(repeat->report), Body(done->report));
+  // A list the protocol cannot produce is the agent's own failure.
+  EXPECT_EQ(agent->FinishSubstitution(SubstitutionTask("c4", 2.0), {4, 1})
+                .status()
+                .code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(agent->FinishSubstitution(SubstitutionTask("c4", 2.0), {0})
+                .status()
+                .code(),
+            absl::StatusCode::kInternal);
+}
+
+TEST(NodeAgentSubstitutionTest, NotAOneShotAnswer) {
+  auto agent = MakeAgent(0, Policy(10.0));
+  EXPECT_EQ(agent->Respond(SubstitutionTask("c1", 1.0)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(agent->BeginSubstitution(EdgeTask("c2", 1.0)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 0.0);
+}
+
+// Both questions must fit together, or the node refuses before drawing.
+TEST(NodeAgentSubstitutionTest, RefusedWholeWhenTheTwoQuestionsDoNotFit) {
+  auto poor = MakeAgent(0, Policy(1.5));
+  auto start = poor->BeginSubstitution(SubstitutionTask("c1", 1.0));
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->role, Role::kRefuse);
+  EXPECT_EQ(start->report.refusal().reason(),
+            v1::REFUSAL_REASON_BUDGET_EXHAUSTED);
+  EXPECT_FALSE(start->own_feature.has_value());
+  EXPECT_DOUBLE_EQ(poor->budget().spent(), 0.0);
+  // A node that answered the feature question before pays eps_e only.
+  auto enough = MakeAgent(0, Policy(2.0));
+  MustRespond(*enough, FeatureTask("c0", 1.0));
+  start = enough->BeginSubstitution(SubstitutionTask("c1", 1.0));
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->role, Role::kTakePart);
+  EXPECT_FALSE(start->fresh);
+  // An edges cap counts eps_e.
+  auto capped = MakeAgent(0, Policy(10.0, {{"edges", 0.5}}));
+  start = capped->BeginSubstitution(SubstitutionTask("c1", 1.0));
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->role, Role::kRefuse);
+  EXPECT_THAT(start->report.refusal().message(), HasSubstr("'edges'"));
+}
+
+TEST(NodeAgentSubstitutionTest, PolicyAndDataRefusals) {
+  AgentPolicy edges_only = Policy(10.0);
+  edges_only.attributes = {"edges"};
+  auto agent = MakeAgent(0, edges_only);
+  auto start = agent->BeginSubstitution(SubstitutionTask("c1", 1.0));
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->role, Role::kRefuse);
+  EXPECT_EQ(start->report.refusal().reason(), v1::REFUSAL_REASON_POLICY);
+  EXPECT_THAT(start->report.refusal().message(), HasSubstr("'features'"));
+
+  NodeRecord bare = Record(0);
+  bare.features.clear();
+  auto rng = NodeRandomSource(1, 0);
+  auto no_data = NodeAgent::Create(bare, Policy(10.0), std::move(*rng));
+  ASSERT_TRUE(no_data.ok());
+  start = (*no_data)->BeginSubstitution(SubstitutionTask("c1", 1.0));
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->report.refusal().reason(), v1::REFUSAL_REASON_NO_DATA);
+
+  v1::Task wrong_d = SubstitutionTask("c1", 1.0);
+  wrong_d.mutable_spec()->mutable_substitution()->mutable_features()->set_dimension(5);
+  start = agent->BeginSubstitution(wrong_d);
+  ASSERT_TRUE(start.ok());
+  // The policy is checked first; a node that allows features:
+  auto full = MakeAgent(0, Policy(10.0));
+  start = full->BeginSubstitution(wrong_d);
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->report.refusal().reason(), v1::REFUSAL_REASON_INVALID_TASK);
+  EXPECT_THAT(start->report.refusal().message(),
+              HasSubstr("spec.substitution.features.dimension is 5"));
+  v1::Task raw = SubstitutionTask("c1", 1.0);
+  raw.mutable_spec()->mutable_substitution()->mutable_features()->set_epsilon(
+      INFINITY);
+  start = full->BeginSubstitution(raw);
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->report.refusal().reason(), v1::REFUSAL_REASON_INVALID_TASK);
+  EXPECT_THAT(start->report.refusal().message(),
+              HasSubstr("raw features never leave an agent"));
+}
+
+TEST(AgentShardTest, SubstitutionFeaturesAreDurableBeforeTheyLeave) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  auto shard = MakeShard(tmp.path(), 1);
+  ASSERT_NE(shard, nullptr);
+  v1::Task task = SubstitutionTask("c1", 1.0);
+  for (uint32_t v : {7u, 0u, 3u}) task.add_node_ids(v);
+  auto begun = shard->BeginSubstitution(task);
+  ASSERT_TRUE(begun.ok()) << begun.status();
+  ASSERT_EQ(begun->nodes.size(), 2u);
+  EXPECT_EQ(begun->nodes[0].first, 7u);
+  EXPECT_EQ(begun->not_in_shard, 1u);
+  EXPECT_EQ(*shard->store().Count(), 2);  // the two feature answers
+  auto report = shard->FinishSubstitution(task, 7, {1, 4, 8});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->node_id(), 7u);
+  EXPECT_EQ(*shard->store().Count(), 3);
+  EXPECT_EQ(shard->FinishSubstitution(task, 3, {}).status().code(),
+            absl::StatusCode::kNotFound);
+  // A restarted shard: the same keys, the answers remembered.
+  const std::string key7 = shard->key_pair(7)->public_key();
+  EXPECT_EQ(shard->counters().keys_generated, 4u);
+  shard.reset();
+  shard = MakeShard(tmp.path(), 2);
+  ASSERT_NE(shard, nullptr);
+  EXPECT_EQ(shard->counters().keys_generated, 0u);
+  EXPECT_EQ(shard->key_pair(7)->public_key(), key7);
+  EXPECT_NE(shard->key_pair(0)->public_key(), key7);
+  EXPECT_EQ(shard->key_pair(3), nullptr);
+  begun = shard->BeginSubstitution(task);
+  ASSERT_TRUE(begun.ok());
+  EXPECT_EQ(begun->nodes[0].second.role, Role::kMemo);
+  EXPECT_EQ(begun->nodes[1].second.role, Role::kTakePart);
+  EXPECT_FALSE(begun->nodes[1].second.fresh);
+}
+
 TEST(LoadShardTest, GivesEachNodeItsScaledFeaturesLabelAndNeighbours) {
   TempFolder tmp(TempFolder::kLeaveMissing);
   WriteSmallDataset(tmp.path());

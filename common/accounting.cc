@@ -69,6 +69,43 @@ absl::Status PrivacyBudget::CanSpend(const std::string& attribute,
   return CanSpendLocked(attribute, epsilon);
 }
 
+absl::Status PrivacyBudget::CanAnswerAll(
+    const std::vector<QueryKey>& keys) const {
+  std::map<std::string, double> asked;  // canonical key -> epsilon
+  std::map<std::string, double> by_attribute;
+  double total = 0;
+  absl::MutexLock lock(&mu_);
+  for (const QueryKey& key : keys) {
+    RETURN_IF_ERROR(CheckPositive("epsilon", key.epsilon));
+    std::string canonical = key.Canonical();
+    if (memo_.contains(canonical) || asked.contains(canonical)) continue;
+    asked.emplace(std::move(canonical), key.epsilon);
+    by_attribute[key.attribute] += key.epsilon;
+    total += key.epsilon;
+  }
+  if (asked.empty()) return absl::OkStatus();
+  if (Exceeds(total_spent_, total, caps_.total)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "budget exhausted: the task asks %d new questions costing %g in "
+        "total, which would take the node's total to %g, over its cap %g "
+        "(spent %g)",
+        asked.size(), total, total_spent_ + total, caps_.total, total_spent_));
+  }
+  for (const auto& [attribute, epsilon] : by_attribute) {
+    auto cap = caps_.per_attribute.find(attribute);
+    if (cap == caps_.per_attribute.end()) continue;
+    auto it = spent_.find(attribute);
+    const double spent = it == spent_.end() ? 0.0 : it->second;
+    if (Exceeds(spent, epsilon, cap->second)) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "budget exhausted: spending %g on '%s' would take it to %g, over "
+          "its cap %g (spent %g)",
+          epsilon, attribute, spent + epsilon, cap->second, spent));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Answered> PrivacyBudget::Answer(
     const QueryKey& key,
     absl::FunctionRef<absl::StatusOr<std::string>()> perturb) {

@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
@@ -96,6 +97,14 @@ class PrivacyBudget {
 
   // OK if a new question of this cost about attribute would be allowed now.
   absl::Status CanSpend(const std::string& attribute, double epsilon) const;
+  // OK if answering every one of keys now would be allowed together: the
+  // keys not yet in the memo (each distinct key counted once) summed per
+  // attribute and in total, against the caps. For a task that asks several
+  // questions at once (neighbour substitution: the node's features and its
+  // edges), so that it is refused whole before any answer is drawn.
+  // RESOURCE_EXHAUSTED naming the attribute, cap, spend and request;
+  // INVALID_ARGUMENT for an epsilon that is not finite and > 0.
+  absl::Status CanAnswerAll(const std::vector<QueryKey>& keys) const;
 
   double spent() const;
   double spent(const std::string& attribute) const;

@@ -260,6 +260,39 @@ TEST(PrivacyBudgetTest, RestoreRejectsNonPositiveEpsilon) {
   EXPECT_EQ(budget->spent(), 0.0);
 }
 
+// Several questions of one task are checked together, memo hits free.
+TEST(PrivacyBudgetTest, CanAnswerAllSumsTheNewQuestions) {
+  auto budget = MakeBudget(2.0, {{"edges", 1.0}});
+  const QueryKey features = Key("features", 1.0);
+  const QueryKey edges = Key("edges", 1.0, "n=10");
+  EXPECT_TRUE(budget->CanAnswerAll({features, edges}).ok());
+  // A repeated key counts once.
+  EXPECT_TRUE(budget->CanAnswerAll({features, edges, features}).ok());
+  ASSERT_TRUE(budget->Answer(Key("label", 0.5, "classes=3"), [] {
+                return absl::StatusOr<std::string>("l");
+              }).ok());
+  absl::Status s = budget->CanAnswerAll({features, edges});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("2 new questions costing 2"));
+  // Each alone would fit: only the combination is refused.
+  EXPECT_TRUE(budget->CanSpend("features", 1.0).ok());
+  EXPECT_TRUE(budget->CanSpend("edges", 1.0).ok());
+  // An answered question is free.
+  auto b2 = MakeBudget(2.0, {{"edges", 1.0}});
+  ASSERT_TRUE(b2->Answer(features, [] {
+                return absl::StatusOr<std::string>("x");
+              }).ok());
+  EXPECT_TRUE(b2->CanAnswerAll({features, edges}).ok());
+  // The per-attribute cap.
+  auto b3 = MakeBudget(5.0, {{"edges", 1.0}});
+  s = b3->CanAnswerAll({edges, Key("edges", 0.5, "n=11")});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("on 'edges'"));
+  EXPECT_EQ(b2->CanAnswerAll({Key("edges", 0.0)}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_DOUBLE_EQ(b2->spent(), 1.0);
+}
+
 TEST(PrivacyBudgetTest, KeyFromMechanismIncludesParametersAndEpsilon) {
   MechanismSpec spec;
   spec.kind = MechanismKind::kHds;

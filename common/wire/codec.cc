@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -15,6 +16,84 @@ bool IsBitMechanism(MechanismKind k) {
 
 bool IsFeatureKind(v1::MechanismKind k) {
   return FromWireFeatureKind(k).ok();
+}
+
+// Bounds on the public parameters of neighbour substitution: generous, but
+// they keep one node's messages and work bounded.
+constexpr uint32_t kMaxTopK = 1000;
+constexpr uint32_t kMaxDummies = 1000;
+constexpr uint32_t kMaxRoundTimeoutMs = 24 * 3600 * 1000;
+
+absl::Status ValidateSubstitutionSpec(const v1::MechanismSpec& w) {
+  if (!w.has_substitution()) {
+    return absl::InvalidArgumentError(
+        "spec.substitution is required for MECHANISM_KIND_EDGE_SUBSTITUTION");
+  }
+  const v1::SubstitutionSpec& s = w.substitution();
+  if (s.approach() != 1 && s.approach() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.approach must be 1 or 2, got ", s.approach()));
+  }
+  if (s.similarity() != "cosine" && s.similarity() != "l2") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.similarity must be cosine or l2, got '",
+        s.similarity(), "'"));
+  }
+  if (s.top_k() < 1 || s.top_k() > kMaxTopK) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.top_k must be in [1, ", kMaxTopK, "], got ",
+        s.top_k()));
+  }
+  if (s.max_dummies() > kMaxDummies) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.max_dummies must be at most ", kMaxDummies,
+        ", got ", s.max_dummies()));
+  }
+  if (!std::isfinite(s.dummy_mean())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.dummy_mean must be finite, got ", s.dummy_mean()));
+  }
+  if (!std::isfinite(s.dummy_std()) || s.dummy_std() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.dummy_std must be finite and >= 0, got ",
+        s.dummy_std()));
+  }
+  if (s.round_timeout_ms() < 1 || s.round_timeout_ms() > kMaxRoundTimeoutMs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.round_timeout_ms must be in [1, ",
+        kMaxRoundTimeoutMs, "], got ", s.round_timeout_ms()));
+  }
+  // The vectors the agents exchange are a feature mechanism's reports:
+  // raw features never leave an agent, so the mechanism must be a real one
+  // with a finite epsilon.
+  if (!s.has_features()) {
+    return absl::InvalidArgumentError(
+        "spec.substitution.features (the feature mechanism whose reports the "
+        "agents exchange) is required");
+  }
+  const v1::MechanismSpec& f = s.features();
+  if (!IsFeatureKind(f.kind())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.features.kind must be a feature mechanism, got ",
+        v1::MechanismKind_Name(f.kind())));
+  }
+  if (f.has_substitution()) {
+    return absl::InvalidArgumentError(
+        "spec.substitution.features must not carry a substitution spec");
+  }
+  if (!std::isfinite(f.epsilon()) || !(f.epsilon() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.features.epsilon must be finite and > 0 (raw "
+        "features never leave an agent), got ", f.epsilon()));
+  }
+  absl::StatusOr<MechanismSpec> fs = FromWireFeatureSpec(f);
+  absl::Status valid = fs.ok() ? CreateFeatureMechanism(*fs).status()
+                               : fs.status();
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.substitution.features: ", valid.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -36,7 +115,10 @@ absl::StatusOr<std::string> AttributeName(v1::Attribute attribute) {
 
 v1::Attribute AttributeOf(v1::MechanismKind kind) {
   if (kind == v1::MECHANISM_KIND_LABEL_RR) return v1::ATTRIBUTE_LABEL;
-  if (kind == v1::MECHANISM_KIND_EDGE_RR) return v1::ATTRIBUTE_EDGES;
+  if (kind == v1::MECHANISM_KIND_EDGE_RR ||
+      kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    return v1::ATTRIBUTE_EDGES;
+  }
   if (IsFeatureKind(kind)) return v1::ATTRIBUTE_FEATURES;
   return v1::ATTRIBUTE_UNSPECIFIED;
 }
@@ -120,6 +202,13 @@ absl::Status ValidateWireSpec(const v1::MechanismSpec& w) {
   if (w.kind() == v1::MECHANISM_KIND_EDGE_RR) {
     return EdgeRandomizedResponse::Create(w.epsilon(), w.dimension()).status();
   }
+  if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    // eps_e and n as edge randomized response checks them (the drop
+    // probability is 1/(1 + e^eps_e)), then the substitution's own fields.
+    RETURN_IF_ERROR(
+        EdgeRandomizedResponse::Create(w.epsilon(), w.dimension()).status());
+    return ValidateSubstitutionSpec(w);
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       "spec.kind must name a mechanism, got ", static_cast<int>(w.kind())));
 }
@@ -139,6 +228,20 @@ std::string WireParameterString(const v1::MechanismSpec& w) {
   if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
     return absl::StrCat("classes=", w.dimension());
   }
+  if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    // Every public parameter, and the feature question in full (its kind,
+    // epsilon and parameters): a change to any is another question.
+    const v1::SubstitutionSpec& s = w.substitution();
+    const v1::MechanismSpec& f = s.features();
+    const QueryKey features = WireQueryKey(v1::ATTRIBUTE_FEATURES, f);
+    return absl::StrFormat(
+        "n=%u,approach=%u,similarity=%s,top_k=%u,max_dummies=%u,"
+        "dummy_mean=%.17g,dummy_std=%.17g,round_timeout_ms=%u,"
+        "features=[%s,%s,epsilon=%.17g]",
+        w.dimension(), s.approach(), absl::CEscape(s.similarity()), s.top_k(),
+        s.max_dummies(), s.dummy_mean(), s.dummy_std(), s.round_timeout_ms(),
+        features.mechanism, features.parameters, f.epsilon());
+  }
   return absl::StrCat("n=", w.dimension());
 }
 
@@ -149,11 +252,24 @@ QueryKey WireQueryKey(v1::Attribute attribute, const v1::MechanismSpec& w) {
     mechanism = std::string(MechanismName(*k));
   } else if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
     mechanism = "label-rr";
+  } else if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    mechanism = "edge-substitution";
   } else {
     mechanism = "edge-rr";
   }
   return QueryKey{name.ok() ? *name : "unknown", std::move(mechanism),
                   WireParameterString(w), w.epsilon()};
+}
+
+std::vector<QueryKey> CampaignQuestions(v1::Attribute attribute,
+                                        const v1::MechanismSpec& w) {
+  std::vector<QueryKey> out;
+  if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    out.push_back(
+        WireQueryKey(v1::ATTRIBUTE_FEATURES, w.substitution().features()));
+  }
+  out.push_back(WireQueryKey(attribute, w));
+  return out;
 }
 
 v1::FeatureReport EncodeFeatureReport(const SparseReport& report) {
@@ -263,7 +379,8 @@ absl::Status ValidateEdgeReport(const v1::EdgeReport& w,
   if (w.has_spec() &&
       (w.spec().kind() != campaign_spec.kind() ||
        w.spec().epsilon() != campaign_spec.epsilon() ||
-       w.spec().dimension() != campaign_spec.dimension())) {
+       w.spec().dimension() != campaign_spec.dimension() ||
+       WireParameterString(w.spec()) != WireParameterString(campaign_spec))) {
     return absl::InvalidArgumentError(
         "edge report spec differs from the campaign's");
   }

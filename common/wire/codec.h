@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,7 +29,8 @@ namespace ldpgraph::wire {
 absl::StatusOr<std::string> AttributeName(v1::Attribute attribute);
 
 // The attribute a mechanism kind answers about (FEATURES for the six
-// feature mechanisms, LABEL for label RR, EDGES for edge RR).
+// feature mechanisms, LABEL for label RR, EDGES for edge RR and neighbour
+// substitution).
 v1::Attribute AttributeOf(v1::MechanismKind kind);
 
 // The wire kind of a feature mechanism, and back. FromWireFeatureKind fails
@@ -44,16 +46,40 @@ absl::StatusOr<MechanismSpec> FromWireFeatureSpec(const v1::MechanismSpec& w);
 
 // Checks a whole wire spec: kind known; epsilon finite and > 0; for feature
 // kinds everything CreateFeatureMechanism checks; for label RR dimension =
-// classes >= 2; for edge RR dimension = nodes >= 2. INVALID_ARGUMENT naming
-// the field.
+// classes >= 2; for edge RR dimension = nodes >= 2. For neighbour
+// substitution (MECHANISM_KIND_EDGE_SUBSTITUTION) epsilon (eps_e) and
+// dimension (n) as for edge RR, and spec.substitution: approach 1 or 2,
+// similarity "cosine" or "l2", top_k in [1, 1000], max_dummies <= 1000,
+// dummy_mean finite, dummy_std finite and >= 0, round_timeout_ms in
+// [1, 86400000], and `features` a valid feature mechanism spec with a finite
+// epsilon (the agents exchange its reports: raw features never leave an
+// agent) and no substitution of its own. (The same rules as
+// edges::FromWire, checked here because ldpgraph_edges links this library.)
+// INVALID_ARGUMENT naming the field.
 absl::Status ValidateWireSpec(const v1::MechanismSpec& w);
 
 // A canonical string of a wire spec, epsilon excluded, for budget keys and
-// for comparing a report's spec with its campaign's.
+// for comparing a report's spec with its campaign's. For neighbour
+// substitution it holds every substitution parameter and the feature
+// question (mechanism, parameters, epsilon), so two specs that differ in
+// any of them are different questions.
 std::string WireParameterString(const v1::MechanismSpec& w);
 
 // The budget key of answering a campaign with this spec about attribute.
+// Mechanism names: the feature mechanisms' (hds, multibit, ...), label-rr,
+// edge-rr, edge-substitution. A substitution campaign asks two questions:
+// WireQueryKey(ATTRIBUTE_EDGES, spec), charged eps_e, and the features
+// question WireQueryKey(ATTRIBUTE_FEATURES, spec.substitution().features()),
+// the same key as a features campaign with that spec (SubstitutionQuestions).
 QueryKey WireQueryKey(v1::Attribute attribute, const v1::MechanismSpec& w);
+
+// Every question a campaign of this spec asks a node that reports, in the
+// order an agent answers them: the features question first for neighbour
+// substitution (its privatized features, shared with its neighbours), then
+// the campaign's own. One entry for every other kind. attribute is the
+// campaign's.
+std::vector<QueryKey> CampaignQuestions(v1::Attribute attribute,
+                                        const v1::MechanismSpec& w);
 
 // Encodes a feature report: indices (omitted when dense), and values or
 // packed bits as the mechanism's report carries. The spec is left unset;
@@ -70,8 +96,10 @@ absl::StatusOr<SparseReport> DecodeFeatureReport(const v1::FeatureReport& w,
 absl::Status ValidateLabelReport(const v1::LabelReport& w,
                                  const v1::MechanismSpec& campaign_spec);
 
-// Validates an edge report: neighbours strictly ascending, each < n and
-// never the reporting node.
+// Validates an edge report (randomized response or neighbour
+// substitution): neighbours strictly ascending, each < n and never the
+// reporting node; a spec inside the report, if set, must equal the
+// campaign's (kind, epsilon, WireParameterString).
 absl::Status ValidateEdgeReport(const v1::EdgeReport& w,
                                 const v1::MechanismSpec& campaign_spec,
                                 uint32_t node_id);

@@ -1,5 +1,8 @@
 #include "common/wire/codec.h"
 
+#include <cmath>
+#include <functional>
+#include <set>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -202,6 +205,247 @@ TEST(CodecTest, LabelAndEdgeReports) {
   e.set_neighbours(3, 10);
   EXPECT_THAT(ValidateEdgeReport(e, edges, 3).message(),
               HasSubstr("out of range"));
+}
+
+// A valid neighbour substitution spec: approach 1 over Multi-bit reports.
+v1::MechanismSpec SubstitutionSpec() {
+  v1::MechanismSpec w;
+  w.set_kind(v1::MECHANISM_KIND_EDGE_SUBSTITUTION);
+  w.set_epsilon(1.0);
+  w.set_dimension(300);
+  v1::SubstitutionSpec* s = w.mutable_substitution();
+  s->set_approach(1);
+  s->set_similarity("cosine");
+  s->set_top_k(5);
+  s->set_max_dummies(5);
+  s->set_dummy_mean(0.5);
+  s->set_dummy_std(0.5);
+  s->set_round_timeout_ms(10000);
+  v1::MechanismSpec* f = s->mutable_features();
+  f->set_kind(v1::MECHANISM_KIND_MULTIBIT);
+  f->set_epsilon(2.0);
+  f->set_dimension(16);
+  f->set_range_low(0);
+  f->set_range_high(1);
+  return w;
+}
+
+TEST(SubstitutionSpecTest, ValidSpecAnswersAboutEdges) {
+  const v1::MechanismSpec w = SubstitutionSpec();
+  EXPECT_TRUE(ValidateWireSpec(w).ok()) << ValidateWireSpec(w);
+  EXPECT_EQ(AttributeOf(v1::MECHANISM_KIND_EDGE_SUBSTITUTION),
+            v1::ATTRIBUTE_EDGES);
+  const QueryKey key = WireQueryKey(v1::ATTRIBUTE_EDGES, w);
+  EXPECT_EQ(key.attribute, "edges");
+  EXPECT_EQ(key.mechanism, "edge-substitution");
+  EXPECT_EQ(key.epsilon, 1.0);
+  v1::MechanismSpec approach2 = w;
+  approach2.mutable_substitution()->set_approach(2);
+  approach2.mutable_substitution()->set_similarity("l2");
+  EXPECT_TRUE(ValidateWireSpec(approach2).ok());
+}
+
+// Each rejected field: code and a message naming it.
+TEST(SubstitutionSpecTest, RejectsEachBadField) {
+  struct Case {
+    const char* name;
+    std::function<void(v1::MechanismSpec&)> spoil;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"no substitution", [](v1::MechanismSpec& w) { w.clear_substitution(); },
+       "spec.substitution is required"},
+      {"epsilon zero", [](v1::MechanismSpec& w) { w.set_epsilon(0); },
+       "epsilon"},
+      {"epsilon infinite",
+       [](v1::MechanismSpec& w) { w.set_epsilon(INFINITY); }, "epsilon"},
+      {"one node", [](v1::MechanismSpec& w) { w.set_dimension(1); },
+       "n >= 2"},
+      {"approach 0",
+       [](v1::MechanismSpec& w) { w.mutable_substitution()->set_approach(0); },
+       "approach must be 1 or 2"},
+      {"approach 3",
+       [](v1::MechanismSpec& w) { w.mutable_substitution()->set_approach(3); },
+       "approach must be 1 or 2"},
+      {"similarity",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->set_similarity("dot");
+       },
+       "similarity must be cosine or l2"},
+      {"top_k 0",
+       [](v1::MechanismSpec& w) { w.mutable_substitution()->set_top_k(0); },
+       "top_k"},
+      {"top_k huge",
+       [](v1::MechanismSpec& w) { w.mutable_substitution()->set_top_k(5000); },
+       "top_k"},
+      {"max_dummies huge",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->set_max_dummies(5000);
+       },
+       "max_dummies"},
+      {"dummy_mean nan",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->set_dummy_mean(NAN);
+       },
+       "dummy_mean"},
+      {"dummy_std negative",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->set_dummy_std(-1);
+       },
+       "dummy_std"},
+      {"dummy_std infinite",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->set_dummy_std(INFINITY);
+       },
+       "dummy_std"},
+      {"no timeout",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->set_round_timeout_ms(0);
+       },
+       "round_timeout_ms"},
+      {"no features",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->clear_features();
+       },
+       "spec.substitution.features"},
+      {"features of an edge kind",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->mutable_features()->set_kind(
+             v1::MECHANISM_KIND_EDGE_RR);
+       },
+       "must be a feature mechanism"},
+      {"features with infinite epsilon (raw features)",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->mutable_features()->set_epsilon(INFINITY);
+       },
+       "raw features never leave an agent"},
+      {"features with epsilon zero",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->mutable_features()->set_epsilon(0);
+       },
+       "features.epsilon"},
+      {"features with a bad range",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()->mutable_features()->set_range_high(0);
+       },
+       "spec.substitution.features: "},
+      {"features with a nested substitution",
+       [](v1::MechanismSpec& w) {
+         w.mutable_substitution()
+             ->mutable_features()
+             ->mutable_substitution()
+             ->set_approach(1);
+       },
+       "must not carry a substitution"},
+  };
+  for (const Case& c : cases) {
+    v1::MechanismSpec w = SubstitutionSpec();
+    c.spoil(w);
+    const absl::Status s = ValidateWireSpec(w);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(s.message(), HasSubstr(c.message)) << c.name << ": " << s;
+  }
+}
+
+// The memo key changes with every parameter, and with the feature question.
+TEST(SubstitutionSpecTest, EveryParameterChangesTheQuestion) {
+  const v1::MechanismSpec base = SubstitutionSpec();
+  const std::string key = WireQueryKey(v1::ATTRIBUTE_EDGES, base).Canonical();
+  const std::vector<std::function<void(v1::MechanismSpec&)>> changes = {
+      [](v1::MechanismSpec& w) { w.set_epsilon(1.5); },
+      [](v1::MechanismSpec& w) { w.set_dimension(301); },
+      [](v1::MechanismSpec& w) { w.mutable_substitution()->set_approach(2); },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->set_similarity("l2");
+      },
+      [](v1::MechanismSpec& w) { w.mutable_substitution()->set_top_k(4); },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->set_max_dummies(6);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->set_dummy_mean(0.25);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->set_dummy_std(0.125);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->set_round_timeout_ms(20000);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->mutable_features()->set_epsilon(3.0);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->mutable_features()->set_kind(
+            v1::MECHANISM_KIND_ONEBIT);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->mutable_features()->set_dimension(17);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->mutable_features()->set_sampled(2);
+      },
+      [](v1::MechanismSpec& w) {
+        w.mutable_substitution()->mutable_features()->set_range_low(-1);
+      },
+  };
+  std::set<std::string> seen = {key};
+  for (size_t i = 0; i < changes.size(); ++i) {
+    v1::MechanismSpec w = base;
+    changes[i](w);
+    ASSERT_TRUE(ValidateWireSpec(w).ok()) << i << ": " << ValidateWireSpec(w);
+    EXPECT_TRUE(seen.insert(WireQueryKey(v1::ATTRIBUTE_EDGES, w).Canonical())
+                    .second)
+        << "change " << i << " kept the key " << key;
+  }
+  // The feature sampled count is compared after resolving its default, as
+  // for a features campaign: m = 0 and Multi-bit's default are one question.
+  v1::MechanismSpec explicit_m = base;
+  auto spec = FromWireFeatureSpec(base.substitution().features());
+  ASSERT_TRUE(spec.ok());
+  auto mech = CreateFeatureMechanism(*spec);
+  ASSERT_TRUE(mech.ok());
+  explicit_m.mutable_substitution()->mutable_features()->set_sampled(
+      static_cast<uint32_t>(*(*mech)->spec().sampled));
+  EXPECT_EQ(WireQueryKey(v1::ATTRIBUTE_EDGES, explicit_m).Canonical(), key);
+}
+
+// A substitution campaign asks the features question of its feature spec
+// (the same key a features campaign with that spec has) and its own.
+TEST(SubstitutionSpecTest, CampaignQuestions) {
+  const v1::MechanismSpec w = SubstitutionSpec();
+  const std::vector<QueryKey> q = CampaignQuestions(v1::ATTRIBUTE_EDGES, w);
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].Canonical(),
+            WireQueryKey(v1::ATTRIBUTE_FEATURES, w.substitution().features())
+                .Canonical());
+  EXPECT_EQ(q[0].attribute, "features");
+  EXPECT_EQ(q[0].epsilon, 2.0);
+  EXPECT_EQ(q[1].Canonical(), WireQueryKey(v1::ATTRIBUTE_EDGES, w).Canonical());
+  v1::MechanismSpec rr;
+  rr.set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  rr.set_epsilon(1);
+  rr.set_dimension(10);
+  EXPECT_EQ(CampaignQuestions(v1::ATTRIBUTE_EDGES, rr).size(), 1u);
+}
+
+TEST(SubstitutionSpecTest, EdgeReports) {
+  const v1::MechanismSpec w = SubstitutionSpec();
+  v1::EdgeReport e;
+  for (uint32_t u : {1u, 4u, 299u}) e.add_neighbours(u);
+  EXPECT_TRUE(ValidateEdgeReport(e, w, 3).ok());
+  // A spec inside the report must be the campaign's, parameters included.
+  *e.mutable_spec() = w;
+  EXPECT_TRUE(ValidateEdgeReport(e, w, 3).ok());
+  e.mutable_spec()->mutable_substitution()->set_top_k(2);
+  EXPECT_THAT(ValidateEdgeReport(e, w, 3).message(), HasSubstr("differs"));
+  e.clear_spec();
+  EXPECT_THAT(ValidateEdgeReport(e, w, 4).message(),
+              HasSubstr("reporting node"));
+  e.set_neighbours(2, 300);
+  EXPECT_THAT(ValidateEdgeReport(e, w, 3).message(),
+              HasSubstr("out of range"));
+  e.set_neighbours(2, 4);
+  EXPECT_THAT(ValidateEdgeReport(e, w, 3).message(), HasSubstr("ascending"));
 }
 
 }  // namespace

@@ -51,13 +51,23 @@ absl::Status ValidateCaps(const v1::BudgetCaps& caps, uint32_t node) {
 
 }  // namespace
 
+// One question a report answers, as the ledger charges it.
+struct Curator::Charge {
+  int question = 0;  // interned canonical key (Curator::questions_)
+  std::string attribute;
+  double epsilon = 0;
+};
+
 struct Curator::CampaignState {
   int64_t id = 0;
   v1::Campaign record;  // as persisted; progress filled on the way out
   std::string attribute;
   QueryKey key;
   std::string key_canonical;
-  int question = 0;  // key_canonical interned (Curator::questions_)
+  // What a report to this campaign charges: its own question, and for
+  // neighbour substitution the features question of its feature spec first
+  // (wire::CampaignQuestions).
+  std::vector<Charge> charges;
   std::unique_ptr<FeatureMechanism> mechanism;  // features campaigns only
   std::vector<uint8_t> status;                  // NodeStatus per node
   uint32_t targeted = 0, reported = 0, refused = 0;
@@ -137,7 +147,10 @@ absl::Status Curator::Load() {
     ASSIGN_OR_RETURN(c->attribute, wire::AttributeName(c->record.attribute()));
     c->key = wire::WireQueryKey(c->record.attribute(), c->record.spec());
     c->key_canonical = c->key.Canonical();
-    c->question = Intern(c->key_canonical);
+    for (const QueryKey& q :
+         wire::CampaignQuestions(c->record.attribute(), c->record.spec())) {
+      c->charges.push_back(Charge{Intern(q.Canonical()), q.attribute, q.epsilon});
+    }
     ASSIGN_OR_RETURN(c->mechanism, MechanismFor(c->record));
     c->status.assign(options_.num_nodes, kNotTargeted);
     const v1::NodeSelection& sel = c->record.nodes();
@@ -177,7 +190,14 @@ absl::Status Curator::Load() {
         NodeLedger& l = ledger_[node];
         l.caps_known = l.caps.ParseFromString(bytes);
       }));
-  return absl::OkStatus();
+  absl::MutexLock keys_lock(&keys_mu_);
+  keys_.assign(options_.num_nodes, {});
+  has_key_.assign(options_.num_nodes, false);
+  return store_->ForEachNodeKey([&](uint32_t node, const std::string& key) {
+    if (node >= options_.num_nodes || key.size() != 32) return;
+    std::copy(key.begin(), key.end(), keys_[node].begin());
+    has_key_[node] = true;
+  });
 }
 
 void Curator::ApplyAnswer(CampaignState& c, uint32_t node, bool refusal) {
@@ -189,9 +209,11 @@ void Curator::ApplyAnswer(CampaignState& c, uint32_t node, bool refusal) {
   }
   ++c.reported;
   NodeLedger& l = ledger_[node];
-  if (l.charged.insert(c.question).second) {
-    l.spent[c.attribute] += c.key.epsilon;
-    l.total += c.key.epsilon;
+  for (const Charge& charge : c.charges) {
+    if (l.charged.insert(charge.question).second) {
+      l.spent[charge.attribute] += charge.epsilon;
+      l.total += charge.epsilon;
+    }
   }
 }
 
@@ -284,10 +306,50 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
       RETURN_IF_ERROR(ValidateCaps(n.caps(), n.node_id()));
       caps.emplace_back(n.node_id(), n.caps().SerializeAsString());
     }
+    if (!n.sealing_key().empty() && n.sealing_key().size() != 32) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", n.node_id(), ": sealing_key must be 32 bytes (an X25519 "
+          "public key), got ", n.sealing_key().size()));
+    }
   }
   session->nodes.assign(session->node_set.begin(), session->node_set.end());
   std::sort(session->nodes.begin(), session->nodes.end());
   RETURN_IF_ERROR(store_->PutCaps(caps));
+  // The key directory: new keys stored, changed ones replaced and audited.
+  size_t new_keys = 0;
+  std::vector<uint32_t> replaced;
+  {
+    absl::MutexLock lock(&keys_mu_);
+    std::vector<std::pair<uint32_t, std::string>> changed;
+    for (const auto& n : request.nodes()) {
+      if (n.sealing_key().empty()) continue;
+      const uint32_t v = n.node_id();
+      if (has_key_[v]) {
+        if (std::equal(keys_[v].begin(), keys_[v].end(),
+                       n.sealing_key().begin())) {
+          continue;
+        }
+        replaced.push_back(v);
+      } else {
+        ++new_keys;
+      }
+      changed.emplace_back(v, n.sealing_key());
+    }
+    RETURN_IF_ERROR(store_->PutNodeKeys(changed));
+    for (const auto& [v, key] : changed) {
+      std::copy(key.begin(), key.end(), keys_[v].begin());
+      has_key_[v] = true;
+    }
+  }
+  if (!replaced.empty()) {
+    std::sort(replaced.begin(), replaced.end());
+    const size_t shown = std::min<size_t>(replaced.size(), 100);
+    RETURN_IF_ERROR(store_->Audit(
+        absl::StrCat("host:", session->host_name), "node.key.replace",
+        absl::StrFormat(R"({"nodes":%d,"first_nodes":[%s]})", replaced.size(),
+                        absl::StrJoin(replaced.begin(),
+                                      replaced.begin() + shown, ","))));
+  }
   {
     absl::MutexLock lock(&mu_);
     for (const auto& n : request.nodes()) {
@@ -306,9 +368,10 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   session->token = ToHex(raw);
   RETURN_IF_ERROR(store_->Audit(
       absl::StrCat("host:", session->host_name), "enrol",
-      absl::StrFormat(R"({"nodes":%d,"first":%u,"last":%u,"caps":%d})",
-                      session->nodes.size(), session->nodes.front(),
-                      session->nodes.back(), caps.size())));
+      absl::StrFormat(
+          R"({"nodes":%d,"first":%u,"last":%u,"caps":%d,"new_keys":%d,"replaced_keys":%d})",
+          session->nodes.size(), session->nodes.front(), session->nodes.back(),
+          caps.size(), new_keys, replaced.size())));
   absl::MutexLock lock(&sessions_mu_);
   sessions_[session->token] = session;
   return std::shared_ptr<const Session>(session);
@@ -526,12 +589,36 @@ absl::StatusOr<int> Curator::Relay(const Session& session,
   return static_cast<int>(rows.size());
 }
 
+absl::StatusOr<std::vector<v1::NodeKey>> Curator::PublicKeys(
+    const Session& session, const std::vector<uint32_t>& nodes) const {
+  if (nodes.size() > 100000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PublicKeys asks for ", nodes.size(), " nodes; at most 100000"));
+  }
+  std::vector<v1::NodeKey> out;
+  absl::MutexLock lock(&keys_mu_);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const uint32_t v = nodes[i];
+    if (v >= options_.num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node_ids[", i, "] = ", v, " out of range: the graph has ",
+          options_.num_nodes, " nodes"));
+    }
+    if (!has_key_[v]) continue;
+    v1::NodeKey& k = out.emplace_back();
+    k.set_node_id(v);
+    k.set_public_key(std::string(keys_[v].data(), keys_[v].size()));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<v1::SealedMessage>> Curator::FetchSealed(
-    const Session& session, uint64_t after, int limit) {
+    const Session& session, uint64_t after, int limit,
+    const std::string& campaign) {
   if (limit <= 0 || limit > 1024) limit = 1024;
   ASSIGN_OR_RETURN(auto rows, store_->FetchSealed(
                                   session.nodes, static_cast<int64_t>(after),
-                                  limit));
+                                  limit, campaign));
   std::vector<v1::SealedMessage> out;
   for (auto& r : rows) {
     v1::SealedMessage m;
@@ -560,7 +647,7 @@ absl::StatusOr<v1::Campaign> Curator::CreateCampaign(
   if (attribute == v1::ATTRIBUTE_EDGES &&
       request.spec().dimension() != options_.num_nodes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "edge randomized response needs dimension = number of nodes (",
+        "an edges campaign needs dimension = number of nodes (",
         options_.num_nodes, "), got ", request.spec().dimension()));
   }
   if (!(request.quorum() >= 0 && request.quorum() <= 1)) {
@@ -612,44 +699,59 @@ absl::StatusOr<v1::Campaign> Curator::CreateCampaign(
   ASSIGN_OR_RETURN(state->attribute, wire::AttributeName(attribute));
   state->key = wire::WireQueryKey(attribute, request.spec());
   state->key_canonical = state->key.Canonical();
+  const std::vector<QueryKey> questions =
+      wire::CampaignQuestions(attribute, request.spec());
 
   absl::MutexLock lock(&mu_);
-  state->question = Intern(state->key_canonical);
+  for (const QueryKey& q : questions) {
+    state->charges.push_back(Charge{Intern(q.Canonical()), q.attribute, q.epsilon});
+  }
   // The ledger: would any node with known caps be pushed over one?
   const double eps = request.spec().epsilon();
   size_t unaffordable = 0;
   std::string first;
   std::vector<int> asked;
+  std::map<std::string, double> on_attribute;
   for (uint32_t v : targets) {
     const NodeLedger& l = ledger_[v];
-    if (!l.caps_known || l.charged.contains(state->question)) continue;
-    // What v has spent plus what open campaigns still ask of it.
-    double total = l.total + eps;
-    double on_attribute = (l.spent.count(state->attribute)
-                               ? l.spent.at(state->attribute)
-                               : 0.0) +
-                          eps;
-    // Distinct questions still asked of v (interned ids; few).
-    asked.assign(1, state->question);
-    for (const auto& c : campaigns_) {
-      if (!c->open() || c->status[v] != kPending ||
-          l.charged.contains(c->question) ||
-          std::find(asked.begin(), asked.end(), c->question) != asked.end()) {
-        continue;
+    if (!l.caps_known) continue;
+    // What v has spent plus what this campaign and the open campaigns
+    // still ask of it: each distinct question not yet charged, once.
+    double total = l.total;
+    on_attribute = l.spent;
+    asked.clear();
+    auto ask = [&](const Charge& charge) {
+      if (l.charged.contains(charge.question) ||
+          std::find(asked.begin(), asked.end(), charge.question) !=
+              asked.end()) {
+        return;
       }
-      asked.push_back(c->question);
-      total += c->key.epsilon;
-      if (c->attribute == state->attribute) on_attribute += c->key.epsilon;
+      asked.push_back(charge.question);
+      total += charge.epsilon;
+      on_attribute[charge.attribute] += charge.epsilon;
+    };
+    for (const Charge& charge : state->charges) ask(charge);
+    if (asked.empty()) continue;  // everything asked is answered already
+    for (const auto& c : campaigns_) {
+      if (!c->open() || c->status[v] != kPending) continue;
+      for (const Charge& charge : c->charges) ask(charge);
     }
     std::string why;
     if (Exceeds(total, l.caps.total())) {
       why = absl::StrFormat("node %u: total %g > cap %g", v, total,
                             l.caps.total());
-    } else if (auto it = l.caps.per_attribute().find(state->attribute);
-               it != l.caps.per_attribute().end() &&
-               Exceeds(on_attribute, it->second)) {
-      why = absl::StrFormat("node %u: %s %g > cap %g", v, state->attribute,
-                            on_attribute, it->second);
+    } else {
+      // The caps on the attributes this campaign asks about.
+      for (const Charge& charge : state->charges) {
+        const std::string& attr = charge.attribute;
+        const double spent = on_attribute[attr];
+        auto it = l.caps.per_attribute().find(attr);
+        if (it != l.caps.per_attribute().end() && Exceeds(spent, it->second)) {
+          why = absl::StrFormat("node %u: %s %g > cap %g", v, attr, spent,
+                                it->second);
+          break;
+        }
+      }
     }
     if (!why.empty()) {
       if (unaffordable++ == 0) first = why;

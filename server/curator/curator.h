@@ -14,7 +14,16 @@
 // Ledger: mirrors what each node has spent. A node's spend on an attribute
 // is the sum of the epsilons of the distinct questions it has answered with
 // a report (a question repeated identically is answered from the agent's
-// memo and costs nothing, so it is charged once). The ledger is rebuilt from
+// memo and costs nothing, so it is charged once). A neighbour substitution
+// report answers two questions, charged as the agent charges them: eps_e on
+// "edges", and the campaign's feature sub-spec as a "features" question
+// (the same question as a features campaign with that spec, so a node that
+// answered both is charged eps_x once; wire::CampaignQuestions).
+//
+// Key directory: the sealing public key each node sent at enrolment
+// (NodeCredential.sealing_key), stored and served to authenticated
+// sessions (PublicKeys). A node that enrols with another key replaces its
+// old one, and the replacement is audited. The ledger is rebuilt from
 // the stored answers at start-up, so it can neither lose nor double-count a
 // report across a crash. CreateCampaign refuses a campaign that a node
 // whose caps are known could not afford, counting what that node has spent
@@ -23,6 +32,7 @@
 // Thread-safe. Ingest takes the state lock once per batch.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -125,8 +135,16 @@ class Curator {
   // recipient a node of the graph.
   absl::StatusOr<int> Relay(const Session& session,
                             const v1::RelayRequest& request);
+  // Messages to the session's nodes after `after`, at most limit (0 or
+  // beyond 1024: 1024), only `campaign`'s when not empty.
   absl::StatusOr<std::vector<v1::SealedMessage>> FetchSealed(
-      const Session& session, uint64_t after, int limit);
+      const Session& session, uint64_t after, int limit,
+      const std::string& campaign = "");
+  // The sealing public keys of nodes, in request order, leaving out nodes
+  // without one. INVALID_ARGUMENT for more than 100000 ids or an id outside
+  // the graph. Any session may ask: the keys are public.
+  absl::StatusOr<std::vector<v1::NodeKey>> PublicKeys(
+      const Session& session, const std::vector<uint32_t>& nodes) const;
 
   // --- operator -------------------------------------------------------------
   absl::StatusOr<v1::Campaign> CreateCampaign(
@@ -168,6 +186,7 @@ class Curator {
  private:
   struct CampaignState;
   struct NodeLedger;
+  struct Charge;
   Curator(std::unique_ptr<store::CuratorStore> store, Options options);
 
   absl::Status Load();
@@ -206,6 +225,11 @@ class Curator {
   std::vector<NodeLedger> ledger_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, int> questions_ ABSL_GUARDED_BY(mu_);
+
+  // The key directory: keys_[v] valid iff has_key_[v].
+  mutable absl::Mutex keys_mu_;
+  std::vector<std::array<char, 32>> keys_ ABSL_GUARDED_BY(keys_mu_);
+  std::vector<bool> has_key_ ABSL_GUARDED_BY(keys_mu_);
 
   mutable absl::Mutex sessions_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const Session>> sessions_

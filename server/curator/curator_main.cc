@@ -39,6 +39,11 @@ Flags:
   --graph DIR          dataset folder: the curator keeps its edges and
                        labels and drops the features on load
   --nodes N            node count, when there is no graph
+  --private-edges      the nodes' edges are theirs to report (edge LDP):
+                       keep the node count and labels of --graph, drop its
+                       edges on load (status shows 0 edges); pipeline stages
+                       then run over an edges campaign's assembled graph
+                       (ldpctl pipeline ... --graph-campaign ID)
   --admin-token FILE   hex secret the admin API requires (deploy/dev-certs.sh)
   --node-key FILE      hex secret node credentials derive from
   --tls-cert FILE      PEM certificate chain of the curator
@@ -96,7 +101,7 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
                       "admin-token", "node-key", "tls-cert", "tls-key",
                       "sync", "max-threads", "ready-file", "fleet-settle",
                       "fleet-lease", "fleet-min-hosts"},
-                     {"insecure"}));
+                     {"insecure", "private-edges"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
   o.http_listen = a.Get("http").value_or("0.0.0.0:9090");
@@ -110,6 +115,12 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
   if (nodes) o.nodes = static_cast<uint32_t>(*nodes);
   if (o.graph_dir.empty() == !nodes) {
     return absl::InvalidArgumentError("give exactly one of --graph and --nodes");
+  }
+  o.private_edges = a.Flag("private-edges");
+  if (o.private_edges && o.graph_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--private-edges applies to --graph (without a graph there are no "
+        "edges to drop)");
   }
   for (const char* flag : {"admin-token", "node-key"}) {
     if (!a.Has(flag)) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
@@ -195,6 +206,7 @@ int main(int argc, char** argv) {
     std::cerr << ", HTTP on port " << (*server)->http_port();
   }
   std::cerr << " (" << (*server)->curator().num_nodes() << " nodes, "
+            << (options->private_edges ? "edges private, " : "")
             << (*server)->curator().open_campaigns() << " open campaigns)"
             << std::endl;
   std::signal(SIGINT, OnSignal);

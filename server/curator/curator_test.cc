@@ -1,5 +1,6 @@
 #include "server/curator/curator.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -8,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/curator/credentials.h"
+#include "server/curator/stages.h"
 
 namespace ldpgraph::curator {
 namespace {
@@ -247,6 +249,260 @@ TEST_F(CuratorTest, RelayDeliversSealedMessagesToTheirRecipientsOnly) {
   EXPECT_EQ(curator_->Relay(*alice, req).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(curator_->FetchSealed(*bob, 0, 10)->size(), 1u);
+}
+
+// --- neighbour substitution ---------------------------------------------------
+
+// The feature spec of the substitution campaigns below: the Hds(1.5)
+// question of a features campaign.
+v1::CreateCampaignRequest Substitution(double eps_e, double eps_x = 1.5) {
+  v1::CreateCampaignRequest r;
+  r.set_attribute(v1::ATTRIBUTE_EDGES);
+  auto* s = r.mutable_spec();
+  s->set_kind(v1::MECHANISM_KIND_EDGE_SUBSTITUTION);
+  s->set_epsilon(eps_e);
+  s->set_dimension(kNodes);
+  auto* sub = s->mutable_substitution();
+  sub->set_approach(1);
+  sub->set_similarity("cosine");
+  sub->set_top_k(5);
+  sub->set_max_dummies(5);
+  sub->set_dummy_mean(0.5);
+  sub->set_dummy_std(0.5);
+  sub->set_round_timeout_ms(10000);
+  auto* f = sub->mutable_features();
+  f->set_kind(v1::MECHANISM_KIND_HDS);
+  f->set_epsilon(eps_x);
+  f->set_dimension(4);
+  f->set_sampled(1);
+  f->set_range_low(-1);
+  f->set_range_high(1);
+  r.mutable_nodes()->set_all(true);
+  r.set_quorum(1);
+  return r;
+}
+
+v1::Report EdgesReport(const std::string& id, uint32_t v,
+                       std::vector<uint32_t> neighbours) {
+  v1::Report r;
+  r.set_campaign_id(id);
+  r.set_node_id(v);
+  for (uint32_t u : neighbours) r.mutable_edges()->add_neighbours(u);
+  return r;
+}
+
+// A report charges eps_e on edges and the feature question on features,
+// once, whichever campaign asked it first.
+TEST_F(CuratorTest, SubstitutionChargesItsTwoQuestionsOnce) {
+  auto session = Enrol({0, 1, 2});
+  auto sub = curator_->CreateCampaign(Substitution(1.0));
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  EXPECT_EQ(sub->attribute(), v1::ATTRIBUTE_EDGES);
+  v1::ReportBatch batch;
+  *batch.add_reports() = EdgesReport("c1", 0, {1, 7});
+  auto ack = curator_->Ingest(*session, batch);
+  ASSERT_TRUE(ack.ok());
+  ASSERT_EQ(ack->results(0).code(), 0) << ack->results(0).message();
+  auto budgets = curator_->GetBudgets({0});
+  EXPECT_DOUBLE_EQ(budgets[0].spent().at("edges"), 1.0);
+  EXPECT_DOUBLE_EQ(budgets[0].spent().at("features"), 1.5);
+  EXPECT_DOUBLE_EQ(budgets[0].total_spent(), 2.5);
+  // A features campaign asking the same feature question: node 0 answered
+  // it already (one report, spent once).
+  ASSERT_TRUE(curator_->CreateCampaign(Hds(1.5)).ok());
+  batch.Clear();
+  *batch.add_reports() = Report("c2", 0, 0.5);
+  ASSERT_EQ(curator_->Ingest(*session, batch)->results(0).code(), 0);
+  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].total_spent(), 2.5);
+  // A second identical substitution campaign: nothing more.
+  ASSERT_TRUE(curator_->CreateCampaign(Substitution(1.0)).ok());
+  batch.Clear();
+  *batch.add_reports() = EdgesReport("c3", 0, {1, 7});
+  ASSERT_EQ(curator_->Ingest(*session, batch)->results(0).code(), 0);
+  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].total_spent(), 2.5);
+  // And the ledger is rebuilt so after a restart.
+  Reopen();
+  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].total_spent(), 2.5);
+  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].spent().at("features"), 1.5);
+}
+
+// The ledger counts both questions when deciding whether a node can afford
+// a substitution campaign.
+TEST_F(CuratorTest, TheLedgerRefusesASubstitutionNodesCannotAfford) {
+  Enrol({0, 1}, /*cap_total=*/2.0);
+  auto c = curator_->CreateCampaign(Substitution(1.0, 1.5));  // 2.5 > 2
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(c.status().message(), HasSubstr("total 2.5 > cap 2"));
+  EXPECT_TRUE(curator_->CreateCampaign(Substitution(0.5, 1.5)).ok());
+}
+
+TEST_F(CuratorTest, SubstitutionReportsAreValidated) {
+  auto session = Enrol({3});
+  ASSERT_TRUE(curator_->CreateCampaign(Substitution(1.0)).ok());
+  auto code = [&](v1::Report r) {
+    v1::ReportBatch b;
+    *b.add_reports() = std::move(r);
+    auto ack = curator_->Ingest(*session, b);
+    EXPECT_TRUE(ack.ok());
+    return static_cast<absl::StatusCode>(ack->results(0).code());
+  };
+  EXPECT_EQ(code(EdgesReport("c1", 3, {5, 4})), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(EdgesReport("c1", 3, {3})), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(EdgesReport("c1", 3, {kNodes})),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(Report("c1", 3, 0.5)), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(EdgesReport("c1", 3, {0, 4, 19})), absl::StatusCode::kOk);
+  // A bad substitution spec is no campaign.
+  auto bad = Substitution(1.0);
+  bad.mutable_spec()->mutable_substitution()->mutable_features()->set_epsilon(
+      INFINITY);
+  EXPECT_EQ(curator_->CreateCampaign(bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = Substitution(1.0);
+  bad.mutable_spec()->set_dimension(kNodes + 1);
+  EXPECT_THAT(curator_->CreateCampaign(bad).status().message(),
+              HasSubstr("dimension = number of nodes"));
+}
+
+TEST_F(CuratorTest, TheKeyDirectoryServesEnrolledKeysAndAuditsChanges) {
+  auto enrol = [&](uint32_t v, std::string key) {
+    v1::EnrolRequest req;
+    req.set_host_name("h");
+    auto* n = req.add_nodes();
+    n->set_node_id(v);
+    n->set_secret(NodeCredential(kKey, v));
+    n->set_sealing_key(std::move(key));
+    return curator_->Enrol(req);
+  };
+  auto a = enrol(1, std::string(32, 'a'));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(enrol(4, std::string(32, 'b')).ok());
+  ASSERT_TRUE(enrol(6, "").ok());  // no key: left out
+  auto keys = curator_->PublicKeys(**a, {6, 4, 1});
+  ASSERT_TRUE(keys.ok());
+  ASSERT_EQ(keys->size(), 2u);
+  EXPECT_EQ((*keys)[0].node_id(), 4u);
+  EXPECT_EQ((*keys)[0].public_key(), std::string(32, 'b'));
+  EXPECT_EQ((*keys)[1].node_id(), 1u);
+  // A key of the wrong size is refused, nothing enrolled.
+  EXPECT_THAT(enrol(2, "short").status().message(), HasSubstr("32 bytes"));
+  // Bounds of the request.
+  EXPECT_EQ(curator_->PublicKeys(**a, {kNodes}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(curator_->PublicKeys(**a, std::vector<uint32_t>(100001, 1))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Enrolling without a key keeps the key; another key replaces it,
+  // audited.
+  ASSERT_TRUE(enrol(1, "").ok());
+  EXPECT_EQ(curator_->PublicKeys(**a, {1})->at(0).public_key(),
+            std::string(32, 'a'));
+  ASSERT_TRUE(enrol(1, std::string(32, 'c')).ok());
+  auto audit = curator_->store().ListAudit(0, 1000);
+  ASSERT_TRUE(audit.ok());
+  int replaced = 0;
+  for (const auto& row : *audit) {
+    if (row.action == "node.key.replace") {
+      ++replaced;
+      EXPECT_THAT(row.details_json, HasSubstr("[1]"));
+    }
+  }
+  EXPECT_EQ(replaced, 1);
+  // Durable: a restarted curator serves the latest key.
+  Reopen();
+  auto b = enrol(6, "");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(curator_->PublicKeys(**b, {1})->at(0).public_key(),
+            std::string(32, 'c'));
+}
+
+TEST_F(CuratorTest, FetchSealedCanReadOneCampaign) {
+  auto alice = Enrol({0});
+  auto bob = Enrol({5});
+  v1::RelayRequest req;
+  for (const char* c : {"c1", "c2", "c1"}) {
+    auto* m = req.add_messages();
+    m->set_campaign_id(c);
+    m->set_from_node(0);
+    m->set_to_node(5);
+    m->set_ciphertext(c);
+  }
+  ASSERT_TRUE(curator_->Relay(*alice, req).ok());
+  EXPECT_EQ(curator_->FetchSealed(*bob, 0, 10)->size(), 3u);
+  auto c1 = curator_->FetchSealed(*bob, 0, 10, "c1");
+  ASSERT_TRUE(c1.ok());
+  ASSERT_EQ(c1->size(), 2u);
+  EXPECT_EQ(curator_->FetchSealed(*bob, (*c1)[0].sequence(), 10, "c1")->size(),
+            1u);
+  EXPECT_EQ(curator_->FetchSealed(*bob, 0, 10, "c2")->size(), 1u);
+  EXPECT_TRUE(curator_->FetchSealed(*bob, 0, 10, "c3")->empty());
+}
+
+// The stages' graph of an edges campaign: union for substitution, the
+// lower id for randomized response.
+TEST_F(CuratorTest, StagesAssembleTheGraphOfAnEdgesCampaign) {
+  auto session = Enrol({0, 1, 2, 3});
+  ASSERT_TRUE(curator_->CreateCampaign(Substitution(1.0)).ok());
+  v1::CreateCampaignRequest rr;
+  rr.set_attribute(v1::ATTRIBUTE_EDGES);
+  rr.mutable_spec()->set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  rr.mutable_spec()->set_epsilon(1);
+  rr.mutable_spec()->set_dimension(kNodes);
+  rr.mutable_nodes()->set_all(true);
+  ASSERT_TRUE(curator_->CreateCampaign(rr).ok());
+  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  v1::ReportBatch batch;
+  for (const char* c : {"c1", "c2"}) {
+    // 0 lists 1; 1 lists 2; 2 lists 0 and 3.
+    *batch.add_reports() = EdgesReport(c, 0, {1});
+    *batch.add_reports() = EdgesReport(c, 1, {2});
+    *batch.add_reports() = EdgesReport(c, 2, {0, 3});
+  }
+  auto ack = curator_->Ingest(*session, batch);
+  ASSERT_TRUE(ack.ok());
+  for (const auto& r : ack->results()) ASSERT_EQ(r.code(), 0) << r.message();
+  Dataset data;
+  data.meta.nodes = kNodes;
+  auto empty = Graph::FromEdges(kNodes, {});
+  ASSERT_TRUE(empty.ok());
+  data.graph = *std::move(empty);
+  Stages stages(curator_.get(), &data, dir_.path(), /*private_edges=*/true);
+  auto un = stages.AssembledGraph("c1");
+  ASSERT_TRUE(un.ok()) << un.status();
+  EXPECT_EQ(un->num_edges(), 4u);  // {0,1} {1,2} {0,2} {2,3}
+  auto low = stages.AssembledGraph("c2");
+  ASSERT_TRUE(low.ok());
+  // {0,1}, {1,2}, {2,3}: each pair by its lower end's word (2's word about
+  // 0 is discarded).
+  EXPECT_EQ(low->num_edges(), 3u);
+  EXPECT_EQ(stages.AssembledGraph("c3").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stages.AssembledGraph("c9").status().code(),
+            absl::StatusCode::kNotFound);
+  // Without a graph campaign a curator whose edges are private refuses;
+  // with one, the result says which graph it ran on.
+  batch.Clear();
+  *batch.add_reports() = Report("c3", 0, 0.5);
+  ASSERT_EQ(curator_->Ingest(*session, batch)->results(0).code(), 0);
+  v1::EstimateRequest e;
+  e.set_campaign_id("c3");
+  auto estimate = stages.Estimate(e);
+  ASSERT_TRUE(estimate.ok()) << estimate.status();
+  v1::PropagateRequest p;
+  p.set_input(estimate->id());
+  auto refused = stages.Propagate(p);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--private-edges"));
+  p.set_graph_campaign_id("c1");
+  auto propagated = stages.Propagate(p);
+  ASSERT_TRUE(propagated.ok()) << propagated.status();
+  EXPECT_THAT(propagated->details_json(), HasSubstr(R"("graph":"c1")"));
+  EXPECT_THAT(propagated->details_json(), HasSubstr(R"("graph_rule":"union")"));
+  EXPECT_THAT(propagated->details_json(), HasSubstr(R"("graph_edges":4)"));
+  p.set_graph_campaign_id("c3");
+  EXPECT_EQ(stages.Propagate(p).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -68,6 +68,11 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
     s->public_data_.features = SparseRows();
     s->public_data_.features.cols = s->public_data_.meta.features;
     nodes = static_cast<uint32_t>(s->public_data_.graph.num_nodes());
+    if (options.private_edges) {
+      // Nor the edges, when they are the nodes' to report.
+      ASSIGN_OR_RETURN(s->public_data_.graph, Graph::FromEdges(nodes, {}));
+      s->public_data_.meta.edges = 0;
+    }
   } else if (nodes > 0) {
     s->public_data_.meta.nodes = nodes;
   }
@@ -87,7 +92,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   co.fleet_min_hosts = static_cast<size_t>(options.fleet_min_hosts);
   ASSIGN_OR_RETURN(s->curator_, Curator::Open(std::move(store), co));
   s->stages_ = std::make_unique<Stages>(s->curator_.get(), &s->public_data_,
-                                        results);
+                                        results, options.private_edges);
 
   s->internals_ = std::make_unique<Internals>();
   RETURN_IF_ERROR(s->RegisterMetrics());

@@ -29,6 +29,11 @@ struct ServerOptions {
   // number of nodes (no propagation or evaluation then).
   std::string graph_dir;
   uint32_t nodes = 0;
+  // The curator does not know the graph (edge LDP): of graph_dir it keeps
+  // the node count and labels and drops the edges at once, as it drops the
+  // features. Propagation and evaluation then need an edges campaign's
+  // assembled graph (graph_campaign_id).
+  bool private_edges = false;
   // Raw secrets (see credentials.h).
   std::string node_key;
   std::string admin_token;

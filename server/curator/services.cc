@@ -159,9 +159,24 @@ grpc::Status AgentServiceImpl::FetchSealed(grpc::ServerContext* ctx,
   auto session = Authenticate(ctx);
   if (!session.ok()) return timer.Done(session.status());
   auto messages = curator_->FetchSealed(**session, req->after_sequence(),
-                                        static_cast<int>(req->max_messages()));
+                                        static_cast<int>(req->max_messages()),
+                                        req->campaign_id());
   if (!messages.ok()) return timer.Done(messages.status());
   for (auto& m : *messages) *resp->add_messages() = std::move(m);
+  return timer.Done(absl::OkStatus());
+}
+
+grpc::Status AgentServiceImpl::PublicKeys(grpc::ServerContext* ctx,
+                                          const v1::PublicKeysRequest* req,
+                                          v1::PublicKeysResponse* resp) {
+  RpcTimer timer(observe_, "PublicKeys");
+  auto session = Authenticate(ctx);
+  if (!session.ok()) return timer.Done(session.status());
+  auto keys = curator_->PublicKeys(
+      **session, std::vector<uint32_t>(req->node_ids().begin(),
+                                       req->node_ids().end()));
+  if (!keys.ok()) return timer.Done(keys.status());
+  for (auto& k : *keys) *resp->add_keys() = std::move(k);
   return timer.Done(absl::OkStatus());
 }
 

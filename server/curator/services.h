@@ -47,6 +47,9 @@ class AgentServiceImpl final : public v1::AgentService::Service {
   grpc::Status ClaimShard(grpc::ServerContext* ctx,
                           const v1::ClaimShardRequest* req,
                           v1::ClaimShardResponse* resp) override;
+  grpc::Status PublicKeys(grpc::ServerContext* ctx,
+                          const v1::PublicKeysRequest* req,
+                          v1::PublicKeysResponse* resp) override;
 
  private:
   absl::StatusOr<std::shared_ptr<const Session>> Authenticate(

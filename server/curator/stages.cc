@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/edges/substitution.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
@@ -101,6 +102,71 @@ absl::StatusOr<SparseRows> Stages::EstimateRows(
     }
     out.AppendRow(idx, val);
   }
+  return out;
+}
+
+absl::StatusOr<Graph> Stages::AssembledGraph(
+    absl::string_view campaign_id) const {
+  ASSIGN_OR_RETURN(v1::Campaign campaign, curator_->GetCampaign(campaign_id));
+  const v1::MechanismKind kind = campaign.spec().kind();
+  if (campaign.attribute() != v1::ATTRIBUTE_EDGES ||
+      (kind != v1::MECHANISM_KIND_EDGE_RR &&
+       kind != v1::MECHANISM_KIND_EDGE_SUBSTITUTION)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "campaign ", campaign_id, " does not collect edges (",
+        v1::MechanismKind_Name(kind), "): a graph comes from an edges "
+        "campaign (edge-rr or edge-substitution)"));
+  }
+  ASSIGN_OR_RETURN(auto reports, curator_->Reports(campaign_id));
+  if (reports.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("campaign ", campaign_id, " holds no report yet"));
+  }
+  const uint32_t n = curator_->num_nodes();
+  std::vector<std::vector<uint32_t>> lists(n);
+  for (const auto& [v, report] : reports) {
+    if (v >= n) continue;
+    lists[v].assign(report.edges().neighbours().begin(),
+                    report.edges().neighbours().end());
+  }
+  return edges::AssembleGraph(n, lists,
+                              kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION
+                                  ? edges::Symmetrisation::kUnion
+                                  : edges::Symmetrisation::kLowerId);
+}
+
+absl::StatusOr<Stages::StageGraph> Stages::GraphFor(
+    const std::string& campaign_id, nlohmann::json* details) const {
+  StageGraph out;
+  if (campaign_id.empty()) {
+    if (private_edges_) {
+      return absl::FailedPreconditionError(
+          "this curator keeps no edges (--private-edges): give "
+          "graph_campaign_id, an edges campaign whose reports make the graph "
+          "(ldpctl pipeline ... --graph-campaign ID)");
+    }
+    out.curators = &data_->graph;
+    (*details)["graph"] = "curator";
+    (*details)["graph_edges"] = data_->graph.num_edges();
+    return out;
+  }
+  ASSIGN_OR_RETURN(v1::Campaign campaign, curator_->GetCampaign(campaign_id));
+  ASSIGN_OR_RETURN(Graph g, AssembledGraph(campaign_id));
+  const bool substitution =
+      campaign.spec().kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
+  (*details)["graph"] = campaign_id;
+  (*details)["graph_mechanism"] =
+      substitution ? "edge-substitution" : "edge-rr";
+  (*details)["graph_epsilon"] = campaign.spec().epsilon();
+  if (substitution) {
+    (*details)["graph_approach"] = campaign.spec().substitution().approach();
+  }
+  (*details)["graph_rule"] = std::string(edges::SymmetrisationName(
+      substitution ? edges::Symmetrisation::kUnion
+                   : edges::Symmetrisation::kLowerId));
+  (*details)["graph_reports"] = campaign.progress().reported();
+  (*details)["graph_edges"] = g.num_edges();
+  out.assembled = std::move(g);
   return out;
 }
 
@@ -205,6 +271,8 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
   ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "propagate"));
   ASSIGN_OR_RETURN(DenseMatrix x, ReadNpy(input.matrix_path));
   nlohmann::json details = {{"input", q.input()}};
+  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(), &details));
+  const Graph& graph = sg.get();
   DenseMatrix z;
   const std::string method = q.method().empty() ? "ppr" : q.method();
   if (method == "ppr") {
@@ -215,14 +283,14 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
     if (q.r() > 0) o.r = q.r();
     if (q.rmax() > 0) o.rmax = q.rmax();
     RETURN_IF_ERROR(ValidatePprOptions(o));
-    ASSIGN_OR_RETURN(z, PprPush(data_->graph, ToSparse(x), o));
+    ASSIGN_OR_RETURN(z, PprPush(graph, ToSparse(x), o));
     details["method"] = "ppr";
     details["alpha"] = o.alpha;
     details["r"] = o.r;
     details["rmax"] = o.rmax;
   } else if (method == "kprop") {
     const int steps = q.steps() > 0 ? static_cast<int>(q.steps()) : 16;
-    ASSIGN_OR_RETURN(z, KProp(data_->graph, x, steps, false));
+    ASSIGN_OR_RETURN(z, KProp(graph, x, steps, false));
     details["method"] = "kprop";
     details["steps"] = steps;
   } else {
@@ -263,6 +331,20 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
         "node classification needs the curator's labels (a dataset with "
         "classes)");
   }
+  nlohmann::json graph_details = nlohmann::json::object();
+  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(), &graph_details));
+  // The curator's public data with the stage's graph: a copy only when the
+  // graph is an assembled one.
+  std::optional<Dataset> with_graph;
+  if (sg.assembled) {
+    with_graph.emplace();
+    with_graph->meta = data_->meta;
+    with_graph->meta.edges = sg.assembled->num_edges();
+    with_graph->labels = data_->labels;
+    with_graph->features.cols = data_->features.cols;
+    with_graph->graph = std::move(*sg.assembled);
+  }
+  const Dataset& public_data = with_graph ? *with_graph : *data_;
   ASSIGN_OR_RETURN(DenseMatrix x, ReadNpy(input.matrix_path));
   pipeline::PipelineConfig c = pipeline::DefaultConfig(method, task);
   pipeline::Collected collected;
@@ -284,7 +366,7 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
     c.label_epsilon = lc.spec().epsilon();
   }
   ASSIGN_OR_RETURN(pipeline::RunResult run,
-                   pipeline::RunPipelineOnCollected(*data_, c, collected,
+                   pipeline::RunPipelineOnCollected(public_data, c, collected,
                                                     q.seed()));
   nlohmann::json details = pipeline::ConfigToJson(c);
   details["input"] = q.input();
@@ -295,6 +377,7 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   details.erase("sampled");
   details.erase("scale");
   details["label_campaign"] = q.label_campaign_id();
+  details.update(graph_details);
   details["seed"] = q.seed();
   details["metric"] = task == pipeline::Task::kNode ? "accuracy" : "roc_auc";
   details["value"] = run.metric;

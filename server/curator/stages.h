@@ -8,12 +8,25 @@
 // tests against (PrivGE's setting; LPGNN replaces the training labels with
 // a label campaign's reports). It never holds the nodes' features: only
 // their reports.
+//
+// The graph: propagate and evaluate run over the curator's graph, or, with
+// graph_campaign_id, over the graph assembled from an edges campaign's
+// stored reports (edges::AssembleGraph: neighbour substitution by union,
+// randomized response by the lower node id; a node without a report
+// contributes no list). The result's details say which ("graph": "curator"
+// or the campaign, with its mechanism, rule, reports and edges). A curator
+// whose edges are private (ldpgraph-curator --private-edges) holds none:
+// there, a stage without graph_campaign_id is FAILED_PRECONDITION.
 #pragma once
 
+#include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
+#include "common/graph/graph.h"
 #include "common/matrix.h"
 #include "ldpgraph/v1/admin.pb.h"
 #include "server/curator/curator.h"
@@ -23,9 +36,14 @@ namespace ldpgraph::curator {
 class Stages {
  public:
   // public_data.features is ignored (and should be empty); results_dir
-  // must exist.
-  Stages(Curator* curator, const Dataset* public_data, std::string results_dir)
-      : curator_(curator), data_(public_data), dir_(std::move(results_dir)) {}
+  // must exist. private_edges: public_data.graph holds no edges because the
+  // curator must not know them (not because the graph has none).
+  Stages(Curator* curator, const Dataset* public_data, std::string results_dir,
+         bool private_edges = false)
+      : curator_(curator),
+        data_(public_data),
+        dir_(std::move(results_dir)),
+        private_edges_(private_edges) {}
 
   // The curator's estimate of every node's features from a features
   // campaign's reports (open or closed): row v is the mechanism's estimate
@@ -46,6 +64,11 @@ class Stages {
       const v1::Campaign& campaign, uint32_t num_nodes,
       const std::vector<std::pair<uint32_t, v1::Report>>& reports);
 
+  // The graph of an edges campaign's stored reports (open or closed), as
+  // the stages assemble it. FAILED_PRECONDITION for a campaign of another
+  // attribute or without reports; NOT_FOUND for an unknown campaign.
+  absl::StatusOr<Graph> AssembledGraph(absl::string_view campaign_id) const;
+
  private:
   absl::StatusOr<v1::StageResult> Record(v1::StageResult r,
                                          const DenseMatrix* m);
@@ -55,9 +78,20 @@ class Stages {
   absl::StatusOr<store::ResultRow> FindEstimate(absl::string_view id,
                                                 absl::string_view stage) const;
 
+  // The graph a stage runs on (see the file comment), and its description
+  // into details.
+  struct StageGraph {
+    std::optional<Graph> assembled;  // set: the stage's graph
+    const Graph* curators = nullptr;  // else this one
+    const Graph& get() const { return assembled ? *assembled : *curators; }
+  };
+  absl::StatusOr<StageGraph> GraphFor(const std::string& campaign_id,
+                                      nlohmann::json* details) const;
+
   Curator* curator_;
   const Dataset* data_;
   std::string dir_;
+  bool private_edges_ = false;
 };
 
 // Parses "r<id>"; INVALID_ARGUMENT otherwise.

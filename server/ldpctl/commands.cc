@@ -132,9 +132,10 @@ node has answered.
 create flags:
   --attribute A       features (default), label or edges
   --mechanism M       hds, square-wave, multibit, onebit, piecewise, laplace,
-                      label-rr, edge-rr
-  --epsilon E         the budget one report spends
+                      label-rr, edge-rr, edge-substitution
+  --epsilon E         the budget one report spends (edges: eps_e)
   --dimension D       features: d; label: classes; edges: number of nodes
+                      (default for edges: the curator's node count)
   --sampled K         k or m sampled dimensions (default: the mechanism's)
   --range LO,HI       public feature range (default -1,1)
   --nodes SEL         all (default), A-B (nodes A..B-1) or a list 1,5,9
@@ -142,9 +143,36 @@ create flags:
   --deadline S        close after S seconds (default: none)
   --name NAME         a label for people
 
+edge-substitution (neighbour substitution, the edge LDP thesis): agents
+exchange sealed messages with their graph neighbours through the curator's
+relay, then report their perturbed neighbour lists. Each node also answers
+the feature question below (its privatized features, shared with its
+neighbours): the same question as a features campaign with that spec, so
+a node that answers both spends its feature epsilon once.
+  --approach 1|2          1: candidates relayed by neighbours, with dummies;
+                          2: similarity queries (default 1)
+  --similarity S          cosine (default) or l2
+  --top-k K               candidates tried per dropped neighbour (default 10)
+  --max-dummies F         approach 1: most dummies per relay (default 5)
+  --dummy-mean M          approach 1: dummies' raw values ~ N(M, S^2),
+  --dummy-std S           clipped to the feature range (defaults 0.5, 0.5)
+  --feature-mechanism M   the feature mechanism (default multibit)
+  --feature-epsilon X     its epsilon (required; finite: raw features never
+                          leave an agent)
+  --feature-dimension D   the feature count d (required)
+  --feature-sampled K     its k or m (default: the mechanism's)
+  --feature-range LO,HI   its public range (default -1,1)
+  --round-timeout-ms T    a neighbour silent this long in a round counts as
+                          absent (default 30000)
+
 Examples:
   ldpctl campaign create --attribute features --mechanism hds --epsilon 1 --dimension 1433 --sampled 10
   ldpctl campaign create --attribute label --mechanism label-rr --epsilon 1 --dimension 7 --nodes 0-1000
+  ldpctl campaign create --attribute edges --mechanism edge-rr --epsilon 4
+  ldpctl campaign create --attribute edges --mechanism edge-substitution --epsilon 1 \
+      --approach 1 --similarity cosine --top-k 10 --max-dummies 5 \
+      --feature-mechanism multibit --feature-epsilon 2 --feature-dimension 1433 \
+      --feature-range 0,1 --round-timeout-ms 30000
   ldpctl campaign wait c1 --timeout 600 && ldpctl campaign show c1 --format json
   ldpctl campaign refusals c2
 )"},
@@ -168,10 +196,13 @@ Examples:
 
 Usage:
   ldpctl pipeline run CAMPAIGN [--task node|link] [--method privge|lpgnn]
-                               [--labels CAMPAIGN] [--seed S]
+                               [--labels CAMPAIGN] [--graph-campaign CAMPAIGN]
+                               [--seed S]
   ldpctl pipeline estimate CAMPAIGN
   ldpctl pipeline propagate RESULT [--method ppr|kprop] [--alpha A] [--steps K]
-  ldpctl pipeline evaluate RESULT [--task ...] [--method ...] [--labels ...] [--seed S]
+                                   [--graph-campaign CAMPAIGN]
+  ldpctl pipeline evaluate RESULT [--task ...] [--method ...] [--labels ...]
+                                  [--graph-campaign ...] [--seed S]
 
 `run` estimates a features campaign's reports and evaluates the method's
 curator-side pipeline on the estimate (propagation, training, test), in one
@@ -181,11 +212,17 @@ go. Each stage records a result (r1, r2, ...) that `results` lists and
   --method M      privge (PPR + MLP, default) or lpgnn (KProp + GCN)
   --labels C      a label campaign whose reports replace the curator's
                   training labels (LPGNN's label randomized response)
+  --graph-campaign C
+                  an edges campaign (edge-rr or edge-substitution): propagate
+                  and train over the graph assembled from its reports
+                  instead of the curator's (needed when the curator runs
+                  with --private-edges); the result's details name it
   --seed S        seed of the split and model initialisation (default 1)
 
 Examples:
   ldpctl pipeline run c1
   ldpctl pipeline run c1 --method lpgnn --labels c2 --format json
+  ldpctl pipeline run c2 --method lpgnn --graph-campaign c1
   ldpctl pipeline estimate c1 && ldpctl pipeline propagate r1 --method ppr
 )"},
     {"results", R"(ldpctl results: every recorded pipeline result, newest first
@@ -260,7 +297,10 @@ const std::set<std::string>& CommandValueFlags() {
       "attribute", "mechanism", "epsilon", "dimension", "sampled", "range",
       "nodes", "quorum", "deadline", "name", "timeout", "method", "alpha",
       "steps", "task", "labels", "seed", "out", "ids", "after", "limit",
-      "node-key", "dataset", "tls-names"};
+      "node-key", "dataset", "tls-names", "approach", "similarity", "top-k",
+      "max-dummies", "dummy-mean", "dummy-std", "feature-mechanism",
+      "feature-epsilon", "feature-dimension", "feature-sampled",
+      "feature-range", "round-timeout-ms", "graph-campaign"};
   return *flags;
 }
 
@@ -287,14 +327,14 @@ std::string Short(const std::string& enum_name, absl::string_view prefix) {
 }
 
 void CampaignHeader(std::ostream& out) {
-  out << absl::StrFormat("%-6s %-8s %-9s %-12s %8s %8s %8s %8s %8s  %s\n",
+  out << absl::StrFormat("%-6s %-8s %-9s %-17s %8s %8s %8s %8s %8s  %s\n",
                          "id", "state", "attribute", "mechanism", "epsilon",
                          "targeted", "reported", "refused", "rejected", "name");
 }
 
 void CampaignRow(std::ostream& out, const v1::Campaign& c) {
   out << absl::StrFormat(
-      "%-6s %-8s %-9s %-12s %8g %8u %8u %8u %8u  %s\n", c.id(),
+      "%-6s %-8s %-9s %-17s %8g %8u %8u %8u %8u  %s\n", c.id(),
       Short(v1::CampaignState_Name(c.state()), "CAMPAIGN_STATE_"),
       Short(v1::Attribute_Name(c.attribute()), "ATTRIBUTE_"),
       Short(v1::MechanismKind_Name(c.spec().kind()), "MECHANISM_KIND_"),
@@ -325,15 +365,69 @@ void PrintResult(const Output& o, const v1::StageResult& r) {
 absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name) {
   if (name == "label-rr") return v1::MECHANISM_KIND_LABEL_RR;
   if (name == "edge-rr") return v1::MECHANISM_KIND_EDGE_RR;
+  if (name == "edge-substitution") return v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
   if (auto feature = ParseMechanismName(name); feature.ok()) {
     return wire::ToWireKind(*feature);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--mechanism must be hds, square-wave, multibit, onebit, piecewise, "
-      "laplace, label-rr or edge-rr, got '", name, "'"));
+      "laplace, label-rr, edge-rr or edge-substitution, got '", name, "'"));
+}
+
+v1::SubstitutionSpec DefaultSubstitutionSpec() {
+  v1::SubstitutionSpec s;
+  s.set_approach(1);
+  s.set_similarity("cosine");
+  s.set_top_k(10);
+  s.set_max_dummies(5);
+  s.set_dummy_mean(0.5);
+  s.set_dummy_std(0.5);
+  s.set_round_timeout_ms(30000);
+  return s;
 }
 
 namespace {
+
+// spec->substitution from the edge-substitution flags.
+absl::Status SubstitutionFromFlags(const CliArgs& a, v1::MechanismSpec* spec) {
+  v1::SubstitutionSpec* s = spec->mutable_substitution();
+  *s = DefaultSubstitutionSpec();
+  ASSIGN_OR_RETURN(auto approach, a.GetUint("approach"));
+  if (approach) s->set_approach(static_cast<uint32_t>(*approach));
+  if (a.Has("similarity")) s->set_similarity(*a.Get("similarity"));
+  ASSIGN_OR_RETURN(auto top_k, a.GetUint("top-k"));
+  if (top_k) s->set_top_k(static_cast<uint32_t>(*top_k));
+  ASSIGN_OR_RETURN(auto dummies, a.GetUint("max-dummies"));
+  if (dummies) s->set_max_dummies(static_cast<uint32_t>(*dummies));
+  ASSIGN_OR_RETURN(auto mean, a.GetDouble("dummy-mean"));
+  if (mean) s->set_dummy_mean(*mean);
+  ASSIGN_OR_RETURN(auto std_dev, a.GetDouble("dummy-std"));
+  if (std_dev) s->set_dummy_std(*std_dev);
+  ASSIGN_OR_RETURN(auto timeout, a.GetUint("round-timeout-ms"));
+  if (timeout) s->set_round_timeout_ms(static_cast<uint32_t>(*timeout));
+  if (!a.Has("feature-epsilon") || !a.Has("feature-dimension")) {
+    return absl::InvalidArgumentError(
+        "edge-substitution needs --feature-epsilon and --feature-dimension: "
+        "the feature question whose reports the agents exchange");
+  }
+  v1::MechanismSpec* f = s->mutable_features();
+  ASSIGN_OR_RETURN(v1::MechanismKind kind,
+                   ParseMechanismKind(a.Get("feature-mechanism").value_or("multibit")));
+  f->set_kind(kind);
+  ASSIGN_OR_RETURN(auto eps, a.GetDouble("feature-epsilon"));
+  f->set_epsilon(*eps);
+  ASSIGN_OR_RETURN(auto d, a.GetUint("feature-dimension"));
+  f->set_dimension(static_cast<uint32_t>(*d));
+  ASSIGN_OR_RETURN(auto k, a.GetUint("feature-sampled"));
+  if (k) f->set_sampled(static_cast<uint32_t>(*k));
+  ASSIGN_OR_RETURN(auto range, a.GetDoubleList("feature-range"));
+  if (range && range->size() != 2) {
+    return absl::InvalidArgumentError("--feature-range must be LO,HI");
+  }
+  f->set_range_low(range ? (*range)[0] : -1.0);
+  f->set_range_high(range ? (*range)[1] : 1.0);
+  return absl::OkStatus();
+}
 
 absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
                             const Output& o) {
@@ -350,7 +444,9 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
     return absl::InvalidArgumentError(absl::StrCat(
         "--attribute must be features, label or edges, got '", attribute, "'"));
   }
-  if (!a.Has("mechanism") || !a.Has("epsilon") || !a.Has("dimension")) {
+  const bool edges = req.attribute() == v1::ATTRIBUTE_EDGES;
+  if (!a.Has("mechanism") || !a.Has("epsilon") ||
+      (!a.Has("dimension") && !edges)) {
     return absl::InvalidArgumentError(
         "campaign create needs --mechanism, --epsilon and --dimension");
   }
@@ -360,7 +456,31 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
   ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
   spec->set_epsilon(*eps);
   ASSIGN_OR_RETURN(auto d, a.GetUint("dimension"));
-  spec->set_dimension(static_cast<uint32_t>(*d));
+  if (d) {
+    spec->set_dimension(static_cast<uint32_t>(*d));
+  } else {
+    // Edges: the number of nodes, which is the curator's.
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
+    v1::CuratorStatus status;
+    RETURN_IF_ERROR(FromGrpc(
+        c.stub->GetStatus(&ctx, v1::GetStatusRequest(), &status), c.address));
+    spec->set_dimension(status.graph_nodes());
+  }
+  if (kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    RETURN_IF_ERROR(SubstitutionFromFlags(a, spec));
+  } else {
+    for (const char* flag :
+         {"approach", "similarity", "top-k", "max-dummies", "dummy-mean",
+          "dummy-std", "feature-mechanism", "feature-epsilon",
+          "feature-dimension", "feature-sampled", "feature-range",
+          "round-timeout-ms"}) {
+      if (a.Has(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " applies to --mechanism edge-substitution only"));
+      }
+    }
+  }
   ASSIGN_OR_RETURN(auto k, a.GetUint("sampled"));
   if (k) spec->set_sampled(static_cast<uint32_t>(*k));
   ASSIGN_OR_RETURN(auto range, a.GetDoubleList("range"));
@@ -587,6 +707,7 @@ absl::StatusOr<v1::StageResult> Evaluate(const CliArgs& a, const Connection& c,
   req.set_task(a.Get("task").value_or("node"));
   req.set_method(a.Get("method").value_or("privge"));
   req.set_label_campaign_id(a.Get("labels").value_or(""));
+  req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
   req.set_seed(seed.value_or(1));
   grpc::ClientContext ctx;
@@ -636,6 +757,7 @@ absl::Status Pipeline(const std::string& sub, const std::string& id,
     if (alpha) req.set_alpha(*alpha);
     ASSIGN_OR_RETURN(auto steps, a.GetUint("steps"));
     if (steps) req.set_steps(static_cast<uint32_t>(*steps));
+    req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));
     grpc::ClientContext ctx;
     c.Prepare(&ctx);
     v1::StageResult out;

@@ -12,9 +12,15 @@
 
 namespace ldpgraph::ldpctl {
 
-// "hds", "multibit", ... "label-rr", "edge-rr" -> the wire kind;
-// INVALID_ARGUMENT listing the names otherwise.
+// "hds", "multibit", ... "label-rr", "edge-rr", "edge-substitution" -> the
+// wire kind; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name);
+
+// The parameters `ldpctl campaign create --mechanism edge-substitution`
+// gives a substitution campaign when no flag says otherwise: approach 1,
+// cosine, top_k 10, max_dummies 5, dummies N(0.5, 0.5^2), round timeout
+// 30 s (features unset: the caller's).
+v1::SubstitutionSpec DefaultSubstitutionSpec();
 
 // Runs `ldpctl <args...>` (args without the program name); returns the exit
 // code (connection.h). Output goes to out, progress and errors to err.

@@ -71,6 +71,20 @@ Pipeline (the defaults of ldpgraph eval):
   --epsilon E         features budget per node (default 1)
   --sampled K         k or m sampled dimensions (default: the mechanism's)
   --label-epsilon E   lpgnn: collect labels by randomized response with E
+  --edges G           the graph the curator learns over: none (default: the
+                      curator knows the graph), rr (edge randomized
+                      response), ns1 or ns2 (neighbour substitution,
+                      approach 1 or 2, the agents exchanging sealed messages
+                      through the curator's relay). With rr/ns the curator
+                      starts with --private-edges, an edges campaign runs
+                      first (ns shares the features campaign's question, so
+                      each node spends its feature epsilon once), and the
+                      pipeline runs over the graph assembled from it.
+                      --seed does not reach the exchange: its randomness
+                      comes from each node's key (secure, not replayable)
+  --edge-epsilon E    eps_e of the edges campaign (default 1)
+  --round-timeout-ms T  ns: a silent neighbour's timeout per round
+                      (default 30000)
   --seed S            seeded noise: reproducible and NOT private; gives
                       exactly the metric of `ldpgraph eval --seed S --runs 1`
                       with the same flags. Without it, agents use OpenSSL's
@@ -97,6 +111,7 @@ Examples:
   ldpctl simulate --method lpgnn --epsilon 2 --label-epsilon 1 --format json
   ldpctl simulate --task link --seed 7
   ldpctl simulate --nodes 100000 --hosts 4
+  ldpctl simulate --method lpgnn --mechanism multibit --epsilon 2 --edges ns1 --edge-epsilon 1
 )";
 
 // Progress on stderr: one line rewritten in place on a terminal, a line
@@ -159,8 +174,10 @@ docker-compose.yml and deploy/k8s runs it.
 
   --dataset DIR       the deployment's dataset folder; only its meta.json is
                       read (feature count, classes, public feature range)
-  --method, --task, --mechanism, --epsilon, --sampled, --label-epsilon:
-                      as for ldpctl simulate
+  --method, --task, --mechanism, --epsilon, --sampled, --label-epsilon,
+  --edges, --edge-epsilon, --round-timeout-ms:
+                      as for ldpctl simulate (the curator's own graph is the
+                      deployment's: --private-edges is its flag)
   --seed S            the split and model seed (default 1); the agents' noise
                       is theirs: seeded only if they were started with --seed
   --timeout S         longest wait for enrolment or a campaign (default 600)
@@ -187,6 +204,10 @@ struct Options {
   double epsilon = 1.0;
   std::optional<int> sampled;
   std::optional<double> label_epsilon;
+  // The graph: "none" (the curator's), "rr", "ns1", "ns2".
+  std::string edges = "none";
+  double edge_epsilon = 1.0;
+  uint32_t round_timeout_ms = 30000;
   std::optional<uint64_t> seed;
   int hosts = 4;
   double cap = 8.0;
@@ -203,7 +224,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                      const std::string& self_path, bool attach) {
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
                                   "epsilon", "sampled", "label-epsilon", "seed",
-                                  "timeout", "format"};
+                                  "timeout", "format", "edges", "edge-epsilon",
+                                  "round-timeout-ms"};
   std::set<std::string> flags = {"json"};
   if (attach) {
     for (const char* f : kConnectionValueFlags) values.insert(f);
@@ -261,6 +283,28 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   ASSIGN_OR_RETURN(auto sampled, a.GetInt("sampled"));
   if (sampled) o.sampled = static_cast<int>(*sampled);
   ASSIGN_OR_RETURN(o.label_epsilon, a.GetDouble("label-epsilon"));
+  o.edges = a.Get("edges").value_or("none");
+  if (o.edges != "none" && o.edges != "rr" && o.edges != "ns1" &&
+      o.edges != "ns2") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--edges must be none, rr, ns1 or ns2, got '", o.edges, "'"));
+  }
+  ASSIGN_OR_RETURN(auto edge_eps, a.GetDouble("edge-epsilon"));
+  if (edge_eps) {
+    if (o.edges == "none") {
+      return absl::InvalidArgumentError(
+          "--edge-epsilon applies to --edges rr, ns1 or ns2");
+    }
+    o.edge_epsilon = *edge_eps;
+  }
+  ASSIGN_OR_RETURN(auto round_timeout, a.GetUint("round-timeout-ms"));
+  if (round_timeout) {
+    if (o.edges != "ns1" && o.edges != "ns2") {
+      return absl::InvalidArgumentError(
+          "--round-timeout-ms applies to --edges ns1 or ns2");
+    }
+    o.round_timeout_ms = static_cast<uint32_t>(*round_timeout);
+  }
   ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
   ASSIGN_OR_RETURN(auto hosts, a.GetInt("hosts"));
   if (hosts) {
@@ -482,17 +526,17 @@ absl::Status Simulation::StartCurator() {
   }
   const std::string tls = work_ + "/tls";
   const std::string ready = work_ + "/curator.ready";
-  ASSIGN_OR_RETURN(
-      curator_,
-      ChildProcess::Start(
-          "curator",
-          {o_.bin_dir + "/ldpgraph-curator", "--listen", "127.0.0.1:0", "--http",
-           "off", "--data-dir", work_ + "/curator", "--graph", dataset_dir_,
-           "--admin-token", tls + "/admin.token", "--node-key", tls + "/node.key",
-           "--tls-cert", tls + "/curator.pem", "--tls-key", tls + "/curator.key",
-           "--sync", o_.sync, "--max-threads",
-           absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--ready-file", ready},
-          work_ + "/curator.log"));
+  std::vector<std::string> argv = {
+      o_.bin_dir + "/ldpgraph-curator", "--listen", "127.0.0.1:0", "--http",
+      "off", "--data-dir", work_ + "/curator", "--graph", dataset_dir_,
+      "--admin-token", tls + "/admin.token", "--node-key", tls + "/node.key",
+      "--tls-cert", tls + "/curator.pem", "--tls-key", tls + "/curator.key",
+      "--sync", o_.sync, "--max-threads",
+      absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--ready-file", ready};
+  // The curator learns the graph from the agents' reports only.
+  if (o_.edges != "none") argv.push_back("--private-edges");
+  ASSIGN_OR_RETURN(curator_, ChildProcess::Start("curator", std::move(argv),
+                                                 work_ + "/curator.log"));
   const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
   while (true) {
     RETURN_IF_ERROR(Check());
@@ -714,8 +758,41 @@ absl::Status Simulation::Run() {
   features.mutable_spec()->set_range_high(range_.second);
   features.mutable_nodes()->set_all(true);
   features.set_quorum(1.0);
+  std::vector<v1::Campaign> campaigns;
+  // The graph first, when the agents hold it: randomized response, or
+  // neighbour substitution over the features campaign's question (each
+  // node answers both with one report).
+  std::optional<v1::Campaign> graph_campaign;
+  if (o_.edges != "none") {
+    v1::CreateCampaignRequest edges;
+    edges.set_attribute(v1::ATTRIBUTE_EDGES);
+    v1::MechanismSpec* spec = edges.mutable_spec();
+    spec->set_epsilon(o_.edge_epsilon);
+    spec->set_dimension(n);
+    if (o_.edges == "rr") {
+      edges.set_name("simulate: edges, edge-rr");
+      spec->set_kind(v1::MECHANISM_KIND_EDGE_RR);
+    } else {
+      edges.set_name(absl::StrCat("simulate: edges, edge-substitution ",
+                                  o_.edges == "ns1" ? "approach 1"
+                                                    : "approach 2"));
+      spec->set_kind(v1::MECHANISM_KIND_EDGE_SUBSTITUTION);
+      v1::SubstitutionSpec* sub = spec->mutable_substitution();
+      *sub = DefaultSubstitutionSpec();
+      sub->set_approach(o_.edges == "ns1" ? 1 : 2);
+      sub->set_round_timeout_ms(o_.round_timeout_ms);
+      // Dummies in the middle of the public range, spread over it.
+      sub->set_dummy_mean((range_.first + range_.second) / 2);
+      sub->set_dummy_std((range_.second - range_.first) / 2);
+      *sub->mutable_features() = features.spec();
+    }
+    edges.mutable_nodes()->set_all(true);
+    edges.set_quorum(1.0);
+    ASSIGN_OR_RETURN(graph_campaign, Collect(edges, "edges"));
+    campaigns.push_back(*graph_campaign);
+  }
   ASSIGN_OR_RETURN(v1::Campaign fc, Collect(features, "features"));
-  std::vector<v1::Campaign> campaigns = {fc};
+  campaigns.push_back(fc);
   std::string label_campaign;
   if (config_.label_epsilon) {
     v1::CreateCampaignRequest labels;
@@ -744,6 +821,9 @@ absl::Status Simulation::Run() {
                     req.set_task(std::string(pipeline::TaskName(o_.task)));
                     req.set_method(std::string(pipeline::MethodName(o_.method)));
                     req.set_label_campaign_id(label_campaign);
+                    if (graph_campaign) {
+                      req.set_graph_campaign_id(graph_campaign->id());
+                    }
                     req.set_seed(eval_seed);
                     return admin_->stub->Evaluate(ctx, req, &evaluate);
                   }));
@@ -814,13 +894,25 @@ absl::Status Simulation::Run() {
     refusals += c.progress().refused();
     rejected += c.progress().rejected();
     jc.push_back({{"id", c.id()},
-                  {"attribute", c.attribute() == v1::ATTRIBUTE_LABEL ? "label" : "features"},
+                  {"attribute", c.attribute() == v1::ATTRIBUTE_LABEL   ? "label"
+                                : c.attribute() == v1::ATTRIBUTE_EDGES ? "edges"
+                                                                       : "features"},
                   {"epsilon", c.spec().epsilon()},
                   {"reported", c.progress().reported()},
                   {"refused", c.progress().refused()},
                   {"rejected", c.progress().rejected()}});
   }
   json d;
+  // Which graph the pipeline ran on (the evaluate stage's record of it).
+  json graph = {{"source", o_.edges == "none" ? "curator" : o_.edges}};
+  if (graph_campaign) {
+    graph["campaign"] = graph_campaign->id();
+    graph["mechanism"] = o_.edges == "rr" ? "edge-rr" : "edge-substitution";
+    graph["epsilon"] = o_.edge_epsilon;
+    graph["rule"] = details.value("graph_rule", "");
+  }
+  graph["edges"] = details.value("graph_edges", uint64_t{0});
+  d["graph"] = graph;
   d["hosts"] = hosts_;
   d["nodes"] = n;
   d["edges"] = data_.meta.edges;
@@ -890,6 +982,23 @@ void Simulation::Report(const json& j) {
                 : absl::StrCat("1 curator + ", o_.hosts,
                                " agent hosts, gRPC over TLS on 127.0.0.1"));
   row("pipeline", pipeline_text);
+  {
+    const json& g = d["graph"];
+    if (g["source"] == "curator") {
+      row("graph", absl::StrFormat("the curator's (true edges, %u)",
+                                   g["edges"].get<uint64_t>()));
+    } else {
+      row("graph",
+          absl::StrFormat(
+              "assembled from %s: %s, epsilon_e %g, %s (%u edges)",
+              g["campaign"].get<std::string>(),
+              g["source"] == "rr" ? "edge randomized response"
+                                  : absl::StrCat("neighbour substitution, approach ",
+                                                 g["source"] == "ns1" ? "1" : "2"),
+              g["epsilon"].get<double>(), g["rule"].get<std::string>(),
+              g["edges"].get<uint64_t>()));
+    }
+  }
   row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
                                       "): reproducible, NOT private")
                        : "secure (OpenSSL)");

@@ -73,6 +73,18 @@ CREATE TABLE IF NOT EXISTS results(
   matrix_path TEXT NOT NULL);
 )sql";
 
+// Added to version 2 without a version change, so run at every Open (after
+// kSchema for a new file): node_keys holds each node's sealing public key
+// (AgentService.PublicKeys), the latest one it enrolled with; the index
+// serves FetchSealed of one campaign's messages (an exchange reading its
+// campaign from sequence 0) without scanning other campaigns' traffic.
+constexpr char kAdditiveSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS node_keys(
+  node INTEGER PRIMARY KEY,
+  public_key BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS sealed_campaign_to_node ON sealed(campaign, to_node);
+)sql";
+
 struct DbCloser {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
@@ -319,7 +331,8 @@ struct CuratorStore::Impl {
     Stmt put_caps, all_caps;
     Stmt clear_fleet, put_fleet, get_fleet;
     Stmt insert_audit, list_audit;
-    Stmt insert_sealed, fetch_sealed;
+    Stmt insert_sealed, fetch_sealed, fetch_sealed_campaign;
+    Stmt put_node_key, all_node_keys;
     Stmt insert_result, set_result_record, list_results, get_result;
   };
 
@@ -533,6 +546,20 @@ struct CuratorStore::Impl {
             "SELECT sequence, campaign, from_node, to_node, ciphertext "
             "FROM sealed WHERE to_node IN (SELECT value FROM json_each(?1)) "
             "AND sequence > ?2 ORDER BY sequence LIMIT ?3"));
+    ASSIGN_OR_RETURN(
+        s.fetch_sealed_campaign,
+        Prepare(
+            "SELECT sequence, campaign, from_node, to_node, ciphertext "
+            "FROM sealed WHERE campaign = ?4 AND "
+            "to_node IN (SELECT value FROM json_each(?1)) "
+            "AND sequence > ?2 ORDER BY sequence LIMIT ?3"));
+    ASSIGN_OR_RETURN(s.put_node_key,
+                     Prepare("INSERT INTO node_keys(node, public_key) "
+                             "VALUES(?1, ?2) ON CONFLICT(node) DO UPDATE SET "
+                             "public_key = excluded.public_key"));
+    ASSIGN_OR_RETURN(s.all_node_keys,
+                     Prepare("SELECT node, public_key FROM node_keys "
+                             "ORDER BY node"));
     ASSIGN_OR_RETURN(s.insert_result,
                      Prepare("INSERT INTO results(record, matrix_path) "
                              "VALUES(x'', ?1)"));
@@ -908,6 +935,17 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
           absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str());
     }
     if (status.ok()) status = impl->Exec("creating the schema", "COMMIT");
+    if (!status.ok()) {
+      if (sqlite3_get_autocommit(db) == 0) {
+        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      }
+      return status;
+    }
+  }
+  {
+    RETURN_IF_ERROR(impl->Exec("adding tables", "BEGIN IMMEDIATE"));
+    absl::Status status = impl->Exec("adding tables", kAdditiveSchema);
+    if (status.ok()) status = impl->Exec("adding tables", "COMMIT");
     if (!status.ok()) {
       if (sqlite3_get_autocommit(db) == 0) {
         sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -1312,7 +1350,8 @@ absl::Status CuratorStore::PutSealed(const std::vector<SealedRow>& messages) {
 }
 
 absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
-    const std::vector<uint32_t>& to_nodes, int64_t after, int limit) {
+    const std::vector<uint32_t>& to_nodes, int64_t after, int limit,
+    const std::string& campaign) {
   RETURN_IF_ERROR(CheckLimit(limit));
   std::vector<SealedRow> rows;
   if (to_nodes.empty()) return rows;
@@ -1321,10 +1360,16 @@ absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
   Impl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "fetching sealed messages";
-  sqlite3_stmt* stmt = s.stmts.fetch_sealed.get();
+  sqlite3_stmt* stmt = campaign.empty() ? s.stmts.fetch_sealed.get()
+                                        : s.stmts.fetch_sealed_campaign.get();
   ScopedReset reset(stmt);
-  RETURN_IF_ERROR(
-      s.BindOrError(kOperation, stmt, Text{nodes_json}, after, int64_t{limit}));
+  if (campaign.empty()) {
+    RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, Text{nodes_json}, after,
+                                  int64_t{limit}));
+  } else {
+    RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, Text{nodes_json}, after,
+                                  int64_t{limit}, Text{campaign}));
+  }
   int rc;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     SealedRow& row = rows.emplace_back();
@@ -1336,6 +1381,40 @@ absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
   }
   if (rc != SQLITE_DONE) return s.Error(kOperation, rc);
   return rows;
+}
+
+absl::Status CuratorStore::PutNodeKeys(
+    const std::vector<std::pair<uint32_t, std::string>>& keys) {
+  if (keys.empty()) return absl::OkStatus();
+  Impl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "storing node keys";
+  return s.InTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        sqlite3_stmt* stmt = s.stmts.put_node_key.get();
+        for (const auto& [node, key] : keys) {
+          ScopedReset reset(stmt);
+          RETURN_IF_ERROR(
+              s.BindOrError(kOperation, stmt, int64_t{node}, Blob{key}));
+          RETURN_IF_ERROR(s.StepDone(kOperation, stmt));
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::Status CuratorStore::ForEachNodeKey(
+    absl::FunctionRef<void(uint32_t node, const std::string& key)> fn) {
+  Impl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  sqlite3_stmt* stmt = s.stmts.all_node_keys.get();
+  ScopedReset reset(stmt);
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    fn(static_cast<uint32_t>(sqlite3_column_int64(stmt, 0)),
+       ColumnBytes(stmt, 1));
+  }
+  if (rc != SQLITE_DONE) return s.Error("reading node keys", rc);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> CuratorStore::AddResult(

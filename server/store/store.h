@@ -1,7 +1,7 @@
 // The curator's durable state: one SQLite database (WAL) under its data
 // directory holding campaigns, answers (reports and refusals), the caps
-// nodes declared, the audit log, sealed messages in transit, and pipeline
-// results. Nothing here knows gRPC; rows hold serialised proto messages
+// nodes declared, the nodes' sealing public keys, the audit log, sealed
+// messages in transit, and pipeline results. Nothing here knows gRPC; rows hold serialised proto messages
 // where a message is the natural record.
 //
 // Durability: every mutating call is one transaction, committed before it
@@ -187,9 +187,18 @@ class CuratorStore {
   // Sealed messages in transit, stored in order (one transaction).
   absl::Status PutSealed(const std::vector<SealedRow>& messages);
   // Messages to any of `to_nodes` with sequence > after, ascending, at most
-  // limit (> 0, INVALID_ARGUMENT otherwise). Nothing is deleted.
+  // limit (> 0, INVALID_ARGUMENT otherwise); only `campaign`'s when it is
+  // not empty. Nothing is deleted.
   absl::StatusOr<std::vector<SealedRow>> FetchSealed(
-      const std::vector<uint32_t>& to_nodes, int64_t after, int limit);
+      const std::vector<uint32_t>& to_nodes, int64_t after, int limit,
+      const std::string& campaign = "");
+
+  // Nodes' sealing public keys (opaque bytes here), replacing any earlier
+  // key of the node; one transaction. ForEachNodeKey: by ascending node.
+  absl::Status PutNodeKeys(
+      const std::vector<std::pair<uint32_t, std::string>>& keys);
+  absl::Status ForEachNodeKey(
+      absl::FunctionRef<void(uint32_t node, const std::string& key)> fn);
 
   // Pipeline results. AddResult assigns the id (1, 2, ...) and calls
   // record_for_id with it inside the transaction. ListResults: ascending id.

@@ -143,6 +143,67 @@ TEST_F(SimulateTest, EqualsTheLibraryWithTheSameSeeds) {
   }
 }
 
+// The curator without the graph (--private-edges): the edges campaign runs
+// first, then features; the pipeline runs over the assembled graph, and the
+// table says so. Neighbour substitution shares the features campaign's
+// question, so each node spends eps_x + eps_e; randomized response asks
+// nothing more of the features.
+TEST_F(SimulateTest, PrivateEdgesFromTheAgents) {
+  const std::string data = Generated(300);
+  struct Case {
+    std::vector<std::string> flags;
+    std::string mechanism;
+    double epsilon;
+  };
+  const std::vector<Case> cases = {
+      {{"--edges", "ns1"}, "edge-substitution", 3.0},
+      {{"--edges", "ns2", "--edge-epsilon", "0.5"}, "edge-substitution", 2.5},
+      {{"--edges", "rr", "--edge-epsilon", "4"}, "edge-rr", 6.0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrJoin(c.flags, " "));
+    const std::string work = absl::StrCat(scratch_, "/work-", c.flags[1]);
+    std::vector<std::string> sim = {"--dataset", data, "--hosts", "2",
+                                    "--method", "lpgnn", "--mechanism",
+                                    "multibit", "--epsilon", "2",
+                                    "--work-dir", work};
+    sim.insert(sim.end(), c.flags.begin(), c.flags.end());
+    json s = Simulate(sim);
+    ASSERT_TRUE(s.is_object());
+    const json& d = s["deployment"];
+    EXPECT_EQ(d["graph"]["source"], c.flags[1]);
+    EXPECT_EQ(d["graph"]["campaign"], "c1");
+    EXPECT_EQ(d["graph"]["mechanism"], c.mechanism);
+    EXPECT_GT(d["graph"]["edges"].get<int>(), 0);
+    ASSERT_EQ(d["campaigns"].size(), 2u);
+    EXPECT_EQ(d["campaigns"][0]["attribute"], "edges");
+    EXPECT_EQ(d["campaigns"][1]["attribute"], "features");
+    EXPECT_EQ(d["reports"].get<int>(), 600);
+    EXPECT_EQ(d["refusals"], 0);
+    EXPECT_EQ(d["rejected"], 0);
+    EXPECT_DOUBLE_EQ(d["epsilon_spent_per_node"]["min"].get<double>(), c.epsilon);
+    EXPECT_DOUBLE_EQ(d["epsilon_spent_per_node"]["max"].get<double>(), c.epsilon);
+    EXPECT_GT(s["mean"].get<double>(), 0.0);
+    EXPECT_THAT(ProcessesMentioning(work), ::testing::IsEmpty());
+    // The curator started without the graph's edges.
+    EXPECT_THAT(ReadFile(work + "/curator.log").value_or(""),
+                HasSubstr("edges private"));
+  }
+  // The table names the graph.
+  CommandResult r = Ldpctl({"simulate", "--dataset", data, "--hosts", "2",
+                            "--edges", "ns1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("assembled from c1: neighbour substitution, "
+                               "approach 1"));
+  // Flags that need --edges.
+  r = Ldpctl({"simulate", "--edge-epsilon", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--edge-epsilon applies to"));
+  r = Ldpctl({"simulate", "--edges", "maybe"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--edges must be none, rr, ns1 or ns2"));
+}
+
 TEST_F(SimulateTest, EqualsTheLibraryOnCora) {
   const std::string cora = CoraDir();
   ASSERT_FALSE(cora.empty());
