@@ -28,9 +28,6 @@ struct PkeyCtxFree {
 struct CipherCtxFree {
   void operator()(EVP_CIPHER_CTX* p) const { EVP_CIPHER_CTX_free(p); }
 };
-struct KdfFree {
-  void operator()(EVP_KDF* p) const { EVP_KDF_free(p); }
-};
 struct KdfCtxFree {
   void operator()(EVP_KDF_CTX* p) const { EVP_KDF_CTX_free(p); }
 };
@@ -57,6 +54,19 @@ absl::StatusOr<std::string> RawKey(EVP_PKEY* key, bool is_private) {
                             : EVP_PKEY_get_raw_public_key(key, p, &len);
   if (ok != 1 || len != kKeyBytes) return OpenSslError("reading a raw key");
   return out;
+}
+
+// The algorithms, fetched from OpenSSL's default provider once per process
+// (a fetch per call costs more than the cipher itself on small boxes).
+// Never freed: they live as long as the process. Null if unavailable.
+EVP_KDF* Hkdf() {
+  static EVP_KDF* const kdf = EVP_KDF_fetch(nullptr, "HKDF", nullptr);
+  return kdf;
+}
+const EVP_CIPHER* ChaCha20Poly1305() {
+  static EVP_CIPHER* const cipher =
+      EVP_CIPHER_fetch(nullptr, "ChaCha20-Poly1305", nullptr);
+  return cipher;
 }
 
 // X25519(self, peer), then HKDF-SHA256 with info = from || to.
@@ -90,9 +100,9 @@ absl::StatusOr<std::array<uint8_t, kKeyBytes>> DeriveKey(
 
   std::string info = outgoing ? absl::StrCat(self.public_key(), peer)
                               : absl::StrCat(peer, self.public_key());
-  std::unique_ptr<EVP_KDF, KdfFree> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr));
+  EVP_KDF* kdf = Hkdf();
   std::unique_ptr<EVP_KDF_CTX, KdfCtxFree> kctx(
-      kdf ? EVP_KDF_CTX_new(kdf.get()) : nullptr);
+      kdf ? EVP_KDF_CTX_new(kdf) : nullptr);
   if (!kctx) return OpenSslError("fetching HKDF");
   char digest[] = "SHA256";
   std::string salt = kLabel;
@@ -169,7 +179,7 @@ absl::StatusOr<std::string> SealingKey::Seal(absl::string_view context,
   const std::string aad = Aad(context);
   int len = 0;
   if (!ctx ||
-      EVP_EncryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key_.data(),
+      EVP_EncryptInit_ex(ctx.get(), ChaCha20Poly1305(), nullptr, key_.data(),
                          nonce) != 1 ||
       EVP_EncryptUpdate(ctx.get(), nullptr, &len, Bytes(aad),
                         static_cast<int>(aad.size())) != 1 ||
@@ -203,7 +213,7 @@ absl::StatusOr<std::string> SealingKey::Open(absl::string_view context,
   const std::string aad = Aad(context);
   int len = 0;
   if (!ctx ||
-      EVP_DecryptInit_ex(ctx.get(), EVP_chacha20_poly1305(), nullptr, key_.data(),
+      EVP_DecryptInit_ex(ctx.get(), ChaCha20Poly1305(), nullptr, key_.data(),
                          nonce) != 1 ||
       EVP_DecryptUpdate(ctx.get(), nullptr, &len, Bytes(aad),
                         static_cast<int>(aad.size())) != 1 ||
