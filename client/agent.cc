@@ -260,10 +260,16 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::Respond(const v1::Task& task) {
     out.report = *std::move(refusal);
     return out;
   }
+  return AnswerThroughBudget(task, [&] { return Perturb(task); });
+}
+
+absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
+    const v1::Task& task,
+    absl::FunctionRef<absl::StatusOr<std::string>()> perturb) {
+  Response out;
   const std::string attribute = *wire::AttributeName(task.attribute());
   const QueryKey key = wire::WireQueryKey(task.attribute(), task.spec());
-  absl::StatusOr<Answered> answered =
-      budget_->Answer(key, [&] { return Perturb(task); });
+  absl::StatusOr<Answered> answered = budget_->Answer(key, perturb);
   if (!answered.ok()) {
     if (absl::IsResourceExhausted(answered.status())) {
       out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
@@ -404,38 +410,12 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::FinishSubstitution(
           "neighbour list (entry ", i, " = ", neighbours[i], ")"));
     }
   }
-  Response out;
-  const QueryKey key = wire::WireQueryKey(task.attribute(), task.spec());
-  absl::StatusOr<Answered> answered = budget_->Answer(key, [&] {
+  return AnswerThroughBudget(task, [&] {
     v1::Report body;
     body.mutable_edges()->mutable_neighbours()->Assign(neighbours.begin(),
                                                        neighbours.end());
     return absl::StatusOr<std::string>(body.SerializeAsString());
   });
-  if (!answered.ok()) {
-    if (absl::IsResourceExhausted(answered.status())) {
-      out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
-                           answered.status().message());
-      return out;
-    }
-    return absl::InternalError(absl::StrCat("node ", record_.node,
-                                            ": answering ", key.Canonical(),
-                                            ": ", answered.status().message()));
-  }
-  v1::Report body;
-  if (!body.ParseFromString(answered->answer) || !BodyMatches(body, "edges")) {
-    return absl::InternalError(absl::StrCat(
-        "node ", record_.node, ": the stored answer to ", key.Canonical(),
-        " is not a report body about 'edges'"));
-  }
-  body.set_campaign_id(task.campaign_id());
-  body.set_node_id(record_.node);
-  out.report = std::move(body);
-  out.fresh = !answered->from_memo;
-  if (out.fresh) {
-    out.to_persist = MemoRow{record_.node, key, std::move(answered->answer)};
-  }
-  return out;
 }
 
 absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer) {

@@ -48,6 +48,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -215,6 +216,12 @@ class NodeAgent {
 
   // The serialised body of a fresh answer (runs under the budget's lock).
   absl::StatusOr<std::string> Perturb(const v1::Task& task);
+  // The task's question through the budget: the memo's answer, or a fresh
+  // one from perturb (checked against the caps, charged); a cap refusal
+  // becomes a report with a BUDGET_EXHAUSTED Refusal.
+  absl::StatusOr<Response> AnswerThroughBudget(
+      const v1::Task& task,
+      absl::FunctionRef<absl::StatusOr<std::string>()> perturb);
   // A report carrying a refusal for task.
   v1::Report Refusal(const v1::Task& task, v1::RefusalReason reason,
                      absl::string_view message) const;

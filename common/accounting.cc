@@ -49,16 +49,20 @@ absl::Status PrivacyBudget::CanSpendLocked(const std::string& attribute,
         "%g, over its cap %g (spent %g)",
         epsilon, attribute, total_spent_ + epsilon, caps_.total, total_spent_));
   }
+  return CanSpendOnAttributeLocked(attribute, epsilon);
+}
+
+absl::Status PrivacyBudget::CanSpendOnAttributeLocked(
+    const std::string& attribute, double epsilon) const {
   auto cap = caps_.per_attribute.find(attribute);
-  if (cap != caps_.per_attribute.end()) {
-    auto it = spent_.find(attribute);
-    const double spent = it == spent_.end() ? 0.0 : it->second;
-    if (Exceeds(spent, epsilon, cap->second)) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "budget exhausted: spending %g on '%s' would take it to %g, over "
-          "its cap %g (spent %g)",
-          epsilon, attribute, spent + epsilon, cap->second, spent));
-    }
+  if (cap == caps_.per_attribute.end()) return absl::OkStatus();
+  auto it = spent_.find(attribute);
+  const double spent = it == spent_.end() ? 0.0 : it->second;
+  if (Exceeds(spent, epsilon, cap->second)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "budget exhausted: spending %g on '%s' would take it to %g, over "
+        "its cap %g (spent %g)",
+        epsilon, attribute, spent + epsilon, cap->second, spent));
   }
   return absl::OkStatus();
 }
@@ -92,16 +96,7 @@ absl::Status PrivacyBudget::CanAnswerAll(
         asked.size(), total, total_spent_ + total, caps_.total, total_spent_));
   }
   for (const auto& [attribute, epsilon] : by_attribute) {
-    auto cap = caps_.per_attribute.find(attribute);
-    if (cap == caps_.per_attribute.end()) continue;
-    auto it = spent_.find(attribute);
-    const double spent = it == spent_.end() ? 0.0 : it->second;
-    if (Exceeds(spent, epsilon, cap->second)) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "budget exhausted: spending %g on '%s' would take it to %g, over "
-          "its cap %g (spent %g)",
-          epsilon, attribute, spent + epsilon, cap->second, spent));
-    }
+    RETURN_IF_ERROR(CanSpendOnAttributeLocked(attribute, epsilon));
   }
   return absl::OkStatus();
 }

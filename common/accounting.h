@@ -116,6 +116,10 @@ class PrivacyBudget {
   explicit PrivacyBudget(BudgetCaps caps) : caps_(std::move(caps)) {}
   absl::Status CanSpendLocked(const std::string& attribute, double epsilon) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The attribute's own cap only (RESOURCE_EXHAUSTED over it).
+  absl::Status CanSpendOnAttributeLocked(const std::string& attribute,
+                                         double epsilon) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const BudgetCaps caps_;
   mutable absl::Mutex mu_;
