@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "server/ldpgraph/edges_command.h"
 #include "server/ldpgraph/eval_command.h"
 #include "server/ldpgraph/generate_command.h"
 #include "server/ldpgraph/propagate_command.h"
@@ -27,6 +28,9 @@ Commands:
              link prediction), R runs; mean, spread, every setting used
   repro      run a paper's grid (mechanisms by budgets) and print it beside
              the paper's numbers
+  edges      private edges: neighbour substitution and randomized response
+             by edge budget, learning on the private graph, and a
+             link-inference attack on the released outputs (paper 003)
   help       this text
 
 Run `ldpgraph <command> --help` for a command's flags.
@@ -57,6 +61,9 @@ int main(int argc, char** argv) {
   }
   if (command == "repro") {
     return ldpgraph::tool::RunRepro(args, std::cout, std::cerr);
+  }
+  if (command == "edges") {
+    return ldpgraph::tool::RunEdges(args, std::cout, std::cerr);
   }
   std::cerr << "ldpgraph: unknown command '" << command
             << "'\n(run `ldpgraph help` for the list)\n";

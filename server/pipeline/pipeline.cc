@@ -94,7 +94,18 @@ class NoiseStreams {
 absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
                                            const PipelineConfig& c,
                                            const Collected* collected,
+                                           const SparseRows* given,
                                            NoiseStreams& noise, RunResult* r) {
+  if (given != nullptr) {
+    if (given->rows != d.graph.num_nodes() || given->cols != d.features.cols) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "overriding features are ", given->rows, " x ", given->cols,
+          "; the dataset needs ", d.graph.num_nodes(), " x ",
+          d.features.cols));
+    }
+    r->noise_source = c.mechanism == "none" ? "none" : std::string(noise.name());
+    return *given;
+  }
   if (collected != nullptr) {
     if (collected->features.rows != d.graph.num_nodes()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -115,15 +126,7 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
     r->noise_source = "none";
     return x;
   }
-  ASSIGN_OR_RETURN(MechanismKind kind, ParseMechanismName(c.mechanism));
-  MechanismSpec spec;
-  spec.kind = kind;
-  spec.epsilon = c.epsilon;
-  spec.dimension = static_cast<int>(x.cols);
-  spec.sampled = c.sampled;
-  spec.alpha = range->first;
-  spec.beta = range->second;
-  ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
+  ASSIGN_OR_RETURN(auto mech, BuildFeatureMechanism(c, d));
   r->noise_source = std::string(noise.name());
   const auto t = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(SparseRows est,
@@ -144,7 +147,7 @@ struct NoisyLabels {
   double agreement = 0, agreement_raw = 0;
 };
 
-absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
+absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d, const Graph& graph,
                                           const NodeSplit& split,
                                           const PipelineConfig& c, int classes,
                                           const Collected* collected,
@@ -169,7 +172,7 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
     }
   }
   ASSIGN_OR_RETURN(DenseMatrix smoothed,
-                   KProp(d.graph, onehot, c.label_steps, c.label_self_loops));
+                   KProp(graph, onehot, c.label_steps, c.label_self_loops));
   NoisyLabels out;
   size_t agree = 0, agree_raw = 0;
   auto target = [&](NodeId v) {
@@ -197,8 +200,11 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d,
 
 absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                   const Collected* collected, uint64_t seed,
-                                  int run) {
+                                  int run, const RunOverrides& overrides) {
   RunResult r;
+  // The graph the curator holds: the dataset's, or the caller's replacement.
+  const Graph& graph =
+      overrides.graph != nullptr ? *overrides.graph : d.graph;
   const int classes = d.meta.classes;
   NodeSplit split;
   if (c.planetoid_split) {
@@ -227,13 +233,14 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   ASSIGN_OR_RETURN(NoiseStreams noise,
                    NoiseStreams::Create(c, NoiseSeed(seed, run),
                                         collected ? 0 : d.graph.num_nodes()));
-  ASSIGN_OR_RETURN(SparseRows x, CollectFeatures(d, c, collected, noise, &r));
+  ASSIGN_OR_RETURN(SparseRows x, CollectFeatures(d, c, collected,
+                                                 overrides.features, noise, &r));
   const auto t_prop = std::chrono::steady_clock::now();
   DenseMatrix z;
   if (c.method == Method::kPrivGe) {
-    ASSIGN_OR_RETURN(z, PprPush(d.graph, x, c.ppr));
+    ASSIGN_OR_RETURN(z, PprPush(graph, x, c.ppr));
   } else {
-    ASSIGN_OR_RETURN(z, KProp(d.graph, x.ToDense(), c.feature_steps,
+    ASSIGN_OR_RETURN(z, KProp(graph, x.ToDense(), c.feature_steps,
                               c.feature_self_loops));
   }
   r.propagate_seconds = SecondsSince(t_prop);
@@ -244,16 +251,17 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
 
   training::NodeTaskData data;
   data.features = &features;
-  data.graph = &d.graph;
+  data.graph = &graph;
   data.classes = classes;
+  data.keep_outputs = c.keep_node_outputs;
   data.train.assign(split.train.begin(), split.train.end());
   data.validation.assign(split.validation.begin(), split.validation.end());
   data.test.assign(split.test.begin(), split.test.end());
   for (NodeId v : split.test) data.test_truth.push_back(d.labels[v]);
   if (c.label_epsilon) {
     ASSIGN_OR_RETURN(NoisyLabels labels,
-                     CollectLabels(d, split, c, classes, labels_collected,
-                                   noise));
+                     CollectLabels(d, graph, split, c, classes,
+                                   labels_collected, noise));
     data.train_targets = std::move(labels.train);
     data.validation_targets = std::move(labels.validation);
     data.transition = std::move(labels.transition);
@@ -273,12 +281,29 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   r.macro_f1 = t.test_macro_f1;
   r.training = t.training;
   r.train_seconds = t.training.seconds;
+  if (t.outputs) {
+    // Posteriors: a row-wise softmax of the logits.
+    const Mat<float>& logits = *t.outputs;
+    DenseMatrix p(logits.rows(), logits.cols());
+    for (Eigen::Index i = 0; i < logits.rows(); ++i) {
+      const float top = logits.row(i).maxCoeff();
+      double sum = 0;
+      for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+        sum += std::exp(static_cast<double>(logits(i, j) - top));
+      }
+      for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+        p.at(i, j) = static_cast<float>(
+            std::exp(static_cast<double>(logits(i, j) - top)) / sum);
+      }
+    }
+    r.node_outputs = std::move(p);
+  }
   return r;
 }
 
 absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
                                   const Collected* collected, uint64_t seed,
-                                  int run) {
+                                  int run, const SparseRows* features) {
   RunResult r;
   ASSIGN_OR_RETURN(EdgeSplit split,
                    RandomEdgeSplit(d.graph, c.link_validation_fraction,
@@ -291,7 +316,8 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
   ASSIGN_OR_RETURN(NoiseStreams noise,
                    NoiseStreams::Create(c, NoiseSeed(seed, run),
                                         collected ? 0 : d.graph.num_nodes()));
-  ASSIGN_OR_RETURN(SparseRows x, CollectFeatures(d, c, collected, noise, &r));
+  ASSIGN_OR_RETURN(SparseRows x,
+                   CollectFeatures(d, c, collected, features, noise, &r));
   const auto t_prop = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(DenseMatrix z, PprPush(train_graph, x, c.ppr));
   r.propagate_seconds = SecondsSince(t_prop);
@@ -411,10 +437,46 @@ uint64_t NoiseSeed(uint64_t seed, int run) {
 
 absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
                                       const PipelineConfig& c, uint64_t seed,
-                                      int run) {
+                                      int run, const RunOverrides& overrides) {
   RETURN_IF_ERROR(ValidateConfig(c));
-  if (c.task == Task::kNode) return RunNode(dataset, c, nullptr, seed, run);
-  return RunLink(dataset, c, nullptr, seed, run);
+  if (overrides.graph != nullptr) {
+    if (c.task != Task::kNode) {
+      return absl::InvalidArgumentError(
+          "a replacement graph applies to the node task only");
+    }
+    if (overrides.graph->num_nodes() != dataset.graph.num_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the replacement graph has ", overrides.graph->num_nodes(),
+          " nodes; the dataset has ", dataset.graph.num_nodes()));
+    }
+  }
+  if (c.task == Task::kNode) {
+    return RunNode(dataset, c, nullptr, seed, run, overrides);
+  }
+  return RunLink(dataset, c, nullptr, seed, run, overrides.features);
+}
+
+absl::StatusOr<std::unique_ptr<FeatureMechanism>> BuildFeatureMechanism(
+    const PipelineConfig& c, const Dataset& d) {
+  if (c.mechanism == "none") {
+    return absl::InvalidArgumentError(
+        "mechanism none: the raw features are used, no mechanism is built");
+  }
+  auto range = ScaledRange(c.scaling, d.meta);
+  if (!range) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scaling none needs a public feature range and dataset '",
+                     d.meta.name, "' declares none"));
+  }
+  ASSIGN_OR_RETURN(MechanismKind kind, ParseMechanismName(c.mechanism));
+  MechanismSpec spec;
+  spec.kind = kind;
+  spec.epsilon = c.epsilon;
+  spec.dimension = static_cast<int>(d.features.cols);
+  spec.sampled = c.sampled;
+  spec.alpha = range->first;
+  spec.beta = range->second;
+  return CreateFeatureMechanism(spec);
 }
 
 absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
@@ -427,11 +489,13 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
         "collected label reports need the label campaign's epsilon "
         "(label_epsilon)");
   }
-  if (c.task == Task::kNode) return RunNode(public_data, c, &collected, seed, 0);
+  if (c.task == Task::kNode) {
+    return RunNode(public_data, c, &collected, seed, 0, RunOverrides{});
+  }
   if (collected.label_reports) {
     return absl::InvalidArgumentError("link prediction uses no labels");
   }
-  return RunLink(public_data, c, &collected, seed, 0);
+  return RunLink(public_data, c, &collected, seed, 0, nullptr);
 }
 
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -87,6 +88,11 @@ struct PipelineConfig {
   double link_test_fraction = 0.10;
 
   bool secure_noise = false;
+
+  // Node task: keep every node's class posteriors in RunResult::node_outputs
+  // (for attacks on released outputs, `ldpgraph edges`). Not a setting of
+  // the learning itself: ConfigToJson leaves it out.
+  bool keep_node_outputs = false;
 };
 
 // The defaults of a method and task: PrivGE's pipeline (HDS on [-1, 1], PPR
@@ -114,17 +120,48 @@ struct RunResult {
   double propagate_seconds = 0;
   double train_seconds = 0;
   std::string noise_source;  // "secure" or "seeded-not-private"
+  // With c.keep_node_outputs: the softmax of the trained model's logits for
+  // every node (rows = nodes, cols = classes), from the checkpoint the test
+  // set is scored with, inference mode (no dropout).
+  std::optional<DenseMatrix> node_outputs;
 };
 
 // The seed of run's privacy noise (see Randomness above): what a simulated
 // deployment gives its agents to reproduce run `run` of seed.
 uint64_t NoiseSeed(uint64_t seed, int run);
 
+// What a caller may put in place of a run's own inputs; unset members
+// change nothing. For research tools that study one stage in isolation
+// (`ldpgraph edges`); not used by the deployment.
+struct RunOverrides {
+  // The graph the curator propagates over (KProp of features and labels,
+  // PPR) and trains on, in place of dataset.graph: a graph released under
+  // edge LDP, say. Same number of nodes as dataset.graph. The split, the
+  // labels and the test truth still come from the dataset. Node task only.
+  const Graph* graph = nullptr;
+  // The curator's feature estimates (rows = nodes, cols = the dataset's
+  // features), in place of the run's simulated reports: for a caller that
+  // drew each node's report itself and must train on exactly those (with
+  // secure noise, no replay is possible). c.mechanism and c.epsilon are then
+  // only recorded. With seeded noise, node v's label is then drawn from the
+  // start of its stream instead of after its features.
+  const SparseRows* features = nullptr;
+};
+
 // One run on a loaded dataset. Runs with the same (seed, run) are identical
-// when the noise is seeded.
+// when the noise is seeded. INVALID_ARGUMENT for overrides of the wrong
+// shape, or a graph override with the link task.
 absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
                                       const PipelineConfig& c, uint64_t seed,
-                                      int run);
+                                      int run,
+                                      const RunOverrides& overrides = {});
+
+// The feature mechanism a run of c builds for dataset d's features (the one
+// every simulated agent perturbs with): c.mechanism, c.epsilon, c.sampled,
+// on the range of c.scaling. INVALID_ARGUMENT for mechanism "none", an
+// unknown mechanism, or scaling none without a declared feature range.
+absl::StatusOr<std::unique_ptr<FeatureMechanism>> BuildFeatureMechanism(
+    const PipelineConfig& c, const Dataset& d);
 
 // What a deployed curator collected from its agents, in place of the
 // simulation of RunPipeline.

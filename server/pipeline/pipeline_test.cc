@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dataset/generator.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace ldpgraph::pipeline {
@@ -188,6 +189,80 @@ TEST(PipelineTest, ConfigJsonNamesEverySetting) {
   EXPECT_EQ(j["label_steps"], 2);
   EXPECT_EQ(j["noise"], "seeded-not-private");
   EXPECT_TRUE(j["label_epsilon"].is_null());
+}
+
+TEST(PipelineTest, ReplacementGraphIsWhatTheCuratorLearnsOn) {
+  const Dataset d = Generated(300, 0.9, 4);
+  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  c.epsilon = 2;
+  auto plain = RunPipeline(d, c, 3, 0);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->node_outputs.has_value());  // nobody asked
+  c.keep_node_outputs = true;
+  // The same graph, as an override: the same run, outputs kept.
+  RunOverrides same;
+  same.graph = &d.graph;
+  auto copy = RunPipeline(d, c, 3, 0, same);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(copy->metric, plain->metric);
+  ASSERT_TRUE(copy->node_outputs.has_value());
+  ASSERT_EQ(copy->node_outputs->rows, d.graph.num_nodes());
+  ASSERT_EQ(copy->node_outputs->cols, static_cast<size_t>(d.meta.classes));
+  for (size_t v = 0; v < d.graph.num_nodes(); ++v) {
+    double sum = 0;
+    for (float p : copy->node_outputs->row(v)) sum += p;
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  // A graph without edges: KProp and the GNN see no neighbours, and the
+  // noisy features alone do much worse.
+  auto empty = Graph::FromEdges(d.graph.num_nodes(), {});
+  ASSERT_TRUE(empty.ok());
+  RunOverrides none;
+  none.graph = &*empty;
+  auto alone = RunPipeline(d, c, 3, 0, none);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_LT(alone->metric, plain->metric - 0.1);
+}
+
+TEST(PipelineTest, OverridesOfTheWrongShapeAreRefused) {
+  const Dataset d = Generated(200, 0.8, 5);
+  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  auto small = Graph::FromEdges(199, {});
+  ASSERT_TRUE(small.ok());
+  RunOverrides o;
+  o.graph = &*small;
+  auto r = RunPipeline(d, c, 1, 0, o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              ::testing::HasSubstr("199 nodes; the dataset has 200"));
+  PipelineConfig link = Quick(Method::kPrivGe, Task::kLink);
+  o.graph = &d.graph;
+  EXPECT_EQ(RunPipeline(d, link, 1, 0, o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  SparseRows x;
+  x.cols = 32;
+  RunOverrides f;
+  f.features = &x;
+  r = RunPipeline(d, c, 1, 0, f);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              ::testing::HasSubstr("overriding features are 0 x 32"));
+}
+
+TEST(PipelineTest, BuildFeatureMechanismIsTheRunsMechanism) {
+  const Dataset d = Generated(200, 0.8, 6);
+  PipelineConfig c = DefaultConfig(Method::kLpgnn, Task::kNode);
+  c.epsilon = 3;
+  auto m = BuildFeatureMechanism(c, d);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->kind(), MechanismKind::kMultiBit);
+  EXPECT_EQ((*m)->epsilon(), 3);
+  EXPECT_EQ((*m)->dimension(), 32);
+  EXPECT_EQ((*m)->spec().alpha, 0);
+  EXPECT_EQ((*m)->spec().beta, 1);
+  c.mechanism = "none";
+  EXPECT_EQ(BuildFeatureMechanism(c, d).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SimulateFeatureReportsTest, MatchesEachAgentsReport) {

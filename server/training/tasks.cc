@@ -208,6 +208,11 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
                    MicroF1(pred, d.test_truth, d.classes));
   ASSIGN_OR_RETURN(result.test_macro_f1,
                    MacroF1(pred, d.test_truth, d.classes));
+  if (d.keep_outputs) {
+    std::vector<uint32_t> all(x.rows());
+    std::iota(all.begin(), all.end(), 0u);
+    result.outputs = hooks.predict(all);
+  }
   return result;
 }
 

@@ -45,6 +45,9 @@ struct NodeTaskData {
   // When set (classes x classes, row a = P(observed | true a)), training and
   // validation use forward-corrected cross-entropy through it.
   std::optional<Mat<float>> transition;
+  // Return every node's logits (NodeTaskResult::outputs); off by default, so
+  // other callers pay nothing.
+  bool keep_outputs = false;
 };
 
 struct NodeTaskResult {
@@ -52,6 +55,9 @@ struct NodeTaskResult {
   double test_micro_f1 = 0;
   double test_macro_f1 = 0;
   TrainReport training;
+  // With keep_outputs: the logits of every node (n x classes, row v = node
+  // v), inference mode, from the checkpoint the test set is scored with.
+  std::optional<Mat<float>> outputs;
 };
 
 // Validates data and config (INVALID_ARGUMENT naming what is wrong), trains
