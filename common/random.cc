@@ -1,4 +1,5 @@
 #include "common/random.h"
+#include "common/seed_mix.h"
 
 #include <openssl/err.h>
 #include <openssl/rand.h>
@@ -42,11 +43,7 @@ inline uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
 
 uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node) {
-  auto mix = [](uint64_t z) {  // the splitmix64 finaliser
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  constexpr auto mix = SeedFinalise;
   const uint64_t s = mix(seed ^ 0x6e6f697365763031ULL);  // "noisev01"
   return mix(s + 0x9e3779b97f4a7c15ULL * (uint64_t{node} + 1));
 }

@@ -18,6 +18,7 @@
 #include "common/cli_args.h"
 #include "common/dataset/generator.h"
 #include "common/mechanisms/edge_rr.h"
+#include "common/seed_mix.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
 #include "server/ldpgraph/tool_util.h"
@@ -30,13 +31,8 @@ using nlohmann::json;
 using pipeline::PipelineConfig;
 using training::NodeModelKind;
 
-// The splitmix64 finaliser, for deriving independent seeds.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// Independent seeds, by splitmix64 steps (common/seed_mix.h).
+constexpr auto Mix = SeedMix;
 constexpr uint64_t kEdgeTag = 0x6564676573763031ULL;    // "edgesv01"
 constexpr uint64_t kAttackTag = 0x61747461636b7631ULL;  // "attackv1"
 

@@ -12,6 +12,7 @@
 #include "common/dataset/splits.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
+#include "common/seed_mix.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 
@@ -21,12 +22,7 @@ namespace {
 using training::Mat;
 
 // An independent 64-bit seed per (seed, run, stage), by splitmix64 steps.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+constexpr auto Mix = SeedMix;
 enum Stage : uint64_t { kSplit = 1, kNoise = 2, kModel = 4 };
 uint64_t StageSeed(uint64_t seed, int run, Stage stage) {
   return Mix(Mix(Mix(seed) ^ static_cast<uint64_t>(run)) ^ stage);

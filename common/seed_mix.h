@@ -1,0 +1,24 @@
+// Deriving seeds from seeds: one splitmix64 step (Steele, Lea and Flood,
+// 2014). A bijection on 64-bit values whose outputs for nearby inputs look
+// independent, used to give every (seed, run, stage) and (seed, node) its
+// own stream. Only for seeded simulations and public randomness; privacy
+// noise comes from SecureRandom.
+#pragma once
+
+#include <cstdint>
+
+namespace ldpgraph {
+
+// The splitmix64 finaliser.
+inline uint64_t SeedFinalise(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// One splitmix64 step from x: the finaliser of x + the golden gamma.
+inline uint64_t SeedMix(uint64_t x) {
+  return SeedFinalise(x + 0x9e3779b97f4a7c15ULL);
+}
+
+}  // namespace ldpgraph
