@@ -88,7 +88,9 @@ struct Curator::NodeLedger {
 };
 
 Curator::Curator(std::unique_ptr<store::CuratorStore> store, Options options)
-    : options_(std::move(options)), store_(std::move(store)) {}
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      sessions_(options_.num_nodes) {}
 
 Curator::~Curator() = default;
 
@@ -372,20 +374,13 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
           R"({"nodes":%d,"first":%u,"last":%u,"caps":%d,"new_keys":%d,"replaced_keys":%d})",
           session->nodes.size(), session->nodes.front(), session->nodes.back(),
           caps.size(), new_keys, replaced.size())));
-  absl::MutexLock lock(&sessions_mu_);
-  sessions_[session->token] = session;
+  sessions_.Open(session);
   return std::shared_ptr<const Session>(session);
 }
 
 absl::StatusOr<std::shared_ptr<const Session>> Curator::FindSession(
     absl::string_view token) const {
-  absl::MutexLock lock(&sessions_mu_);
-  auto it = sessions_.find(std::string(token));
-  if (it == sessions_.end()) {
-    return absl::UnauthenticatedError(
-        "unknown session (the curator may have restarted): enrol again");
-  }
-  return it->second;
+  return sessions_.Find(token);
 }
 
 std::vector<v1::Task> Curator::PendingTasks(const Session& session) const {
@@ -873,21 +868,8 @@ v1::CuratorStatus Curator::Status() const {
   s.set_graph_nodes(options_.num_nodes);
   s.set_fleet_shards(fleet_->shards());
   s.set_fleet_gathering(fleet_->gathering());
-  {
-    absl::MutexLock lock(&sessions_mu_);
-    s.set_sessions(static_cast<uint32_t>(sessions_.size()));
-    std::vector<bool> covered(options_.num_nodes, false);
-    uint32_t enrolled = 0;
-    for (const auto& [token, session] : sessions_) {
-      for (uint32_t v : session->nodes) {
-        if (!covered[v]) {
-          covered[v] = true;
-          ++enrolled;
-        }
-      }
-    }
-    s.set_enrolled_nodes(enrolled);
-  }
+  s.set_sessions(sessions_.sessions());
+  s.set_enrolled_nodes(sessions_.enrolled_nodes());
   s.set_task_streams(static_cast<uint32_t>(std::max(0, task_streams_.load())));
   {
     absl::MutexLock lock(&mu_);

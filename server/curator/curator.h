@@ -51,19 +51,10 @@
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
 #include "server/curator/fleet.h"
+#include "server/curator/sessions.h"
 #include "server/store/store.h"
 
 namespace ldpgraph::curator {
-
-// An authenticated agent host: the nodes whose credentials it proved.
-struct Session {
-  std::string token;
-  std::string host_name;
-  // Ascending, no repeats.
-  std::vector<uint32_t> nodes;
-  absl::flat_hash_set<uint32_t> node_set;
-  bool Covers(uint32_t node) const { return node_set.contains(node); }
-};
 
 // Counters the service exposes as metrics; monotonic.
 struct IngestCounters {
@@ -101,11 +92,12 @@ class Curator {
 
   // --- agents ---------------------------------------------------------------
   // Verifies every credential (UNAUTHENTICATED naming the first bad node,
-  // nothing opened), records the declared caps, opens a session.
+  // nothing opened), records the declared caps, opens a session. A session
+  // of exactly the same nodes opened earlier is replaced (sessions.h).
   absl::StatusOr<std::shared_ptr<const Session>> Enrol(
       const v1::EnrolRequest& request);
-  // The session of a token; UNAUTHENTICATED if unknown (e.g. issued before
-  // a restart).
+  // The session of a token; UNAUTHENTICATED if unknown (issued before a
+  // restart, or replaced).
   absl::StatusOr<std::shared_ptr<const Session>> FindSession(
       absl::string_view token) const;
   // One task per open campaign that still waits for some of the session's
@@ -231,9 +223,7 @@ class Curator {
   std::vector<std::array<char, 32>> keys_ ABSL_GUARDED_BY(keys_mu_);
   std::vector<bool> has_key_ ABSL_GUARDED_BY(keys_mu_);
 
-  mutable absl::Mutex sessions_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<const Session>> sessions_
-      ABSL_GUARDED_BY(sessions_mu_);
+  SessionTable sessions_;
 };
 
 }  // namespace ldpgraph::curator

@@ -1,0 +1,77 @@
+#include "server/curator/sessions.h"
+
+#include <algorithm>
+
+#include "absl/hash/hash.h"
+
+namespace ldpgraph::curator {
+
+SessionTable::SessionTable(uint32_t num_nodes) : cover_(num_nodes, 0) {}
+
+uint64_t SessionTable::Fingerprint(const std::vector<uint32_t>& nodes) {
+  return absl::HashOf(nodes);
+}
+
+void SessionTable::DropLocked(const std::string& token) {
+  auto it = by_token_.find(token);
+  if (it == by_token_.end()) return;
+  for (uint32_t v : it->second->nodes) {
+    if (--cover_[v] == 0) --enrolled_;
+  }
+  by_token_.erase(it);
+}
+
+int SessionTable::Open(std::shared_ptr<const Session> session) {
+  const uint64_t fp = Fingerprint(session->nodes);
+  absl::MutexLock lock(&mu_);
+  int dropped = 0;
+  std::vector<std::string>& same = by_nodes_[fp];
+  for (auto it = same.begin(); it != same.end();) {
+    auto s = by_token_.find(*it);
+    if (s == by_token_.end()) {
+      it = same.erase(it);
+    } else if (s->second->nodes == session->nodes) {
+      DropLocked(*it);
+      it = same.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  same.push_back(session->token);
+  for (uint32_t v : session->nodes) {
+    if (cover_[v]++ == 0) ++enrolled_;
+  }
+  by_token_[session->token] = std::move(session);
+  replaced_ += static_cast<uint64_t>(dropped);
+  return dropped;
+}
+
+absl::StatusOr<std::shared_ptr<const Session>> SessionTable::Find(
+    absl::string_view token) const {
+  absl::MutexLock lock(&mu_);
+  auto it = by_token_.find(token);
+  if (it == by_token_.end()) {
+    return absl::UnauthenticatedError(
+        "unknown session (the curator restarted, or the host enrolled again "
+        "and this token was replaced): enrol again");
+  }
+  return it->second;
+}
+
+uint32_t SessionTable::sessions() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<uint32_t>(by_token_.size());
+}
+
+uint32_t SessionTable::enrolled_nodes() const {
+  absl::MutexLock lock(&mu_);
+  return enrolled_;
+}
+
+uint64_t SessionTable::replaced() const {
+  absl::MutexLock lock(&mu_);
+  return replaced_;
+}
+
+}  // namespace ldpgraph::curator

@@ -1,0 +1,74 @@
+// The curator's sessions: which agent host proved which nodes, by bearer
+// token. One job: issue, find and replace sessions; nothing here touches the
+// store (sessions do not survive a restart: a host enrols again).
+//
+// A host that enrols again (its stream broke, or it restarted), or another
+// host that took over the same shard, replaces the earlier session of
+// exactly the same nodes: the earlier token stops working at once, so the
+// table holds one session per live node set, not one per enrolment.
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace ldpgraph::curator {
+
+// An authenticated agent host: the nodes whose credentials it proved.
+struct Session {
+  std::string token;
+  std::string host_name;
+  // Ascending, no repeats.
+  std::vector<uint32_t> nodes;
+  absl::flat_hash_set<uint32_t> node_set;
+  bool Covers(uint32_t node) const { return node_set.contains(node); }
+};
+
+class SessionTable {
+ public:
+  // num_nodes: node ids are [0, num_nodes).
+  explicit SessionTable(uint32_t num_nodes);
+
+  // Registers `session` (its token must be new and its nodes in range and
+  // ascending). Drops an earlier session of exactly the same nodes and
+  // returns how many were dropped (0 or 1).
+  int Open(std::shared_ptr<const Session> session);
+  // The session of a token; UNAUTHENTICATED if unknown (issued before a
+  // restart, or replaced).
+  absl::StatusOr<std::shared_ptr<const Session>> Find(
+      absl::string_view token) const;
+
+  // Live sessions and the distinct nodes they cover; O(1).
+  uint32_t sessions() const;
+  uint32_t enrolled_nodes() const;
+  // Sessions dropped because a later enrolment replaced them (monotonic).
+  uint64_t replaced() const;
+
+ private:
+  static uint64_t Fingerprint(const std::vector<uint32_t>& nodes);
+  void DropLocked(const std::string& token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const Session>> by_token_
+      ABSL_GUARDED_BY(mu_);
+  // Node-set fingerprint -> tokens of the sessions with that fingerprint
+  // (more than one only on a hash collision).
+  absl::flat_hash_map<uint64_t, std::vector<std::string>> by_nodes_
+      ABSL_GUARDED_BY(mu_);
+  // Sessions covering each node, and how many nodes have at least one.
+  std::vector<uint32_t> cover_ ABSL_GUARDED_BY(mu_);
+  uint32_t enrolled_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t replaced_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ldpgraph::curator
