@@ -57,9 +57,10 @@ Flags:
   --sync MODE          full (default: every acknowledged report is on disk)
                        or normal (survives a crash of the process, not of
                        the machine; faster)
-  --max-threads N      bound on server threads (default 256); every agent
-                       host holds one for its task stream, so give more than
-                       the number of hosts plus the concurrent calls
+  --max-threads N      bound on the threads serving admin calls (default
+                       256); agent hosts never take one (their streams are
+                       served without a thread each), so this limits only
+                       concurrent ldpctl/admin calls
   --fleet-settle S     agent hosts started with --nodes from-curator get
                        their shards once no new one has asked for S seconds
                        (default 5); the plan is then fixed and stored

@@ -106,8 +106,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         ->With({m, absl::StatusCodeToString(static_cast<absl::StatusCode>(code))})
         ->Increment();
   };
-  s->internals_->agent = std::make_unique<AgentServiceImpl>(
-      s->curator_.get(), &s->stopping_, observer);
+  s->internals_->agent =
+      std::make_unique<AgentServiceImpl>(s->curator_.get(), observer);
   v1::CuratorStatus base_status;
   base_status.set_started_unix_ms(absl::ToUnixMillis(absl::Now()));
   base_status.set_graph_edges(s->public_data_.graph.num_edges());
@@ -223,6 +223,7 @@ void CuratorServer::Shutdown(absl::Duration grace) {
   if (stopping_.exchange(true)) return;
   internals_->stop_ticker.Notify();
   if (internals_->ticker.joinable()) internals_->ticker.join();
+  internals_->agent->Stop();  // ends the Subscribe streams
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoSeconds(grace));
   server_->Wait();

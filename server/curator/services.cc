@@ -1,7 +1,11 @@
 #include "server/curator/services.h"
 
 #include <chrono>
-#include <set>
+#include <deque>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
@@ -13,7 +17,7 @@
 namespace ldpgraph::curator {
 namespace {
 
-std::string Metadata(grpc::ServerContext* ctx, absl::string_view key) {
+std::string AdminMetadata(grpc::ServerContext* ctx, absl::string_view key) {
   const auto& md = ctx->client_metadata();
   auto it = md.find(grpc::string_ref(key.data(), key.size()));
   if (it == md.end()) return std::string();
@@ -49,8 +53,306 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
 
 // --- agent service ----------------------------------------------------------
 
+namespace {
+
+// Parses a raw request; INVALID_ARGUMENT naming the method and the type when
+// the bytes are not a message of that type.
+template <typename Message>
+absl::Status ParseRequest(const grpc::ByteBuffer& raw, absl::string_view method,
+                          Message* out) {
+  grpc::ByteBuffer copy(raw);  // shares the slices; parsing consumes them
+  const size_t bytes = copy.Length();
+  grpc::Status s =
+      grpc::SerializationTraits<Message>::Deserialize(&copy, out);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        method, ": the request (", bytes, " bytes) is not a valid ",
+        Message::descriptor()->full_name(), " message"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Message>
+absl::Status SerializeResponse(const Message& message, grpc::ByteBuffer* out) {
+  out->Clear();  // the serialiser writes into an empty buffer only
+  bool own = false;
+  grpc::Status s =
+      grpc::SerializationTraits<Message>::Serialize(message, out, &own);
+  if (!s.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "cannot serialise ", Message::descriptor()->full_name()));
+  }
+  return absl::OkStatus();
+}
+
+std::string Metadata(grpc::CallbackServerContext* ctx, absl::string_view key) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(grpc::string_ref(key.data(), key.size()));
+  if (it == md.end()) return std::string();
+  return std::string(it->second.data(), it->second.size());
+}
+
+// A unary call: parse, run fn, serialise, observe, finish. fn runs on the
+// callback thread that delivered the request.
+template <typename Request, typename Response, typename Fn>
+grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
+                                const grpc::ByteBuffer* raw_request,
+                                grpc::ByteBuffer* raw_response,
+                                const RpcObserver& observer,
+                                absl::string_view method, Fn fn) {
+  RpcTimer timer(observer, method);
+  Request request;
+  Response response;
+  absl::Status s = ParseRequest(*raw_request, method, &request);
+  if (s.ok()) s = fn(request, &response);
+  if (s.ok()) s = SerializeResponse(response, raw_response);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(timer.Done(s));
+  return reactor;
+}
+
+// A call refused before it started (a stream without a valid session).
+template <typename Reactor>
+class Refused final : public Reactor {
+ public:
+  explicit Refused(const absl::Status& s) { this->Finish(ToGrpcStatus(s)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+// One Subscribe stream: sends each pending task of its session once, and
+// again looks for new ones whenever the hub pokes it (a campaign opened or
+// closed). At most one write is in flight; StartWrite and Finish are never
+// called with mu_ held, so an inline completion cannot deadlock.
+class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  TaskStream(Curator* curator, TaskStreamHub* hub,
+             std::shared_ptr<const Session> session)
+      : curator_(curator), hub_(hub), session_(std::move(session)) {}
+
+  // Something may have changed: look for tasks not sent yet.
+  void Poke() {
+    {
+      absl::MutexLock lock(&mu_);
+      dirty_ = true;
+      if (busy_ || finished_) return;
+      busy_ = true;
+    }
+    Pump();
+  }
+
+  // Ends the stream with OK (server shutdown).
+  void Close() {
+    {
+      absl::MutexLock lock(&mu_);
+      closing_ = true;
+      if (busy_ || finished_) return;  // the pump finishes it
+      finished_ = true;
+    }
+    Finish(grpc::Status::OK);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {  // the client went away
+      {
+        absl::MutexLock lock(&mu_);
+        busy_ = false;
+        if (finished_) return;
+        finished_ = true;
+      }
+      Finish(grpc::Status::OK);
+      return;
+    }
+    Pump();
+  }
+
+  void OnCancel() override { Close(); }
+  void OnDone() override;
+
+ private:
+  // Runs while busy_ is held: writes the next task, or finishes, or drops
+  // busy_ when there is nothing to do.
+  void Pump() {
+    for (;;) {
+      bool look = false;
+      {
+        absl::MutexLock lock(&mu_);
+        if (closing_) {
+          busy_ = false;
+          if (finished_) return;
+          finished_ = true;
+          break;  // finish below, outside the lock
+        }
+        if (!queue_.empty()) {
+          v1::Task task = std::move(queue_.front());
+          queue_.pop_front();
+          if (!SerializeResponse(task, &out_).ok()) continue;
+        } else if (dirty_) {
+          dirty_ = false;
+          look = true;
+        } else {
+          busy_ = false;
+          return;
+        }
+      }
+      if (look) {
+        std::vector<v1::Task> tasks = curator_->PendingTasks(*session_);
+        absl::MutexLock lock(&mu_);
+        for (v1::Task& t : tasks) {
+          if (sent_.insert(t.campaign_id()).second) {
+            queue_.push_back(std::move(t));
+          }
+        }
+        continue;
+      }
+      StartWrite(&out_);
+      return;
+    }
+    Finish(grpc::Status::OK);
+  }
+
+  Curator* const curator_;
+  TaskStreamHub* const hub_;
+  const std::shared_ptr<const Session> session_;
+  absl::Mutex mu_;
+  // busy_: a pump runs or a write is in flight (whoever holds it writes).
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<v1::Task> queue_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> sent_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer out_;
+};
+
+// The open Subscribe streams, and one thread that pokes them all when the
+// curator's generation moves (a campaign opened or closed).
+class TaskStreamHub {
+ public:
+  explicit TaskStreamHub(Curator* curator) : curator_(curator) {
+    watcher_ = std::thread([this] { Watch(); });
+  }
+  ~TaskStreamHub() { Stop(); }
+
+  // False after Stop.
+  bool Add(TaskStream* s) {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return false;
+    streams_.insert(s);
+    curator_->task_streams().fetch_add(1);
+    return true;
+  }
+  void Remove(TaskStream* s) {
+    absl::MutexLock lock(&mu_);
+    if (streams_.erase(s) > 0) curator_->task_streams().fetch_sub(1);
+  }
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      // OnDone is never called inline from Finish, so Remove cannot re-enter.
+      for (TaskStream* s : streams_) s->Close();
+    }
+    quit_.store(true);
+    if (watcher_.joinable()) watcher_.join();
+  }
+
+ private:
+  void Watch() {
+    uint64_t seen = curator_->generation();
+    while (!quit_.load()) {
+      const uint64_t now = curator_->WaitForChange(
+          seen, absl::Now() + absl::Milliseconds(200));
+      if (now == seen) continue;
+      seen = now;
+      absl::MutexLock lock(&mu_);
+      for (TaskStream* s : streams_) s->Poke();
+    }
+  }
+
+  Curator* const curator_;
+  absl::Mutex mu_;
+  absl::flat_hash_set<TaskStream*> streams_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> quit_{false};
+  std::thread watcher_;
+};
+
+void TaskStream::OnDone() {
+  hub_->Remove(this);
+  delete this;
+}
+
+// One Report stream: read a batch, ingest it, acknowledge it, read the next.
+// One operation is in flight at a time, so no lock is needed.
+class ReportStream final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  ReportStream(Curator* curator, std::shared_ptr<const Session> session,
+               const RpcObserver& observer)
+      : curator_(curator), session_(std::move(session)), observe_(observer) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client half-closed (or went away)
+      Finish(grpc::Status::OK);
+      return;
+    }
+    ++batches_;
+    RpcTimer timer(observe_, "Report.batch");
+    v1::ReportBatch batch;
+    absl::Status s = ParseRequest(in_, "Report", &batch);
+    if (!s.ok()) {
+      s = absl::InvalidArgumentError(absl::StrCat(
+          "Report: message ", batches_, " of the stream (", in_.Length(),
+          " bytes) is not a valid ldpgraph.v1.ReportBatch; nothing of it was "
+          "stored"));
+    }
+    in_.Clear();
+    absl::StatusOr<v1::ReportAck> ack =
+        s.ok() ? curator_->Ingest(*session_, batch) : s;
+    if (ack.ok()) s = SerializeResponse(*ack, &out_);
+    else s = ack.status();
+    if (!s.ok()) {
+      Finish(timer.Done(s));
+      return;
+    }
+    timer.Done(s);
+    StartWrite(&out_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  Curator* const curator_;
+  const std::shared_ptr<const Session> session_;
+  const RpcObserver& observe_;
+  grpc::ByteBuffer in_, out_;
+  uint64_t batches_ = 0;
+};
+
+AgentServiceImpl::AgentServiceImpl(Curator* curator, RpcObserver observer)
+    : curator_(curator),
+      observe_(std::move(observer)),
+      hub_(std::make_unique<TaskStreamHub>(curator)) {}
+
+AgentServiceImpl::~AgentServiceImpl() { Stop(); }
+
+void AgentServiceImpl::Stop() { hub_->Stop(); }
+
 absl::StatusOr<std::shared_ptr<const Session>> AgentServiceImpl::Authenticate(
-    grpc::ServerContext* ctx) const {
+    grpc::CallbackServerContext* ctx) const {
   const std::string token = Metadata(ctx, "ldpgraph-session");
   if (token.empty()) {
     return absl::UnauthenticatedError(
@@ -59,131 +361,133 @@ absl::StatusOr<std::shared_ptr<const Session>> AgentServiceImpl::Authenticate(
   return curator_->FindSession(token);
 }
 
-grpc::Status AgentServiceImpl::Enrol(grpc::ServerContext* ctx,
-                                     const v1::EnrolRequest* req,
-                                     v1::EnrolResponse* resp) {
-  RpcTimer timer(observe_, "Enrol");
-  auto session = curator_->Enrol(*req);
-  if (!session.ok()) return timer.Done(session.status());
-  resp->set_session_token((*session)->token);
-  resp->set_node_count(static_cast<uint32_t>((*session)->nodes.size()));
-  return timer.Done(absl::OkStatus());
+grpc::ServerUnaryReactor* AgentServiceImpl::Enrol(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Unary<v1::EnrolRequest, v1::EnrolResponse>(
+      ctx, req, resp, observe_, "Enrol",
+      [this](const v1::EnrolRequest& r, v1::EnrolResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(auto session, curator_->Enrol(r));
+        out->set_session_token(session->token);
+        out->set_node_count(static_cast<uint32_t>(session->nodes.size()));
+        return absl::OkStatus();
+      });
 }
 
-grpc::Status AgentServiceImpl::Subscribe(grpc::ServerContext* ctx,
-                                         const v1::SubscribeRequest*,
-                                         grpc::ServerWriter<v1::Task>* writer) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* AgentServiceImpl::Subscribe(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req) {
+  v1::SubscribeRequest request;
+  absl::Status parsed = ParseRequest(*req, "Subscribe", &request);
   auto session = Authenticate(ctx);
-  if (!session.ok()) return ToGrpcStatus(session.status());
-  std::set<std::string> sent;
-  // Counts this stream in GetStatus while it is open.
-  curator_->task_streams().fetch_add(1);
-  absl::Cleanup closed = [this] { curator_->task_streams().fetch_sub(1); };
-  uint64_t generation = curator_->generation();
-  bool changed = true;  // the first pass sends what is pending already
-  while (!ctx->IsCancelled() && !stopping_->load()) {
-    // New tasks only appear when a campaign opens (the generation moves);
-    // the timeout only checks for cancellation and shutdown.
-    if (changed) {
-      for (v1::Task& task : curator_->PendingTasks(**session)) {
-        if (!sent.insert(task.campaign_id()).second) continue;
-        if (!writer->Write(task)) return grpc::Status::OK;  // client gone
-      }
-    }
-    const uint64_t now = curator_->WaitForChange(
-        generation, absl::Now() + absl::Milliseconds(500));
-    changed = now != generation;
-    generation = now;
+  if (!parsed.ok() || !session.ok()) {
+    return new Refused<grpc::ServerWriteReactor<grpc::ByteBuffer>>(
+        parsed.ok() ? session.status() : parsed);
   }
-  return grpc::Status::OK;
-}
-
-grpc::Status AgentServiceImpl::Report(
-    grpc::ServerContext* ctx,
-    grpc::ServerReaderWriter<v1::ReportAck, v1::ReportBatch>* stream) {
-  auto session = Authenticate(ctx);
-  if (!session.ok()) return ToGrpcStatus(session.status());
-  v1::ReportBatch batch;
-  while (stream->Read(&batch)) {
-    RpcTimer timer(observe_, "Report.batch");
-    auto ack = curator_->Ingest(**session, batch);
-    if (!ack.ok()) return timer.Done(ack.status());
-    if (!stream->Write(*ack)) return timer.Done(absl::OkStatus());
-    timer.Done(absl::OkStatus());
+  auto* stream = new TaskStream(curator_, hub_.get(), *std::move(session));
+  if (!hub_->Add(stream)) {
+    // Shutting down: the stream was never registered, so it must not be
+    // removed either; finish it through the ordinary path.
+    stream->Close();
+    return stream;
   }
-  return grpc::Status::OK;
+  stream->Poke();  // what is pending already
+  return stream;
 }
 
-grpc::Status AgentServiceImpl::Relay(grpc::ServerContext* ctx,
-                                     const v1::RelayRequest* req,
-                                     v1::RelayResponse* resp) {
-  RpcTimer timer(observe_, "Relay");
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+AgentServiceImpl::Report(grpc::CallbackServerContext* ctx) {
   auto session = Authenticate(ctx);
-  if (!session.ok()) return timer.Done(session.status());
-  auto n = curator_->Relay(**session, *req);
-  if (!n.ok()) return timer.Done(n.status());
-  resp->set_accepted(static_cast<uint32_t>(*n));
-  return timer.Done(absl::OkStatus());
-}
-
-grpc::Status AgentServiceImpl::ClaimShard(grpc::ServerContext*,
-                                          const v1::ClaimShardRequest* req,
-                                          v1::ClaimShardResponse* resp) {
-  RpcTimer timer(observe_, "ClaimShard");
-  auto grant = curator_->ClaimShard(*req, absl::Now());
-  if (!grant.ok()) return timer.Done(grant.status());
-  using State = FleetPlanner::Grant::State;
-  switch (grant->state) {
-    case State::kWaiting:
-      resp->set_state(v1::SHARD_STATE_WAITING);
-      break;
-    case State::kAssigned:
-      resp->set_state(v1::SHARD_STATE_ASSIGNED);
-      break;
-    case State::kSpare:
-      resp->set_state(v1::SHARD_STATE_SPARE);
-      break;
+  if (!session.ok()) {
+    return new Refused<
+        grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
+        session.status());
   }
-  resp->set_shard(grant->shard);
-  resp->set_shards(grant->shards);
-  resp->set_first_node(grant->begin);
-  resp->set_end_node(grant->end);
-  resp->set_retry_after_ms(absl::ToInt64Milliseconds(grant->retry_after));
-  return timer.Done(absl::OkStatus());
+  return new ReportStream(curator_, *std::move(session), observe_);
 }
 
-grpc::Status AgentServiceImpl::FetchSealed(grpc::ServerContext* ctx,
-                                           const v1::FetchSealedRequest* req,
-                                           v1::FetchSealedResponse* resp) {
-  RpcTimer timer(observe_, "FetchSealed");
-  auto session = Authenticate(ctx);
-  if (!session.ok()) return timer.Done(session.status());
-  auto messages = curator_->FetchSealed(**session, req->after_sequence(),
-                                        static_cast<int>(req->max_messages()),
-                                        req->campaign_id());
-  if (!messages.ok()) return timer.Done(messages.status());
-  for (auto& m : *messages) *resp->add_messages() = std::move(m);
-  return timer.Done(absl::OkStatus());
+grpc::ServerUnaryReactor* AgentServiceImpl::Relay(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Unary<v1::RelayRequest, v1::RelayResponse>(
+      ctx, req, resp, observe_, "Relay",
+      [&](const v1::RelayRequest& r, v1::RelayResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
+        ASSIGN_OR_RETURN(int n, curator_->Relay(*session, r));
+        out->set_accepted(static_cast<uint32_t>(n));
+        return absl::OkStatus();
+      });
 }
 
-grpc::Status AgentServiceImpl::PublicKeys(grpc::ServerContext* ctx,
-                                          const v1::PublicKeysRequest* req,
-                                          v1::PublicKeysResponse* resp) {
-  RpcTimer timer(observe_, "PublicKeys");
-  auto session = Authenticate(ctx);
-  if (!session.ok()) return timer.Done(session.status());
-  auto keys = curator_->PublicKeys(
-      **session, std::vector<uint32_t>(req->node_ids().begin(),
-                                       req->node_ids().end()));
-  if (!keys.ok()) return timer.Done(keys.status());
-  for (auto& k : *keys) *resp->add_keys() = std::move(k);
-  return timer.Done(absl::OkStatus());
+grpc::ServerUnaryReactor* AgentServiceImpl::ClaimShard(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Unary<v1::ClaimShardRequest, v1::ClaimShardResponse>(
+      ctx, req, resp, observe_, "ClaimShard",
+      [&](const v1::ClaimShardRequest& r,
+          v1::ClaimShardResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(FleetPlanner::Grant grant,
+                         curator_->ClaimShard(r, absl::Now()));
+        using State = FleetPlanner::Grant::State;
+        switch (grant.state) {
+          case State::kWaiting:
+            out->set_state(v1::SHARD_STATE_WAITING);
+            break;
+          case State::kAssigned:
+            out->set_state(v1::SHARD_STATE_ASSIGNED);
+            break;
+          case State::kSpare:
+            out->set_state(v1::SHARD_STATE_SPARE);
+            break;
+        }
+        out->set_shard(grant.shard);
+        out->set_shards(grant.shards);
+        out->set_first_node(grant.begin);
+        out->set_end_node(grant.end);
+        out->set_retry_after_ms(absl::ToInt64Milliseconds(grant.retry_after));
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::FetchSealed(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Unary<v1::FetchSealedRequest, v1::FetchSealedResponse>(
+      ctx, req, resp, observe_, "FetchSealed",
+      [&](const v1::FetchSealedRequest& r,
+          v1::FetchSealedResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
+        ASSIGN_OR_RETURN(
+            auto messages,
+            curator_->FetchSealed(*session, r.after_sequence(),
+                                  static_cast<int>(r.max_messages()),
+                                  r.campaign_id()));
+        for (auto& m : messages) *out->add_messages() = std::move(m);
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::PublicKeys(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Unary<v1::PublicKeysRequest, v1::PublicKeysResponse>(
+      ctx, req, resp, observe_, "PublicKeys",
+      [&](const v1::PublicKeysRequest& r,
+          v1::PublicKeysResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
+        ASSIGN_OR_RETURN(
+            auto keys,
+            curator_->PublicKeys(*session,
+                                 std::vector<uint32_t>(r.node_ids().begin(),
+                                                       r.node_ids().end())));
+        for (auto& k : keys) *out->add_keys() = std::move(k);
+        return absl::OkStatus();
+      });
 }
 
 // --- admin service ----------------------------------------------------------
 
 absl::Status AdminServiceImpl::Authorize(grpc::ServerContext* ctx) const {
-  const std::string header = Metadata(ctx, "authorization");
+  const std::string header = AdminMetadata(ctx, "authorization");
   constexpr absl::string_view kBearer = "Bearer ";
   if (!absl::StartsWith(header, kBearer)) {
     return absl::UnauthenticatedError(

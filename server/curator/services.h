@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -24,39 +25,62 @@ grpc::Status ToGrpcStatus(const absl::Status& s);
 using RpcObserver =
     std::function<void(absl::string_view method, double seconds, int code)>;
 
-class AgentServiceImpl final : public v1::AgentService::Service {
- public:
-  // stopping: set when the server shuts down, so that Subscribe streams end.
-  AgentServiceImpl(Curator* curator, const std::atomic<bool>* stopping,
-                   RpcObserver observer)
-      : curator_(curator), stopping_(stopping), observe_(std::move(observer)) {}
+class TaskStreamHub;
 
-  grpc::Status Enrol(grpc::ServerContext* ctx, const v1::EnrolRequest* req,
-                     v1::EnrolResponse* resp) override;
-  grpc::Status Subscribe(grpc::ServerContext* ctx,
-                         const v1::SubscribeRequest* req,
-                         grpc::ServerWriter<v1::Task>* writer) override;
-  grpc::Status Report(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::ReportAck, v1::ReportBatch>* stream) override;
-  grpc::Status Relay(grpc::ServerContext* ctx, const v1::RelayRequest* req,
-                     v1::RelayResponse* resp) override;
-  grpc::Status FetchSealed(grpc::ServerContext* ctx,
-                           const v1::FetchSealedRequest* req,
-                           v1::FetchSealedResponse* resp) override;
-  grpc::Status ClaimShard(grpc::ServerContext* ctx,
-                          const v1::ClaimShardRequest* req,
-                          v1::ClaimShardResponse* resp) override;
-  grpc::Status PublicKeys(grpc::ServerContext* ctx,
-                          const v1::PublicKeysRequest* req,
-                          v1::PublicKeysResponse* resp) override;
+// The agent service on gRPC's callback API: no call holds a server thread
+// while it waits. A Subscribe stream is a reactor parked in the TaskStreamHub
+// until a campaign opens or closes; a Report stream reads a batch, ingests it
+// (on the callback thread that delivered it: the store write is short) and
+// acknowledges it. So an idle host costs memory, not a thread, and the
+// synchronous thread pool (--max-threads) is left to the admin service.
+//
+// Every method takes its request as raw bytes and parses it here, so that a
+// request that is not a valid message ends the call with INVALID_ARGUMENT
+// naming the method and the message type (gRPC's own parser would end a
+// stream with OK, or a unary call with an empty INTERNAL).
+class AgentServiceImpl final
+    : public v1::AgentService::WithRawCallbackMethod_Enrol<
+          v1::AgentService::WithRawCallbackMethod_Subscribe<
+              v1::AgentService::WithRawCallbackMethod_Report<
+                  v1::AgentService::WithRawCallbackMethod_Relay<
+                      v1::AgentService::WithRawCallbackMethod_FetchSealed<
+                          v1::AgentService::WithRawCallbackMethod_PublicKeys<
+                              v1::AgentService::WithRawCallbackMethod_ClaimShard<
+                                  v1::AgentService::Service>>>>>>> {
+ public:
+  AgentServiceImpl(Curator* curator, RpcObserver observer);
+  ~AgentServiceImpl() override;
+
+  // Ends every open Subscribe stream with OK and refuses new ones
+  // (UNAVAILABLE); call before the server shuts down. Idempotent.
+  void Stop();
+
+  grpc::ServerUnaryReactor* Enrol(grpc::CallbackServerContext* ctx,
+                                  const grpc::ByteBuffer* req,
+                                  grpc::ByteBuffer* resp) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Subscribe(
+      grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Report(
+      grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* Relay(grpc::CallbackServerContext* ctx,
+                                  const grpc::ByteBuffer* req,
+                                  grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* FetchSealed(grpc::CallbackServerContext* ctx,
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* ClaimShard(grpc::CallbackServerContext* ctx,
+                                       const grpc::ByteBuffer* req,
+                                       grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* PublicKeys(grpc::CallbackServerContext* ctx,
+                                       const grpc::ByteBuffer* req,
+                                       grpc::ByteBuffer* resp) override;
 
  private:
   absl::StatusOr<std::shared_ptr<const Session>> Authenticate(
-      grpc::ServerContext* ctx) const;
+      grpc::CallbackServerContext* ctx) const;
   Curator* curator_;
-  const std::atomic<bool>* stopping_;
   RpcObserver observe_;
+  std::unique_ptr<TaskStreamHub> hub_;
 };
 
 class AdminServiceImpl final : public v1::AdminService::Service {

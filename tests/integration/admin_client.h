@@ -57,6 +57,14 @@ class Admin {
     if (!s.ok()) return Convert(s);
     return out;
   }
+  absl::StatusOr<v1::CuratorStatus> Status() {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    v1::CuratorStatus out;
+    grpc::Status s = stub_->GetStatus(&ctx, v1::GetStatusRequest(), &out);
+    if (!s.ok()) return Convert(s);
+    return out;
+  }
   absl::StatusOr<int> CountCampaigns() {
     grpc::ClientContext ctx;
     Prepare(&ctx);
