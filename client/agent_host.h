@@ -57,7 +57,10 @@ struct AgentHostOptions {
   // Upper bound on reports sent per second (0: none), so that a large
   // fleet does not flood a curator; enforced per batch.
   double max_reports_per_second = 0;
-  // Reconnection backoff: initial, doubling up to max.
+  // Wait between sessions that failed (an Enrol refused or timed out, a
+  // stream that broke): initial, doubling up to max, back to initial once a
+  // session got going. Reconnecting the channel itself is gRPC's job, every
+  // 100 ms growing to 500 ms (MakeCuratorChannel), and Enrol waits for it.
   absl::Duration backoff_initial = absl::Milliseconds(100);
   absl::Duration backoff_max = absl::Seconds(5);
 };

@@ -607,8 +607,14 @@ absl::Status Simulation::WaitEnrolled() {
     grpc::ClientContext ctx;
     admin_->Prepare(&ctx);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    // Attached, the curator may not listen yet: wait for the channel (a
+    // blocked call drives the reconnection; a failed one would leave it to
+    // gRPC's 5 s backup poller).
+    if (o_.attach) ctx.set_wait_for_ready(true);
     grpc::Status g = admin_->stub->GetStatus(&ctx, v1::GetStatusRequest(), &s);
-    if (o_.attach && g.error_code() == grpc::StatusCode::UNAVAILABLE &&
+    if (o_.attach &&
+        (g.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         g.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) &&
         absl::Now() < until) {
       // The curator may still be starting (a container, a pod).
       progress_.Update("waiting for the curator", g.error_message());

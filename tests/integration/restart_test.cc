@@ -12,6 +12,12 @@
 //       campaign completes once they resume, every node is charged epsilon
 //       exactly once, no report is rejected, and every stored report is the
 //       one its agent memoized.
+//   HostsComeBackWithinASecond  kill -9 the curator while the hosts idle,
+//       keep it down for 3 s (longer than a backoff that doubles from
+//       100 ms would wait), restart it, and time how long after it is ready
+//       every host is enrolled and subscribed again (the channel's reconnect
+//       backoff is at most 500 ms; the bound checked is 2 s, to stay clear
+//       of a loaded machine; the figure is printed).
 //   AgentKilledMidCampaign    kill -9 one agent host and restart it on the
 //       same state directory: the campaign completes without rejections;
 //       the same question asked again is answered from the persisted memo
@@ -419,6 +425,37 @@ TEST_F(RestartTest, CuratorKilledMidCampaign) {
   ASSERT_TRUE(matrix.ok()) << matrix.status();
   ASSERT_NO_FATAL_FAILURE(StopAgentsAndCheckMemos(campaign.spec(), *matrix));
   ASSERT_NO_FATAL_FAILURE(StopCurator());
+}
+
+TEST_F(RestartTest, HostsComeBackWithinASecond) {
+  ASSERT_NO_FATAL_FAILURE(StartCurator());
+  for (int i = 0; i < kHosts; ++i) ASSERT_NO_FATAL_FAILURE(StartAgent(i));
+  ASSERT_NO_FATAL_FAILURE(WaitEnrolled());
+  auto subscribed = [&](v1::CuratorStatus* out) {
+    auto s = admin_->Status();
+    if (!s.ok()) return false;
+    *out = *s;
+    return s->task_streams() == kHosts && s->enrolled_nodes() == kNodes;
+  };
+  v1::CuratorStatus status;
+  ASSERT_TRUE(PollUntil([&] { return subscribed(&status); }, kLong,
+                        absl::Milliseconds(20)))
+      << status.ShortDebugString();
+  curator_.Kill();  // SIGKILL
+  absl::SleepFor(absl::Seconds(3));
+  ASSERT_NO_FATAL_FAILURE(StartCurator());
+  const absl::Time ready = absl::Now();
+  ASSERT_TRUE(PollUntil([&] { return subscribed(&status); }, kLong,
+                        absl::Milliseconds(5)))
+      << status.ShortDebugString();
+  const absl::Duration back = absl::Now() - ready;
+  std::cerr << "every host enrolled and subscribed "
+            << absl::ToDoubleMilliseconds(back)
+            << " ms after the restarted curator was ready\n";
+  EXPECT_LT(back, absl::Seconds(2));
+  // One session per host: the sessions of the first run died with it.
+  EXPECT_EQ(status.sessions(), static_cast<uint32_t>(kHosts));
+  ASSERT_NO_FATAL_FAILURE(ExpectAllRunning());
 }
 
 TEST_F(RestartTest, AgentKilledMidCampaign) {
