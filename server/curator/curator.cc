@@ -300,10 +300,7 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   std::vector<std::pair<uint32_t, std::string>> caps;
   for (const auto& n : request.nodes()) {
     RETURN_IF_ERROR(CheckCredential(n));
-    if (!session->node_set.insert(n.node_id()).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("node ", n.node_id(), " listed twice"));
-    }
+    session->nodes.push_back(n.node_id());
     if (n.has_caps()) {
       RETURN_IF_ERROR(ValidateCaps(n.caps(), n.node_id()));
       caps.emplace_back(n.node_id(), n.caps().SerializeAsString());
@@ -314,8 +311,14 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
           "public key), got ", n.sealing_key().size()));
     }
   }
-  session->nodes.assign(session->node_set.begin(), session->node_set.end());
   std::sort(session->nodes.begin(), session->nodes.end());
+  if (auto twice = std::adjacent_find(session->nodes.begin(),
+                                      session->nodes.end());
+      twice != session->nodes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", *twice, " listed twice"));
+  }
+  session->Index();
   RETURN_IF_ERROR(store_->PutCaps(caps));
   // The key directory: new keys stored, changed ones replaced and audited.
   size_t new_keys = 0;
@@ -469,13 +472,23 @@ absl::Status Curator::Check(const Session& session, const v1::Report& report,
 
 absl::StatusOr<v1::ReportAck> Curator::Ingest(const Session& session,
                                               const v1::ReportBatch& batch) {
+  v1::ReportAck ack;
+  RETURN_IF_ERROR(Ingest(session, batch, &ack));
+  return ack;
+}
+
+absl::Status Curator::Ingest(const Session& session,
+                             const v1::ReportBatch& batch,
+                             v1::ReportAck* ack_out) {
   const int n = batch.reports_size();
   if (n > options_.max_batch) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch of ", n, " reports; at most ", options_.max_batch));
   }
-  v1::ReportAck ack;
+  v1::ReportAck& ack = *ack_out;
+  ack.Clear();
   ack.set_batch_id(batch.batch_id());
+  ack.mutable_results()->Reserve(n);
   absl::MutexLock lock(&mu_);
   std::vector<store::AnswerRow> rows;
   std::vector<int> row_of(n, -1);
@@ -551,7 +564,7 @@ absl::StatusOr<v1::ReportAck> Curator::Ingest(const Session& session,
       RETURN_IF_ERROR(CloseLocked(*c, "quorum", absl::Now()));
     }
   }
-  return ack;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> Curator::Relay(const Session& session,

@@ -116,6 +116,9 @@ class Curator {
   // stored and nothing was acknowledged.
   absl::StatusOr<v1::ReportAck> Ingest(const Session& session,
                                        const v1::ReportBatch& batch);
+  // As above, into *ack (cleared first; it may live on the batch's arena).
+  absl::Status Ingest(const Session& session, const v1::ReportBatch& batch,
+                      v1::ReportAck* ack);
 
   // A shard for an interchangeable agent host (fleet.h): verifies the
   // proof credential (UNAUTHENTICATED if it does not verify, INVALID_ARGUMENT

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
+#include "google/protobuf/arena.h"
 #include "absl/synchronization/mutex.h"
 
 #include "absl/cleanup/cleanup.h"
@@ -303,7 +304,12 @@ class ReportStream final
     }
     ++batches_;
     RpcTimer timer(observe_, "Report.batch");
-    v1::ReportBatch batch;
+    // The batch lives on an arena, freed in one go below: a batch is
+    // hundreds of small messages, whose one-by-one frees were a fifth of
+    // the curator's ingest CPU.
+    google::protobuf::Arena arena(ArenaOptions());
+    v1::ReportBatch& batch =
+        *google::protobuf::Arena::CreateMessage<v1::ReportBatch>(&arena);
     absl::Status s = ParseRequest(in_, "Report", &batch);
     if (!s.ok()) {
       s = absl::InvalidArgumentError(absl::StrCat(
@@ -312,10 +318,10 @@ class ReportStream final
           "stored"));
     }
     in_.Clear();
-    absl::StatusOr<v1::ReportAck> ack =
-        s.ok() ? curator_->Ingest(*session_, batch) : s;
-    if (ack.ok()) s = SerializeResponse(*ack, &out_);
-    else s = ack.status();
+    v1::ReportAck& ack =
+        *google::protobuf::Arena::CreateMessage<v1::ReportAck>(&arena);
+    if (s.ok()) s = curator_->Ingest(*session_, batch, &ack);
+    if (s.ok()) s = SerializeResponse(ack, &out_);
     if (!s.ok()) {
       Finish(timer.Done(s));
       return;
@@ -330,6 +336,15 @@ class ReportStream final
       return;
     }
     StartRead(&in_);
+  }
+
+  // Blocks from 4 KiB up to 32 KiB: below glibc's 64 KiB threshold at which
+  // a free consolidates the whole heap.
+  static google::protobuf::ArenaOptions ArenaOptions() {
+    google::protobuf::ArenaOptions o;
+    o.start_block_size = 4096;
+    o.max_block_size = 32768;
+    return o;
   }
 
   void OnDone() override { delete this; }

@@ -28,10 +28,25 @@ namespace ldpgraph::curator {
 struct Session {
   std::string token;
   std::string host_name;
-  // Ascending, no repeats.
+  // Ascending, no repeats, not empty.
   std::vector<uint32_t> nodes;
-  absl::flat_hash_set<uint32_t> node_set;
-  bool Covers(uint32_t node) const { return node_set.contains(node); }
+
+  // Call once `nodes` is final: indexes it for Covers.
+  void Index() {
+    contiguous_ = !nodes.empty() &&
+                  nodes.back() - nodes.front() + 1 == nodes.size();
+    if (!contiguous_) node_set_.insert(nodes.begin(), nodes.end());
+  }
+  // O(1) without a memory access per node for a range of ids (a shard, the
+  // usual case), a hash lookup otherwise.
+  bool Covers(uint32_t node) const {
+    if (contiguous_) return node >= nodes.front() && node <= nodes.back();
+    return node_set_.contains(node);
+  }
+
+ private:
+  bool contiguous_ = false;
+  absl::flat_hash_set<uint32_t> node_set_;
 };
 
 class SessionTable {
