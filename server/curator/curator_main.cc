@@ -57,10 +57,10 @@ Flags:
   --sync MODE          full (default: every acknowledged report is on disk)
                        or normal (survives a crash of the process, not of
                        the machine; faster)
-  --max-threads N      bound on the threads serving admin calls (default
-                       256); agent hosts never take one (their streams are
-                       served without a thread each), so this limits only
-                       concurrent ldpctl/admin calls
+  --max-threads N      bound on the admin service's own threads (default
+                       256, started as needed); agent hosts never take one
+                       (their streams hold no thread), so this limits only
+                       concurrent ldpctl/admin calls; more wait their turn
   --fleet-settle S     agent hosts started with --nodes from-curator get
                        their shards once no new one has asked for S seconds
                        (default 5); the plan is then fixed and stored

@@ -116,7 +116,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   base_status.set_insecure(options.insecure);
   s->internals_->admin = std::make_unique<AdminServiceImpl>(
       s->curator_.get(), s->stages_.get(), options.admin_token, observer,
-      std::move(base_status));
+      std::move(base_status), options.max_threads);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

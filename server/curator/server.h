@@ -50,10 +50,10 @@ struct ServerOptions {
   bool synchronous_full = true;
   // Largest gRPC message accepted, bytes.
   int max_message_bytes = 64 << 20;
-  // Bound on the synchronous threads, which serve only the admin, health and
-  // reflection services (the agent service runs on gRPC's callback API and
-  // holds no thread per call): concurrent admin calls beyond it are refused
-  // with RESOURCE_EXHAUSTED. Agent load cannot take these threads.
+  // Bound on the admin service's own threads, which run every admin call
+  // that may wait on the store or compute (services.h); calls beyond it
+  // queue. Agent streams hold no thread at all (gRPC's callback API), so no
+  // agent load can take these.
   int max_threads = 256;
   // Fleet shard plans (fleet.h): settle time and lease.
   absl::Duration fleet_settle = absl::Seconds(5);

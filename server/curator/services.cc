@@ -18,12 +18,6 @@
 namespace ldpgraph::curator {
 namespace {
 
-std::string AdminMetadata(grpc::ServerContext* ctx, absl::string_view key) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find(grpc::string_ref(key.data(), key.size()));
-  if (it == md.end()) return std::string();
-  return std::string(it->second.data(), it->second.size());
-}
 
 // Times an RPC and reports it to the observer when it ends.
 class RpcTimer {
@@ -501,8 +495,72 @@ grpc::ServerUnaryReactor* AgentServiceImpl::PublicKeys(
 
 // --- admin service ----------------------------------------------------------
 
-absl::Status AdminServiceImpl::Authorize(grpc::ServerContext* ctx) const {
-  const std::string header = AdminMetadata(ctx, "authorization");
+// Threads of the admin service: started when work arrives and none is idle,
+// at most max_threads; work beyond that waits in order. Idle threads wait
+// for more; all are joined on destruction, after the queue drains.
+class WorkPool {
+ public:
+  explicit WorkPool(int max_threads) : max_threads_(std::max(1, max_threads)) {}
+  ~WorkPool() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void Submit(std::function<void()> fn) {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(fn));
+    if (idle_ == 0 && static_cast<int>(threads_.size()) < max_threads_) {
+      threads_.emplace_back([this] { Loop(); });
+    }
+  }
+
+ private:
+  void Loop() {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      ++idle_;
+      mu_.Await(absl::Condition(
+          +[](WorkPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+            return p->stop_ || !p->queue_.empty();
+          },
+          this));
+      --idle_;
+      if (queue_.empty()) return;  // stopping, and nothing left
+      std::function<void()> fn = std::move(queue_.front());
+      queue_.pop_front();
+      mu_.Unlock();
+      fn();
+      mu_.Lock();
+    }
+  }
+
+  const int max_threads_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+AdminServiceImpl::AdminServiceImpl(Curator* curator, Stages* stages,
+                                   std::string admin_token,
+                                   RpcObserver observer,
+                                   v1::CuratorStatus base_status,
+                                   int max_threads)
+    : curator_(curator),
+      stages_(stages),
+      token_(std::move(admin_token)),
+      observe_(std::move(observer)),
+      base_status_(std::move(base_status)),
+      pool_(std::make_unique<WorkPool>(max_threads)) {}
+
+AdminServiceImpl::~AdminServiceImpl() = default;
+
+absl::Status AdminServiceImpl::Authorize(grpc::CallbackServerContext* ctx) const {
+  const std::string header = Metadata(ctx, "authorization");
   constexpr absl::string_view kBearer = "Bearer ";
   if (!absl::StartsWith(header, kBearer)) {
     return absl::UnauthenticatedError(
@@ -515,28 +573,38 @@ absl::Status AdminServiceImpl::Authorize(grpc::ServerContext* ctx) const {
   return absl::OkStatus();
 }
 
-grpc::Status AdminServiceImpl::Call(absl::string_view method,
-                                    grpc::ServerContext* ctx,
-                                    const std::function<absl::Status()>& fn) {
-  RpcTimer timer(observe_, method);
-  absl::Status s = Authorize(ctx);
-  if (s.ok()) s = fn();
-  return timer.Done(s);
+grpc::ServerUnaryReactor* AdminServiceImpl::Serve(
+    absl::string_view method, grpc::CallbackServerContext* ctx, bool in_place,
+    std::function<absl::Status()> fn) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::Status auth = Authorize(ctx);
+  auto run = [this, reactor, method, auth, fn = std::move(fn)]() {
+    RpcTimer timer(observe_, method);
+    absl::Status s = auth;
+    if (s.ok()) s = fn();
+    reactor->Finish(timer.Done(s));
+  };
+  if (in_place || !auth.ok()) {
+    run();
+  } else {
+    pool_->Submit(std::move(run));
+  }
+  return reactor;
 }
 
-grpc::Status AdminServiceImpl::CreateCampaign(
-    grpc::ServerContext* ctx, const v1::CreateCampaignRequest* req,
+grpc::ServerUnaryReactor* AdminServiceImpl::CreateCampaign(
+    grpc::CallbackServerContext* ctx, const v1::CreateCampaignRequest* req,
     v1::Campaign* resp) {
-  return Call("CreateCampaign", ctx, [&]() -> absl::Status {
+  return Serve("CreateCampaign", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->CreateCampaign(*req));
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::ListCampaigns(grpc::ServerContext* ctx,
-                                             const v1::ListCampaignsRequest*,
-                                             v1::ListCampaignsResponse* resp) {
-  return Call("ListCampaigns", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
+    grpc::CallbackServerContext* ctx, const v1::ListCampaignsRequest*,
+    v1::ListCampaignsResponse* resp) {
+  return Serve("ListCampaigns", ctx, true, [=]() -> absl::Status {
     for (auto& c : curator_->ListCampaigns()) {
       *resp->add_campaigns() = std::move(c);
     }
@@ -544,38 +612,38 @@ grpc::Status AdminServiceImpl::ListCampaigns(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status AdminServiceImpl::GetCampaign(grpc::ServerContext* ctx,
-                                           const v1::GetCampaignRequest* req,
-                                           v1::Campaign* resp) {
-  return Call("GetCampaign", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
+    grpc::CallbackServerContext* ctx, const v1::GetCampaignRequest* req,
+    v1::Campaign* resp) {
+  return Serve("GetCampaign", ctx, true, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->GetCampaign(req->campaign_id()));
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::CloseCampaign(
-    grpc::ServerContext* ctx, const v1::CloseCampaignRequest* req,
+grpc::ServerUnaryReactor* AdminServiceImpl::CloseCampaign(
+    grpc::CallbackServerContext* ctx, const v1::CloseCampaignRequest* req,
     v1::Campaign* resp) {
-  return Call("CloseCampaign", ctx, [&]() -> absl::Status {
+  return Serve("CloseCampaign", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->CloseCampaign(req->campaign_id()));
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::ListRefusals(
-    grpc::ServerContext* ctx, const v1::ListRefusalsRequest* req,
+grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
+    grpc::CallbackServerContext* ctx, const v1::ListRefusalsRequest* req,
     v1::ListRefusalsResponse* resp) {
-  return Call("ListRefusals", ctx, [&]() -> absl::Status {
+  return Serve("ListRefusals", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(auto refusals, curator_->ListRefusals(req->campaign_id()));
     for (auto& r : refusals) *resp->add_refusals() = std::move(r);
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::GetBudgets(grpc::ServerContext* ctx,
-                                          const v1::GetBudgetsRequest* req,
-                                          v1::GetBudgetsResponse* resp) {
-  return Call("GetBudgets", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
+    grpc::CallbackServerContext* ctx, const v1::GetBudgetsRequest* req,
+    v1::GetBudgetsResponse* resp) {
+  return Serve("GetBudgets", ctx, false, [=]() -> absl::Status {
     std::vector<uint32_t> nodes(req->node_ids().begin(),
                                 req->node_ids().end());
     for (auto& b : curator_->GetBudgets(nodes)) {
@@ -585,89 +653,131 @@ grpc::Status AdminServiceImpl::GetBudgets(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status AdminServiceImpl::Estimate(grpc::ServerContext* ctx,
-                                        const v1::EstimateRequest* req,
-                                        v1::StageResult* resp) {
-  return Call("Estimate", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::Estimate(
+    grpc::CallbackServerContext* ctx, const v1::EstimateRequest* req,
+    v1::StageResult* resp) {
+  return Serve("Estimate", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Estimate(*req));
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::Propagate(grpc::ServerContext* ctx,
-                                         const v1::PropagateRequest* req,
-                                         v1::StageResult* resp) {
-  return Call("Propagate", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::Propagate(
+    grpc::CallbackServerContext* ctx, const v1::PropagateRequest* req,
+    v1::StageResult* resp) {
+  return Serve("Propagate", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Propagate(*req));
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::Evaluate(grpc::ServerContext* ctx,
-                                        const v1::EvaluateRequest* req,
-                                        v1::StageResult* resp) {
-  return Call("Evaluate", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::Evaluate(
+    grpc::CallbackServerContext* ctx, const v1::EvaluateRequest* req,
+    v1::StageResult* resp) {
+  return Serve("Evaluate", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Evaluate(*req));
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::Release(grpc::ServerContext* ctx,
-                                       const v1::ReleaseRequest* req,
-                                       v1::StageResult* resp) {
-  return Call("Release", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::Release(
+    grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
+    v1::StageResult* resp) {
+  return Serve("Release", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Release(*req));
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::GetReleaseLedger(
-    grpc::ServerContext* ctx, const v1::GetReleaseLedgerRequest*,
+grpc::ServerUnaryReactor* AdminServiceImpl::GetReleaseLedger(
+    grpc::CallbackServerContext* ctx, const v1::GetReleaseLedgerRequest*,
     v1::ReleaseLedger* resp) {
-  return Call("GetReleaseLedger", ctx, [&]() -> absl::Status {
+  return Serve("GetReleaseLedger", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Ledger());
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::ListResults(grpc::ServerContext* ctx,
-                                           const v1::ListResultsRequest*,
-                                           v1::ListResultsResponse* resp) {
-  return Call("ListResults", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::ListResults(
+    grpc::CallbackServerContext* ctx, const v1::ListResultsRequest*,
+    v1::ListResultsResponse* resp) {
+  return Serve("ListResults", ctx, false, [=]() -> absl::Status {
     for (auto& r : stages_->List()) *resp->add_results() = std::move(r);
     return absl::OkStatus();
   });
 }
 
-grpc::Status AdminServiceImpl::ExportEmbeddings(
-    grpc::ServerContext* ctx, const v1::ExportEmbeddingsRequest* req,
-    grpc::ServerWriter<v1::EmbeddingChunk>* writer) {
-  return Call("ExportEmbeddings", ctx, [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(DenseMatrix m, stages_->Matrix(req->result_id()));
-    // About 1 MiB of floats per chunk, whole rows.
-    const size_t rows_per_chunk =
-        std::max<size_t>(1, (1u << 18) / std::max<size_t>(1, m.cols));
-    for (size_t first = 0; first < m.rows || first == 0; first += rows_per_chunk) {
-      v1::EmbeddingChunk chunk;
-      chunk.set_rows(static_cast<uint32_t>(m.rows));
-      chunk.set_cols(static_cast<uint32_t>(m.cols));
-      chunk.set_first_row(static_cast<uint32_t>(first));
-      const size_t last = std::min(m.rows, first + rows_per_chunk);
-      chunk.mutable_values()->Assign(m.data.begin() + first * m.cols,
-                                     m.data.begin() + last * m.cols);
-      if (!writer->Write(chunk)) {
-        return absl::CancelledError("client went away during export");
-      }
-      if (m.rows == 0) break;
+// Streams a result matrix in chunks of about 1 MiB of floats, whole rows:
+// the matrix is loaded on the admin pool, then each chunk is written when
+// the previous one is done.
+class EmbeddingExport final
+    : public grpc::ServerWriteReactor<v1::EmbeddingChunk> {
+ public:
+  EmbeddingExport(const RpcObserver& observer) : timer_(observer, "ExportEmbeddings") {}
+
+  // Called once, from the pool, with the matrix or the error.
+  void Start(absl::StatusOr<DenseMatrix> m) {
+    if (!m.ok()) {
+      Finish(timer_.Done(m.status()));
+      return;
     }
-    return absl::OkStatus();
-  });
+    m_ = *std::move(m);
+    rows_per_chunk_ =
+        std::max<size_t>(1, (1u << 18) / std::max<size_t>(1, m_.cols));
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(timer_.Done(
+          absl::CancelledError("client went away during export")));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (first_ > 0 && first_ >= m_.rows) {
+      Finish(timer_.Done(absl::OkStatus()));
+      return;
+    }
+    chunk_.Clear();
+    chunk_.set_rows(static_cast<uint32_t>(m_.rows));
+    chunk_.set_cols(static_cast<uint32_t>(m_.cols));
+    chunk_.set_first_row(static_cast<uint32_t>(first_));
+    const size_t last = std::min(m_.rows, first_ + rows_per_chunk_);
+    chunk_.mutable_values()->Assign(m_.data.begin() + first_ * m_.cols,
+                                    m_.data.begin() + last * m_.cols);
+    // An empty matrix is one chunk with no values.
+    first_ = std::max(last, first_ + 1);
+    StartWrite(&chunk_);
+  }
+
+  RpcTimer timer_;
+  DenseMatrix m_;
+  size_t rows_per_chunk_ = 1;
+  size_t first_ = 0;
+  v1::EmbeddingChunk chunk_;
+};
+
+grpc::ServerWriteReactor<v1::EmbeddingChunk>* AdminServiceImpl::ExportEmbeddings(
+    grpc::CallbackServerContext* ctx, const v1::ExportEmbeddingsRequest* req) {
+  auto* stream = new EmbeddingExport(observe_);
+  absl::Status auth = Authorize(ctx);
+  if (!auth.ok()) {
+    stream->Start(auth);
+    return stream;
+  }
+  const std::string id = req->result_id();
+  pool_->Submit([this, stream, id] { stream->Start(stages_->Matrix(id)); });
+  return stream;
 }
 
-grpc::Status AdminServiceImpl::ListAudit(grpc::ServerContext* ctx,
-                                         const v1::ListAuditRequest* req,
-                                         v1::ListAuditResponse* resp) {
-  return Call("ListAudit", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
+    grpc::CallbackServerContext* ctx, const v1::ListAuditRequest* req,
+    v1::ListAuditResponse* resp) {
+  return Serve("ListAudit", ctx, false, [=]() -> absl::Status {
     const int limit = req->limit() == 0 || req->limit() > 10000
                           ? 1000
                           : static_cast<int>(req->limit());
@@ -686,13 +796,13 @@ grpc::Status AdminServiceImpl::ListAudit(grpc::ServerContext* ctx,
   });
 }
 
-grpc::Status AdminServiceImpl::GetStatus(grpc::ServerContext* ctx,
-                                         const v1::GetStatusRequest*,
-                                         v1::CuratorStatus* resp) {
-  return Call("GetStatus", ctx, [&]() -> absl::Status {
+grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(
+    grpc::CallbackServerContext* ctx, const v1::GetStatusRequest*,
+    v1::CuratorStatus* resp) {
+  return Serve("GetStatus", ctx, true, [=]() -> absl::Status {
     *resp = base_status_;
     resp->MergeFrom(curator_->Status());
-    resp->set_results(static_cast<uint32_t>(stages_->List().size()));
+    resp->set_results(static_cast<uint32_t>(stages_->ResultCount()));
     return absl::OkStatus();
   });
 }

@@ -32,7 +32,7 @@ class TaskStreamHub;
 // until a campaign opens or closes; a Report stream reads a batch, ingests it
 // (on the callback thread that delivered it: the store write is short) and
 // acknowledges it. So an idle host costs memory, not a thread, and the
-// synchronous thread pool (--max-threads) is left to the admin service.
+// admin service keeps its own threads (AdminServiceImpl).
 //
 // Every method takes its request as raw bytes and parses it here, so that a
 // request that is not a valid message ends the call with INVALID_ARGUMENT
@@ -83,75 +83,85 @@ class AgentServiceImpl final
   std::unique_ptr<TaskStreamHub> hub_;
 };
 
-class AdminServiceImpl final : public v1::AdminService::Service {
+class WorkPool;
+
+// The admin service on gRPC's callback API too. Calls that only read memory
+// (GetStatus, ListCampaigns, GetCampaign) answer on the callback thread at
+// once; every call that may wait on the store or compute (campaign changes,
+// budgets, refusals, audit, the pipeline stages, exports) runs on the admin
+// service's own pool of at most max_threads threads, which agent traffic
+// never uses. So ldpctl stays responsive whatever the fleet does, and a long
+// Evaluate never holds a thread that an agent stream needs.
+class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
   // admin_token: the bearer token every call must carry. base_status: the
   // fields of GetStatus the core does not know (start time, graph edges and
-  // classes, insecure).
+  // classes, insecure). max_threads: the admin pool's bound (>= 1); calls
+  // beyond it wait in order.
   AdminServiceImpl(Curator* curator, Stages* stages, std::string admin_token,
-                   RpcObserver observer, v1::CuratorStatus base_status = {})
-      : curator_(curator),
-        stages_(stages),
-        token_(std::move(admin_token)),
-        observe_(std::move(observer)),
-        base_status_(std::move(base_status)) {}
+                   RpcObserver observer, v1::CuratorStatus base_status = {},
+                   int max_threads = 16);
+  ~AdminServiceImpl() override;
 
-  grpc::Status CreateCampaign(grpc::ServerContext* ctx,
-                              const v1::CreateCampaignRequest* req,
-                              v1::Campaign* resp) override;
-  grpc::Status ListCampaigns(grpc::ServerContext* ctx,
-                             const v1::ListCampaignsRequest* req,
-                             v1::ListCampaignsResponse* resp) override;
-  grpc::Status GetCampaign(grpc::ServerContext* ctx,
-                           const v1::GetCampaignRequest* req,
-                           v1::Campaign* resp) override;
-  grpc::Status CloseCampaign(grpc::ServerContext* ctx,
-                             const v1::CloseCampaignRequest* req,
-                             v1::Campaign* resp) override;
-  grpc::Status ListRefusals(grpc::ServerContext* ctx,
-                            const v1::ListRefusalsRequest* req,
-                            v1::ListRefusalsResponse* resp) override;
-  grpc::Status GetBudgets(grpc::ServerContext* ctx,
-                          const v1::GetBudgetsRequest* req,
-                          v1::GetBudgetsResponse* resp) override;
-  grpc::Status Estimate(grpc::ServerContext* ctx,
-                        const v1::EstimateRequest* req,
-                        v1::StageResult* resp) override;
-  grpc::Status Propagate(grpc::ServerContext* ctx,
-                         const v1::PropagateRequest* req,
-                         v1::StageResult* resp) override;
-  grpc::Status Evaluate(grpc::ServerContext* ctx,
-                        const v1::EvaluateRequest* req,
-                        v1::StageResult* resp) override;
-  grpc::Status Release(grpc::ServerContext* ctx,
-                       const v1::ReleaseRequest* req,
-                       v1::StageResult* resp) override;
-  grpc::Status GetReleaseLedger(grpc::ServerContext* ctx,
-                                const v1::GetReleaseLedgerRequest* req,
-                                v1::ReleaseLedger* resp) override;
-  grpc::Status ListResults(grpc::ServerContext* ctx,
-                           const v1::ListResultsRequest* req,
-                           v1::ListResultsResponse* resp) override;
-  grpc::Status ExportEmbeddings(
-      grpc::ServerContext* ctx, const v1::ExportEmbeddingsRequest* req,
-      grpc::ServerWriter<v1::EmbeddingChunk>* writer) override;
-  grpc::Status ListAudit(grpc::ServerContext* ctx,
-                         const v1::ListAuditRequest* req,
-                         v1::ListAuditResponse* resp) override;
-  grpc::Status GetStatus(grpc::ServerContext* ctx,
-                         const v1::GetStatusRequest* req,
-                         v1::CuratorStatus* resp) override;
+  grpc::ServerUnaryReactor* CreateCampaign(grpc::CallbackServerContext* ctx,
+                                           const v1::CreateCampaignRequest* req,
+                                           v1::Campaign* resp) override;
+  grpc::ServerUnaryReactor* ListCampaigns(grpc::CallbackServerContext* ctx,
+                                          const v1::ListCampaignsRequest* req,
+                                          v1::ListCampaignsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetCampaign(grpc::CallbackServerContext* ctx,
+                                        const v1::GetCampaignRequest* req,
+                                        v1::Campaign* resp) override;
+  grpc::ServerUnaryReactor* CloseCampaign(grpc::CallbackServerContext* ctx,
+                                          const v1::CloseCampaignRequest* req,
+                                          v1::Campaign* resp) override;
+  grpc::ServerUnaryReactor* ListRefusals(grpc::CallbackServerContext* ctx,
+                                         const v1::ListRefusalsRequest* req,
+                                         v1::ListRefusalsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetBudgets(grpc::CallbackServerContext* ctx,
+                                       const v1::GetBudgetsRequest* req,
+                                       v1::GetBudgetsResponse* resp) override;
+  grpc::ServerUnaryReactor* Estimate(grpc::CallbackServerContext* ctx,
+                                     const v1::EstimateRequest* req,
+                                     v1::StageResult* resp) override;
+  grpc::ServerUnaryReactor* Propagate(grpc::CallbackServerContext* ctx,
+                                      const v1::PropagateRequest* req,
+                                      v1::StageResult* resp) override;
+  grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx,
+                                     const v1::EvaluateRequest* req,
+                                     v1::StageResult* resp) override;
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx,
+                                    const v1::ReleaseRequest* req,
+                                    v1::StageResult* resp) override;
+  grpc::ServerUnaryReactor* GetReleaseLedger(
+      grpc::CallbackServerContext* ctx, const v1::GetReleaseLedgerRequest* req,
+      v1::ReleaseLedger* resp) override;
+  grpc::ServerUnaryReactor* ListResults(grpc::CallbackServerContext* ctx,
+                                        const v1::ListResultsRequest* req,
+                                        v1::ListResultsResponse* resp) override;
+  grpc::ServerWriteReactor<v1::EmbeddingChunk>* ExportEmbeddings(
+      grpc::CallbackServerContext* ctx,
+      const v1::ExportEmbeddingsRequest* req) override;
+  grpc::ServerUnaryReactor* ListAudit(grpc::CallbackServerContext* ctx,
+                                      const v1::ListAuditRequest* req,
+                                      v1::ListAuditResponse* resp) override;
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const v1::GetStatusRequest* req,
+                                      v1::CuratorStatus* resp) override;
 
  private:
-  absl::Status Authorize(grpc::ServerContext* ctx) const;
-  // Authorizes, runs fn, observes, converts.
-  grpc::Status Call(absl::string_view method, grpc::ServerContext* ctx,
-                    const std::function<absl::Status()>& fn);
+  absl::Status Authorize(grpc::CallbackServerContext* ctx) const;
+  // Authorizes, runs fn (on the pool unless `in_place`), observes, finishes.
+  grpc::ServerUnaryReactor* Serve(absl::string_view method,
+                                  grpc::CallbackServerContext* ctx,
+                                  bool in_place,
+                                  std::function<absl::Status()> fn);
   Curator* curator_;
   Stages* stages_;
   std::string token_;
   RpcObserver observe_;
   v1::CuratorStatus base_status_;
+  std::unique_ptr<WorkPool> pool_;
 };
 
 }  // namespace ldpgraph::curator

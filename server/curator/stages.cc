@@ -225,6 +225,7 @@ absl::StatusOr<v1::StageResult> Stages::Record(v1::StageResult r,
                                    },
                                    path));
   (void)id;
+  results_.fetch_add(1);
   RETURN_IF_ERROR(curator_->store().Audit(
       "admin", absl::StrCat("pipeline.", r.stage()),
       absl::StrCat(R"({"result":")", r.id(), R"(","input":")", r.input(),

@@ -31,6 +31,8 @@
 // Releases run one at a time, so two cannot both pass the check.
 #pragma once
 
+#include <atomic>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -67,7 +69,10 @@ class Stages {
         data_(public_data),
         dir_(std::move(results_dir)),
         private_edges_(private_edges),
-        release_budget_(release_budget) {}
+        release_budget_(release_budget) {
+    auto rows = curator_->store().ListResults();
+    results_.store(rows.ok() ? rows->size() : 0);
+  }
 
   // The curator's estimate of every node's features from a features
   // campaign's reports (open or closed): row v is the mechanism's estimate
@@ -87,6 +92,8 @@ class Stages {
   // The stored matrix of an estimate or propagate result.
   absl::StatusOr<DenseMatrix> Matrix(absl::string_view result_id) const;
   std::vector<v1::StageResult> List() const;
+  // How many results are recorded, without reading the store (GetStatus).
+  size_t ResultCount() const { return results_.load(); }
 
   // The estimate as the library computes it, without the store: what
   // Estimate writes, for a caller that holds the reports.
@@ -132,6 +139,7 @@ class Stages {
   bool private_edges_ = false;
   ReleaseBudget release_budget_;
   absl::Mutex release_mu_;
+  std::atomic<size_t> results_{0};
 };
 
 // Parses "r<id>"; INVALID_ARGUMENT otherwise.
