@@ -1,9 +1,10 @@
 #include "common/cli_args.h"
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <cmath>
+#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -137,6 +138,11 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is a directory, not a file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
   std::stringstream ss;

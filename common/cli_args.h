@@ -60,7 +60,8 @@ absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseNodeRange(
     absl::string_view text, absl::string_view flag);
 
 // The whole content of a file (binary-safe). NOT_FOUND naming the path if it
-// cannot be opened, INTERNAL if reading fails.
+// cannot be opened, INVALID_ARGUMENT "<path> is a directory, not a file" for
+// a directory, INTERNAL if reading fails.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace ldpgraph

@@ -1,5 +1,7 @@
 #include "common/dataset/dataset.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -39,17 +41,29 @@ std::string JoinPath(const std::string& dir, absl::string_view name) {
 
 // ------------------------------------------------------------------ reading
 
-// The whole file. NOT_FOUND (via errno) when it does not exist.
+// The whole file. NOT_FOUND (via errno) when it does not exist;
+// INVALID_ARGUMENT "<path> is a directory, not a file" for a directory (which
+// Linux lets fopen open, and whose SEEK_END offset is not a size).
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
   }
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) {
+    const int err = errno;
+    std::fclose(f);
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot stat ", path));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    std::fclose(f);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is a directory, not a file"));
+  }
   std::string out;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long size = std::ftell(f);
-    if (size > 0) out.reserve(static_cast<size_t>(size));
-    std::rewind(f);
+  // Only a regular file's size is its length (a pipe's or device's is not).
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    out.reserve(static_cast<size_t>(st.st_size));
   }
   constexpr size_t kChunk = size_t{1} << 20;
   while (true) {

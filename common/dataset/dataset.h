@@ -59,6 +59,8 @@ struct Dataset {
 };
 
 // Reads a dataset folder. NOT_FOUND naming a missing folder or file;
+// INVALID_ARGUMENT "<path> is a directory, not a file" where one of the three
+// files should be;
 // INVALID_ARGUMENT "<path>:<line>: <what>" for malformed content and for
 // counts that disagree with meta.json (node lines, edge lines, feature
 // indices, labels); INVALID_ARGUMENT "<path>: ..." for malformed meta.json
@@ -94,7 +96,8 @@ absl::Status WriteDataset(const Dataset& d, const std::string& dir);
 // whose first non-blank character is '#' or '%' are skipped; repeated edges
 // are merged. A third token on a line (a weight, say) is an error. Self
 // loops are an error unless allow_self_loops. Errors name path and line;
-// NOT_FOUND for a missing file.
+// NOT_FOUND for a missing file, INVALID_ARGUMENT "<path> is a directory, not
+// a file" for a directory.
 struct EdgeListOptions {
   // Number of nodes; unset means the largest id + 1. An id >= num_nodes is
   // an error.

@@ -206,6 +206,26 @@ TEST(LoadDatasetTest, MissingFileIsNotFoundNamingThePath) {
   }
 }
 
+// Linux opens a directory like a file; its SEEK_END offset is no size (on
+// ext4 it is about 2^63, and reserving that threw std::bad_alloc).
+TEST(LoadDatasetTest, DirectoryInPlaceOfAFileIsAnErrorNamingThePath) {
+  for (absl::string_view name : {"meta.json", "edges.txt", "nodes.svm"}) {
+    TempFolder dir;
+    WriteFolder(dir, Files());
+    fs::remove(dir.File(name));
+    fs::create_directory(dir.File(name));
+    const absl::Status s = LoadDataset(dir.path()).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_EQ(s.message(), dir.File(name) + " is a directory, not a file");
+  }
+  TempFolder dir;
+  fs::create_directory(dir.File("edges.txt"));
+  const absl::Status s =
+      LoadEdgeList(dir.File("edges.txt"), EdgeListOptions()).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.message(), dir.File("edges.txt") + " is a directory, not a file");
+}
+
 // ---------------------------------------------------------------- meta.json
 
 TEST(LoadDatasetTest, MalformedJsonNamesFileAndBytePosition) {
