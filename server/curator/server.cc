@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 #include "common/observability/http_endpoint.h"
 #include "common/observability/metrics.h"
@@ -57,7 +58,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   }
   std::unique_ptr<CuratorServer> s(new CuratorServer());
   s->options_ = options;
-  RETURN_IF_ERROR(MakeDir(options.data_dir));
+  RETURN_IF_ERROR(MakeDirs(options.data_dir));
   const std::string results = options.data_dir + "/results";
   RETURN_IF_ERROR(MakeDir(results));
 

@@ -4,6 +4,7 @@
 // over the cap (exit code 6).
 #include "server/ldpctl/commands.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -61,7 +62,9 @@ TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
 
   curator::ServerOptions o;
   o.listen = "127.0.0.1:0";
-  o.data_dir = dir.path() + "/curator";
+  // Under a parent that does not exist yet, as in the README's recipe
+  // (--data-dir state/curator on a fresh clone): the curator creates both.
+  o.data_dir = dir.path() + "/state/curator";
   o.graph_dir = graph;
   o.node_key = std::string(32, 'k');
   o.admin_token = token;
@@ -70,6 +73,9 @@ TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
   o.release_budget.epsilon_cap = 2;
   auto server = curator::CuratorServer::Start(o);
   ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(std::filesystem::status(o.data_dir).permissions() &
+                std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
   const std::vector<std::string> conn = {
       "--curator", absl::StrCat("127.0.0.1:", (*server)->port()), "--insecure",
       "--admin-token", token_file};
