@@ -91,7 +91,7 @@ Pipeline (the defaults of ldpgraph eval):
                       generator and the split/model seed is 1.
 Deployment:
   --hosts H           agent host processes (default 4)
-  --cap E             each node's total budget cap (default 8)
+  --cap E             each node's total budget cap, > 0 (default 8)
   --sync MODE         curator durability: full (default) or normal
   --timeout S         longest wait for enrolment or a campaign (default 600)
   --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
@@ -314,7 +314,16 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     o.hosts = static_cast<int>(*hosts);
   }
   ASSIGN_OR_RETURN(auto cap, a.GetDouble("cap"));
-  if (cap) o.cap = *cap;
+  if (cap) {
+    // The agent hosts refuse such a cap at start-up: say so here, before any
+    // process starts, rather than as an agent host's exit.
+    if (*cap <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cap must be > 0, got ", *cap,
+          " (each node's total epsilon: a node with none can answer nothing)"));
+    }
+    o.cap = *cap;
+  }
   o.sync = a.Get("sync").value_or("full");
   if (o.sync != "full" && o.sync != "normal") {
     return absl::InvalidArgumentError(

@@ -414,6 +414,9 @@ TEST_F(SimulateTest, BadInputIsAClearErrorBeforeAnyProcessStarts) {
   r = Ldpctl({"simulate", "--mechanism", "none"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("raw features"));
+  r = Ldpctl({"simulate", "--cap", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--cap must be > 0, got 0"));
   const std::string work = scratch_ + "/nobin";
   r = Ldpctl({"simulate", "--nodes", "200", "--bin-dir", scratch_ + "/nobin-dir",
               "--work-dir", work});
