@@ -99,11 +99,19 @@ Deployment:
   --work-dir DIR      work folder, empty or new; kept afterwards (default: a
                       new one under $TMPDIR, removed at the end). It holds
                       the logs, certificates, stores and ldpctl.conf
-  --keep              keep the default work folder (kept anyway on failure)
+  --keep              keep the default work folder (kept anyway on a failure
+                      once processes have started)
   --keep-running      after the table, leave the deployment up for ldpctl
                       (ldpctl --config WORK/ldpctl.conf status) until Ctrl-C
   --format F          table (default) or json: one object with the fields of
                       `ldpgraph eval --format json` plus the deployment's
+
+On failure: once the curator or an agent host has started, the work folder
+is kept and named (its logs say what went wrong). A run that fails or is
+interrupted before that (the dataset, the binaries, the work folder) has no
+log to read: what it wrote is removed, with the folder unless it existed
+before, and the error names only the cause. --keep and --keep-running keep
+the folder anyway.
 
 Examples:
   ldpctl simulate
@@ -373,6 +381,14 @@ class Simulation {
   void StopAll();
   const std::string& work_dir() const { return work_; }
   bool created_work_dir() const { return created_work_; }
+  // Whether a child process was started: its log is in the work folder.
+  bool started_processes() const { return curator_ != nullptr; }
+  // Removes everything this run wrote into the work folder, and the folder
+  // itself if this run made it; a no-op unless the folder was new or empty
+  // when the run began (so a non-empty --work-dir is never touched). For a
+  // run that failed before any process started, which leaves nothing worth
+  // keeping. Errors are ignored.
+  void RemoveWorkFiles();
   // The log tail of a process that died, for the error message.
   std::string failure_logs() const { return failure_logs_; }
 
@@ -406,7 +422,11 @@ class Simulation {
   std::ostream& err_;
   Progress progress_;
   std::string work_, dataset_dir_;
-  bool created_work_ = false;
+  bool created_work_ = false;  // the default folder under $TMPDIR
+  // Everything in work_ is this run's (it was new or empty), and whether
+  // this run made the folder itself (the default, or a new --work-dir).
+  bool owns_work_files_ = false;
+  bool made_work_ = false;
   Dataset data_;  // meta, graph and labels (features dropped once sharded)
   pipeline::PipelineConfig config_;
   std::pair<double, double> range_{-1.0, 1.0};
@@ -468,10 +488,12 @@ absl::Status Simulation::Prepare() {
     }
     work_ = tmpl;
     created_work_ = true;
+    made_work_ = true;
   } else {
     work_ = o_.work_dir;
     std::error_code ec;
-    if (fs::exists(work_) && !fs::is_empty(work_, ec)) {
+    const bool existed = fs::exists(work_, ec);
+    if (existed && !fs::is_empty(work_, ec)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "--work-dir ", work_, " is not empty: give an empty or new folder"));
     }
@@ -480,7 +502,9 @@ absl::Status Simulation::Prepare() {
       return absl::InternalError(
           absl::StrCat("cannot create ", work_, ": ", ec.message()));
     }
+    made_work_ = !existed;
   }
+  owns_work_files_ = true;
   chmod(work_.c_str(), 0700);  // secrets live here
 
   // The dataset: validated here, before any process starts.
@@ -743,6 +767,21 @@ absl::Status Simulation::Stage(
   progress_.Done(what, absl::StrFormat("%.2f s", secs));
   Record(what, secs);
   return absl::OkStatus();
+}
+
+void Simulation::RemoveWorkFiles() {
+  if (!owns_work_files_) return;
+  std::error_code ec;
+  if (made_work_) {
+    fs::remove_all(work_, ec);
+    return;
+  }
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(work_, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    entries.push_back(it->path());
+  }
+  for (const fs::path& p : entries) fs::remove_all(p, ec);
 }
 
 void Simulation::StopAll() {
@@ -1116,9 +1155,18 @@ int RunSimulate(const std::vector<std::string>& args, const std::string& self_pa
           << sim.failure_logs();
     }
     sim.StopAll();  // agents first, then the curator
+    // A run that failed before any process started has no log to read:
+    // what it wrote (a dataset, certificates, secrets) goes, with the
+    // folder if it made it, and the message does not send the user there.
+    if (!s.ok() && !keep && !sim.started_processes()) {
+      sim.RemoveWorkFiles();
+      work.clear();
+      created = false;
+    }
   }
   // A folder ldpctl made is removed unless kept; one the user named
-  // (--work-dir) is theirs and stays.
+  // (--work-dir) is theirs and stays. A failure keeps the logs and says
+  // where they are.
   if (!s.ok() && !absl::IsCancelled(s) && !work.empty()) {
     err << "ldpctl simulate: logs, stores and certificates are in " << work
         << "\n";

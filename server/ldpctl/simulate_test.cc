@@ -1,10 +1,15 @@
 // `ldpctl simulate` in this process, for what happens before (or instead
-// of) a deployment: flag validation. The deployment itself is tested end to
-// end, with the real binaries, in tests/integration/simulate_test.cc.
+// of) a deployment: flag validation, and the work folder of a run that fails
+// before or as its first process starts (a stand-in curator that exits at
+// once). The deployment itself is tested end to end, with the real
+// binaries, in tests/integration/simulate_test.cc.
 #include "server/ldpctl/simulate.h"
+
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -19,20 +24,27 @@
 namespace ldpgraph::ldpctl {
 namespace {
 
+namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Result {
   int code;
   std::string out, err;
 };
 
-// Each test's own $TMPDIR, where simulate makes its default work folder.
+// Each test's own $TMPDIR (tmp_), where simulate makes its default work
+// folder, and a scratch folder (scratch_) beside it.
 class SimulateTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    tmp_ = root_.File("tmp");
+    scratch_ = root_.File("scratch");
+    fs::create_directory(tmp_);
+    fs::create_directory(scratch_);
     const char* old = std::getenv("TMPDIR");
     if (old != nullptr) old_tmpdir_ = old;
-    setenv("TMPDIR", tmp_.path().c_str(), 1);
+    setenv("TMPDIR", tmp_.c_str(), 1);
   }
   void TearDown() override {
     if (old_tmpdir_) {
@@ -48,7 +60,17 @@ class SimulateTest : public ::testing::Test {
     return {code, out.str(), err.str()};
   }
 
-  TempFolder tmp_;
+  // The default work folders simulate left in $TMPDIR.
+  std::vector<std::string> LeftInTmp() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(tmp_)) {
+      out.push_back(e.path().string());
+    }
+    return out;
+  }
+
+  TempFolder root_;
+  std::string tmp_, scratch_;
   std::optional<std::string> old_tmpdir_;
 };
 
@@ -63,11 +85,95 @@ TEST_F(SimulateTest, CapMustBePositive) {
     EXPECT_THAT(r.err, HasSubstr("can answer nothing"));
     EXPECT_THAT(r.err, HasSubstr("ldpctl simulate --help"));
     EXPECT_EQ(r.out, "");
-    EXPECT_TRUE(std::filesystem::is_empty(tmp_.path()));
+    EXPECT_TRUE(fs::is_empty(tmp_));
   }
   Result r = Simulate({"--cap", "nan"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("--cap must be a finite number"));
+}
+
+// A failure before any process starts leaves no log: the default folder
+// goes, and the error names only the cause.
+TEST_F(SimulateTest, EarlyFailureRemovesTheDefaultFolderAndDoesNotNameIt) {
+  const std::string missing = scratch_ + "/no-such-dataset";
+  Result r = Simulate({"--dataset", missing});
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(missing));
+  EXPECT_THAT(r.err, Not(HasSubstr("ldpctl-sim-")));
+  EXPECT_THAT(r.err, Not(HasSubstr("are in")));
+  EXPECT_THAT(LeftInTmp(), ::testing::IsEmpty());
+
+  // Past the dataset and the certificates, the binaries are missing.
+  r = Simulate({"--nodes", "400", "--hosts", "2", "--bin-dir",
+                scratch_ + "/no-bin"});
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("/no-bin/ldpgraph-curator"));
+  EXPECT_THAT(r.err, Not(HasSubstr("ldpctl-sim-")));
+  EXPECT_THAT(LeftInTmp(), ::testing::IsEmpty());
+}
+
+TEST_F(SimulateTest, EarlyFailureCleansANamedWorkDirAndKeepsOneThatExisted) {
+  const std::vector<std::string> fail = {"--nodes", "400", "--hosts", "2",
+                                         "--bin-dir", scratch_ + "/no-bin"};
+  // A new --work-dir that simulate made: removed.
+  const std::string fresh = scratch_ + "/runs/w1";
+  std::vector<std::string> args = fail;
+  args.insert(args.end(), {"--work-dir", fresh});
+  Result r = Simulate(args);
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr(fresh)));
+  EXPECT_FALSE(fs::exists(fresh));
+
+  // An empty one that existed: emptied again, so the same command can be
+  // run once the cause is fixed, and left in place.
+  const std::string existing = scratch_ + "/w2";
+  fs::create_directory(existing);
+  args = fail;
+  args.insert(args.end(), {"--work-dir", existing});
+  r = Simulate(args);
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr(existing)));
+  EXPECT_TRUE(fs::is_directory(existing));
+  EXPECT_TRUE(fs::is_empty(existing));
+
+  // A non-empty one is refused and never touched.
+  const std::string full = scratch_ + "/w3";
+  fs::create_directory(full);
+  std::ofstream(full + "/mine.txt") << "x";
+  args = fail;
+  args.insert(args.end(), {"--work-dir", full});
+  r = Simulate(args);
+  EXPECT_EQ(r.code, kExitRefused) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(full + " is not empty"));
+  EXPECT_THAT(r.err, Not(HasSubstr("are in")));
+  EXPECT_TRUE(fs::exists(full + "/mine.txt"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(full), fs::directory_iterator()), 1);
+
+  // --keep keeps it anyway.
+  const std::string kept = scratch_ + "/w4";
+  args = fail;
+  args.insert(args.end(), {"--work-dir", kept, "--keep"});
+  r = Simulate(args);
+  EXPECT_EQ(r.code, kExitNotFound) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(kept));
+  EXPECT_TRUE(fs::exists(kept + "/tls"));
+}
+
+// Once a process has started, its log is worth reading: the folder stays
+// and the error says where.
+TEST_F(SimulateTest, AFailureAfterAProcessStartedKeepsAndNamesTheFolder) {
+  const std::string curator = scratch_ + "/ldpgraph-curator";
+  std::ofstream(curator) << "#!/bin/sh\necho 'stand-in curator: broken' >&2\nexit 3\n";
+  fs::permissions(curator, fs::perms(0755));
+  Result r = Simulate({"--nodes", "400", "--hosts", "2", "--bin-dir", scratch_});
+  EXPECT_EQ(r.code, kExitFailed) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("curator exited with status 3"));
+  EXPECT_THAT(r.err, HasSubstr("stand-in curator: broken"));
+  const std::vector<std::string> left = LeftInTmp();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_THAT(r.err,
+              HasSubstr(absl::StrCat("logs, stores and certificates are in ", left[0])));
+  EXPECT_TRUE(fs::exists(left[0] + "/curator.log"));
 }
 
 }  // namespace
