@@ -446,6 +446,13 @@ absl::Status Curator::Check(const Session& session, const v1::Report& report,
       if (report.refusal().reason() == v1::REFUSAL_REASON_UNSPECIFIED) {
         return absl::InvalidArgumentError("refusal without a reason");
       }
+      // proto3 enums are open: an unknown number parses, and would be
+      // stored as a reason no one can read.
+      if (!v1::RefusalReason_IsValid(report.refusal().reason())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "refusal reason ", static_cast<int>(report.refusal().reason()),
+            " is not a known RefusalReason"));
+      }
       if (report.refusal().message().size() > 1024) {
         return absl::InvalidArgumentError(absl::StrCat(
             "refusal message of ", report.refusal().message().size(),

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/temp_folder.h"
 #include "common/wire/codec.h"
 #include "gmock/gmock.h"
@@ -198,6 +199,43 @@ TEST_F(CuratorTest, QuorumClosesAndLateReportsAreRefused) {
   EXPECT_TRUE(ack->results(1).duplicate());
   Reopen();
   EXPECT_EQ(curator_->GetCampaign("c1")->state(), v1::CAMPAIGN_STATE_CLOSED);
+}
+
+// A refusal's reason must be one the curator knows: proto3 parses any
+// number, and an unknown one would be stored with no meaning to show.
+TEST_F(CuratorTest, RefusalWithAnUnknownReasonIsRejectedAndNotStored) {
+  auto session = Enrol({0, 1, 2, 3});
+  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  v1::ReportBatch batch;
+  const std::vector<int> unknown = {5, 13, 99};
+  for (size_t i = 0; i < unknown.size(); ++i) {
+    v1::Report* r = batch.add_reports();
+    r->set_campaign_id("c1");
+    r->set_node_id(static_cast<uint32_t>(i));
+    r->mutable_refusal()->set_reason(static_cast<v1::RefusalReason>(unknown[i]));
+    r->mutable_refusal()->set_message("from a newer agent");
+  }
+  v1::Report* known = batch.add_reports();
+  known->set_campaign_id("c1");
+  known->set_node_id(3);
+  known->mutable_refusal()->set_reason(v1::REFUSAL_REASON_POLICY);
+  auto ack = curator_->Ingest(*session, batch);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  for (size_t i = 0; i < unknown.size(); ++i) {
+    SCOPED_TRACE(unknown[i]);
+    EXPECT_EQ(ack->results(static_cast<int>(i)).code(),
+              static_cast<int>(absl::StatusCode::kInvalidArgument));
+    EXPECT_EQ(ack->results(static_cast<int>(i)).message(),
+              absl::StrCat("refusal reason ", unknown[i],
+                           " is not a known RefusalReason"));
+  }
+  EXPECT_EQ(ack->results(3).code(), 0);
+  auto refusals = curator_->ListRefusals("c1");
+  ASSERT_TRUE(refusals.ok()) << refusals.status();
+  ASSERT_EQ(refusals->size(), 1u);
+  EXPECT_EQ((*refusals)[0].node_id(), 3u);
+  EXPECT_EQ((*refusals)[0].reason(), v1::REFUSAL_REASON_POLICY);
+  EXPECT_EQ(curator_->GetCampaign("c1")->progress().refused(), 1u);
 }
 
 TEST_F(CuratorTest, TasksGoOnlyToPendingNodesOfTheSession) {

@@ -363,8 +363,13 @@ struct Output {
   }
 };
 
-// "CAMPAIGN_STATE_OPEN" -> "open".
-std::string Short(const std::string& enum_name, absl::string_view prefix) {
+// "CAMPAIGN_STATE_OPEN" -> "open". enum_name is the generated *_Name() of
+// value, which is empty for a number this ldpctl does not know (proto3 enums
+// are open: a newer curator's value, or one an older curator stored without
+// checking it): shown as "unknown(<value>)", never blank.
+std::string Short(const std::string& enum_name, absl::string_view prefix,
+                  int value) {
+  if (enum_name.empty()) return absl::StrCat("unknown(", value, ")");
   absl::string_view name(enum_name);
   absl::ConsumePrefix(&name, prefix);
   return absl::AsciiStrToLower(name);
@@ -379,9 +384,10 @@ void CampaignHeader(std::ostream& out) {
 void CampaignRow(std::ostream& out, const v1::Campaign& c) {
   out << absl::StrFormat(
       "%-6s %-8s %-9s %-17s %8g %8u %8u %8u %8u  %s\n", c.id(),
-      Short(v1::CampaignState_Name(c.state()), "CAMPAIGN_STATE_"),
-      Short(v1::Attribute_Name(c.attribute()), "ATTRIBUTE_"),
-      Short(v1::MechanismKind_Name(c.spec().kind()), "MECHANISM_KIND_"),
+      Short(v1::CampaignState_Name(c.state()), "CAMPAIGN_STATE_", c.state()),
+      Short(v1::Attribute_Name(c.attribute()), "ATTRIBUTE_", c.attribute()),
+      Short(v1::MechanismKind_Name(c.spec().kind()), "MECHANISM_KIND_",
+            c.spec().kind()),
       c.spec().epsilon(), c.progress().targeted(), c.progress().reported(),
       c.progress().refused(), c.progress().rejected(), c.name());
 }
@@ -1087,7 +1093,8 @@ absl::Status RunAdmin(const std::string& command, const std::string& sub,
     for (const auto& r : out.refusals()) {
       o.out << absl::StrFormat(
           "%-8u %-18s %s\n", r.node_id(),
-          Short(v1::RefusalReason_Name(r.reason()), "REFUSAL_REASON_"),
+          Short(v1::RefusalReason_Name(r.reason()), "REFUSAL_REASON_",
+                r.reason()),
           r.message());
     }
     return absl::OkStatus();

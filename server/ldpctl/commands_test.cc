@@ -1,7 +1,8 @@
 // `ldpctl release` end to end: usage errors before any connection, then
 // against a curator served in this process (plaintext on loopback): a
 // release, the ledger, the export of its rows, and the refusal of a release
-// over the cap (exit code 6).
+// over the cap (exit code 6). And how ldpctl shows enum values it does not
+// know, against a stand-in admin service that returns them.
 #include "server/ldpctl/commands.h"
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/curator/server.h"
 
 namespace ldpgraph::ldpctl {
@@ -106,6 +108,67 @@ TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
   EXPECT_EQ(r.code, 6) << r.err;
   EXPECT_THAT(r.err, HasSubstr("over the cap of 2"));
   (*server)->Shutdown(absl::Seconds(1));
+}
+
+// An admin service that answers ListRefusals and ListCampaigns with enum
+// numbers outside the proto: what a newer curator sends, or what an older
+// one stored before it checked refusal reasons.
+class UnknownEnumsAdmin final : public v1::AdminService::Service {
+ public:
+  grpc::Status ListRefusals(grpc::ServerContext*,
+                            const v1::ListRefusalsRequest* req,
+                            v1::ListRefusalsResponse* out) override {
+    EXPECT_EQ(req->campaign_id(), "c1");
+    v1::RefusalRecord* r = out->add_refusals();
+    r->set_node_id(7);
+    r->set_reason(v1::REFUSAL_REASON_NO_DATA);
+    r->set_message("no label");
+    r = out->add_refusals();
+    r->set_node_id(8);
+    r->set_reason(static_cast<v1::RefusalReason>(99));
+    r->set_message("from elsewhere");
+    return grpc::Status::OK;
+  }
+  grpc::Status ListCampaigns(grpc::ServerContext*, const v1::ListCampaignsRequest*,
+                             v1::ListCampaignsResponse* out) override {
+    v1::Campaign* c = out->add_campaigns();
+    c->set_id("c1");
+    c->set_state(static_cast<v1::CampaignState>(13));
+    c->set_attribute(v1::ATTRIBUTE_FEATURES);
+    c->mutable_spec()->set_kind(static_cast<v1::MechanismKind>(5000));
+    c->mutable_spec()->set_epsilon(1);
+    return grpc::Status::OK;
+  }
+};
+
+TEST(LdpctlDisplayTest, UnknownEnumValuesAreShownAsUnknownWithTheirNumber) {
+  TempFolder dir;
+  const std::string token_file = dir.path() + "/admin.token";
+  std::ofstream(token_file) << std::string(32, 'a') << "\n";
+  UnknownEnumsAdmin service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  const std::vector<std::string> conn = {
+      "--curator", absl::StrCat("127.0.0.1:", port), "--insecure",
+      "--admin-token", token_file};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), conn.begin(), conn.end());
+    return Ldpctl(args);
+  };
+
+  Result r = with({"campaign", "refusals", "c1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("7        no_data            no label"));
+  EXPECT_THAT(r.out, HasSubstr("8        unknown(99)        from elsewhere"));
+
+  r = with({"campaign", "list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("c1     unknown(13) features  unknown(5000)"));
+  server->Shutdown();
 }
 
 }  // namespace
