@@ -844,14 +844,16 @@ absl::Status Curator::CloseLocked(CampaignState& c, absl::string_view reason,
   row.id = c.id;
   row.open = false;
   row.record = record.SerializeAsString();
-  RETURN_IF_ERROR(store_->UpdateCampaign(row));
-  c.record = std::move(record);
-  RETURN_IF_ERROR(store_->Audit(
-      reason == "operator" ? "admin" : "curator", "campaign.close",
+  // The closed state and its audit entry in one transaction, and in memory
+  // only once both are stored: a failure (a full disk) leaves the campaign
+  // open everywhere, and a retry closes it.
+  RETURN_IF_ERROR(store_->UpdateCampaignAndAudit(
+      row, reason == "operator" ? "admin" : "curator", "campaign.close",
       absl::StrFormat(
           R"({"campaign":"%s","reason":"%s","targeted":%d,"reported":%d,"refused":%d,"rejected":%d})",
           CampaignName(c.id), reason, c.targeted, c.reported, c.refused,
           c.rejected)));
+  c.record = std::move(record);
   BumpGeneration();
   return absl::OkStatus();
 }

@@ -24,9 +24,9 @@ class CuratorTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
   void TearDown() override { curator_.reset(); }
-  void Reopen() {
+  void Reopen(store::CuratorStore::Options store_options = {}) {
     curator_.reset();
-    auto store = store::CuratorStore::Open(dir_.path(), {});
+    auto store = store::CuratorStore::Open(dir_.path(), store_options);
     ASSERT_TRUE(store.ok()) << store.status();
     Curator::Options o;
     o.num_nodes = kNodes;
@@ -236,6 +236,67 @@ TEST_F(CuratorTest, RefusalWithAnUnknownReasonIsRejectedAndNotStored) {
   EXPECT_EQ((*refusals)[0].node_id(), 3u);
   EXPECT_EQ((*refusals)[0].reason(), v1::REFUSAL_REASON_POLICY);
   EXPECT_EQ(curator_->GetCampaign("c1")->progress().refused(), 1u);
+}
+
+// Closing stores the closed state and its audit entry in one transaction,
+// and changes the campaign in memory only once that is done: on a full disk
+// it stays open (in memory, in the store, in the audit log), and a retry
+// once there is room closes it, audited once.
+TEST_F(CuratorTest, ACloseThatFailsOnAFullDiskLeavesTheCampaignOpen) {
+  store::CuratorStore::Options full;
+  full.max_bytes = 64 * 1024;
+  Reopen(full);
+  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  // Audit rows, the largest first, until not even an empty one fits.
+  store::CuratorStore& store = curator_->store();
+  int filled = 0;
+  for (size_t size : {4096, 512, 64, 0}) {
+    for (int i = 0; i < 10000; ++i) {
+      if (!store.Audit("filler", "fill", std::string(size, 'f')).ok()) {
+        ++filled;
+        break;
+      }
+    }
+  }
+  ASSERT_EQ(filled, 4) << "64 KiB never filled up";
+  auto close_audits = [](store::CuratorStore& s) {
+    auto rows = s.ListAudit(0, 100000);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    int n = 0;
+    for (const auto& r : rows.ok() ? *rows : std::vector<store::AuditRow>()) {
+      n += r.action == "campaign.close" ? 1 : 0;
+    }
+    return n;
+  };
+  auto stored_open = [](store::CuratorStore& s) {
+    auto rows = s.ListCampaigns();
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    if (!rows.ok() || rows->size() != 1) return false;
+    v1::Campaign c;
+    EXPECT_TRUE(c.ParseFromString((*rows)[0].record));
+    return (*rows)[0].open && c.state() == v1::CAMPAIGN_STATE_OPEN;
+  };
+
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    SCOPED_TRACE(attempt);
+    auto closed = curator_->CloseCampaign("c1");
+    EXPECT_EQ(closed.status().code(), absl::StatusCode::kResourceExhausted)
+        << closed.status();
+    EXPECT_EQ(curator_->GetCampaign("c1")->state(), v1::CAMPAIGN_STATE_OPEN);
+    EXPECT_TRUE(stored_open(curator_->store()));
+    EXPECT_EQ(close_audits(curator_->store()), 0);
+  }
+
+  // Room again (the store reopened without the limit): it reloads open, and
+  // the retry closes it with one audit entry.
+  Reopen();
+  EXPECT_EQ(curator_->GetCampaign("c1")->state(), v1::CAMPAIGN_STATE_OPEN);
+  auto closed = curator_->CloseCampaign("c1");
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_EQ(closed->state(), v1::CAMPAIGN_STATE_CLOSED);
+  EXPECT_EQ(closed->close_reason(), "operator");
+  EXPECT_FALSE(stored_open(curator_->store()));
+  EXPECT_EQ(close_audits(curator_->store()), 1);
 }
 
 TEST_F(CuratorTest, TasksGoOnlyToPendingNodesOfTheSession) {

@@ -619,6 +619,35 @@ struct CuratorStore::Impl {
     return status;
   }
 
+  // Inside a write transaction: replaces campaign row.id's state and
+  // record; NOT_FOUND (the caller's transaction rolls back) if there is no
+  // such campaign.
+  absl::Status UpdateCampaignRow(absl::string_view operation,
+                                 const CampaignRow& row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    sqlite3_stmt* stmt = stmts.update_campaign.get();
+    ScopedReset reset(stmt);
+    RETURN_IF_ERROR(BindOrError(operation, stmt, row.id,
+                                int64_t{row.open ? 1 : 0}, Blob{row.record}));
+    RETURN_IF_ERROR(StepDone(operation, stmt));
+    if (sqlite3_changes(db.get()) == 0) {
+      return absl::NotFoundError(absl::StrCat("no campaign ", row.id));
+    }
+    return absl::OkStatus();
+  }
+
+  // Inside a write transaction: appends one row to the audit log.
+  absl::Status InsertAudit(absl::string_view operation, int64_t unix_ms,
+                           const std::string& actor, const std::string& action,
+                           const std::string& details_json)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    sqlite3_stmt* stmt = stmts.insert_audit.get();
+    ScopedReset reset(stmt);
+    RETURN_IF_ERROR(BindOrError(operation, stmt, unix_ms, Text{actor},
+                                Text{action}, Text{details_json}));
+    return StepDone(operation, stmt);
+  }
+
   absl::Status CorruptRow(int64_t id, int64_t campaign, absl::string_view what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return absl::DataLossError(absl::StrCat("curator store ", path,
@@ -977,22 +1006,25 @@ absl::Status CuratorStore::UpdateCampaign(const CampaignRow& row) {
   Impl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   const std::string operation = absl::StrCat("updating campaign ", row.id);
-  bool found = false;
-  RETURN_IF_ERROR(s.InTransaction(
+  return s.InTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+        return s.UpdateCampaignRow(operation, row);
+      });
+}
+
+absl::Status CuratorStore::UpdateCampaignAndAudit(
+    const CampaignRow& row, const std::string& actor,
+    const std::string& action, const std::string& details_json) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  Impl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  const std::string operation =
+      absl::StrCat("updating campaign ", row.id, " and auditing ", action);
+  return s.InTransaction(
       operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        sqlite3_stmt* stmt = s.stmts.update_campaign.get();
-        ScopedReset reset(stmt);
-        RETURN_IF_ERROR(s.BindOrError(operation, stmt, row.id,
-                                      int64_t{row.open ? 1 : 0},
-                                      Blob{row.record}));
-        RETURN_IF_ERROR(s.StepDone(operation, stmt));
-        found = sqlite3_changes(s.db.get()) > 0;
-        return absl::OkStatus();
-      }));
-  if (!found) {
-    return absl::NotFoundError(absl::StrCat("no campaign ", row.id));
-  }
-  return absl::OkStatus();
+        RETURN_IF_ERROR(s.UpdateCampaignRow(operation, row));
+        return s.InsertAudit(operation, now_ms, actor, action, details_json);
+      });
 }
 
 absl::StatusOr<std::vector<CampaignRow>> CuratorStore::ListCampaigns() {
@@ -1297,12 +1329,8 @@ absl::Status CuratorStore::Audit(const std::string& actor,
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "appending to the audit log";
   return s.InTransaction(
-      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        sqlite3_stmt* stmt = s.stmts.insert_audit.get();
-        ScopedReset reset(stmt);
-        RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, now_ms, Text{actor},
-                                      Text{action}, Text{details_json}));
-        return s.StepDone(kOperation, stmt);
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+        return s.InsertAudit(kOperation, now_ms, actor, action, details_json);
       });
 }
 

@@ -136,6 +136,13 @@ class CuratorStore {
   // Replaces the record and state of an existing campaign (NOT_FOUND if
   // none).
   absl::Status UpdateCampaign(const CampaignRow& row);
+  // UpdateCampaign and Audit in one transaction: both are stored or neither
+  // (NOT_FOUND for no such campaign, RESOURCE_EXHAUSTED for a full disk,
+  // ...), so a campaign's change of state is never without its audit entry.
+  absl::Status UpdateCampaignAndAudit(const CampaignRow& row,
+                                      const std::string& actor,
+                                      const std::string& action,
+                                      const std::string& details_json);
   // All campaigns, by ascending id.
   absl::StatusOr<std::vector<CampaignRow>> ListCampaigns();
 

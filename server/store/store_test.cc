@@ -605,6 +605,93 @@ void ExecSql(const std::string& dir, const std::string& sql) {
   sqlite3_close(db);
 }
 
+// Audit rows, the largest first, until not even an empty one fits: then no
+// write that needs room in the audit table can succeed. False if the store
+// never filled up.
+bool FillUpTheAuditLog(CuratorStore& store) {
+  int failures = 0;
+  for (size_t size : {4096, 512, 64, 0}) {
+    for (int i = 0; i < 10000; ++i) {
+      absl::Status s = store.Audit("filler", "fill", std::string(size, 'f'));
+      if (s.ok()) continue;
+      EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+      ++failures;
+      break;
+    }
+  }
+  return failures == 4;
+}
+
+bool Audited(CuratorStore& store, const std::string& action) {
+  auto rows = store.ListAudit(0, 100000);
+  EXPECT_TRUE(rows.ok()) << rows.status();
+  if (!rows.ok()) return false;
+  return std::any_of(rows->begin(), rows->end(),
+                     [&](const AuditRow& r) { return r.action == action; });
+}
+
+TEST(CuratorStoreTest, UpdateCampaignAndAuditStoresBothOrNeither) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.max_bytes = 64 * 1024;
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateCampaign([](int64_t) { return std::string("open-1"); })
+                  .ok());
+  ASSERT_TRUE(store->CreateCampaign([](int64_t) { return std::string("open-2"); })
+                  .ok());
+
+  // Both, when there is room.
+  ASSERT_TRUE(store
+                  ->UpdateCampaignAndAudit(CampaignRow{1, false, "shut-1"},
+                                           "admin", "campaign.close",
+                                           R"({"campaign":"c1"})")
+                  .ok());
+  auto campaigns = store->ListCampaigns();
+  ASSERT_TRUE(campaigns.ok());
+  EXPECT_FALSE((*campaigns)[0].open);
+  EXPECT_EQ((*campaigns)[0].record, "shut-1");
+  auto audit = store->ListAudit(0, 10);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 1u);
+  EXPECT_EQ((*audit)[0].actor, "admin");
+  EXPECT_EQ((*audit)[0].action, "campaign.close");
+  EXPECT_EQ((*audit)[0].details_json, R"({"campaign":"c1"})");
+
+  // No such campaign: no audit entry either.
+  absl::Status status = store->UpdateCampaignAndAudit(
+      CampaignRow{7, false, "x"}, "admin", "campaign.seven", "{}");
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_FALSE(Audited(*store, "campaign.seven"));
+
+  // A full disk: the campaign's row (same size, so it would fit alone) is
+  // rolled back with the audit entry that did not fit.
+  ASSERT_TRUE(FillUpTheAuditLog(*store));
+  status = store->UpdateCampaignAndAudit(CampaignRow{2, false, "shut-2"},
+                                         "curator", "campaign.close2",
+                                         std::string(200, 'd'));
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_THAT(status.message(), HasSubstr("campaign 2"));
+  campaigns = store->ListCampaigns();
+  ASSERT_TRUE(campaigns.ok());
+  EXPECT_TRUE((*campaigns)[1].open);
+  EXPECT_EQ((*campaigns)[1].record, "open-2");
+  EXPECT_FALSE(Audited(*store, "campaign.close2"));
+
+  // Space freed (behind the store's back): the same call succeeds.
+  ExecSql(dir.path(), "DELETE FROM audit WHERE actor = 'filler'");
+  ASSERT_TRUE(store
+                  ->UpdateCampaignAndAudit(CampaignRow{2, false, "shut-2"},
+                                           "curator", "campaign.close2",
+                                           std::string(200, 'd'))
+                  .ok());
+  campaigns = store->ListCampaigns();
+  ASSERT_TRUE(campaigns.ok());
+  EXPECT_FALSE((*campaigns)[1].open);
+  EXPECT_EQ((*campaigns)[1].record, "shut-2");
+  EXPECT_TRUE(Audited(*store, "campaign.close2"));
+}
+
 TEST(CuratorStoreTest, OpenRejectsAVersionOneStore) {
   TempDir dir;
   // Version 1 kept one row per answer; there is no migration.
