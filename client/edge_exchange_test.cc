@@ -178,6 +178,9 @@ class FakeCurator {
   }
   // Fails every call while set (the curator is down).
   std::atomic<bool> down{false};
+  // Set: the curator goes down right after the next relay is stored, so an
+  // outage lands mid-exchange however fast the exchange runs.
+  std::atomic<bool> down_after_relay{false};
 
  private:
   absl::Mutex mu_;
@@ -211,7 +214,11 @@ class FakeTransport : public ExchangeTransport {
         return absl::PermissionDeniedError("not this session's node");
       }
     }
-    return curator_->Relay(messages);
+    absl::Status s = curator_->Relay(messages);
+    if (s.ok() && curator_->down_after_relay.exchange(false)) {
+      curator_->down = true;
+    }
+    return s;
   }
   absl::StatusOr<std::vector<v1::SealedMessage>> Fetch(
       const std::string& campaign, uint64_t after, uint32_t max) override {
@@ -580,9 +587,13 @@ TEST_F(ExchangeTest, ACuratorOutageIsWaitedOut) {
   o.retry_max = absl::Milliseconds(50);
   StartHosts({}, o);
   const v1::Task task = Task("c1", 1, /*timeout_ms=*/400);
+  curator_.down_after_relay = true;
   for (Host& h : hosts_) ASSERT_TRUE(h.runner->Start(task).ok());
-  absl::SleepFor(absl::Milliseconds(30));
-  curator_.down = true;
+  const absl::Time until = absl::Now() + absl::Seconds(30);
+  while (!curator_.down && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(curator_.down) << "no relay reached the curator";
   absl::SleepFor(absl::Milliseconds(1500));
   curator_.down = false;
   for (Host& h : hosts_) ASSERT_TRUE(h.runner->WaitIdle(absl::Seconds(60)));
