@@ -1,5 +1,9 @@
 #include "server/curator/services.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <thread>
@@ -48,6 +52,72 @@ grpc::Status ToGrpcStatus(const absl::Status& s) {
 
 // --- agent service ----------------------------------------------------------
 
+// A pool of threads for work that may block (store writes, waiting on the
+// core's locks): gRPC runs every callback on a couple of threads (two on a
+// two-core machine), so a callback that blocks stalls every stream and call
+// of the server. Threads start when work arrives and none is idle,
+// at most max_threads; work beyond that waits in order. Idle threads wait
+// for more; all are joined on destruction, after the queue drains.
+class WorkPool {
+ public:
+  // nice: added to each thread's scheduling niceness (Linux threads have
+  // their own), so that a pool of bulk work yields the CPU to another.
+  explicit WorkPool(int max_threads, int nice = 0)
+      : max_threads_(std::max(1, max_threads)), nice_(nice) {}
+  ~WorkPool() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void Submit(std::function<void()> fn) {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(fn));
+    if (idle_ == 0 && static_cast<int>(threads_.size()) < max_threads_) {
+      threads_.emplace_back([this] {
+        if (nice_ != 0) {
+          // Best effort: an unprivileged process can always raise it.
+          errno = 0;
+          const int now = ::getpriority(PRIO_PROCESS, ::gettid());
+          if (errno == 0) ::setpriority(PRIO_PROCESS, ::gettid(), now + nice_);
+        }
+        Loop();
+      });
+    }
+  }
+
+ private:
+  void Loop() {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      ++idle_;
+      mu_.Await(absl::Condition(
+          +[](WorkPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
+            return p->stop_ || !p->queue_.empty();
+          },
+          this));
+      --idle_;
+      if (queue_.empty()) return;  // stopping, and nothing left
+      std::function<void()> fn = std::move(queue_.front());
+      queue_.pop_front();
+      mu_.Unlock();
+      fn();
+      mu_.Lock();
+    }
+  }
+
+  const int max_threads_;
+  const int nice_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+
 namespace {
 
 // Parses a raw request; INVALID_ARGUMENT naming the method and the type when
@@ -89,20 +159,24 @@ std::string Metadata(grpc::CallbackServerContext* ctx, absl::string_view key) {
 
 // A unary call: parse, run fn, serialise, observe, finish. fn runs on the
 // callback thread that delivered the request.
+// fn runs on `pool` (it may block), then the call finishes from there.
 template <typename Request, typename Response, typename Fn>
 grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
                                 const grpc::ByteBuffer* raw_request,
                                 grpc::ByteBuffer* raw_response,
                                 const RpcObserver& observer,
-                                absl::string_view method, Fn fn) {
-  RpcTimer timer(observer, method);
-  Request request;
-  Response response;
-  absl::Status s = ParseRequest(*raw_request, method, &request);
-  if (s.ok()) s = fn(request, &response);
-  if (s.ok()) s = SerializeResponse(response, raw_response);
+                                absl::string_view method, WorkPool* pool,
+                                Fn fn) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(timer.Done(s));
+  pool->Submit([=, &observer, fn = std::move(fn)] {
+    RpcTimer timer(observer, method);
+    Request request;
+    Response response;
+    absl::Status s = ParseRequest(*raw_request, method, &request);
+    if (s.ok()) s = fn(request, &response);
+    if (s.ok()) s = SerializeResponse(response, raw_response);
+    reactor->Finish(timer.Done(s));
+  });
   return reactor;
 }
 
@@ -122,9 +196,9 @@ class Refused final : public Reactor {
 // called with mu_ held, so an inline completion cannot deadlock.
 class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  TaskStream(Curator* curator, TaskStreamHub* hub,
+  TaskStream(Curator* curator, TaskStreamHub* hub, WorkPool* pool,
              std::shared_ptr<const Session> session)
-      : curator_(curator), hub_(hub), session_(std::move(session)) {}
+      : curator_(curator), hub_(hub), pool_(pool), session_(std::move(session)) {}
 
   // Something may have changed: look for tasks not sent yet.
   void Poke() {
@@ -159,7 +233,8 @@ class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Finish(grpc::Status::OK);
       return;
     }
-    Pump();
+    // The next look for tasks takes the core's lock: not on gRPC's thread.
+    pool_->Submit([this] { Pump(); });
   }
 
   void OnCancel() override { Close(); }
@@ -209,6 +284,7 @@ class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   Curator* const curator_;
   TaskStreamHub* const hub_;
+  WorkPool* const pool_;
   const std::shared_ptr<const Session> session_;
   absl::Mutex mu_;
   // busy_: a pump runs or a write is in flight (whoever holds it writes).
@@ -285,9 +361,13 @@ void TaskStream::OnDone() {
 class ReportStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  ReportStream(Curator* curator, std::shared_ptr<const Session> session,
+  ReportStream(Curator* curator, WorkPool* pool,
+               std::shared_ptr<const Session> session,
                const RpcObserver& observer)
-      : curator_(curator), session_(std::move(session)), observe_(observer) {
+      : curator_(curator),
+        pool_(pool),
+        session_(std::move(session)),
+        observe_(observer) {
     StartRead(&in_);
   }
 
@@ -296,6 +376,20 @@ class ReportStream final
       Finish(grpc::Status::OK);
       return;
     }
+    // Ingesting writes to the store: not on gRPC's thread.
+    pool_->Submit([this] { Ingest(); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    StartRead(&in_);
+  }
+
+ private:
+  void Ingest() {
     ++batches_;
     RpcTimer timer(observe_, "Report.batch");
     // The batch lives on an arena, freed in one go below: a batch is
@@ -324,14 +418,7 @@ class ReportStream final
     StartWrite(&out_);
   }
 
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    StartRead(&in_);
-  }
-
+ public:
   // Blocks from 4 KiB up to 32 KiB: below glibc's 64 KiB threshold at which
   // a free consolidates the whole heap.
   static google::protobuf::ArenaOptions ArenaOptions() {
@@ -345,6 +432,7 @@ class ReportStream final
 
  private:
   Curator* const curator_;
+  WorkPool* const pool_;
   const std::shared_ptr<const Session> session_;
   const RpcObserver& observe_;
   grpc::ByteBuffer in_, out_;
@@ -354,7 +442,8 @@ class ReportStream final
 AgentServiceImpl::AgentServiceImpl(Curator* curator, RpcObserver observer)
     : curator_(curator),
       observe_(std::move(observer)),
-      hub_(std::make_unique<TaskStreamHub>(curator)) {}
+      hub_(std::make_unique<TaskStreamHub>(curator)),
+      pool_(std::make_unique<WorkPool>(kAgentThreads, kAgentNice)) {}
 
 AgentServiceImpl::~AgentServiceImpl() { Stop(); }
 
@@ -374,7 +463,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Enrol(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
   return Unary<v1::EnrolRequest, v1::EnrolResponse>(
-      ctx, req, resp, observe_, "Enrol",
+      ctx, req, resp, observe_, "Enrol", pool_.get(),
       [this](const v1::EnrolRequest& r, v1::EnrolResponse* out) -> absl::Status {
         ASSIGN_OR_RETURN(auto session, curator_->Enrol(r));
         out->set_session_token(session->token);
@@ -392,14 +481,15 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* AgentServiceImpl::Subscribe(
     return new Refused<grpc::ServerWriteReactor<grpc::ByteBuffer>>(
         parsed.ok() ? session.status() : parsed);
   }
-  auto* stream = new TaskStream(curator_, hub_.get(), *std::move(session));
+  auto* stream =
+      new TaskStream(curator_, hub_.get(), pool_.get(), *std::move(session));
   if (!hub_->Add(stream)) {
     // Shutting down: the stream was never registered, so it must not be
     // removed either; finish it through the ordinary path.
     stream->Close();
     return stream;
   }
-  stream->Poke();  // what is pending already
+  pool_->Submit([stream] { stream->Poke(); });  // what is pending already
   return stream;
 }
 
@@ -411,15 +501,15 @@ AgentServiceImpl::Report(grpc::CallbackServerContext* ctx) {
         grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
         session.status());
   }
-  return new ReportStream(curator_, *std::move(session), observe_);
+  return new ReportStream(curator_, pool_.get(), *std::move(session), observe_);
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Relay(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
   return Unary<v1::RelayRequest, v1::RelayResponse>(
-      ctx, req, resp, observe_, "Relay",
-      [&](const v1::RelayRequest& r, v1::RelayResponse* out) -> absl::Status {
+      ctx, req, resp, observe_, "Relay", pool_.get(),
+      [this, ctx](const v1::RelayRequest& r, v1::RelayResponse* out) -> absl::Status {
         ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
         ASSIGN_OR_RETURN(int n, curator_->Relay(*session, r));
         out->set_accepted(static_cast<uint32_t>(n));
@@ -431,8 +521,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ClaimShard(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
   return Unary<v1::ClaimShardRequest, v1::ClaimShardResponse>(
-      ctx, req, resp, observe_, "ClaimShard",
-      [&](const v1::ClaimShardRequest& r,
+      ctx, req, resp, observe_, "ClaimShard", pool_.get(),
+      [this](const v1::ClaimShardRequest& r,
           v1::ClaimShardResponse* out) -> absl::Status {
         ASSIGN_OR_RETURN(FleetPlanner::Grant grant,
                          curator_->ClaimShard(r, absl::Now()));
@@ -461,8 +551,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::FetchSealed(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
   return Unary<v1::FetchSealedRequest, v1::FetchSealedResponse>(
-      ctx, req, resp, observe_, "FetchSealed",
-      [&](const v1::FetchSealedRequest& r,
+      ctx, req, resp, observe_, "FetchSealed", pool_.get(),
+      [this, ctx](const v1::FetchSealedRequest& r,
           v1::FetchSealedResponse* out) -> absl::Status {
         ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
         ASSIGN_OR_RETURN(
@@ -479,8 +569,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::PublicKeys(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
   return Unary<v1::PublicKeysRequest, v1::PublicKeysResponse>(
-      ctx, req, resp, observe_, "PublicKeys",
-      [&](const v1::PublicKeysRequest& r,
+      ctx, req, resp, observe_, "PublicKeys", pool_.get(),
+      [this, ctx](const v1::PublicKeysRequest& r,
           v1::PublicKeysResponse* out) -> absl::Status {
         ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
         ASSIGN_OR_RETURN(
@@ -494,56 +584,6 @@ grpc::ServerUnaryReactor* AgentServiceImpl::PublicKeys(
 }
 
 // --- admin service ----------------------------------------------------------
-
-// Threads of the admin service: started when work arrives and none is idle,
-// at most max_threads; work beyond that waits in order. Idle threads wait
-// for more; all are joined on destruction, after the queue drains.
-class WorkPool {
- public:
-  explicit WorkPool(int max_threads) : max_threads_(std::max(1, max_threads)) {}
-  ~WorkPool() {
-    {
-      absl::MutexLock lock(&mu_);
-      stop_ = true;
-    }
-    for (std::thread& t : threads_) t.join();
-  }
-
-  void Submit(std::function<void()> fn) {
-    absl::MutexLock lock(&mu_);
-    queue_.push_back(std::move(fn));
-    if (idle_ == 0 && static_cast<int>(threads_.size()) < max_threads_) {
-      threads_.emplace_back([this] { Loop(); });
-    }
-  }
-
- private:
-  void Loop() {
-    absl::MutexLock lock(&mu_);
-    while (true) {
-      ++idle_;
-      mu_.Await(absl::Condition(
-          +[](WorkPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
-            return p->stop_ || !p->queue_.empty();
-          },
-          this));
-      --idle_;
-      if (queue_.empty()) return;  // stopping, and nothing left
-      std::function<void()> fn = std::move(queue_.front());
-      queue_.pop_front();
-      mu_.Unlock();
-      fn();
-      mu_.Lock();
-    }
-  }
-
-  const int max_threads_;
-  absl::Mutex mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
-  int idle_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-};
 
 AdminServiceImpl::AdminServiceImpl(Curator* curator, Stages* stages,
                                    std::string admin_token,
@@ -604,7 +644,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCampaign(
 grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
     grpc::CallbackServerContext* ctx, const v1::ListCampaignsRequest*,
     v1::ListCampaignsResponse* resp) {
-  return Serve("ListCampaigns", ctx, true, [=]() -> absl::Status {
+  return Serve("ListCampaigns", ctx, false, [=]() -> absl::Status {
     for (auto& c : curator_->ListCampaigns()) {
       *resp->add_campaigns() = std::move(c);
     }
@@ -615,7 +655,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
     grpc::CallbackServerContext* ctx, const v1::GetCampaignRequest* req,
     v1::Campaign* resp) {
-  return Serve("GetCampaign", ctx, true, [=]() -> absl::Status {
+  return Serve("GetCampaign", ctx, false, [=]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->GetCampaign(req->campaign_id()));
     return absl::OkStatus();
   });
@@ -799,7 +839,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(
     grpc::CallbackServerContext* ctx, const v1::GetStatusRequest*,
     v1::CuratorStatus* resp) {
-  return Serve("GetStatus", ctx, true, [=]() -> absl::Status {
+  return Serve("GetStatus", ctx, false, [=]() -> absl::Status {
     *resp = base_status_;
     resp->MergeFrom(curator_->Status());
     resp->set_results(static_cast<uint32_t>(stages_->ResultCount()));

@@ -26,13 +26,16 @@ using RpcObserver =
     std::function<void(absl::string_view method, double seconds, int code)>;
 
 class TaskStreamHub;
+class WorkPool;
 
 // The agent service on gRPC's callback API: no call holds a server thread
 // while it waits. A Subscribe stream is a reactor parked in the TaskStreamHub
 // until a campaign opens or closes; a Report stream reads a batch, ingests it
-// (on the callback thread that delivered it: the store write is short) and
-// acknowledges it. So an idle host costs memory, not a thread, and the
-// admin service keeps its own threads (AdminServiceImpl).
+// and acknowledges it. So an idle host costs memory, not a thread. Work that
+// may block (Enrol, ingest, the relay, looking up a stream's tasks) runs on
+// the service's own small pool, never on gRPC's callback threads (two on a
+// two-core machine), which would stall every other stream and the admin
+// service, which keeps its own threads (AdminServiceImpl).
 //
 // Every method takes its request as raw bytes and parses it here, so that a
 // request that is not a valid message ends the call with INVALID_ARGUMENT
@@ -78,19 +81,23 @@ class AgentServiceImpl final
  private:
   absl::StatusOr<std::shared_ptr<const Session>> Authenticate(
       grpc::CallbackServerContext* ctx) const;
+  // Threads for agent work that may block (services.cc, WorkPool): store
+  // writes are serialised anyway, so a few suffice.
+  static constexpr int kAgentThreads = 8;
+  // Their niceness above the process's: bulk agent work yields the CPU to
+  // gRPC's threads and the admin service, so ldpctl stays responsive on a
+  // saturated machine.
+  static constexpr int kAgentNice = 5;
   Curator* curator_;
   RpcObserver observe_;
   std::unique_ptr<TaskStreamHub> hub_;
+  std::unique_ptr<WorkPool> pool_;
 };
 
-class WorkPool;
-
-// The admin service on gRPC's callback API too. Calls that only read memory
-// (GetStatus, ListCampaigns, GetCampaign) answer on the callback thread at
-// once; every call that may wait on the store or compute (campaign changes,
-// budgets, refusals, audit, the pipeline stages, exports) runs on the admin
-// service's own pool of at most max_threads threads, which agent traffic
-// never uses. So ldpctl stays responsive whatever the fleet does, and a long
+// The admin service on gRPC's callback API too. Every call runs on the
+// admin service's own pool of at most max_threads threads, which agent
+// traffic never uses (even GetStatus waits on the core's lock, which ingest
+// holds across a store write). So ldpctl stays responsive whatever the fleet does, and a long
 // Evaluate never holds a thread that an agent stream needs.
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
