@@ -99,6 +99,46 @@ Child* FindOrAdd(std::map<LabelValues, std::unique_ptr<Child>>& children,
   return it->second.get();
 }
 
+// The formatted le label of every bucket of bounds, +Inf last.
+std::vector<std::string> LeLabels(const std::vector<double>& bounds) {
+  std::vector<std::string> le;
+  le.reserve(bounds.size() + 1);
+  for (double b : bounds) {
+    le.push_back(absl::StrCat("le=\"", FormatValue(b), "\""));
+  }
+  le.push_back("le=\"+Inf\"");
+  return le;
+}
+
+// Checks what AddHistogram and AddHistogramCallback check beyond the names,
+// and drops a last bound of +Inf.
+absl::Status ValidateHistogram(const std::string& name,
+                               const std::vector<std::string>& label_names,
+                               std::vector<double>& bounds) {
+  for (const std::string& label : label_names) {
+    if (label == "le") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "histogram ", name, ": the label name le is reserved for buckets"));
+    }
+  }
+  if (!bounds.empty() && std::isinf(bounds.back()) && bounds.back() > 0) {
+    bounds.pop_back();
+  }
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i - 1] < bounds[i]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "histogram ", name, ": bucket bounds must be finite and strictly "
+          "increasing; bound ", i, " is ", FormatValue(bounds[i])));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The sample names a histogram family writes.
+std::vector<std::string> HistogramSampleNames(const std::string& name) {
+  return {name, name + "_bucket", name + "_sum", name + "_count"};
+}
+
 // A gauge without labels read through a callback at render time.
 class GaugeCallbackFamily final : public MetricFamily {
  public:
@@ -109,11 +149,80 @@ class GaugeCallbackFamily final : public MetricFamily {
 
   void RenderTo(std::string* out) const override {
     AppendHeader("gauge", out);
-    absl::StrAppend(out, name(), " ", FormatValue(read_()), "\n");
+    AppendSample({}, read_(), out);
   }
 
  private:
   const std::function<double()> read_;
+};
+
+// The samples of a labelled callback that can be rendered, sorted by label
+// values: those with one value per label name, each tuple once (the first
+// of a repeated tuple kept, as the sort is stable).
+template <typename Value>
+std::vector<std::pair<LabelValues, Value>> RenderableSamples(
+    std::vector<std::pair<LabelValues, Value>> samples, size_t arity) {
+  samples.erase(std::remove_if(samples.begin(), samples.end(),
+                               [arity](const auto& s) {
+                                 return s.first.size() != arity;
+                               }),
+                samples.end());
+  std::stable_sort(
+      samples.begin(), samples.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  samples.erase(std::unique(samples.begin(), samples.end(),
+                            [](const auto& a, const auto& b) {
+                              return a.first == b.first;
+                            }),
+                samples.end());
+  return samples;
+}
+
+// A counter read through a callback at render time: one unlabelled value,
+// or labelled samples.
+class CounterCallbackFamily final : public MetricFamily {
+ public:
+  using Read = std::function<MetricsRegistry::CounterSamples()>;
+  CounterCallbackFamily(std::string name, std::string help,
+                        std::vector<std::string> label_names, Read read)
+      : MetricFamily(std::move(name), std::move(help), std::move(label_names)),
+        read_(std::move(read)) {}
+
+  void RenderTo(std::string* out) const override {
+    AppendHeader("counter", out);
+    for (const auto& [values, value] :
+         RenderableSamples(read_(), label_names().size())) {
+      AppendSample(values, value, out);
+    }
+  }
+
+ private:
+  const Read read_;
+};
+
+// A histogram read through a callback at render time.
+class HistogramCallbackFamily final : public MetricFamily {
+ public:
+  using Read = std::function<MetricsRegistry::HistogramSamples()>;
+  HistogramCallbackFamily(std::string name, std::string help,
+                          std::vector<std::string> label_names,
+                          std::vector<double> bounds, Read read)
+      : MetricFamily(std::move(name), std::move(help), std::move(label_names)),
+        le_(LeLabels(bounds)),
+        read_(std::move(read)) {}
+
+  void RenderTo(std::string* out) const override {
+    AppendHeader("histogram", out);
+    for (const auto& [values, snapshot] :
+         RenderableSamples(read_(), label_names().size())) {
+      if (snapshot.bucket_counts.size() != le_.size()) continue;
+      AppendHistogram(values, le_, snapshot.bucket_counts, snapshot.sum, out);
+    }
+  }
+
+ private:
+  const std::vector<std::string> le_;  // one per bucket, +Inf last
+  const Read read_;
 };
 
 absl::Status ValidateNames(const std::string& name,
@@ -223,6 +332,32 @@ void MetricFamily::AppendHeader(const char* type, std::string* out) const {
   absl::StrAppend(out, "\n# TYPE ", name_, " ", type, "\n");
 }
 
+void MetricFamily::AppendSample(const LabelValues& values, double value,
+                                std::string* out) const {
+  out->append(name_);
+  AppendLabels(values, "", out);
+  absl::StrAppend(out, " ", FormatValue(value), "\n");
+}
+
+void MetricFamily::AppendHistogram(const LabelValues& values,
+                                   const std::vector<std::string>& le,
+                                   const std::vector<uint64_t>& counts,
+                                   double sum, std::string* out) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    cumulative += counts[i];
+    absl::StrAppend(out, name_, "_bucket");
+    AppendLabels(values, le[i], out);
+    absl::StrAppend(out, " ", cumulative, "\n");
+  }
+  absl::StrAppend(out, name_, "_sum");
+  AppendLabels(values, "", out);
+  absl::StrAppend(out, " ", FormatValue(sum), "\n");
+  absl::StrAppend(out, name_, "_count");
+  AppendLabels(values, "", out);
+  absl::StrAppend(out, " ", cumulative, "\n");
+}
+
 // --- Counter -----------------------------------------------------------------
 
 void Counter::Child::Increment(double v) {
@@ -240,9 +375,7 @@ void Counter::RenderTo(std::string* out) const {
   AppendHeader("counter", out);
   absl::MutexLock lock(&mu_);
   for (const auto& [values, child] : children_) {
-    out->append(name());
-    AppendLabels(values, "", out);
-    absl::StrAppend(out, " ", FormatValue(child->Value()), "\n");
+    AppendSample(values, child->Value(), out);
   }
 }
 
@@ -262,9 +395,7 @@ void Gauge::RenderTo(std::string* out) const {
   AppendHeader("gauge", out);
   absl::MutexLock lock(&mu_);
   for (const auto& [values, child] : children_) {
-    out->append(name());
-    AppendLabels(values, "", out);
-    absl::StrAppend(out, " ", FormatValue(child->Value()), "\n");
+    AppendSample(values, child->Value(), out);
   }
 }
 
@@ -313,31 +444,29 @@ Histogram::Child* Histogram::With(const LabelValues& values) {
 
 void Histogram::RenderTo(std::string* out) const {
   AppendHeader("histogram", out);
-  std::vector<std::string> le;
-  le.reserve(bounds_.size() + 1);
-  for (double b : bounds_) le.push_back(absl::StrCat("le=\"", FormatValue(b), "\""));
-  le.push_back("le=\"+Inf\"");
-
-  const std::string bucket_name = absl::StrCat(name(), "_bucket");
+  const std::vector<std::string> le = LeLabels(bounds_);
   absl::MutexLock lock(&mu_);
   for (const auto& [values, child] : children_) {
     // One snapshot of the buckets, so _count equals the +Inf bucket.
-    const std::vector<uint64_t> counts = child->BucketCounts();
-    const double sum = child->Sum();
-    uint64_t cumulative = 0;
-    for (size_t i = 0; i < counts.size(); ++i) {
-      cumulative += counts[i];
-      out->append(bucket_name);
-      AppendLabels(values, le[i], out);
-      absl::StrAppend(out, " ", cumulative, "\n");
-    }
-    absl::StrAppend(out, name(), "_sum");
-    AppendLabels(values, "", out);
-    absl::StrAppend(out, " ", FormatValue(sum), "\n");
-    absl::StrAppend(out, name(), "_count");
-    AppendLabels(values, "", out);
-    absl::StrAppend(out, " ", cumulative, "\n");
+    AppendHistogram(values, le, child->BucketCounts(), child->Sum(), out);
   }
+}
+
+HistogramSnapshot HistogramSnapshot::Of(
+    const std::vector<double>& bounds,
+    const std::vector<double>& observations) {
+  size_t n = bounds.size();
+  if (n > 0 && std::isinf(bounds.back()) && bounds.back() > 0) --n;
+  const auto end = bounds.begin() + static_cast<std::ptrdiff_t>(n);
+  HistogramSnapshot out;
+  out.bucket_counts.assign(n + 1, 0);
+  for (double v : observations) {
+    if (std::isnan(v)) continue;
+    ++out.bucket_counts[std::lower_bound(bounds.begin(), end, v) -
+                        bounds.begin()];
+    out.sum += v;
+  }
+  return out;
 }
 
 // --- buckets -----------------------------------------------------------------
@@ -414,27 +543,11 @@ absl::StatusOr<Gauge*> MetricsRegistry::AddGauge(
 absl::StatusOr<Histogram*> MetricsRegistry::AddHistogram(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names, std::vector<double> bounds) {
-  for (const std::string& label : label_names) {
-    if (label == "le") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "histogram ", name, ": the label name le is reserved for buckets"));
-    }
-  }
-  if (!bounds.empty() && std::isinf(bounds.back()) && bounds.back() > 0) {
-    bounds.pop_back();
-  }
-  for (size_t i = 0; i < bounds.size(); ++i) {
-    if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i - 1] < bounds[i]))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "histogram ", name, ": bucket bounds must be finite and strictly "
-          "increasing; bound ", i, " is ", FormatValue(bounds[i])));
-    }
-  }
+  RETURN_IF_ERROR(ValidateHistogram(name, label_names, bounds));
   std::unique_ptr<Histogram> family(
       new Histogram(name, help, label_names, std::move(bounds)));
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Register(*family, {name, name + "_bucket", name + "_sum",
-                                     name + "_count"}));
+  RETURN_IF_ERROR(Register(*family, HistogramSampleNames(name)));
   if (label_names.empty()) family->With({});
   Histogram* out = family.get();
   families_.push_back(std::move(family));
@@ -452,6 +565,52 @@ absl::Status MetricsRegistry::AddGaugeCallback(const std::string& name,
       std::make_unique<GaugeCallbackFamily>(name, help, std::move(read));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Register(*family, {name}));
+  families_.push_back(std::move(family));
+  return absl::OkStatus();
+}
+
+absl::Status MetricsRegistry::AddCounterCallback(
+    const std::string& name, const std::string& help,
+    std::function<double()> read) {
+  if (!read) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric ", name, ": no callback given"));
+  }
+  return AddCounterCallback(
+      name, help, {}, [read = std::move(read)]() -> CounterSamples {
+        return {{LabelValues{}, read()}};
+      });
+}
+
+absl::Status MetricsRegistry::AddCounterCallback(
+    const std::string& name, const std::string& help,
+    const std::vector<std::string>& label_names,
+    std::function<CounterSamples()> read) {
+  if (!read) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric ", name, ": no callback given"));
+  }
+  auto family = std::make_unique<CounterCallbackFamily>(name, help, label_names,
+                                                        std::move(read));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Register(*family, {name}));
+  families_.push_back(std::move(family));
+  return absl::OkStatus();
+}
+
+absl::Status MetricsRegistry::AddHistogramCallback(
+    const std::string& name, const std::string& help,
+    const std::vector<std::string>& label_names, std::vector<double> bounds,
+    std::function<HistogramSamples()> read) {
+  if (!read) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric ", name, ": no callback given"));
+  }
+  RETURN_IF_ERROR(ValidateHistogram(name, label_names, bounds));
+  auto family = std::make_unique<HistogramCallbackFamily>(
+      name, help, label_names, std::move(bounds), std::move(read));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Register(*family, HistogramSampleNames(name)));
   families_.push_back(std::move(family));
   return absl::OkStatus();
 }

@@ -11,6 +11,10 @@
 //   Counter::Child* hds = reports->With({"hds"});  // keep it: cheap hot path
 //   hds->Increment();
 //
+// A value that already lives elsewhere (a counter of the curator's core, a
+// ledger) is exported by a callback family instead, read at every Render:
+// AddGaugeCallback, AddCounterCallback, AddHistogramCallback.
+//
 // Updating a child is lock-free (relaxed atomics); With() takes the family's
 // lock and is meant for setup or for rare, bounded label sets. Label values
 // must come from a small bounded set (mechanism names, status codes): every
@@ -26,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -70,6 +75,16 @@ class MetricFamily {
   void AppendLabels(const LabelValues& values, const std::string& extra,
                     std::string* out) const;
   void AppendHeader(const char* type, std::string* out) const;
+  // Appends the sample line `name{labels} value` of one child.
+  void AppendSample(const LabelValues& values, double value,
+                    std::string* out) const;
+  // Appends one histogram's lines: its buckets (cumulative, the le labels
+  // taken from le, one per entry of counts, +Inf last), _sum and _count.
+  // counts per bucket are not cumulative.
+  void AppendHistogram(const LabelValues& values,
+                       const std::vector<std::string>& le,
+                       const std::vector<uint64_t>& counts, double sum,
+                       std::string* out) const;
 
   mutable absl::Mutex mu_;
 
@@ -179,6 +194,23 @@ class Histogram final : public MetricFamily {
   std::map<LabelValues, std::unique_ptr<Child>> children_ ABSL_GUARDED_BY(mu_);
 };
 
+// One histogram's state as a callback family reports it
+// (MetricsRegistry::AddHistogramCallback).
+struct HistogramSnapshot {
+  // Observations per bucket, not cumulative: one entry per bound of the
+  // family, then the +Inf bucket.
+  std::vector<uint64_t> bucket_counts;
+  // The sum of the observations.
+  double sum = 0;
+
+  // observations bucketed over bounds as Histogram::Child::Observe buckets
+  // them (the first bucket whose bound is >= v, +Inf past the last); NaN is
+  // left out. bounds must be strictly increasing, as the family's; a last
+  // bound of +Inf is dropped, as AddHistogram drops it.
+  static HistogramSnapshot Of(const std::vector<double>& bounds,
+                              const std::vector<double>& observations);
+};
+
 // Bucket bounds for latencies in seconds, 1 ms to 10 s (the Prometheus
 // clients' defaults with 1 ms and 2.5 ms added).
 std::vector<double> LatencySecondsBuckets();
@@ -230,6 +262,47 @@ class MetricsRegistry {
   absl::Status AddGaugeCallback(const std::string& name,
                                 const std::string& help,
                                 std::function<double()> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A counter without labels whose value is read(), called at every Render
+  // on the rendering thread. read must be thread-safe, must not call into
+  // this registry, and should return a value >= 0 that never decreases
+  // while the process lives (what it returns is rendered as is). Errors as
+  // AddCounter, and INVALID_ARGUMENT for an empty read.
+  absl::Status AddCounterCallback(const std::string& name,
+                                  const std::string& help,
+                                  std::function<double()> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A labelled counter family whose samples are read() at every Render: one
+  // (label values, value) pair per child, in any order (they are rendered
+  // sorted by label values). A pair whose values do not have one value per
+  // label name, or whose label values repeat an earlier pair's, is left
+  // out: a programming error, but one that must not stop the process at
+  // scrape time. read's contract and the errors as the unlabelled variant.
+  using CounterSamples = std::vector<std::pair<LabelValues, double>>;
+  absl::Status AddCounterCallback(const std::string& name,
+                                  const std::string& help,
+                                  const std::vector<std::string>& label_names,
+                                  std::function<CounterSamples()> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A histogram family whose children are read() at every Render, for
+  // observations gathered elsewhere (HistogramSnapshot::Of buckets them).
+  // Bounds as AddHistogram. A pair is left out, as for AddCounterCallback,
+  // if its label values have the wrong arity or repeat, or if its
+  // bucket_counts do not hold one entry per bound (a last +Inf dropped)
+  // plus one. read must be thread-safe and must not call into this
+  // registry. What it returns is rendered as is: the counts of a
+  // distribution of events never decrease, but a distribution of state
+  // recomputed at every render (what OpenMetrics calls a gauge histogram,
+  // which format 0.0.4 cannot mark) may move observations between buckets,
+  // and is queried without rate(). Errors as AddHistogram, and
+  // INVALID_ARGUMENT for an empty read.
+  using HistogramSamples = std::vector<std::pair<LabelValues, HistogramSnapshot>>;
+  absl::Status AddHistogramCallback(const std::string& name,
+                                    const std::string& help,
+                                    const std::vector<std::string>& label_names,
+                                    std::vector<double> bounds,
+                                    std::function<HistogramSamples()> read)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // The text exposition format 0.0.4: for every family in registration

@@ -300,6 +300,210 @@ TEST(MetricsRegistryTest, GaugeCallbackIsReadAtRender) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(MetricsRegistryTest, CounterCallbackIsReadAtRenderAndTypedCounter) {
+  MetricsRegistry registry;
+  double value = 1;
+  ASSERT_TRUE(registry
+                  .AddCounterCallback("reports_total", "Reports.",
+                                      [&value] { return value; })
+                  .ok());
+  value = 7;
+  EXPECT_EQ(registry.Render(),
+            "# HELP reports_total Reports.\n"
+            "# TYPE reports_total counter\n"
+            "reports_total 7\n");
+}
+
+TEST(MetricsRegistryTest, LabelledCounterCallbackRendersSortedSamples) {
+  MetricsRegistry registry;
+  MetricsRegistry::CounterSamples samples = {{{"policy"}, 2},
+                                             {{"budget_exhausted"}, 0},
+                                             {{"no \"data\""}, 1.5}};
+  ASSERT_TRUE(registry
+                  .AddCounterCallback("refusals_total", "Refusals.", {"reason"},
+                                      [&samples] { return samples; })
+                  .ok());
+  EXPECT_EQ(registry.Render(),
+            "# HELP refusals_total Refusals.\n"
+            "# TYPE refusals_total counter\n"
+            "refusals_total{reason=\"budget_exhausted\"} 0\n"
+            "refusals_total{reason=\"no \\\"data\\\"\"} 1.5\n"
+            "refusals_total{reason=\"policy\"} 2\n");
+  // Read again at the next render: a sample may appear.
+  samples.push_back({{"invalid_task"}, 3});
+  EXPECT_THAT(registry.Render(),
+              HasSubstr("refusals_total{reason=\"invalid_task\"} 3\n"));
+}
+
+TEST(MetricsRegistryTest, CounterCallbackLeavesOutWrongArityAndRepeats) {
+  MetricsRegistry registry;
+  ASSERT_TRUE(registry
+                  .AddCounterCallback(
+                      "c_total", "c", {"a", "b"},
+                      []() -> MetricsRegistry::CounterSamples {
+                        return {{{"x", "1"}, 1},
+                                {{"only one"}, 2},
+                                {{"x", "1"}, 3},  // repeats: the first is kept
+                                {{"x", "2", "extra"}, 4},
+                                {{"w", "1"}, 5}};
+                      })
+                  .ok());
+  EXPECT_EQ(registry.Render(),
+            "# HELP c_total c\n"
+            "# TYPE c_total counter\n"
+            "c_total{a=\"w\",b=\"1\"} 5\n"
+            "c_total{a=\"x\",b=\"1\"} 1\n");
+}
+
+TEST(MetricsRegistryTest, CounterCallbackRejectsBadRegistrations) {
+  MetricsRegistry registry;
+  EXPECT_EQ(registry.AddCounterCallback("c_total", "h", nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry
+                .AddCounterCallback("c_total", "h", {"k"},
+                                    std::function<MetricsRegistry::CounterSamples()>())
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  auto read = [] { return MetricsRegistry::CounterSamples{}; };
+  const absl::Status bad_name =
+      registry.AddCounterCallback("bad name", "h", {"k"}, read);
+  EXPECT_EQ(bad_name.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_name.message(), HasSubstr("metric name"));
+  const absl::Status bad_label =
+      registry.AddCounterCallback("c_total", "h", {"__k"}, read);
+  EXPECT_EQ(bad_label.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad_label.message(), HasSubstr("label name"));
+  ASSERT_TRUE(registry.AddCounterCallback("c_total", "h", {"k"}, read).ok());
+  const absl::Status again =
+      registry.AddCounterCallback("c_total", "h", [] { return 1.0; });
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(again.message(), HasSubstr("c_total"));
+  EXPECT_EQ(registry.AddGauge("c_total", "h", {}).status().code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TEST(HistogramSnapshotTest, BucketsAsObserveDoes) {
+  const std::vector<double> bounds = {0.5, 1, 2};
+  const std::vector<double> values = {0.25, 0.5, 0.75, 2.0, 8.0,
+                                      std::nan("")};
+  HistogramSnapshot s = HistogramSnapshot::Of(bounds, values);
+  EXPECT_EQ(s.bucket_counts, (std::vector<uint64_t>{2, 1, 1, 1}));
+  EXPECT_EQ(s.sum, 11.5);
+
+  // The same observations through a Histogram child.
+  MetricsRegistry registry;
+  auto histogram = registry.AddHistogram("h", "h", {}, bounds);
+  ASSERT_TRUE(histogram.ok());
+  for (double v : values) (*histogram)->With({})->Observe(v);
+  EXPECT_EQ((*histogram)->With({})->BucketCounts(), s.bucket_counts);
+  EXPECT_EQ((*histogram)->With({})->Sum(), s.sum);
+
+  // A last +Inf bound is dropped, as AddHistogram drops it; no bounds: only
+  // the +Inf bucket.
+  s = HistogramSnapshot::Of({1, std::numeric_limits<double>::infinity()},
+                            {0.5, 3});
+  EXPECT_EQ(s.bucket_counts, (std::vector<uint64_t>{1, 1}));
+  s = HistogramSnapshot::Of({}, {0.5, 3});
+  EXPECT_EQ(s.bucket_counts, (std::vector<uint64_t>{2}));
+  EXPECT_EQ(s.sum, 3.5);
+}
+
+TEST(MetricsRegistryTest, HistogramCallbackRendersLikeAHistogram) {
+  MetricsRegistry registry;
+  const std::vector<double> bounds = {0.5, 1, 2};
+  std::vector<double> features = {0.25, 0.5, 0.75, 2.0, 8.0};
+  ASSERT_TRUE(registry
+                  .AddHistogramCallback(
+                      "ldpgraph_epsilon_spent", "Epsilon per report.",
+                      {"attribute"}, bounds,
+                      [&]() -> MetricsRegistry::HistogramSamples {
+                        return {{{"label"}, HistogramSnapshot::Of(bounds, {1})},
+                                {{"features"},
+                                 HistogramSnapshot::Of(bounds, features)},
+                                {{"edges"}, HistogramSnapshot::Of(bounds, {})}};
+                      })
+                  .ok());
+  // The same text as RendersHistogramCumulativeWithInfBucket, plus an empty
+  // child.
+  EXPECT_EQ(registry.Render(),
+            "# HELP ldpgraph_epsilon_spent Epsilon per report.\n"
+            "# TYPE ldpgraph_epsilon_spent histogram\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"edges\",le=\"0.5\"} 0\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"edges\",le=\"1\"} 0\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"edges\",le=\"2\"} 0\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"edges\",le=\"+Inf\"} 0\n"
+            "ldpgraph_epsilon_spent_sum{attribute=\"edges\"} 0\n"
+            "ldpgraph_epsilon_spent_count{attribute=\"edges\"} 0\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"features\",le=\"0.5\"} 2\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"features\",le=\"1\"} 3\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"features\",le=\"2\"} 4\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"features\",le=\"+Inf\"} 5\n"
+            "ldpgraph_epsilon_spent_sum{attribute=\"features\"} 11.5\n"
+            "ldpgraph_epsilon_spent_count{attribute=\"features\"} 5\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"label\",le=\"0.5\"} 0\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"label\",le=\"1\"} 1\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"label\",le=\"2\"} 1\n"
+            "ldpgraph_epsilon_spent_bucket{attribute=\"label\",le=\"+Inf\"} 1\n"
+            "ldpgraph_epsilon_spent_sum{attribute=\"label\"} 1\n"
+            "ldpgraph_epsilon_spent_count{attribute=\"label\"} 1\n");
+  // Read at every render.
+  features.push_back(0.1);
+  EXPECT_THAT(registry.Render(),
+              HasSubstr("ldpgraph_epsilon_spent_count{attribute=\"features\"} 6\n"));
+}
+
+TEST(MetricsRegistryTest, HistogramCallbackLeavesOutMalformedSamples) {
+  MetricsRegistry registry;
+  ASSERT_TRUE(
+      registry
+          .AddHistogramCallback(
+              "h", "h", {"k"}, {1, std::numeric_limits<double>::infinity()},
+              []() -> MetricsRegistry::HistogramSamples {
+                return {{{"three buckets"}, HistogramSnapshot{{1, 2, 3}, 6}},
+                        {{"a", "b"}, HistogramSnapshot{{1, 1}, 2}},
+                        {{"ok"}, HistogramSnapshot{{1, 1}, 2.5}},
+                        {{"ok"}, HistogramSnapshot{{5, 5}, 9}}};
+              })
+          .ok());
+  EXPECT_EQ(registry.Render(),
+            "# HELP h h\n"
+            "# TYPE h histogram\n"
+            "h_bucket{k=\"ok\",le=\"1\"} 1\n"
+            "h_bucket{k=\"ok\",le=\"+Inf\"} 2\n"
+            "h_sum{k=\"ok\"} 2.5\n"
+            "h_count{k=\"ok\"} 2\n");
+}
+
+TEST(MetricsRegistryTest, HistogramCallbackRejectsBadRegistrations) {
+  MetricsRegistry registry;
+  auto read = [] { return MetricsRegistry::HistogramSamples{}; };
+  EXPECT_EQ(registry
+                .AddHistogramCallback(
+                    "h", "h", {}, {1},
+                    std::function<MetricsRegistry::HistogramSamples()>())
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  const absl::Status le = registry.AddHistogramCallback("h", "h", {"le"}, {1}, read);
+  EXPECT_EQ(le.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(le.message(), HasSubstr("le is reserved"));
+  const absl::Status unsorted =
+      registry.AddHistogramCallback("h", "h", {}, {2, 1}, read);
+  EXPECT_EQ(unsorted.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unsorted.message(), HasSubstr("strictly increasing"));
+  EXPECT_EQ(registry.AddHistogramCallback("h", "h", {}, {std::nan("")}, read)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.AddHistogramCallback("bad name", "h", {}, {1}, read).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(registry.AddHistogramCallback("h", "h", {}, {1}, read).ok());
+  EXPECT_EQ(registry.AddHistogramCallback("h", "h", {}, {1}, read).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(registry.AddCounter("h_count", "h", {}).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  // Failed registrations left nothing; the one family has no child yet.
+  EXPECT_EQ(registry.Render(), "# HELP h h\n# TYPE h histogram\n");
+}
+
 TEST(ProcessMetricsTest, RegistersStartTimeAndResidentMemory) {
   MetricsRegistry registry;
   ASSERT_TRUE(RegisterProcessMetrics(registry).ok());
