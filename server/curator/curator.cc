@@ -537,6 +537,10 @@ absl::Status Curator::Ingest(const Session& session,
           touched.push_back(campaign_of[i]);
           if (row.refusal) {
             counters_.refusals.fetch_add(1, std::memory_order_relaxed);
+            const int reason = batch.reports(i).refusal().reason();
+            const int slot = v1::RefusalReason_IsValid(reason) ? reason : 0;
+            counters_.refusals_by_reason[slot].fetch_add(
+                1, std::memory_order_relaxed);
           } else {
             counters_.reports_accepted.fetch_add(1, std::memory_order_relaxed);
           }
@@ -990,6 +994,30 @@ std::vector<v1::NodeBudget> Curator::GetBudgets(
     for (uint32_t v : nodes) {
       if (v < ledger_.size()) add(v);
     }
+  }
+  return out;
+}
+
+Curator::LedgerSummary Curator::PrivacySummary() const {
+  // At a cap: less than this fraction of it left (the ledger's slack).
+  constexpr double kAtCap = 1e-9;
+  const auto at_cap = [](double spent, double cap) {
+    return cap - spent < cap * kAtCap;
+  };
+  LedgerSummary out;
+  absl::MutexLock lock(&mu_);
+  for (const NodeLedger& l : ledger_) {
+    for (const auto& [attribute, eps] : l.spent) {
+      out.spent[attribute].push_back(eps);
+    }
+    if (!l.caps_known) continue;
+    bool capped = at_cap(l.total, l.caps.total());
+    for (auto it = l.caps.per_attribute().begin();
+         !capped && it != l.caps.per_attribute().end(); ++it) {
+      const auto spent = l.spent.find(it->first);
+      capped = spent != l.spent.end() && at_cap(spent->second, it->second);
+    }
+    if (capped) ++out.nodes_at_cap;
   }
   return out;
 }

@@ -35,6 +35,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +62,9 @@ struct IngestCounters {
   std::atomic<uint64_t> reports_accepted{0};
   std::atomic<uint64_t> reports_duplicate{0};
   std::atomic<uint64_t> refusals{0};
+  // The same refusals by v1::RefusalReason (index = the reason's value; 0
+  // for a value this build does not know, as UNSPECIFIED is never stored).
+  std::atomic<uint64_t> refusals_by_reason[v1::RefusalReason_ARRAYSIZE] = {};
   // Rejected reports by gRPC code (index = code, 0..16).
   std::atomic<uint64_t> rejected[17] = {};
   std::atomic<uint64_t> report_bytes{0};
@@ -177,6 +181,20 @@ class Curator {
   static absl::StatusOr<int64_t> ParseCampaignId(absl::string_view id);
 
   ~Curator();
+
+  // What the ledger holds now, for the metrics.
+  struct LedgerSummary {
+    // Per attribute, the epsilon spent on it by each node that has spent on
+    // it (one entry per such node, in node order; attributes no node has
+    // spent on are absent).
+    std::map<std::string, std::vector<double>> spent;
+    // Nodes with known caps that are at a cap: their total cap, or the cap
+    // of an attribute, leaves less than a billionth of itself unspent.
+    uint32_t nodes_at_cap = 0;
+  };
+  // One pass over the ledger under the state lock, allocating per
+  // attribute, never per node (cheap at a million nodes: a scrape).
+  LedgerSummary PrivacySummary() const;
 
  private:
   struct CampaignState;

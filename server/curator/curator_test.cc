@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/testing/temp_folder.h"
@@ -688,6 +690,92 @@ TEST_F(CuratorTest, ReleasesAreChargedToTheirGraphsLedger) {
   ASSERT_EQ(reread->graphs_size(), 1);
   EXPECT_EQ(reread->graphs(0).result_ids_size(), 2);
   EXPECT_DOUBLE_EQ(reread->graphs(0).epsilon(), g.epsilon());
+}
+
+TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
+  Curator::LedgerSummary summary = curator_->PrivacySummary();
+  EXPECT_TRUE(summary.spent.empty());
+  EXPECT_EQ(summary.nodes_at_cap, 0u);
+
+  // Nodes 0 and 1 reach their total cap; 2 and 3 the cap on features; 4..8
+  // have room; 9 declares no caps.
+  auto capped = Enrol({0, 1}, /*cap_total=*/1);
+  v1::EnrolRequest req;
+  for (uint32_t v : {2u, 3u}) {
+    auto* n = req.add_nodes();
+    n->set_node_id(v);
+    n->set_secret(NodeCredential(kKey, v));
+    n->mutable_caps()->set_total(10);
+    (*n->mutable_caps()->mutable_per_attribute())["features"] = 1;
+  }
+  auto features_capped = curator_->Enrol(req);
+  ASSERT_TRUE(features_capped.ok()) << features_capped.status();
+  auto roomy = Enrol({4, 5, 6, 7, 8}, /*cap_total=*/10);
+  auto uncapped = Enrol({9});
+  ASSERT_TRUE(capped && roomy && uncapped);
+  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());  // c1, every node
+  auto refusal = [](uint32_t v, int reason) {
+    v1::Report r;
+    r.set_campaign_id("c1");
+    r.set_node_id(v);
+    r.mutable_refusal()->set_reason(static_cast<v1::RefusalReason>(reason));
+    return r;
+  };
+  auto ingest = [&](const Session& session, std::vector<v1::Report> reports) {
+    v1::ReportBatch batch;
+    for (auto& r : reports) *batch.add_reports() = std::move(r);
+    auto ack = curator_->Ingest(session, batch);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    for (const auto& result : ack->results()) {
+      EXPECT_EQ(result.code(), 0) << result.message();
+    }
+  };
+  ingest(*capped, {Report("c1", 0, 0.5), Report("c1", 1, 0.5)});
+  ingest(**features_capped, {Report("c1", 2, 0.5), Report("c1", 3, 0.5)});
+  ingest(*roomy, {Report("c1", 4, 0.5), refusal(5, v1::REFUSAL_REASON_POLICY),
+                  refusal(6, v1::REFUSAL_REASON_BUDGET_EXHAUSTED),
+                  refusal(7, 42)});  // a reason this build does not know
+  ingest(*uncapped, {Report("c1", 9, 0.5)});
+  v1::CreateCampaignRequest label;
+  label.set_attribute(v1::ATTRIBUTE_LABEL);
+  label.mutable_spec()->set_kind(v1::MECHANISM_KIND_LABEL_RR);
+  label.mutable_spec()->set_epsilon(0.5);
+  label.mutable_spec()->set_dimension(3);
+  for (uint32_t v : {4u, 8u, 9u}) label.mutable_nodes()->add_node_ids(v);
+  label.set_quorum(1);
+  ASSERT_TRUE(curator_->CreateCampaign(label).ok());  // c2
+  auto label_report = [](uint32_t v) {
+    v1::Report r;
+    r.set_campaign_id("c2");
+    r.set_node_id(v);
+    r.mutable_label()->set_label(v % 3);
+    return r;
+  };
+  ingest(*roomy, {label_report(8), label_report(4)});
+  ingest(*uncapped, {label_report(9)});
+
+  const std::map<std::string, std::vector<double>> spent = {
+      {"features", {1, 1, 1, 1, 1, 1}},  // nodes 0..4 and 9, in node order
+      {"label", {0.5, 0.5, 0.5}}};       // nodes 4, 8, 9
+  summary = curator_->PrivacySummary();
+  EXPECT_EQ(summary.spent, spent);
+  EXPECT_EQ(summary.nodes_at_cap, 4u);  // 0 and 1 in total, 2 and 3 on features
+  const IngestCounters& c = curator_->counters();
+  EXPECT_EQ(c.refusals.load(), 3u);
+  EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_POLICY].load(), 1u);
+  EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_BUDGET_EXHAUSTED].load(), 1u);
+  EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_NO_DATA].load(), 0u);
+  EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_INVALID_TASK].load(), 0u);
+  EXPECT_EQ(c.refusals_by_reason[0].load(), 1u);  // the unknown reason
+
+  // The ledger is rebuilt from the store; the counters are this process's.
+  Reopen();
+  summary = curator_->PrivacySummary();
+  EXPECT_EQ(summary.spent, spent);
+  EXPECT_EQ(summary.nodes_at_cap, 4u);
+  EXPECT_EQ(curator_->counters().refusals_by_reason[v1::REFUSAL_REASON_POLICY]
+                .load(),
+            0u);
 }
 
 }  // namespace
