@@ -11,12 +11,14 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "common/cli_args.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/observability/http_endpoint.h"
 #include "common/observability/metrics.h"
+#include "common/wire/codec.h"
 #include "server/curator/services.h"
 
 namespace ldpgraph::curator {
@@ -25,6 +27,8 @@ struct CuratorServer::Internals {
   observability::MetricsRegistry metrics;
   observability::Histogram* rpc_seconds = nullptr;
   observability::Counter* rpc_total = nullptr;
+  // Nodes at a cap, as the last scrape found them (RegisterMetrics).
+  std::atomic<uint32_t> nodes_at_cap{0};
   std::unique_ptr<observability::HttpEndpoint> http;
   std::unique_ptr<AgentServiceImpl> agent;
   std::unique_ptr<AdminServiceImpl> admin;
@@ -178,7 +182,9 @@ int CuratorServer::http_port() const {
 }
 
 absl::Status CuratorServer::RegisterMetrics() {
-  observability::MetricsRegistry& m = internals_->metrics;
+  using observability::HistogramSnapshot;
+  using observability::MetricsRegistry;
+  MetricsRegistry& m = internals_->metrics;
   ASSIGN_OR_RETURN(internals_->rpc_seconds,
                    m.AddHistogram("ldpgraph_curator_rpc_seconds",
                                   "Latency of RPCs (a Report stream: per batch).",
@@ -189,34 +195,94 @@ absl::Status CuratorServer::RegisterMetrics() {
                                 "RPCs by method and status code.",
                                 {"method", "code"}));
   const IngestCounters* c = &curator_->counters();
-  auto add = [&](const char* name, const char* help,
-                 const std::atomic<uint64_t>* v) {
-    return m.AddGaugeCallback(name, help,
-                              [v] { return static_cast<double>(v->load()); });
+  auto counter = [&](const char* name, const char* help,
+                     const std::atomic<uint64_t>* v) {
+    return m.AddCounterCallback(
+        name, help, [v] { return static_cast<double>(v->load()); });
   };
-  RETURN_IF_ERROR(add("ldpgraph_curator_reports_accepted",
-                      "Reports stored (monotonic).", &c->reports_accepted));
-  RETURN_IF_ERROR(add("ldpgraph_curator_reports_duplicate",
-                      "Resent reports acknowledged again (monotonic).",
-                      &c->reports_duplicate));
-  RETURN_IF_ERROR(add("ldpgraph_curator_refusals",
-                      "Refusals recorded (monotonic).", &c->refusals));
-  RETURN_IF_ERROR(add("ldpgraph_curator_report_bytes",
-                      "Bytes of stored reports and refusals (monotonic).",
-                      &c->report_bytes));
-  for (int code = 1; code <= 16; ++code) {
-    const std::string name = absl::StrCat(
-        "ldpgraph_curator_reports_rejected_",
-        absl::AsciiStrToLower(
-            absl::StatusCodeToString(static_cast<absl::StatusCode>(code))));
-    RETURN_IF_ERROR(add(name.c_str(),
-                        "Reports rejected with this status code (monotonic).",
-                        &c->rejected[code]));
+  RETURN_IF_ERROR(counter("ldpgraph_curator_reports_accepted_total",
+                          "Reports stored.", &c->reports_accepted));
+  RETURN_IF_ERROR(counter("ldpgraph_curator_reports_duplicate_total",
+                          "Resent reports acknowledged again.",
+                          &c->reports_duplicate));
+  RETURN_IF_ERROR(counter("ldpgraph_curator_report_bytes_total",
+                          "Bytes of stored reports and refusals.",
+                          &c->report_bytes));
+  // Every reason of v1::RefusalReason but UNSPECIFIED (never stored),
+  // lower-case without the prefix, always rendered; "other" for a reason
+  // this build does not know, once one was stored.
+  std::vector<std::pair<int, std::string>> reasons;
+  for (int r = v1::RefusalReason_MIN; r <= v1::RefusalReason_MAX; ++r) {
+    if (r == v1::REFUSAL_REASON_UNSPECIFIED || !v1::RefusalReason_IsValid(r)) {
+      continue;
+    }
+    reasons.emplace_back(
+        r, absl::AsciiStrToLower(absl::StripPrefix(
+               v1::RefusalReason_Name(static_cast<v1::RefusalReason>(r)),
+               "REFUSAL_REASON_")));
   }
+  RETURN_IF_ERROR(m.AddCounterCallback(
+      "ldpgraph_curator_refusals_total", "Refusals stored, by reason.",
+      {"reason"}, [c, reasons] {
+        MetricsRegistry::CounterSamples out;
+        for (const auto& [r, name] : reasons) {
+          out.push_back({{name}, double(c->refusals_by_reason[r].load())});
+        }
+        if (const uint64_t other = c->refusals_by_reason[0].load()) {
+          out.push_back({{"other"}, double(other)});
+        }
+        return out;
+      }));
+  // All 16 codes a report can be rejected with, always rendered, as
+  // lower-case names (invalid_argument, ...).
+  std::vector<std::string> codes(17);
+  for (int code = 1; code <= 16; ++code) {
+    codes[code] = absl::AsciiStrToLower(
+        absl::StatusCodeToString(static_cast<absl::StatusCode>(code)));
+  }
+  RETURN_IF_ERROR(m.AddCounterCallback(
+      "ldpgraph_curator_reports_rejected_total",
+      "Reports rejected, by status code.", {"code"}, [c, codes] {
+        MetricsRegistry::CounterSamples out;
+        for (int code = 1; code <= 16; ++code) {
+          out.push_back({{codes[code]}, double(c->rejected[code].load())});
+        }
+        return out;
+      }));
   Curator* curator = curator_.get();
   RETURN_IF_ERROR(m.AddGaugeCallback(
       "ldpgraph_curator_open_campaigns", "Campaigns accepting reports.",
       [curator] { return static_cast<double>(curator->open_campaigns()); }));
+
+  // The ledger, in one pass per scrape (Curator::PrivacySummary): the
+  // histogram's callback takes the summary and leaves the at-cap count for
+  // the gauge registered right after it, which the registry renders right
+  // after it. Every attribute is rendered, spent on or not.
+  std::vector<std::string> attributes;
+  for (int a = v1::Attribute_MIN; a <= v1::Attribute_MAX; ++a) {
+    auto name = wire::AttributeName(static_cast<v1::Attribute>(a));
+    if (name.ok()) attributes.push_back(*name);
+  }
+  std::atomic<uint32_t>* at_cap = &internals_->nodes_at_cap;
+  const std::vector<double> bounds = {0.1, 0.25, 0.5, 1, 2, 4, 8, 16};
+  RETURN_IF_ERROR(m.AddHistogramCallback(
+      "ldpgraph_curator_epsilon_spent",
+      "Epsilon each node has spent on an attribute, from the ledger at "
+      "scrape time: one observation per node that has spent on it.",
+      {"attribute"}, bounds, [curator, at_cap, attributes, bounds] {
+        Curator::LedgerSummary summary = curator->PrivacySummary();
+        at_cap->store(summary.nodes_at_cap);
+        for (const std::string& a : attributes) summary.spent[a];
+        MetricsRegistry::HistogramSamples out;
+        for (const auto& [attribute, spent] : summary.spent) {
+          out.push_back({{attribute}, HistogramSnapshot::Of(bounds, spent)});
+        }
+        return out;
+      }));
+  RETURN_IF_ERROR(m.AddGaugeCallback(
+      "ldpgraph_curator_nodes_at_cap",
+      "Nodes whose total cap, or the cap of an attribute, is spent.",
+      [at_cap] { return static_cast<double>(at_cap->load()); }));
   return absl::OkStatus();
 }
 
