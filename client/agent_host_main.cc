@@ -26,6 +26,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "client/agent_host.h"
+#include "client/agent_host_metrics.h"
 #include "common/cli_args.h"
 #include "common/hex.h"
 #include "common/observability/http_endpoint.h"
@@ -314,73 +315,11 @@ int main(int argc, char** argv) {
   std::atomic<AgentHost*> running{nullptr};
   Phase phase;
   ldpgraph::observability::MetricsRegistry metrics;
-  // A gauge of the running host; 0 before it runs.
-  auto host_gauge = [&](const char* name, const char* help,
-                        std::function<double(AgentHost&)> f) {
-    metrics
-        .AddGaugeCallback(name, help,
-                          [&running, f] {
-                            AgentHost* h = running.load();
-                            return h ? f(*h) : 0.0;
-                          })
-        .IgnoreError();
-  };
-  using Counters = ldpgraph::agent::AgentHostCounters;
-  auto counter = [&](const char* name, const char* help,
-                     std::atomic<uint64_t> Counters::*field) {
-    host_gauge(name, help, [field](AgentHost& h) {
-      return static_cast<double>((h.counters().*field).load());
-    });
-  };
-  counter("ldpgraph_agent_tasks", "Tasks received.", &Counters::tasks);
-  counter("ldpgraph_agent_reports_sent", "Reports and refusals sent.",
-          &Counters::reports_sent);
-  counter("ldpgraph_agent_reports_acked", "Reports acknowledged by the curator.",
-          &Counters::reports_acked);
-  counter("ldpgraph_agent_reports_rejected", "Reports the curator rejected.",
-          &Counters::rejected);
-  counter("ldpgraph_agent_refusals", "Tasks refused by a node's policy.",
-          &Counters::refusals_sent);
-  counter("ldpgraph_agent_reconnects", "Sessions lost and retried.",
-          &Counters::reconnects);
-  host_gauge("ldpgraph_agent_fresh_answers",
-              "Answers drawn with fresh randomness (charged).",
-              [](AgentHost& h) { return double(h.shard().counters().fresh); });
-  host_gauge("ldpgraph_agent_memo_hits",
-              "Repeated questions answered from the memo (free).",
-              [](AgentHost& h) { return double(h.shard().counters().memo_hits); });
-  host_gauge("ldpgraph_agent_exchanges_running",
-             "Neighbour substitution exchanges in progress.",
-             [](AgentHost& h) { return double(h.exchanges().running()); });
-  using ExchangeCounters = ldpgraph::agent::ExchangeCounters;
-  auto exchange_counter = [&](const char* name, const char* help,
-                              std::atomic<uint64_t> ExchangeCounters::*field) {
-    host_gauge(name, help, [field](AgentHost& h) {
-      return static_cast<double>((h.exchanges().counters().*field).load());
-    });
-  };
-  exchange_counter("ldpgraph_agent_exchange_messages_sent",
-                   "Sealed agent-to-agent messages relayed.",
-                   &ExchangeCounters::messages_sent);
-  exchange_counter("ldpgraph_agent_exchange_messages_received",
-                   "Sealed messages opened and delivered to a node.",
-                   &ExchangeCounters::messages_received);
-  exchange_counter("ldpgraph_agent_exchange_messages_rejected",
-                   "Sealed messages that did not open, parse or deliver "
-                   "(tampered, forged, misaddressed).",
-                   &ExchangeCounters::messages_rejected);
-  exchange_counter("ldpgraph_agent_exchange_neighbours_timed_out",
-                   "Neighbours marked absent after a silent round.",
-                   &ExchangeCounters::neighbours_timed_out);
-  host_gauge("ldpgraph_agent_epsilon_spent_max",
-              "Largest total epsilon spent by a node of the shard.",
-              [](AgentHost& h) {
-                double m = 0;
-                for (uint32_t v : h.shard().nodes()) {
-                  m = std::max(m, h.shard().spent(v).value_or(0));
-                }
-                return m;
-              });
+  if (absl::Status s = ldpgraph::agent::RegisterAgentHostMetrics(
+          metrics, [&running] { return running.load(); });
+      !s.ok()) {
+    return Fail(s);
+  }
   std::unique_ptr<ldpgraph::observability::HttpEndpoint> http;
   if (!config->http.empty()) {
     auto hp = ldpgraph::SplitHostPort(config->http);
