@@ -734,7 +734,7 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
   ingest(**features_capped, {Report("c1", 2, 0.5), Report("c1", 3, 0.5)});
   ingest(*roomy, {Report("c1", 4, 0.5), refusal(5, v1::REFUSAL_REASON_POLICY),
                   refusal(6, v1::REFUSAL_REASON_BUDGET_EXHAUSTED),
-                  refusal(7, 42)});  // a reason this build does not know
+                  refusal(7, v1::REFUSAL_REASON_NO_DATA)});
   ingest(*uncapped, {Report("c1", 9, 0.5)});
   v1::CreateCampaignRequest label;
   label.set_attribute(v1::ATTRIBUTE_LABEL);
@@ -764,9 +764,10 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
   EXPECT_EQ(c.refusals.load(), 3u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_POLICY].load(), 1u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_BUDGET_EXHAUSTED].load(), 1u);
-  EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_NO_DATA].load(), 0u);
+  EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_NO_DATA].load(), 1u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_INVALID_TASK].load(), 0u);
-  EXPECT_EQ(c.refusals_by_reason[0].load(), 1u);  // the unknown reason
+  // A reason this build does not know is rejected, never counted.
+  EXPECT_EQ(c.refusals_by_reason[0].load(), 0u);
 
   // The ledger is rebuilt from the store; the counters are this process's.
   Reopen();

@@ -209,8 +209,8 @@ absl::Status CuratorServer::RegisterMetrics() {
                           "Bytes of stored reports and refusals.",
                           &c->report_bytes));
   // Every reason of v1::RefusalReason but UNSPECIFIED (never stored),
-  // lower-case without the prefix, always rendered; "other" for a reason
-  // this build does not know, once one was stored.
+  // lower-case without the prefix, always rendered (a reason this build
+  // does not know is rejected at ingest, never stored).
   std::vector<std::pair<int, std::string>> reasons;
   for (int r = v1::RefusalReason_MIN; r <= v1::RefusalReason_MAX; ++r) {
     if (r == v1::REFUSAL_REASON_UNSPECIFIED || !v1::RefusalReason_IsValid(r)) {
@@ -227,9 +227,6 @@ absl::Status CuratorServer::RegisterMetrics() {
         MetricsRegistry::CounterSamples out;
         for (const auto& [r, name] : reasons) {
           out.push_back({{name}, double(c->refusals_by_reason[r].load())});
-        }
-        if (const uint64_t other = c->refusals_by_reason[0].load()) {
-          out.push_back({{"other"}, double(other)});
         }
         return out;
       }));
