@@ -197,6 +197,11 @@ struct ProcStats {
   double cpu_seconds = 0;  // utime + stime
   long rss_kib = 0;        // VmRSS
   long hwm_kib = 0;        // VmHWM: peak RSS
+  // From smaps_rollup: the process's proportional share of its pages (a
+  // page shared by k processes counts 1/k: what a fleet of them really
+  // costs), and its private pages.
+  long pss_kib = 0;
+  long private_kib = 0;
   int threads = 0;
 };
 
@@ -222,6 +227,17 @@ ProcStats ReadProc(pid_t pid) {
     if (auto v = value("VmRSS:")) p.rss_kib = *v;
     if (auto v = value("VmHWM:")) p.hwm_kib = *v;
     if (auto v = value("Threads:")) p.threads = static_cast<int>(*v);
+  }
+  std::ifstream rollup(absl::StrCat("/proc/", pid, "/smaps_rollup"));
+  while (std::getline(rollup, line)) {
+    auto value = [&](const char* key) -> std::optional<long> {
+      const size_t n = std::strlen(key);
+      if (line.compare(0, n, key) != 0) return std::nullopt;
+      return std::atol(line.c_str() + n);
+    };
+    if (auto v = value("Pss:")) p.pss_kib = *v;
+    if (auto v = value("Private_Clean:")) p.private_kib += *v;
+    if (auto v = value("Private_Dirty:")) p.private_kib += *v;
   }
   p.ok = true;
   return p;
@@ -1726,10 +1742,13 @@ void Run::Finish(int exit_code) {
   for (const auto& m : probe_->Messages()) messages.push_back(m);
   const int64_t errors = Errors();
   long agents_rss = 0, agents_hwm = 0, agent_max_rss = 0;
+  long agents_pss = 0, agents_private = 0;
   double agents_cpu = 0;
   json per_agent = json::array();
   for (const auto& a : agent_stats_) {
     agents_rss += a.rss_kib;
+    agents_pss += a.pss_kib;
+    agents_private += a.private_kib;
     agents_cpu += a.cpu_seconds;
     agents_hwm += a.hwm_kib;
     agent_max_rss = std::max(agent_max_rss, a.rss_kib);
@@ -1796,6 +1815,8 @@ void Run::Finish(int exit_code) {
                    {"rss_mib_total", Mib(agents_rss)},
                    {"peak_rss_mib_total", Mib(agents_hwm)},
                    {"rss_mib_max", Mib(agent_max_rss)},
+                   {"pss_mib_total", Mib(agents_pss)},
+                   {"private_mib_total", Mib(agents_private)},
                    {"rss_mib_each", per_agent}};
   }
   j["work_dir"] = (o_.keep || exit_code != 0 || !made_dir_) ? dir_ : "";
@@ -1856,12 +1877,14 @@ void Run::Finish(int exit_code) {
     row("agents CPU", absl::StrFormat("%.2f s", agents_cpu));
     row("agents RSS", absl::StrFormat("%.1f MiB total, %.1f MiB largest, %.1f MiB peak total",
                                       Mib(agents_rss), Mib(agent_max_rss), Mib(agents_hwm)));
-    std::string each;
-    for (size_t i = 0; i < agent_stats_.size(); ++i) {
-      absl::StrAppend(&each, i == 0 ? "" : " ",
-                      absl::StrFormat("%.1f", Mib(agent_stats_[i].rss_kib)));
-    }
-    row("agents RSS each (MiB)", each);
+    const double n = std::max<size_t>(1, agent_stats_.size());
+    row("agents PSS", absl::StrFormat(
+                          "%.1f MiB total, %.1f MiB each (shared library "
+                          "pages split among the agents)",
+                          Mib(agents_pss), Mib(agents_pss) / n));
+    row("agents private", absl::StrFormat("%.1f MiB total, %.1f MiB each",
+                                          Mib(agents_private),
+                                          Mib(agents_private) / n));
   }
   if (!failures_.empty()) {
     t << "  failures:\n";
