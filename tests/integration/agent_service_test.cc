@@ -247,9 +247,10 @@ TEST_F(AgentServiceTest, ThousandsOfIdleStreamsHoldNoThread) {
   }
   EXPECT_EQ(std::count(got.begin(), got.end(), true), kStreams);
   for (auto& st : streams) st->ctx.TryCancel();
-  for (auto& st : streams) {
-    grpc::Status finished;
-    st->reader->Finish(&finished, nullptr);
+  // Finish writes its status when the queue delivers it: keep them alive.
+  std::vector<grpc::Status> finished(kStreams);
+  for (int i = 0; i < kStreams; ++i) {
+    streams[i]->reader->Finish(&finished[i], nullptr);
   }
   for (int i = 0; i < kStreams; ++i) cq.Next(&tag, &ok);
   cq.Shutdown();
