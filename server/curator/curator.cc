@@ -24,11 +24,6 @@ enum NodeStatus : uint8_t {
   kRefused = 3,
 };
 
-// Relative slack of budget comparisons, as in PrivacyBudget.
-constexpr double kSlack = 1e-9;
-
-bool Exceeds(double spent, double cap) { return spent > cap * (1 + kSlack); }
-
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 std::string CampaignName(int64_t id) { return absl::StrCat("c", id); }
@@ -51,13 +46,6 @@ absl::Status ValidateCaps(const v1::BudgetCaps& caps, uint32_t node) {
 
 }  // namespace
 
-// One question a report answers, as the ledger charges it.
-struct Curator::Charge {
-  int question = 0;  // interned canonical key (Curator::questions_)
-  std::string attribute;
-  double epsilon = 0;
-};
-
 struct Curator::CampaignState {
   int64_t id = 0;
   v1::Campaign record;  // as persisted; progress filled on the way out
@@ -67,7 +55,7 @@ struct Curator::CampaignState {
   // What a report to this campaign charges: its own question, and for
   // neighbour substitution the features question of its feature spec first
   // (wire::CampaignQuestions).
-  std::vector<Charge> charges;
+  std::vector<Ledger::Question> charges;
   std::unique_ptr<FeatureMechanism> mechanism;  // features campaigns only
   std::vector<uint8_t> status;                  // NodeStatus per node
   uint32_t targeted = 0, reported = 0, refused = 0;
@@ -78,18 +66,10 @@ struct Curator::CampaignState {
   }
 };
 
-struct Curator::NodeLedger {
-  bool caps_known = false;
-  v1::BudgetCaps caps;
-  // Questions charged (interned ids, see Curator::questions_).
-  absl::flat_hash_set<int> charged;
-  std::map<std::string, double> spent;
-  double total = 0;
-};
-
 Curator::Curator(std::unique_ptr<store::CuratorStore> store, Options options)
     : options_(std::move(options)),
       store_(std::move(store)),
+      ledger_(options_.num_nodes),
       sessions_(options_.num_nodes) {}
 
 Curator::~Curator() = default;
@@ -135,7 +115,6 @@ static absl::StatusOr<std::unique_ptr<FeatureMechanism>> MechanismFor(
 
 absl::Status Curator::Load() {
   absl::MutexLock lock(&mu_);
-  ledger_.assign(options_.num_nodes, NodeLedger{});
   ASSIGN_OR_RETURN(auto rows, store_->ListCampaigns());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.id < b.id; });
@@ -149,10 +128,8 @@ absl::Status Curator::Load() {
     ASSIGN_OR_RETURN(c->attribute, wire::AttributeName(c->record.attribute()));
     c->key = wire::WireQueryKey(c->record.attribute(), c->record.spec());
     c->key_canonical = c->key.Canonical();
-    for (const QueryKey& q :
-         wire::CampaignQuestions(c->record.attribute(), c->record.spec())) {
-      c->charges.push_back(Charge{Intern(q.Canonical()), q.attribute, q.epsilon});
-    }
+    c->charges = ledger_.Intern(
+        wire::CampaignQuestions(c->record.attribute(), c->record.spec()));
     ASSIGN_OR_RETURN(c->mechanism, MechanismFor(c->record));
     c->status.assign(options_.num_nodes, kNotTargeted);
     const v1::NodeSelection& sel = c->record.nodes();
@@ -188,9 +165,9 @@ absl::Status Curator::Load() {
   RETURN_IF_ERROR(status);
   RETURN_IF_ERROR(
       store_->ForEachCaps([&](uint32_t node, const std::string& bytes) {
-        if (node >= options_.num_nodes) return;
-        NodeLedger& l = ledger_[node];
-        l.caps_known = l.caps.ParseFromString(bytes);
+        v1::BudgetCaps caps;
+        if (node >= options_.num_nodes || !caps.ParseFromString(bytes)) return;
+        ledger_.SetCaps(node, caps);
       }));
   absl::MutexLock keys_lock(&keys_mu_);
   keys_.assign(options_.num_nodes, {});
@@ -210,13 +187,7 @@ void Curator::ApplyAnswer(CampaignState& c, uint32_t node, bool refusal) {
     return;
   }
   ++c.reported;
-  NodeLedger& l = ledger_[node];
-  for (const Charge& charge : c.charges) {
-    if (l.charged.insert(charge.question).second) {
-      l.spent[charge.attribute] += charge.epsilon;
-      l.total += charge.epsilon;
-    }
-  }
+  ledger_.Charge(node, c.charges);
 }
 
 Curator::CampaignState* Curator::FindLocked(int64_t id) const {
@@ -242,11 +213,6 @@ absl::StatusOr<Curator::CampaignState*> Curator::FindLocked(
 }
 
 void Curator::BumpGeneration() { ++generation_; }
-
-int Curator::Intern(const std::string& question) {
-  return questions_.emplace(question, static_cast<int>(questions_.size()))
-      .first->second;
-}
 
 uint64_t Curator::generation() const {
   absl::MutexLock lock(&mu_);
@@ -355,14 +321,8 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
                         absl::StrJoin(replaced.begin(),
                                       replaced.begin() + shown, ","))));
   }
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& n : request.nodes()) {
-      if (!n.has_caps()) continue;
-      NodeLedger& l = ledger_[n.node_id()];
-      l.caps = n.caps();
-      l.caps_known = true;
-    }
+  for (const auto& n : request.nodes()) {
+    if (n.has_caps()) ledger_.SetCaps(n.node_id(), n.caps());
   }
   ASSIGN_OR_RETURN(auto rng, SecureRandom::Create());
   std::string raw(32, '\0');
@@ -722,65 +682,25 @@ absl::StatusOr<v1::Campaign> Curator::CreateCampaign(
       wire::CampaignQuestions(attribute, request.spec());
 
   absl::MutexLock lock(&mu_);
-  for (const QueryKey& q : questions) {
-    state->charges.push_back(Charge{Intern(q.Canonical()), q.attribute, q.epsilon});
-  }
+  state->charges = ledger_.Intern(questions);
   // The ledger: would any node with known caps be pushed over one?
   const double eps = request.spec().epsilon();
-  size_t unaffordable = 0;
-  std::string first;
-  std::vector<int> asked;
-  std::map<std::string, double> on_attribute;
-  for (uint32_t v : targets) {
-    const NodeLedger& l = ledger_[v];
-    if (!l.caps_known) continue;
-    // What v has spent plus what this campaign and the open campaigns
-    // still ask of it: each distinct question not yet charged, once.
-    double total = l.total;
-    on_attribute = l.spent;
-    asked.clear();
-    auto ask = [&](const Charge& charge) {
-      if (l.charged.contains(charge.question) ||
-          std::find(asked.begin(), asked.end(), charge.question) !=
-              asked.end()) {
-        return;
-      }
-      asked.push_back(charge.question);
-      total += charge.epsilon;
-      on_attribute[charge.attribute] += charge.epsilon;
-    };
-    for (const Charge& charge : state->charges) ask(charge);
-    if (asked.empty()) continue;  // everything asked is answered already
-    for (const auto& c : campaigns_) {
-      if (!c->open() || c->status[v] != kPending) continue;
-      for (const Charge& charge : c->charges) ask(charge);
-    }
-    std::string why;
-    if (Exceeds(total, l.caps.total())) {
-      why = absl::StrFormat("node %u: total %g > cap %g", v, total,
-                            l.caps.total());
-    } else {
-      // The caps on the attributes this campaign asks about.
-      for (const Charge& charge : state->charges) {
-        const std::string& attr = charge.attribute;
-        const double spent = on_attribute[attr];
-        auto it = l.caps.per_attribute().find(attr);
-        if (it != l.caps.per_attribute().end() && Exceeds(spent, it->second)) {
-          why = absl::StrFormat("node %u: %s %g > cap %g", v, attr, spent,
-                                it->second);
-          break;
-        }
-      }
-    }
-    if (!why.empty()) {
-      if (unaffordable++ == 0) first = why;
-    }
-  }
-  if (unaffordable > 0) {
+  auto pending = [&](uint32_t v,
+                     absl::FunctionRef<void(const Ledger::Question&)> ask)
+                     ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+                       for (const auto& c : campaigns_) {
+                         if (!c->open() || c->status[v] != kPending) continue;
+                         for (const auto& q : c->charges) ask(q);
+                       }
+                     };
+  const Ledger::Shortfall short_of =
+      ledger_.CannotAfford(targets, state->charges, pending);
+  if (short_of.nodes > 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "ledger: %d of %d targeted nodes cannot afford epsilon %g on '%s' "
         "(spent + open campaigns + this one; first: %s)",
-        unaffordable, targets.size(), eps, state->attribute, first));
+        short_of.nodes, targets.size(), eps, state->attribute,
+        short_of.first));
   }
 
   v1::Campaign record;
@@ -972,54 +892,9 @@ absl::StatusOr<std::vector<std::pair<uint32_t, v1::Report>>> Curator::Reports(
 
 std::vector<v1::NodeBudget> Curator::GetBudgets(
     const std::vector<uint32_t>& nodes) const {
-  absl::MutexLock lock(&mu_);
-  std::vector<v1::NodeBudget> out;
-  auto add = [&](uint32_t v) {
-    const NodeLedger& l = ledger_[v];
-    v1::NodeBudget b;
-    b.set_node_id(v);
-    b.set_caps_known(l.caps_known);
-    if (l.caps_known) *b.mutable_caps() = l.caps;
-    for (const auto& [attribute, eps] : l.spent) {
-      (*b.mutable_spent())[attribute] = eps;
-    }
-    b.set_total_spent(l.total);
-    out.push_back(std::move(b));
-  };
-  if (nodes.empty()) {
-    for (uint32_t v = 0; v < ledger_.size(); ++v) {
-      if (ledger_[v].caps_known || ledger_[v].total > 0) add(v);
-    }
-  } else {
-    for (uint32_t v : nodes) {
-      if (v < ledger_.size()) add(v);
-    }
-  }
-  return out;
+  return ledger_.Budgets(nodes);
 }
 
-Curator::LedgerSummary Curator::PrivacySummary() const {
-  // At a cap: less than this fraction of it left (the ledger's slack).
-  constexpr double kAtCap = 1e-9;
-  const auto at_cap = [](double spent, double cap) {
-    return cap - spent < cap * kAtCap;
-  };
-  LedgerSummary out;
-  absl::MutexLock lock(&mu_);
-  for (const NodeLedger& l : ledger_) {
-    for (const auto& [attribute, eps] : l.spent) {
-      out.spent[attribute].push_back(eps);
-    }
-    if (!l.caps_known) continue;
-    bool capped = at_cap(l.total, l.caps.total());
-    for (auto it = l.caps.per_attribute().begin();
-         !capped && it != l.caps.per_attribute().end(); ++it) {
-      const auto spent = l.spent.find(it->first);
-      capped = spent != l.spent.end() && at_cap(spent->second, it->second);
-    }
-    if (capped) ++out.nodes_at_cap;
-  }
-  return out;
-}
+LedgerSummary Curator::PrivacySummary() const { return ledger_.Summary(); }
 
 }  // namespace ldpgraph::curator

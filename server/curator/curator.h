@@ -52,6 +52,7 @@
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
 #include "server/curator/fleet.h"
+#include "server/curator/ledger.h"
 #include "server/curator/sessions.h"
 #include "server/store/store.h"
 
@@ -182,24 +183,15 @@ class Curator {
 
   ~Curator();
 
-  // What the ledger holds now, for the metrics.
-  struct LedgerSummary {
-    // Per attribute, the epsilon spent on it by each node that has spent on
-    // it (one entry per such node, in node order; attributes no node has
-    // spent on are absent).
-    std::map<std::string, std::vector<double>> spent;
-    // Nodes with known caps that are at a cap: their total cap, or the cap
-    // of an attribute, leaves less than a billionth of itself unspent.
-    uint32_t nodes_at_cap = 0;
-  };
-  // One pass over the ledger under the state lock, allocating per
-  // attribute, never per node (cheap at a million nodes: a scrape).
+  // What the ledger holds now, for the metrics (ledger.h): per attribute,
+  // what each node that spent on it spent, and the nodes at a cap. One pass
+  // over the ledger under its lock, allocating per attribute, never per
+  // node (cheap at a million nodes: a scrape).
+  using LedgerSummary = curator::LedgerSummary;
   LedgerSummary PrivacySummary() const;
 
  private:
   struct CampaignState;
-  struct NodeLedger;
-  struct Charge;
   Curator(std::unique_ptr<store::CuratorStore> store, Options options);
 
   absl::Status Load();
@@ -220,8 +212,6 @@ class Curator {
   absl::Status Check(const Session& session, const v1::Report& report,
                      int64_t now_ms, CampaignState** campaign)
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // A small id for a canonical question, the same for equal questions.
-  int Intern(const std::string& question) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   CampaignState* FindLocked(int64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<CampaignState*> FindLocked(absl::string_view id) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -235,9 +225,8 @@ class Curator {
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<CampaignState>> campaigns_ ABSL_GUARDED_BY(mu_);
-  std::vector<NodeLedger> ledger_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<std::string, int> questions_ ABSL_GUARDED_BY(mu_);
+  Ledger ledger_;
 
   // The key directory: keys_[v] valid iff has_key_[v].
   mutable absl::Mutex keys_mu_;
