@@ -101,6 +101,8 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
   fleet.min_hosts = c->options_.fleet_min_hosts;
   ASSIGN_OR_RETURN(c->fleet_, FleetPlanner::Create(fleet, c->store_.get()));
   RETURN_IF_ERROR(c->Load());
+  ASSIGN_OR_RETURN(c->keys_,
+                   KeyDirectory::Open(c->store_.get(), c->options_.num_nodes));
   RETURN_IF_ERROR(c->CloseExpired(absl::Now()).status());
   return c;
 }
@@ -163,19 +165,10 @@ absl::Status Curator::Load() {
         ApplyAnswer(*c, node, refusal);
       }));
   RETURN_IF_ERROR(status);
-  RETURN_IF_ERROR(
-      store_->ForEachCaps([&](uint32_t node, const std::string& bytes) {
-        v1::BudgetCaps caps;
-        if (node >= options_.num_nodes || !caps.ParseFromString(bytes)) return;
-        ledger_.SetCaps(node, caps);
-      }));
-  absl::MutexLock keys_lock(&keys_mu_);
-  keys_.assign(options_.num_nodes, {});
-  has_key_.assign(options_.num_nodes, false);
-  return store_->ForEachNodeKey([&](uint32_t node, const std::string& key) {
-    if (node >= options_.num_nodes || key.size() != 32) return;
-    std::copy(key.begin(), key.end(), keys_[node].begin());
-    has_key_[node] = true;
+  return store_->ForEachCaps([&](uint32_t node, const std::string& bytes) {
+    v1::BudgetCaps caps;
+    if (node >= options_.num_nodes || !caps.ParseFromString(bytes)) return;
+    ledger_.SetCaps(node, caps);
   });
 }
 
@@ -263,7 +256,7 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   }
   auto session = std::make_shared<Session>();
   session->host_name = request.host_name().substr(0, 256);
-  std::vector<std::pair<uint32_t, std::string>> caps;
+  std::vector<std::pair<uint32_t, std::string>> caps, keys;
   for (const auto& n : request.nodes()) {
     RETURN_IF_ERROR(CheckCredential(n));
     session->nodes.push_back(n.node_id());
@@ -271,10 +264,9 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
       RETURN_IF_ERROR(ValidateCaps(n.caps(), n.node_id()));
       caps.emplace_back(n.node_id(), n.caps().SerializeAsString());
     }
-    if (!n.sealing_key().empty() && n.sealing_key().size() != 32) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node ", n.node_id(), ": sealing_key must be 32 bytes (an X25519 "
-          "public key), got ", n.sealing_key().size()));
+    if (!n.sealing_key().empty()) {
+      RETURN_IF_ERROR(KeyDirectory::ValidateKey(n.node_id(), n.sealing_key()));
+      keys.emplace_back(n.node_id(), n.sealing_key());
     }
   }
   std::sort(session->nodes.begin(), session->nodes.end());
@@ -287,40 +279,8 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   session->Index();
   RETURN_IF_ERROR(store_->PutCaps(caps));
   // The key directory: new keys stored, changed ones replaced and audited.
-  size_t new_keys = 0;
-  std::vector<uint32_t> replaced;
-  {
-    absl::MutexLock lock(&keys_mu_);
-    std::vector<std::pair<uint32_t, std::string>> changed;
-    for (const auto& n : request.nodes()) {
-      if (n.sealing_key().empty()) continue;
-      const uint32_t v = n.node_id();
-      if (has_key_[v]) {
-        if (std::equal(keys_[v].begin(), keys_[v].end(),
-                       n.sealing_key().begin())) {
-          continue;
-        }
-        replaced.push_back(v);
-      } else {
-        ++new_keys;
-      }
-      changed.emplace_back(v, n.sealing_key());
-    }
-    RETURN_IF_ERROR(store_->PutNodeKeys(changed));
-    for (const auto& [v, key] : changed) {
-      std::copy(key.begin(), key.end(), keys_[v].begin());
-      has_key_[v] = true;
-    }
-  }
-  if (!replaced.empty()) {
-    std::sort(replaced.begin(), replaced.end());
-    const size_t shown = std::min<size_t>(replaced.size(), 100);
-    RETURN_IF_ERROR(store_->Audit(
-        absl::StrCat("host:", session->host_name), "node.key.replace",
-        absl::StrFormat(R"({"nodes":%d,"first_nodes":[%s]})", replaced.size(),
-                        absl::StrJoin(replaced.begin(),
-                                      replaced.begin() + shown, ","))));
-  }
+  ASSIGN_OR_RETURN(const KeyDirectory::Change keys_changed,
+                   keys_->Put(keys, absl::StrCat("host:", session->host_name)));
   for (const auto& n : request.nodes()) {
     if (n.has_caps()) ledger_.SetCaps(n.node_id(), n.caps());
   }
@@ -336,7 +296,7 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
       absl::StrFormat(
           R"({"nodes":%d,"first":%u,"last":%u,"caps":%d,"new_keys":%d,"replaced_keys":%d})",
           session->nodes.size(), session->nodes.front(), session->nodes.back(),
-          caps.size(), new_keys, replaced.size())));
+          caps.size(), keys_changed.added, keys_changed.replaced.size())));
   sessions_.Open(session);
   return std::shared_ptr<const Session>(session);
 }
@@ -570,25 +530,7 @@ absl::StatusOr<int> Curator::Relay(const Session& session,
 
 absl::StatusOr<std::vector<v1::NodeKey>> Curator::PublicKeys(
     const Session& session, const std::vector<uint32_t>& nodes) const {
-  if (nodes.size() > 100000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PublicKeys asks for ", nodes.size(), " nodes; at most 100000"));
-  }
-  std::vector<v1::NodeKey> out;
-  absl::MutexLock lock(&keys_mu_);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const uint32_t v = nodes[i];
-    if (v >= options_.num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node_ids[", i, "] = ", v, " out of range: the graph has ",
-          options_.num_nodes, " nodes"));
-    }
-    if (!has_key_[v]) continue;
-    v1::NodeKey& k = out.emplace_back();
-    k.set_node_id(v);
-    k.set_public_key(std::string(keys_[v].data(), keys_[v].size()));
-  }
-  return out;
+  return keys_->Get(nodes);
 }
 
 absl::StatusOr<std::vector<v1::SealedMessage>> Curator::FetchSealed(

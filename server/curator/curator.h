@@ -52,6 +52,7 @@
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
 #include "server/curator/fleet.h"
+#include "server/curator/key_directory.h"
 #include "server/curator/ledger.h"
 #include "server/curator/sessions.h"
 #include "server/store/store.h"
@@ -228,11 +229,7 @@ class Curator {
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   Ledger ledger_;
 
-  // The key directory: keys_[v] valid iff has_key_[v].
-  mutable absl::Mutex keys_mu_;
-  std::vector<std::array<char, 32>> keys_ ABSL_GUARDED_BY(keys_mu_);
-  std::vector<bool> has_key_ ABSL_GUARDED_BY(keys_mu_);
-
+  std::unique_ptr<KeyDirectory> keys_;
   SessionTable sessions_;
 };
 
