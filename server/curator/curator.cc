@@ -94,6 +94,8 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
         "the node key must hold at least 16 bytes");
   }
   std::unique_ptr<Curator> c(new Curator(std::move(store), std::move(options)));
+  c->relay_ = std::make_unique<RelayMailbox>(c->store_.get(),
+                                             c->options_.num_nodes);
   FleetPlanner::Options fleet;
   fleet.num_nodes = c->options_.num_nodes;
   fleet.settle = c->options_.fleet_settle;
@@ -500,32 +502,7 @@ absl::Status Curator::Ingest(const Session& session,
 
 absl::StatusOr<int> Curator::Relay(const Session& session,
                                    const v1::RelayRequest& request) {
-  if (request.messages_size() > 4096) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "relay of ", request.messages_size(), " messages; at most 4096"));
-  }
-  std::vector<store::SealedRow> rows;
-  for (int i = 0; i < request.messages_size(); ++i) {
-    const auto& m = request.messages(i);
-    if (!session.Covers(m.from_node())) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "messages[", i, "]: node ", m.from_node(),
-          " is not one of this session's nodes"));
-    }
-    if (m.to_node() >= options_.num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "messages[", i, "]: recipient ", m.to_node(), " out of range"));
-    }
-    if (m.ciphertext().size() > 65536) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "messages[", i, "]: ciphertext of ", m.ciphertext().size(),
-          " bytes; at most 65536"));
-    }
-    rows.push_back(store::SealedRow{0, m.campaign_id(), m.from_node(),
-                                    m.to_node(), m.ciphertext()});
-  }
-  RETURN_IF_ERROR(store_->PutSealed(rows));
-  return static_cast<int>(rows.size());
+  return relay_->Relay(session, request);
 }
 
 absl::StatusOr<std::vector<v1::NodeKey>> Curator::PublicKeys(
@@ -536,21 +513,7 @@ absl::StatusOr<std::vector<v1::NodeKey>> Curator::PublicKeys(
 absl::StatusOr<std::vector<v1::SealedMessage>> Curator::FetchSealed(
     const Session& session, uint64_t after, int limit,
     const std::string& campaign) {
-  if (limit <= 0 || limit > 1024) limit = 1024;
-  ASSIGN_OR_RETURN(auto rows, store_->FetchSealed(
-                                  session.nodes, static_cast<int64_t>(after),
-                                  limit, campaign));
-  std::vector<v1::SealedMessage> out;
-  for (auto& r : rows) {
-    v1::SealedMessage m;
-    m.set_campaign_id(r.campaign);
-    m.set_from_node(r.from_node);
-    m.set_to_node(r.to_node);
-    m.set_ciphertext(std::move(r.ciphertext));
-    m.set_sequence(static_cast<uint64_t>(r.sequence));
-    out.push_back(std::move(m));
-  }
-  return out;
+  return relay_->Fetch(session, after, limit, campaign);
 }
 
 // --- operator ---------------------------------------------------------------

@@ -54,6 +54,7 @@
 #include "server/curator/fleet.h"
 #include "server/curator/key_directory.h"
 #include "server/curator/ledger.h"
+#include "server/curator/relay_mailbox.h"
 #include "server/curator/sessions.h"
 #include "server/store/store.h"
 
@@ -230,6 +231,7 @@ class Curator {
   Ledger ledger_;
 
   std::unique_ptr<KeyDirectory> keys_;
+  std::unique_ptr<RelayMailbox> relay_;
   SessionTable sessions_;
 };
 
