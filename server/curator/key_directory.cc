@@ -15,16 +15,21 @@ KeyDirectory::KeyDirectory(store::CuratorStore* store, uint32_t num_nodes)
 absl::StatusOr<std::unique_ptr<KeyDirectory>> KeyDirectory::Open(
     store::CuratorStore* store, uint32_t num_nodes) {
   std::unique_ptr<KeyDirectory> d(new KeyDirectory(store, num_nodes));
-  absl::MutexLock lock(&d->mu_);
-  d->keys_.assign(num_nodes, {});
-  d->has_key_.assign(num_nodes, false);
-  RETURN_IF_ERROR(
-      store->ForEachNodeKey([&](uint32_t node, const std::string& key) {
-        if (node >= num_nodes || key.size() != kKeySize) return;
-        std::copy(key.begin(), key.end(), d->keys_[node].begin());
-        d->has_key_[node] = true;
-      }));
+  RETURN_IF_ERROR(d->Load());
   return d;
+}
+
+absl::Status KeyDirectory::Load() {
+  absl::MutexLock lock(&mu_);
+  keys_.assign(num_nodes_, {});
+  has_key_.assign(num_nodes_, false);
+  return store_->ForEachNodeKey(
+      [&](uint32_t node, const std::string& key)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            if (node >= num_nodes_ || key.size() != kKeySize) return;
+            std::copy(key.begin(), key.end(), keys_[node].begin());
+            has_key_[node] = true;
+          });
 }
 
 absl::Status KeyDirectory::ValidateKey(uint32_t node, absl::string_view key) {

@@ -70,6 +70,7 @@ class KeyDirectory {
 
  private:
   KeyDirectory(store::CuratorStore* store, uint32_t num_nodes);
+  absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
 
   store::CuratorStore* const store_;
   const uint32_t num_nodes_;
