@@ -1,56 +1,48 @@
-// The curator's core, as a plain library: sessions, campaigns and their
-// persisted state machine, report ingestion and validation, and the ledger.
-// The gRPC services (server/curator/services.h) only adapt requests to these
-// calls; tests and benchmarks call them directly.
+// The curator's core, as a plain library: a facade over components with
+// one job each. The gRPC services (server/curator/services.h) only adapt
+// requests to these calls; tests and benchmarks call them directly.
 //
-// Campaign state machine (persisted in the store on every transition):
-//   OPEN --(operator | quorum reached | deadline passed)--> CLOSED.
-// An open campaign asks its targeted nodes one question (attribute,
-// mechanism, parameters, epsilon). Each node answers at most once: a report
-// or a refusal. A report is validated against the campaign (mechanism,
-// dimension, indices, value domain, number of sampled dimensions) and stored
-// durably before it is acknowledged.
+//   SessionTable  (sessions.h)       which agent host proved which nodes,
+//                                    by bearer token; not persisted.
+//   CampaignBook  (campaigns.h)      campaigns and their persisted state
+//                                    machine (OPEN -> CLOSED by operator,
+//                                    quorum or deadline), the tasks they set,
+//                                    and report ingestion and validation.
+//   Ledger        (ledger.h)         each node's caps and privacy spend per
+//                                    attribute, a question charged once;
+//                                    rebuilt from the stored answers at
+//                                    start-up; refuses a campaign a node
+//                                    with known caps could not afford.
+//   KeyDirectory  (key_directory.h)  the sealing public keys nodes sent at
+//                                    enrolment; a replacement is audited.
+//   RelayMailbox  (relay_mailbox.h)  sealed messages between nodes.
+//   FleetPlanner  (fleet.h)          shard plans for interchangeable hosts.
 //
-// Ledger: mirrors what each node has spent. A node's spend on an attribute
-// is the sum of the epsilons of the distinct questions it has answered with
-// a report (a question repeated identically is answered from the agent's
-// memo and costs nothing, so it is charged once). A neighbour substitution
-// report answers two questions, charged as the agent charges them: eps_e on
-// "edges", and the campaign's feature sub-spec as a "features" question
-// (the same question as a features campaign with that spec, so a node that
-// answered both is charged eps_x once; wire::CampaignQuestions).
+// The Curator owns the store and the components (each keeps a pointer to
+// the store; none outlives the Curator), verifies node credentials, and
+// composes an enrolment: credentials and caps checked, caps stored and
+// recorded in the ledger, keys put in the directory, a session opened and
+// the enrolment audited. It does not hand out the store: the stages and
+// the admin service reach results and the audit log through narrow calls.
 //
-// Key directory: the sealing public key each node sent at enrolment
-// (NodeCredential.sealing_key), stored and served to authenticated
-// sessions (PublicKeys). A node that enrols with another key replaces its
-// old one, and the replacement is audited. The ledger is rebuilt from
-// the stored answers at start-up, so it can neither lose nor double-count a
-// report across a crash. CreateCampaign refuses a campaign that a node
-// whose caps are known could not afford, counting what that node has spent
-// and what the open campaigns still ask of it.
-//
-// Thread-safe. Ingest takes the state lock once per batch.
+// Thread-safe. Each component has its own lock (none for the relay, which
+// has no state of its own besides the store); the only nesting is the
+// campaign book's lock around the ledger's. Ingest checks batches of
+// several sessions at once (campaigns.h).
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/mechanisms/feature_mechanism.h"
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
+#include "server/curator/campaigns.h"
 #include "server/curator/fleet.h"
 #include "server/curator/key_directory.h"
 #include "server/curator/ledger.h"
@@ -59,19 +51,6 @@
 #include "server/store/store.h"
 
 namespace ldpgraph::curator {
-
-// Counters the service exposes as metrics; monotonic.
-struct IngestCounters {
-  std::atomic<uint64_t> reports_accepted{0};
-  std::atomic<uint64_t> reports_duplicate{0};
-  std::atomic<uint64_t> refusals{0};
-  // The same refusals by v1::RefusalReason (index = the reason's value; 0
-  // for a value this build does not know, as UNSPECIFIED is never stored).
-  std::atomic<uint64_t> refusals_by_reason[v1::RefusalReason_ARRAYSIZE] = {};
-  // Rejected reports by gRPC code (index = code, 0..16).
-  std::atomic<uint64_t> rejected[17] = {};
-  std::atomic<uint64_t> report_bytes{0};
-};
 
 class Curator {
  public:
@@ -107,8 +86,8 @@ class Curator {
   // restart, or replaced).
   absl::StatusOr<std::shared_ptr<const Session>> FindSession(
       absl::string_view token) const;
-  // One task per open campaign that still waits for some of the session's
-  // nodes.
+  // One task per open campaign, not past its deadline, that still waits
+  // for some of the session's nodes.
   std::vector<v1::Task> PendingTasks(const Session& session) const;
   // Increases whenever a campaign opens or closes. WaitForChange blocks
   // until the generation differs from `seen` or the deadline passes, and
@@ -149,6 +128,9 @@ class Curator {
       const Session& session, const std::vector<uint32_t>& nodes) const;
 
   // --- operator -------------------------------------------------------------
+  // Validates the request (INVALID_ARGUMENT naming what is wrong), refuses
+  // a campaign that a targeted node with known caps could not afford
+  // (FAILED_PRECONDITION, campaigns.h), and stores it open.
   absl::StatusOr<v1::Campaign> CreateCampaign(
       const v1::CreateCampaignRequest& request);
   std::vector<v1::Campaign> ListCampaigns() const;
@@ -160,6 +142,8 @@ class Curator {
   absl::StatusOr<int> CloseExpired(absl::Time now);
   absl::StatusOr<std::vector<v1::RefusalRecord>> ListRefusals(
       absl::string_view id) const;
+  // The ledger's budgets of `nodes` (ledger.h); for no nodes, those of
+  // every node that declared caps or spent anything.
   std::vector<v1::NodeBudget> GetBudgets(
       const std::vector<uint32_t>& nodes) const;
 
@@ -176,12 +160,14 @@ class Curator {
   v1::CuratorStatus Status() const;
   // Task streams open now; the Subscribe service counts them.
   std::atomic<int>& task_streams() { return task_streams_; }
-  const IngestCounters& counters() const { return counters_; }
+  const IngestCounters& counters() const { return campaigns_->counters(); }
   store::CuratorStore& store() { return *store_; }
   uint32_t num_nodes() const { return options_.num_nodes; }
 
   // Parses "c<id>"; INVALID_ARGUMENT otherwise.
-  static absl::StatusOr<int64_t> ParseCampaignId(absl::string_view id);
+  static absl::StatusOr<int64_t> ParseCampaignId(absl::string_view id) {
+    return CampaignBook::ParseId(id);
+  }
 
   ~Curator();
 
@@ -193,46 +179,24 @@ class Curator {
   LedgerSummary PrivacySummary() const;
 
  private:
-  struct CampaignState;
   Curator(std::unique_ptr<store::CuratorStore> store, Options options);
 
-  absl::Status Load();
+  // The caps nodes declared, from the store into the ledger.
+  absl::Status LoadCaps();
   // A node credential: INVALID_ARGUMENT for a node outside the graph,
   // UNAUTHENTICATED if the secret is not the node's.
   absl::Status CheckCredential(const v1::NodeCredential& credential) const;
-  // Records a stored answer in memory: progress and, for a report, the
-  // ledger.
-  void ApplyAnswer(CampaignState& c, uint32_t node, bool refusal)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CloseLocked(CampaignState& c, absl::string_view reason,
-                           absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  v1::Campaign ToProto(const CampaignState& c) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Checks one report against its campaign; OK or the status to send.
-  // *campaign: in, the previous report's campaign (a lookup cache, may be
-  // null); out, this report's campaign (null if unknown).
-  absl::Status Check(const Session& session, const v1::Report& report,
-                     int64_t now_ms, CampaignState** campaign)
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  CampaignState* FindLocked(int64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<CampaignState*> FindLocked(absl::string_view id) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  void BumpGeneration() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
+  // Declared first, destroyed last: the components point into it.
   std::unique_ptr<store::CuratorStore> store_;
-  IngestCounters counters_;
   std::atomic<int> task_streams_{0};
-  std::unique_ptr<FleetPlanner> fleet_;
-
-  mutable absl::Mutex mu_;
-  std::vector<std::unique_ptr<CampaignState>> campaigns_ ABSL_GUARDED_BY(mu_);
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  SessionTable sessions_;
   Ledger ledger_;
-
+  std::unique_ptr<CampaignBook> campaigns_;
   std::unique_ptr<KeyDirectory> keys_;
   std::unique_ptr<RelayMailbox> relay_;
-  SessionTable sessions_;
+  std::unique_ptr<FleetPlanner> fleet_;
 };
 
 }  // namespace ldpgraph::curator
