@@ -29,7 +29,8 @@ std::string CampaignName(int64_t id) { return absl::StrCat("c", id); }
 absl::StatusOr<std::unique_ptr<FeatureMechanism>> MechanismFor(
     const v1::Campaign& record) {
   if (record.attribute() != v1::ATTRIBUTE_FEATURES) return nullptr;
-  ASSIGN_OR_RETURN(MechanismSpec spec, wire::FromWireFeatureSpec(record.spec()));
+  ASSIGN_OR_RETURN(MechanismSpec spec,
+                   wire::FromWireFeatureSpec(record.spec()));
   return CreateFeatureMechanism(spec);
 }
 
@@ -140,9 +141,9 @@ absl::Status CampaignBook::Load() {
             CampaignState* c = FindLocked(campaign);
             if (c == nullptr || node >= options_.num_nodes) {
               if (status.ok()) {
-                status = absl::DataLossError(absl::StrCat(
-                    "stored answer of node ", node, " to unknown campaign ",
-                    campaign));
+                status = absl::DataLossError(
+                    absl::StrCat("stored answer of node ", node,
+                                 " to unknown campaign ", campaign));
               }
               return;
             }
@@ -224,7 +225,8 @@ absl::Status CampaignBook::ValidateRequest(
         absl::StrCat("quorum must be in [0, 1], got ", request.quorum()));
   }
   if (request.deadline_unix_ms() < 0 ||
-      (request.deadline_unix_ms() > 0 && request.deadline_unix_ms() <= now_ms)) {
+      (request.deadline_unix_ms() > 0 &&
+       request.deadline_unix_ms() <= now_ms)) {
     return absl::InvalidArgumentError("deadline must be 0 or in the future");
   }
   return absl::OkStatus();
@@ -275,14 +277,14 @@ absl::Status CampaignBook::CheckAffordableLocked(
     double epsilon) const {
   // What the open campaigns still ask of v: read under this book's lock,
   // which the caller holds, while the ledger holds its own.
-  auto pending = [this](uint32_t v,
-                        absl::FunctionRef<void(const Ledger::Question&)> ask)
-                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                       for (const auto& c : campaigns_) {
-                         if (!c->open() || c->status[v] != kPending) continue;
-                         for (const auto& q : c->charges) ask(q);
-                       }
-                     };
+  auto pending =
+      [this](uint32_t v, absl::FunctionRef<void(const Ledger::Question&)> ask)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            for (const auto& c : campaigns_) {
+              if (!c->open() || c->status[v] != kPending) continue;
+              for (const auto& q : c->charges) ask(q);
+            }
+          };
   const Ledger::Shortfall short_of =
       ledger_->CannotAfford(targets, state.charges, pending);
   if (short_of.nodes == 0) return absl::OkStatus();
@@ -485,8 +487,7 @@ uint64_t CampaignBook::WaitForChange(uint64_t seen, absl::Time deadline) const {
 }
 
 absl::Status CampaignBook::CheckReport(const Session& session,
-                                       const v1::Report& report,
-                                       int64_t now_ms,
+                                       const v1::Report& report, int64_t now_ms,
                                        CampaignState** campaign) const {
   // Batches usually answer one campaign: reuse the previous lookup.
   CampaignState* c = *campaign;
@@ -503,8 +504,8 @@ absl::Status CampaignBook::CheckReport(const Session& session,
   *campaign = c;
   const uint32_t v = report.node_id();
   if (!session.Covers(v)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "node ", v, " is not one of this session's nodes"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("node ", v, " is not one of this session's nodes"));
   }
   if (v >= c->status.size() || c->status[v] == kNotTargeted) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -552,9 +553,9 @@ absl::Status CampaignBook::CheckReport(const Session& session,
     case v1::Report::BODY_NOT_SET:
       return absl::InvalidArgumentError("report has no body");
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "campaign ", report.campaign_id(), " asks about ", c->attribute,
-      "; the report carries another attribute"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("campaign ", report.campaign_id(), " asks about ",
+                   c->attribute, "; the report carries another attribute"));
 }
 
 // Ingest holds the lock in shared mode while it checks the batch and
@@ -578,8 +579,8 @@ absl::Status CampaignBook::Ingest(const Session& session,
                                   v1::ReportAck* ack) {
   const int n = batch.reports_size();
   if (n > options_.max_batch) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "batch of ", n, " reports; at most ", options_.max_batch));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch of ", n, " reports; at most ", options_.max_batch));
   }
   ack->Clear();
   ack->set_batch_id(batch.batch_id());

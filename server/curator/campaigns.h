@@ -24,7 +24,8 @@
 // mode, so batches of several sessions are checked at once, and takes it
 // exclusively only to apply the outcomes (progress, ledger, quorum close);
 // every other change (create, close) takes it exclusively. Lock order: this
-// lock, then the ledger's.
+// lock, then the store's, then the ledger's (Open charges the ledger from
+// inside a store scan).
 #pragma once
 
 #include <atomic>

@@ -1,10 +1,10 @@
 #include "server/curator/campaigns.h"
 
-#include <atomic>
-#include <thread>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "common/testing/temp_folder.h"
@@ -218,9 +218,9 @@ TEST_F(CampaignBookTest, IngestTellsResendsFromConflicts) {
   EXPECT_EQ(n.reports_accepted.load(), 1u);
   EXPECT_EQ(n.refusals.load(), 1u);
   EXPECT_EQ(n.reports_duplicate.load(), 1u);
-  EXPECT_EQ(n.rejected[static_cast<int>(absl::StatusCode::kAlreadyExists)]
-                .load(),
-            2u);
+  EXPECT_EQ(
+      n.rejected[static_cast<int>(absl::StatusCode::kAlreadyExists)].load(),
+      2u);
   // Only the report is charged; the refusal is listed.
   EXPECT_DOUBLE_EQ(ledger_->Budgets({0, 1})[0].total_spent(), 1);
   EXPECT_DOUBLE_EQ(ledger_->Budgets({0, 1})[1].total_spent(), 0);
@@ -357,7 +357,8 @@ TEST_F(CampaignBookTest, ConcurrentIngestStoresEachAnswerOnce) {
         const bool same = v % 2 == 0;
         const uint32_t u = (v + 1) % kNodes;
         batch.push_back(Features("c2", v, same ? 0.25 : mine));
-        batch.push_back(Edges("c1", v, {same || t < kShards ? u : (v + 2) % kNodes}));
+        batch.push_back(
+            Edges("c1", v, {same || t < kShards ? u : (v + 2) % kNodes}));
         if (batch.size() >= kBatch) send();
       }
       send();

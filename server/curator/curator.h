@@ -18,17 +18,19 @@
 //   RelayMailbox  (relay_mailbox.h)  sealed messages between nodes.
 //   FleetPlanner  (fleet.h)          shard plans for interchangeable hosts.
 //
-// The Curator owns the store and the components (each keeps a pointer to
-// the store; none outlives the Curator), verifies node credentials, and
-// composes an enrolment: credentials and caps checked, caps stored and
-// recorded in the ledger, keys put in the directory, a session opened and
-// the enrolment audited. It does not hand out the store: the stages and
-// the admin service reach results and the audit log through narrow calls.
+// The Curator owns the store and the components (those that persist keep
+// a pointer to the store; none outlives the Curator), verifies node
+// credentials, and composes an enrolment: credentials and caps checked,
+// caps stored and recorded in the ledger, keys put in the directory, a
+// session opened and the enrolment audited. It does not hand out the
+// store: the stages and the admin service reach results and the audit log
+// through narrow calls.
 //
 // Thread-safe. Each component has its own lock (none for the relay, which
-// has no state of its own besides the store); the only nesting is the
-// campaign book's lock around the ledger's. Ingest checks batches of
-// several sessions at once (campaigns.h).
+// has no state of its own besides the store). Where locks nest, the order
+// is: the campaign book's or the key directory's, then the store's, then
+// the ledger's. Ingest checks batches of several sessions at once
+// (campaigns.h).
 #pragma once
 
 #include <atomic>
@@ -188,7 +190,8 @@ class Curator {
   absl::Status CheckCredential(const v1::NodeCredential& credential) const;
 
   const Options options_;
-  // Declared first, destroyed last: the components point into it.
+  // Declared before the components, so destroyed after them: they point
+  // into it (and the book into the ledger).
   std::unique_ptr<store::CuratorStore> store_;
   std::atomic<int> task_streams_{0};
   SessionTable sessions_;

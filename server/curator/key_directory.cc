@@ -34,9 +34,11 @@ absl::Status KeyDirectory::Load() {
 
 absl::Status KeyDirectory::ValidateKey(uint32_t node, absl::string_view key) {
   if (key.size() == kKeySize) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "node ", node, ": sealing_key must be 32 bytes (an X25519 "
-      "public key), got ", key.size()));
+  return absl::InvalidArgumentError(
+      absl::StrCat("node ", node,
+                   ": sealing_key must be 32 bytes (an X25519 "
+                   "public key), got ",
+                   key.size()));
 }
 
 absl::StatusOr<KeyDirectory::Change> KeyDirectory::Put(
@@ -94,9 +96,9 @@ absl::StatusOr<std::vector<v1::NodeKey>> KeyDirectory::Get(
   for (size_t i = 0; i < nodes.size(); ++i) {
     const uint32_t v = nodes[i];
     if (v >= num_nodes_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node_ids[", i, "] = ", v, " out of range: the graph has ",
-          num_nodes_, " nodes"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node_ids[", i, "] = ", v,
+                       " out of range: the graph has ", num_nodes_, " nodes"));
     }
     if (!has_key_[v]) continue;
     v1::NodeKey& k = out.emplace_back();

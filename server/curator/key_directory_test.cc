@@ -69,8 +69,8 @@ TEST_F(KeyDirectoryTest, AnotherKeyReplacesTheOldOneAudited) {
   EXPECT_EQ(same->added, 0u);
   EXPECT_TRUE(same->replaced.empty());
   EXPECT_TRUE(Replacements().empty());
-  auto changed = keys_->Put(Keys{{2, K('c')}, {1, K('c')}, {3, K('d')}},
-                            "host:h");
+  auto changed =
+      keys_->Put(Keys{{2, K('c')}, {1, K('c')}, {3, K('d')}}, "host:h");
   ASSERT_TRUE(changed.ok());
   EXPECT_EQ(changed->added, 1u);
   EXPECT_THAT(changed->replaced, ::testing::ElementsAre(1u, 2u));
@@ -93,7 +93,8 @@ TEST_F(KeyDirectoryTest, KeysSurviveAReopen) {
 TEST_F(KeyDirectoryTest, PutRejectsAKeyOfTheWrongSizeStoringNothing) {
   auto put = keys_->Put(Keys{{1, K('a')}, {2, "short"}}, "host:h");
   EXPECT_EQ(put.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(put.status().message(), HasSubstr("node 2: sealing_key must be 32 bytes"));
+  EXPECT_THAT(put.status().message(),
+              HasSubstr("node 2: sealing_key must be 32 bytes"));
   EXPECT_TRUE(keys_->Get({1, 2})->empty());
 }
 
@@ -115,7 +116,8 @@ TEST_F(KeyDirectoryTest, ValidateKeyNamesTheNodeAndSize) {
 TEST_F(KeyDirectoryTest, GetRejectsAnIdOutsideTheGraph) {
   auto got = keys_->Get({1, kNodes});
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(got.status().message(), HasSubstr("node_ids[1] = 10 out of range"));
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("node_ids[1] = 10 out of range"));
 }
 
 TEST_F(KeyDirectoryTest, GetRejectsMoreThanTheLimit) {

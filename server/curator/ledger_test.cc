@@ -16,12 +16,14 @@ v1::BudgetCaps Caps(double total,
                     std::vector<std::pair<std::string, double>> on = {}) {
   v1::BudgetCaps c;
   c.set_total(total);
-  for (auto& [attribute, cap] : on) (*c.mutable_per_attribute())[attribute] = cap;
+  for (auto& [attribute, cap] : on)
+    (*c.mutable_per_attribute())[attribute] = cap;
   return c;
 }
 
 // No open campaign asks anything.
-void NothingPending(uint32_t, absl::FunctionRef<void(const Ledger::Question&)>) {}
+void NothingPending(uint32_t,
+                    absl::FunctionRef<void(const Ledger::Question&)>) {}
 
 TEST(LedgerTest, EqualQuestionsInternToOneId) {
   Ledger ledger(4);

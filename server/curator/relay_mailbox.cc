@@ -17,9 +17,9 @@ absl::StatusOr<int> RelayMailbox::Relay(const Session& session,
   for (int i = 0; i < request.messages_size(); ++i) {
     const auto& m = request.messages(i);
     if (!session.Covers(m.from_node())) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "messages[", i, "]: node ", m.from_node(),
-          " is not one of this session's nodes"));
+      return absl::PermissionDeniedError(
+          absl::StrCat("messages[", i, "]: node ", m.from_node(),
+                       " is not one of this session's nodes"));
     }
     if (m.to_node() >= num_nodes_) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -41,9 +41,9 @@ absl::StatusOr<std::vector<v1::SealedMessage>> RelayMailbox::Fetch(
     const Session& session, uint64_t after, int limit,
     const std::string& campaign) const {
   if (limit <= 0 || limit > kMaxFetch) limit = kMaxFetch;
-  ASSIGN_OR_RETURN(auto rows, store_->FetchSealed(
-                                  session.nodes, static_cast<int64_t>(after),
-                                  limit, campaign));
+  ASSIGN_OR_RETURN(
+      auto rows, store_->FetchSealed(session.nodes, static_cast<int64_t>(after),
+                                     limit, campaign));
   std::vector<v1::SealedMessage> out;
   out.reserve(rows.size());
   for (auto& r : rows) {

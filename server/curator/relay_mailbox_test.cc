@@ -109,7 +109,8 @@ TEST_F(RelayMailboxTest, RelayRefusesARecipientOutsideTheGraph) {
 
 TEST_F(RelayMailboxTest, RelayRefusesAnOversizedCiphertext) {
   auto sent = mailbox_->Relay(
-      alice_, Message(0, 5, std::string(RelayMailbox::kMaxCiphertext + 1, 'x')));
+      alice_,
+      Message(0, 5, std::string(RelayMailbox::kMaxCiphertext + 1, 'x')));
   EXPECT_EQ(sent.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(sent.status().message(), HasSubstr("at most 65536"));
   EXPECT_TRUE(
