@@ -243,6 +243,34 @@ std::vector<v1::NodeBudget> Curator::GetBudgets(
   return ledger_.Budgets(nodes);
 }
 
+// --- pipeline results and the audit log -------------------------------------
+
+absl::StatusOr<int64_t> Curator::AddResult(
+    absl::FunctionRef<std::string(int64_t id)> record_for_id,
+    const std::string& matrix_path) {
+  return store_->AddResult(record_for_id, matrix_path);
+}
+
+absl::StatusOr<std::vector<store::ResultRow>> Curator::ListResults() const {
+  return store_->ListResults();
+}
+
+absl::StatusOr<store::ResultRow> Curator::GetResult(int64_t id) const {
+  return store_->GetResult(id);
+}
+
+absl::Status Curator::Audit(const std::string& actor, const std::string& action,
+                            const std::string& details_json) {
+  return store_->Audit(actor, action, details_json);
+}
+
+absl::StatusOr<std::vector<store::AuditRow>> Curator::ListAudit(
+    int64_t after_sequence, int limit) const {
+  return store_->ListAudit(after_sequence, limit);
+}
+
+// --- status -----------------------------------------------------------------
+
 int Curator::open_campaigns() const { return campaigns_->open_campaigns(); }
 
 v1::CuratorStatus Curator::Status() const {

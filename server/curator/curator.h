@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -163,8 +164,25 @@ class Curator {
   // Task streams open now; the Subscribe service counts them.
   std::atomic<int>& task_streams() { return task_streams_; }
   const IngestCounters& counters() const { return campaigns_->counters(); }
-  store::CuratorStore& store() { return *store_; }
   uint32_t num_nodes() const { return options_.num_nodes; }
+
+  // --- pipeline results and the audit log -----------------------------------
+  // For the stages (stages.h) and the admin service, with the store's
+  // contracts (store.h). AddResult assigns the id (1, 2, ...) and builds
+  // the serialised v1::StageResult with it; matrix_path names the result's
+  // matrix file, or is empty. GetResult: NOT_FOUND for an unknown id.
+  absl::StatusOr<int64_t> AddResult(
+      absl::FunctionRef<std::string(int64_t id)> record_for_id,
+      const std::string& matrix_path);
+  absl::StatusOr<std::vector<store::ResultRow>> ListResults() const;
+  absl::StatusOr<store::ResultRow> GetResult(int64_t id) const;
+  // Appends to the audit log, stamped with the time of the call.
+  absl::Status Audit(const std::string& actor, const std::string& action,
+                     const std::string& details_json);
+  // Audit rows with sequence > after_sequence, ascending, at most limit
+  // (> 0; INVALID_ARGUMENT otherwise).
+  absl::StatusOr<std::vector<store::AuditRow>> ListAudit(int64_t after_sequence,
+                                                         int limit) const;
 
   // Parses "c<id>"; INVALID_ARGUMENT otherwise.
   static absl::StatusOr<int64_t> ParseCampaignId(absl::string_view id) {

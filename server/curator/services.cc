@@ -822,7 +822,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
                           ? 1000
                           : static_cast<int>(req->limit());
     ASSIGN_OR_RETURN(auto rows,
-                     curator_->store().ListAudit(
+                     curator_->ListAudit(
                          static_cast<int64_t>(req->after_sequence()), limit));
     for (const auto& r : rows) {
       v1::AuditEntry* e = resp->add_entries();

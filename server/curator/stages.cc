@@ -166,7 +166,7 @@ absl::StatusOr<Stages::StageGraph> Stages::GraphFor(
 
 absl::StatusOr<store::ResultRow> Stages::Find(absl::string_view id) const {
   ASSIGN_OR_RETURN(int64_t n, ParseResultId(id));
-  return curator_->store().GetResult(n);
+  return curator_->GetResult(n);
 }
 
 absl::StatusOr<store::ResultRow> Stages::FindEstimate(
@@ -195,7 +195,7 @@ absl::StatusOr<DenseMatrix> Stages::Matrix(absl::string_view id) const {
 
 std::vector<v1::StageResult> Stages::List() const {
   std::vector<v1::StageResult> out;
-  auto rows = curator_->store().ListResults();
+  auto rows = curator_->ListResults();
   if (!rows.ok()) return out;
   for (auto it = rows->rbegin(); it != rows->rend(); ++it) {
     v1::StageResult r;
@@ -218,7 +218,7 @@ absl::StatusOr<v1::StageResult> Stages::Record(v1::StageResult r,
     r.set_rows(static_cast<uint32_t>(m->rows));
     r.set_cols(static_cast<uint32_t>(m->cols));
   }
-  ASSIGN_OR_RETURN(int64_t id, curator_->store().AddResult(
+  ASSIGN_OR_RETURN(int64_t id, curator_->AddResult(
                                    [&](int64_t id) {
                                      r.set_id(absl::StrCat("r", id));
                                      return r.SerializeAsString();
@@ -226,10 +226,10 @@ absl::StatusOr<v1::StageResult> Stages::Record(v1::StageResult r,
                                    path));
   (void)id;
   results_.fetch_add(1);
-  RETURN_IF_ERROR(curator_->store().Audit(
-      "admin", absl::StrCat("pipeline.", r.stage()),
-      absl::StrCat(R"({"result":")", r.id(), R"(","input":")", r.input(),
-                   "\"}")));
+  RETURN_IF_ERROR(
+      curator_->Audit("admin", absl::StrCat("pipeline.", r.stage()),
+                      absl::StrCat(R"({"result":")", r.id(), R"(","input":")",
+                                   r.input(), "\"}")));
   return r;
 }
 
@@ -426,7 +426,7 @@ absl::StatusOr<double> ComposedEpsilon(const dp::RdpAccountant& curve,
 absl::StatusOr<std::map<std::string, Stages::GraphLedger>> Stages::Ledgers()
     const {
   std::map<std::string, GraphLedger> out;
-  ASSIGN_OR_RETURN(auto rows, curator_->store().ListResults());
+  ASSIGN_OR_RETURN(auto rows, curator_->ListResults());
   for (const store::ResultRow& row : rows) {
     v1::StageResult r;
     if (!r.ParseFromString(row.record) || r.stage() != "release") continue;

@@ -70,7 +70,7 @@ class Stages {
         dir_(std::move(results_dir)),
         private_edges_(private_edges),
         release_budget_(release_budget) {
-    auto rows = curator_->store().ListResults();
+    auto rows = curator_->ListResults();
     results_.store(rows.ok() ? rows->size() : 0);
   }
 

@@ -386,20 +386,24 @@ TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
   EXPECT_GE(rejected, 3u);
   EXPECT_TRUE(reports.at(victim).has_edges());
 
-  // The relay's table: no feature report in clear...
-  auto sealed = server_->curator().store().FetchSealed(
-      [] {
-        std::vector<uint32_t> all(kNodes);
-        for (uint32_t v = 0; v < kNodes; ++v) all[v] = v;
-        return all;
-      }(),
-      0, 10000000, "c1");
-  ASSERT_TRUE(sealed.ok());
-  ASSERT_GT(sealed->size(), 0u);
+  // The relay's table, as a session of every node reads it: no feature
+  // report in clear...
+  curator::Session everyone;
+  for (uint32_t v = 0; v < kNodes; ++v) everyone.nodes.push_back(v);
+  everyone.Index();
+  std::vector<v1::SealedMessage> sealed;
+  for (uint64_t after = 0;;) {
+    auto page = server_->curator().FetchSealed(everyone, after, 0, "c1");
+    ASSERT_TRUE(page.ok()) << page.status();
+    if (page->empty()) break;
+    after = page->back().sequence();
+    for (auto& m : *page) sealed.push_back(std::move(m));
+  }
+  ASSERT_GT(sealed.size(), 0u);
   const QueryKey features_key =
       wire::WireQueryKey(v1::ATTRIBUTE_FEATURES, FeatureSpec());
   std::set<std::pair<uint32_t, uint32_t>> routes;
-  for (const auto& m : *sealed) routes.emplace(m.from_node, m.to_node);
+  for (const auto& m : sealed) routes.emplace(m.from_node(), m.to_node());
   for (uint32_t v = 0; v < kNodes; ++v) {
     auto memo = HostOf(v).shard().agent(v)->budget().Lookup(features_key);
     ASSERT_TRUE(memo.has_value()) << "node " << v;
@@ -407,10 +411,10 @@ TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
     ASSERT_TRUE(body.ParseFromString(memo->answer));
     const std::string clear = body.features().SerializeAsString();
     ASSERT_GE(clear.size(), 4u);
-    for (const auto& m : *sealed) {
-      ASSERT_FALSE(absl::StrContains(m.ciphertext, clear))
+    for (const auto& m : sealed) {
+      ASSERT_FALSE(absl::StrContains(m.ciphertext(), clear))
           << "node " << v << "'s feature report in the clear in message "
-          << m.sequence;
+          << m.sequence();
     }
   }
   // ... but its routing pairs are the true edges, both ways (besides the
