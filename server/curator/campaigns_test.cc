@@ -319,7 +319,7 @@ TEST_F(CampaignBookTest, OpenRebuildsProgressAndTheLedger) {
 // is stored exactly once, the others acknowledged as duplicates or refused
 // as conflicts, and each node is charged once per question.
 TEST_F(CampaignBookTest, ConcurrentIngestStoresEachAnswerOnce) {
-  constexpr uint32_t kNodes = 400;
+  constexpr uint32_t kNodes = 2000;
   constexpr int kShards = 4, kThreads = 2 * kShards, kBatch = 7;
   Reopen(kNodes);
   ASSERT_TRUE(book_->Create(Substitution(kNodes, 1.0, 1.5)).ok());
