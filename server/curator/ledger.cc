@@ -56,7 +56,8 @@ void Ledger::Charge(absl::Span<const Debit> debits) {
 void Ledger::ChargeLocked(uint32_t node, absl::Span<const Question> questions) {
   NodeLedger& l = nodes_[node];
   for (const Question& q : questions) {
-    if (l.charged.insert(q.id).second) {
+    if (!l.Charged(q.id)) {
+      l.charged.push_back(q.id);
       l.spent[q.attribute] += q.epsilon;
       l.total += q.epsilon;
     }
@@ -81,7 +82,7 @@ Ledger::Shortfall Ledger::CannotAfford(
     on_attribute = l.spent;
     asked.clear();
     auto ask = [&](const Question& q) {
-      if (l.charged.contains(q.id) ||
+      if (l.Charged(q.id) ||
           std::find(asked.begin(), asked.end(), q.id) != asked.end()) {
         return;
       }

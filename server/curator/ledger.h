@@ -16,6 +16,8 @@
 // (which must not call the ledger).
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -107,7 +110,12 @@ class Ledger {
   struct NodeLedger {
     bool caps_known = false;
     v1::BudgetCaps caps;
-    absl::flat_hash_set<int> charged;  // question ids
+    // Question ids; a node answers few questions, so a short vector searched
+    // linearly beats a hash set (no allocation for the first four).
+    absl::InlinedVector<int, 4> charged;
+    bool Charged(int id) const {
+      return std::find(charged.begin(), charged.end(), id) != charged.end();
+    }
     std::map<std::string, double> spent;
     double total = 0;
   };

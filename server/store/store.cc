@@ -1269,6 +1269,27 @@ absl::Status CuratorStore::PutCaps(
       });
 }
 
+absl::Status CuratorStore::PutCapsAndAudit(
+    const std::vector<std::pair<uint32_t, std::string>>& caps,
+    const std::string& actor, const std::string& action,
+    const std::string& details_json) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  Impl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  const std::string operation = absl::StrCat("storing caps and auditing ", action);
+  return s.InTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        sqlite3_stmt* stmt = s.stmts.put_caps.get();
+        for (const auto& [node, bytes] : caps) {
+          ScopedReset reset(stmt);
+          RETURN_IF_ERROR(
+              s.BindOrError(operation, stmt, int64_t{node}, Blob{bytes}));
+          RETURN_IF_ERROR(s.StepDone(operation, stmt));
+        }
+        return s.InsertAudit(operation, now_ms, actor, action, details_json);
+      });
+}
+
 absl::Status CuratorStore::ForEachCaps(
     absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn) {
   Impl& s = *impl_;

@@ -173,6 +173,12 @@ class CuratorStore {
   // Caps a node declared (serialised v1::BudgetCaps), replacing any earlier;
   // one transaction. ForEachCaps: by ascending node.
   absl::Status PutCaps(const std::vector<std::pair<uint32_t, std::string>>& caps);
+  // PutCaps and Audit(actor, action, details_json) in one transaction (one
+  // sync to disk, not two): both or neither. An enrolment's write.
+  absl::Status PutCapsAndAudit(
+      const std::vector<std::pair<uint32_t, std::string>>& caps,
+      const std::string& actor, const std::string& action,
+      const std::string& details_json);
   absl::Status ForEachCaps(
       absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn);
 

@@ -379,6 +379,30 @@ TEST(CuratorStoreTest, PutCapsReplaces) {
                                 std::pair<uint32_t, std::string>{7, "SEVEN"}));
 }
 
+TEST(CuratorStoreTest, PutCapsAndAuditWritesBoth) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(
+      store->PutCapsAndAudit({{4, "four"}}, "host:a", "enrol", R"({"nodes":1})")
+          .ok());
+  // No caps (a host that declares none) still audits.
+  ASSERT_TRUE(store->PutCapsAndAudit({}, "host:b", "enrol", "{}").ok());
+  std::vector<std::pair<uint32_t, std::string>> caps;
+  ASSERT_TRUE(store
+                  ->ForEachCaps([&](uint32_t node, const std::string& c) {
+                    caps.emplace_back(node, c);
+                  })
+                  .ok());
+  EXPECT_THAT(caps, ElementsAre(std::pair<uint32_t, std::string>{4, "four"}));
+  auto audit = store->ListAudit(0, 10);
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[0].actor, "host:a");
+  EXPECT_EQ((*audit)[0].action, "enrol");
+  EXPECT_EQ((*audit)[1].actor, "host:b");
+}
+
 TEST(CuratorStoreTest, AuditIsAscendingAndPaged) {
   TempDir dir;
   auto store = OpenOrDie(dir.path());
