@@ -117,6 +117,9 @@ Fleet:
                           (default 1; 100 with --real-agents)
   --processes P           worker processes the simulated hosts are spread
                           over (default: the number of CPUs, at most 8)
+  --fleet-nice N          niceness of the worker processes and real agents
+                          (default 10, 0 to 19): a real fleet runs on other
+                          machines, so here it yields the CPU to the curator
   --enrol-concurrency C   at most C Enrol calls in flight per worker process
                           (default 0: every host at once, like a fleet
                           reconnecting after a curator restart)
@@ -247,13 +250,15 @@ double Mib(long kib) { return kib / 1024.0; }
 
 // A child process running argv, stdout and stderr appended to log; it dies
 // with this process (PR_SET_PDEATHSIG) and inherits no descriptor but 0-2.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log,
+            int nice = 0) {
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid != 0) return pid;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (nice > 0) setpriority(PRIO_PROCESS, 0, nice);
   const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   const int in = open("/dev/null", O_RDONLY);
   if (out >= 0) {
@@ -351,6 +356,10 @@ struct Options {
   int hosts = 1000;
   int nodes_per_host = 1;
   int processes = 1;
+  // Niceness of the fleet's processes (workers, real agents): on a real
+  // deployment the hosts are other machines, so here they must not take the
+  // curator's CPU.
+  int fleet_nice = 10;
   int enrol_concurrency = 0;
   int batch = 512;
   int real_agents = 0;
@@ -373,6 +382,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       args,
       {"hosts", "nodes-per-host", "processes", "enrol-concurrency", "batch", "real-agents",
        "attribute", "epsilon", "classes", "features", "status-interval-ms", "enrol-timeout",
+       "fleet-nice",
        "timeout", "hold", "curator", "agent", "curator-args", "dir"},
       {"keep"});
   if (!parsed.ok()) return parsed.status();
@@ -404,6 +414,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
         get_int("batch", &o.batch, 1, 65536), get_int("real-agents", &o.real_agents, 1, 10000),
         get_int("classes", &o.classes, 2, 1000000), get_int("features", &o.features, 1, 1000000),
         get_int("status-interval-ms", &o.status_interval_ms, 0, 60000),
+        get_int("fleet-nice", &o.fleet_nice, 0, 19),
         get_double("epsilon", &o.epsilon), get_double("enrol-timeout", &o.enrol_timeout),
         get_double("timeout", &o.timeout), get_double("hold", &o.hold)}) {
     if (!s.ok()) return s;
@@ -965,6 +976,7 @@ class Fleet {
       if (pid < 0) return false;
       if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (o.fleet_nice > 0) setpriority(PRIO_PROCESS, 0, o.fleet_nice);
         signal(SIGINT, SIG_IGN);  // the parent stops the workers
         signal(SIGTERM, SIG_DFL);
         signal(SIGPIPE, SIG_IGN);
@@ -1394,6 +1406,13 @@ bool Run::StartCurator() {
   } else {
     argv.insert(argv.end(), {"--nodes", absl::StrCat(nodes())});
   }
+  // --curator-args may give --http (to scrape /metrics): then it replaces
+  // the "--http off" above.
+  if (std::find(o_.curator_args.begin(), o_.curator_args.end(), "--http") !=
+      o_.curator_args.end()) {
+    auto http = std::find(argv.begin(), argv.end(), "--http");
+    argv.erase(http, http + 2);
+  }
   argv.insert(argv.end(), o_.curator_args.begin(), o_.curator_args.end());
   progress_.Line(absl::StrCat("starting ", o_.curator_bin));
   curator_ = Spawn(argv, dir_ + "/curator.log");
@@ -1438,7 +1457,8 @@ bool Run::StartAgents() {
         "--state-dir",   absl::StrCat(dir_, "/agent-", a),
         "--http",        "off",
         "--name",        absl::StrCat("fleet-load-agent-", a)};
-    agents_.push_back(Spawn(argv, absl::StrCat(dir_, "/agent-", a, ".log")));
+    agents_.push_back(
+        Spawn(argv, absl::StrCat(dir_, "/agent-", a, ".log"), o_.fleet_nice));
   }
   return true;
 }
