@@ -36,7 +36,7 @@ Flags:
   --listen ADDR        gRPC address (default 0.0.0.0:7443)
   --http ADDR          /metrics, /healthz, /readyz (default 0.0.0.0:9090;
                        "off" disables)
-  --data-dir DIR       state directory (created if missing)
+  --data-dir DIR       state directory (created if missing, with its parents)
   --graph DIR          dataset folder: the curator keeps its edges and
                        labels and drops the features on load
   --nodes N            node count, when there is no graph
