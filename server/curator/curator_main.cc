@@ -1,9 +1,10 @@
 // ldpgraph-curator: the curator process. Serves the agent and admin APIs
 // over gRPC (TLS unless --insecure), keeps its state under --data-dir, and
 // exposes /metrics, /healthz and /readyz over HTTP.
-#include <cmath>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -213,6 +214,22 @@ int main(int argc, char** argv) {
     std::cerr << "ldpgraph-curator: " << options.status().message()
               << "\nRun ldpgraph-curator --help for the flags.\n";
     return 2;
+  }
+  {
+    // One descriptor per connected agent host: lift the soft limit (often
+    // 1024) to the hard one, so a fleet of thousands is not refused at the
+    // 1,000th connection.
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
+        nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 16384) {
+      std::cerr << "ldpgraph-curator: note: at most " << nofile.rlim_cur
+                << " open files (ulimit -n): about that many agent hosts can "
+                   "connect at once\n";
+    }
   }
   if (options->insecure) {
     std::cerr << "ldpgraph-curator: WARNING: --insecure: plaintext gRPC, "
