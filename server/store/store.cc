@@ -637,6 +637,20 @@ struct CuratorStore::Impl {
   }
 
   // Inside a write transaction: appends one row to the audit log.
+  // Inside a transaction: each node's caps, replacing any earlier.
+  absl::Status InsertCaps(
+      absl::string_view operation,
+      const std::vector<std::pair<uint32_t, std::string>>& caps)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    sqlite3_stmt* stmt = stmts.put_caps.get();
+    for (const auto& [node, bytes] : caps) {
+      ScopedReset reset(stmt);
+      RETURN_IF_ERROR(BindOrError(operation, stmt, int64_t{node}, Blob{bytes}));
+      RETURN_IF_ERROR(StepDone(operation, stmt));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status InsertAudit(absl::string_view operation, int64_t unix_ms,
                            const std::string& actor, const std::string& action,
                            const std::string& details_json)
@@ -1258,14 +1272,7 @@ absl::Status CuratorStore::PutCaps(
   constexpr absl::string_view kOperation = "storing caps";
   return s.InTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        sqlite3_stmt* stmt = s.stmts.put_caps.get();
-        for (const auto& [node, bytes] : caps) {
-          ScopedReset reset(stmt);
-          RETURN_IF_ERROR(
-              s.BindOrError(kOperation, stmt, int64_t{node}, Blob{bytes}));
-          RETURN_IF_ERROR(s.StepDone(kOperation, stmt));
-        }
-        return absl::OkStatus();
+        return s.InsertCaps(kOperation, caps);
       });
 }
 
@@ -1279,13 +1286,7 @@ absl::Status CuratorStore::PutCapsAndAudit(
   const std::string operation = absl::StrCat("storing caps and auditing ", action);
   return s.InTransaction(
       operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        sqlite3_stmt* stmt = s.stmts.put_caps.get();
-        for (const auto& [node, bytes] : caps) {
-          ScopedReset reset(stmt);
-          RETURN_IF_ERROR(
-              s.BindOrError(operation, stmt, int64_t{node}, Blob{bytes}));
-          RETURN_IF_ERROR(s.StepDone(operation, stmt));
-        }
+        RETURN_IF_ERROR(s.InsertCaps(operation, caps));
         return s.InsertAudit(operation, now_ms, actor, action, details_json);
       });
 }
