@@ -635,7 +635,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Serve(
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateCampaign(
     grpc::CallbackServerContext* ctx, const v1::CreateCampaignRequest* req,
     v1::Campaign* resp) {
-  return Serve("CreateCampaign", ctx, false, [=]() -> absl::Status {
+  return Serve("CreateCampaign", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->CreateCampaign(*req));
     return absl::OkStatus();
   });
@@ -644,7 +644,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCampaign(
 grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
     grpc::CallbackServerContext* ctx, const v1::ListCampaignsRequest*,
     v1::ListCampaignsResponse* resp) {
-  return Serve("ListCampaigns", ctx, false, [=]() -> absl::Status {
+  return Serve("ListCampaigns", ctx, false, [=, this]() -> absl::Status {
     for (auto& c : curator_->ListCampaigns()) {
       *resp->add_campaigns() = std::move(c);
     }
@@ -655,7 +655,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
     grpc::CallbackServerContext* ctx, const v1::GetCampaignRequest* req,
     v1::Campaign* resp) {
-  return Serve("GetCampaign", ctx, false, [=]() -> absl::Status {
+  return Serve("GetCampaign", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->GetCampaign(req->campaign_id()));
     return absl::OkStatus();
   });
@@ -664,7 +664,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
 grpc::ServerUnaryReactor* AdminServiceImpl::CloseCampaign(
     grpc::CallbackServerContext* ctx, const v1::CloseCampaignRequest* req,
     v1::Campaign* resp) {
-  return Serve("CloseCampaign", ctx, false, [=]() -> absl::Status {
+  return Serve("CloseCampaign", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->CloseCampaign(req->campaign_id()));
     return absl::OkStatus();
   });
@@ -673,7 +673,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CloseCampaign(
 grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
     grpc::CallbackServerContext* ctx, const v1::ListRefusalsRequest* req,
     v1::ListRefusalsResponse* resp) {
-  return Serve("ListRefusals", ctx, false, [=]() -> absl::Status {
+  return Serve("ListRefusals", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(auto refusals, curator_->ListRefusals(req->campaign_id()));
     for (auto& r : refusals) *resp->add_refusals() = std::move(r);
     return absl::OkStatus();
@@ -683,7 +683,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
     grpc::CallbackServerContext* ctx, const v1::GetBudgetsRequest* req,
     v1::GetBudgetsResponse* resp) {
-  return Serve("GetBudgets", ctx, false, [=]() -> absl::Status {
+  return Serve("GetBudgets", ctx, false, [=, this]() -> absl::Status {
     std::vector<uint32_t> nodes(req->node_ids().begin(),
                                 req->node_ids().end());
     for (auto& b : curator_->GetBudgets(nodes)) {
@@ -696,7 +696,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
 grpc::ServerUnaryReactor* AdminServiceImpl::Estimate(
     grpc::CallbackServerContext* ctx, const v1::EstimateRequest* req,
     v1::StageResult* resp) {
-  return Serve("Estimate", ctx, false, [=]() -> absl::Status {
+  return Serve("Estimate", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Estimate(*req));
     return absl::OkStatus();
   });
@@ -705,7 +705,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Estimate(
 grpc::ServerUnaryReactor* AdminServiceImpl::Propagate(
     grpc::CallbackServerContext* ctx, const v1::PropagateRequest* req,
     v1::StageResult* resp) {
-  return Serve("Propagate", ctx, false, [=]() -> absl::Status {
+  return Serve("Propagate", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Propagate(*req));
     return absl::OkStatus();
   });
@@ -714,7 +714,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Propagate(
 grpc::ServerUnaryReactor* AdminServiceImpl::Evaluate(
     grpc::CallbackServerContext* ctx, const v1::EvaluateRequest* req,
     v1::StageResult* resp) {
-  return Serve("Evaluate", ctx, false, [=]() -> absl::Status {
+  return Serve("Evaluate", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Evaluate(*req));
     return absl::OkStatus();
   });
@@ -723,7 +723,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Evaluate(
 grpc::ServerUnaryReactor* AdminServiceImpl::Release(
     grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
     v1::StageResult* resp) {
-  return Serve("Release", ctx, false, [=]() -> absl::Status {
+  return Serve("Release", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Release(*req));
     return absl::OkStatus();
   });
@@ -732,7 +732,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Release(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetReleaseLedger(
     grpc::CallbackServerContext* ctx, const v1::GetReleaseLedgerRequest*,
     v1::ReleaseLedger* resp) {
-  return Serve("GetReleaseLedger", ctx, false, [=]() -> absl::Status {
+  return Serve("GetReleaseLedger", ctx, false, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Ledger());
     return absl::OkStatus();
   });
@@ -741,7 +741,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetReleaseLedger(
 grpc::ServerUnaryReactor* AdminServiceImpl::ListResults(
     grpc::CallbackServerContext* ctx, const v1::ListResultsRequest*,
     v1::ListResultsResponse* resp) {
-  return Serve("ListResults", ctx, false, [=]() -> absl::Status {
+  return Serve("ListResults", ctx, false, [=, this]() -> absl::Status {
     for (auto& r : stages_->List()) *resp->add_results() = std::move(r);
     return absl::OkStatus();
   });
@@ -817,7 +817,7 @@ grpc::ServerWriteReactor<v1::EmbeddingChunk>* AdminServiceImpl::ExportEmbeddings
 grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
     grpc::CallbackServerContext* ctx, const v1::ListAuditRequest* req,
     v1::ListAuditResponse* resp) {
-  return Serve("ListAudit", ctx, false, [=]() -> absl::Status {
+  return Serve("ListAudit", ctx, false, [=, this]() -> absl::Status {
     const int limit = req->limit() == 0 || req->limit() > 10000
                           ? 1000
                           : static_cast<int>(req->limit());
@@ -839,7 +839,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(
     grpc::CallbackServerContext* ctx, const v1::GetStatusRequest*,
     v1::CuratorStatus* resp) {
-  return Serve("GetStatus", ctx, false, [=]() -> absl::Status {
+  return Serve("GetStatus", ctx, false, [=, this]() -> absl::Status {
     *resp = base_status_;
     resp->MergeFrom(curator_->Status());
     resp->set_results(static_cast<uint32_t>(stages_->ResultCount()));
