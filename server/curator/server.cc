@@ -1,7 +1,5 @@
 #include "server/curator/server.h"
 
-#include <sys/stat.h>
-
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -37,14 +35,6 @@ struct CuratorServer::Internals {
   absl::Notification shut_down;
 };
 
-static absl::Status MakeDir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("cannot create directory ", path,
-                                            ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
     ServerOptions options) {
   if (options.data_dir.empty()) {
@@ -64,7 +54,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   s->options_ = options;
   RETURN_IF_ERROR(MakeDirs(options.data_dir));
   const std::string results = options.data_dir + "/results";
-  RETURN_IF_ERROR(MakeDir(results));
+  RETURN_IF_ERROR(MakeDirs(results));
 
   uint32_t nodes = options.nodes;
   if (!options.graph_dir.empty()) {

@@ -9,19 +9,16 @@
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
-#include "google/protobuf/arena.h"
-#include "absl/synchronization/mutex.h"
-
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
+#include "google/protobuf/arena.h"
 #include "server/curator/credentials.h"
 
 namespace ldpgraph::curator {
 namespace {
-
 
 // Times an RPC and reports it to the observer when it ends.
 class RpcTimer {
@@ -117,7 +114,6 @@ class WorkPool {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-
 namespace {
 
 // Parses a raw request; INVALID_ARGUMENT naming the method and the type when
@@ -157,9 +153,8 @@ std::string Metadata(grpc::CallbackServerContext* ctx, absl::string_view key) {
   return std::string(it->second.data(), it->second.size());
 }
 
-// A unary call: parse, run fn, serialise, observe, finish. fn runs on the
-// callback thread that delivered the request.
-// fn runs on `pool` (it may block), then the call finishes from there.
+// A unary call: parse, run fn, serialise, observe, finish, all on `pool`
+// (fn may block).
 template <typename Request, typename Response, typename Fn>
 grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
                                 const grpc::ByteBuffer* raw_request,
@@ -388,6 +383,8 @@ class ReportStream final
     StartRead(&in_);
   }
 
+  void OnDone() override { delete this; }
+
  private:
   void Ingest() {
     ++batches_;
@@ -418,7 +415,6 @@ class ReportStream final
     StartWrite(&out_);
   }
 
- public:
   // Blocks from 4 KiB up to 32 KiB: below glibc's 64 KiB threshold at which
   // a free consolidates the whole heap.
   static google::protobuf::ArenaOptions ArenaOptions() {
@@ -428,9 +424,6 @@ class ReportStream final
     return o;
   }
 
-  void OnDone() override { delete this; }
-
- private:
   Curator* const curator_;
   WorkPool* const pool_;
   const std::shared_ptr<const Session> session_;
@@ -614,7 +607,7 @@ absl::Status AdminServiceImpl::Authorize(grpc::CallbackServerContext* ctx) const
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::Serve(
-    absl::string_view method, grpc::CallbackServerContext* ctx, bool in_place,
+    absl::string_view method, grpc::CallbackServerContext* ctx,
     std::function<absl::Status()> fn) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   absl::Status auth = Authorize(ctx);
@@ -624,10 +617,10 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Serve(
     if (s.ok()) s = fn();
     reactor->Finish(timer.Done(s));
   };
-  if (in_place || !auth.ok()) {
-    run();
-  } else {
+  if (auth.ok()) {
     pool_->Submit(std::move(run));
+  } else {
+    run();  // a refusal does not wait for a thread
   }
   return reactor;
 }
@@ -635,7 +628,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Serve(
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateCampaign(
     grpc::CallbackServerContext* ctx, const v1::CreateCampaignRequest* req,
     v1::Campaign* resp) {
-  return Serve("CreateCampaign", ctx, false, [=, this]() -> absl::Status {
+  return Serve("CreateCampaign", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->CreateCampaign(*req));
     return absl::OkStatus();
   });
@@ -644,7 +637,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateCampaign(
 grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
     grpc::CallbackServerContext* ctx, const v1::ListCampaignsRequest*,
     v1::ListCampaignsResponse* resp) {
-  return Serve("ListCampaigns", ctx, false, [=, this]() -> absl::Status {
+  return Serve("ListCampaigns", ctx, [=, this]() -> absl::Status {
     for (auto& c : curator_->ListCampaigns()) {
       *resp->add_campaigns() = std::move(c);
     }
@@ -655,7 +648,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
     grpc::CallbackServerContext* ctx, const v1::GetCampaignRequest* req,
     v1::Campaign* resp) {
-  return Serve("GetCampaign", ctx, false, [=, this]() -> absl::Status {
+  return Serve("GetCampaign", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->GetCampaign(req->campaign_id()));
     return absl::OkStatus();
   });
@@ -664,7 +657,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
 grpc::ServerUnaryReactor* AdminServiceImpl::CloseCampaign(
     grpc::CallbackServerContext* ctx, const v1::CloseCampaignRequest* req,
     v1::Campaign* resp) {
-  return Serve("CloseCampaign", ctx, false, [=, this]() -> absl::Status {
+  return Serve("CloseCampaign", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, curator_->CloseCampaign(req->campaign_id()));
     return absl::OkStatus();
   });
@@ -673,7 +666,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CloseCampaign(
 grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
     grpc::CallbackServerContext* ctx, const v1::ListRefusalsRequest* req,
     v1::ListRefusalsResponse* resp) {
-  return Serve("ListRefusals", ctx, false, [=, this]() -> absl::Status {
+  return Serve("ListRefusals", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(auto refusals, curator_->ListRefusals(req->campaign_id()));
     for (auto& r : refusals) *resp->add_refusals() = std::move(r);
     return absl::OkStatus();
@@ -683,7 +676,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
     grpc::CallbackServerContext* ctx, const v1::GetBudgetsRequest* req,
     v1::GetBudgetsResponse* resp) {
-  return Serve("GetBudgets", ctx, false, [=, this]() -> absl::Status {
+  return Serve("GetBudgets", ctx, [=, this]() -> absl::Status {
     std::vector<uint32_t> nodes(req->node_ids().begin(),
                                 req->node_ids().end());
     for (auto& b : curator_->GetBudgets(nodes)) {
@@ -696,7 +689,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
 grpc::ServerUnaryReactor* AdminServiceImpl::Estimate(
     grpc::CallbackServerContext* ctx, const v1::EstimateRequest* req,
     v1::StageResult* resp) {
-  return Serve("Estimate", ctx, false, [=, this]() -> absl::Status {
+  return Serve("Estimate", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Estimate(*req));
     return absl::OkStatus();
   });
@@ -705,7 +698,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Estimate(
 grpc::ServerUnaryReactor* AdminServiceImpl::Propagate(
     grpc::CallbackServerContext* ctx, const v1::PropagateRequest* req,
     v1::StageResult* resp) {
-  return Serve("Propagate", ctx, false, [=, this]() -> absl::Status {
+  return Serve("Propagate", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Propagate(*req));
     return absl::OkStatus();
   });
@@ -714,7 +707,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Propagate(
 grpc::ServerUnaryReactor* AdminServiceImpl::Evaluate(
     grpc::CallbackServerContext* ctx, const v1::EvaluateRequest* req,
     v1::StageResult* resp) {
-  return Serve("Evaluate", ctx, false, [=, this]() -> absl::Status {
+  return Serve("Evaluate", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Evaluate(*req));
     return absl::OkStatus();
   });
@@ -723,7 +716,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Evaluate(
 grpc::ServerUnaryReactor* AdminServiceImpl::Release(
     grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
     v1::StageResult* resp) {
-  return Serve("Release", ctx, false, [=, this]() -> absl::Status {
+  return Serve("Release", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Release(*req));
     return absl::OkStatus();
   });
@@ -732,7 +725,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Release(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetReleaseLedger(
     grpc::CallbackServerContext* ctx, const v1::GetReleaseLedgerRequest*,
     v1::ReleaseLedger* resp) {
-  return Serve("GetReleaseLedger", ctx, false, [=, this]() -> absl::Status {
+  return Serve("GetReleaseLedger", ctx, [=, this]() -> absl::Status {
     ASSIGN_OR_RETURN(*resp, stages_->Ledger());
     return absl::OkStatus();
   });
@@ -741,7 +734,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetReleaseLedger(
 grpc::ServerUnaryReactor* AdminServiceImpl::ListResults(
     grpc::CallbackServerContext* ctx, const v1::ListResultsRequest*,
     v1::ListResultsResponse* resp) {
-  return Serve("ListResults", ctx, false, [=, this]() -> absl::Status {
+  return Serve("ListResults", ctx, [=, this]() -> absl::Status {
     for (auto& r : stages_->List()) *resp->add_results() = std::move(r);
     return absl::OkStatus();
   });
@@ -817,7 +810,7 @@ grpc::ServerWriteReactor<v1::EmbeddingChunk>* AdminServiceImpl::ExportEmbeddings
 grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
     grpc::CallbackServerContext* ctx, const v1::ListAuditRequest* req,
     v1::ListAuditResponse* resp) {
-  return Serve("ListAudit", ctx, false, [=, this]() -> absl::Status {
+  return Serve("ListAudit", ctx, [=, this]() -> absl::Status {
     const int limit = req->limit() == 0 || req->limit() > 10000
                           ? 1000
                           : static_cast<int>(req->limit());
@@ -839,7 +832,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
 grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(
     grpc::CallbackServerContext* ctx, const v1::GetStatusRequest*,
     v1::CuratorStatus* resp) {
-  return Serve("GetStatus", ctx, false, [=, this]() -> absl::Status {
+  return Serve("GetStatus", ctx, [=, this]() -> absl::Status {
     *resp = base_status_;
     resp->MergeFrom(curator_->Status());
     resp->set_results(static_cast<uint32_t>(stages_->ResultCount()));

@@ -158,10 +158,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
 
  private:
   absl::Status Authorize(grpc::CallbackServerContext* ctx) const;
-  // Authorizes, runs fn (on the pool unless `in_place`), observes, finishes.
+  // Authorizes, runs fn on the pool, observes, finishes.
   grpc::ServerUnaryReactor* Serve(absl::string_view method,
                                   grpc::CallbackServerContext* ctx,
-                                  bool in_place,
                                   std::function<absl::Status()> fn);
   Curator* curator_;
   Stages* stages_;

@@ -32,7 +32,6 @@
 #pragma once
 
 #include <atomic>
-
 #include <map>
 #include <optional>
 #include <string>
