@@ -503,28 +503,38 @@ absl::StatusOr<std::vector<double>> ExponentialBuckets(double start,
 // --- MetricsRegistry ---------------------------------------------------------
 
 absl::Status MetricsRegistry::Register(
-    const MetricFamily& family, const std::vector<std::string>& sample_names) {
-  RETURN_IF_ERROR(ValidateNames(family.name(), family.label_names()));
+    std::unique_ptr<MetricFamily> family,
+    const std::vector<std::string>& sample_names) {
+  RETURN_IF_ERROR(ValidateNames(family->name(), family->label_names()));
+  absl::MutexLock lock(&mu_);
   for (const std::string& sample : sample_names) {
     if (std::find(taken_.begin(), taken_.end(), sample) != taken_.end()) {
       return absl::AlreadyExistsError(absl::StrCat(
-          "metric ", family.name(), ": the name ", sample,
+          "metric ", family->name(), ": the name ", sample,
           " is already registered"));
     }
   }
   taken_.insert(taken_.end(), sample_names.begin(), sample_names.end());
+  families_.push_back(std::move(family));
   return absl::OkStatus();
 }
+
+namespace {
+
+absl::Status NoCallback(const std::string& name) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("metric ", name, ": no callback given"));
+}
+
+}  // namespace
 
 absl::StatusOr<Counter*> MetricsRegistry::AddCounter(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names) {
   std::unique_ptr<Counter> family(new Counter(name, help, label_names));
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Register(*family, {name}));
   if (label_names.empty()) family->With({});
   Counter* out = family.get();
-  families_.push_back(std::move(family));
+  RETURN_IF_ERROR(Register(std::move(family), {name}));
   return out;
 }
 
@@ -532,11 +542,9 @@ absl::StatusOr<Gauge*> MetricsRegistry::AddGauge(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names) {
   std::unique_ptr<Gauge> family(new Gauge(name, help, label_names));
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Register(*family, {name}));
   if (label_names.empty()) family->With({});
   Gauge* out = family.get();
-  families_.push_back(std::move(family));
+  RETURN_IF_ERROR(Register(std::move(family), {name}));
   return out;
 }
 
@@ -546,36 +554,25 @@ absl::StatusOr<Histogram*> MetricsRegistry::AddHistogram(
   RETURN_IF_ERROR(ValidateHistogram(name, label_names, bounds));
   std::unique_ptr<Histogram> family(
       new Histogram(name, help, label_names, std::move(bounds)));
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Register(*family, HistogramSampleNames(name)));
   if (label_names.empty()) family->With({});
   Histogram* out = family.get();
-  families_.push_back(std::move(family));
+  RETURN_IF_ERROR(Register(std::move(family), HistogramSampleNames(name)));
   return out;
 }
 
 absl::Status MetricsRegistry::AddGaugeCallback(const std::string& name,
                                                const std::string& help,
                                                std::function<double()> read) {
-  if (!read) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metric ", name, ": no callback given"));
-  }
-  auto family =
-      std::make_unique<GaugeCallbackFamily>(name, help, std::move(read));
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Register(*family, {name}));
-  families_.push_back(std::move(family));
-  return absl::OkStatus();
+  if (!read) return NoCallback(name);
+  return Register(
+      std::make_unique<GaugeCallbackFamily>(name, help, std::move(read)),
+      {name});
 }
 
 absl::Status MetricsRegistry::AddCounterCallback(
     const std::string& name, const std::string& help,
     std::function<double()> read) {
-  if (!read) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metric ", name, ": no callback given"));
-  }
+  if (!read) return NoCallback(name);
   return AddCounterCallback(
       name, help, {}, [read = std::move(read)]() -> CounterSamples {
         return {{LabelValues{}, read()}};
@@ -586,33 +583,22 @@ absl::Status MetricsRegistry::AddCounterCallback(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names,
     std::function<CounterSamples()> read) {
-  if (!read) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metric ", name, ": no callback given"));
-  }
-  auto family = std::make_unique<CounterCallbackFamily>(name, help, label_names,
-                                                        std::move(read));
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Register(*family, {name}));
-  families_.push_back(std::move(family));
-  return absl::OkStatus();
+  if (!read) return NoCallback(name);
+  return Register(std::make_unique<CounterCallbackFamily>(
+                      name, help, label_names, std::move(read)),
+                  {name});
 }
 
 absl::Status MetricsRegistry::AddHistogramCallback(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names, std::vector<double> bounds,
     std::function<HistogramSamples()> read) {
-  if (!read) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metric ", name, ": no callback given"));
-  }
+  if (!read) return NoCallback(name);
   RETURN_IF_ERROR(ValidateHistogram(name, label_names, bounds));
-  auto family = std::make_unique<HistogramCallbackFamily>(
-      name, help, label_names, std::move(bounds), std::move(read));
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Register(*family, HistogramSampleNames(name)));
-  families_.push_back(std::move(family));
-  return absl::OkStatus();
+  return Register(std::make_unique<HistogramCallbackFamily>(
+                      name, help, label_names, std::move(bounds),
+                      std::move(read)),
+                  HistogramSampleNames(name));
 }
 
 std::string MetricsRegistry::Render() const {

@@ -314,10 +314,11 @@ class MetricsRegistry {
   std::string Render() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  // Checks the names, reserves the sample names, then stores the family.
-  absl::Status Register(const MetricFamily& family,
+  // Checks the names, reserves the sample names, then stores the family
+  // (dropped on an error).
+  absl::Status Register(std::unique_ptr<MetricFamily> family,
                         const std::vector<std::string>& sample_names)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<MetricFamily>> families_ ABSL_GUARDED_BY(mu_);
