@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "common/testing/temp_folder.h"
+#include "server/curator/test_requests.h"
 
 namespace ldpgraph::curator {
 namespace {
@@ -44,57 +45,20 @@ class CampaignBookTest : public ::testing::Test {
     return Of(std::move(nodes));
   }
   static v1::CreateCampaignRequest Hds(double eps) {
-    v1::CreateCampaignRequest r;
-    r.set_attribute(v1::ATTRIBUTE_FEATURES);
-    auto* s = r.mutable_spec();
-    s->set_kind(v1::MECHANISM_KIND_HDS);
-    s->set_epsilon(eps);
-    s->set_dimension(4);
-    s->set_sampled(1);
-    s->set_range_low(-1);
-    s->set_range_high(1);
-    r.mutable_nodes()->set_all(true);
-    r.set_quorum(1);
-    return r;
+    return requests::HdsCampaign(eps);
   }
   // A substitution campaign over `num_nodes` whose features question is
   // Hds(eps_x)'s.
   static v1::CreateCampaignRequest Substitution(uint32_t num_nodes,
                                                 double eps_e, double eps_x) {
-    v1::CreateCampaignRequest r;
-    r.set_attribute(v1::ATTRIBUTE_EDGES);
-    auto* s = r.mutable_spec();
-    s->set_kind(v1::MECHANISM_KIND_EDGE_SUBSTITUTION);
-    s->set_epsilon(eps_e);
-    s->set_dimension(num_nodes);
-    auto* sub = s->mutable_substitution();
-    sub->set_approach(1);
-    sub->set_similarity("cosine");
-    sub->set_top_k(5);
-    sub->set_max_dummies(5);
-    sub->set_dummy_mean(0.5);
-    sub->set_dummy_std(0.5);
-    sub->set_round_timeout_ms(10000);
-    *sub->mutable_features() = Hds(eps_x).spec();
-    r.mutable_nodes()->set_all(true);
-    r.set_quorum(1);
-    return r;
+    return requests::SubstitutionCampaign(num_nodes, eps_e, eps_x);
   }
   static v1::Report Features(const std::string& id, uint32_t v, double value) {
-    v1::Report r;
-    r.set_campaign_id(id);
-    r.set_node_id(v);
-    r.mutable_features()->add_indices(v % 4);
-    r.mutable_features()->add_values(value);
-    return r;
+    return requests::FeaturesReport(id, v, value);
   }
   static v1::Report Edges(const std::string& id, uint32_t v,
                           std::vector<uint32_t> neighbours) {
-    v1::Report r;
-    r.set_campaign_id(id);
-    r.set_node_id(v);
-    for (uint32_t u : neighbours) r.mutable_edges()->add_neighbours(u);
-    return r;
+    return requests::EdgesReport(id, v, std::move(neighbours));
   }
   static v1::Report Refusal(const std::string& id, uint32_t v) {
     v1::Report r;

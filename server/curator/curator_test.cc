@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/curator/credentials.h"
 #include "server/curator/stages.h"
+#include "server/curator/test_requests.h"
 
 namespace ldpgraph::curator {
 namespace {
@@ -40,18 +41,7 @@ class CuratorTest : public ::testing::Test {
     curator_ = std::move(*c);
   }
   static v1::CreateCampaignRequest Hds(double eps) {
-    v1::CreateCampaignRequest r;
-    r.set_attribute(v1::ATTRIBUTE_FEATURES);
-    auto* s = r.mutable_spec();
-    s->set_kind(v1::MECHANISM_KIND_HDS);
-    s->set_epsilon(eps);
-    s->set_dimension(4);
-    s->set_sampled(1);
-    s->set_range_low(-1);
-    s->set_range_high(1);
-    r.mutable_nodes()->set_all(true);
-    r.set_quorum(1);
-    return r;
+    return requests::HdsCampaign(eps);
   }
   std::shared_ptr<const Session> Enrol(std::vector<uint32_t> nodes,
                                        double cap_total = 0) {
@@ -68,12 +58,7 @@ class CuratorTest : public ::testing::Test {
   }
   // A valid HDS report of node v to campaign id.
   static v1::Report Report(const std::string& id, uint32_t v, double value) {
-    v1::Report r;
-    r.set_campaign_id(id);
-    r.set_node_id(v);
-    r.mutable_features()->add_indices(v % 4);
-    r.mutable_features()->add_values(value);
-    return r;
+    return requests::FeaturesReport(id, v, value);
   }
   TempFolder dir_;  // outlives curator_
   std::unique_ptr<Curator> curator_;
@@ -361,40 +346,10 @@ TEST_F(CuratorTest, RelayDeliversSealedMessagesToTheirRecipientsOnly) {
 // The feature spec of the substitution campaigns below: the Hds(1.5)
 // question of a features campaign.
 v1::CreateCampaignRequest Substitution(double eps_e, double eps_x = 1.5) {
-  v1::CreateCampaignRequest r;
-  r.set_attribute(v1::ATTRIBUTE_EDGES);
-  auto* s = r.mutable_spec();
-  s->set_kind(v1::MECHANISM_KIND_EDGE_SUBSTITUTION);
-  s->set_epsilon(eps_e);
-  s->set_dimension(kNodes);
-  auto* sub = s->mutable_substitution();
-  sub->set_approach(1);
-  sub->set_similarity("cosine");
-  sub->set_top_k(5);
-  sub->set_max_dummies(5);
-  sub->set_dummy_mean(0.5);
-  sub->set_dummy_std(0.5);
-  sub->set_round_timeout_ms(10000);
-  auto* f = sub->mutable_features();
-  f->set_kind(v1::MECHANISM_KIND_HDS);
-  f->set_epsilon(eps_x);
-  f->set_dimension(4);
-  f->set_sampled(1);
-  f->set_range_low(-1);
-  f->set_range_high(1);
-  r.mutable_nodes()->set_all(true);
-  r.set_quorum(1);
-  return r;
+  return requests::SubstitutionCampaign(kNodes, eps_e, eps_x);
 }
 
-v1::Report EdgesReport(const std::string& id, uint32_t v,
-                       std::vector<uint32_t> neighbours) {
-  v1::Report r;
-  r.set_campaign_id(id);
-  r.set_node_id(v);
-  for (uint32_t u : neighbours) r.mutable_edges()->add_neighbours(u);
-  return r;
-}
+using requests::EdgesReport;
 
 // A report charges eps_e on edges and the feature question on features,
 // once, whichever campaign asked it first.
