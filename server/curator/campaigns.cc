@@ -641,7 +641,6 @@ absl::Status CampaignBook::ApplyLocked(const v1::ReportBatch& batch,
           }
           touched.push_back(c);
           if (row.refusal) {
-            counters_.refusals.fetch_add(1, relaxed);
             const int reason = batch.reports(i).refusal().reason();
             const int slot = v1::RefusalReason_IsValid(reason) ? reason : 0;
             counters_.refusals_by_reason[slot].fetch_add(1, relaxed);

@@ -53,10 +53,15 @@ namespace ldpgraph::curator {
 struct IngestCounters {
   std::atomic<uint64_t> reports_accepted{0};
   std::atomic<uint64_t> reports_duplicate{0};
-  std::atomic<uint64_t> refusals{0};
-  // The same refusals by v1::RefusalReason (index = the reason's value; 0
-  // for a value this build does not know, as UNSPECIFIED is never stored).
+  // Refusals stored, by v1::RefusalReason (index = the reason's value; only
+  // known reasons are stored, so slot 0, UNSPECIFIED, stays 0).
   std::atomic<uint64_t> refusals_by_reason[v1::RefusalReason_ARRAYSIZE] = {};
+  // Refusals stored, whatever the reason.
+  uint64_t refusals() const {
+    uint64_t n = 0;
+    for (const auto& r : refusals_by_reason) n += r.load();
+    return n;
+  }
   // Rejected reports by gRPC code (index = code, 0..16).
   std::atomic<uint64_t> rejected[17] = {};
   std::atomic<uint64_t> report_bytes{0};

@@ -180,7 +180,7 @@ TEST_F(CampaignBookTest, IngestTellsResendsFromConflicts) {
   EXPECT_EQ(c->progress().rejected(), 2u);
   const IngestCounters& n = book_->counters();
   EXPECT_EQ(n.reports_accepted.load(), 1u);
-  EXPECT_EQ(n.refusals.load(), 1u);
+  EXPECT_EQ(n.refusals(), 1u);
   EXPECT_EQ(n.reports_duplicate.load(), 1u);
   EXPECT_EQ(
       n.rejected[static_cast<int>(absl::StatusCode::kAlreadyExists)].load(),

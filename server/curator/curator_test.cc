@@ -720,7 +720,7 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
   EXPECT_EQ(summary.spent, spent);
   EXPECT_EQ(summary.nodes_at_cap, 4u);  // 0 and 1 in total, 2 and 3 on features
   const IngestCounters& c = curator_->counters();
-  EXPECT_EQ(c.refusals.load(), 3u);
+  EXPECT_EQ(c.refusals(), 3u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_POLICY].load(), 1u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_BUDGET_EXHAUSTED].load(), 1u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_NO_DATA].load(), 1u);
