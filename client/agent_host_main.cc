@@ -2,8 +2,8 @@
 // shard (own credential, budget, memo and randomness), connects out to the
 // curator, answers its tasks, and keeps spent budgets and memos under
 // --state-dir. Exposes /metrics, /healthz and /readyz over HTTP.
-#include <malloc.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/file.h>
 #include <unistd.h>
 

@@ -147,6 +147,16 @@ SeededRandomForTesting::SeededRandomForTesting(uint64_t seed) {
   for (uint64_t& word : s_) word = SplitMix64(state);
 }
 
+absl::StatusOr<std::string> SecureRandomBytes(size_t n) {
+  std::string out(n, '\0');
+  if (n > 0 && RAND_bytes(reinterpret_cast<unsigned char*>(out.data()),
+                          static_cast<int>(n)) != 1) {
+    return absl::InternalError(absl::StrCat(
+        "OpenSSL RAND_bytes failed: error ", ERR_get_error()));
+  }
+  return out;
+}
+
 uint64_t SeededRandomForTesting::Next64() {
   const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
   const uint64_t t = s_[1] << 17;

@@ -11,10 +11,11 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include "absl/strings/string_view.h"
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace ldpgraph {
 
@@ -80,6 +81,10 @@ class SecureRandom final : public RandomSource {
   int next_ = kWords;
   uint64_t fork_generation_ = 0;
 };
+
+// n bytes straight from OpenSSL's CSPRNG, for secrets and bearer tokens.
+// INTERNAL if OpenSSL cannot produce them.
+absl::StatusOr<std::string> SecureRandomBytes(size_t n);
 
 // xoshiro256** seeded through splitmix64: fast and reproducible.
 // Use only for testing and simulations. Not differentially private: anyone who

@@ -32,6 +32,16 @@ TEST(SecureRandomTest, TwoSourcesDiffer) {
   EXPECT_NE(wa, wb);
 }
 
+TEST(SecureRandomTest, SecureRandomBytesAreFreshEveryCall) {
+  auto a = SecureRandomBytes(32);
+  auto b = SecureRandomBytes(32);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->size(), 32u);
+  EXPECT_NE(*a, *b);
+  EXPECT_NE(*a, std::string(32, '\0'));
+  EXPECT_EQ(SecureRandomBytes(0)->size(), 0u);
+}
+
 TEST(SecureRandomTest, CrossesBufferBoundaryWithoutRepeats) {
   auto rng = SecureRandom::Create();
   ASSERT_TRUE(rng.ok());

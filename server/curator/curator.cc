@@ -30,12 +30,7 @@ absl::Status ValidateCaps(const v1::BudgetCaps& caps, uint32_t node) {
 
 // A fresh bearer token: 32 random bytes, in hex.
 absl::StatusOr<std::string> NewToken() {
-  ASSIGN_OR_RETURN(auto rng, SecureRandom::Create());
-  std::string raw(32, '\0');
-  for (size_t i = 0; i < raw.size(); i += 8) {
-    const uint64_t w = rng->Next64();
-    for (int b = 0; b < 8; ++b) raw[i + b] = static_cast<char>(w >> (8 * b));
-  }
+  ASSIGN_OR_RETURN(std::string raw, SecureRandomBytes(32));
   return ToHex(raw);
 }
 

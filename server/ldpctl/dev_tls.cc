@@ -393,12 +393,7 @@ absl::Status WriteDevTlsMaterial(const DevTlsMaterial& m,
 }
 
 absl::StatusOr<std::string> NewSecretHex() {
-  ASSIGN_OR_RETURN(auto rng, SecureRandom::Create());
-  std::string raw(32, '\0');
-  for (size_t i = 0; i < raw.size(); i += 8) {
-    const uint64_t w = rng->Next64();
-    std::memcpy(raw.data() + i, &w, 8);
-  }
+  ASSIGN_OR_RETURN(std::string raw, SecureRandomBytes(32));
   return ToHex(raw);
 }
 

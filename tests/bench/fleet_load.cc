@@ -64,6 +64,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -303,10 +304,12 @@ std::string LogTail(const std::string& path, size_t bytes = 2000) {
 }
 
 std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  std::ifstream f("/dev/urandom", std::ios::binary);
-  f.read(raw.data(), static_cast<std::streamsize>(bytes));
-  return ldpgraph::ToHex(raw);
+  auto raw = ldpgraph::SecureRandomBytes(bytes);
+  if (!raw.ok()) {
+    std::cerr << "fleet_load: " << raw.status().message() << "\n";
+    std::exit(1);
+  }
+  return ldpgraph::ToHex(*raw);
 }
 
 bool WriteFile(const std::string& path, const std::string& text, mode_t mode) {
