@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cli_args.h"
@@ -110,7 +111,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
            "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
-           "weight-decay", "epochs", "patience", "loss", "split", "runs",
+           "weight-decay", "epochs", "patience", "loss", "link-batch",
+           "batch-lr", "split", "runs",
            "seed", "format", "activation", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs", "clip",
            "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
@@ -281,6 +283,36 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     c.link_model.loss = i == 0 ? training::LinkLossKind::kPairwise
                                : training::LinkLossKind::kLogistic;
   }
+  if (auto batch = a.Get("link-batch")) {
+    if (task != Task::kLink) {
+      return absl::InvalidArgumentError("--link-batch applies to --task link");
+    }
+    if (*batch == "auto") {
+      c.link_model.batch_pairs = -1;
+    } else if (*batch == "full") {
+      c.link_model.batch_pairs = 0;
+    } else {
+      int64_t pairs = 0;
+      if (!absl::SimpleAtoi(*batch, &pairs)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--link-batch must be auto, full or a whole number, got '",
+            *batch, "'"));
+      }
+      ASSIGN_OR_RETURN(c.link_model.batch_pairs,
+                       FlagToInt(pairs, "link-batch", 1));
+    }
+  }
+  ASSIGN_OR_RETURN(auto batch_lr, a.GetDouble("batch-lr"));
+  if (batch_lr) {
+    if (task != Task::kLink) {
+      return absl::InvalidArgumentError("--batch-lr applies to --task link");
+    }
+    if (!(*batch_lr > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--batch-lr must be > 0, got ", *batch_lr));
+    }
+    c.link_model.batched_learning_rate = *batch_lr;
+  }
   if (auto split = a.Get("split")) {
     ASSIGN_OR_RETURN(int i,
                      ParseChoice("split", *split, {"random", "planetoid"}));
@@ -429,6 +461,14 @@ Model:
   --input-dropout P      dropout on the input features
   --lr LR --weight-decay W --epochs N --patience P
   --loss L               link: pairwise (PrivGE's; default) or logistic
+  --link-batch B         link: training edges per Adam step: auto (default:
+                         full batch while the training pairs' Hadamard
+                         features fit 2^26 floats, else 512), full, or N
+                         (N edges and N non-edges, reshuffled every epoch;
+                         then at most 100 epochs, patience 5). The features
+                         are formed batch by batch, never all at once
+  --batch-lr LR          link: Adam's learning rate with mini-batches
+                         (default 0.001; --lr is the full batch's)
   --split S              node: random (50/25/25; default) or planetoid
 Runs and output:
   --runs R               runs (default 5)

@@ -359,6 +359,7 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
     r.propagate_seconds = SecondsSince(t_prop);
   }
   Mat<float> embeddings = ToEigen(z);
+  z = DenseMatrix();  // n x d: one copy is enough
   if (c.standardize) Standardize(&embeddings);
   training::LinkTaskData data;
   data.embeddings = &embeddings;
@@ -664,7 +665,14 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
         {"loss", c.link_model.loss == training::LinkLossKind::kPairwise
                      ? "pairwise"
                      : "logistic"},
-        {"training", train(c.link_model.train)}};
+        {"training", train(c.link_model.train)},
+        {"batch_pairs", c.link_model.batch_pairs < 0
+                            ? nlohmann::json("auto")
+                            : nlohmann::json(c.link_model.batch_pairs)},
+        {"batched_training",
+         {{"learning_rate", c.link_model.batched_learning_rate},
+          {"max_epochs", c.link_model.batched_max_epochs},
+          {"patience", c.link_model.batched_patience}}}};
   }
   if (IsReleaseMethod(c.method)) {
     const embedding::ReleaseConfig r = ReleaseFor(c);

@@ -1,11 +1,15 @@
 #include "server/training/tasks.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel.h"
 #include "common/status_macros.h"
+#include "server/training/kernels.h"
 #include "server/training/losses.h"
 #include "server/training/metrics.h"
 
@@ -222,10 +226,131 @@ Mat<float> HadamardFeatures(const Mat<float>& z, const std::vector<Edge>& a,
   Eigen::Index i = 0;
   for (const auto* list : {&a, &b}) {
     for (const Edge& e : *list) {
-      out.row(i++) = z.row(e.u).cwiseProduct(z.row(e.v));
+      kernels::HadamardRow(z.row(e.u).data(), z.row(e.v).data(), nullptr,
+                           nullptr, out.row(i++).data(), z.cols());
     }
   }
   return out;
+}
+
+namespace {
+
+// Positives then negatives, addressed as one list.
+struct PairList {
+  const std::vector<Edge>* positive;
+  const std::vector<Edge>* negative;
+  size_t size() const { return positive->size() + negative->size(); }
+  const Edge& operator[](size_t i) const {
+    return i < positive->size() ? (*positive)[i]
+                                : (*negative)[i - positive->size()];
+  }
+};
+
+// The scorer's input, formed on the fly: row i is the Hadamard product
+// z_u * z_v of pair i, standardised with the training pairs' column means
+// and standard deviations once Fit has run. Never holds more than the rows
+// asked for.
+class PairFeatures {
+ public:
+  PairFeatures(const Mat<float>& z, int threads) : z_(z), threads_(threads) {}
+
+  // Column means and 1/sd over every pair of `list` (a column with zero
+  // variance gets scale 0). In one streaming pass over a fixed split of the
+  // list, so the figures do not depend on the thread count.
+  void Fit(const PairList& list) {
+    const size_t d = z_.cols(), n = list.size();
+    constexpr size_t kParts = 64;
+    const size_t parts = std::min(kParts, n);
+    std::vector<std::vector<double>> sum(parts), squares(parts);
+    ParallelFor(parts, threads_, [&](int, size_t p) {
+      sum[p].assign(d, 0.0);
+      squares[p].assign(d, 0.0);
+      for (size_t i = p * n / parts; i < (p + 1) * n / parts; ++i) {
+        const Edge& e = list[i];
+        kernels::AccumulateHadamard(z_.row(e.u).data(), z_.row(e.v).data(),
+                                    sum[p].data(), squares[p].data(), d);
+      }
+    });
+    mean_.resize(d);
+    scale_.resize(d);
+    for (size_t k = 0; k < d; ++k) {
+      double s = 0, q = 0;
+      for (size_t p = 0; p < parts; ++p) {
+        s += sum[p][k];
+        q += squares[p][k];
+      }
+      const double m = s / n, second = q / n;
+      const double var = second - m * m;
+      // A constant column: E[h^2] - E[h]^2 cancels to rounding noise, not 0.
+      const bool constant = !(var > 1e-9 * second);
+      mean_[k] = static_cast<float>(m);
+      scale_[k] = constant ? 0.0f : static_cast<float>(1.0 / std::sqrt(var));
+    }
+  }
+
+  // out := count rows, row r the pair list[index[r]] (list[first + r] when
+  // index is null).
+  // The map row = (z_u * z_v - mean) * scale: mean 0 and scale 1 before Fit.
+  std::vector<float> mean() const {
+    return mean_.empty() ? std::vector<float>(z_.cols(), 0.0f) : mean_;
+  }
+  std::vector<float> scale() const {
+    return scale_.empty() ? std::vector<float>(z_.cols(), 1.0f) : scale_;
+  }
+
+  void Fill(const PairList& list, const uint32_t* index, size_t first,
+            size_t count, Mat<float>* out) const {
+    const size_t d = z_.cols();
+    out->resize(static_cast<Eigen::Index>(count), z_.cols());
+    const float* mean = mean_.empty() ? nullptr : mean_.data();
+    const float* scale = mean_.empty() ? nullptr : scale_.data();
+    constexpr size_t kRowsPerTask = 64;
+    ParallelFor((count + kRowsPerTask - 1) / kRowsPerTask, threads_,
+                [&](int, size_t t) {
+                  const size_t end = std::min(count, (t + 1) * kRowsPerTask);
+                  for (size_t r = t * kRowsPerTask; r < end; ++r) {
+                    const Edge& e = list[index ? index[r] : first + r];
+                    kernels::HadamardRow(z_.row(e.u).data(),
+                                         z_.row(e.v).data(), mean, scale,
+                                         out->row(r).data(), d);
+                  }
+                });
+  }
+
+ private:
+  const Mat<float>& z_;
+  int threads_;
+  std::vector<float> mean_, scale_;
+};
+
+// Sum of gradients over the chunks of one full-batch epoch.
+class GradientSum {
+ public:
+  explicit GradientSum(const std::vector<Param<float>*>& params)
+      : params_(params), sum_(params.size()) {}
+  void Add(bool first) {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (first) {
+        sum_[i] = params_[i]->grad;
+      } else {
+        sum_[i] += params_[i]->grad;
+      }
+    }
+  }
+  void Store() {
+    for (size_t i = 0; i < params_.size(); ++i) params_[i]->grad = sum_[i];
+  }
+
+ private:
+  std::vector<Param<float>*> params_;
+  std::vector<Mat<float>> sum_;
+};
+
+}  // namespace
+
+int LinkBatchPairs(const LinkModelConfig& c, size_t positives, size_t dim) {
+  if (c.batch_pairs >= 0) return c.batch_pairs;
+  return 2 * positives * dim <= c.feature_entries ? 0 : kLinkAutoBatchPairs;
 }
 
 absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
@@ -266,8 +391,17 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
         d.train_positive.size(), " edges and ", d.train_negative.size(),
         " non-edges"));
   }
-  if (c.train.max_epochs < 1 || c.train.patience < 1) {
+  if (c.train.max_epochs < 1 || c.train.patience < 1 ||
+      c.batched_max_epochs < 1 || c.batched_patience < 1) {
     return absl::InvalidArgumentError("epochs and patience must be >= 1");
+  }
+  if (!(c.train.adam.learning_rate > 0) || !(c.batched_learning_rate > 0)) {
+    return absl::InvalidArgumentError("learning rates must be > 0");
+  }
+  if (c.batch_pairs < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch pairs must be -1 (automatic), 0 (full batch) or more, got ",
+        c.batch_pairs));
   }
   const Mat<float>& z = *d.embeddings;
   MlpConfig mc{static_cast<int>(z.cols()), c.hidden_dim, 1, c.layers,
@@ -275,57 +409,244 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
   RETURN_IF_ERROR(ValidateMlpConfig(mc));
   PublicRandom rng(seed);
   Mlp<float> scorer(mc, rng);
-  Mat<float> x_train = HadamardFeatures(z, d.train_positive, d.train_negative);
-  Mat<float> x_val =
-      HadamardFeatures(z, d.validation_positive, d.validation_negative);
-  Mat<float> x_test = HadamardFeatures(z, d.test_positive, d.test_negative);
-  if (c.standardize_features) {
-    const RowVec<float> mean = x_train.colwise().mean();
-    RowVec<float> inv_sd =
-        ((x_train.rowwise() - mean).colwise().squaredNorm() /
-         static_cast<float>(x_train.rows()))
-            .cwiseSqrt();
-    inv_sd = inv_sd.unaryExpr([](float s) { return s > 0 ? 1.0f / s : 0.0f; });
-    for (Mat<float>* m : {&x_train, &x_val, &x_test}) {
-      m->rowwise() -= mean;
-      m->array().rowwise() *= inv_sd.array();
+  const int threads = ResolveThreads(c.threads);
+  PairFeatures features(z, threads);
+  const PairList train{&d.train_positive, &d.train_negative};
+  const PairList validation{&d.validation_positive, &d.validation_negative};
+  const PairList test{&d.test_positive, &d.test_negative};
+  if (c.standardize_features) features.Fit(train);
+  // Rows formed at once: a whole pair list while its features stay within
+  // c.feature_entries floats, else chunks of that size.
+  const size_t chunk_rows = std::max<size_t>(
+      1, c.feature_entries / static_cast<size_t>(z.cols()));
+  Mat<float> x;
+
+  // Scores of a whole list in inference mode, chunk by chunk.
+  auto scores_of = [&](const PairList& list) {
+    std::vector<float> s(list.size());
+    for (size_t first = 0; first < list.size(); first += chunk_rows) {
+      const size_t count = std::min(chunk_rows, list.size() - first);
+      features.Fill(list, nullptr, first, count, &x);
+      const Mat<float>& out = scorer.Forward(x, false, nullptr);
+      std::copy(out.data(), out.data() + count, s.begin() + first);
     }
-  }
-  const size_t p = d.train_positive.size();
-  std::vector<uint32_t> partner(p);
-  std::iota(partner.begin(), partner.end(), 0u);
-  std::vector<uint8_t> targets(x_train.rows(), 0);
-  std::fill(targets.begin(), targets.begin() + p, 1);
-  const LogisticLoss<float> logistic(targets);
-  Mat<float> grad;
-  auto step = [&]() -> double {
-    const Mat<float>& scores = scorer.Forward(x_train, true, &rng);
-    double loss;
-    if (c.loss == LinkLossKind::kPairwise) {
-      // A fresh pairing every epoch (Fisher-Yates over the public source).
-      for (size_t i = p; i > 1; --i) {
-        std::swap(partner[i - 1], partner[rng.UniformInt(i)]);
-      }
-      loss = PairwiseAucLoss<float>(partner)(scores, &grad);
-    } else {
-      loss = logistic(scores, &grad);
-    }
-    scorer.Backward(grad);
-    return loss;
+    return s;
   };
-  auto auc_of = [&](const Mat<float>& x, size_t positives) {
-    const Mat<float>& scores = scorer.Forward(x, false, nullptr);
-    return RocAuc(absl::MakeConstSpan(scores.data(), positives),
-                  absl::MakeConstSpan(scores.data() + positives,
-                                      scores.rows() - positives));
+  auto auc_of = [&](const PairList& list) {
+    const std::vector<float> s = scores_of(list);
+    const size_t p = list.positive->size();
+    return RocAuc(absl::MakeConstSpan(s.data(), p),
+                  absl::MakeConstSpan(s.data() + p, s.size() - p));
   };
   auto validate = [&]() -> Validation {
-    return {auc_of(x_val, d.validation_positive.size()).value_or(0.0), 0.0};
+    return {auc_of(validation).value_or(0.0), 0.0};
   };
+
+  const size_t p = d.train_positive.size();
+  const size_t rows = train.size();
+  const int batch_pairs = LinkBatchPairs(c, p, z.cols());
+  std::vector<Param<float>*> params = scorer.Params();
   LinkTaskResult result;
-  result.training =
-      TrainWithEarlyStopping<float>(scorer.Params(), c.train, step, validate);
-  ASSIGN_OR_RETURN(result.test_auc, auc_of(x_test, d.test_positive.size()));
+  if (batch_pairs == 0) {
+    // Full batch: one Adam step per epoch on every training pair. When the
+    // pairs come in several chunks, a first pass scores them all (the
+    // pairwise loss pairs rows across chunks), and a second recomputes each
+    // chunk with the same dropout draws and adds up its gradient.
+    std::vector<uint32_t> partner(p);
+    std::iota(partner.begin(), partner.end(), 0u);
+    std::vector<uint8_t> targets(rows, 0);
+    std::fill(targets.begin(), targets.begin() + p, 1);
+    const LogisticLoss<float> logistic(targets);
+    const size_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+    std::vector<PublicRandom> chunk_rng;
+    Mat<float> scores(static_cast<Eigen::Index>(rows), 1), grad;
+    GradientSum sum(params);
+    auto step = [&]() -> double {
+      chunk_rng.clear();
+      for (size_t k = 0; k < chunks; ++k) {
+        const size_t first = k * chunk_rows;
+        const size_t count = std::min(chunk_rows, rows - first);
+        chunk_rng.push_back(rng);
+        features.Fill(train, nullptr, first, count, &x);
+        scores.middleRows(first, count) = scorer.Forward(x, true, &rng);
+      }
+      double loss;
+      if (c.loss == LinkLossKind::kPairwise) {
+        // A fresh pairing every epoch (Fisher-Yates over the public source).
+        for (size_t i = p; i > 1; --i) {
+          std::swap(partner[i - 1], partner[rng.UniformInt(i)]);
+        }
+        loss = PairwiseAucLoss<float>(partner)(scores, &grad);
+      } else {
+        loss = logistic(scores, &grad);
+      }
+      if (chunks == 1) {
+        scorer.Backward(grad);
+        return loss;
+      }
+      for (size_t k = 0; k < chunks; ++k) {
+        const size_t first = k * chunk_rows;
+        const size_t count = std::min(chunk_rows, rows - first);
+        features.Fill(train, nullptr, first, count, &x);
+        scorer.Forward(x, true, &chunk_rng[k]);
+        scorer.Backward(grad.middleRows(first, count));
+        sum.Add(k == 0);
+      }
+      sum.Store();
+      return loss;
+    };
+    result.training =
+        TrainWithEarlyStopping<float>(params, c.train, step, validate);
+  } else {
+    // Mini-batches: every epoch shuffles the training pairs and takes one
+    // Adam step per batch_pairs edges (with as many non-edges: for the
+    // pairwise loss, each edge beside a random non-edge).
+    const size_t b = static_cast<size_t>(batch_pairs);
+    const bool pairwise = c.loss == LinkLossKind::kPairwise;
+    std::vector<uint32_t> pos(p), neg(rows - p), all(rows);
+    std::iota(pos.begin(), pos.end(), 0u);
+    std::iota(neg.begin(), neg.end(), static_cast<uint32_t>(p));
+    std::iota(all.begin(), all.end(), 0u);
+    auto shuffle = [&](std::vector<uint32_t>* v) {
+      for (size_t i = v->size(); i > 1; --i) {
+        std::swap((*v)[i - 1], (*v)[rng.UniformInt(i)]);
+      }
+    };
+    const int steps = static_cast<int>(pairwise ? (p + b - 1) / b
+                                                : (rows + 2 * b - 1) / (2 * b));
+    std::vector<uint32_t> index;
+    std::vector<uint32_t> identity;
+    Mat<float> grad;
+    auto reshuffle = [&](int s) {
+      if (s != 0) return;
+      if (pairwise) {
+        shuffle(&pos);
+        shuffle(&neg);
+      } else {
+        shuffle(&all);
+      }
+    };
+    // A linear scorer (logistic regression, no input dropout) needs no
+    // feature rows: score = w . ((z_u * z_v - mean) * scale) + b
+    //                     = sum_k w_k scale_k z_uk z_vk + c0,
+    // and its weight gradient is scale_k (sum_i g_i z_uik z_vik - mean_k
+    // sum_i g_i). Each pair's four rows are read once per step, while they
+    // are in cache, instead of forming, storing and reading a batch of rows
+    // twice. The batch splits into kTasks fixed parts whose partial sums are
+    // added in part order, whatever the thread count.
+    const bool linear = c.layers == 1 && c.input_dropout == 0.0;
+    const size_t dim = z.cols();
+    const std::vector<float> mean = features.mean(), scale = features.scale();
+    constexpr size_t kTasks = 8;
+    std::vector<float> w_eff(dim);
+    std::vector<std::vector<float>> partial(kTasks);
+    std::vector<double> partial_g(kTasks), partial_loss(kTasks);
+    auto linear_step = [&](int s) -> double {
+      reshuffle(s);
+      Param<float>& weight = *params[0];
+      Param<float>& bias = *params[1];
+      double c0 = bias.value(0, 0);
+      for (size_t k = 0; k < dim; ++k) {
+        w_eff[k] = weight.value(k, 0) * scale[k];
+        c0 -= static_cast<double>(w_eff[k]) * mean[k];
+      }
+      const float offset = static_cast<float>(c0);
+      auto score = [&](const Edge& e) {
+        return offset + kernels::TripleDot(z.row(e.u).data(),
+                                           z.row(e.v).data(), w_eff.data(),
+                                           dim);
+      };
+      const size_t first = pairwise ? s * b : s * 2 * b;
+      const size_t items =
+          pairwise ? std::min(b, p - first) : std::min(2 * b, rows - first);
+      const float inv = 1.0f / static_cast<float>(items);
+      ParallelFor(kTasks, threads, [&](int, size_t t) {
+        std::vector<float>& acc = partial[t];
+        acc.assign(dim, 0.0f);
+        double g_sum = 0, loss = 0;
+        for (size_t i = t * items / kTasks; i < (t + 1) * items / kTasks;
+             ++i) {
+          if (pairwise) {
+            const Edge& e = train[pos[first + i]];
+            const Edge& f = train[neg[first + i]];
+            const float r = 1.0f - (score(e) - score(f));
+            loss += static_cast<double>(r) * r;
+            const float g = 2.0f * r * inv;
+            kernels::AccumulateScaledProduct(z.row(e.u).data(),
+                                             z.row(e.v).data(), -g,
+                                             acc.data(), dim);
+            kernels::AccumulateScaledProduct(z.row(f.u).data(),
+                                             z.row(f.v).data(), g,
+                                             acc.data(), dim);
+          } else {
+            const uint32_t row = all[first + i];
+            const Edge& e = train[row];
+            const float sc = score(e);
+            const float target = row < p ? 1.0f : 0.0f;
+            loss += Softplus(sc) - target * sc;
+            const float g = (1.0f / (1.0f + std::exp(-sc)) - target) * inv;
+            g_sum += g;
+            kernels::AccumulateScaledProduct(z.row(e.u).data(),
+                                             z.row(e.v).data(), g, acc.data(),
+                                             dim);
+          }
+        }
+        partial_g[t] = g_sum;
+        partial_loss[t] = loss;
+      });
+      double g_total = 0, loss = 0;
+      for (size_t t = 0; t < kTasks; ++t) {
+        g_total += partial_g[t];
+        loss += partial_loss[t];
+      }
+      for (size_t k = 0; k < dim; ++k) {
+        float a = 0;
+        for (size_t t = 0; t < kTasks; ++t) a += partial[t][k];
+        weight.grad(k, 0) =
+            scale[k] * (a - mean[k] * static_cast<float>(g_total));
+      }
+      bias.grad(0, 0) = static_cast<float>(g_total);
+      return loss / items;
+    };
+    auto step = [&](int s) -> double {
+      if (linear) return linear_step(s);
+      reshuffle(s);
+      index.clear();
+      if (pairwise) {
+        const size_t first = s * b, count = std::min(b, p - first);
+        index.insert(index.end(), pos.begin() + first,
+                     pos.begin() + first + count);
+        index.insert(index.end(), neg.begin() + first,
+                     neg.begin() + first + count);
+        identity.resize(count);
+        std::iota(identity.begin(), identity.end(), 0u);
+      } else {
+        const size_t first = s * 2 * b, count = std::min(2 * b, rows - first);
+        index.assign(all.begin() + first, all.begin() + first + count);
+      }
+      features.Fill(train, index.data(), 0, index.size(), &x);
+      const Mat<float>& scores = scorer.Forward(x, true, &rng);
+      double loss;
+      if (pairwise) {
+        loss = PairwiseAucLoss<float>(identity)(scores, &grad);
+      } else {
+        std::vector<uint8_t> targets(index.size());
+        for (size_t i = 0; i < index.size(); ++i) targets[i] = index[i] < p;
+        loss = LogisticLoss<float>(std::move(targets))(scores, &grad);
+      }
+      scorer.Backward(grad);
+      return loss;
+    };
+    TrainOptions batched = c.train;
+    batched.max_epochs = c.batched_max_epochs;
+    batched.patience = c.batched_patience;
+    batched.min_epochs = 0;
+    batched.adam.learning_rate = c.batched_learning_rate;
+    result.training = TrainWithEarlyStopping<float>(params, batched, steps,
+                                                    step, validate);
+  }
+  result.batch_pairs = batch_pairs;
+  ASSIGN_OR_RETURN(result.test_auc, auc_of(test));
   return result;
 }
 

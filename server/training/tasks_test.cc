@@ -208,6 +208,106 @@ TEST(TrainLinkPredictorTest, SeparatesEdgesFromNonEdges) {
       << r.status();
 }
 
+// Link data where an edge joins nodes of the same cluster.
+LinkTaskData ClusteredLinks(Mat<float>* z, int n, int k, uint64_t seed) {
+  *z = Mat<float>::Zero(n, k);
+  PublicRandom rng(seed);
+  for (int v = 0; v < n; ++v) {
+    (*z)(v, v % k) = 1.0f;
+    for (int j = 0; j < k; ++j) (*z)(v, j) += 0.3f * float(rng.UniformDouble());
+  }
+  LinkTaskData d;
+  d.embeddings = z;
+  auto pick = [&](bool same, std::vector<Edge>* out, int count) {
+    while (static_cast<int>(out->size()) < count) {
+      NodeId u = rng.UniformInt(n), v = rng.UniformInt(n);
+      if (u != v && ((u % k) == (v % k)) == same) out->push_back({u, v});
+    }
+  };
+  pick(true, &d.train_positive, 400);
+  pick(false, &d.train_negative, 400);
+  pick(true, &d.validation_positive, 50);
+  pick(false, &d.validation_negative, 50);
+  pick(true, &d.test_positive, 100);
+  pick(false, &d.test_negative, 100);
+  return d;
+}
+
+// Forming the features chunk by chunk computes the same full-batch gradient
+// as forming them all at once (up to the order of a float sum).
+TEST(TrainLinkPredictorTest, ChunkedFullBatchMatchesOneChunk) {
+  Mat<float> z;
+  const LinkTaskData d = ClusteredLinks(&z, 300, 5, 9);
+  for (LinkLossKind loss : {LinkLossKind::kPairwise, LinkLossKind::kLogistic}) {
+    for (int layers : {1, 2}) {
+      LinkModelConfig c;
+      c.loss = loss;
+      c.layers = layers;
+      c.hidden_dim = 8;
+      c.train.max_epochs = 40;
+      c.batch_pairs = 0;
+      auto whole = TrainLinkPredictor(d, c, 3);
+      c.feature_entries = 5 * 70;  // 70 rows at a time: 12 chunks of 800
+      auto chunked = TrainLinkPredictor(d, c, 3);
+      ASSERT_TRUE(whole.ok() && chunked.ok());
+      EXPECT_EQ(whole->batch_pairs, 0);
+      EXPECT_EQ(chunked->batch_pairs, 0);
+      EXPECT_NEAR(whole->test_auc, chunked->test_auc, 2e-3)
+          << int(loss) << " " << layers;
+      EXPECT_NEAR(whole->training.best_validation,
+                  chunked->training.best_validation, 2e-3);
+    }
+  }
+}
+
+// Threads only decide who forms which rows: the result is identical.
+TEST(TrainLinkPredictorTest, ResultDoesNotDependOnThreads) {
+  Mat<float> z;
+  const LinkTaskData d = ClusteredLinks(&z, 300, 5, 4);
+  for (auto [batch, layers] : {std::pair{0, 2}, {64, 2}, {64, 1}}) {
+    LinkModelConfig c;
+    c.layers = layers;
+    c.hidden_dim = 8;
+    c.dropout = 0.2;
+    c.train.max_epochs = 30;
+    c.batch_pairs = batch;
+    c.feature_entries = 5 * 100;
+    c.threads = 1;
+    auto one = TrainLinkPredictor(d, c, 5);
+    c.threads = 3;
+    auto three = TrainLinkPredictor(d, c, 5);
+    ASSERT_TRUE(one.ok() && three.ok());
+    EXPECT_EQ(one->test_auc, three->test_auc) << batch << " " << layers;
+    EXPECT_EQ(one->training.best_epoch, three->training.best_epoch);
+    EXPECT_EQ(one->training.epochs, three->training.epochs);
+  }
+}
+
+// Mini-batches learn the same separation, in a few passes.
+TEST(TrainLinkPredictorTest, MiniBatchesLearn) {
+  Mat<float> z;
+  const LinkTaskData d = ClusteredLinks(&z, 300, 5, 9);
+  for (LinkLossKind loss : {LinkLossKind::kPairwise, LinkLossKind::kLogistic}) {
+    LinkModelConfig c;
+    c.loss = loss;
+    c.batch_pairs = 16;
+    c.batched_learning_rate = 0.01;  // a toy problem: few steps per epoch
+    auto r = TrainLinkPredictor(d, c, 3);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->batch_pairs, 16);
+    EXPECT_GT(r->test_auc, 0.95) << int(loss);
+    EXPECT_LE(r->training.epochs, c.batched_max_epochs);
+  }
+  // The automatic rule: full batch while the training features fit.
+  LinkModelConfig c;
+  EXPECT_EQ(LinkBatchPairs(c, 400, 5), 0);
+  c.feature_entries = 2 * 400 * 5 - 1;
+  EXPECT_EQ(LinkBatchPairs(c, 400, 5), kLinkAutoBatchPairs);
+  c.batch_pairs = -2;
+  auto r = TrainLinkPredictor(d, c, 3);
+  EXPECT_FALSE(r.ok());
+}
+
 TEST(HadamardFeaturesTest, RowsAreElementwiseProducts) {
   Mat<float> z(3, 2);
   z << 1, 2, 3, 4, 5, 6;

@@ -42,10 +42,14 @@ struct Validation {
 // backward pass, leaving gradients in params, and returns the training loss;
 // the loop then takes one Adam step. `validate` scores the current
 // parameters. On return params hold the best epoch's values.
+//
+// With steps_per_epoch > 1, an epoch is that many calls step(0), step(1),
+// ... (mini-batches), each followed by its own Adam step; validation and
+// early stopping still count epochs.
 template <typename S>
 TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
-                                   const TrainOptions& o,
-                                   const std::function<double()>& step,
+                                   const TrainOptions& o, int steps_per_epoch,
+                                   const std::function<double(int)>& step,
                                    const std::function<Validation()>& validate) {
   const auto start = std::chrono::steady_clock::now();
   Adam<S> adam(params, o.adam);
@@ -54,8 +58,10 @@ TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
   TrainReport r;
   bool have_best = false;
   for (int epoch = 1; epoch <= o.max_epochs; ++epoch) {
-    step();
-    adam.Step();
+    for (int s = 0; s < steps_per_epoch; ++s) {
+      step(s);
+      adam.Step();
+    }
     r.epochs = epoch;
     const Validation v = validate();
     if (!have_best || v.score > best_v.score ||
@@ -74,6 +80,16 @@ TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
   r.seconds = SecondsSince(start);
   r.seconds_per_epoch = r.epochs > 0 ? r.seconds / r.epochs : 0.0;
   return r;
+}
+
+// Full batch: one step and one Adam update per epoch.
+template <typename S>
+TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
+                                   const TrainOptions& o,
+                                   const std::function<double()>& step,
+                                   const std::function<Validation()>& validate) {
+  return TrainWithEarlyStopping<S>(
+      params, o, 1, [&](int) { return step(); }, validate);
 }
 
 }  // namespace ldpgraph::training
