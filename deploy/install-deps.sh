@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libeigen3-dev libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev libcpp-httplib-dev nlohmann-json3-dev
+  libopenblas-pthread-dev
   python3 python3-numpy
 )
 

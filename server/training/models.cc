@@ -44,11 +44,19 @@ int LayerOut(int l, int layers, int hidden, int output) {
 }  // namespace
 
 absl::Status ValidateMlpConfig(const MlpConfig& c) {
+  if (c.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be >= 1, got ", c.threads));
+  }
   return ValidateCommon(c.input_dim, c.hidden_dim, c.output_dim, c.layers,
                         c.dropout, c.input_dropout);
 }
 
 absl::Status ValidateGnnConfig(const GnnConfig& c) {
+  if (c.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be >= 1, got ", c.threads));
+  }
   return ValidateCommon(c.input_dim, c.hidden_dim, c.output_dim, c.layers,
                         c.dropout, c.input_dropout);
 }
@@ -58,7 +66,7 @@ Mlp<S>::Mlp(const MlpConfig& c, PublicRandom& rng) : config_(c) {
   for (int l = 0; l < c.layers; ++l) {
     linear_.emplace_back(LayerIn(l, c.input_dim, c.hidden_dim),
                          LayerOut(l, c.layers, c.hidden_dim, c.output_dim),
-                         rng);
+                         rng, c.threads);
     dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout);
   }
   in_.resize(c.layers);
@@ -145,8 +153,8 @@ Gnn<S>::Gnn(const GnnConfig& c, const GraphOperators<S>* ops,
   for (int l = 0; l < c.layers; ++l) {
     const int in = LayerIn(l, c.input_dim, c.hidden_dim);
     const int out = LayerOut(l, c.layers, c.hidden_dim, c.output_dim);
-    self_.emplace_back(in, out, rng);
-    if (c.kind == GnnKind::kSage) neigh_.emplace_back(in, out, rng);
+    self_.emplace_back(in, out, rng, c.threads);
+    if (c.kind == GnnKind::kSage) neigh_.emplace_back(in, out, rng, c.threads);
     dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout);
   }
   in_.resize(c.layers);
@@ -160,19 +168,21 @@ const Mat<S>& Gnn<S>::Forward(const Mat<S>& x, bool training,
                               PublicRandom* rng) {
   const Mat<S>* h = &x;
   const int last = config_.layers - 1;
+  const int threads = config_.threads;
   Mat<S> tmp;
   for (int l = 0; l <= last; ++l) {
     in_[l] = &dropout_[l].Forward(*h, training, rng);
     const Mat<S>& in = *in_[l];
     if (config_.kind == GnnKind::kGcn) {
       // A (H W) + b: multiply by W first, the narrower side.
-      tmp.noalias() = in * self_[l].weight().value;
-      pre_[l].noalias() = ops_->gcn * tmp;
+      ParallelProduct(in, self_[l].weight().value, &tmp, threads);
+      ParallelProduct(ops_->gcn, tmp, &pre_[l], threads);
       pre_[l].rowwise() += self_[l].bias().value.row(0);
     } else {
-      agg_[l].noalias() = ops_->mean * in;
+      ParallelProduct(ops_->mean, in, &agg_[l], threads);
       self_[l].Forward(in, &pre_[l]);
-      pre_[l].noalias() += agg_[l] * neigh_[l].weight().value;
+      ParallelProduct(agg_[l], neigh_[l].weight().value, &tmp, threads);
+      pre_[l] += tmp;
     }
     if (l == last) return pre_[l];
     ActivationForward(config_.activation, pre_[l], &act_[l]);
@@ -183,7 +193,9 @@ const Mat<S>& Gnn<S>::Forward(const Mat<S>& x, bool training,
 
 template <typename S>
 void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
+  const int threads = config_.threads;
   Mat<S> g = d_output, d_in, t;
+  std::vector<Mat<S>> scratch;
   for (int l = config_.layers - 1; l >= 0; --l) {
     if (l != config_.layers - 1) {
       ActivationBackward(config_.activation, pre_[l], act_[l], &g);
@@ -191,15 +203,24 @@ void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
     const bool need_input = l > 0 || d_x != nullptr;
     if (config_.kind == GnnKind::kGcn) {
       self_[l].bias().grad = g.colwise().sum();
-      t.noalias() = ops_->gcn * g;  // A is symmetric: A^T g = A g
-      self_[l].weight().grad.noalias() = in_[l]->transpose() * t;
-      if (need_input) d_in.noalias() = t * self_[l].weight().value.transpose();
+      // A is symmetric: A^T g = A g.
+      ParallelProduct(ops_->gcn, g, &t, threads);
+      ParallelTransposeProduct(*in_[l], t, &self_[l].weight().grad, threads,
+                               &scratch);
+      if (need_input) {
+        ParallelProduct(t, Mat<S>(self_[l].weight().value.transpose()),
+                        &d_in, threads);
+      }
     } else {
       self_[l].Backward(*in_[l], g, need_input ? &d_in : nullptr);
-      neigh_[l].weight().grad.noalias() = agg_[l].transpose() * g;
+      ParallelTransposeProduct(agg_[l], g, &neigh_[l].weight().grad, threads,
+                               &scratch);
       if (need_input) {
-        t.noalias() = g * neigh_[l].weight().value.transpose();
-        d_in.noalias() += ops_->mean_transpose * t;
+        ParallelProduct(g, Mat<S>(neigh_[l].weight().value.transpose()), &t,
+                        threads);
+        Mat<S> back;
+        ParallelProduct(ops_->mean_transpose, t, &back, threads);
+        d_in += back;
       }
     }
     if (!need_input) break;

@@ -34,6 +34,7 @@ struct MlpConfig {
   double dropout = 0.5;  // on the input of every layer after the first
   Activation activation = Activation::kRelu;
   double input_dropout = 0.0;  // on the input features
+  int threads = 1;  // for the layers' products (>= 1); results do not vary
 };
 
 // INVALID_ARGUMENT naming the field for dims < 1, layers < 1, either
@@ -79,6 +80,7 @@ struct GnnConfig {
   double dropout = 0.5;  // on the input of every layer after the first
   Activation activation = Activation::kSelu;
   double input_dropout = 0.0;  // on the input features
+  int threads = 1;  // for the layers' products (>= 1); results do not vary
 };
 
 absl::Status ValidateGnnConfig(const GnnConfig& c);

@@ -11,12 +11,15 @@
 // reproduces a run bit for bit on every platform.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include <Eigen/Dense>
 
+#include "common/blas.h"
+#include "common/parallel.h"
 #include "common/random.h"
 
 namespace ldpgraph::training {
@@ -121,11 +124,59 @@ class Dropout {
   Mat<S> out_;
 };
 
+// How a layer splits its rows across threads: into parts of fixed
+// boundaries (at most kMaxParts, at least kMinRowsPerPart rows each) that
+// depend on the row count only, so that a sum over rows is added up in the
+// same order whatever the thread count.
+struct RowParts {
+  static constexpr Eigen::Index kMaxParts = 16;
+  static constexpr Eigen::Index kMinRowsPerPart = 256;
+  explicit RowParts(Eigen::Index rows)
+      : rows(rows),
+        count(std::clamp<Eigen::Index>(rows / kMinRowsPerPart, 1,
+                                       kMaxParts)) {}
+  Eigen::Index begin(size_t p) const { return rows * p / count; }
+  Eigen::Index size(size_t p) const { return begin(p + 1) - begin(p); }
+  Eigen::Index rows;
+  Eigen::Index count;
+};
+
+// out = a b, rows split by RowParts(a.rows()) across threads.
+template <typename S, typename Lhs>
+void ParallelProduct(const Lhs& a, const Mat<S>& b, Mat<S>* out,
+                     int threads) {
+  out->resize(a.rows(), b.cols());
+  const RowParts parts(a.rows());
+  ParallelFor(parts.count, threads, [&](int, size_t p) {
+    const Eigen::Index r = parts.begin(p), n = parts.size(p);
+    out->middleRows(r, n).noalias() = a.middleRows(r, n) * b;
+  });
+}
+
+// out = a^T b (a sum over rows), as partial products over RowParts(a.rows())
+// added in part order; scratch holds the partials between calls.
+template <typename S>
+void ParallelTransposeProduct(const Mat<S>& a, const Mat<S>& b, Mat<S>* out,
+                              int threads, std::vector<Mat<S>>* scratch) {
+  const RowParts parts(a.rows());
+  scratch->resize(parts.count);
+  ParallelFor(parts.count, threads, [&](int, size_t p) {
+    const Eigen::Index r = parts.begin(p), n = parts.size(p);
+    (*scratch)[p].noalias() = a.middleRows(r, n).transpose() * b.middleRows(r, n);
+  });
+  *out = (*scratch)[0];
+  for (Eigen::Index p = 1; p < parts.count; ++p) *out += (*scratch)[p];
+}
+
 // y = x W + b: W is in x out, b is 1 x out. Glorot-uniform W, zero b.
+// The products run on `threads` threads (>= 1), over RowParts: the results
+// are the same for any thread count.
 template <typename S>
 class Linear {
  public:
-  Linear(int in, int out, PublicRandom& rng) {
+  Linear(int in, int out, PublicRandom& rng, int threads = 1)
+      : threads_(threads) {
+    UseSingleThreadedBlas();
     weight_.Resize(in, out);
     bias_.Resize(1, out);
     FillUniform(weight_.value, std::sqrt(6.0 / (in + out)), rng);
@@ -133,22 +184,27 @@ class Linear {
 
   // y = x W + b. x must outlive the matching Backward call.
   void Forward(const Mat<S>& x, Mat<S>* y) const {
-    y->noalias() = x * weight_.value;
+    ParallelProduct(x, weight_.value, y, threads_);
     y->rowwise() += bias_.value.row(0);
   }
   // Sets the parameter gradients from dL/dy (given the x of Forward) and,
   // when d_x is not null, writes dL/dx.
   void Backward(const Mat<S>& x, const Mat<S>& d_y, Mat<S>* d_x) {
-    weight_.grad.noalias() = x.transpose() * d_y;
+    ParallelTransposeProduct(x, d_y, &weight_.grad, threads_, &scratch_);
     bias_.grad = d_y.colwise().sum();
-    if (d_x != nullptr) d_x->noalias() = d_y * weight_.value.transpose();
+    if (d_x != nullptr) {
+      ParallelProduct(d_y, Mat<S>(weight_.value.transpose()), d_x, threads_);
+    }
   }
   Param<S>& weight() { return weight_; }
   Param<S>& bias() { return bias_; }
+  int threads() const { return threads_; }
 
  private:
+  int threads_;
   Param<S> weight_;
   Param<S> bias_;
+  std::vector<Mat<S>> scratch_;
 };
 
 struct AdamOptions {

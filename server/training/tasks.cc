@@ -141,6 +141,7 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
   if (c.kind == NodeModelKind::kMlp) {
     MlpConfig mc{static_cast<int>(x.cols()), c.hidden_dim, d.classes,
                  c.layers,  c.dropout,  c.activation, c.input_dropout};
+    mc.threads = ResolveThreads(c.threads);
     RETURN_IF_ERROR(ValidateMlpConfig(mc));
     mlp = std::make_unique<Mlp<float>>(mc, rng);
     // An MLP treats rows independently: train on the training rows only,
@@ -163,6 +164,7 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
     GnnConfig gc{c.kind == NodeModelKind::kGcn ? GnnKind::kGcn : GnnKind::kSage,
                  static_cast<int>(x.cols()), c.hidden_dim, d.classes,
                  c.layers, c.dropout, c.activation, c.input_dropout};
+    gc.threads = ResolveThreads(c.threads);
     RETURN_IF_ERROR(ValidateGnnConfig(gc));
     ops = std::make_unique<GraphOperators<float>>(
         BuildGraphOperators<float>(*d.graph));
@@ -406,10 +408,11 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
   const Mat<float>& z = *d.embeddings;
   MlpConfig mc{static_cast<int>(z.cols()), c.hidden_dim, 1, c.layers,
                c.dropout, c.activation, c.input_dropout};
+  const int threads = ResolveThreads(c.threads);
+  mc.threads = threads;
   RETURN_IF_ERROR(ValidateMlpConfig(mc));
   PublicRandom rng(seed);
   Mlp<float> scorer(mc, rng);
-  const int threads = ResolveThreads(c.threads);
   PairFeatures features(z, threads);
   const PairList train{&d.train_positive, &d.train_negative};
   const PairList validation{&d.validation_positive, &d.validation_negative};

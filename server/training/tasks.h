@@ -27,6 +27,9 @@ struct NodeModelConfig {
   Activation activation = Activation::kRelu;
   double input_dropout = 0.0;
   TrainOptions train;
+  // Worker threads for the models' products; 0 = every core. Results do
+  // not depend on it.
+  int threads = 0;
 };
 
 // What the classifier sees. Row v of features is node v (n rows); graph is
@@ -107,8 +110,8 @@ struct LinkModelConfig {
   // Adam's step size with mini-batches (hundreds of steps per epoch want a
   // smaller one than the full batch's single step).
   double batched_learning_rate = 0.001;
-  // Worker threads forming the pair features; 0 = every core. Results do
-  // not depend on it.
+  // Worker threads forming the pair features and for the scorer's
+  // products; 0 = every core. Results do not depend on it.
   int threads = 0;
 };
 

@@ -90,6 +90,28 @@ TEST(TrainNodeClassifierTest, ReproducibleBySeed) {
   }
 }
 
+// The layers split their rows into parts fixed by the row count (1,200
+// nodes: 4 parts), so the thread count changes who computes a part, not the
+// result: every logit is the same bit for bit.
+TEST(TrainNodeClassifierTest, ResultDoesNotDependOnThreads) {
+  const Toy t = MakeToy(1200, 3, 6, 1.5, 2);
+  NodeTaskData d = Split(t, 3);
+  d.keep_outputs = true;
+  for (NodeModelKind k :
+       {NodeModelKind::kMlp, NodeModelKind::kGcn, NodeModelKind::kSage}) {
+    NodeModelConfig c = Config(k);
+    c.train.max_epochs = 30;
+    c.threads = 1;
+    auto one = TrainNodeClassifier(d, c, 11);
+    c.threads = 3;
+    auto three = TrainNodeClassifier(d, c, 11);
+    ASSERT_TRUE(one.ok() && three.ok());
+    ASSERT_TRUE(one->outputs && three->outputs);
+    EXPECT_TRUE(*one->outputs == *three->outputs) << int(k);
+    EXPECT_EQ(one->training.best_epoch, three->training.best_epoch);
+  }
+}
+
 TEST(TrainNodeClassifierTest, ForwardCorrectionLearnsThroughLabelNoise) {
   // Labels kept with probability 0.5 and otherwise moved to the next class
   // (a channel plain cross-entropy cannot undo: half the "class 1" examples

@@ -22,11 +22,12 @@
 //   TRAIN.txt   training node ids, one per line
 // Validation: the first 500 labelled nodes (ascending id) not in TRAIN;
 // test: the remaining labelled nodes not in TRAIN (torch_mlp.py uses the
-// same rule). --threads calls Eigen::setNbThreads; Eigen only uses more than
-// one thread when built with OpenMP, so the JSON reports the count Eigen
-// actually uses ("threads_used").
+// same rule). --threads is the trainer's thread count (its layers split
+// their rows across that many threads; the products are OpenBLAS's, one
+// thread each); "blas" in the output names the kernels OpenBLAS picked for
+// this CPU.
 // Output: one JSON line
-//   {"framework":"ldpgraph","threads":T,"threads_used":U,
+//   {"framework":"ldpgraph","threads":T,"threads_used":T,"blas":"...",
 //    "seconds_per_epoch":S,"epochs":N,"seconds":TOTAL,"test_accuracy":A}
 
 #include <algorithm>
@@ -41,6 +42,7 @@
 
 #include <Eigen/Core>
 
+#include "common/blas.h"
 #include "common/npy.h"
 #include "server/training/tasks.h"
 
@@ -93,7 +95,7 @@ int main(int argc, char** argv) {
   if (z_path.empty() || labels_path.empty() || train_path.empty()) {
     Die(kUsage);
   }
-  Eigen::setNbThreads(threads);
+  if (threads < 1) Die("--threads must be >= 1");
 
   auto z = ReadNpy(z_path);
   if (!z.ok()) Die(std::string(z.status().message()));
@@ -136,14 +138,15 @@ int main(int argc, char** argv) {
   c.train.patience = epochs + 1;  // never stop early: exactly `epochs` epochs
   c.train.adam.learning_rate = 0.01;
   c.train.adam.weight_decay = 5e-4;
+  c.threads = threads;
 
   auto r = training::TrainNodeClassifier(data, c, seed);
   if (!r.ok()) Die(std::string(r.status().message()));
   std::printf(
       "{\"framework\":\"ldpgraph\",\"threads\":%d,\"threads_used\":%d,"
-      "\"seconds_per_epoch\":%.6g,\"epochs\":%d,\"seconds\":%.6g,"
-      "\"test_accuracy\":%.4f}\n",
-      threads, Eigen::nbThreads(), r->training.seconds_per_epoch,
+      "\"blas\":\"OpenBLAS %s\",\"seconds_per_epoch\":%.6g,\"epochs\":%d,"
+      "\"seconds\":%.6g,\"test_accuracy\":%.4f}\n",
+      threads, threads, BlasCoreName().c_str(), r->training.seconds_per_epoch,
       r->training.epochs, r->training.seconds, r->test_accuracy);
   return 0;
 }
