@@ -12,6 +12,9 @@
 #      early stopping, patience 50, at most 500 epochs): seconds per epoch,
 #      epochs to the best checkpoint and epochs run, training seconds, and
 #      the peak memory of the whole process (from /usr/bin/time, if present).
+#   3. link prediction on a generated wide graph (11,631 nodes, 170,772
+#      edges, 13,183 sparse features), `ldpgraph eval --task link --runs 1`
+#      with defaults: seconds and peak memory of the whole process.
 # Usage: tests/bench/training_bench.sh [BUILD_DIR] [--quick]
 #   BUILD_DIR defaults to build (a Release build holding build/ldpgraph and
 #   build/bench/mlp_epoch_bench); --quick runs 20 epochs instead of 200 in
@@ -107,10 +110,10 @@ PY
 # --- 2. the curator's models, end to end ---------------------------------------
 timer=()
 [ -x /usr/bin/time ] && timer=(/usr/bin/time -v -o "$work/time.txt")
-row() {  # label, then eval flags
+row() {  # label, then eval flags (DATASET overrides pubmed)
   local label="$1"; shift
   rm -f "$work/time.txt"
-  "${timer[@]}" "$tool" eval --dataset "$pm" --runs 1 --seed 1 --format json "$@" \
+  "${timer[@]}" "$tool" eval --dataset "${DATASET:-$pm}" --runs 1 --seed 1 --format json "$@" \
     >"$work/eval.json" 2>/dev/null
   "$py" - "$label" "$work/eval.json" "$work/time.txt" <<'PY'
 import json, os, re, sys
@@ -125,16 +128,30 @@ print(f"{label:<26} {j['metric']:>8} {r['metric']:>6.4f} "
       f"{r['perturb_seconds'] + r['propagate_seconds']:>7.2f} "
       f"{r['seconds_per_epoch']:>9.4f} {r['best_epoch']:>5} {r['epochs']:>6} "
       f"{r['best_epoch'] * r['seconds_per_epoch']:>8.2f} {r['train_seconds']:>8.2f} "
-      f"{peak:>8}")
+      f"{peak:>8} {j['seconds']:>7.1f}")
 PY
 }
 echo
 echo "# ldpgraph eval on pubmed, 1 run, seed 1, default settings (early stopping: patience 50, max 500 epochs)"
 echo "# prep_s = perturb + propagate; s_to_best = best_epoch x s/epoch; train_s = whole training loop; peak = process max RSS"
-printf '%-26s %8s %6s %7s %9s %5s %6s %8s %8s %8s\n' model metric value prep_s \
-  s/epoch best epochs s_to_best train_s peak_MiB
+printf '%-26s %8s %6s %7s %9s %5s %6s %8s %8s %8s %7s\n' model metric value prep_s \
+  s/epoch best epochs s_to_best train_s peak_MiB total_s
 row "privge mlp (node)"       --method privge --task node --model mlp
 row "lpgnn gcn (node)"        --method lpgnn --task node --model gcn
 row "lpgnn sage (node)"       --method lpgnn --task node --model sage
 row "privge lr (link)"        --method privge --task link --model lr
 row "privge mlp (link)"       --method privge --task link --model mlp
+
+# --- 3. link prediction on a wide graph ----------------------------------------
+# A generated graph shaped like a 12k-node social graph with 13k sparse
+# features: 11,631 nodes, 170,772 edges, 13,183 features. PrivGE's Z is then
+# 11,631 x 13,183 floats (613 MB) and the training pairs' Hadamard features
+# would be 290k x 13,183 (15 GB): the scorer forms them batch by batch. An
+# epoch of the mini-batch rows is one pass over the training pairs.
+"$tool" generate --out "$work/wide" --nodes 11631 --avg-degree 29.365 \
+  --features 13183 --seed 1 >/dev/null
+echo
+echo "# ldpgraph eval --task link on a generated graph (11,631 nodes, 170,772 edges, 13,183 features), 1 run, defaults"
+printf '%-26s %8s %6s %7s %9s %5s %6s %8s %8s %8s %7s\n' model metric value prep_s \
+  s/epoch best epochs s_to_best train_s peak_MiB total_s
+DATASET="$work/wide" row "privge lr (link, batches)" --method privge --task link
