@@ -6,8 +6,14 @@
 #include <chrono>
 #include <limits>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/stopwatch.h"
@@ -130,157 +136,310 @@ struct DenseInput {
   }
 };
 
-// One worker's scratch space. A task is a group of up to kGroup consecutive
-// columns, pushed in blocks of w columns; results gather in an n x group
-// buffer that is copied into Z's rows at the end, so Z is written
-// row-contiguously instead of one scattered float per (node, column).
+// Zeroed scratch memory aligned to 64 bytes (a cache line: a 16-float
+// residue row is one line). Buffers of 4 MiB or more are aligned to 2 MiB
+// and advised for transparent huge pages: at a million nodes the residue
+// updates land all over the buffer, and with 4 KiB pages nearly each one
+// would also miss the TLB.
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(size_t count) : count_(count) {
+    const size_t bytes = std::max<size_t>(count * sizeof(T), 1);
+    const bool huge = bytes >= (size_t{4} << 20);
+    const size_t align = huge ? size_t{2} << 20 : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    data_ = static_cast<T*>(std::aligned_alloc(align, rounded));
+    if (data_ == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (huge) madvise(data_, rounded, MADV_HUGEPAGE);
+#endif
+    std::memset(static_cast<void*>(data_), 0, rounded);
+  }
+  ~Scratch() { std::free(data_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() { return data_; }
+  size_t size() const { return count_; }
+
+ private:
+  size_t count_;
+  T* data_;
+};
+
+// What one block's sweeps read and write. Residue rows are kW floats
+// (residue[v * kW + k]), reserve rows kW doubles; active has a bit per node.
+struct BlockSpace {
+  float* residue;
+  double* reserve;
+  uint64_t* active;
+  size_t words;              // of active
+  const uint64_t* offsets;   // the relabelled graph's CSR
+  const NodeId* targets;
+  const float* push_coef;    // (1 - alpha) / deg(u), as the float it is used as
+  float rmax;
+  double alpha;
+  size_t columns;            // the block's real width (<= the lanes)
+};
+
+// Vector types of kW lanes: float residues, double reserves, int masks.
+// (GCC drops vector_size on a dependent alias, hence one specialisation
+// per width.)
+template <size_t kW>
+struct Lanes;
+#define LDPGRAPH_LANES(W)                                                  \
+  template <>                                                              \
+  struct Lanes<W> {                                                        \
+    typedef float F __attribute__((vector_size(W * sizeof(float))));      \
+    typedef double D __attribute__((vector_size(W * sizeof(double))));    \
+  };
+typedef float Float4 __attribute__((vector_size(4 * sizeof(float))));
+typedef int32_t Int4 __attribute__((vector_size(4 * sizeof(int32_t))));
+LDPGRAPH_LANES(2)
+LDPGRAPH_LANES(4)
+LDPGRAPH_LANES(8)
+LDPGRAPH_LANES(16)
+#undef LDPGRAPH_LANES
+
+// Whether some |row[k]| > t (false for NaN, like the scalar test). The
+// comparisons go 4 lanes at a time: GCC 12 turns a comparison of vectors
+// wider than the target's registers into one scalar compare per lane.
+template <size_t kW, typename V>
+[[gnu::always_inline]] inline bool AnyAbove(const V& row, float t) {
+  if constexpr (kW < 4) {
+    bool above = false;
+    for (size_t k = 0; k < kW; ++k) above |= row[k] > t || row[k] < -t;
+    return above;
+  } else {
+    Float4 chunk[kW / 4];
+    std::memcpy(chunk, &row, sizeof(chunk));
+    const Float4 tv = Float4{} + t;
+    Int4 above = Int4{};
+    for (size_t i = 0; i < kW / 4; ++i) {
+      const Float4 magnitude =
+          reinterpret_cast<Float4>(reinterpret_cast<Int4>(chunk[i]) & 0x7fffffff);
+      above |= magnitude > tv;
+    }
+    uint64_t halves[2];
+    std::memcpy(halves, &above, sizeof(halves));
+    return (halves[0] | halves[1]) != 0;
+  }
+}
+
+// Pushes one block of kW columns (kW = 1, 2, 4, 8 or 16) until no residue
+// exceeds rmax, starting from the residues and candidate bits in s.
+// Candidates are bits of active: nodes that received mass since their last
+// push. Each sweep visits them in ascending id order, so pushes walk memory
+// forwards, and checks the threshold there (not at every update, which keeps
+// a data-dependent branch out of the neighbour loop). A node activated ahead
+// of the sweep is visited in the same sweep (Gauss-Seidel order), one behind
+// it in the next. Cost per sweep: the candidates plus n / 64 words; the block
+// ends after a sweep without a push.
+//
+// Rows are GCC vector types, so the neighbour update is a few vector
+// instructions whatever the target (4 SSE2 registers for 16 floats, 2 AVX2
+// or 1 AVX-512). Every lane is an IEEE single multiply and add, in the same
+// order on every target: propagation.cc is built with -ffp-contract=off, so
+// no target fuses them and the results are the same bits everywhere.
+template <size_t kW>
+[[gnu::always_inline]] inline void SweepBlock(const BlockSpace& s,
+                                              PropagationStats& stats) {
+  using V = typename Lanes<kW>::F;
+  using VD = typename Lanes<kW>::D;
+  static_assert(kW >= 2 && kW <= 16 && (kW & (kW - 1)) == 0);
+  V* const res = reinterpret_cast<V*>(s.residue);
+  VD* const q = reinterpret_cast<VD*>(s.reserve);
+  uint64_t* const active = s.active;
+  const uint64_t* const offsets = s.offsets;
+  const NodeId* const targets = s.targets;
+  const float* const coef = s.push_coef;
+  const float t = s.rmax;
+  const double alpha = s.alpha;
+  uint64_t pushes = 0, updates = 0;
+  bool any = true;
+  while (any) {
+    any = false;
+    for (size_t i = 0; i < s.words; ++i) {
+      // Only bits ahead of the sweep's position; ones set behind it wait.
+      uint64_t ahead = ~uint64_t{0};
+      while ((active[i] & ahead) != 0) {
+        const int b = std::countr_zero(active[i] & ahead);
+        const NodeId v = static_cast<NodeId>((i << 6) + b);
+        active[i] &= ~(uint64_t{1} << b);
+        ahead = b == 63 ? 0 : ~uint64_t{0} << (b + 1);
+        const V rv = res[v];
+        if (!AnyAbove<kW>(rv, t)) continue;
+        any = true;
+        q[v] += alpha * __builtin_convertvector(rv, VD);
+        res[v] = V{};
+        ++pushes;
+        const uint64_t begin = offsets[v], end = offsets[v + 1];
+        updates += end - begin;
+        for (uint64_t p = begin; p < end; ++p) {
+          const NodeId u = targets[p];
+          res[u] += coef[u] * rv;
+          active[u >> 6] |= uint64_t{1} << (u & 63);
+        }
+      }
+    }
+  }
+  stats.pushes += pushes;
+  stats.residue_updates += updates * s.columns;
+}
+
+// kW = 1: plain floats.
+template <>
+[[gnu::always_inline]] inline void SweepBlock<1>(const BlockSpace& s,
+                                                 PropagationStats& stats) {
+  float* const res = s.residue;
+  double* const q = s.reserve;
+  uint64_t* const active = s.active;
+  const float t = s.rmax;
+  uint64_t pushes = 0, updates = 0;
+  bool any = true;
+  while (any) {
+    any = false;
+    for (size_t i = 0; i < s.words; ++i) {
+      uint64_t ahead = ~uint64_t{0};
+      while ((active[i] & ahead) != 0) {
+        const int b = std::countr_zero(active[i] & ahead);
+        const NodeId v = static_cast<NodeId>((i << 6) + b);
+        active[i] &= ~(uint64_t{1} << b);
+        ahead = b == 63 ? 0 : ~uint64_t{0} << (b + 1);
+        const float rv = res[v];
+        if (!(rv > t || rv < -t)) continue;
+        any = true;
+        q[v] += s.alpha * rv;
+        res[v] = 0;
+        ++pushes;
+        const uint64_t begin = s.offsets[v], end = s.offsets[v + 1];
+        updates += end - begin;
+        for (uint64_t p = begin; p < end; ++p) {
+          const NodeId u = s.targets[p];
+          res[u] += s.push_coef[u] * rv;
+          active[u >> 6] |= uint64_t{1} << (u & 63);
+        }
+      }
+    }
+  }
+  stats.pushes += pushes;
+  stats.residue_updates += updates * s.columns;
+}
+
+// The block sweep compiled for the baseline target and, on x86-64, again
+// for AVX2 and AVX-512 (chosen at run time by what the CPU supports). Same
+// arithmetic, same bits (see SweepBlock).
+using SweepFn = void (*)(const BlockSpace&, PropagationStats&);
+
+template <size_t kW>
+void SweepBaseline(const BlockSpace& s, PropagationStats& stats) {
+  SweepBlock<kW>(s, stats);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <size_t kW>
+[[gnu::target("avx2")]] void SweepAvx2(const BlockSpace& s,
+                                       PropagationStats& stats) {
+  SweepBlock<kW>(s, stats);
+}
+template <size_t kW>
+[[gnu::target("avx512f,avx512vl,avx512bw,avx512dq")]] void SweepAvx512(
+    const BlockSpace& s, PropagationStats& stats) {
+  SweepBlock<kW>(s, stats);
+}
+#endif
+
+template <size_t kW>
+SweepFn PickSweep() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    return &SweepAvx512<kW>;
+  }
+  if (__builtin_cpu_supports("avx2")) return &SweepAvx2<kW>;
+#endif
+  return &SweepBaseline<kW>;
+}
+
+SweepFn SweepFor(size_t kw) {
+  static const SweepFn fns[] = {PickSweep<1>(), PickSweep<2>(), PickSweep<4>(),
+                                PickSweep<8>(), PickSweep<16>()};
+  return fns[std::countr_zero(kw)];
+}
+
+// The smallest of 1, 2, 4, 8, 16 that holds w columns. A block of w columns
+// runs as one of that width with the extra lanes zero: they never exceed
+// rmax, so the pushes and results are those of the w columns alone.
+size_t LaneWidth(size_t w) { return std::bit_ceil(std::max<size_t>(w, 1)); }
+
+// One worker's scratch space, for blocks of up to w columns.
 class PushWorker {
  public:
   static constexpr size_t kGroup = 16;
 
   PushWorker(size_t n, size_t w)
-      : n_(n), w_(w), residue_(n * w, 0), reserve_(n * w, 0.0), scratch_(w),
-        group_(n * kGroup), active_((n + 63) / 64, 0) {}
+      : n_(n), residue_(n * LaneWidth(w)), reserve_(n * LaneWidth(w)),
+        active_((n + 63) / 64) {}
 
-  // g is the relabelled graph; order maps its node ids to rows of z.
+  // Pushes columns [j0, j0 + w) of in (w <= the width the worker was built
+  // for) and writes D^r Q into those columns of z. g is the relabelled
+  // graph; order maps its node ids to rows of z; push_coef and deg_r are
+  // indexed by g's ids.
   template <typename Input>
-  void RunGroup(const Graph& g, const std::vector<NodeId>& order,
-                const Input& in, size_t j0, size_t width,
-                const PprOptions& o, const std::vector<double>& push_coef,
+  void RunBlock(const Graph& g, const std::vector<NodeId>& order,
+                const Input& in, size_t j0, size_t w, const PprOptions& o,
+                const std::vector<float>& push_coef,
                 const std::vector<double>& deg_r, DenseMatrix& z,
                 PropagationStats& stats) {
-    std::fill(group_.begin(), group_.begin() + n_ * width, 0.0f);
-    for (size_t b = 0; b < width; b += w_) {
-      const size_t w = std::min(w_, width - b);
-      RunBlock(g, in, j0 + b, w, b, width, o, push_coef, deg_r, stats);
-    }
-    for (size_t v = 0; v < n_; ++v) {
-      std::copy(&group_[v * width], &group_[v * width] + width,
-                z.data.data() + size_t{order[v]} * z.cols + j0);
-    }
-  }
-
- private:
-
-  // Dispatches to a block loop whose width is a compile-time constant for
-  // the common widths, so the per-neighbour update vectorises fully.
-  template <typename Input>
-  void RunBlock(const Graph& g, const Input& in, size_t j0, size_t w,
-                size_t group_col, size_t width, const PprOptions& o,
-                const std::vector<double>& push_coef,
-                const std::vector<double>& deg_r, PropagationStats& stats) {
-    switch (w) {
-      case 16:
-        return RunBlockImpl<16>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      case 8:
-        return RunBlockImpl<8>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      case 4:
-        return RunBlockImpl<4>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      case 1:
-        return RunBlockImpl<1>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      default:
-        return RunBlockImpl<0>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-    }
-  }
-
-  // kW > 0: the block width, known at compile time (w == kW); 0: runtime w.
-  template <size_t kW, typename Input>
-  void RunBlockImpl(const Graph& g, const Input& in, size_t j0, size_t w_in,
-                    size_t group_col, size_t width, const PprOptions& o,
-                    const std::vector<double>& push_coef,
-                    const std::vector<double>& deg_r, PropagationStats& stats) {
-    const size_t w = kW > 0 ? kW : w_in;
-    const double alpha = o.alpha;
-    const Residue rmax_r = static_cast<Residue>(o.rmax);
-    const size_t stride = w_;
-    // Candidates are bits of active_: nodes that received mass since their
-    // last push. Each sweep visits them in ascending id order, so pushes walk
-    // memory forwards, and checks the threshold there (not at every update,
-    // which keeps a data-dependent branch out of the neighbour loop). A node
-    // activated ahead of the sweep is visited in the same sweep (Gauss-Seidel
-    // order), one behind it in the next. Cost per sweep: the candidates plus
-    // n / 64 words; the block ends after a sweep without a push.
+    const size_t kw = LaneWidth(w);
+    float* residue = residue_.data();
+    uint64_t* active = active_.data();
     in.ForEachInBlock(j0, w, [&](NodeId v, size_t k, double value) {
-      residue_[v * stride + k] = static_cast<Residue>(value);
-      active_[v >> 6] |= uint64_t{1} << (v & 63);
+      residue[v * kw + k] = static_cast<float>(value);
+      active[v >> 6] |= uint64_t{1} << (v & 63);
     });
-    const uint64_t* offsets = g.offsets().data();
-    const NodeId* targets = g.targets().data();
-    Residue* rv_copy = scratch_.data();
-    const size_t words = active_.size();
-    bool any = true;
-    while (any) {
-      any = false;
-      for (size_t i = 0; i < words; ++i) {
-        // Only bits ahead of the sweep's position; ones set behind it wait.
-        uint64_t ahead = ~uint64_t{0};
-        while ((active_[i] & ahead) != 0) {
-          const int b = std::countr_zero(active_[i] & ahead);
-          const NodeId v = static_cast<NodeId>((i << 6) + b);
-          active_[i] &= ~(uint64_t{1} << b);
-          ahead = b == 63 ? 0 : ~uint64_t{0} << (b + 1);
-          Residue* rv = &residue_[v * stride];
-          if (!AnyAbove(rv, w, rmax_r)) continue;
-          any = true;
-          double* qv = &reserve_[v * stride];
-          for (size_t k = 0; k < w; ++k) {
-            rv_copy[k] = rv[k];
-            qv[k] += alpha * rv[k];
-            rv[k] = 0;
-          }
-          ++stats.pushes;
-          const uint64_t end = offsets[v + 1];
-          stats.residue_updates += (end - offsets[v]) * w;
-          for (uint64_t p = offsets[v]; p < end; ++p) {
-            const NodeId u = targets[p];
-            const Residue c = static_cast<Residue>(push_coef[u]);
-            Residue* ru = &residue_[u * stride];
-            for (size_t k = 0; k < w; ++k) ru[k] += c * rv_copy[k];
-            active_[u >> 6] |= uint64_t{1} << (u & 63);
-          }
-        }
-      }
-    }
+    BlockSpace s;
+    s.residue = residue;
+    s.reserve = reserve_.data();
+    s.active = active;
+    s.words = active_.size();
+    s.offsets = g.offsets().data();
+    s.targets = g.targets().data();
+    s.push_coef = push_coef.data();
+    s.rmax = static_cast<float>(o.rmax);
+    s.alpha = o.alpha;
+    s.columns = w;
+    SweepFor(kw)(s, stats);
     // Z = D^r Q for the block, and a clean workspace for the next one.
+    double* reserve = reserve_.data();
     for (NodeId v = 0; v < n_; ++v) {
-      float* out = &group_[v * width + group_col];
-      double* qv = &reserve_[v * stride];
-      Residue* rv = &residue_[v * stride];
+      float* out = z.data.data() + size_t{order[v]} * z.cols + j0;
+      double* qv = reserve + size_t{v} * kw;
       for (size_t k = 0; k < w; ++k) {
         out[k] = static_cast<float>(deg_r[v] * qv[k]);
-        qv[k] = 0.0;
-        rv[k] = 0.0;
       }
+      std::fill(qv, qv + kw, 0.0);
+      std::fill(residue + size_t{v} * kw, residue + size_t{v + 1} * kw, 0.0f);
     }
   }
 
  private:
-  template <typename T>
-  static bool AnyAbove(const T* x, size_t w, T t) {
-    bool above = false;
-    for (size_t k = 0; k < w; ++k) above |= std::fabs(x[k]) > t;
-    return above;
-  }
-
-  size_t n_, w_;
+  size_t n_;
   // Block residues are float: half the memory traffic of the hot loop; the
   // rounding (2^-24 relative per update) stays far below any useful rmax.
-  using Residue = float;
-  std::vector<Residue> residue_;
-  std::vector<double> reserve_;
-  std::vector<Residue> scratch_;
-  std::vector<float> group_;
-  std::vector<uint64_t> active_;  // one bit per node: a push candidate
+  Scratch<float> residue_;
+  Scratch<double> reserve_;
+  Scratch<uint64_t> active_;  // one bit per node: a push candidate
 };
 
 // Block width for push: 16 columns (one neighbour-list walk moves 16
 // residues, and a 16-float residue row is one cache line), fewer when d is
-// smaller or when the per-worker scratch space (16 bytes per node and
-// column: float residue, double reserve, float result) would pass 256 MiB.
+// smaller or when the per-worker scratch space (12 bytes per node and
+// column: float residue, double reserve) would pass 256 MiB.
 int ChooseBlockColumns(size_t n, size_t d) {
   if (d == 0) return 1;
   const size_t budget = size_t{256} << 20;
-  const size_t per_column = std::max<size_t>(1, n) * 16;
+  const size_t per_column = std::max<size_t>(1, n) * 12;
   size_t w = std::min(PushWorker::kGroup, std::max<size_t>(1, budget / per_column));
   return static_cast<int>(std::min(w, d));
 }
@@ -293,26 +452,26 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
                     const std::vector<double>& deg_r, PropagationStats* stats) {
   const size_t n = g.num_nodes(), d = in.cols;
   DenseMatrix z(n, d);
-  std::vector<double> push_coef(n);
+  std::vector<float> push_coef(n);
   for (NodeId u = 0; u < n; ++u) {
-    push_coef[u] = (1.0 - o.alpha) / std::max<uint32_t>(1, g.degree(u));
+    push_coef[u] = static_cast<float>(
+        (1.0 - o.alpha) / std::max<uint32_t>(1, g.degree(u)));
   }
   const size_t w =
       o.block_columns > 0
           ? std::min<size_t>({static_cast<size_t>(o.block_columns),
                               PushWorker::kGroup, std::max<size_t>(d, 1)})
           : ChooseBlockColumns(n, d);
-  const size_t groups = (d + PushWorker::kGroup - 1) / PushWorker::kGroup;
+  const size_t blocks = (d + w - 1) / w;
   const int workers =
-      static_cast<int>(std::max<size_t>(1, std::min<size_t>(o.threads, groups)));
+      static_cast<int>(std::max<size_t>(1, std::min<size_t>(o.threads, blocks)));
   std::vector<std::unique_ptr<PushWorker>> space(workers);
   std::vector<PropagationStats> per_worker(workers);
-  ParallelFor(groups, workers, [&](int worker, size_t group) {
+  ParallelFor(blocks, workers, [&](int worker, size_t block) {
     if (!space[worker]) space[worker] = std::make_unique<PushWorker>(n, w);
-    const size_t j0 = group * PushWorker::kGroup;
-    const size_t width = std::min(PushWorker::kGroup, d - j0);
-    space[worker]->RunGroup(g, order, in, j0, width, o, push_coef, deg_r, z,
-                            per_worker[worker]);
+    const size_t j0 = block * w;
+    space[worker]->RunBlock(g, order, in, j0, std::min(w, d - j0), o,
+                            push_coef, deg_r, z, per_worker[worker]);
   });
   if (stats != nullptr) {
     *stats = PropagationStats();
