@@ -64,53 +64,33 @@ void ParallelFor(size_t tasks, int threads, Body body) {
   for (auto& t : pool) t.join();
 }
 
-// Input of push, column-major and already multiplied by D^-r.
-// SparseInput: columns of a sparse matrix. DenseInput: a dense matrix read
-// in place.
+// Input of push, read in place a block of columns at a time and multiplied
+// by D^-r on the way. ForEachInBlock(j0, w, f) calls f(v, k, value) for
+// every non-zero x(order[v], j0 + k), k < w, with value = that entry times
+// deg^-r, v ascending. SparseInput: a sparse matrix (each row's block found
+// by binary search, so a block costs O(n log d) beyond its non-zeros, and no
+// column-major copy of x is made). DenseInput: a dense matrix.
 struct SparseInput {
-  size_t rows = 0, cols = 0;
-  std::vector<uint64_t> offsets;  // cols + 1
-  std::vector<NodeId> nodes;
-  std::vector<double> values;
-
-  // order maps a graph node id to its row of x; columns list node ids in
-  // ascending order.
-  SparseInput(const SparseRows& x, const std::vector<double>& deg_neg_r,
-              const std::vector<NodeId>& order)
-      : rows(x.rows), cols(x.cols), offsets(x.cols + 1, 0) {
-    for (uint32_t j : x.indices) ++offsets[j + 1];
-    for (size_t j = 0; j < cols; ++j) offsets[j + 1] += offsets[j];
-    nodes.resize(x.nnz());
-    values.resize(x.nnz());
-    std::vector<uint64_t> fill(offsets.begin(), offsets.end() - 1);
-    for (size_t v = 0; v < rows; ++v) {
-      const NodeId old = order[v];
-      for (uint64_t p = x.offsets[old]; p < x.offsets[old + 1]; ++p) {
-        if (x.values[p] == 0.0f) continue;
-        const uint64_t at = fill[x.indices[p]]++;
-        nodes[at] = static_cast<NodeId>(v);
-        values[at] = x.values[p] * deg_neg_r[old];
-      }
-    }
-    // Explicit zeros were skipped: compact each column.
-    uint64_t write = 0;
-    for (size_t j = 0; j < cols; ++j) {
-      const uint64_t begin = offsets[j];
-      offsets[j] = write;
-      for (uint64_t p = begin; p < fill[j]; ++p) {
-        nodes[write] = nodes[p];
-        values[write] = values[p];
-        ++write;
-      }
-    }
-    offsets[cols] = write;
-  }
-  // Calls f(v, k, value) for every non-zero of columns [j0, j0 + w).
+  const SparseRows& x;
+  const std::vector<double>& deg_neg_r;
+  const std::vector<NodeId>& order;  // graph node id -> row of x
+  size_t rows, cols;
+  SparseInput(const SparseRows& m, const std::vector<double>& d,
+              const std::vector<NodeId>& ord)
+      : x(m), deg_neg_r(d), order(ord), rows(m.rows), cols(m.cols) {}
   template <typename F>
   void ForEachInBlock(size_t j0, size_t w, F f) const {
-    for (size_t k = 0; k < w; ++k) {
-      for (uint64_t p = offsets[j0 + k]; p < offsets[j0 + k + 1]; ++p) {
-        f(nodes[p], k, values[p]);
+    const uint32_t* indices = x.indices.data();
+    for (size_t v = 0; v < rows; ++v) {
+      const NodeId old = order[v];
+      const uint32_t* end = indices + x.offsets[old + 1];
+      const uint32_t* p =
+          std::lower_bound(indices + x.offsets[old], end, static_cast<uint32_t>(j0));
+      for (; p != end && *p < j0 + w; ++p) {
+        const float value = x.values[p - indices];
+        if (value != 0.0f) {
+          f(static_cast<NodeId>(v), *p - j0, value * deg_neg_r[old]);
+        }
       }
     }
   }
@@ -599,7 +579,7 @@ float LargestAbs(const std::vector<float>& values) {
 float LargestAbs(const SparseRows& x) { return LargestAbs(x.values); }
 float LargestAbs(const DenseMatrix& x) { return LargestAbs(x.data); }
 
-// Both PprPush overloads: Input is SparseInput or DenseInput, built from x
+// Both PprPush overloads: Input is SparseInput or DenseInput, a view of x
 // with D^-r and the relabelling.
 template <typename Input, typename Matrix>
 absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
