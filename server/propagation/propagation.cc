@@ -44,7 +44,8 @@ absl::Status CheckShape(const Graph& g, size_t rows) {
 }
 
 // Runs body(task) for task in [0, tasks) on `threads` workers, each task
-// exactly once; body receives the worker index for per-worker state.
+// exactly once; body receives the worker index for per-worker state. Each
+// worker receives its tasks in ascending order.
 template <typename Body>
 void ParallelFor(size_t tasks, int threads, Body body) {
   const int workers =
@@ -65,11 +66,13 @@ void ParallelFor(size_t tasks, int threads, Body body) {
 }
 
 // Input of push, read in place a block of columns at a time and multiplied
-// by D^-r on the way. ForEachInBlock(j0, w, f) calls f(v, k, value) for
-// every non-zero x(order[v], j0 + k), k < w, with value = that entry times
-// deg^-r, v ascending. SparseInput: a sparse matrix (each row's block found
-// by binary search, so a block costs O(n log d) beyond its non-zeros, and no
-// column-major copy of x is made). DenseInput: a dense matrix.
+// by D^-r on the way. ForEachInBlock(j0, w, cursor, f) calls f(v, k, value)
+// for every non-zero x(order[v], j0 + k), k < w, with value = that entry
+// times deg^-r, v ascending. SparseInput: a sparse matrix, no column-major
+// copy of it; cursor holds a position per node (from NewCursor) and a
+// caller passes blocks in ascending j0 with the same cursor, so that each
+// row is read once from left to right over all the blocks. DenseInput: a
+// dense matrix (no cursor).
 struct SparseInput {
   const SparseRows& x;
   const std::vector<double>& deg_neg_r;
@@ -78,20 +81,33 @@ struct SparseInput {
   SparseInput(const SparseRows& m, const std::vector<double>& d,
               const std::vector<NodeId>& ord)
       : x(m), deg_neg_r(d), order(ord), rows(m.rows), cols(m.cols) {}
+  // Where each node's row starts.
+  std::vector<uint64_t> NewCursor() const {
+    std::vector<uint64_t> cursor(rows);
+    for (size_t v = 0; v < rows; ++v) cursor[v] = x.offsets[order[v]];
+    return cursor;
+  }
   template <typename F>
-  void ForEachInBlock(size_t j0, size_t w, F f) const {
+  void ForEachInBlock(size_t j0, size_t w, std::vector<uint64_t>& cursor,
+                      F f) const {
     const uint32_t* indices = x.indices.data();
+    const float* values = x.values.data();
+    constexpr size_t kAhead = 8;  // rows: each one's block is a cache miss
     for (size_t v = 0; v < rows; ++v) {
+      if (v + kAhead < rows) {
+        __builtin_prefetch(indices + cursor[v + kAhead]);
+        __builtin_prefetch(values + cursor[v + kAhead]);
+      }
       const NodeId old = order[v];
-      const uint32_t* end = indices + x.offsets[old + 1];
-      const uint32_t* p =
-          std::lower_bound(indices + x.offsets[old], end, static_cast<uint32_t>(j0));
-      for (; p != end && *p < j0 + w; ++p) {
-        const float value = x.values[p - indices];
-        if (value != 0.0f) {
-          f(static_cast<NodeId>(v), *p - j0, value * deg_neg_r[old]);
+      const uint64_t end = x.offsets[old + 1];
+      uint64_t p = cursor[v];
+      while (p != end && indices[p] < j0) ++p;
+      for (; p != end && indices[p] < j0 + w; ++p) {
+        if (values[p] != 0.0f) {
+          f(static_cast<NodeId>(v), indices[p] - j0, values[p] * deg_neg_r[old]);
         }
       }
+      cursor[v] = p;
     }
   }
 };
@@ -104,8 +120,9 @@ struct DenseInput {
   DenseInput(const DenseMatrix& m, const std::vector<double>& d,
              const std::vector<NodeId>& ord)
       : x(m), deg_neg_r(d), order(ord), rows(m.rows), cols(m.cols) {}
+  std::vector<uint64_t> NewCursor() const { return {}; }
   template <typename F>
-  void ForEachInBlock(size_t j0, size_t w, F f) const {
+  void ForEachInBlock(size_t j0, size_t w, std::vector<uint64_t>&, F f) const {
     for (size_t v = 0; v < rows; ++v) {
       const NodeId old = order[v];
       const float* row = x.data.data() + size_t{old} * cols + j0;
@@ -388,7 +405,8 @@ class PushWorker {
         active_((n + 63) / 64) {}
 
   // Pushes columns [j0, j0 + w) of in (w <= the width the worker was built
-  // for) and writes D^r Q into those columns of z. g is the relabelled
+  // for) and writes D^r Q into those columns of z. Successive calls on one
+  // worker take ascending j0 from the same input (see SparseInput). g is the relabelled
   // graph; order maps its node ids to rows of z; push_coef and deg_r are
   // indexed by g's ids.
   template <typename Input>
@@ -400,7 +418,11 @@ class PushWorker {
     const size_t kw = LaneWidth(w);
     float* residue = residue_.data();
     uint64_t* active = active_.data();
-    in.ForEachInBlock(j0, w, [&](NodeId v, size_t k, double value) {
+    if (!cursor_started_) {
+      cursor_ = in.NewCursor();
+      cursor_started_ = true;
+    }
+    in.ForEachInBlock(j0, w, cursor_, [&](NodeId v, size_t k, double value) {
       residue[v * kw + k] = static_cast<float>(value);
       active[v >> 6] |= uint64_t{1} << (v & 63);
     });
@@ -437,6 +459,8 @@ class PushWorker {
   Scratch<float> residue_;
   Scratch<double> reserve_;
   Scratch<uint64_t> active_;  // one bit per node: a push candidate
+  std::vector<uint64_t> cursor_;  // the input's position in each row
+  bool cursor_started_ = false;
 };
 
 // Block width for push: 16 columns (one neighbour-list walk moves 16
