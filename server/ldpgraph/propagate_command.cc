@@ -13,6 +13,7 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
+#include "common/threads.h"
 #include "server/ldpgraph/tool_util.h"
 #include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"
@@ -114,7 +115,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (r) o.ppr.r = *r;
   if (rmax) o.ppr.rmax = *rmax;
   if (tolerance) o.ppr.tolerance = *tolerance;
-  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, FlagToInt(*threads, "threads", 1)); }
+  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, FlagToInt(*threads, "threads", 0)); }
   if (block) {
     ASSIGN_OR_RETURN(o.ppr.block_columns, FlagToInt(*block, "block-columns", 0));
   }
@@ -187,8 +188,8 @@ Propagation:
   --rmax T           push threshold (default 1e-4): every entry of Z is
                      within deg(v)^r * T of the exact series
   --tolerance T      power: stop once the series' tail is <= T (default 1e-6)
-  --threads N        push/power worker threads (default 1; results do not
-                     depend on it)
+  --threads N        push/power worker threads; 0 (default) = every core.
+                     Results do not depend on it
   --block-columns W  push: columns moved per push (default: from density)
   --steps K          gcn/kprop rounds (default 2)
   --self-loops       kprop: include each node in its own mean
@@ -329,7 +330,7 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
       j["steps"] = o.steps;
     }
     if (o.method == Method::kPush || o.method == Method::kPower) {
-      j["threads"] = o.ppr.threads;
+      j["threads"] = ResolveThreads(o.ppr.threads);
     }
     j["load_seconds"] = load_seconds;
     j["perturb_seconds"] = perturb_seconds;

@@ -305,8 +305,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{BASE, "--rmax", "0"}, "--rmax must be finite and > 0"},
         BadCase{{BASE, "--method", "power", "--tolerance", "-1"},
                 "--tolerance must be finite and > 0"},
-        BadCase{{BASE, "--threads", "0"},
-                "--threads must be an integer >= 1, got 0"},
+        BadCase{{BASE, "--threads", "-1"},
+                "--threads must be an integer >= 0, got -1"},
         BadCase{{BASE, "--threads", "two"},
                 "--threads must be an integer, got 'two'"},
         BadCase{{BASE, "--block-columns", "-1"},
@@ -527,8 +527,11 @@ TEST_F(PropagateCommandTest, ThreadsDoNotChangeTheBytes) {
         Path("one.npy"), {"--method", method, "--threads", "1"});
     const std::string two = RunOk(
         Path("two.npy"), {"--method", method, "--threads", "2"});
+    // The default, 0: every core.
+    const std::string all = RunOk(Path("all.npy"), {"--method", method});
     EXPECT_GT(one.size(), kNodes * kFeatures * 4);
     EXPECT_EQ(one, two);
+    EXPECT_EQ(one, all);
   }
   const std::vector<std::string> hds = {"--mechanism", "hds", "--epsilon", "1",
                                         "--seed", "3"};

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/stopwatch.h"
 #include "common/status_macros.h"
+#include "common/threads.h"
 
 namespace ldpgraph {
 namespace {
@@ -494,8 +495,8 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
                               PushWorker::kGroup, std::max<size_t>(d, 1)})
           : ChooseBlockColumns(n, d);
   const size_t blocks = (d + w - 1) / w;
-  const int workers =
-      static_cast<int>(std::max<size_t>(1, std::min<size_t>(o.threads, blocks)));
+  const int workers = static_cast<int>(std::max<size_t>(
+      1, std::min<size_t>(ResolveThreads(o.threads), blocks)));
   std::vector<std::unique_ptr<PushWorker>> space(workers);
   std::vector<PropagationStats> per_worker(workers);
   ParallelFor(blocks, workers, [&](int worker, size_t block) {
@@ -582,9 +583,9 @@ absl::Status ValidatePprOptions(const PprOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_iterations must be >= 1, got ", o.max_iterations));
   }
-  if (o.threads < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("threads must be >= 1, got ", o.threads));
+  if (o.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be >= 0 (0 = every core), got ", o.threads));
   }
   if (o.block_columns < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -645,6 +646,7 @@ absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   const auto start = Clock::now();
   const size_t n = graph.num_nodes(), d = x.cols;
+  const int threads = ResolveThreads(o.threads);
   const std::vector<double> deg_neg_r = DegreePowers(graph, -o.r);
   const std::vector<double> deg_r_minus_1 = DegreePowers(graph, o.r - 1.0);
   // Tail bound constant: max_v deg(v)^r * max_u |x_u|_inf deg(u)^-r.
@@ -669,7 +671,7 @@ absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
   while (tail > o.tolerance && terms < o.max_iterations) {
     // next(v) = deg(v)^{r-1} sum_{u in N(v)} deg(u)^-r y(u).
     const size_t chunk = 256;
-    ParallelFor((n + chunk - 1) / chunk, o.threads, [&](int, size_t c) {
+    ParallelFor((n + chunk - 1) / chunk, threads, [&](int, size_t c) {
       const size_t v_end = std::min(n, (c + 1) * chunk);
       for (size_t v = c * chunk; v < v_end; ++v) {
         double* out = &next[v * d];
