@@ -190,7 +190,8 @@ Propagation:
   --tolerance T      power: stop once the series' tail is <= T (default 1e-6)
   --threads N        push/power worker threads; 0 (default) = every core.
                      Results do not depend on it
-  --block-columns W  push: columns moved per push (default: from density)
+  --block-columns W  push: columns moved per push, 1-16 (default 16, fewer
+                     for small d or very large graphs)
   --steps K          gcn/kprop rounds (default 2)
   --self-loops       kprop: include each node in its own mean
 Output:
