@@ -286,7 +286,7 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
     details["rmax"] = o.rmax;
   } else if (method == "kprop") {
     const int steps = q.steps() > 0 ? static_cast<int>(q.steps()) : 16;
-    ASSIGN_OR_RETURN(z, KProp(graph, x, steps, false));
+    ASSIGN_OR_RETURN(z, KProp(graph, x, steps, false, pipeline_threads_));
     details["method"] = "kprop";
     details["steps"] = steps;
   } else {

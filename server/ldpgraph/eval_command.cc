@@ -435,7 +435,7 @@ Model:
 Runs and output:
   --runs R               runs (default 5)
   --seed S               base seed (default 1)
-  --threads N            threads for the parallel stages (PPR push today);
+  --threads N            threads for the parallel stages (propagation);
                          0 (default) = every core. Results do not depend
                          on it
   --format F             table (default) or json: one object with task,

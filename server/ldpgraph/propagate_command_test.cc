@@ -300,8 +300,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "--mechanism: "},
         BadCase{{BASE, "--mechanism", "hds", "--epsilon", "-1"},
                 "--epsilon must be finite and > 0"},
-        BadCase{{BASE, "--method", "kprop", "--threads", "2"},
+        BadCase{{BASE, "--method", "kprop", "--alpha", "0.2"},
                 "apply to --method push or power only"},
+        BadCase{{BASE, "--method", "gcn", "--threads", "2"},
+                "--threads applies to --method push, power or kprop"},
         BadCase{{BASE, "--rmax", "0"}, "--rmax must be finite and > 0"},
         BadCase{{BASE, "--method", "power", "--tolerance", "-1"},
                 "--tolerance must be finite and > 0"},
@@ -580,6 +582,7 @@ TEST_F(PropagateCommandTest, KPropMatchesTheLibrary) {
   for (const Case& c :
        {Case{{"--method", "kprop"}, 2, false},
         Case{{"--method", "kprop", "--steps", "3", "--self-loops"}, 3, true},
+        Case{{"--method", "kprop", "--steps", "3", "--threads", "2"}, 3, false},
         Case{{"--method", "kprop", "--steps", "0"}, 0, false}}) {
     SCOPED_TRACE(absl::StrJoin(c.args, " "));
     const DenseMatrix z = RunMatrix("kprop.npy", c.args);

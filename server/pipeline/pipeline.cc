@@ -205,7 +205,8 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d, const Graph& graph,
     }
   }
   ASSIGN_OR_RETURN(DenseMatrix smoothed,
-                   KProp(graph, onehot, c.label_steps, c.label_self_loops));
+                   KProp(graph, onehot, c.label_steps, c.label_self_loops,
+                         c.threads));
   NoisyLabels out;
   size_t agree = 0, agree_raw = 0;
   auto target = [&](NodeId v) {
@@ -280,7 +281,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
       ASSIGN_OR_RETURN(z, PprPush(graph, x, PprOptionsOf(c)));
     } else {
       ASSIGN_OR_RETURN(z, KProp(graph, x.ToDense(), c.feature_steps,
-                                c.feature_self_loops));
+                                c.feature_self_loops, c.threads));
     }
     r.propagate_seconds = SecondsSince(t_prop);
   }

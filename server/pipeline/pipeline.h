@@ -108,9 +108,10 @@ struct PipelineConfig {
   bool secure_noise = false;
 
   // Threads for the stages that run in parallel, 0 (default) for every
-  // core (ResolveThreads, common/threads.h). Propagation (PPR push) uses
-  // it in place of ppr.threads. Results do not depend on it. Not a setting
-  // of the learning: ConfigToJson leaves it out.
+  // core (ResolveThreads, common/threads.h): propagation, PPR push (in
+  // place of ppr.threads) and KProp over features and labels. Results do
+  // not depend on it. Not a setting of the learning: ConfigToJson leaves it
+  // out.
   int threads = 0;
 
   // Node task: keep every node's class posteriors in RunResult::node_outputs

@@ -731,38 +731,52 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
 }
 
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
-                                  int steps, bool self_loops) {
+                                  int steps, bool self_loops, int threads) {
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   if (steps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("KProp steps must be >= 0, got ", steps));
   }
+  if (threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be >= 0 (0 = every core), got ", threads));
+  }
   const size_t n = graph.num_nodes(), d = x.cols;
   DenseMatrix cur = x, next(n, d);
-  std::vector<double> acc(d);
+  // Rows in chunks, each row computed by one thread: the same bits for any
+  // thread count.
+  constexpr size_t kChunk = 256;
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  const int workers = static_cast<int>(
+      std::max<size_t>(1, std::min<size_t>(ResolveThreads(threads), chunks)));
+  std::vector<std::vector<double>> accs(workers, std::vector<double>(d));
   for (int s = 0; s < steps; ++s) {
-    for (NodeId v = 0; v < n; ++v) {
-      std::fill(acc.begin(), acc.end(), 0.0);
-      size_t count = 0;
-      auto add = [&](NodeId u) {
-        const float* xu = cur.data.data() + size_t{u} * d;
-        for (size_t j = 0; j < d; ++j) acc[j] += xu[j];
-        ++count;
-      };
-      bool saw_self = false;
-      for (NodeId u : graph.neighbors(v)) {
-        saw_self |= u == v;
-        add(u);
+    ParallelFor(chunks, workers, [&](int worker, size_t c) {
+      std::vector<double>& acc = accs[worker];
+      const NodeId v_end = static_cast<NodeId>(std::min(n, (c + 1) * kChunk));
+      for (NodeId v = static_cast<NodeId>(c * kChunk); v < v_end; ++v) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        size_t count = 0;
+        auto add = [&](NodeId u) {
+          const float* xu = cur.data.data() + size_t{u} * d;
+          for (size_t j = 0; j < d; ++j) acc[j] += xu[j];
+          ++count;
+        };
+        bool saw_self = false;
+        for (NodeId u : graph.neighbors(v)) {
+          saw_self |= u == v;
+          add(u);
+        }
+        if (self_loops && !saw_self) add(v);
+        float* out = next.data.data() + size_t{v} * d;
+        if (count == 0) {
+          const float* own = cur.data.data() + size_t{v} * d;
+          std::copy(own, own + d, out);
+        } else {
+          for (size_t j = 0; j < d; ++j) out[j] = static_cast<float>(acc[j] / count);
+        }
       }
-      if (self_loops && !saw_self) add(v);
-      float* out = next.data.data() + size_t{v} * d;
-      if (count == 0) {
-        const float* own = cur.data.data() + size_t{v} * d;
-        std::copy(own, own + d, out);
-      } else {
-        for (size_t j = 0; j < d; ++j) out[j] = static_cast<float>(acc[j] / count);
-      }
-    }
+    });
     std::swap(cur, next);
   }
   return cur;

@@ -106,8 +106,10 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
 
 // KProp (LPGNN): `steps` rounds of neighbourhood mean aggregation,
 // h_k(v) = mean_{u in N(v)} h_{k-1}(u) (N(v) + v when self_loops). A node
-// with no neighbours keeps its value. steps >= 0 (0 returns x).
+// with no neighbours keeps its value. steps >= 0 (0 returns x). threads:
+// >= 1, or 0 for every core; rows are split between threads, each computed
+// by one, so the result does not depend on it.
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
-                                  int steps, bool self_loops);
+                                  int steps, bool self_loops, int threads = 0);
 
 }  // namespace ldpgraph

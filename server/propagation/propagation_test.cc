@@ -491,6 +491,19 @@ TEST(KPropTest, MeanAggregationByHand) {
   ASSERT_TRUE(zero.ok());
   EXPECT_EQ(zero->data, x.data);
   EXPECT_FALSE(KProp(g, x, -1, false).ok());
+  EXPECT_FALSE(KProp(g, x, 1, false, -1).ok());
+}
+
+TEST(KPropTest, ThreadsDoNotChangeTheBits) {
+  Graph g = RandomGraph(3000, 9000, 20, 41);
+  DenseMatrix x = RandomDense(3000, 24, 43);
+  auto one = KProp(g, x, 4, true, 1);
+  ASSERT_TRUE(one.ok());
+  for (int threads : {0, 2, 5}) {
+    auto z = KProp(g, x, 4, true, threads);
+    ASSERT_TRUE(z.ok());
+    EXPECT_EQ(one->data, z->data) << threads;
+  }
 }
 
 }  // namespace
