@@ -181,7 +181,7 @@ struct BlockSpace {
   size_t columns;            // the block's real width (<= the lanes)
 };
 
-// Vector types of kW lanes: float residues, double reserves, int masks.
+// Vector types of kW lanes: float residues, double reserves.
 // (GCC drops vector_size on a dependent alias, hence one specialisation
 // per width.)
 template <size_t kW>
@@ -288,8 +288,8 @@ template <size_t kW, bool kPrefetch>
         for (uint64_t p = begin; p < end; ++p) {
           const NodeId u = targets[p];
           if constexpr (kPrefetch) {
-            const uint64_t ahead = std::min(p + kPrefetchEdges, last_target);
-            __builtin_prefetch(&res[targets[ahead]], 1, 3);
+            const uint64_t later = std::min(p + kPrefetchEdges, last_target);
+            __builtin_prefetch(&res[targets[later]], 1, 3);
           }
           res[u] += coef[u] * rv;
           active[u >> 6] |= uint64_t{1} << (u & 63);
@@ -399,7 +399,7 @@ size_t LaneWidth(size_t w) { return std::bit_ceil(std::max<size_t>(w, 1)); }
 // One worker's scratch space, for blocks of up to w columns.
 class PushWorker {
  public:
-  static constexpr size_t kGroup = 16;
+  static constexpr size_t kMaxColumns = 16;
 
   PushWorker(size_t n, size_t w)
       : n_(n), residue_(n * LaneWidth(w)), reserve_(n * LaneWidth(w)),
@@ -407,9 +407,9 @@ class PushWorker {
 
   // Pushes columns [j0, j0 + w) of in (w <= the width the worker was built
   // for) and writes D^r Q into those columns of z. Successive calls on one
-  // worker take ascending j0 from the same input (see SparseInput). g is the relabelled
-  // graph; order maps its node ids to rows of z; push_coef and deg_r are
-  // indexed by g's ids.
+  // worker take ascending j0 from the same input (see SparseInput). g is
+  // the relabelled graph; order maps its node ids to rows of z; push_coef
+  // and deg_r are indexed by g's ids.
   template <typename Input>
   void RunBlock(const Graph& g, const std::vector<NodeId>& order,
                 const Input& in, size_t j0, size_t w, const PprOptions& o,
@@ -467,12 +467,14 @@ class PushWorker {
 // Block width for push: 16 columns (one neighbour-list walk moves 16
 // residues, and a 16-float residue row is one cache line), fewer when d is
 // smaller or when the per-worker scratch space (12 bytes per node and
-// column: float residue, double reserve) would pass 256 MiB.
+// column: float residue, double reserve) would pass 256 MiB: then a power
+// of two, so that no lane is padding (LaneWidth).
 int ChooseBlockColumns(size_t n, size_t d) {
   if (d == 0) return 1;
   const size_t budget = size_t{256} << 20;
   const size_t per_column = std::max<size_t>(1, n) * 12;
-  size_t w = std::min(PushWorker::kGroup, std::max<size_t>(1, budget / per_column));
+  const size_t w = std::bit_floor(std::min(
+      PushWorker::kMaxColumns, std::max<size_t>(1, budget / per_column)));
   return static_cast<int>(std::min(w, d));
 }
 
@@ -492,7 +494,7 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
   const size_t w =
       o.block_columns > 0
           ? std::min<size_t>({static_cast<size_t>(o.block_columns),
-                              PushWorker::kGroup, std::max<size_t>(d, 1)})
+                              PushWorker::kMaxColumns, std::max<size_t>(d, 1)})
           : ChooseBlockColumns(n, d);
   const size_t blocks = (d + w - 1) / w;
   const int workers = static_cast<int>(std::max<size_t>(
