@@ -62,6 +62,9 @@ Flags:
                        256, started as needed); agent hosts never take one
                        (their streams hold no thread), so this limits only
                        concurrent ldpctl/admin calls; more wait their turn
+  --pipeline-threads N threads each pipeline stage (propagate, evaluate)
+                       computes on; 0 (default) = every core. Results do
+                       not depend on it
   --fleet-settle S     agent hosts started with --nodes from-curator get
                        their shards once no new one has asked for S seconds
                        (default 5); the plan is then fixed and stored
@@ -108,7 +111,7 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
                       "admin-token", "node-key", "tls-cert", "tls-key",
                       "sync", "max-threads", "ready-file", "fleet-settle",
                       "fleet-lease", "fleet-min-hosts", "release-epsilon",
-                      "release-delta"},
+                      "release-delta", "pipeline-threads"},
                      {"insecure", "private-edges"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
@@ -165,6 +168,14 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
       return absl::InvalidArgumentError("--max-threads must be in [4, 100000]");
     }
     o.max_threads = static_cast<int>(*threads);
+  }
+  ASSIGN_OR_RETURN(auto pipeline_threads, a.GetInt("pipeline-threads"));
+  if (pipeline_threads) {
+    if (*pipeline_threads < 0 || *pipeline_threads > 4096) {
+      return absl::InvalidArgumentError(
+          "--pipeline-threads must be in [0, 4096] (0 = every core)");
+    }
+    o.pipeline_threads = static_cast<int>(*pipeline_threads);
   }
   for (auto [flag, out] : {std::pair{"fleet-settle", &o.fleet_settle},
                            std::pair{"fleet-lease", &o.fleet_lease}}) {

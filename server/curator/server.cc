@@ -88,7 +88,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   ASSIGN_OR_RETURN(s->curator_, Curator::Open(std::move(store), co));
   s->stages_ = std::make_unique<Stages>(s->curator_.get(), &s->public_data_,
                                         results, options.private_edges,
-                                        options.release_budget);
+                                        options.release_budget,
+                                        options.pipeline_threads);
 
   s->internals_ = std::make_unique<Internals>();
   RETURN_IF_ERROR(s->RegisterMetrics());

@@ -55,6 +55,9 @@ struct ServerOptions {
   // queue. Agent streams hold no thread at all (gRPC's callback API), so no
   // agent load can take these.
   int max_threads = 256;
+  // Threads each pipeline stage computes on (propagation today); 0 = every
+  // core. Results do not depend on it.
+  int pipeline_threads = 0;
   // Fleet shard plans (fleet.h): settle time and lease.
   absl::Duration fleet_settle = absl::Seconds(5);
   absl::Duration fleet_lease = absl::Seconds(30);

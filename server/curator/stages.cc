@@ -277,6 +277,7 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
     if (q.alpha() > 0) o.alpha = q.alpha();
     if (q.r() > 0) o.r = q.r();
     if (q.rmax() > 0) o.rmax = q.rmax();
+    o.threads = pipeline_threads_;
     RETURN_IF_ERROR(ValidatePprOptions(o));
     ASSIGN_OR_RETURN(z, PprPush(graph, ToSparse(x), o));
     details["method"] = "ppr";
@@ -285,7 +286,7 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
     details["rmax"] = o.rmax;
   } else if (method == "kprop") {
     const int steps = q.steps() > 0 ? static_cast<int>(q.steps()) : 16;
-    ASSIGN_OR_RETURN(z, KProp(graph, x, steps, false));
+    ASSIGN_OR_RETURN(z, KProp(graph, x, steps, false, pipeline_threads_));
     details["method"] = "kprop";
     details["steps"] = steps;
   } else {
@@ -342,6 +343,7 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   const Dataset& public_data = with_graph ? *with_graph : *data_;
   ASSIGN_OR_RETURN(DenseMatrix x, ReadNpy(input.matrix_path));
   pipeline::PipelineConfig c = pipeline::DefaultConfig(method, task);
+  c.threads = pipeline_threads_;
   pipeline::Collected collected;
   collected.features = ToSparse(x);
   x = DenseMatrix();

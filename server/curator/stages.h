@@ -62,13 +62,17 @@ class Stages {
   // public_data.features is ignored (and should be empty); results_dir
   // must exist. private_edges: public_data.graph holds no edges because the
   // curator must not know them (not because the graph has none).
+  // pipeline_threads: threads of propagate and evaluate (PipelineConfig::
+  // threads), 0 = every core.
   Stages(Curator* curator, const Dataset* public_data, std::string results_dir,
-         bool private_edges = false, ReleaseBudget release_budget = {})
+         bool private_edges = false, ReleaseBudget release_budget = {},
+         int pipeline_threads = 0)
       : curator_(curator),
         data_(public_data),
         dir_(std::move(results_dir)),
         private_edges_(private_edges),
-        release_budget_(release_budget) {
+        release_budget_(release_budget),
+        pipeline_threads_(pipeline_threads) {
     auto rows = curator_->ListResults();
     results_.store(rows.ok() ? rows->size() : 0);
   }
@@ -137,6 +141,7 @@ class Stages {
   std::string dir_;
   bool private_edges_ = false;
   ReleaseBudget release_budget_;
+  int pipeline_threads_ = 0;
   absl::Mutex release_mu_;
   std::atomic<size_t> results_{0};
 };

@@ -93,6 +93,9 @@ Deployment:
   --hosts H           agent host processes (default 4)
   --cap E             each node's total budget cap, > 0 (default 8)
   --sync MODE         curator durability: full (default) or normal
+  --threads N         threads the curator's pipeline stages compute on
+                      (its --pipeline-threads); 0 (default) = every core.
+                      Results do not depend on it
   --timeout S         longest wait for enrolment or a campaign (default 600)
   --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
                       (default: beside ldpctl)
@@ -220,6 +223,7 @@ struct Options {
   int hosts = 4;
   double cap = 8.0;
   std::string sync = "full";
+  int threads = 0;  // the curator's pipeline threads; 0 = every core
   double timeout_s = 600;
   std::string bin_dir;
   std::string work_dir;
@@ -239,7 +243,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     for (const char* f : kConnectionValueFlags) values.insert(f);
     flags.insert("insecure");
   } else {
-    values.insert({"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir"});
+    values.insert(
+        {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads"});
     flags.insert({"keep", "keep-running"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
@@ -337,6 +342,14 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     return absl::InvalidArgumentError(
         absl::StrCat("--sync must be full or normal, got '", o.sync, "'"));
   }
+  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
+  if (threads) {
+    if (*threads < 0 || *threads > 4096) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--threads must be in [0, 4096] (0 = every core), got ", *threads));
+    }
+    o.threads = static_cast<int>(*threads);
+  }
   ASSIGN_OR_RETURN(auto timeout, a.GetDouble("timeout"));
   if (timeout) {
     if (*timeout <= 0) return absl::InvalidArgumentError("--timeout must be > 0");
@@ -364,6 +377,7 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
   if (o.sampled) c.sampled = o.sampled;
   c.label_epsilon = o.label_epsilon;
   c.secure_noise = !o.seed.has_value();
+  c.threads = o.threads;
   RETURN_IF_ERROR(pipeline::ValidateConfig(c));
   return c;
 }
@@ -565,7 +579,8 @@ absl::Status Simulation::StartCurator() {
       "--admin-token", tls + "/admin.token", "--node-key", tls + "/node.key",
       "--tls-cert", tls + "/curator.pem", "--tls-key", tls + "/curator.key",
       "--sync", o_.sync, "--max-threads",
-      absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--ready-file", ready};
+      absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--pipeline-threads",
+      absl::StrCat(o_.threads), "--ready-file", ready};
   // The curator learns the graph from the agents' reports only.
   if (o_.edges != "none") argv.push_back("--private-edges");
   ASSIGN_OR_RETURN(curator_, ChildProcess::Start("curator", std::move(argv),

@@ -92,6 +92,21 @@ TEST_F(SimulateTest, CapMustBePositive) {
   EXPECT_THAT(r.err, HasSubstr("--cap must be a finite number"));
 }
 
+// --threads reaches the curator as --pipeline-threads; a bad count is a
+// usage error before anything starts.
+TEST_F(SimulateTest, ThreadsMustBeACount) {
+  for (const char* threads : {"-1", "5000"}) {
+    SCOPED_TRACE(threads);
+    Result r = Simulate({"--nodes", "400", "--threads", threads});
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_THAT(r.err, HasSubstr(absl::StrCat(
+                           "--threads must be in [0, 4096] (0 = every core), got ",
+                           threads)));
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(fs::is_empty(tmp_));
+  }
+}
+
 // A failure before any process starts leaves no log: the default folder
 // goes, and the error names only the cause.
 TEST_F(SimulateTest, EarlyFailureRemovesTheDefaultFolderAndDoesNotNameIt) {

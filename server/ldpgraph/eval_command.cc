@@ -116,7 +116,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "seed", "format", "activation", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs", "clip",
            "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
-           "sensitivity", "lambda", "mu"},
+           "sensitivity", "lambda", "mu", "threads"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
            "no-standardize", "help"}));
   EvalOptions o;
@@ -322,6 +322,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
   if (seed) o.seed = *seed;
+  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
+  if (threads) { ASSIGN_OR_RETURN(c.threads, FlagToInt(*threads, "threads", 0)); }
   c.secure_noise = a.Flag("secure");
   if (auto f = a.Get("format")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
@@ -473,6 +475,9 @@ Model:
 Runs and output:
   --runs R               runs (default 5)
   --seed S               base seed (default 1)
+  --threads N            threads for the parallel stages (propagation);
+                         0 (default) = every core. Results do not depend
+                         on it
   --format F             table (default) or json: one object with task,
                          metric, mean, std, runs, values, seconds, dataset,
                          parameters (every setting, defaults included) and

@@ -96,6 +96,8 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
       {{"--dataset", d, "--input-dropout", "-0.5"}, "--input-dropout"},
       {{"--dataset", d, "--lr", "0"}, "--lr must be > 0"},
       {{"--dataset", d, "--runs", "0"}, "--runs must be an integer >= 1"},
+      {{"--dataset", d, "--threads", "-1"},
+       "--threads must be an integer >= 0, got -1"},
       {{"--dataset", d, "--format", "xml"}, "--format must be table or json"},
       {{"--dataset", d, "--split", "half"}, "--split must be random"},
       {{"--dataset", d, "--bogus", "1"}, "bogus"},
@@ -188,8 +190,10 @@ TEST_F(EvalCommandTest, JsonHasEveryFieldAndReproduces) {
   EXPECT_EQ(j["parameters"]["propagation"]["alpha"], 0.05);
   EXPECT_EQ(j["parameters"]["model"]["training"]["max_epochs"], 60);
   EXPECT_EQ(j["noise_source"], "seeded-not-private");
-  // Same seed, same numbers.
-  Result again = Eval(args);
+  // Same seed, same numbers, whatever the threads (default: every core).
+  std::vector<std::string> one_thread = args;
+  one_thread.insert(one_thread.end(), {"--threads", "1"});
+  Result again = Eval(one_thread);
   ASSERT_EQ(again.code, 0);
   EXPECT_EQ(nlohmann::json::parse(again.out)["values"], j["values"]);
 }

@@ -13,6 +13,7 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
+#include "common/threads.h"
 #include "server/ldpgraph/tool_util.h"
 #include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"
@@ -114,7 +115,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (r) o.ppr.r = *r;
   if (rmax) o.ppr.rmax = *rmax;
   if (tolerance) o.ppr.tolerance = *tolerance;
-  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, FlagToInt(*threads, "threads", 1)); }
+  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, FlagToInt(*threads, "threads", 0)); }
   if (block) {
     ASSIGN_OR_RETURN(o.ppr.block_columns, FlagToInt(*block, "block-columns", 0));
   }
@@ -122,10 +123,14 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   o.self_loops = a.Flag("self-loops");
   o.json = a.Flag("json");
   const bool ppr = o.method == Method::kPush || o.method == Method::kPower;
-  if (!ppr && (alpha || r || rmax || tolerance || block || threads)) {
+  if (!ppr && (alpha || r || rmax || tolerance || block)) {
     return absl::InvalidArgumentError(
-        "--alpha, --r, --rmax, --tolerance, --block-columns and --threads "
-        "apply to --method push or power only");
+        "--alpha, --r, --rmax, --tolerance and --block-columns apply to "
+        "--method push or power only");
+  }
+  if (o.method == Method::kGcn && threads) {
+    return absl::InvalidArgumentError(
+        "--threads applies to --method push, power or kprop");
   }
   if (ppr && (steps || o.self_loops)) {
     return absl::InvalidArgumentError(
@@ -187,9 +192,10 @@ Propagation:
   --rmax T           push threshold (default 1e-4): every entry of Z is
                      within deg(v)^r * T of the exact series
   --tolerance T      power: stop once the series' tail is <= T (default 1e-6)
-  --threads N        push/power worker threads (default 1; results do not
-                     depend on it)
-  --block-columns W  push: columns moved per push (default: from density)
+  --threads N        push/power/kprop worker threads; 0 (default) = every
+                     core. Results do not depend on it
+  --block-columns W  push: columns moved per push, 1-16 (default 16, fewer
+                     for small d or very large graphs)
   --steps K          gcn/kprop rounds (default 2)
   --self-loops       kprop: include each node in its own mean
 Output:
@@ -287,7 +293,8 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
       break;
     }
     case Method::kKProp:
-      z = KProp(dataset->graph, features.ToDense(), o.steps, o.self_loops);
+      z = KProp(dataset->graph, features.ToDense(), o.steps, o.self_loops,
+                o.ppr.threads);
       break;
   }
   if (!z.ok()) return fail(z.status());
@@ -328,9 +335,7 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
     if (o.method == Method::kGcn || o.method == Method::kKProp) {
       j["steps"] = o.steps;
     }
-    if (o.method == Method::kPush || o.method == Method::kPower) {
-      j["threads"] = o.ppr.threads;
-    }
+    if (o.method != Method::kGcn) j["threads"] = ResolveThreads(o.ppr.threads);
     j["load_seconds"] = load_seconds;
     j["perturb_seconds"] = perturb_seconds;
     j["propagate_seconds"] = propagate_seconds;

@@ -300,13 +300,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "--mechanism: "},
         BadCase{{BASE, "--mechanism", "hds", "--epsilon", "-1"},
                 "--epsilon must be finite and > 0"},
-        BadCase{{BASE, "--method", "kprop", "--threads", "2"},
+        BadCase{{BASE, "--method", "kprop", "--alpha", "0.2"},
                 "apply to --method push or power only"},
+        BadCase{{BASE, "--method", "gcn", "--threads", "2"},
+                "--threads applies to --method push, power or kprop"},
         BadCase{{BASE, "--rmax", "0"}, "--rmax must be finite and > 0"},
         BadCase{{BASE, "--method", "power", "--tolerance", "-1"},
                 "--tolerance must be finite and > 0"},
-        BadCase{{BASE, "--threads", "0"},
-                "--threads must be an integer >= 1, got 0"},
+        BadCase{{BASE, "--threads", "-1"},
+                "--threads must be an integer >= 0, got -1"},
         BadCase{{BASE, "--threads", "two"},
                 "--threads must be an integer, got 'two'"},
         BadCase{{BASE, "--block-columns", "-1"},
@@ -527,8 +529,11 @@ TEST_F(PropagateCommandTest, ThreadsDoNotChangeTheBytes) {
         Path("one.npy"), {"--method", method, "--threads", "1"});
     const std::string two = RunOk(
         Path("two.npy"), {"--method", method, "--threads", "2"});
+    // The default, 0: every core.
+    const std::string all = RunOk(Path("all.npy"), {"--method", method});
     EXPECT_GT(one.size(), kNodes * kFeatures * 4);
     EXPECT_EQ(one, two);
+    EXPECT_EQ(one, all);
   }
   const std::vector<std::string> hds = {"--mechanism", "hds", "--epsilon", "1",
                                         "--seed", "3"};
@@ -577,6 +582,7 @@ TEST_F(PropagateCommandTest, KPropMatchesTheLibrary) {
   for (const Case& c :
        {Case{{"--method", "kprop"}, 2, false},
         Case{{"--method", "kprop", "--steps", "3", "--self-loops"}, 3, true},
+        Case{{"--method", "kprop", "--steps", "3", "--threads", "2"}, 3, false},
         Case{{"--method", "kprop", "--steps", "0"}, 0, false}}) {
     SCOPED_TRACE(absl::StrJoin(c.args, " "));
     const DenseMatrix z = RunMatrix("kprop.npy", c.args);

@@ -85,6 +85,13 @@ class NoiseStreams {
   std::vector<SeededRandomForTesting> seeded_;
 };
 
+// The propagation settings of a PrivGE run: ppr on c.threads.
+PprOptions PprOptionsOf(const PipelineConfig& c) {
+  PprOptions o = c.ppr;
+  o.threads = c.threads;
+  return o;
+}
+
 // The release settings of a SE-PrivGEmb or DPNE run.
 embedding::ReleaseConfig ReleaseFor(const PipelineConfig& c) {
   embedding::ReleaseConfig r = c.release;
@@ -198,7 +205,8 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d, const Graph& graph,
     }
   }
   ASSIGN_OR_RETURN(DenseMatrix smoothed,
-                   KProp(graph, onehot, c.label_steps, c.label_self_loops));
+                   KProp(graph, onehot, c.label_steps, c.label_self_loops,
+                         c.threads));
   NoisyLabels out;
   size_t agree = 0, agree_raw = 0;
   auto target = [&](NodeId v) {
@@ -270,10 +278,10 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                      noise, &r));
     const auto t_prop = std::chrono::steady_clock::now();
     if (c.method == Method::kPrivGe) {
-      ASSIGN_OR_RETURN(z, PprPush(graph, x, c.ppr));
+      ASSIGN_OR_RETURN(z, PprPush(graph, x, PprOptionsOf(c)));
     } else {
       ASSIGN_OR_RETURN(z, KProp(graph, x.ToDense(), c.feature_steps,
-                                c.feature_self_loops));
+                                c.feature_self_loops, c.threads));
     }
     r.propagate_seconds = SecondsSince(t_prop);
   }
@@ -355,7 +363,7 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
     ASSIGN_OR_RETURN(SparseRows x,
                      CollectFeatures(d, c, collected, features, noise, &r));
     const auto t_prop = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(z, PprPush(train_graph, x, c.ppr));
+    ASSIGN_OR_RETURN(z, PprPush(train_graph, x, PprOptionsOf(c)));
     r.propagate_seconds = SecondsSince(t_prop);
   }
   Mat<float> embeddings = ToEigen(z);
@@ -452,6 +460,10 @@ PipelineConfig DefaultConfig(Method method, Task task) {
 }
 
 absl::Status ValidateConfig(const PipelineConfig& c) {
+  if (c.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be >= 0 (0 = every core), got ", c.threads));
+  }
   if (IsReleaseMethod(c.method)) {
     if (c.mechanism != "central" && c.mechanism != "none") {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -496,7 +508,9 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
   if (c.label_steps < 0 || c.feature_steps < 0) {
     return absl::InvalidArgumentError("KProp steps must be >= 0");
   }
-  if (c.method == Method::kPrivGe) RETURN_IF_ERROR(ValidatePprOptions(c.ppr));
+  if (c.method == Method::kPrivGe) {
+    RETURN_IF_ERROR(ValidatePprOptions(PprOptionsOf(c)));
+  }
   if (c.method == Method::kPrivGe &&
       c.node_model.kind != training::NodeModelKind::kMlp &&
       c.task == Task::kNode) {

@@ -107,6 +107,13 @@ struct PipelineConfig {
 
   bool secure_noise = false;
 
+  // Threads for the stages that run in parallel, 0 (default) for every
+  // core (ResolveThreads, common/threads.h): propagation, PPR push (in
+  // place of ppr.threads) and KProp over features and labels. Results do
+  // not depend on it. Not a setting of the learning: ConfigToJson leaves it
+  // out.
+  int threads = 0;
+
   // Node task: keep every node's class posteriors in RunResult::node_outputs
   // (for attacks on released outputs, `ldpgraph edges`). Not a setting of
   // the learning itself: ConfigToJson leaves it out.

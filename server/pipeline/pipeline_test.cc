@@ -60,6 +60,22 @@ TEST(PipelineTest, EveryMechanismRunsThroughPrivGe) {
   }
 }
 
+TEST(PipelineTest, ThreadsDoNotChangeTheResult) {
+  const Dataset d = Generated(400, 0.7, 2);
+  for (Task task : {Task::kNode, Task::kLink}) {
+    PipelineConfig c = Quick(Method::kPrivGe, task);
+    EXPECT_EQ(c.threads, 0);  // every core by default
+    c.threads = 1;
+    auto one = RunPipeline(d, c, 5, 0);
+    c.threads = 3;
+    auto three = RunPipeline(d, c, 5, 0);
+    ASSERT_TRUE(one.ok() && three.ok());
+    EXPECT_EQ(one->metric, three->metric);
+    EXPECT_EQ(one->training.best_validation, three->training.best_validation);
+    EXPECT_EQ(one->training.best_epoch, three->training.best_epoch);
+  }
+}
+
 TEST(PipelineTest, RunsAreReproducibleAndIndependent) {
   const Dataset d = Generated(400, 0.7, 2);
   for (Method m : {Method::kPrivGe, Method::kLpgnn}) {
@@ -243,6 +259,9 @@ TEST(PipelineTest, ValidatesTheConfig) {
   expect_bad(c, "epsilon");
   c = DefaultConfig(Method::kLpgnn, Task::kLink);
   expect_bad(c, "node classification");
+  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c.threads = -1;
+  expect_bad(c, "threads must be >= 0 (0 = every core)");
   c = DefaultConfig(Method::kPrivGe, Task::kLink);
   c.label_epsilon = 1;
   expect_bad(c, "label budget");

@@ -6,12 +6,19 @@
 #include <chrono>
 #include <limits>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/stopwatch.h"
 #include "common/status_macros.h"
+#include "common/threads.h"
 
 namespace ldpgraph {
 namespace {
@@ -38,7 +45,8 @@ absl::Status CheckShape(const Graph& g, size_t rows) {
 }
 
 // Runs body(task) for task in [0, tasks) on `threads` workers, each task
-// exactly once; body receives the worker index for per-worker state.
+// exactly once; body receives the worker index for per-worker state. Each
+// worker receives its tasks in ascending order.
 template <typename Body>
 void ParallelFor(size_t tasks, int threads, Body body) {
   const int workers =
@@ -58,54 +66,49 @@ void ParallelFor(size_t tasks, int threads, Body body) {
   for (auto& t : pool) t.join();
 }
 
-// Input of push, column-major and already multiplied by D^-r.
-// SparseInput: columns of a sparse matrix. DenseInput: a dense matrix read
-// in place.
+// Input of push, read in place a block of columns at a time and multiplied
+// by D^-r on the way. ForEachInBlock(j0, w, cursor, f) calls f(v, k, value)
+// for every non-zero x(order[v], j0 + k), k < w, with value = that entry
+// times deg^-r, v ascending. SparseInput: a sparse matrix, no column-major
+// copy of it; cursor holds a position per node (from NewCursor) and a
+// caller passes blocks in ascending j0 with the same cursor, so that each
+// row is read once from left to right over all the blocks. DenseInput: a
+// dense matrix (no cursor).
 struct SparseInput {
-  size_t rows = 0, cols = 0;
-  std::vector<uint64_t> offsets;  // cols + 1
-  std::vector<NodeId> nodes;
-  std::vector<double> values;
-
-  // order maps a graph node id to its row of x; columns list node ids in
-  // ascending order.
-  SparseInput(const SparseRows& x, const std::vector<double>& deg_neg_r,
-              const std::vector<NodeId>& order)
-      : rows(x.rows), cols(x.cols), offsets(x.cols + 1, 0) {
-    for (uint32_t j : x.indices) ++offsets[j + 1];
-    for (size_t j = 0; j < cols; ++j) offsets[j + 1] += offsets[j];
-    nodes.resize(x.nnz());
-    values.resize(x.nnz());
-    std::vector<uint64_t> fill(offsets.begin(), offsets.end() - 1);
-    for (size_t v = 0; v < rows; ++v) {
-      const NodeId old = order[v];
-      for (uint64_t p = x.offsets[old]; p < x.offsets[old + 1]; ++p) {
-        if (x.values[p] == 0.0f) continue;
-        const uint64_t at = fill[x.indices[p]]++;
-        nodes[at] = static_cast<NodeId>(v);
-        values[at] = x.values[p] * deg_neg_r[old];
-      }
-    }
-    // Explicit zeros were skipped: compact each column.
-    uint64_t write = 0;
-    for (size_t j = 0; j < cols; ++j) {
-      const uint64_t begin = offsets[j];
-      offsets[j] = write;
-      for (uint64_t p = begin; p < fill[j]; ++p) {
-        nodes[write] = nodes[p];
-        values[write] = values[p];
-        ++write;
-      }
-    }
-    offsets[cols] = write;
+  const SparseRows& x;
+  const std::vector<double>& deg_neg_r;
+  const std::vector<NodeId>& order;  // graph node id -> row of x
+  size_t rows, cols;
+  SparseInput(const SparseRows& m, const std::vector<double>& d,
+              const std::vector<NodeId>& ord)
+      : x(m), deg_neg_r(d), order(ord), rows(m.rows), cols(m.cols) {}
+  // Where each node's row starts.
+  std::vector<uint64_t> NewCursor() const {
+    std::vector<uint64_t> cursor(rows);
+    for (size_t v = 0; v < rows; ++v) cursor[v] = x.offsets[order[v]];
+    return cursor;
   }
-  // Calls f(v, k, value) for every non-zero of columns [j0, j0 + w).
   template <typename F>
-  void ForEachInBlock(size_t j0, size_t w, F f) const {
-    for (size_t k = 0; k < w; ++k) {
-      for (uint64_t p = offsets[j0 + k]; p < offsets[j0 + k + 1]; ++p) {
-        f(nodes[p], k, values[p]);
+  void ForEachInBlock(size_t j0, size_t w, std::vector<uint64_t>& cursor,
+                      F f) const {
+    const uint32_t* indices = x.indices.data();
+    const float* values = x.values.data();
+    constexpr size_t kAhead = 8;  // rows: each one's block is a cache miss
+    for (size_t v = 0; v < rows; ++v) {
+      if (v + kAhead < rows) {
+        __builtin_prefetch(indices + cursor[v + kAhead]);
+        __builtin_prefetch(values + cursor[v + kAhead]);
       }
+      const NodeId old = order[v];
+      const uint64_t end = x.offsets[old + 1];
+      uint64_t p = cursor[v];
+      while (p != end && indices[p] < j0) ++p;
+      for (; p != end && indices[p] < j0 + w; ++p) {
+        if (values[p] != 0.0f) {
+          f(static_cast<NodeId>(v), indices[p] - j0, values[p] * deg_neg_r[old]);
+        }
+      }
+      cursor[v] = p;
     }
   }
 };
@@ -118,8 +121,9 @@ struct DenseInput {
   DenseInput(const DenseMatrix& m, const std::vector<double>& d,
              const std::vector<NodeId>& ord)
       : x(m), deg_neg_r(d), order(ord), rows(m.rows), cols(m.cols) {}
+  std::vector<uint64_t> NewCursor() const { return {}; }
   template <typename F>
-  void ForEachInBlock(size_t j0, size_t w, F f) const {
+  void ForEachInBlock(size_t j0, size_t w, std::vector<uint64_t>&, F f) const {
     for (size_t v = 0; v < rows; ++v) {
       const NodeId old = order[v];
       const float* row = x.data.data() + size_t{old} * cols + j0;
@@ -130,158 +134,347 @@ struct DenseInput {
   }
 };
 
-// One worker's scratch space. A task is a group of up to kGroup consecutive
-// columns, pushed in blocks of w columns; results gather in an n x group
-// buffer that is copied into Z's rows at the end, so Z is written
-// row-contiguously instead of one scattered float per (node, column).
-class PushWorker {
+// Zeroed scratch memory aligned to 64 bytes (a cache line: a 16-float
+// residue row is one line). Buffers of 4 MiB or more are aligned to 2 MiB
+// and advised for transparent huge pages: at a million nodes the residue
+// updates land all over the buffer, and with 4 KiB pages nearly each one
+// would also miss the TLB.
+template <typename T>
+class Scratch {
  public:
-  static constexpr size_t kGroup = 16;
-
-  PushWorker(size_t n, size_t w)
-      : n_(n), w_(w), residue_(n * w, 0), reserve_(n * w, 0.0), scratch_(w),
-        group_(n * kGroup), active_((n + 63) / 64, 0) {}
-
-  // g is the relabelled graph; order maps its node ids to rows of z.
-  template <typename Input>
-  void RunGroup(const Graph& g, const std::vector<NodeId>& order,
-                const Input& in, size_t j0, size_t width,
-                const PprOptions& o, const std::vector<double>& push_coef,
-                const std::vector<double>& deg_r, DenseMatrix& z,
-                PropagationStats& stats) {
-    std::fill(group_.begin(), group_.begin() + n_ * width, 0.0f);
-    for (size_t b = 0; b < width; b += w_) {
-      const size_t w = std::min(w_, width - b);
-      RunBlock(g, in, j0 + b, w, b, width, o, push_coef, deg_r, stats);
-    }
-    for (size_t v = 0; v < n_; ++v) {
-      std::copy(&group_[v * width], &group_[v * width] + width,
-                z.data.data() + size_t{order[v]} * z.cols + j0);
-    }
+  explicit Scratch(size_t count) : count_(count) {
+    const size_t bytes = std::max<size_t>(count * sizeof(T), 1);
+    const bool huge = bytes >= (size_t{4} << 20);
+    const size_t align = huge ? size_t{2} << 20 : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    data_ = static_cast<T*>(std::aligned_alloc(align, rounded));
+    if (data_ == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (huge) madvise(data_, rounded, MADV_HUGEPAGE);
+#endif
+    std::memset(static_cast<void*>(data_), 0, rounded);
   }
+  ~Scratch() { std::free(data_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* data() { return data_; }
+  size_t size() const { return count_; }
 
  private:
+  size_t count_;
+  T* data_;
+};
 
-  // Dispatches to a block loop whose width is a compile-time constant for
-  // the common widths, so the per-neighbour update vectorises fully.
-  template <typename Input>
-  void RunBlock(const Graph& g, const Input& in, size_t j0, size_t w,
-                size_t group_col, size_t width, const PprOptions& o,
-                const std::vector<double>& push_coef,
-                const std::vector<double>& deg_r, PropagationStats& stats) {
-    switch (w) {
-      case 16:
-        return RunBlockImpl<16>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      case 8:
-        return RunBlockImpl<8>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      case 4:
-        return RunBlockImpl<4>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      case 1:
-        return RunBlockImpl<1>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
-      default:
-        return RunBlockImpl<0>(g, in, j0, w, group_col, width, o, push_coef, deg_r, stats);
+// What one block's sweeps read and write. Residue rows are kW floats
+// (residue[v * kW + k]), reserve rows kW doubles; active has a bit per node.
+struct BlockSpace {
+  float* residue;
+  double* reserve;
+  uint64_t* active;
+  size_t words;              // of active
+  const uint64_t* offsets;   // the relabelled graph's CSR
+  const NodeId* targets;
+  uint64_t num_targets;      // entries of targets
+  const float* push_coef;    // (1 - alpha) / deg(u), as the float it is used as
+  float rmax;
+  double alpha;
+  size_t columns;            // the block's real width (<= the lanes)
+};
+
+// Vector types of kW lanes: float residues, double reserves.
+// (GCC drops vector_size on a dependent alias, hence one specialisation
+// per width.)
+template <size_t kW>
+struct Lanes;
+#define LDPGRAPH_LANES(W)                                                  \
+  template <>                                                              \
+  struct Lanes<W> {                                                        \
+    typedef float F __attribute__((vector_size(W * sizeof(float))));      \
+    typedef double D __attribute__((vector_size(W * sizeof(double))));    \
+  };
+typedef float Float4 __attribute__((vector_size(4 * sizeof(float))));
+typedef int32_t Int4 __attribute__((vector_size(4 * sizeof(int32_t))));
+LDPGRAPH_LANES(2)
+LDPGRAPH_LANES(4)
+LDPGRAPH_LANES(8)
+LDPGRAPH_LANES(16)
+#undef LDPGRAPH_LANES
+
+// Whether some |row[k]| > t (false for NaN, like the scalar test). The
+// comparisons go 4 lanes at a time: GCC 12 turns a comparison of vectors
+// wider than the target's registers into one scalar compare per lane.
+template <size_t kW, typename V>
+[[gnu::always_inline]] inline bool AnyAbove(const V& row, float t) {
+  if constexpr (kW < 4) {
+    bool above = false;
+    for (size_t k = 0; k < kW; ++k) above |= row[k] > t || row[k] < -t;
+    return above;
+  } else {
+    Float4 chunk[kW / 4];
+    std::memcpy(chunk, &row, sizeof(chunk));
+    const Float4 tv = Float4{} + t;
+    Int4 above = Int4{};
+    for (size_t i = 0; i < kW / 4; ++i) {
+      const Float4 magnitude =
+          reinterpret_cast<Float4>(reinterpret_cast<Int4>(chunk[i]) & 0x7fffffff);
+      above |= magnitude > tv;
     }
+    uint64_t halves[2];
+    std::memcpy(halves, &above, sizeof(halves));
+    return (halves[0] | halves[1]) != 0;
   }
+}
 
-  // kW > 0: the block width, known at compile time (w == kW); 0: runtime w.
-  template <size_t kW, typename Input>
-  void RunBlockImpl(const Graph& g, const Input& in, size_t j0, size_t w_in,
-                    size_t group_col, size_t width, const PprOptions& o,
-                    const std::vector<double>& push_coef,
-                    const std::vector<double>& deg_r, PropagationStats& stats) {
-    const size_t w = kW > 0 ? kW : w_in;
-    const double alpha = o.alpha;
-    const Residue rmax_r = static_cast<Residue>(o.rmax);
-    const size_t stride = w_;
-    // Candidates are bits of active_: nodes that received mass since their
-    // last push. Each sweep visits them in ascending id order, so pushes walk
-    // memory forwards, and checks the threshold there (not at every update,
-    // which keeps a data-dependent branch out of the neighbour loop). A node
-    // activated ahead of the sweep is visited in the same sweep (Gauss-Seidel
-    // order), one behind it in the next. Cost per sweep: the candidates plus
-    // n / 64 words; the block ends after a sweep without a push.
-    in.ForEachInBlock(j0, w, [&](NodeId v, size_t k, double value) {
-      residue_[v * stride + k] = static_cast<Residue>(value);
-      active_[v >> 6] |= uint64_t{1} << (v & 63);
-    });
-    const uint64_t* offsets = g.offsets().data();
-    const NodeId* targets = g.targets().data();
-    Residue* rv_copy = scratch_.data();
-    const size_t words = active_.size();
-    bool any = true;
-    while (any) {
-      any = false;
-      for (size_t i = 0; i < words; ++i) {
-        // Only bits ahead of the sweep's position; ones set behind it wait.
-        uint64_t ahead = ~uint64_t{0};
-        while ((active_[i] & ahead) != 0) {
-          const int b = std::countr_zero(active_[i] & ahead);
-          const NodeId v = static_cast<NodeId>((i << 6) + b);
-          active_[i] &= ~(uint64_t{1} << b);
-          ahead = b == 63 ? 0 : ~uint64_t{0} << (b + 1);
-          Residue* rv = &residue_[v * stride];
-          if (!AnyAbove(rv, w, rmax_r)) continue;
-          any = true;
-          double* qv = &reserve_[v * stride];
-          for (size_t k = 0; k < w; ++k) {
-            rv_copy[k] = rv[k];
-            qv[k] += alpha * rv[k];
-            rv[k] = 0;
+// Pushes one block of kW columns (kW = 1, 2, 4, 8 or 16) until no residue
+// exceeds rmax, starting from the residues and candidate bits in s.
+// Candidates are bits of active: nodes that received mass since their last
+// push. Each sweep visits them in ascending id order, so pushes walk memory
+// forwards, and checks the threshold there (not at every update, which keeps
+// a data-dependent branch out of the neighbour loop). A node activated ahead
+// of the sweep is visited in the same sweep (Gauss-Seidel order), one behind
+// it in the next. Cost per sweep: the candidates plus n / 64 words; the block
+// ends after a sweep without a push.
+//
+// kPrefetch: when the residues outgrow the cache (a million nodes: 64 MiB
+// for 16 columns), nearly every neighbour update misses, and the misses of
+// one push are too few to keep memory busy. Each update then also
+// prefetches the residue row of the target kPrefetchEdges entries further
+// along the adjacency array: in a sweep of ascending ids that is the
+// neighbour list of a node a dozen pushes ahead. (On pubmed, whose residues
+// fit in L2, the prefetches cost about 10%, so small graphs go without.)
+//
+// Rows are GCC vector types, so the neighbour update is a few vector
+// instructions whatever the target (4 SSE2 registers for 16 floats, 2 AVX2
+// or 1 AVX-512). Every lane is an IEEE single multiply and add, in the same
+// order on every target: propagation.cc is built with -ffp-contract=off, so
+// no target fuses them and the results are the same bits everywhere.
+constexpr uint64_t kPrefetchEdges = 128;
+
+template <size_t kW, bool kPrefetch>
+[[gnu::always_inline]] inline void SweepBlock(const BlockSpace& s,
+                                              PropagationStats& stats) {
+  using V = typename Lanes<kW>::F;
+  using VD = typename Lanes<kW>::D;
+  static_assert(kW >= 2 && kW <= 16 && (kW & (kW - 1)) == 0);
+  V* const res = reinterpret_cast<V*>(s.residue);
+  VD* const q = reinterpret_cast<VD*>(s.reserve);
+  uint64_t* const active = s.active;
+  const uint64_t* const offsets = s.offsets;
+  const NodeId* const targets = s.targets;
+  const float* const coef = s.push_coef;
+  const float t = s.rmax;
+  const double alpha = s.alpha;
+  const uint64_t last_target = s.num_targets - 1;
+  uint64_t pushes = 0, updates = 0;
+  bool any = true;
+  while (any) {
+    any = false;
+    for (size_t i = 0; i < s.words; ++i) {
+      // Only bits ahead of the sweep's position; ones set behind it wait.
+      uint64_t ahead = ~uint64_t{0};
+      while ((active[i] & ahead) != 0) {
+        const int b = std::countr_zero(active[i] & ahead);
+        const NodeId v = static_cast<NodeId>((i << 6) + b);
+        active[i] &= ~(uint64_t{1} << b);
+        ahead = b == 63 ? 0 : ~uint64_t{0} << (b + 1);
+        const V rv = res[v];
+        if (!AnyAbove<kW>(rv, t)) continue;
+        any = true;
+        q[v] += alpha * __builtin_convertvector(rv, VD);
+        res[v] = V{};
+        ++pushes;
+        const uint64_t begin = offsets[v], end = offsets[v + 1];
+        updates += end - begin;
+        for (uint64_t p = begin; p < end; ++p) {
+          const NodeId u = targets[p];
+          if constexpr (kPrefetch) {
+            const uint64_t later = std::min(p + kPrefetchEdges, last_target);
+            __builtin_prefetch(&res[targets[later]], 1, 3);
           }
-          ++stats.pushes;
-          const uint64_t end = offsets[v + 1];
-          stats.residue_updates += (end - offsets[v]) * w;
-          for (uint64_t p = offsets[v]; p < end; ++p) {
-            const NodeId u = targets[p];
-            const Residue c = static_cast<Residue>(push_coef[u]);
-            Residue* ru = &residue_[u * stride];
-            for (size_t k = 0; k < w; ++k) ru[k] += c * rv_copy[k];
-            active_[u >> 6] |= uint64_t{1} << (u & 63);
-          }
+          res[u] += coef[u] * rv;
+          active[u >> 6] |= uint64_t{1} << (u & 63);
         }
       }
     }
+  }
+  stats.pushes += pushes;
+  stats.residue_updates += updates * s.columns;
+}
+
+// kW = 1: plain floats, no prefetching (one float per node is 4 MiB at a
+// million nodes).
+template <>
+[[gnu::always_inline]] inline void SweepBlock<1, false>(
+    const BlockSpace& s, PropagationStats& stats) {
+  float* const res = s.residue;
+  double* const q = s.reserve;
+  uint64_t* const active = s.active;
+  const float t = s.rmax;
+  uint64_t pushes = 0, updates = 0;
+  bool any = true;
+  while (any) {
+    any = false;
+    for (size_t i = 0; i < s.words; ++i) {
+      uint64_t ahead = ~uint64_t{0};
+      while ((active[i] & ahead) != 0) {
+        const int b = std::countr_zero(active[i] & ahead);
+        const NodeId v = static_cast<NodeId>((i << 6) + b);
+        active[i] &= ~(uint64_t{1} << b);
+        ahead = b == 63 ? 0 : ~uint64_t{0} << (b + 1);
+        const float rv = res[v];
+        if (!(rv > t || rv < -t)) continue;
+        any = true;
+        q[v] += s.alpha * rv;
+        res[v] = 0;
+        ++pushes;
+        const uint64_t begin = s.offsets[v], end = s.offsets[v + 1];
+        updates += end - begin;
+        for (uint64_t p = begin; p < end; ++p) {
+          const NodeId u = s.targets[p];
+          res[u] += s.push_coef[u] * rv;
+          active[u >> 6] |= uint64_t{1} << (u & 63);
+        }
+      }
+    }
+  }
+  stats.pushes += pushes;
+  stats.residue_updates += updates * s.columns;
+}
+
+// The block sweep compiled for the baseline target and, on x86-64, again
+// for AVX2 and AVX-512 (chosen at run time by what the CPU supports). Same
+// arithmetic, same bits (see SweepBlock).
+using SweepFn = void (*)(const BlockSpace&, PropagationStats&);
+
+template <size_t kW, bool kPrefetch>
+void SweepBaseline(const BlockSpace& s, PropagationStats& stats) {
+  SweepBlock<kW, kPrefetch>(s, stats);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <size_t kW, bool kPrefetch>
+[[gnu::target("avx2")]] void SweepAvx2(const BlockSpace& s,
+                                       PropagationStats& stats) {
+  SweepBlock<kW, kPrefetch>(s, stats);
+}
+template <size_t kW, bool kPrefetch>
+[[gnu::target("avx512f,avx512vl,avx512bw,avx512dq")]] void SweepAvx512(
+    const BlockSpace& s, PropagationStats& stats) {
+  SweepBlock<kW, kPrefetch>(s, stats);
+}
+#endif
+
+template <size_t kW, bool kPrefetch>
+SweepFn PickSweep() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    return &SweepAvx512<kW, kPrefetch>;
+  }
+  if (__builtin_cpu_supports("avx2")) return &SweepAvx2<kW, kPrefetch>;
+#endif
+  return &SweepBaseline<kW, kPrefetch>;
+}
+
+// Residue buffers above this size prefetch (see SweepBlock).
+constexpr size_t kPrefetchAboveBytes = size_t{4} << 20;
+
+// The sweep for kw lanes (1, 2, 4, 8 or 16) over n nodes.
+SweepFn SweepFor(size_t kw, size_t n) {
+  static const SweepFn plain[] = {
+      PickSweep<1, false>(), PickSweep<2, false>(), PickSweep<4, false>(),
+      PickSweep<8, false>(), PickSweep<16, false>()};
+  static const SweepFn prefetching[] = {
+      PickSweep<1, false>(), PickSweep<2, true>(), PickSweep<4, true>(),
+      PickSweep<8, true>(), PickSweep<16, true>()};
+  const bool prefetch = n * kw * sizeof(float) > kPrefetchAboveBytes;
+  return (prefetch ? prefetching : plain)[std::countr_zero(kw)];
+}
+
+// The smallest of 1, 2, 4, 8, 16 that holds w columns. A block of w columns
+// runs as one of that width with the extra lanes zero: they never exceed
+// rmax, so the pushes and results are those of the w columns alone.
+size_t LaneWidth(size_t w) { return std::bit_ceil(std::max<size_t>(w, 1)); }
+
+// One worker's scratch space, for blocks of up to w columns.
+class PushWorker {
+ public:
+  static constexpr size_t kMaxColumns = 16;
+
+  PushWorker(size_t n, size_t w)
+      : n_(n), residue_(n * LaneWidth(w)), reserve_(n * LaneWidth(w)),
+        active_((n + 63) / 64) {}
+
+  // Pushes columns [j0, j0 + w) of in (w <= the width the worker was built
+  // for) and writes D^r Q into those columns of z. Successive calls on one
+  // worker take ascending j0 from the same input (see SparseInput). g is
+  // the relabelled graph; order maps its node ids to rows of z; push_coef
+  // and deg_r are indexed by g's ids.
+  template <typename Input>
+  void RunBlock(const Graph& g, const std::vector<NodeId>& order,
+                const Input& in, size_t j0, size_t w, const PprOptions& o,
+                const std::vector<float>& push_coef,
+                const std::vector<double>& deg_r, DenseMatrix& z,
+                PropagationStats& stats) {
+    const size_t kw = LaneWidth(w);
+    float* residue = residue_.data();
+    uint64_t* active = active_.data();
+    if (!cursor_started_) {
+      cursor_ = in.NewCursor();
+      cursor_started_ = true;
+    }
+    in.ForEachInBlock(j0, w, cursor_, [&](NodeId v, size_t k, double value) {
+      residue[v * kw + k] = static_cast<float>(value);
+      active[v >> 6] |= uint64_t{1} << (v & 63);
+    });
+    BlockSpace s;
+    s.residue = residue;
+    s.reserve = reserve_.data();
+    s.active = active;
+    s.words = active_.size();
+    s.offsets = g.offsets().data();
+    s.targets = g.targets().data();
+    s.num_targets = g.targets().size();
+    s.push_coef = push_coef.data();
+    s.rmax = static_cast<float>(o.rmax);
+    s.alpha = o.alpha;
+    s.columns = w;
+    SweepFor(kw, n_)(s, stats);
     // Z = D^r Q for the block, and a clean workspace for the next one.
+    double* reserve = reserve_.data();
     for (NodeId v = 0; v < n_; ++v) {
-      float* out = &group_[v * width + group_col];
-      double* qv = &reserve_[v * stride];
-      Residue* rv = &residue_[v * stride];
+      float* out = z.data.data() + size_t{order[v]} * z.cols + j0;
+      double* qv = reserve + size_t{v} * kw;
       for (size_t k = 0; k < w; ++k) {
         out[k] = static_cast<float>(deg_r[v] * qv[k]);
-        qv[k] = 0.0;
-        rv[k] = 0.0;
       }
+      std::fill(qv, qv + kw, 0.0);
+      std::fill(residue + size_t{v} * kw, residue + size_t{v + 1} * kw, 0.0f);
     }
   }
 
  private:
-  template <typename T>
-  static bool AnyAbove(const T* x, size_t w, T t) {
-    bool above = false;
-    for (size_t k = 0; k < w; ++k) above |= std::fabs(x[k]) > t;
-    return above;
-  }
-
-  size_t n_, w_;
+  size_t n_;
   // Block residues are float: half the memory traffic of the hot loop; the
   // rounding (2^-24 relative per update) stays far below any useful rmax.
-  using Residue = float;
-  std::vector<Residue> residue_;
-  std::vector<double> reserve_;
-  std::vector<Residue> scratch_;
-  std::vector<float> group_;
-  std::vector<uint64_t> active_;  // one bit per node: a push candidate
+  Scratch<float> residue_;
+  Scratch<double> reserve_;
+  Scratch<uint64_t> active_;  // one bit per node: a push candidate
+  std::vector<uint64_t> cursor_;  // the input's position in each row
+  bool cursor_started_ = false;
 };
 
 // Block width for push: 16 columns (one neighbour-list walk moves 16
 // residues, and a 16-float residue row is one cache line), fewer when d is
-// smaller or when the per-worker scratch space (16 bytes per node and
-// column: float residue, double reserve, float result) would pass 256 MiB.
+// smaller or when the per-worker scratch space (12 bytes per node and
+// column: float residue, double reserve) would pass 256 MiB: then a power
+// of two, so that no lane is padding (LaneWidth).
 int ChooseBlockColumns(size_t n, size_t d) {
   if (d == 0) return 1;
   const size_t budget = size_t{256} << 20;
-  const size_t per_column = std::max<size_t>(1, n) * 16;
-  size_t w = std::min(PushWorker::kGroup, std::max<size_t>(1, budget / per_column));
+  const size_t per_column = std::max<size_t>(1, n) * 12;
+  const size_t w = std::bit_floor(std::min(
+      PushWorker::kMaxColumns, std::max<size_t>(1, budget / per_column)));
   return static_cast<int>(std::min(w, d));
 }
 
@@ -293,26 +486,26 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
                     const std::vector<double>& deg_r, PropagationStats* stats) {
   const size_t n = g.num_nodes(), d = in.cols;
   DenseMatrix z(n, d);
-  std::vector<double> push_coef(n);
+  std::vector<float> push_coef(n);
   for (NodeId u = 0; u < n; ++u) {
-    push_coef[u] = (1.0 - o.alpha) / std::max<uint32_t>(1, g.degree(u));
+    push_coef[u] = static_cast<float>(
+        (1.0 - o.alpha) / std::max<uint32_t>(1, g.degree(u)));
   }
   const size_t w =
       o.block_columns > 0
           ? std::min<size_t>({static_cast<size_t>(o.block_columns),
-                              PushWorker::kGroup, std::max<size_t>(d, 1)})
+                              PushWorker::kMaxColumns, std::max<size_t>(d, 1)})
           : ChooseBlockColumns(n, d);
-  const size_t groups = (d + PushWorker::kGroup - 1) / PushWorker::kGroup;
-  const int workers =
-      static_cast<int>(std::max<size_t>(1, std::min<size_t>(o.threads, groups)));
+  const size_t blocks = (d + w - 1) / w;
+  const int workers = static_cast<int>(std::max<size_t>(
+      1, std::min<size_t>(ResolveThreads(o.threads), blocks)));
   std::vector<std::unique_ptr<PushWorker>> space(workers);
   std::vector<PropagationStats> per_worker(workers);
-  ParallelFor(groups, workers, [&](int worker, size_t group) {
+  ParallelFor(blocks, workers, [&](int worker, size_t block) {
     if (!space[worker]) space[worker] = std::make_unique<PushWorker>(n, w);
-    const size_t j0 = group * PushWorker::kGroup;
-    const size_t width = std::min(PushWorker::kGroup, d - j0);
-    space[worker]->RunGroup(g, order, in, j0, width, o, push_coef, deg_r, z,
-                            per_worker[worker]);
+    const size_t j0 = block * w;
+    space[worker]->RunBlock(g, order, in, j0, std::min(w, d - j0), o,
+                            push_coef, deg_r, z, per_worker[worker]);
   });
   if (stats != nullptr) {
     *stats = PropagationStats();
@@ -392,9 +585,9 @@ absl::Status ValidatePprOptions(const PprOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_iterations must be >= 1, got ", o.max_iterations));
   }
-  if (o.threads < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("threads must be >= 1, got ", o.threads));
+  if (o.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be >= 0 (0 = every core), got ", o.threads));
   }
   if (o.block_columns < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -413,7 +606,7 @@ float LargestAbs(const std::vector<float>& values) {
 float LargestAbs(const SparseRows& x) { return LargestAbs(x.values); }
 float LargestAbs(const DenseMatrix& x) { return LargestAbs(x.data); }
 
-// Both PprPush overloads: Input is SparseInput or DenseInput, built from x
+// Both PprPush overloads: Input is SparseInput or DenseInput, a view of x
 // with D^-r and the relabelling.
 template <typename Input, typename Matrix>
 absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
@@ -455,6 +648,7 @@ absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   const auto start = Clock::now();
   const size_t n = graph.num_nodes(), d = x.cols;
+  const int threads = ResolveThreads(o.threads);
   const std::vector<double> deg_neg_r = DegreePowers(graph, -o.r);
   const std::vector<double> deg_r_minus_1 = DegreePowers(graph, o.r - 1.0);
   // Tail bound constant: max_v deg(v)^r * max_u |x_u|_inf deg(u)^-r.
@@ -479,7 +673,7 @@ absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
   while (tail > o.tolerance && terms < o.max_iterations) {
     // next(v) = deg(v)^{r-1} sum_{u in N(v)} deg(u)^-r y(u).
     const size_t chunk = 256;
-    ParallelFor((n + chunk - 1) / chunk, o.threads, [&](int, size_t c) {
+    ParallelFor((n + chunk - 1) / chunk, threads, [&](int, size_t c) {
       const size_t v_end = std::min(n, (c + 1) * chunk);
       for (size_t v = c * chunk; v < v_end; ++v) {
         double* out = &next[v * d];
@@ -539,38 +733,52 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
 }
 
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
-                                  int steps, bool self_loops) {
+                                  int steps, bool self_loops, int threads) {
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   if (steps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("KProp steps must be >= 0, got ", steps));
   }
+  if (threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be >= 0 (0 = every core), got ", threads));
+  }
   const size_t n = graph.num_nodes(), d = x.cols;
   DenseMatrix cur = x, next(n, d);
-  std::vector<double> acc(d);
+  // Rows in chunks, each row computed by one thread: the same bits for any
+  // thread count.
+  constexpr size_t kChunk = 256;
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  const int workers = static_cast<int>(
+      std::max<size_t>(1, std::min<size_t>(ResolveThreads(threads), chunks)));
+  std::vector<std::vector<double>> accs(workers, std::vector<double>(d));
   for (int s = 0; s < steps; ++s) {
-    for (NodeId v = 0; v < n; ++v) {
-      std::fill(acc.begin(), acc.end(), 0.0);
-      size_t count = 0;
-      auto add = [&](NodeId u) {
-        const float* xu = cur.data.data() + size_t{u} * d;
-        for (size_t j = 0; j < d; ++j) acc[j] += xu[j];
-        ++count;
-      };
-      bool saw_self = false;
-      for (NodeId u : graph.neighbors(v)) {
-        saw_self |= u == v;
-        add(u);
+    ParallelFor(chunks, workers, [&](int worker, size_t c) {
+      std::vector<double>& acc = accs[worker];
+      const NodeId v_end = static_cast<NodeId>(std::min(n, (c + 1) * kChunk));
+      for (NodeId v = static_cast<NodeId>(c * kChunk); v < v_end; ++v) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        size_t count = 0;
+        auto add = [&](NodeId u) {
+          const float* xu = cur.data.data() + size_t{u} * d;
+          for (size_t j = 0; j < d; ++j) acc[j] += xu[j];
+          ++count;
+        };
+        bool saw_self = false;
+        for (NodeId u : graph.neighbors(v)) {
+          saw_self |= u == v;
+          add(u);
+        }
+        if (self_loops && !saw_self) add(v);
+        float* out = next.data.data() + size_t{v} * d;
+        if (count == 0) {
+          const float* own = cur.data.data() + size_t{v} * d;
+          std::copy(own, own + d, out);
+        } else {
+          for (size_t j = 0; j < d; ++j) out[j] = static_cast<float>(acc[j] / count);
+        }
       }
-      if (self_loops && !saw_self) add(v);
-      float* out = next.data.data() + size_t{v} * d;
-      if (count == 0) {
-        const float* own = cur.data.data() + size_t{v} * d;
-        std::copy(own, own + d, out);
-      } else {
-        for (size_t j = 0; j < d; ++j) out[j] = static_cast<float>(acc[j] / count);
-      }
-    }
+    });
     std::swap(cur, next);
   }
   return cur;

@@ -33,13 +33,19 @@ struct PprOptions {
   // Power iteration stops after this many terms even if the tolerance is
   // not reached (PropagationStats::tail_bound then says how far it is).
   int max_iterations = 100000;
-  // Worker threads (>= 1). Results do not depend on it.
-  int threads = 1;
-  // Push only: how many feature columns one push moves at once, 1..16;
-  // 0 (default) picks 16, fewer for small d or when the scratch space
-  // would pass 256 MiB per thread. A node is pushed when any of the block's
-  // residues exceeds rmax, so wider blocks push more often per column but
-  // walk each neighbour list once for all of them.
+  // Worker threads: >= 1, or 0 (the default) for every core
+  // (ResolveThreads, common/threads.h). Results do not depend on it: push
+  // hands out whole column blocks, each pushed by one thread in a fixed
+  // order; power iteration splits rows, each computed by one thread.
+  int threads = 0;
+  // Push only: how many feature columns one push moves at once, 1..16
+  // (larger values are taken as 16); 0 (default) picks 16, or d when d is
+  // smaller, or the largest power of two that keeps the scratch space (12
+  // bytes per node and column: float residue, double reserve) within
+  // 256 MiB per thread (past 1.4M nodes). A node is pushed when any of the
+  // block's residues exceeds rmax, so wider blocks push more often per
+  // column but walk each neighbour list once for all of them. Results
+  // depend on it (the push order changes), not on threads.
   int block_columns = 0;
 };
 
@@ -66,12 +72,18 @@ absl::Status ValidatePprOptions(const PprOptions& o);
 //
 // The order of pushes is free (the invariant Q + Pi R = Pi R0 holds after
 // any push), and this implementation picks one for memory locality: nodes
-// are relabelled in breadth-first order, columns go in blocks of
-// block_columns, and the nodes above threshold are pushed in sweeps of
-// ascending id (a node activated ahead of the sweep is pushed in the same
-// sweep). Pushes follow the input's mass: an all-zero column triggers none
-// and a single non-zero only those of the neighbourhood its mass reaches;
-// beyond the pushes, each block of columns costs O(n) to set up and read.
+// are relabelled in breadth-first order, columns go in consecutive blocks
+// of block_columns (the last one narrower), and the nodes above threshold
+// are pushed in sweeps of ascending id (a node activated ahead of the sweep
+// is pushed in the same sweep). Each block is pushed by one thread, so Z is
+// the same bits for any number of threads; and it is the same bits on any
+// x86-64 CPU for a given build (its SSE2, AVX2 and AVX-512 code round
+// alike).
+// Pushes follow the input's mass: an all-zero column triggers none and a
+// single non-zero only those of the neighbourhood its mass reaches; beyond
+// the pushes, each block of columns costs O(n) to set up and read, plus a
+// pass over x's rows. Memory: Z, the relabelled graph, and per thread
+// 12 * n * block_columns bytes of scratch.
 absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
                                     const PprOptions& options,
                                     PropagationStats* stats = nullptr);
@@ -95,8 +107,10 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
 
 // KProp (LPGNN): `steps` rounds of neighbourhood mean aggregation,
 // h_k(v) = mean_{u in N(v)} h_{k-1}(u) (N(v) + v when self_loops). A node
-// with no neighbours keeps its value. steps >= 0 (0 returns x).
+// with no neighbours keeps its value. steps >= 0 (0 returns x). threads:
+// >= 1, or 0 for every core; rows are split between threads, each computed
+// by one, so the result does not depend on it.
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
-                                  int steps, bool self_loops);
+                                  int steps, bool self_loops, int threads = 0);
 
 }  // namespace ldpgraph

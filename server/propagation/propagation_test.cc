@@ -225,6 +225,7 @@ TEST(PprTest, SparseAndDenseInputsAgreeAndThreadsDoNotMatter) {
   o.rmax = 1e-5;
   PropagationStats s1, s2;
   o.block_columns = 1;
+  o.threads = 1;
   auto a = PprPush(g, xs, o, &s1);
   o.threads = 2;
   auto b = PprPush(g, xs, o, &s2);
@@ -243,6 +244,55 @@ TEST(PprTest, SparseAndDenseInputsAgreeAndThreadsDoNotMatter) {
     for (size_t j = 0; j < 40; ++j) {
       ASSERT_NEAR(a->at(v, j), power->at(v, j), bound);
       ASSERT_NEAR(e->at(v, j), power->at(v, j), bound);
+    }
+  }
+}
+
+// Every block width (each has its own vector code, padded widths included)
+// and thread count gives the same bits for the same block width; 0 threads
+// means every core.
+TEST(PprTest, ThreadCountsAgreeForEveryBlockWidth) {
+  Graph g = RandomGraph(2000, 6000, 10, 23);
+  SparseRows xs = RandomSparse(2000, 53, 5, 29);
+  for (int w : {0, 1, 2, 3, 4, 5, 8, 11, 16}) {
+    PprOptions o;
+    o.rmax = 1e-5;
+    o.block_columns = w;
+    o.threads = 1;
+    PropagationStats s1;
+    auto one = PprPush(g, xs, o, &s1);
+    ASSERT_TRUE(one.ok());
+    for (int threads : {0, 2, 3, 7}) {
+      o.threads = threads;
+      PropagationStats s;
+      auto z = PprPush(g, xs, o, &s);
+      ASSERT_TRUE(z.ok());
+      EXPECT_EQ(one->data, z->data) << "width " << w << ", threads " << threads;
+      EXPECT_EQ(s1.pushes, s.pushes);
+      EXPECT_EQ(s1.block_columns, s.block_columns);
+    }
+  }
+}
+
+// Past 65,536 nodes a 16-column block's residues pass 4 MiB and the sweep
+// prefetches (propagation.cc): the same bound holds.
+TEST(PprTest, LargeGraphKeepsTheBound) {
+  const size_t n = 70000;
+  Graph g = RandomGraph(n, 3 * n, 100, 31);
+  SparseRows xs = RandomSparse(n, 16, 2, 37);
+  PprOptions o;
+  o.rmax = 1e-3;
+  o.tolerance = 1e-6;
+  PropagationStats stats;
+  auto push = PprPush(g, xs, o, &stats);
+  auto power = PprPower(g, xs.ToDense(), o);
+  ASSERT_TRUE(push.ok() && power.ok());
+  EXPECT_EQ(stats.block_columns, 16);
+  for (NodeId v = 0; v < n; ++v) {
+    const double bound =
+        std::pow(std::max<double>(1, g.degree(v)), o.r) * o.rmax + 2e-6;
+    for (size_t j = 0; j < 16; ++j) {
+      ASSERT_NEAR(push->at(v, j), power->at(v, j), bound) << v << " " << j;
     }
   }
 }
@@ -374,8 +424,8 @@ TEST(PprTest, RejectsBadOptionsNamingThem) {
   o.rmax = 0;
   cases.push_back({o, "rmax must be finite and > 0"});
   o = PprOptions();
-  o.threads = 0;
-  cases.push_back({o, "threads must be >= 1"});
+  o.threads = -1;
+  cases.push_back({o, "threads must be >= 0 (0 = every core)"});
   o = PprOptions();
   o.tolerance = -1;
   cases.push_back({o, "tolerance must be finite and > 0"});
@@ -441,6 +491,19 @@ TEST(KPropTest, MeanAggregationByHand) {
   ASSERT_TRUE(zero.ok());
   EXPECT_EQ(zero->data, x.data);
   EXPECT_FALSE(KProp(g, x, -1, false).ok());
+  EXPECT_FALSE(KProp(g, x, 1, false, -1).ok());
+}
+
+TEST(KPropTest, ThreadsDoNotChangeTheBits) {
+  Graph g = RandomGraph(3000, 9000, 20, 41);
+  DenseMatrix x = RandomDense(3000, 24, 43);
+  auto one = KProp(g, x, 4, true, 1);
+  ASSERT_TRUE(one.ok());
+  for (int threads : {0, 2, 5}) {
+    auto z = KProp(g, x, 4, true, threads);
+    ASSERT_TRUE(z.ok());
+    EXPECT_EQ(one->data, z->data) << threads;
+  }
 }
 
 }  // namespace

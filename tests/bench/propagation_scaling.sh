@@ -5,10 +5,11 @@
 #      features and HDS reports (epsilon 1, k = 1, 10, 50), push against
 #      power iteration.
 #   2. generated graphs, 10k to 1M nodes (average degree 10, 128 features):
-#      how push time and memory grow with the graph.
+#      how push time (also per push) and memory grow with the graph.
 # Usage: tests/bench/propagation_scaling.sh [BUILD_DIR] [--quick]
 #   BUILD_DIR defaults to build (a Release build holding build/ldpgraph);
 #   --quick stops the scaling series at 100k nodes and skips power on pubmed.
+# Environment: RMAX (default 1e-4), THREADS (default 1; 0 = every core).
 # Figures are wall-clock on whatever else the machine is doing: run it on a
 # quiet machine and read the trend, not the third digit.
 set -euo pipefail
@@ -33,14 +34,16 @@ row() {  # label, then propagate flags
 import json, sys
 label, j = sys.argv[1], json.loads(sys.argv[2])
 work = j.get("pushes", j.get("iterations", ""))
+per_push = (f"{1e6 * j['propagate_seconds'] / j['pushes']:.3f}"
+            if j.get("pushes") else "")
 print(f"{label:<34} {j['nodes']:>9} {j['edges']:>9} {j['input_nonzeros']:>10} "
       f"{j['method']:>6} {work:>12} {j['propagate_seconds']:>9.3f} "
-      f"{j['peak_rss_bytes'] / 2**20:>8.0f}")
+      f"{per_push:>8} {j['peak_rss_bytes'] / 2**20:>8.0f}")
 PY
 }
 header() {
-  printf '%-34s %9s %9s %10s %6s %12s %9s %8s\n' case nodes edges input_nnz method \
-    "pushes|terms" seconds peak_MiB
+  printf '%-34s %9s %9s %10s %6s %12s %9s %8s %8s\n' case nodes edges input_nnz method \
+    "pushes|terms" seconds us/push peak_MiB
 }
 
 echo "# propagation: alpha 0.1, r 0.5, rmax $rmax (push), tolerance $rmax (power), $threads thread(s)"
