@@ -8,6 +8,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/parallel.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
 
@@ -760,26 +761,6 @@ absl::StatusOr<SubstitutionResult> SubstitutionNode::result() const {
 
 // ---- RunSubstitution ----
 
-namespace {
-
-// Runs fn(i) for i in [0, n) on `threads` threads.
-void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
-  if (threads <= 1 || n < 64) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
-    });
-  }
-  for (auto& th : pool) th.join();
-}
-
-}  // namespace
-
 absl::StatusOr<RunOutput> RunSubstitution(
     const Graph& g, const SubstitutionParams& params,
     std::shared_ptr<const ExchangeFeatures> features,
@@ -813,7 +794,7 @@ absl::StatusOr<RunOutput> RunSubstitution(
   std::vector<std::vector<std::pair<uint32_t, std::string>>> inbox(n);
   for (int step = 0; step <= params.rounds() + 1; ++step) {
     std::vector<std::vector<Outgoing>> sent(n);
-    ParallelFor(n, options.threads, [&](size_t v) {
+    ParallelFor(n, n < 64 ? 1 : options.threads, [&](int, size_t v) {
       absl::StatusOr<std::vector<Outgoing>> out = nodes[v]->Advance();
       if (!out.ok()) {
         errors[v] = out.status();
@@ -833,7 +814,7 @@ absl::StatusOr<RunOutput> RunSubstitution(
       }
       sent[v].clear();
     }
-    ParallelFor(n, options.threads, [&](size_t v) {
+    ParallelFor(n, n < 64 ? 1 : options.threads, [&](int, size_t v) {
       for (const auto& [from, bytes] : inbox[v]) {
         v1::EdgeExchange m;
         if (!m.ParseFromString(bytes)) {

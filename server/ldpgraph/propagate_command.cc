@@ -13,7 +13,7 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
-#include "common/threads.h"
+#include "common/parallel.h"
 #include "server/ldpgraph/tool_util.h"
 #include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"

@@ -313,9 +313,11 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
       data.validation_targets.push_back(d.labels[v]);
     }
   }
+  training::NodeModelConfig model = c.node_model;
+  model.threads = c.threads;
   ASSIGN_OR_RETURN(training::NodeTaskResult t,
                    training::TrainNodeClassifier(
-                       data, c.node_model, StageSeed(seed, run, kModel)));
+                       data, model, StageSeed(seed, run, kModel)));
   r.metric = t.test_accuracy;
   r.micro_f1 = t.test_micro_f1;
   r.macro_f1 = t.test_macro_f1;
@@ -377,9 +379,11 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
   data.validation_negative = std::move(split.validation_negative);
   data.test_positive = std::move(split.test);
   data.test_negative = std::move(split.test_negative);
+  training::LinkModelConfig model = c.link_model;
+  model.threads = c.threads;
   ASSIGN_OR_RETURN(training::LinkTaskResult t,
                    training::TrainLinkPredictor(
-                       data, c.link_model, StageSeed(seed, run, kModel)));
+                       data, model, StageSeed(seed, run, kModel)));
   r.metric = t.test_auc;
   r.training = t.training;
   r.train_seconds = t.training.seconds;

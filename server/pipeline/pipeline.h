@@ -108,8 +108,9 @@ struct PipelineConfig {
   bool secure_noise = false;
 
   // Threads for the stages that run in parallel, 0 (default) for every
-  // core (ResolveThreads, common/threads.h): propagation, PPR push (in
-  // place of ppr.threads) and KProp over features and labels. Results do
+  // core (ResolveThreads, common/parallel.h): propagation, PPR push (in
+  // place of ppr.threads), KProp over features and labels, and training (in
+  // place of node_model.threads and link_model.threads). Results do
   // not depend on it. Not a setting of the learning: ConfigToJson leaves it
   // out.
   int threads = 0;

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/stopwatch.h"
 #include "common/status_macros.h"
-#include "common/threads.h"
+#include "common/parallel.h"
 
 namespace ldpgraph {
 namespace {
@@ -42,28 +42,6 @@ absl::Status CheckShape(const Graph& g, size_t rows) {
                      g.num_nodes(), " nodes"));
   }
   return absl::OkStatus();
-}
-
-// Runs body(task) for task in [0, tasks) on `threads` workers, each task
-// exactly once; body receives the worker index for per-worker state. Each
-// worker receives its tasks in ascending order.
-template <typename Body>
-void ParallelFor(size_t tasks, int threads, Body body) {
-  const int workers =
-      static_cast<int>(std::min<size_t>(std::max(threads, 1), tasks));
-  if (workers <= 1) {
-    for (size_t t = 0; t < tasks; ++t) body(0, t);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  pool.reserve(workers);
-  for (int w = 0; w < workers; ++w) {
-    pool.emplace_back([&, w] {
-      for (size_t t; (t = next.fetch_add(1)) < tasks;) body(w, t);
-    });
-  }
-  for (auto& t : pool) t.join();
 }
 
 // Input of push, read in place a block of columns at a time and multiplied

@@ -34,7 +34,7 @@ struct PprOptions {
   // not reached (PropagationStats::tail_bound then says how far it is).
   int max_iterations = 100000;
   // Worker threads: >= 1, or 0 (the default) for every core
-  // (ResolveThreads, common/threads.h). Results do not depend on it: push
+  // (ResolveThreads, common/parallel.h). Results do not depend on it: push
   // hands out whole column blocks, each pushed by one thread in a fixed
   // order; power iteration splits rows, each computed by one thread.
   int threads = 0;
