@@ -740,3 +740,41 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
 
 }  // namespace
 }  // namespace ldpgraph::curator
+
+namespace ldpgraph::curator {
+namespace {
+
+// The estimate stage decodes and estimates reports in fixed parts across
+// threads: the rows are the same for 1 and 3 threads, one per node, and
+// empty for a node that did not report.
+TEST(StagesEstimateRowsTest, SameRowsForAnyThreadCount) {
+  v1::Campaign campaign;
+  campaign.set_id("c1");
+  campaign.set_attribute(v1::ATTRIBUTE_FEATURES);
+  *campaign.mutable_spec() = requests::HdsCampaign(1).spec();
+  const uint32_t n = 10000;  // 6,667 reports: two parts and a tail
+  std::vector<std::pair<uint32_t, v1::Report>> reports;
+  for (uint32_t v = 0; v < n; ++v) {
+    if (v % 3 == 1) continue;
+    reports.emplace_back(
+        v, requests::FeaturesReport("c1", v, v % 2 ? 0.5 : -0.5));
+  }
+  auto one = Stages::EstimateRows(campaign, n, reports, 1);
+  auto three = Stages::EstimateRows(campaign, n, reports, 3);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(one->rows, n);
+  EXPECT_EQ(one->offsets, three->offsets);
+  EXPECT_EQ(one->indices, three->indices);
+  EXPECT_EQ(one->values, three->values);
+  EXPECT_TRUE(one->row_indices(1).empty());
+  ASSERT_EQ(one->row_indices(9998).size(), 1u);
+  EXPECT_EQ(one->row_indices(9998)[0], 9998u % 4);
+  EXPECT_LT(one->row_values(9998)[0], 0.0f);
+  // A report that does not decode fails the estimate.
+  reports[5000].second.mutable_features()->set_indices(0, 7);
+  EXPECT_FALSE(Stages::EstimateRows(campaign, n, reports, 3).ok());
+}
+
+}  // namespace
+}  // namespace ldpgraph::curator

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/edges/substitution.h"
 #include "common/npy.h"
+#include "common/parallel.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 #include "common/wire/codec.h"
@@ -69,7 +70,8 @@ absl::StatusOr<int64_t> ParseResultId(absl::string_view id) {
 
 absl::StatusOr<SparseRows> Stages::EstimateRows(
     const v1::Campaign& campaign, uint32_t num_nodes,
-    const std::vector<std::pair<uint32_t, v1::Report>>& reports) {
+    const std::vector<std::pair<uint32_t, v1::Report>>& reports,
+    int threads) {
   if (campaign.attribute() != v1::ATTRIBUTE_FEATURES) {
     return absl::FailedPreconditionError(absl::StrCat(
         "campaign ", campaign.id(), " collects ",
@@ -79,18 +81,41 @@ absl::StatusOr<SparseRows> Stages::EstimateRows(
                    wire::FromWireFeatureSpec(campaign.spec()));
   ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
   const size_t d = static_cast<size_t>(mech->dimension());
+  // The reports are decoded and estimated in fixed parts of kPart reports
+  // across the pipeline's threads (each part its own rows, joined in order:
+  // the same result for any thread count), then laid out one row per node.
+  constexpr size_t kPart = 4096;
+  const size_t parts = (reports.size() + kPart - 1) / kPart;
+  std::vector<SparseRows> piece(parts);
+  std::vector<absl::Status> failed(parts);
+  ParallelFor(parts, ResolveThreads(threads), [&](int, size_t p) {
+    piece[p].cols = d;
+    std::vector<double> estimate(d);
+    for (size_t i = p * kPart; i < std::min(reports.size(), (p + 1) * kPart);
+         ++i) {
+      absl::StatusOr<SparseReport> r =
+          wire::DecodeFeatureReport(reports[i].second.features(), *mech);
+      absl::Status status = r.status();
+      if (status.ok()) {
+        std::fill(estimate.begin(), estimate.end(), 0.0);
+        status = mech->Estimate(*r, absl::MakeSpan(estimate));
+      }
+      if (!status.ok()) {
+        failed[p] = status;
+        return;
+      }
+      piece[p].AppendDenseRow(estimate);
+    }
+  });
+  for (const absl::Status& s : failed) RETURN_IF_ERROR(s);
   SparseRows out;
   out.cols = d;
-  std::vector<double> estimate(d);
   size_t next = 0;
   for (uint32_t v = 0; v < num_nodes; ++v) {
     if (next < reports.size() && reports[next].first == v) {
-      ASSIGN_OR_RETURN(SparseReport r,
-                       wire::DecodeFeatureReport(
-                           reports[next].second.features(), *mech));
-      std::fill(estimate.begin(), estimate.end(), 0.0);
-      RETURN_IF_ERROR(mech->Estimate(r, absl::MakeSpan(estimate)));
-      out.AppendDenseRow(estimate);
+      const SparseRows& p = piece[next / kPart];
+      const size_t row = next % kPart;
+      out.AppendRow(p.row_indices(row), p.row_values(row));
       ++next;
     } else {
       out.AppendRow({}, {});  // no report: an empty row
@@ -243,7 +268,8 @@ absl::StatusOr<v1::StageResult> Stages::Estimate(const v1::EstimateRequest& q) {
         absl::StrCat("campaign ", q.campaign_id(), " holds no report yet"));
   }
   ASSIGN_OR_RETURN(SparseRows rows,
-                   EstimateRows(campaign, curator_->num_nodes(), reports));
+                   EstimateRows(campaign, curator_->num_nodes(), reports,
+                                pipeline_threads_));
   DenseMatrix m = rows.ToDense();
   v1::StageResult r;
   r.set_stage("estimate");

@@ -99,10 +99,12 @@ class Stages {
   size_t ResultCount() const { return results_.load(); }
 
   // The estimate as the library computes it, without the store: what
-  // Estimate writes, for a caller that holds the reports.
+  // Estimate writes, for a caller that holds the reports (sorted by node).
+  // On `threads` threads (0 = every core); the result does not depend on it.
   static absl::StatusOr<SparseRows> EstimateRows(
       const v1::Campaign& campaign, uint32_t num_nodes,
-      const std::vector<std::pair<uint32_t, v1::Report>>& reports);
+      const std::vector<std::pair<uint32_t, v1::Report>>& reports,
+      int threads = 0);
 
   // The graph of an edges campaign's stored reports (open or closed), as
   // the stages assemble it. FAILED_PRECONDITION for a campaign of another
