@@ -145,9 +145,14 @@ uint64_t SecureRandom::Next64() {
 }
 
 absl::StatusOr<std::unique_ptr<ThreadSecureRandom>> ThreadSecureRandom::Create() {
-  // The same checks as SecureRandom's, made once here rather than on every
-  // thread's first draw.
-  RETURN_IF_ERROR(SecureRandom::Create().status());
+  // The same checks as SecureRandom's, made here rather than on a thread's
+  // first draw, and only until they pass once: a host makes one source per
+  // node.
+  static std::atomic<bool> checked{false};
+  if (!checked.load(std::memory_order_acquire)) {
+    RETURN_IF_ERROR(SecureRandom::Create().status());
+    checked.store(true, std::memory_order_release);
+  }
   return std::unique_ptr<ThreadSecureRandom>(new ThreadSecureRandom());
 }
 
