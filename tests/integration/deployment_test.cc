@@ -1190,6 +1190,24 @@ TEST_F(DeploymentTest, AHostWithMoreNodesThanOneEnrolTakesEnrolsInParts) {
 
   agent::AgentPolicy policy;
   policy.caps.total = 8;
+  {
+    // A part of no nodes is a configuration error.
+    auto records = agent::LoadShard(graph_dir, FeatureScaling::kSymmetric, 0, 2);
+    ASSERT_TRUE(records.ok()) << records.status();
+    auto shard = agent::AgentShard::Create(std::move(*records), policy, 7,
+                                           TempDir("parts-zero"));
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    agent::AgentHostOptions o;
+    o.curator = absl::StrCat("127.0.0.1:", server_->port());
+    o.ca_pem = certs().ca_pem;
+    for (uint32_t v = 0; v < 2; ++v) {
+      o.credentials.emplace_back(v, curator::NodeCredential(certs().node_key, v));
+    }
+    o.enrol_part = 0;
+    auto host = agent::AgentHost::Create(std::move(o), std::move(*shard));
+    EXPECT_EQ(host.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(host.status().message(), HasSubstr("enrol_part must be >= 1"));
+  }
   // A host that sends more per call than the curator takes is refused for
   // good, with the limit named.
   HostThread* too_big = StartHost(graph_dir, 0, kNodes, policy, policy.caps,
