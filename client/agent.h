@@ -92,8 +92,9 @@ struct AgentPolicy {
 // NodeNoiseSeed (common/random.h) gives each node's seeded noise stream.
 using ::ldpgraph::NodeNoiseSeed;
 
-// The randomness of one logical agent: SecureRandom without a seed (the only
-// differentially private choice); with a seed, SeededRandomForTesting
+// The randomness of one logical agent: ThreadSecureRandom without a seed (the
+// only differentially private choice; OpenSSL's generator, buffered per thread,
+// not per node); with a seed, SeededRandomForTesting
 // (NodeNoiseSeed(seed, node)), reproducible and NOT private (callers print
 // kSeededWarning). INTERNAL if OpenSSL cannot produce random bytes.
 absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(

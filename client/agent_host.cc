@@ -130,6 +130,10 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
         "batch size must be in [1, 65536], got ", options.batch_size));
   }
   if (options.window < 1) options.window = 1;
+  if (options.enrol_part < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "enrol_part must be >= 1, got ", options.enrol_part));
+  }
   std::vector<uint32_t> with_credential;
   for (const auto& [node, secret] : options.credentials) {
     with_credential.push_back(node);
@@ -307,24 +311,35 @@ std::string AgentHost::last_error() const {
   return last_error_;
 }
 
-absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
-  v1::EnrolRequest enrol;
-  enrol.set_host_name(options_.host_name);
-  for (const auto& [node, secret] : options_.credentials) {
-    v1::NodeCredential* c = enrol.add_nodes();
-    c->set_node_id(node);
-    c->set_secret(secret);
-    c->mutable_caps()->set_total(options_.caps.total);
-    for (const auto& [attribute, cap] : options_.caps.per_attribute) {
-      (*c->mutable_caps()->mutable_per_attribute())[attribute] = cap;
-    }
-    // Only the public half of the node's key pair ever leaves the host.
-    if (const crypto::KeyPair* key = shard_->key_pair(node)) {
-      c->set_sealing_key(key->public_key());
-    }
+absl::StatusOr<std::string> AgentHost::Enrol(v1::AgentService::Stub& stub) {
+  const size_t n = options_.credentials.size();
+  const size_t part = static_cast<size_t>(options_.enrol_part);
+  if (n == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(kPermanent, ": no nodes"));
   }
-  v1::EnrolResponse enrolled;
-  {
+  std::string token;
+  for (size_t first = 0; first < n; first += part) {
+    const size_t last = std::min(n, first + part);
+    v1::EnrolRequest enrol;
+    enrol.set_host_name(options_.host_name);
+    enrol.set_more(last < n);
+    enrol.set_continues(token);
+    enrol.mutable_nodes()->Reserve(static_cast<int>(last - first));
+    for (size_t i = first; i < last; ++i) {
+      const auto& [node, secret] = options_.credentials[i];
+      v1::NodeCredential* c = enrol.add_nodes();
+      c->set_node_id(node);
+      c->set_secret(secret);
+      c->mutable_caps()->set_total(options_.caps.total);
+      for (const auto& [attribute, cap] : options_.caps.per_attribute) {
+        (*c->mutable_caps()->mutable_per_attribute())[attribute] = cap;
+      }
+      // Only the public half of the node's key pair ever leaves the host.
+      if (const crypto::KeyPair* key = shard_->key_pair(node)) {
+        c->set_sealing_key(key->public_key());
+      }
+    }
+    v1::EnrolResponse enrolled;
     grpc::ClientContext ctx;
     // Wait for the channel rather than fail fast while the curator is away:
     // the call goes out the moment a reconnection succeeds.
@@ -337,9 +352,25 @@ absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
       return FromGrpc(s, kPermanent);
     }
     RETURN_IF_ERROR(FromGrpc(s, "enrol"));
+    if (enrolled.node_count() != last) {
+      // A curator that predates enrolment in parts ignores `more` and
+      // opened a session of this part alone.
+      return absl::FailedPreconditionError(absl::StrCat(
+          kPermanent, ": the curator counts ", enrolled.node_count(),
+          " nodes in the session after ", last,
+          " were sent; it does not take enrolment in parts (give this host "
+          "at most ", part, " nodes)"));
+    }
+    token = enrolled.session_token();
   }
+  return token;
+}
+
+absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
+  absl::StatusOr<std::string> enrolled = Enrol(stub);
+  if (!enrolled.ok()) return enrolled.status();
   counters_.sessions.fetch_add(1);
-  const std::string token = enrolled.session_token();
+  const std::string token = *std::move(enrolled);
   {
     absl::MutexLock lock(&mu_);
     token_ = token;

@@ -51,6 +51,10 @@ struct AgentHostOptions {
   std::vector<std::pair<uint32_t, std::string>> credentials;
   // The caps each node declares at enrolment (its policy's).
   BudgetCaps caps;
+  // Most nodes per Enrol call: a host with more enrols in parts of this
+  // many (agent.proto EnrolRequest.more). At most the curator's limit,
+  // 100000 unless it was lowered.
+  int enrol_part = 100000;
   // Reports per batch, and batches in flight before waiting for an ack.
   int batch_size = 512;
   int window = 4;
@@ -124,7 +128,7 @@ class AgentHost {
  public:
   ~AgentHost();
   // Validates the options (credentials for exactly the shard's nodes, a
-  // curator address, TLS material unless insecure).
+  // curator address, TLS material unless insecure, enrol_part >= 1).
   static absl::StatusOr<std::unique_ptr<AgentHost>> Create(
       AgentHostOptions options, std::unique_ptr<AgentShard> shard);
 
@@ -150,6 +154,9 @@ class AgentHost {
   AgentHost(AgentHostOptions options, std::unique_ptr<AgentShard> shard);
   // One session: enrol, subscribe, answer until the stream breaks.
   absl::Status Session(v1::AgentService::Stub& stub);
+  // Enrols every node, in parts of at most enrol_part; the session token.
+  // Errors that retrying cannot fix carry kPermanent.
+  absl::StatusOr<std::string> Enrol(v1::AgentService::Stub& stub);
   absl::Status Answer(v1::AgentService::Stub& stub, const std::string& token,
                       const v1::Task& task);
   // Streams reports in batches on one Report call, reading an ack per

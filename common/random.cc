@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ldpgraph {
 namespace {
@@ -140,6 +142,27 @@ uint64_t SecureRandom::Next64() {
   const uint64_t word = buffer_[next_];
   buffer_[next_++] = 0;  // a used word is never kept in memory
   return word;
+}
+
+absl::StatusOr<std::unique_ptr<ThreadSecureRandom>> ThreadSecureRandom::Create() {
+  // The same checks as SecureRandom's, made here rather than on a thread's
+  // first draw, and only until they pass once: a host makes one source per
+  // node.
+  static std::atomic<bool> checked{false};
+  if (!checked.load(std::memory_order_acquire)) {
+    RETURN_IF_ERROR(SecureRandom::Create().status());
+    checked.store(true, std::memory_order_release);
+  }
+  return std::unique_ptr<ThreadSecureRandom>(new ThreadSecureRandom());
+}
+
+uint64_t ThreadSecureRandom::Next64() {
+  thread_local std::unique_ptr<SecureRandom> source = [] {
+    absl::StatusOr<std::unique_ptr<SecureRandom>> s = SecureRandom::Create();
+    if (!s.ok()) std::abort();  // see SecureRandom::Refill
+    return *std::move(s);
+  }();
+  return source->Next64();
 }
 
 SeededRandomForTesting::SeededRandomForTesting(uint64_t seed) {

@@ -82,6 +82,26 @@ class SecureRandom final : public RandomSource {
   uint64_t fork_generation_ = 0;
 };
 
+// OpenSSL's CSPRNG as SecureRandom, drawn through one SecureRandom per
+// thread that every ThreadSecureRandom shares: a source per logical agent
+// (an agent host holds hundreds of thousands) without a 4 KiB buffer, and a
+// 4 KiB refill, apiece. An object holds no state; each may be used from any
+// thread (not by two at once, as every RandomSource). A thread's buffer is
+// made on its first draw; on a failure of OpenSSL there it aborts, as
+// SecureRandom's refill does.
+class ThreadSecureRandom final : public RandomSource {
+ public:
+  // Fails with INTERNAL if OpenSSL cannot produce random bytes.
+  static absl::StatusOr<std::unique_ptr<ThreadSecureRandom>> Create();
+
+  uint64_t Next64() override;
+  bool is_secure() const override { return true; }
+  absl::string_view name() const override { return "secure"; }
+
+ private:
+  ThreadSecureRandom() = default;
+};
+
 // n bytes straight from OpenSSL's CSPRNG, for secrets and bearer tokens.
 // INTERNAL if OpenSSL cannot produce them.
 absl::StatusOr<std::string> SecureRandomBytes(size_t n);

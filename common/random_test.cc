@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -48,6 +49,27 @@ TEST(SecureRandomTest, CrossesBufferBoundaryWithoutRepeats) {
   std::set<uint64_t> seen;
   for (int i = 0; i < 5000; ++i) seen.insert((*rng)->Next64());
   EXPECT_EQ(seen.size(), 5000u);  // a repeat among 5000 64-bit words: ~1e-12
+}
+
+TEST(ThreadSecureRandomTest, ManySourcesShareOneStreamWithoutRepeats) {
+  std::vector<std::unique_ptr<ThreadSecureRandom>> sources;
+  for (int i = 0; i < 100; ++i) {
+    auto s = ThreadSecureRandom::Create();
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE((*s)->is_secure());
+    EXPECT_EQ((*s)->name(), "secure");
+    sources.push_back(*std::move(s));
+  }
+  // Interleaved draws, on two threads, across buffer boundaries.
+  std::set<uint64_t> seen_here, seen_there;
+  std::thread other([&] {
+    for (int i = 0; i < 3000; ++i) seen_there.insert(sources[i % 100]->Next64());
+  });
+  for (int i = 0; i < 3000; ++i) seen_here.insert(sources[i % 7]->Next64());
+  other.join();
+  EXPECT_EQ(seen_here.size(), 3000u);
+  EXPECT_EQ(seen_there.size(), 3000u);
+  for (uint64_t w : seen_here) EXPECT_FALSE(seen_there.contains(w));
 }
 
 TEST(SecureRandomTest, ChildAfterForkDoesNotReuseParentBuffer) {

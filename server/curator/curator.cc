@@ -53,6 +53,10 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
     return absl::InvalidArgumentError(
         "the node key must hold at least 16 bytes");
   }
+  if (options.max_enrol < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_enrol must be >= 1, got ", options.max_enrol));
+  }
   std::unique_ptr<Curator> c(new Curator(std::move(store), std::move(options)));
   store::CuratorStore* const s = c->store_.get();
   const uint32_t num_nodes = c->options_.num_nodes;
@@ -112,11 +116,21 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   if (request.nodes_size() > options_.max_enrol) {
     return absl::InvalidArgumentError(absl::StrCat(
         "enrolment lists ", request.nodes_size(), " nodes, at most ",
-        options_.max_enrol, " allowed"));
+        options_.max_enrol, " allowed per call (enrol in parts: "
+        "EnrolRequest.more)"));
   }
-  auto session = std::make_shared<Session>();
-  session->host_name = request.host_name().substr(0, 256);
+  // A later part of an enrolment in parts carries on with the session built
+  // so far, which is out of the table until this part succeeds: a part that
+  // fails ends the enrolment.
+  std::shared_ptr<Session> session;
+  if (!request.continues().empty()) {
+    ASSIGN_OR_RETURN(session, sessions_.Resume(request.continues(), absl::Now()));
+  } else {
+    session = std::make_shared<Session>();
+    session->host_name = request.host_name().substr(0, 256);
+  }
   const std::string actor = absl::StrCat("host:", session->host_name);
+  const size_t earlier = session->nodes.size();
   std::vector<std::pair<uint32_t, std::string>> caps, keys;
   for (const auto& n : request.nodes()) {
     RETURN_IF_ERROR(CheckCredential(n));
@@ -130,29 +144,45 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
       keys.emplace_back(n.node_id(), n.sealing_key());
     }
   }
-  std::sort(session->nodes.begin(), session->nodes.end());
+  const auto part = session->nodes.begin() + static_cast<ptrdiff_t>(earlier);
+  std::sort(part, session->nodes.end());
+  const uint32_t part_first = *part, part_last = session->nodes.back();
+  std::inplace_merge(session->nodes.begin(), part, session->nodes.end());
   if (auto twice = std::adjacent_find(session->nodes.begin(),
                                       session->nodes.end());
       twice != session->nodes.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("node ", *twice, " listed twice"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", *twice, " listed twice",
+        earlier > 0 ? " (in this part, or in this and an earlier part)" : ""));
   }
-  session->Index();
   // The key directory: new keys stored, changed ones replaced and audited.
   ASSIGN_OR_RETURN(const KeyDirectory::Change keys_changed,
                    keys_->Put(keys, actor));
   // The caps and the enrolment's audit entry in one transaction: a fleet
   // reconnecting at once is thousands of enrolments, each a sync to disk.
+  // A part of an enrolment in parts is audited as one, with "part".
+  const bool in_parts = request.more() || earlier > 0;
   RETURN_IF_ERROR(store_->PutCapsAndAudit(
       caps, actor, "enrol",
       absl::StrFormat(
-          R"({"nodes":%d,"first":%u,"last":%u,"caps":%d,"new_keys":%d,"replaced_keys":%d})",
-          session->nodes.size(), session->nodes.front(), session->nodes.back(),
-          caps.size(), keys_changed.added, keys_changed.replaced.size())));
+          R"({"nodes":%d,"first":%u,"last":%u,"caps":%d,"new_keys":%d,"replaced_keys":%d%s})",
+          request.nodes_size(), part_first, part_last, caps.size(),
+          keys_changed.added, keys_changed.replaced.size(),
+          in_parts ? absl::StrFormat(R"(,"part":{"nodes_so_far":%d,"more":%s})",
+                                     session->nodes.size(),
+                                     request.more() ? "true" : "false")
+                   : "")));
   for (const auto& n : request.nodes()) {
     if (n.has_caps()) ledger_.SetCaps(n.node_id(), n.caps());
   }
-  ASSIGN_OR_RETURN(session->token, NewToken());
+  if (session->token.empty()) {
+    ASSIGN_OR_RETURN(session->token, NewToken());
+  }
+  if (request.more()) {
+    RETURN_IF_ERROR(sessions_.Hold(session, absl::Now()));
+    return std::shared_ptr<const Session>(session);
+  }
+  session->Index();
   sessions_.Open(session);
   return std::shared_ptr<const Session>(session);
 }

@@ -64,7 +64,7 @@ class Curator {
     std::string node_key;
     // Largest batch accepted (reports); larger batches fail whole.
     int max_batch = 65536;
-    // Largest nodes per enrolment.
+    // Largest nodes per Enrol call (a host with more enrols in parts).
     int max_enrol = 100000;
     // Fleet shard plans (fleet.h): quiet time before a plan is fixed, and
     // how long a holder's lease lasts without a renewal.
@@ -83,6 +83,12 @@ class Curator {
   // Verifies every credential (UNAUTHENTICATED naming the first bad node,
   // nothing opened), records the declared caps, opens a session. A session
   // of exactly the same nodes opened earlier is replaced (sessions.h).
+  // INVALID_ARGUMENT for no nodes, more than max_enrol, or a node twice.
+  // Enrolment in parts (agent.proto EnrolRequest.more, continues): each
+  // part is checked and recorded as above; a part with `more` returns the
+  // session built so far, held aside (not found by FindSession), and the
+  // last part opens it. FAILED_PRECONDITION for a `continues` token with
+  // no enrolment under way; a failed part ends its enrolment.
   absl::StatusOr<std::shared_ptr<const Session>> Enrol(
       const v1::EnrolRequest& request);
   // The session of a token; UNAUTHENTICATED if unknown (issued before a

@@ -83,6 +83,109 @@ TEST_F(CuratorTest, CredentialsVerifyOnlyForTheirNode) {
   EXPECT_THAT(s.status().message(), HasSubstr("node 3"));
 }
 
+// The request of one part of an enrolment in parts.
+v1::EnrolRequest Part(std::vector<uint32_t> nodes, bool more,
+                      std::string continues) {
+  v1::EnrolRequest req;
+  req.set_host_name("parts");
+  req.set_more(more);
+  req.set_continues(std::move(continues));
+  for (uint32_t v : nodes) {
+    auto* n = req.add_nodes();
+    n->set_node_id(v);
+    n->set_secret(NodeCredential(kKey, v));
+    n->mutable_caps()->set_total(4);
+  }
+  return req;
+}
+
+TEST_F(CuratorTest, EnrolmentInPartsOpensOneSessionWithTheLastPart) {
+  auto first = curator_->Enrol(Part({5, 4, 3}, /*more=*/true, ""));
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string token = (*first)->token;
+  EXPECT_EQ((*first)->nodes.size(), 3u);
+  // Between parts the token authenticates nothing, and nothing is enrolled.
+  EXPECT_EQ(curator_->FindSession(token).status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(curator_->Status().enrolled_nodes(), 0u);
+  // Each part's caps are recorded as it comes.
+  EXPECT_TRUE(curator_->GetBudgets({4})[0].caps_known());
+  auto second = curator_->Enrol(Part({0, 1}, /*more=*/true, token));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ((*second)->token, token);
+  auto last = curator_->Enrol(Part({9}, /*more=*/false, token));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ((*last)->token, token);
+  EXPECT_EQ((*last)->nodes, (std::vector<uint32_t>{0, 1, 3, 4, 5, 9}));
+  auto found = curator_->FindSession(token);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE((*found)->Covers(9));
+  EXPECT_FALSE((*found)->Covers(2));
+  EXPECT_EQ(curator_->Status().enrolled_nodes(), 6u);
+  // The token is spent: it continues nothing any more.
+  EXPECT_EQ(curator_->Enrol(Part({12}, false, token)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(curator_->Status().sessions(), 1u);
+}
+
+TEST_F(CuratorTest, EnrollingInPartsAgainReplacesTheEarlierSession) {
+  std::string old_token;
+  for (int round = 0; round < 3; ++round) {
+    auto a = curator_->Enrol(Part({0, 1, 2}, true, ""));
+    ASSERT_TRUE(a.ok()) << a.status();
+    auto b = curator_->Enrol(Part({3, 4}, false, (*a)->token));
+    ASSERT_TRUE(b.ok()) << b.status();
+    if (!old_token.empty()) {
+      EXPECT_EQ(curator_->FindSession(old_token).status().code(),
+                absl::StatusCode::kUnauthenticated);
+    }
+    old_token = (*b)->token;
+    EXPECT_EQ(curator_->Status().sessions(), 1u);
+    EXPECT_EQ(curator_->Status().enrolled_nodes(), 5u);
+  }
+  // A one-call enrolment of the same nodes replaces it too.
+  auto whole = Enrol({0, 1, 2, 3, 4});
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(curator_->Status().sessions(), 1u);
+  EXPECT_FALSE(curator_->FindSession(old_token).ok());
+}
+
+TEST_F(CuratorTest, EnrolmentInPartsRefusesANodeTwiceAndAnUnknownToken) {
+  auto a = curator_->Enrol(Part({0, 1, 2}, true, ""));
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto twice = curator_->Enrol(Part({2, 3}, false, (*a)->token));
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(twice.status().message(), HasSubstr("node 2 listed twice"));
+  // A failed part ends the enrolment.
+  EXPECT_EQ(curator_->Enrol(Part({3}, false, (*a)->token)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto unknown = curator_->Enrol(Part({3}, false, "not-a-token"));
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("enrol again"));
+  EXPECT_EQ(curator_->Status().sessions(), 0u);
+}
+
+TEST_F(CuratorTest, EnrolRefusesMoreNodesThanMaxEnrolPerCall) {
+  curator_.reset();
+  auto store = store::CuratorStore::Open(dir_.path(), {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  Curator::Options o;
+  o.num_nodes = kNodes;
+  o.node_key = kKey;
+  o.max_enrol = 2;
+  auto c = Curator::Open(std::move(*store), o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  curator_ = std::move(*c);
+  auto big = curator_->Enrol(Part({0, 1, 2}, false, ""));
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(big.status().message(), HasSubstr("at most 2 allowed per call"));
+  auto a = curator_->Enrol(Part({0, 1}, true, ""));
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = curator_->Enrol(Part({2}, false, (*a)->token));
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*b)->nodes.size(), 3u);
+}
+
 TEST_F(CuratorTest, SecretFiles) {
   const std::string path = dir_.File("secret");
   EXPECT_EQ(ReadHexSecretFile(path).status().code(),

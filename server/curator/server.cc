@@ -85,6 +85,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   co.fleet_settle = options.fleet_settle;
   co.fleet_lease = options.fleet_lease;
   co.fleet_min_hosts = static_cast<size_t>(options.fleet_min_hosts);
+  co.max_enrol = options.max_enrol;
   ASSIGN_OR_RETURN(s->curator_, Curator::Open(std::move(store), co));
   s->stages_ = std::make_unique<Stages>(s->curator_.get(), &s->public_data_,
                                         results, options.private_edges,

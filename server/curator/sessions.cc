@@ -3,10 +3,12 @@
 #include <algorithm>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
 
 namespace ldpgraph::curator {
 
-SessionTable::SessionTable(uint32_t num_nodes) : cover_(num_nodes, 0) {}
+SessionTable::SessionTable(uint32_t num_nodes, absl::Duration hold_for)
+    : cover_(num_nodes, 0), hold_for_(hold_for) {}
 
 uint64_t SessionTable::Fingerprint(const std::vector<uint32_t>& nodes) {
   return absl::HashOf(nodes);
@@ -45,6 +47,51 @@ int SessionTable::Open(std::shared_ptr<const Session> session) {
   by_token_[session->token] = std::move(session);
   replaced_ += static_cast<uint64_t>(dropped);
   return dropped;
+}
+
+void SessionTable::DropLapsedLocked(absl::Time now) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->second.lapses <= now) {
+      held_nodes_ -= it->second.session->nodes.size();
+      held_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::Status SessionTable::Hold(std::shared_ptr<Session> partial,
+                                absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  DropLapsedLocked(now);
+  const uint64_t limit = 2 * static_cast<uint64_t>(cover_.size());
+  if (held_nodes_ + partial->nodes.size() > limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "enrolments in parts under way list ", held_nodes_,
+        " nodes already, at most ", limit,
+        " (twice the graph's) may be held: try again later"));
+  }
+  held_nodes_ += partial->nodes.size();
+  std::string token = partial->token;
+  held_[std::move(token)] = Held{std::move(partial), now + hold_for_};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionTable::Resume(
+    absl::string_view token, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  DropLapsedLocked(now);
+  auto it = held_.find(token);
+  if (it == held_.end()) {
+    return absl::FailedPreconditionError(
+        "no enrolment in parts under way with this token (the curator "
+        "restarted, or no part came for too long): enrol again from the "
+        "first part");
+  }
+  std::shared_ptr<Session> session = std::move(it->second.session);
+  held_nodes_ -= session->nodes.size();
+  held_.erase(it);
+  return session;
 }
 
 absl::StatusOr<std::shared_ptr<const Session>> SessionTable::Find(

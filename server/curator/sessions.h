@@ -7,6 +7,11 @@
 // exactly the same nodes: the earlier token stops working at once, so the
 // table holds one session per live node set, not one per enrolment.
 //
+// An enrolment in parts (agent.proto EnrolRequest.more) builds its session
+// over several calls: between parts the table holds it aside (Hold,
+// Resume), where Find does not see it, so it authenticates nothing and
+// replaces nothing until its last part is in and it is Opened.
+//
 // Thread-safe.
 #pragma once
 
@@ -21,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace ldpgraph::curator {
 
@@ -51,8 +57,10 @@ struct Session {
 
 class SessionTable {
  public:
-  // num_nodes: node ids are [0, num_nodes).
-  explicit SessionTable(uint32_t num_nodes);
+  // num_nodes: node ids are [0, num_nodes). hold_for: how long an
+  // enrolment in parts is kept after its latest part.
+  explicit SessionTable(uint32_t num_nodes,
+                        absl::Duration hold_for = absl::Minutes(2));
 
   // Registers `session` (its token must be new and its nodes in range and
   // ascending). Drops an earlier session of exactly the same nodes and
@@ -63,6 +71,17 @@ class SessionTable {
   absl::StatusOr<std::shared_ptr<const Session>> Find(
       absl::string_view token) const;
 
+  // Enrolments in parts. Hold keeps `partial` (token set, nodes ascending
+  // and in range) until its next part; RESOURCE_EXHAUSTED, nothing held, if
+  // the enrolments held would then list more than 2 x num_nodes nodes (a
+  // host retries later: held enrolments lapse). Resume takes a held
+  // enrolment out by its token; FAILED_PRECONDITION if there is none (never
+  // held, already resumed, or lapsed: no part for hold_for). Both drop the
+  // lapsed enrolments as of `now`.
+  absl::Status Hold(std::shared_ptr<Session> partial, absl::Time now);
+  absl::StatusOr<std::shared_ptr<Session>> Resume(absl::string_view token,
+                                                  absl::Time now);
+
   // Live sessions and the distinct nodes they cover; O(1).
   uint32_t sessions() const;
   uint32_t enrolled_nodes() const;
@@ -72,6 +91,12 @@ class SessionTable {
  private:
   static uint64_t Fingerprint(const std::vector<uint32_t>& nodes);
   void DropLocked(const std::string& token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropLapsedLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  struct Held {
+    std::shared_ptr<Session> session;
+    absl::Time lapses;
+  };
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const Session>> by_token_
@@ -84,6 +109,10 @@ class SessionTable {
   std::vector<uint32_t> cover_ ABSL_GUARDED_BY(mu_);
   uint32_t enrolled_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t replaced_ ABSL_GUARDED_BY(mu_) = 0;
+  // Enrolments in parts between two parts, by token, and their nodes.
+  const absl::Duration hold_for_;
+  absl::flat_hash_map<std::string, Held> held_ ABSL_GUARDED_BY(mu_);
+  uint64_t held_nodes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ldpgraph::curator

@@ -48,6 +48,39 @@ TEST(SessionTableTest, OverlappingButDifferentNodeSetsBothStay) {
   EXPECT_EQ(t.sessions(), 3u);
 }
 
+TEST(SessionTableTest, HeldEnrolmentsLapseAndAreBounded) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  SessionTable t(4, absl::Minutes(2));
+  auto held = std::make_shared<Session>();
+  held->token = "p";
+  held->nodes = {0, 1, 2};
+  ASSERT_TRUE(t.Hold(held, t0).ok());
+  EXPECT_EQ(t.Find("p").status().code(), absl::StatusCode::kUnauthenticated);
+  auto back = t.Resume("p", t0 + absl::Minutes(1));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)->nodes.size(), 3u);
+  // Resumed once: gone.
+  EXPECT_EQ(t.Resume("p", t0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Lapses after hold_for without a part.
+  ASSERT_TRUE(t.Hold(held, t0).ok());
+  EXPECT_EQ(t.Resume("p", t0 + absl::Minutes(3)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // At most twice the graph's nodes held at once (8 here).
+  auto other = std::make_shared<Session>();
+  other->token = "q";
+  other->nodes = {0, 1, 2, 3};
+  ASSERT_TRUE(t.Hold(held, t0).ok());
+  ASSERT_TRUE(t.Hold(other, t0).ok());
+  auto third = std::make_shared<Session>();
+  third->token = "r";
+  third->nodes = {0, 1};
+  EXPECT_EQ(t.Hold(third, t0).code(), absl::StatusCode::kResourceExhausted);
+  // Lapsed ones make room.
+  EXPECT_TRUE(t.Hold(third, t0 + absl::Minutes(3)).ok());
+  EXPECT_EQ(t.sessions(), 0u);
+}
+
 TEST(SessionTest, CoversARangeOrAScatteredSet) {
   Session range;
   range.nodes = {10, 11, 12, 13};

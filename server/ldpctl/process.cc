@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -141,6 +142,12 @@ uint64_t ChildProcess::PeakRssBytes() const {
     if (std::sscanf(line.c_str(), "VmHWM: %lu kB", &kb) == 1) return kb * 1024;
   }
   return 0;
+}
+
+uint64_t SelfPeakRssBytes() {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;  // kB on Linux
 }
 
 std::string ChildProcess::LogTail(int lines) const {

@@ -62,6 +62,10 @@ class ChildProcess {
   std::optional<std::string> ended_;
 };
 
+// This process's own peak resident memory (getrusage RUSAGE_SELF), bytes;
+// 0 if unknown.
+uint64_t SelfPeakRssBytes();
+
 // Ctrl-C, SIGTERM and SIGHUP for a supervisor. Install() blocks the three
 // signals in the calling thread (call it first, before any thread starts,
 // so every thread inherits the mask) and starts a thread that waits for

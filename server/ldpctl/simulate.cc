@@ -1006,13 +1006,33 @@ absl::Status Simulation::Run() {
       agents_total += a->PeakRssBytes();
     }
     constexpr double kMiB = 1 << 20;
-    d["peak_rss_mib"] = {{"curator", curator_->PeakRssBytes() / kMiB},
+    const uint64_t curator = curator_->PeakRssBytes();
+    const uint64_t self = SelfPeakRssBytes();
+    // Each process's own peak, summed: an upper bound on what the
+    // deployment held at any one moment (the peaks need not coincide).
+    d["peak_rss_mib"] = {{"curator", curator / kMiB},
                          {"agent_host_max", agents_max / kMiB},
-                         {"agent_hosts_total", agents_total / kMiB}};
+                         {"agent_hosts_total", agents_total / kMiB},
+                         {"ldpctl", self / kMiB},
+                         {"all_processes", (curator + agents_total + self) / kMiB}};
   }
   json stages = json::object();
   for (const auto& [k, v] : stage_seconds_) stages[k] = v;
   d["stage_seconds"] = stages;
+  // Where the evaluate stage's time went: the curator's propagation and
+  // training, and the rest (reading the estimate, splits, conversions,
+  // recording the result, the call itself).
+  {
+    const double prop = details.value("propagate_seconds", 0.0);
+    const double train = details.value("train_seconds", 0.0);
+    double whole = 0;
+    for (const auto& [k, v] : stage_seconds_) {
+      if (k == "evaluate") whole = v;
+    }
+    d["evaluate_seconds"] = {{"propagate", prop},
+                             {"train", train},
+                             {"rest", std::max(0.0, whole - prop - train)}};
+  }
   d["total_seconds"] = total;
   d["results"] = {{"estimate", estimate.id()}, {"evaluate", evaluate.id()}};
   if (!o_.attach && (o_.keep || o_.keep_running || !created_work_)) {
@@ -1093,10 +1113,13 @@ void Simulation::Report(const json& j) {
   if (d.contains("peak_rss_mib")) {
     const json& mem = d["peak_rss_mib"];
     row("peak memory", absl::StrFormat(
-                           "curator %.0f MiB, agent hosts %.0f MiB (largest %.0f)",
+                           "%.0f MiB in all: curator %.0f MiB, agent hosts "
+                           "%.0f MiB (largest %.0f), ldpctl %.0f MiB",
+                           mem["all_processes"].get<double>(),
                            mem["curator"].get<double>(),
                            mem["agent_hosts_total"].get<double>(),
-                           mem["agent_host_max"].get<double>()));
+                           mem["agent_host_max"].get<double>(),
+                           mem["ldpctl"].get<double>()));
   }
   out_ << "\n  " << absl::StrFormat("%-26s %9s\n", "stage", "seconds");
   for (const auto& [k, v] : stage_seconds_) {
@@ -1107,6 +1130,8 @@ void Simulation::Report(const json& j) {
                           r["propagate_seconds"].get<double>());
   out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which train",
                           r["train_seconds"].get<double>());
+  out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which the rest",
+                          d["evaluate_seconds"]["rest"].get<double>());
   out_ << absl::StrFormat("  %-26s %9.2f\n", "total", d["total_seconds"].get<double>());
   out_ << std::flush;
 }

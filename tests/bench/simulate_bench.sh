@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # End-to-end timing of `ldpctl simulate`: from the command to the results
 # table, median of RUNS runs (default 3) per case, with the seconds of each
-# stage and the peak memory of the curator and agent hosts.
+# stage (evaluate split into propagation, training and the rest) and the
+# peak memory of the curator, the agent hosts and all processes together.
 #
 #   bash tests/bench/simulate_bench.sh [BUILD_DIR] [--quick]
 #
 # Cases: cora and pubmed (../shared/datasets or $LDPGRAPH_DATASETS; skipped
 # when absent) and the generated 100k-node graph, 4 agent hosts, PrivGE node
-# classification, HDS at epsilon 1, secure noise. --quick: the default
-# 3000-node dataset only, one run.
+# classification, HDS at epsilon 1, secure noise; with SIM_1M=1 also the
+# generated 1M-node graph. --quick: the default 3000-node dataset only, one
+# run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=build
@@ -31,6 +33,8 @@ else
   [ -f "$datasets/cora/meta.json" ] && cases+=("cora|--dataset $datasets/cora")
   [ -f "$datasets/pubmed/meta.json" ] && cases+=("pubmed|--dataset $datasets/pubmed")
   cases+=("generated 100k|--nodes 100000")
+  # The 1M-node case takes many minutes and about 7 GiB: opt in.
+  [ "${SIM_1M:-0}" = 1 ] && cases+=("generated 1M|--nodes 1000000")
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -60,6 +64,9 @@ print("  " + ", ".join(f"{s} {med([x['stage_seconds'][s] for x in d]):.2f}" for 
 print(f"  {js[0]['metric']} {med([j['mean'] for j in js]):.4f}; reports {d[0]['reports']}, "
       f"{d[0]['report_bytes_per_report']:.1f} B each; peak RSS curator "
       f"{med([x['peak_rss_mib']['curator'] for x in d]):.0f} MiB, agent hosts "
-      f"{med([x['peak_rss_mib']['agent_hosts_total'] for x in d]):.0f} MiB")
+      f"{med([x['peak_rss_mib']['agent_hosts_total'] for x in d]):.0f} MiB, all processes "
+      f"{med([x['peak_rss_mib']['all_processes'] for x in d]):.0f} MiB")
+ev = [x["evaluate_seconds"] for x in d]
+print("  evaluate: " + ", ".join(f"{k} {med([e[k] for e in ev]):.2f}" for k in ("propagate", "train", "rest")))
 PY
 done

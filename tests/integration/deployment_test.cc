@@ -14,7 +14,11 @@
 //   BudgetCapsLedgerAndAgentRefusal     the ledger refuses what declared
 //       caps forbid; the agent refuses what only it knows it cannot afford,
 //       and the refusal reaches the operator.
+//   AHostWithMoreNodesThanOneEnrolTakesEnrolsInParts  a host over more
+//       nodes than the curator's per-call limit completes a campaign, and
+//       its restart replaces its session.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -137,8 +141,13 @@ class RawAgent {
 class HostThread {
  public:
   HostThread(std::unique_ptr<agent::AgentHost> host) : host_(std::move(host)) {
-    thread_ = std::thread([this] { result_ = host_->Run(); });
+    thread_ = std::thread([this] {
+      result_ = host_->Run();
+      finished_.store(true);
+    });
   }
+  // True once Run returned (after Stop, or on a permanent error).
+  bool finished() const { return finished_.load(); }
   ~HostThread() { Stop().IgnoreError(); }
   // Stops the host and joins; the status Run returned.
   absl::Status Stop() {
@@ -155,6 +164,7 @@ class HostThread {
   std::unique_ptr<agent::AgentHost> host_;
   std::thread thread_;
   absl::Status result_;
+  std::atomic<bool> finished_{false};
 };
 
 // --- the fixture ----------------------------------------------------------------
@@ -201,8 +211,9 @@ class DeploymentTest : public ::testing::Test {
   const DevCerts& certs() const { return *certs_; }
 
   // A TLS curator on 127.0.0.1:0 over graph_dir, or over `nodes` nodes
-  // without a graph.
-  void StartCurator(const std::string& graph_dir, uint32_t nodes) {
+  // without a graph, taking at most max_enrol nodes per Enrol call.
+  void StartCurator(const std::string& graph_dir, uint32_t nodes,
+                    int max_enrol = 100000) {
     curator::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.data_dir = TempDir("curator");
@@ -213,6 +224,7 @@ class DeploymentTest : public ::testing::Test {
     o.tls_cert_pem = certs().cert_pem;
     o.tls_key_pem = certs().key_pem;
     o.http_listen.clear();
+    o.max_enrol = max_enrol;
     auto server = curator::CuratorServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -225,7 +237,7 @@ class DeploymentTest : public ::testing::Test {
   HostThread* StartHost(const std::string& cora, uint32_t begin, uint32_t end,
                         const agent::AgentPolicy& policy,
                         const BudgetCaps& declared, std::optional<uint64_t> seed,
-                        int batch_size = 512) {
+                        int batch_size = 512, int enrol_part = 100000) {
     auto records = agent::LoadShard(cora, FeatureScaling::kSymmetric, begin, end);
     EXPECT_TRUE(records.ok()) << records.status();
     if (!records.ok()) return nullptr;
@@ -243,6 +255,7 @@ class DeploymentTest : public ::testing::Test {
     }
     o.caps = declared;
     o.batch_size = batch_size;
+    o.enrol_part = enrol_part;
     o.backoff_initial = absl::Milliseconds(50);
     o.backoff_max = absl::Seconds(1);
     auto host = agent::AgentHost::Create(std::move(o), std::move(*shard));
@@ -1155,6 +1168,112 @@ TEST_F(DeploymentTest, ReleaseIsChargedToTheLedgerAndExported) {
     v1::StageResult out;
     grpc::Status s = admin_->stub().Release(&ctx, req, &out);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+}
+
+// A host over more nodes than the curator takes in one Enrol call enrols in
+// parts (agent.proto EnrolRequest.more): its one session covers them all,
+// a campaign over every node completes, and a restarted host's enrolment
+// replaces the earlier session instead of adding one.
+TEST_F(DeploymentTest, AHostWithMoreNodesThanOneEnrolTakesEnrolsInParts) {
+  constexpr uint32_t kNodes = 300;
+  constexpr int kMaxEnrol = 64;  // 300 nodes: 5 parts
+  GeneratorOptions g = DefaultGeneratorOptions();
+  g.nodes = kNodes;
+  g.features = 8;
+  g.classes = 3;
+  auto data = GenerateDataset(g);
+  ASSERT_TRUE(data.ok()) << data.status();
+  const std::string graph_dir = TempDir("parts-graph");
+  ASSERT_TRUE(WriteDataset(*data, graph_dir).ok());
+  ASSERT_NO_FATAL_FAILURE(StartCurator(graph_dir, 0, kMaxEnrol));
+
+  agent::AgentPolicy policy;
+  policy.caps.total = 8;
+  {
+    // A part of no nodes is a configuration error.
+    auto records = agent::LoadShard(graph_dir, FeatureScaling::kSymmetric, 0, 2);
+    ASSERT_TRUE(records.ok()) << records.status();
+    auto shard = agent::AgentShard::Create(std::move(*records), policy, 7,
+                                           TempDir("parts-zero"));
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    agent::AgentHostOptions o;
+    o.curator = absl::StrCat("127.0.0.1:", server_->port());
+    o.ca_pem = certs().ca_pem;
+    for (uint32_t v = 0; v < 2; ++v) {
+      o.credentials.emplace_back(v, curator::NodeCredential(certs().node_key, v));
+    }
+    o.enrol_part = 0;
+    auto host = agent::AgentHost::Create(std::move(o), std::move(*shard));
+    EXPECT_EQ(host.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(host.status().message(), HasSubstr("enrol_part must be >= 1"));
+  }
+  // A host that sends more per call than the curator takes is refused for
+  // good, with the limit named.
+  HostThread* too_big = StartHost(graph_dir, 0, kNodes, policy, policy.caps,
+                                  /*seed=*/7, 512, /*enrol_part=*/kMaxEnrol + 1);
+  ASSERT_NE(too_big, nullptr);
+  const absl::Status refused = [&] {
+    PollUntil([&] { return too_big->finished(); }, absl::Seconds(30),
+              absl::Milliseconds(20));
+    return too_big->Stop();
+  }();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("at most 64 allowed per call"));
+  hosts_.clear();
+
+  HostThread* host = StartHost(graph_dir, 0, kNodes, policy, policy.caps,
+                               /*seed=*/7, 512, /*enrol_part=*/kMaxEnrol);
+  ASSERT_NE(host, nullptr);
+  ASSERT_NO_FATAL_FAILURE(WaitEnrolled(0, kNodes));
+  ASSERT_TRUE(PollUntil([&] { return host->host().ready(); }, absl::Seconds(30),
+                        absl::Milliseconds(20)));
+  absl::StatusOr<v1::CuratorStatus> status = admin_->Status();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->sessions(), 1u);
+  EXPECT_EQ(status->enrolled_nodes(), kNodes);
+
+  v1::CreateCampaignRequest req;
+  req.set_name("parts");
+  req.set_attribute(v1::ATTRIBUTE_FEATURES);
+  v1::MechanismSpec* spec = req.mutable_spec();
+  spec->set_kind(v1::MECHANISM_KIND_HDS);
+  spec->set_epsilon(1.0);
+  spec->set_dimension(8);
+  spec->set_sampled(2);
+  spec->set_range_low(-1.0);
+  spec->set_range_high(1.0);
+  req.mutable_nodes()->set_all(true);
+  req.set_quorum(1.0);
+  v1::Campaign created;
+  grpc::Status s = admin_->Create(req, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  absl::StatusOr<v1::Campaign> done =
+      admin_->WaitClosed(created.id(), absl::Seconds(120));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->close_reason(), "quorum");
+  EXPECT_EQ(done->progress().reported(), kNodes);
+  EXPECT_EQ(done->progress().rejected(), 0u);
+  EXPECT_EQ(host->host().counters().reports_acked.load(), kNodes);
+  EXPECT_EQ(host->host().counters().sessions.load(), 1u);
+  ASSERT_TRUE(host->Stop().ok());
+
+  // The host restarts: its new enrolment in parts replaces the old session.
+  HostThread* again = StartHost(graph_dir, 0, kNodes, policy, policy.caps,
+                                /*seed=*/7, 512, /*enrol_part=*/kMaxEnrol);
+  ASSERT_NE(again, nullptr);
+  ASSERT_TRUE(PollUntil([&] { return again->host().ready(); },
+                        absl::Seconds(30), absl::Milliseconds(20)));
+  status = admin_->Status();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->sessions(), 1u);
+  EXPECT_EQ(status->enrolled_nodes(), kNodes);
+  // Nothing was charged twice: one question, epsilon 1 per node.
+  auto budgets = admin_->Budgets(0, kNodes);
+  ASSERT_TRUE(budgets.ok()) << budgets.status();
+  ASSERT_EQ(budgets->size(), kNodes);
+  for (const auto& b : *budgets) {
+    ASSERT_EQ(b.total_spent(), 1.0) << "node " << b.node_id();
   }
 }
 

@@ -137,6 +137,19 @@ TEST_F(SimulateTest, EqualsTheLibraryWithTheSameSeeds) {
     EXPECT_DOUBLE_EQ(d["epsilon_spent_per_node"]["min"].get<double>(), c.epsilon);
     EXPECT_DOUBLE_EQ(d["epsilon_spent_per_node"]["max"].get<double>(), c.epsilon);
     EXPECT_TRUE(d["stage_seconds"].contains("evaluate"));
+    // Every process's peak memory, and their sum.
+    const json& mem = d["peak_rss_mib"];
+    EXPECT_GT(mem["ldpctl"].get<double>(), 0);
+    EXPECT_GT(mem["curator"].get<double>(), 0);
+    EXPECT_NEAR(mem["all_processes"].get<double>(),
+                mem["curator"].get<double>() +
+                    mem["agent_hosts_total"].get<double>() +
+                    mem["ldpctl"].get<double>(),
+                1e-6);
+    // The evaluate stage, split into propagation, training and the rest.
+    EXPECT_GE(d["evaluate_seconds"]["rest"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(d["evaluate_seconds"]["train"].get<double>(),
+                     s["per_run"][0]["train_seconds"].get<double>());
     // The run left nothing behind but its (named) work folder.
     EXPECT_THAT(ProcessesMentioning(work), ::testing::IsEmpty());
     EXPECT_TRUE(std::filesystem::exists(work + "/curator.log"));
