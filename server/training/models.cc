@@ -67,42 +67,50 @@ Mlp<S>::Mlp(const MlpConfig& c, PublicRandom& rng) : config_(c) {
     linear_.emplace_back(LayerIn(l, c.input_dim, c.hidden_dim),
                          LayerOut(l, c.layers, c.hidden_dim, c.output_dim),
                          rng, c.threads);
-    dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout);
+    dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout, c.threads);
   }
   in_.resize(c.layers);
   pre_.resize(c.layers);
   act_.resize(c.layers);
+  infer_pre_.resize(c.layers);
+  infer_act_.resize(c.layers);
 }
 
 template <typename S>
 const Mat<S>& Mlp<S>::Forward(const Mat<S>& x, bool training,
                               PublicRandom* rng) {
+  // Training and inference keep their own buffers: alternating between the
+  // training rows and the validation rows then reallocates nothing.
+  std::vector<Mat<S>>& pre = training ? pre_ : infer_pre_;
+  std::vector<Mat<S>>& act = training ? act_ : infer_act_;
   const Mat<S>* h = &x;
   const int last = config_.layers - 1;
   for (int l = 0; l <= last; ++l) {
-    in_[l] = &dropout_[l].Forward(*h, training, rng);
-    linear_[l].Forward(*in_[l], &pre_[l]);
-    if (l == last) return pre_[l];
-    ActivationForward(config_.activation, pre_[l], &act_[l]);
-    h = &act_[l];
+    const Mat<S>& in = dropout_[l].Forward(*h, training, rng);
+    if (training) in_[l] = &in;
+    linear_[l].Forward(in, &pre[l]);
+    if (l == last) return pre[l];
+    ActivationForward(config_.activation, pre[l], &act[l], config_.threads);
+    h = &act[l];
   }
-  return pre_[last];
+  return pre[last];
 }
 
 template <typename S>
 void Mlp<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
-  Mat<S> g = d_output, d_in;
+  g_ = d_output;
   for (int l = config_.layers - 1; l >= 0; --l) {
     if (l != config_.layers - 1) {
-      ActivationBackward(config_.activation, pre_[l], act_[l], &g);
+      ActivationBackward(config_.activation, pre_[l], act_[l], &g_,
+                         config_.threads);
     }
     const bool need_input = l > 0 || d_x != nullptr;
-    linear_[l].Backward(*in_[l], g, need_input ? &d_in : nullptr);
+    linear_[l].Backward(*in_[l], g_, need_input ? &d_in_ : nullptr);
     if (!need_input) break;
-    dropout_[l].Backward(&d_in);
-    g.swap(d_in);
+    dropout_[l].Backward(&d_in_);
+    g_.swap(d_in_);
   }
-  if (d_x != nullptr) *d_x = std::move(g);
+  if (d_x != nullptr) *d_x = g_;
 }
 
 template <typename S>
@@ -155,7 +163,7 @@ Gnn<S>::Gnn(const GnnConfig& c, const GraphOperators<S>* ops,
     const int out = LayerOut(l, c.layers, c.hidden_dim, c.output_dim);
     self_.emplace_back(in, out, rng, c.threads);
     if (c.kind == GnnKind::kSage) neigh_.emplace_back(in, out, rng, c.threads);
-    dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout);
+    dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout, c.threads);
   }
   in_.resize(c.layers);
   agg_.resize(c.layers);
@@ -185,7 +193,8 @@ const Mat<S>& Gnn<S>::Forward(const Mat<S>& x, bool training,
       pre_[l] += tmp;
     }
     if (l == last) return pre_[l];
-    ActivationForward(config_.activation, pre_[l], &act_[l]);
+    ActivationForward(config_.activation, pre_[l], &act_[l],
+                      config_.threads);
     h = &act_[l];
   }
   return pre_[last];
@@ -198,7 +207,8 @@ void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
   std::vector<Mat<S>> scratch;
   for (int l = config_.layers - 1; l >= 0; --l) {
     if (l != config_.layers - 1) {
-      ActivationBackward(config_.activation, pre_[l], act_[l], &g);
+      ActivationBackward(config_.activation, pre_[l], act_[l], &g,
+                         config_.threads);
     }
     const bool need_input = l > 0 || d_x != nullptr;
     if (config_.kind == GnnKind::kGcn) {

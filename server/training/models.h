@@ -67,6 +67,8 @@ class Mlp {
   // the pre-activation, the activation.
   std::vector<const Mat<S>*> in_;
   std::vector<Mat<S>> pre_, act_;
+  std::vector<Mat<S>> infer_pre_, infer_act_;  // inference's own buffers
+  Mat<S> g_, d_in_;                            // Backward's
 };
 
 enum class GnnKind { kGcn, kSage };

@@ -49,9 +49,9 @@ TEST(MlpTest, GradientsMatchFiniteDifferences) {
   for (Activation a : {Activation::kRelu, Activation::kSelu}) {
     for (int layers : {1, 2, 3}) {
       PublicRandom rng(1);
-      Mlp<double> mlp({5, 4, 3, layers, 0.0, a}, rng);
+      Mlp<double> mlp({5, 4, 3, layers, 0.0, a}, rng);  // no dropout
       SCOPED_TRACE(::testing::Message() << "layers " << layers);
-      ExpectGradientsMatch(mlp, RandomMatrix(6, 5, 2), /*training=*/false);
+      ExpectGradientsMatch(mlp, RandomMatrix(6, 5, 2), /*training=*/true);
     }
   }
 }
@@ -72,9 +72,13 @@ TEST(MlpTest, DropoutOnlyInTrainingAndUnbiased) {
   PublicRandom drop(5);
   const Mat<double> train = mlp.Forward(x, true, &drop);
   EXPECT_NE(train, eval1);
-  // Inverted dropout keeps the expected pre-activation: the mean over many
-  // rows is close to the inference output.
-  EXPECT_NEAR(train.mean(), eval1.mean(), 0.1 * std::abs(eval1.mean()) + 0.05);
+  // Inverted dropout keeps the expected pre-activation: averaged over many
+  // draws, the training output is the inference output.
+  Mat<double> mean = Mat<double>::Zero(x.rows(), 2);
+  const int draws = 200;
+  for (int i = 0; i < draws; ++i) mean += mlp.Forward(x, true, &drop);
+  mean /= draws;
+  EXPECT_NEAR(mean.mean(), eval1.mean(), 0.02 * std::abs(eval1.mean()) + 0.01);
 }
 
 TEST(MlpTest, ConfigValidation) {

@@ -21,6 +21,7 @@
 #include "common/blas.h"
 #include "common/parallel.h"
 #include "common/random.h"
+#include "common/seed_mix.h"
 
 namespace ldpgraph::training {
 
@@ -55,75 +56,6 @@ enum class Activation { kRelu, kSelu };
 inline constexpr double kSeluLambda = 1.0507009873554804934193349852946;
 inline constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 
-// y = f(x) elementwise.
-template <typename S>
-void ActivationForward(Activation a, const Mat<S>& x, Mat<S>* y) {
-  if (a == Activation::kRelu) {
-    *y = x.cwiseMax(S(0));
-  } else {
-    *y = x.unaryExpr([](S v) {
-      return v > 0 ? S(kSeluLambda) * v
-                   : S(kSeluLambda * kSeluAlpha) * (std::exp(v) - S(1));
-    });
-  }
-}
-
-// grad := grad * f'(x), with y = f(x) from the forward pass.
-template <typename S>
-void ActivationBackward(Activation a, const Mat<S>& x, const Mat<S>& y,
-                        Mat<S>* grad) {
-  if (a == Activation::kRelu) {
-    *grad = (x.array() > S(0)).select(grad->array(), S(0));
-  } else {
-    // f'(x) = lambda for x > 0, else lambda * alpha * e^x = y + lambda*alpha.
-    *grad = (x.array() > S(0))
-                .select(grad->array() * S(kSeluLambda),
-                        grad->array() * (y.array() + S(kSeluLambda *
-                                                       kSeluAlpha)));
-  }
-}
-
-// Inverted dropout: in training each entry is kept with probability 1 - p
-// and scaled by 1 / (1 - p), so inference needs no rescaling. p in [0, 1).
-template <typename S>
-class Dropout {
- public:
-  explicit Dropout(double p = 0.0) : p_(p) {}
-
-  // x * mask in training (a copy the layer keeps), or x itself (inference,
-  // or p == 0: no copy).
-  const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng) {
-    active_ = training && p_ > 0.0;
-    if (!active_) return x;
-    mask_.resize(x.rows(), x.cols());
-    const S scale = S(1.0 / (1.0 - p_));
-    // One 64-bit draw gives two 32-bit uniforms.
-    const uint64_t threshold = static_cast<uint64_t>(p_ * 4294967296.0);
-    const Eigen::Index n = x.size();
-    S* m = mask_.data();
-    Eigen::Index i = 0;
-    for (; i + 1 < n; i += 2) {
-      const uint64_t w = rng->Next64();
-      m[i] = (w & 0xffffffffu) >= threshold ? scale : S(0);
-      m[i + 1] = (w >> 32) >= threshold ? scale : S(0);
-    }
-    if (i < n) m[i] = (rng->Next64() >> 32) >= threshold ? scale : S(0);
-    out_ = x.cwiseProduct(mask_);
-    return out_;
-  }
-
-  // grad := grad * mask (when the last forward pass dropped anything).
-  void Backward(Mat<S>* grad) const {
-    if (active_) *grad = grad->cwiseProduct(mask_);
-  }
-
- private:
-  double p_;
-  bool active_ = false;
-  Mat<S> mask_;
-  Mat<S> out_;
-};
-
 // How a layer splits its rows across threads: into parts of fixed
 // boundaries (at most kMaxParts, at least kMinRowsPerPart rows each) that
 // depend on the row count only, so that a sum over rows is added up in the
@@ -139,6 +71,134 @@ struct RowParts {
   Eigen::Index size(size_t p) const { return begin(p + 1) - begin(p); }
   Eigen::Index rows;
   Eigen::Index count;
+};
+
+// y = f(x) elementwise, over RowParts on `threads` threads.
+template <typename S>
+void ActivationForward(Activation a, const Mat<S>& x, Mat<S>* y,
+                       int threads = 1) {
+  y->resize(x.rows(), x.cols());
+  const RowParts parts(x.rows());
+  const Eigen::Index cols = x.cols();
+  ParallelFor(parts.count, threads, [&](int, size_t p) {
+    const S* in = x.data() + parts.begin(p) * cols;
+    S* out = y->data() + parts.begin(p) * cols;
+    const Eigen::Index n = parts.size(p) * cols;
+    if (a == Activation::kRelu) {
+      for (Eigen::Index i = 0; i < n; ++i) out[i] = in[i] > S(0) ? in[i] : S(0);
+    } else {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        out[i] = in[i] > S(0)
+                     ? S(kSeluLambda) * in[i]
+                     : S(kSeluLambda * kSeluAlpha) * (std::exp(in[i]) - S(1));
+      }
+    }
+  });
+}
+
+// grad := grad * f'(x) in place, with y = f(x) from the forward pass.
+template <typename S>
+void ActivationBackward(Activation a, const Mat<S>& x, const Mat<S>& y,
+                        Mat<S>* grad, int threads = 1) {
+  const RowParts parts(x.rows());
+  const Eigen::Index cols = x.cols();
+  ParallelFor(parts.count, threads, [&](int, size_t p) {
+    const Eigen::Index first = parts.begin(p) * cols;
+    const S* in = x.data() + first;
+    const S* out = y.data() + first;
+    S* g = grad->data() + first;
+    const Eigen::Index n = parts.size(p) * cols;
+    if (a == Activation::kRelu) {
+      for (Eigen::Index i = 0; i < n; ++i) g[i] = in[i] > S(0) ? g[i] : S(0);
+    } else {
+      // f'(x) = lambda for x > 0, else lambda * alpha * e^x = y + lambda*alpha.
+      for (Eigen::Index i = 0; i < n; ++i) {
+        g[i] *= in[i] > S(0) ? S(kSeluLambda)
+                             : out[i] + S(kSeluLambda * kSeluAlpha);
+      }
+    }
+  });
+}
+
+// Inverted dropout: in training each entry is kept with probability 1 - p
+// and scaled by 1 / (1 - p), so inference needs no rescaling. p in [0, 1),
+// applied to the nearest multiple of 2^-16 (at most 1 - 2^-16).
+// The mask of each RowPart comes from its own stream, seeded by one draw
+// from the caller's generator and the part's index, so the masks depend on
+// the seed and the row count, not on the thread count.
+template <typename S>
+class Dropout {
+ public:
+  explicit Dropout(double p = 0.0, int threads = 1)
+      : p_(p), threads_(threads) {}
+
+  // x * mask in training (a copy the layer keeps), or x itself (inference,
+  // or p == 0: no copy).
+  // An inference pass leaves the last training pass's mask for Backward.
+  const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng) {
+    if (!training) return x;
+    active_ = p_ > 0.0;
+    if (!active_) return x;
+    mask_.resize(x.rows(), x.cols());
+    out_.resize(x.rows(), x.cols());
+    // One 64-bit draw gives four 16-bit uniforms: an entry is dropped when
+    // its uniform is below threshold, so p is taken to the nearest multiple
+    // of 2^-16 and the scale is that of the probability actually kept.
+    const uint32_t threshold = static_cast<uint32_t>(
+        std::min<long>(std::lround(p_ * 65536.0), 65535));
+    const S scale = S(65536.0 / (65536.0 - threshold));
+    const uint64_t seed = rng->Next64();
+    const RowParts parts(x.rows());
+    const Eigen::Index cols = x.cols();
+    ParallelFor(parts.count, threads_, [&](int, size_t part) {
+      PublicRandom stream(SeedMix(seed ^ SeedMix(part)));
+      const Eigen::Index first = parts.begin(part) * cols;
+      const Eigen::Index n = parts.size(part) * cols;
+      S* m = mask_.data() + first;
+      S* out = out_.data() + first;
+      const S* in = x.data() + first;
+      auto keep = [&](uint64_t w, int lane) {
+        return S(((w >> (16 * lane)) & 0xffffu) >= threshold) * scale;
+      };
+      Eigen::Index i = 0;
+      for (; i + 4 <= n; i += 4) {
+        const uint64_t w = stream.Next64();
+        for (int k = 0; k < 4; ++k) {
+          m[i + k] = keep(w, k);
+          out[i + k] = in[i + k] * m[i + k];
+        }
+      }
+      if (i < n) {
+        const uint64_t w = stream.Next64();
+        for (int k = 0; i < n; ++i, ++k) {
+          m[i] = keep(w, k);
+          out[i] = in[i] * m[i];
+        }
+      }
+    });
+    return out_;
+  }
+
+  // grad := grad * mask (when the last forward pass dropped anything).
+  void Backward(Mat<S>* grad) const {
+    if (!active_) return;
+    const RowParts parts(grad->rows());
+    const Eigen::Index cols = grad->cols();
+    ParallelFor(parts.count, threads_, [&](int, size_t part) {
+      const Eigen::Index first = parts.begin(part) * cols;
+      const Eigen::Index n = parts.size(part) * cols;
+      S* g = grad->data() + first;
+      const S* m = mask_.data() + first;
+      for (Eigen::Index i = 0; i < n; ++i) g[i] *= m[i];
+    });
+  }
+
+ private:
+  double p_;
+  int threads_;
+  bool active_ = false;
+  Mat<S> mask_;
+  Mat<S> out_;
 };
 
 // out = a b, rows split by RowParts(a.rows()) across threads.
