@@ -212,7 +212,7 @@ void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
     }
     const bool need_input = l > 0 || d_x != nullptr;
     if (config_.kind == GnnKind::kGcn) {
-      self_[l].bias().grad = g.colwise().sum();
+      ParallelColumnSum(g, &self_[l].bias().grad, threads, &scratch);
       // A is symmetric: A^T g = A g.
       ParallelProduct(ops_->gcn, g, &t, threads);
       ParallelTransposeProduct(*in_[l], t, &self_[l].weight().grad, threads,

@@ -125,79 +125,69 @@ void ActivationBackward(Activation a, const Mat<S>& x, const Mat<S>& y,
 // applied to the nearest multiple of 2^-16 (at most 1 - 2^-16).
 // The mask of each RowPart comes from its own stream, seeded by one draw
 // from the caller's generator and the part's index, so the masks depend on
-// the seed and the row count, not on the thread count.
+// the seed and the row count, not on the thread count. The mask is not
+// stored: Backward draws it again from the same streams.
 template <typename S>
 class Dropout {
  public:
   explicit Dropout(double p = 0.0, int threads = 1)
-      : p_(p), threads_(threads) {}
+      : p_(p),
+        threads_(threads),
+        threshold_(static_cast<uint32_t>(
+            std::min<long>(std::lround(p * 65536.0), 65535))),
+        scale_(S(65536.0 / (65536.0 - threshold_))) {}
 
   // x * mask in training (a copy the layer keeps), or x itself (inference,
-  // or p == 0: no copy).
-  // An inference pass leaves the last training pass's mask for Backward.
+  // or p == 0: no copy). An inference pass leaves the last training pass's
+  // mask for Backward.
   const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng) {
     if (!training) return x;
     active_ = p_ > 0.0;
     if (!active_) return x;
-    mask_.resize(x.rows(), x.cols());
     out_.resize(x.rows(), x.cols());
-    // One 64-bit draw gives four 16-bit uniforms: an entry is dropped when
-    // its uniform is below threshold, so p is taken to the nearest multiple
-    // of 2^-16 and the scale is that of the probability actually kept.
-    const uint32_t threshold = static_cast<uint32_t>(
-        std::min<long>(std::lround(p_ * 65536.0), 65535));
-    const S scale = S(65536.0 / (65536.0 - threshold));
-    const uint64_t seed = rng->Next64();
-    const RowParts parts(x.rows());
-    const Eigen::Index cols = x.cols();
-    ParallelFor(parts.count, threads_, [&](int, size_t part) {
-      PublicRandom stream(SeedMix(seed ^ SeedMix(part)));
-      const Eigen::Index first = parts.begin(part) * cols;
-      const Eigen::Index n = parts.size(part) * cols;
-      S* m = mask_.data() + first;
-      S* out = out_.data() + first;
-      const S* in = x.data() + first;
-      auto keep = [&](uint64_t w, int lane) {
-        return S(((w >> (16 * lane)) & 0xffffu) >= threshold) * scale;
-      };
-      Eigen::Index i = 0;
-      for (; i + 4 <= n; i += 4) {
-        const uint64_t w = stream.Next64();
-        for (int k = 0; k < 4; ++k) {
-          m[i + k] = keep(w, k);
-          out[i + k] = in[i + k] * m[i + k];
-        }
-      }
-      if (i < n) {
-        const uint64_t w = stream.Next64();
-        for (int k = 0; i < n; ++i, ++k) {
-          m[i] = keep(w, k);
-          out[i] = in[i] * m[i];
-        }
-      }
-    });
+    seed_ = rng->Next64();
+    Apply(x.data(), out_.data(), x.rows(), x.cols());
     return out_;
   }
 
   // grad := grad * mask (when the last forward pass dropped anything).
   void Backward(Mat<S>* grad) const {
-    if (!active_) return;
-    const RowParts parts(grad->rows());
-    const Eigen::Index cols = grad->cols();
-    ParallelFor(parts.count, threads_, [&](int, size_t part) {
-      const Eigen::Index first = parts.begin(part) * cols;
-      const Eigen::Index n = parts.size(part) * cols;
-      S* g = grad->data() + first;
-      const S* m = mask_.data() + first;
-      for (Eigen::Index i = 0; i < n; ++i) g[i] *= m[i];
-    });
+    if (active_) Apply(grad->data(), grad->data(), grad->rows(), grad->cols());
   }
 
  private:
+  // out = in * mask, for the mask of seed_ (in may be out).
+  void Apply(const S* in, S* out, Eigen::Index rows, Eigen::Index cols) const {
+    // One 64-bit draw gives four 16-bit uniforms: an entry is dropped when
+    // its uniform is below threshold_; scale_ is 1 / P(kept).
+    const RowParts parts(rows);
+    ParallelFor(parts.count, threads_, [&](int, size_t part) {
+      PublicRandom stream(SeedMix(seed_ ^ SeedMix(part)));
+      const Eigen::Index first = parts.begin(part) * cols;
+      const Eigen::Index n = parts.size(part) * cols;
+      const S* x = in + first;
+      S* y = out + first;
+      auto keep = [&](uint64_t w, int lane) {
+        return S(((w >> (16 * lane)) & 0xffffu) >= threshold_) * scale_;
+      };
+      Eigen::Index i = 0;
+      for (; i + 4 <= n; i += 4) {
+        const uint64_t w = stream.Next64();
+        for (int k = 0; k < 4; ++k) y[i + k] = x[i + k] * keep(w, k);
+      }
+      if (i < n) {
+        const uint64_t w = stream.Next64();
+        for (int k = 0; i < n; ++i, ++k) y[i] = x[i] * keep(w, k);
+      }
+    });
+  }
+
   double p_;
   int threads_;
+  uint32_t threshold_;
+  S scale_;
   bool active_ = false;
-  Mat<S> mask_;
+  uint64_t seed_ = 0;
   Mat<S> out_;
 };
 
@@ -228,6 +218,20 @@ void ParallelTransposeProduct(const Mat<S>& a, const Mat<S>& b, Mat<S>* out,
   for (Eigen::Index p = 1; p < parts.count; ++p) *out += (*scratch)[p];
 }
 
+// out (1 x cols) = the column sums of a, as partial sums over
+// RowParts(a.rows()) added in part order; scratch holds the partials.
+template <typename S>
+void ParallelColumnSum(const Mat<S>& a, Mat<S>* out, int threads,
+                       std::vector<Mat<S>>* scratch) {
+  const RowParts parts(a.rows());
+  scratch->resize(parts.count);
+  ParallelFor(parts.count, threads, [&](int, size_t p) {
+    (*scratch)[p] = a.middleRows(parts.begin(p), parts.size(p)).colwise().sum();
+  });
+  *out = (*scratch)[0];
+  for (Eigen::Index p = 1; p < parts.count; ++p) *out += (*scratch)[p];
+}
+
 // y = x W + b: W is in x out, b is 1 x out. Glorot-uniform W, zero b.
 // The products run on `threads` threads (>= 1), over RowParts: the results
 // are the same for any thread count.
@@ -251,7 +255,7 @@ class Linear {
   // when d_x is not null, writes dL/dx.
   void Backward(const Mat<S>& x, const Mat<S>& d_y, Mat<S>* d_x) {
     ParallelTransposeProduct(x, d_y, &weight_.grad, threads_, &scratch_);
-    bias_.grad = d_y.colwise().sum();
+    ParallelColumnSum(d_y, &bias_.grad, threads_, &scratch_);
     if (d_x != nullptr) {
       ParallelProduct(d_y, Mat<S>(weight_.value.transpose()), d_x, threads_);
     }
