@@ -111,7 +111,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
            "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
-           "weight-decay", "epochs", "patience", "loss", "link-batch",
+           "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
            "batch-lr", "split", "runs",
            "seed", "format", "activation", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs", "clip",
@@ -302,16 +302,33 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
                        FlagToInt(pairs, "link-batch", 1));
     }
   }
+  if (auto batch = a.Get("node-batch")) {
+    if (task != Task::kNode) {
+      return absl::InvalidArgumentError("--node-batch applies to --task node");
+    }
+    if (*batch == "auto") {
+      c.node_model.batch_rows = -1;
+    } else if (*batch == "full") {
+      c.node_model.batch_rows = 0;
+    } else {
+      int64_t rows = 0;
+      if (!absl::SimpleAtoi(*batch, &rows)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--node-batch must be auto, full or a whole number, got '",
+            *batch, "'"));
+      }
+      ASSIGN_OR_RETURN(c.node_model.batch_rows,
+                       FlagToInt(rows, "node-batch", 1));
+    }
+  }
   ASSIGN_OR_RETURN(auto batch_lr, a.GetDouble("batch-lr"));
   if (batch_lr) {
-    if (task != Task::kLink) {
-      return absl::InvalidArgumentError("--batch-lr applies to --task link");
-    }
     if (!(*batch_lr > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--batch-lr must be > 0, got ", *batch_lr));
     }
-    c.link_model.batched_learning_rate = *batch_lr;
+    (task == Task::kLink ? c.link_model.batched_learning_rate
+                         : c.node_model.batched_learning_rate) = *batch_lr;
   }
   if (auto split = a.Get("split")) {
     ASSIGN_OR_RETURN(int i,
@@ -469,8 +486,12 @@ Model:
                          (N edges and N non-edges, reshuffled every epoch;
                          then at most 100 epochs, patience 5). The features
                          are formed batch by batch, never all at once
-  --batch-lr LR          link: Adam's learning rate with mini-batches
-                         (default 0.001; --lr is the full batch's)
+  --node-batch B         node, MLP: training rows per Adam step: auto
+                         (default: full batch while the training rows hold
+                         at most 2^24 features, else 4096), full, or N (then
+                         at most 100 epochs, patience 10)
+  --batch-lr LR          Adam's learning rate with mini-batches (default
+                         0.001; --lr is the full batch's)
   --split S              node: random (50/25/25; default) or planetoid
 Runs and output:
   --runs R               runs (default 5)

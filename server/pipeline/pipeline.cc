@@ -669,7 +669,14 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                   {"dropout", c.node_model.dropout},
                   {"input_dropout", c.node_model.input_dropout},
                   {"activation", act(c.node_model.activation)},
-                  {"training", train(c.node_model.train)}};
+                  {"training", train(c.node_model.train)},
+                  {"batch_rows", c.node_model.batch_rows < 0
+                                     ? nlohmann::json("auto")
+                                     : nlohmann::json(c.node_model.batch_rows)},
+                  {"batched_training",
+                   {{"learning_rate", c.node_model.batched_learning_rate},
+                    {"max_epochs", c.node_model.batched_max_epochs},
+                    {"patience", c.node_model.batched_patience}}}};
   } else {
     j["split"] = {{"validation", c.link_validation_fraction},
                   {"test", c.link_test_fraction}};

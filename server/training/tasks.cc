@@ -88,8 +88,17 @@ absl::Status ValidateNodeData(const NodeTaskData& d, const NodeModelConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the transition matrix must be ", d.classes, " x ", d.classes));
   }
-  if (c.train.max_epochs < 1 || c.train.patience < 1) {
+  if (c.train.max_epochs < 1 || c.train.patience < 1 ||
+      c.batched_max_epochs < 1 || c.batched_patience < 1) {
     return absl::InvalidArgumentError("epochs and patience must be >= 1");
+  }
+  if (c.batch_rows < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch rows must be -1 (automatic), 0 (full batch) or more, got ",
+        c.batch_rows));
+  }
+  if (!(c.batched_learning_rate > 0)) {
+    return absl::InvalidArgumentError("learning rates must be > 0");
   }
   if (!(c.train.adam.learning_rate > 0) || !(c.train.adam.weight_decay >= 0)) {
     return absl::InvalidArgumentError(
@@ -126,6 +135,12 @@ struct NodeModelHooks {
 };
 
 }  // namespace
+
+int NodeBatchRows(const NodeModelConfig& c, size_t rows, size_t dim) {
+  if (c.kind != NodeModelKind::kMlp) return 0;
+  if (c.batch_rows >= 0) return c.batch_rows;
+  return rows * dim <= kNodeFullBatchEntries ? 0 : kNodeAutoBatchRows;
+}
 
 absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
                                                    const NodeModelConfig& c,
@@ -203,8 +218,46 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
             validation_loss(logits, nullptr)};
   };
   NodeTaskResult result;
-  result.training =
-      TrainWithEarlyStopping<float>(hooks.params(), c.train, step, validate);
+  result.batch_rows = NodeBatchRows(c, d.train.size(), x.cols());
+  if (result.batch_rows == 0) {
+    result.training =
+        TrainWithEarlyStopping<float>(hooks.params(), c.train, step, validate);
+  } else {
+    // Mini-batches of the training rows, reshuffled every epoch (public
+    // randomness), one Adam step each.
+    const size_t b = static_cast<size_t>(result.batch_rows);
+    const size_t rows = d.train.size();
+    std::vector<uint32_t> order(rows);
+    std::iota(order.begin(), order.end(), 0u);
+    Mat<float> x_batch;
+    std::vector<int32_t> targets;
+    auto batch_step = [&](int s) -> double {
+      if (s == 0) {
+        for (size_t i = rows; i > 1; --i) {
+          std::swap(order[i - 1], order[rng.UniformInt(i)]);
+        }
+      }
+      const size_t first = s * b, count = std::min(b, rows - first);
+      x_batch.resize(static_cast<Eigen::Index>(count), x_train.cols());
+      targets.resize(count);
+      for (size_t i = 0; i < count; ++i) {
+        x_batch.row(i) = x_train.row(order[first + i]);
+        targets[i] = d.train_targets[order[first + i]];
+      }
+      const Mat<float>& logits = mlp->Forward(x_batch, true, &rng);
+      const double loss = MakeClassLoss(targets, d.transition)(logits, &grad);
+      mlp->Backward(grad);
+      return loss;
+    };
+    TrainOptions batched = c.train;
+    batched.max_epochs = c.batched_max_epochs;
+    batched.patience = c.batched_patience;
+    batched.min_epochs = 0;
+    batched.adam.learning_rate = c.batched_learning_rate;
+    result.training = TrainWithEarlyStopping<float>(
+        hooks.params(), batched, static_cast<int>((rows + b - 1) / b),
+        batch_step, validate);
+  }
   Mat<float> logits = hooks.predict(d.test);
   std::vector<int32_t> pred = ArgmaxRows(
       absl::MakeConstSpan(logits.data(), logits.size()), logits.rows(),
@@ -424,9 +477,20 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
       1, c.feature_entries / static_cast<size_t>(z.cols()));
   Mat<float> x;
 
+  // The validation pairs are scored every epoch: formed once when they fit
+  // in one chunk (as the training pairs are, below).
+  Mat<float> x_validation;
+  if (validation.size() <= chunk_rows) {
+    features.Fill(validation, nullptr, 0, validation.size(), &x_validation);
+  }
   // Scores of a whole list in inference mode, chunk by chunk.
   auto scores_of = [&](const PairList& list) {
     std::vector<float> s(list.size());
+    if (&list == &validation && x_validation.rows() > 0) {
+      const Mat<float>& out = scorer.Forward(x_validation, false, nullptr);
+      std::copy(out.data(), out.data() + s.size(), s.begin());
+      return s;
+    }
     for (size_t first = 0; first < list.size(); first += chunk_rows) {
       const size_t count = std::min(chunk_rows, list.size() - first);
       features.Fill(list, nullptr, first, count, &x);
@@ -464,12 +528,20 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
     std::vector<PublicRandom> chunk_rng;
     Mat<float> scores(static_cast<Eigen::Index>(rows), 1), grad;
     GradientSum sum(params);
+    // In one chunk, the training pairs' features are formed once for all
+    // epochs; in several, each epoch forms each chunk twice.
+    Mat<float> x_train;
+    if (chunks == 1) features.Fill(train, nullptr, 0, rows, &x_train);
     auto step = [&]() -> double {
       chunk_rng.clear();
       for (size_t k = 0; k < chunks; ++k) {
         const size_t first = k * chunk_rows;
         const size_t count = std::min(chunk_rows, rows - first);
         chunk_rng.push_back(rng);
+        if (chunks == 1) {
+          scores = scorer.Forward(x_train, true, &rng);
+          break;
+        }
         features.Fill(train, nullptr, first, count, &x);
         scores.middleRows(first, count) = scorer.Forward(x, true, &rng);
       }
