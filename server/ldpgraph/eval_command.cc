@@ -102,6 +102,20 @@ absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
   return absl::OkStatus();
 }
 
+// A batch-size flag: auto (-1), full (0) or a whole number >= 1.
+absl::StatusOr<int> ParseBatchFlag(const std::string& value,
+                                   absl::string_view flag) {
+  if (value == "auto") return -1;
+  if (value == "full") return 0;
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(value, &n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be auto, full or a whole number, got '",
+                     value, "'"));
+  }
+  return FlagToInt(n, flag, 1);
+}
+
 absl::StatusOr<EvalOptions> ParseEvalOptions(
     const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
@@ -287,39 +301,15 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     if (task != Task::kLink) {
       return absl::InvalidArgumentError("--link-batch applies to --task link");
     }
-    if (*batch == "auto") {
-      c.link_model.batch_pairs = -1;
-    } else if (*batch == "full") {
-      c.link_model.batch_pairs = 0;
-    } else {
-      int64_t pairs = 0;
-      if (!absl::SimpleAtoi(*batch, &pairs)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--link-batch must be auto, full or a whole number, got '",
-            *batch, "'"));
-      }
-      ASSIGN_OR_RETURN(c.link_model.batch_pairs,
-                       FlagToInt(pairs, "link-batch", 1));
-    }
+    ASSIGN_OR_RETURN(c.link_model.batch_pairs,
+                     ParseBatchFlag(*batch, "link-batch"));
   }
   if (auto batch = a.Get("node-batch")) {
     if (task != Task::kNode) {
       return absl::InvalidArgumentError("--node-batch applies to --task node");
     }
-    if (*batch == "auto") {
-      c.node_model.batch_rows = -1;
-    } else if (*batch == "full") {
-      c.node_model.batch_rows = 0;
-    } else {
-      int64_t rows = 0;
-      if (!absl::SimpleAtoi(*batch, &rows)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--node-batch must be auto, full or a whole number, got '",
-            *batch, "'"));
-      }
-      ASSIGN_OR_RETURN(c.node_model.batch_rows,
-                       FlagToInt(rows, "node-batch", 1));
-    }
+    ASSIGN_OR_RETURN(c.node_model.batch_rows,
+                     ParseBatchFlag(*batch, "node-batch"));
   }
   ASSIGN_OR_RETURN(auto batch_lr, a.GetDouble("batch-lr"));
   if (batch_lr) {

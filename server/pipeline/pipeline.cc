@@ -631,6 +631,12 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
     }
     return "?";
   };
+  auto batch_size = [](int n) { return n < 0 ? json("auto") : json(n); };
+  auto batched = [](const auto& model) {
+    return json{{"learning_rate", model.batched_learning_rate},
+                {"max_epochs", model.batched_max_epochs},
+                {"patience", model.batched_patience}};
+  };
   auto act = [](training::Activation a) {
     return a == training::Activation::kRelu ? "relu" : "selu";
   };
@@ -670,13 +676,8 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                   {"input_dropout", c.node_model.input_dropout},
                   {"activation", act(c.node_model.activation)},
                   {"training", train(c.node_model.train)},
-                  {"batch_rows", c.node_model.batch_rows < 0
-                                     ? nlohmann::json("auto")
-                                     : nlohmann::json(c.node_model.batch_rows)},
-                  {"batched_training",
-                   {{"learning_rate", c.node_model.batched_learning_rate},
-                    {"max_epochs", c.node_model.batched_max_epochs},
-                    {"patience", c.node_model.batched_patience}}}};
+                  {"batch_rows", batch_size(c.node_model.batch_rows)},
+                  {"batched_training", batched(c.node_model)}};
   } else {
     j["split"] = {{"validation", c.link_validation_fraction},
                   {"test", c.link_test_fraction}};
@@ -691,13 +692,8 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                      ? "pairwise"
                      : "logistic"},
         {"training", train(c.link_model.train)},
-        {"batch_pairs", c.link_model.batch_pairs < 0
-                            ? nlohmann::json("auto")
-                            : nlohmann::json(c.link_model.batch_pairs)},
-        {"batched_training",
-         {{"learning_rate", c.link_model.batched_learning_rate},
-          {"max_epochs", c.link_model.batched_max_epochs},
-          {"patience", c.link_model.batched_patience}}}};
+        {"batch_pairs", batch_size(c.link_model.batch_pairs)},
+        {"batched_training", batched(c.link_model)}};
   }
   if (IsReleaseMethod(c.method)) {
     const embedding::ReleaseConfig r = ReleaseFor(c);

@@ -134,6 +134,18 @@ struct NodeModelHooks {
   std::function<std::vector<Param<float>*>()> params;
 };
 
+// The training options with mini-batches: the config's batched epochs,
+// patience and learning rate in place of train's (no minimum epochs).
+template <typename Config>
+TrainOptions BatchedOptions(const Config& c) {
+  TrainOptions o = c.train;
+  o.max_epochs = c.batched_max_epochs;
+  o.patience = c.batched_patience;
+  o.min_epochs = 0;
+  o.adam.learning_rate = c.batched_learning_rate;
+  return o;
+}
+
 }  // namespace
 
 int NodeBatchRows(const NodeModelConfig& c, size_t rows, size_t dim) {
@@ -249,11 +261,7 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
       mlp->Backward(grad);
       return loss;
     };
-    TrainOptions batched = c.train;
-    batched.max_epochs = c.batched_max_epochs;
-    batched.patience = c.batched_patience;
-    batched.min_epochs = 0;
-    batched.adam.learning_rate = c.batched_learning_rate;
+    const TrainOptions batched = BatchedOptions(c);
     result.training = TrainWithEarlyStopping<float>(
         hooks.params(), batched, static_cast<int>((rows + b - 1) / b),
         batch_step, validate);
@@ -712,11 +720,7 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
       scorer.Backward(grad);
       return loss;
     };
-    TrainOptions batched = c.train;
-    batched.max_epochs = c.batched_max_epochs;
-    batched.patience = c.batched_patience;
-    batched.min_epochs = 0;
-    batched.adam.learning_rate = c.batched_learning_rate;
+    const TrainOptions batched = BatchedOptions(c);
     result.training = TrainWithEarlyStopping<float>(params, batched, steps,
                                                     step, validate);
   }

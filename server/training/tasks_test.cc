@@ -183,16 +183,15 @@ TEST(TrainNodeClassifierTest, RejectsBadInput) {
 
 // Embeddings where an edge joins nodes of the same cluster: z_u * z_v is
 // large on the cluster's dimension for edges, small for non-edges.
-TEST(TrainLinkPredictorTest, SeparatesEdgesFromNonEdges) {
-  const int n = 300, k = 5;
-  Mat<float> z = Mat<float>::Zero(n, k);
-  PublicRandom rng(9);
+LinkTaskData ClusteredLinks(Mat<float>* z, int n, int k, uint64_t seed) {
+  *z = Mat<float>::Zero(n, k);
+  PublicRandom rng(seed);
   for (int v = 0; v < n; ++v) {
-    z(v, v % k) = 1.0f;
-    for (int j = 0; j < k; ++j) z(v, j) += 0.3f * float(rng.UniformDouble());
+    (*z)(v, v % k) = 1.0f;
+    for (int j = 0; j < k; ++j) (*z)(v, j) += 0.3f * float(rng.UniformDouble());
   }
   LinkTaskData d;
-  d.embeddings = &z;
+  d.embeddings = z;
   auto pick = [&](bool same, std::vector<Edge>* out, int count) {
     while (static_cast<int>(out->size()) < count) {
       NodeId u = rng.UniformInt(n), v = rng.UniformInt(n);
@@ -205,6 +204,12 @@ TEST(TrainLinkPredictorTest, SeparatesEdgesFromNonEdges) {
   pick(false, &d.validation_negative, 50);
   pick(true, &d.test_positive, 100);
   pick(false, &d.test_negative, 100);
+  return d;
+}
+
+TEST(TrainLinkPredictorTest, SeparatesEdgesFromNonEdges) {
+  Mat<float> z;
+  LinkTaskData d = ClusteredLinks(&z, 300, 5, 9);
   for (LinkLossKind loss : {LinkLossKind::kPairwise, LinkLossKind::kLogistic}) {
     for (int layers : {1, 2}) {
       LinkModelConfig c;
@@ -228,31 +233,6 @@ TEST(TrainLinkPredictorTest, SeparatesEdgesFromNonEdges) {
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("names a node >= 300"), std::string::npos)
       << r.status();
-}
-
-// Link data where an edge joins nodes of the same cluster.
-LinkTaskData ClusteredLinks(Mat<float>* z, int n, int k, uint64_t seed) {
-  *z = Mat<float>::Zero(n, k);
-  PublicRandom rng(seed);
-  for (int v = 0; v < n; ++v) {
-    (*z)(v, v % k) = 1.0f;
-    for (int j = 0; j < k; ++j) (*z)(v, j) += 0.3f * float(rng.UniformDouble());
-  }
-  LinkTaskData d;
-  d.embeddings = z;
-  auto pick = [&](bool same, std::vector<Edge>* out, int count) {
-    while (static_cast<int>(out->size()) < count) {
-      NodeId u = rng.UniformInt(n), v = rng.UniformInt(n);
-      if (u != v && ((u % k) == (v % k)) == same) out->push_back({u, v});
-    }
-  };
-  pick(true, &d.train_positive, 400);
-  pick(false, &d.train_negative, 400);
-  pick(true, &d.validation_positive, 50);
-  pick(false, &d.validation_negative, 50);
-  pick(true, &d.test_positive, 100);
-  pick(false, &d.test_negative, 100);
-  return d;
 }
 
 // Forming the features chunk by chunk computes the same full-batch gradient
