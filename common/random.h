@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -58,6 +59,16 @@ class RandomSource {
   // fraction of d.
   std::vector<uint32_t> SampleWithoutReplacement(uint32_t d, uint32_t k);
 };
+
+// Fisher-Yates with rng: every permutation equally likely, and the same one
+// for the same generator state on every platform (std::shuffle's algorithm
+// is not specified).
+template <typename T>
+void Shuffle(std::vector<T>& v, RandomSource& rng) {
+  for (size_t i = v.size(); i > 1; --i) {
+    std::swap(v[i - 1], v[rng.UniformInt(i)]);
+  }
+}
 
 // OpenSSL's CSPRNG (RAND_bytes, the DRBG seeded by the operating system),
 // read in 4 KiB blocks so that a draw costs a few nanoseconds. The buffer is

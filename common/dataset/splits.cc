@@ -40,16 +40,6 @@ size_t RoundedCount(double f, size_t total) {
   return std::min(total, static_cast<size_t>(x));
 }
 
-// Fisher-Yates with the seeded generator: the same permutation for the same
-// seed on every platform (std::shuffle's algorithm is not specified).
-template <typename T>
-void Shuffle(std::vector<T>& v, PublicRandom& rng) {
-  for (size_t i = v.size(); i > 1; --i) {
-    const size_t j = static_cast<size_t>(rng.UniformInt(i));
-    std::swap(v[i - 1], v[j]);
-  }
-}
-
 bool EdgeLess(const Edge& a, const Edge& b) {
   return a.u != b.u ? a.u < b.u : a.v < b.v;
 }

@@ -19,14 +19,6 @@ uint64_t InboxKey(int round, uint32_t from) {
   return (static_cast<uint64_t>(round) << 32) | from;
 }
 
-// Fisher-Yates with the node's randomness.
-template <typename T>
-void Shuffle(std::vector<T>& v, RandomSource& rng) {
-  for (size_t i = v.size(); i > 1; --i) {
-    std::swap(v[i - 1], v[rng.UniformInt(i)]);
-  }
-}
-
 // Standard normal by Box-Muller.
 double Gaussian(RandomSource& rng) {
   double u1 = rng.UniformDouble();

@@ -244,11 +244,7 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
     Mat<float> x_batch;
     std::vector<int32_t> targets;
     auto batch_step = [&](int s) -> double {
-      if (s == 0) {
-        for (size_t i = rows; i > 1; --i) {
-          std::swap(order[i - 1], order[rng.UniformInt(i)]);
-        }
-      }
+      if (s == 0) Shuffle(order, rng);
       const size_t first = s * b, count = std::min(b, rows - first);
       x_batch.resize(static_cast<Eigen::Index>(count), x_train.cols());
       targets.resize(count);
@@ -555,10 +551,7 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
       }
       double loss;
       if (c.loss == LinkLossKind::kPairwise) {
-        // A fresh pairing every epoch (Fisher-Yates over the public source).
-        for (size_t i = p; i > 1; --i) {
-          std::swap(partner[i - 1], partner[rng.UniformInt(i)]);
-        }
+        Shuffle(partner, rng);  // a fresh pairing every epoch
         loss = PairwiseAucLoss<float>(partner)(scores, &grad);
       } else {
         loss = logistic(scores, &grad);
@@ -590,11 +583,6 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
     std::iota(pos.begin(), pos.end(), 0u);
     std::iota(neg.begin(), neg.end(), static_cast<uint32_t>(p));
     std::iota(all.begin(), all.end(), 0u);
-    auto shuffle = [&](std::vector<uint32_t>* v) {
-      for (size_t i = v->size(); i > 1; --i) {
-        std::swap((*v)[i - 1], (*v)[rng.UniformInt(i)]);
-      }
-    };
     const int steps = static_cast<int>(pairwise ? (p + b - 1) / b
                                                 : (rows + 2 * b - 1) / (2 * b));
     std::vector<uint32_t> index;
@@ -603,10 +591,10 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
     auto reshuffle = [&](int s) {
       if (s != 0) return;
       if (pairwise) {
-        shuffle(&pos);
-        shuffle(&neg);
+        Shuffle(pos, rng);
+        Shuffle(neg, rng);
       } else {
-        shuffle(&all);
+        Shuffle(all, rng);
       }
     };
     // A linear scorer (logistic regression, no input dropout) needs no
