@@ -347,8 +347,6 @@ class PairFeatures {
     }
   }
 
-  // out := count rows, row r the pair list[index[r]] (list[first + r] when
-  // index is null).
   // The map row = (z_u * z_v - mean) * scale: mean 0 and scale 1 before Fit.
   std::vector<float> mean() const {
     return mean_.empty() ? std::vector<float>(z_.cols(), 0.0f) : mean_;
@@ -357,6 +355,8 @@ class PairFeatures {
     return scale_.empty() ? std::vector<float>(z_.cols(), 1.0f) : scale_;
   }
 
+  // out := count rows, row r the pair list[index[r]] (list[first + r] when
+  // index is null).
   void Fill(const PairList& list, const uint32_t* index, size_t first,
             size_t count, Mat<float>* out) const {
     const size_t d = z_.cols();
@@ -481,36 +481,33 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
       1, c.feature_entries / static_cast<size_t>(z.cols()));
   Mat<float> x;
 
-  // The validation pairs are scored every epoch: formed once when they fit
-  // in one chunk (as the training pairs are, below).
-  Mat<float> x_validation;
-  if (validation.size() <= chunk_rows) {
-    features.Fill(validation, nullptr, 0, validation.size(), &x_validation);
-  }
-  // Scores of a whole list in inference mode, chunk by chunk.
-  auto scores_of = [&](const PairList& list) {
+  // ROC-AUC of a pair list in inference mode, its features formed chunk by
+  // chunk, or taken from `formed` when the caller holds them all (a list
+  // that fits one chunk).
+  auto auc_of = [&](const PairList& list, const Mat<float>* formed) {
     std::vector<float> s(list.size());
-    if (&list == &validation && x_validation.rows() > 0) {
-      const Mat<float>& out = scorer.Forward(x_validation, false, nullptr);
-      std::copy(out.data(), out.data() + s.size(), s.begin());
-      return s;
-    }
     for (size_t first = 0; first < list.size(); first += chunk_rows) {
       const size_t count = std::min(chunk_rows, list.size() - first);
-      features.Fill(list, nullptr, first, count, &x);
-      const Mat<float>& out = scorer.Forward(x, false, nullptr);
+      if (formed == nullptr) features.Fill(list, nullptr, first, count, &x);
+      const Mat<float>& out =
+          scorer.Forward(formed ? *formed : x, false, nullptr);
       std::copy(out.data(), out.data() + count, s.begin() + first);
     }
-    return s;
-  };
-  auto auc_of = [&](const PairList& list) {
-    const std::vector<float> s = scores_of(list);
     const size_t p = list.positive->size();
     return RocAuc(absl::MakeConstSpan(s.data(), p),
                   absl::MakeConstSpan(s.data() + p, s.size() - p));
   };
+  // The validation pairs are scored every epoch: formed once when they fit
+  // in one chunk (as the training pairs are, below).
+  Mat<float> x_validation;
+  const bool validation_formed = validation.size() <= chunk_rows;
+  if (validation_formed) {
+    features.Fill(validation, nullptr, 0, validation.size(), &x_validation);
+  }
   auto validate = [&]() -> Validation {
-    return {auc_of(validation).value_or(0.0), 0.0};
+    return {auc_of(validation, validation_formed ? &x_validation : nullptr)
+                .value_or(0.0),
+            0.0};
   };
 
   const size_t p = d.train_positive.size();
@@ -713,7 +710,7 @@ absl::StatusOr<LinkTaskResult> TrainLinkPredictor(const LinkTaskData& d,
                                                     step, validate);
   }
   result.batch_pairs = batch_pairs;
-  ASSIGN_OR_RETURN(result.test_auc, auc_of(test));
+  ASSIGN_OR_RETURN(result.test_auc, auc_of(test, nullptr));
   return result;
 }
 
