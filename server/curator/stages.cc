@@ -388,6 +388,7 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
     collected.label_reports = std::move(labels);
     c.label_epsilon = lc.spec().epsilon();
   }
+  pipeline::ResolveDatasetSettings(public_data.meta, &c);
   ASSIGN_OR_RETURN(pipeline::RunResult run,
                    pipeline::RunPipelineOnCollected(public_data, c, collected,
                                                     q.seed()));

@@ -477,6 +477,7 @@ absl::Status Simulation::Configure() {
         "node classification needs a dataset with labels (classes >= 2)");
   }
   ASSIGN_OR_RETURN(config_, ConfigOf(o_));
+  pipeline::ResolveDatasetSettings(data_.meta, &config_);
   auto range = ScaledRange(config_.scaling, data_.meta);
   if (!range) {
     return absl::InvalidArgumentError(

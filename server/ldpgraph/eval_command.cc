@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/status_macros.h"
 #include "server/ldpgraph/tool_util.h"
@@ -124,6 +125,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
           args,
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
            "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
+           "label-denoising", "kprop-norm", "tune-feature-steps",
+           "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
            "batch-lr", "split", "runs",
@@ -193,6 +196,49 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     c.standardize = false;
   }
   c.label_self_loops = a.Flag("label-self-loops");
+  if (auto ld = a.Get("label-denoising")) {
+    auto parsed = pipeline::ParseLabelDenoising(*ld);
+    if (!parsed.ok()) return FlagError("label-denoising", parsed.status());
+    c.label_denoising = *parsed;
+  }
+  for (const char* flag : {"tune-feature-steps", "tune-label-steps"}) {
+    auto list = a.Get(flag);
+    if (!list) continue;
+    if (method != Method::kLpgnn) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " applies to --method lpgnn (KProp)"));
+    }
+    std::vector<int>& grid = std::string(flag) == "tune-feature-steps"
+                                 ? c.tune_feature_steps
+                                 : c.tune_label_steps;
+    if (*list == "default") {
+      grid = std::string(flag) == "tune-feature-steps"
+                 ? std::vector<int>{2, 4, 8, 16}
+                 : std::vector<int>{0, 2, 4, 8};
+      continue;
+    }
+    for (absl::string_view item : absl::StrSplit(*list, ',')) {
+      int64_t k = 0;
+      if (!absl::SimpleAtoi(item, &k) || k < 0 || k > 1000) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " must be 'default' or a comma-separated list of "
+            "steps in [0, 1000], got '", *list, "'"));
+      }
+      grid.push_back(static_cast<int>(k));
+    }
+  }
+  if (!c.tune_label_steps.empty() && c.tune_feature_steps.empty()) {
+    c.tune_feature_steps = {c.feature_steps};
+  }
+  if (auto kn = a.Get("kprop-norm")) {
+    if (method != Method::kLpgnn) {
+      return absl::InvalidArgumentError(
+          "--kprop-norm applies to --method lpgnn (KProp)");
+    }
+    auto parsed = ParseKPropNorm(*kn);
+    if (!parsed.ok()) return FlagError("kprop-norm", parsed.status());
+    c.kprop_norm = *parsed;
+  }
   c.feature_self_loops = a.Flag("feature-self-loops");
   if (auto s = a.Get("scale")) {
     auto parsed = ParseFeatureScaling(*s);
@@ -338,6 +384,12 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   }
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
+  // Any of these takes LPGNN's settings into the user's hands: the
+  // per-dataset table then stays off, and the others keep cora's.
+  for (const char* flag : {"feature-steps", "label-steps", "weight-decay",
+                           "dropout"}) {
+    if (a.Get(flag)) c.dataset_settings = false;
+  }
   return o;
 }
 
@@ -371,6 +423,7 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
       jr["macro_f1"] = r.macro_f1;
     }
     if (!r.release.is_null()) jr["release"] = r.release;
+    if (!r.tuning.is_null()) jr["tuning"] = r.tuning;
     if (r.label_agreement) {
       jr["label_agreement"] = *r.label_agreement;
       jr["label_agreement_raw"] = *r.label_agreement_raw;
@@ -514,12 +567,13 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
   }
   auto parsed = ParseEvalOptions(args);
   if (!parsed.ok()) return UsageError("eval", parsed.status(), err);
-  const EvalOptions& o = *parsed;
+  EvalOptions& o = *parsed;
   auto dataset = LoadDataset(o.dataset);
   if (!dataset.ok()) {
     err << "ldpgraph eval: " << dataset.status().message() << "\n";
     return kExitRuntimeError;
   }
+  pipeline::ResolveDatasetSettings(dataset->meta, &o.config);
   if (!o.config.secure_noise && o.config.mechanism != "none") {
     err << kSeededWarning << "\n";
   }

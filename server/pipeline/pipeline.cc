@@ -21,6 +21,10 @@ namespace {
 
 using training::Mat;
 
+// Tuning candidates stop after this many epochs without a better one (the
+// patience of LPGNN's own trainer).
+constexpr int kTuningPatience = 100;
+
 // An independent 64-bit seed per (seed, run, stage), by splitmix64 steps.
 constexpr auto Mix = SeedMix;
 enum Stage : uint64_t { kSplit = 1, kNoise = 2, kModel = 4 };
@@ -170,26 +174,23 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
   return est;
 }
 
-// The curator's targets for the nodes that report labels: the reports after
-// randomized response and K_y KProp steps over their one-hot encodings
-// (argmax, ties to the lower class; a node whose neighbourhood holds no
-// report keeps its own).
-struct NoisyLabels {
-  std::vector<int32_t> train, validation;
-  Mat<float> transition;
-  double agreement = 0, agreement_raw = 0;
+// The label reports of the training and validation nodes (-1 elsewhere):
+// collected, or each node's true label through k-ary randomized response.
+struct LabelReports {
+  std::vector<int32_t> reported;
+  Mat<float> transition;  // T[a][b] = P(report b | true a)
 };
 
-absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d, const Graph& graph,
-                                          const NodeSplit& split,
-                                          const PipelineConfig& c, int classes,
-                                          const Collected* collected,
-                                          NoiseStreams& noise) {
+absl::StatusOr<LabelReports> PerturbLabels(const Dataset& d,
+                                           const NodeSplit& split,
+                                           const PipelineConfig& c,
+                                           int classes,
+                                           const Collected* collected,
+                                           NoiseStreams& noise) {
   ASSIGN_OR_RETURN(auto rr,
                    LabelRandomizedResponse::Create(*c.label_epsilon, classes));
-  const size_t n = d.graph.num_nodes();
-  DenseMatrix onehot(n, classes);
-  std::vector<int32_t> reported(n, -1);
+  LabelReports out;
+  out.reported.assign(d.graph.num_nodes(), -1);
   for (const auto* list : {&split.train, &split.validation}) {
     for (NodeId v : *list) {
       int y = 0;
@@ -200,13 +201,46 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d, const Graph& graph,
       } else {
         ASSIGN_OR_RETURN(y, rr->Perturb(d.labels[v], noise.at(v)));
       }
-      reported[v] = y;
-      onehot.at(v, y) = 1.0f;
+      out.reported[v] = y;
     }
   }
-  ASSIGN_OR_RETURN(DenseMatrix smoothed,
-                   KProp(graph, onehot, c.label_steps, c.label_self_loops,
-                         c.threads));
+  out.transition = Mat<float>::Constant(
+      classes, classes, static_cast<float>(rr->other_probability()));
+  out.transition.diagonal().setConstant(
+      static_cast<float>(rr->keep_probability()));
+  return out;
+}
+
+// The curator's targets from the reports: K_y KProp steps over their one-hot
+// encodings (argmax, ties to the lower class; a node whose neighbourhood
+// holds no report keeps its own). kPublished propagates with D^-1/2 A D^-1/2
+// and selects against the raw validation reports; kVote with c.kprop_norm
+// and c.label_self_loops, selecting against the validation nodes' targets.
+// Without propagate_validation only the training nodes' reports spread
+// (tuning: the validation reports then judge a model that never saw them).
+struct NoisyLabels {
+  std::vector<int32_t> train, validation;
+  std::vector<int32_t> train_reports;  // raw, aligned with split.train
+  double agreement = 0, agreement_raw = 0;
+};
+
+absl::StatusOr<NoisyLabels> DenoiseLabels(const Dataset& d, const Graph& graph,
+                                          const NodeSplit& split,
+                                          const PipelineConfig& c, int classes,
+                                          const LabelReports& reports,
+                                          int label_steps,
+                                          bool propagate_validation) {
+  const std::vector<int32_t>& reported = reports.reported;
+  DenseMatrix onehot(d.graph.num_nodes(), classes);
+  for (NodeId v : split.train) onehot.at(v, reported[v]) = 1.0f;
+  if (propagate_validation) {
+    for (NodeId v : split.validation) onehot.at(v, reported[v]) = 1.0f;
+  }
+  const bool published = c.label_denoising == LabelDenoising::kPublished;
+  ASSIGN_OR_RETURN(
+      DenseMatrix smoothed,
+      KProp(graph, onehot, label_steps, published ? false : c.label_self_loops,
+            c.threads, published ? KPropNorm::kSymmetric : c.kprop_norm));
   NoisyLabels out;
   size_t agree = 0, agree_raw = 0;
   auto target = [&](NodeId v) {
@@ -220,16 +254,124 @@ absl::StatusOr<NoisyLabels> CollectLabels(const Dataset& d, const Graph& graph,
     agree_raw += (reported[v] == d.labels[v]);
     return y;
   };
-  for (NodeId v : split.train) out.train.push_back(target(v));
-  for (NodeId v : split.validation) out.validation.push_back(target(v));
+  for (NodeId v : split.train) {
+    out.train.push_back(target(v));
+    out.train_reports.push_back(reported[v]);
+  }
+  for (NodeId v : split.validation) {
+    const int32_t y = target(v);
+    out.validation.push_back(published ? reported[v] : y);
+  }
   const size_t total = split.train.size() + split.validation.size();
   out.agreement = double(agree) / total;
   out.agreement_raw = double(agree_raw) / total;
-  out.transition = Mat<float>::Constant(
-      classes, classes, static_cast<float>(rr->other_probability()));
-  out.transition.diagonal().setConstant(
-      static_cast<float>(rr->keep_probability()));
   return out;
+}
+
+// Row-wise softmax of logits, as the class posteriors a release shows.
+DenseMatrix Posteriors(const Mat<float>& logits) {
+  DenseMatrix p(logits.rows(), logits.cols());
+  for (Eigen::Index i = 0; i < logits.rows(); ++i) {
+    const float top = logits.row(i).maxCoeff();
+    double sum = 0;
+    for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+      sum += std::exp(static_cast<double>(logits(i, j) - top));
+    }
+    for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+      p.at(i, j) = static_cast<float>(
+          std::exp(static_cast<double>(logits(i, j) - top)) / sum);
+    }
+  }
+  return p;
+}
+
+// What one node-task training needs besides its (K_x, K_y): the run's
+// split, graph, collected features and label reports.
+struct NodeRunInputs {
+  const Dataset* d;
+  const Graph* graph;
+  const NodeSplit* split;
+  const SparseRows* x;  // estimated features (PrivGE, LPGNN)
+  const DenseMatrix* release;  // SE-PrivGEmb, DPNE: the embedding
+  const LabelReports* labels;  // with a label budget
+};
+
+// Propagates (LPGNN: feature_steps KProp steps; PrivGE: PPR), trains on the
+// targets of label_steps and scores the test set. tuning: only the training
+// reports spread (DenoiseLabels) and LPGNN's rule runs with the published
+// trainer's patience of 100 epochs.
+absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
+                                        const PipelineConfig& c,
+                                        int feature_steps, int label_steps,
+                                        bool tuning, uint64_t model_seed) {
+  const Dataset& d = *in.d;
+  const Graph& graph = *in.graph;
+  const NodeSplit& split = *in.split;
+  RunResult r;
+  DenseMatrix z;
+  if (in.release != nullptr) {
+    z = *in.release;
+  } else {
+    const auto t_prop = std::chrono::steady_clock::now();
+    if (c.method == Method::kPrivGe) {
+      ASSIGN_OR_RETURN(z, PprPush(graph, *in.x, PprOptionsOf(c)));
+    } else {
+      ASSIGN_OR_RETURN(z, KProp(graph, in.x->ToDense(), feature_steps,
+                                c.feature_self_loops, c.threads,
+                                c.kprop_norm));
+    }
+    r.propagate_seconds = SecondsSince(t_prop);
+  }
+  Mat<float> features = ToEigen(z);
+  if (c.standardize) Standardize(&features);
+  z = DenseMatrix();
+
+  training::NodeTaskData data;
+  data.features = &features;
+  data.graph = &graph;
+  data.classes = d.meta.classes;
+  data.keep_outputs = c.keep_node_outputs && !tuning;
+  data.train.assign(split.train.begin(), split.train.end());
+  data.validation.assign(split.validation.begin(), split.validation.end());
+  data.test.assign(split.test.begin(), split.test.end());
+  for (NodeId v : split.test) data.test_truth.push_back(d.labels[v]);
+  training::NodeModelConfig model = c.node_model;
+  model.threads = c.threads;
+  if (in.labels != nullptr) {
+    ASSIGN_OR_RETURN(NoisyLabels labels,
+                     DenoiseLabels(d, graph, split, c, d.meta.classes,
+                                   *in.labels, label_steps, !tuning));
+    data.train_targets = std::move(labels.train);
+    data.validation_targets = std::move(labels.validation);
+    data.transition = in.labels->transition;
+    if (c.label_denoising == LabelDenoising::kPublished) {
+      data.propagate_predictions = true;
+      data.label_steps = label_steps;
+      data.train_reports = std::move(labels.train_reports);
+      // LPGNN's rule, every epoch of the budget (no early stopping) unless
+      // tuning.
+      model.train.selection = training::SelectionRule::kNoisyLabelsCapped;
+      model.train.patience =
+          tuning ? std::min(model.train.max_epochs, kTuningPatience)
+                 : model.train.max_epochs;
+    }
+    r.label_agreement = labels.agreement;
+    r.label_agreement_raw = labels.agreement_raw;
+  } else {
+    for (NodeId v : split.train) data.train_targets.push_back(d.labels[v]);
+    for (NodeId v : split.validation) {
+      data.validation_targets.push_back(d.labels[v]);
+    }
+  }
+  ASSIGN_OR_RETURN(training::NodeTaskResult t,
+                   training::TrainNodeClassifier(data, model, model_seed));
+  r.metric = t.test_accuracy;
+  r.micro_f1 = t.test_micro_f1;
+  r.macro_f1 = t.test_macro_f1;
+  r.training = t.training;
+  r.train_seconds = t.training.seconds;
+  if (t.outputs) r.node_outputs = Posteriors(*t.outputs);
+  return r;
 }
 
 absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
@@ -269,78 +411,66 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                         collected || IsReleaseMethod(c.method)
                                             ? 0
                                             : d.graph.num_nodes()));
-  DenseMatrix z;
+  NodeRunInputs in{&d, &graph, &split, nullptr, nullptr, nullptr};
+  DenseMatrix release;
+  SparseRows x;
   if (IsReleaseMethod(c.method)) {
-    ASSIGN_OR_RETURN(z, RunRelease(graph, c, seed, run, &r));
+    ASSIGN_OR_RETURN(release, RunRelease(graph, c, seed, run, &r));
+    in.release = &release;
   } else {
-    ASSIGN_OR_RETURN(SparseRows x,
-                     CollectFeatures(d, c, collected, overrides.features,
-                                     noise, &r));
-    const auto t_prop = std::chrono::steady_clock::now();
-    if (c.method == Method::kPrivGe) {
-      ASSIGN_OR_RETURN(z, PprPush(graph, x, PprOptionsOf(c)));
-    } else {
-      ASSIGN_OR_RETURN(z, KProp(graph, x.ToDense(), c.feature_steps,
-                                c.feature_self_loops, c.threads));
-    }
-    r.propagate_seconds = SecondsSince(t_prop);
+    ASSIGN_OR_RETURN(x, CollectFeatures(d, c, collected, overrides.features,
+                                        noise, &r));
+    in.x = &x;
   }
-  Mat<float> features = ToEigen(z);
-  if (c.standardize) Standardize(&features);
-  z = DenseMatrix();
-
-  training::NodeTaskData data;
-  data.features = &features;
-  data.graph = &graph;
-  data.classes = classes;
-  data.keep_outputs = c.keep_node_outputs;
-  data.train.assign(split.train.begin(), split.train.end());
-  data.validation.assign(split.validation.begin(), split.validation.end());
-  data.test.assign(split.test.begin(), split.test.end());
-  for (NodeId v : split.test) data.test_truth.push_back(d.labels[v]);
+  LabelReports labels;
   if (c.label_epsilon) {
-    ASSIGN_OR_RETURN(NoisyLabels labels,
-                     CollectLabels(d, graph, split, c, classes,
-                                   labels_collected, noise));
-    data.train_targets = std::move(labels.train);
-    data.validation_targets = std::move(labels.validation);
-    data.transition = std::move(labels.transition);
-    r.label_agreement = labels.agreement;
-    r.label_agreement_raw = labels.agreement_raw;
-  } else {
-    for (NodeId v : split.train) data.train_targets.push_back(d.labels[v]);
-    for (NodeId v : split.validation) {
-      data.validation_targets.push_back(d.labels[v]);
-    }
+    ASSIGN_OR_RETURN(labels, PerturbLabels(d, split, c, classes,
+                                           labels_collected, noise));
+    in.labels = &labels;
   }
-  training::NodeModelConfig model = c.node_model;
-  model.threads = c.threads;
-  ASSIGN_OR_RETURN(training::NodeTaskResult t,
-                   training::TrainNodeClassifier(
-                       data, model, StageSeed(seed, run, kModel)));
-  r.metric = t.test_accuracy;
-  r.micro_f1 = t.test_micro_f1;
-  r.macro_f1 = t.test_macro_f1;
-  r.training = t.training;
-  r.train_seconds = t.training.seconds;
-  if (t.outputs) {
-    // Posteriors: a row-wise softmax of the logits.
-    const Mat<float>& logits = *t.outputs;
-    DenseMatrix p(logits.rows(), logits.cols());
-    for (Eigen::Index i = 0; i < logits.rows(); ++i) {
-      const float top = logits.row(i).maxCoeff();
-      double sum = 0;
-      for (Eigen::Index j = 0; j < logits.cols(); ++j) {
-        sum += std::exp(static_cast<double>(logits(i, j) - top));
-      }
-      for (Eigen::Index j = 0; j < logits.cols(); ++j) {
-        p.at(i, j) = static_cast<float>(
-            std::exp(static_cast<double>(logits(i, j) - top)) / sum);
+  const uint64_t model_seed = StageSeed(seed, run, kModel);
+  int feature_steps = c.feature_steps, label_steps = c.label_steps;
+  nlohmann::json tuning;
+  if (c.method == Method::kLpgnn && !c.tune_feature_steps.empty()) {
+    // Every candidate on this run's split and reports, scored by its
+    // selected epoch's validation accuracy (against the reports when the
+    // labels are noisy); the first best wins.
+    const std::vector<int> ky_grid =
+        c.label_epsilon && !c.tune_label_steps.empty()
+            ? c.tune_label_steps
+            : std::vector<int>{c.label_steps};
+    double best = -1;
+    tuning = nlohmann::json::array();
+    for (int kx : c.tune_feature_steps) {
+      for (int ky : ky_grid) {
+        ASSIGN_OR_RETURN(RunResult t,
+                         TrainNodeOnce(in, c, kx, ky, true, model_seed));
+        tuning.push_back({{"feature_steps", kx},
+                          {"label_steps", ky},
+                          {"validation", t.training.best_validation},
+                          {"epochs", t.training.epochs}});
+        if (t.training.best_validation > best) {
+          best = t.training.best_validation;
+          feature_steps = kx;
+          label_steps = ky;
+        }
       }
     }
-    r.node_outputs = std::move(p);
   }
-  return r;
+  ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(in, c, feature_steps,
+                                              label_steps, false, model_seed));
+  t.perturb_seconds = r.perturb_seconds;
+  t.noise_source = r.noise_source;
+  if (IsReleaseMethod(c.method)) {
+    t.propagate_seconds = r.propagate_seconds;
+    t.release = std::move(r.release);
+  }
+  if (!tuning.is_null()) {
+    t.tuning = {{"candidates", std::move(tuning)},
+                {"feature_steps", feature_steps},
+                {"label_steps", label_steps}};
+  }
+  return t;
 }
 
 absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
@@ -391,6 +521,17 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
 }
 
 }  // namespace
+
+absl::StatusOr<LabelDenoising> ParseLabelDenoising(absl::string_view name) {
+  if (name == "published") return LabelDenoising::kPublished;
+  if (name == "vote") return LabelDenoising::kVote;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "label denoising must be published or vote, got '", name, "'"));
+}
+
+absl::string_view LabelDenoisingName(LabelDenoising d) {
+  return d == LabelDenoising::kPublished ? "published" : "vote";
+}
 
 absl::string_view TaskName(Task t) {
   return t == Task::kNode ? "node" : "link";
@@ -443,9 +584,17 @@ PipelineConfig DefaultConfig(Method method, Task task) {
     c.node_model.train.max_epochs = 500;
     c.node_model.train.patience = 50;
   } else {
+    // LPGNN as its authors' code runs it: GraphSAGE, hidden 16, SELU, Adam,
+    // 500 epochs; K_x, K_y, weight decay and dropout per dataset
+    // (ResolveDatasetSettings; cora's until resolved).
     c.mechanism = "multibit";
     c.scaling = FeatureScaling::kUnit;
-    c.node_model.kind = training::NodeModelKind::kGcn;
+    c.feature_steps = 2;
+    c.label_steps = 8;
+    c.kprop_norm = KPropNorm::kSymmetric;
+    c.label_denoising = LabelDenoising::kPublished;
+    c.dataset_settings = true;
+    c.node_model.kind = training::NodeModelKind::kSage;
     c.node_model.hidden_dim = 16;
     c.node_model.layers = 2;
     c.node_model.dropout = 0.5;
@@ -453,7 +602,7 @@ PipelineConfig DefaultConfig(Method method, Task task) {
     c.node_model.train.adam.learning_rate = 0.01;
     c.node_model.train.adam.weight_decay = 1e-3;
     c.node_model.train.max_epochs = 500;
-    c.node_model.train.patience = 50;
+    c.node_model.train.patience = 500;
   }
   c.link_model.layers = 1;
   c.link_model.loss = training::LinkLossKind::kPairwise;
@@ -461,6 +610,19 @@ PipelineConfig DefaultConfig(Method method, Task task) {
   c.link_model.train.max_epochs = 500;
   c.link_model.train.patience = 50;
   return c;
+}
+
+void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c) {
+  if (!c->dataset_settings) return;
+  c->dataset_settings = false;
+  if (c->method != Method::kLpgnn) return;
+  // LPGNN's published hyper-parameters (GraphSAGE, eps_x = eps_y = 1).
+  const bool pubmed = meta.name == "pubmed";
+  c->feature_steps = pubmed ? 4 : 2;
+  c->label_steps = pubmed ? 2 : 8;
+  c->node_model.train.adam.weight_decay = pubmed ? 1e-4 : 1e-3;
+  c->node_model.dropout = pubmed ? 0.25 : 0.5;
+  if (!c->label_epsilon) c->feature_steps = 16;
 }
 
 absl::Status ValidateConfig(const PipelineConfig& c) {
@@ -544,7 +706,9 @@ absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
     }
   }
   if (c.task == Task::kNode) {
-    return RunNode(dataset, c, nullptr, seed, run, overrides);
+    PipelineConfig resolved = c;
+    ResolveDatasetSettings(dataset.meta, &resolved);
+    return RunNode(dataset, resolved, nullptr, seed, run, overrides);
   }
   return RunLink(dataset, c, nullptr, seed, run, overrides.features);
 }
@@ -588,7 +752,9 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
         "(label_epsilon)");
   }
   if (c.task == Task::kNode) {
-    return RunNode(public_data, c, &collected, seed, 0, RunOverrides{});
+    PipelineConfig resolved = c;
+    ResolveDatasetSettings(public_data.meta, &resolved);
+    return RunNode(public_data, resolved, &collected, seed, 0, RunOverrides{});
   }
   if (collected.label_reports) {
     return absl::InvalidArgumentError("link prediction uses no labels");
@@ -665,6 +831,9 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
   if (c.task == Task::kNode) {
     j["label_steps"] = c.label_steps;
     j["label_self_loops"] = c.label_self_loops;
+    if (c.label_epsilon) {
+      j["label_denoising"] = LabelDenoisingName(c.label_denoising);
+    }
     j["split"] = c.planetoid_split
                      ? json("planetoid")
                      : json{{"train", c.train_fraction},
@@ -733,7 +902,8 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
   } else {
     j["propagation"] = {{"method", "kprop"},
                         {"steps", c.feature_steps},
-                        {"self_loops", c.feature_self_loops}};
+                        {"self_loops", c.feature_self_loops},
+                        {"normalisation", KPropNormName(c.kprop_norm)}};
   }
   j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
   return j;

@@ -62,6 +62,28 @@ inline bool IsReleaseMethod(Method m) {
   return m == Method::kSePrivGemb || m == Method::kDpne;
 }
 
+// How the curator learns from labels seen through randomized response (the
+// node task with label_epsilon).
+//  kPublished: LPGNN as its authors' public code does it. Targets: the
+//    argmax of softmax(A^K_y Y), Y the one-hot reports of the training and
+//    validation nodes (test nodes report nothing), A = D^-1/2 A D^-1/2
+//    without self loops. Loss: the model's class probabilities of every
+//    node through the channel T and the same K_y steps of A
+//    (training::PropagatedForwardCorrectedCrossEntropy). Selection on the
+//    raw validation reports by training::SelectionRule::kNoisyLabelsCapped;
+//    no early stopping.
+//  kVote: ldpgraph's earlier variant. Targets: the argmax of K_y KProp
+//    steps (kprop_norm, label_self_loops) over the one-hot reports, for the
+//    training and the validation nodes; loss: forward correction through T
+//    of each training node's own prediction; selection: the best accuracy
+//    against the validation targets, with early stopping.
+// Either way a node whose neighbourhood holds no report keeps its own.
+enum class LabelDenoising { kPublished, kVote };
+
+// "published", "vote"; INVALID_ARGUMENT naming the choices.
+absl::StatusOr<LabelDenoising> ParseLabelDenoising(absl::string_view name);
+absl::string_view LabelDenoisingName(LabelDenoising d);
+
 struct PipelineConfig {
   Task task = Task::kNode;
   Method method = Method::kPrivGe;
@@ -77,7 +99,8 @@ struct PipelineConfig {
   // the curator receives the true labels of training and validation nodes.
   std::optional<double> label_epsilon;
   int label_steps = 2;            // K_y
-  bool label_self_loops = false;  // include a node's own report in its mean
+  bool label_self_loops = false;  // kVote: a node's own report in its mean
+  LabelDenoising label_denoising = LabelDenoising::kPublished;
 
   // Propagation. PrivGE: ppr (DefaultConfig sets relative_rmax, the same
   // relative accuracy for every mechanism). LPGNN: feature_steps (K_x)
@@ -88,6 +111,22 @@ struct PipelineConfig {
   bool standardize = false;
   int feature_steps = 16;
   bool feature_self_loops = false;
+  // LPGNN: when tune_feature_steps is non-empty, every run first trains each
+  // candidate K_x (and, with a label budget, K_y from tune_label_steps, or
+  // label_steps when empty) on its own split and reports, and keeps the one
+  // whose selected epoch scores best on the validation nodes: accuracy
+  // against their label reports, the only labels a curator holds. While
+  // tuning, the validation reports are left out of the label propagation
+  // (they judge models that never saw them) and candidates stop after 100
+  // epochs without a better one. The chosen pair then trains as configured;
+  // RunResult::tuning records every candidate.
+  std::vector<int> tune_feature_steps;
+  std::vector<int> tune_label_steps;
+  // KProp's weights over the features (and kVote's over the labels).
+  KPropNorm kprop_norm = KPropNorm::kSymmetric;
+  // LPGNN: take K_x, K_y, weight decay and dropout from LPGNN's published
+  // settings for the dataset (ResolveDatasetSettings) when the run starts.
+  bool dataset_settings = false;
 
   // SE-PrivGEmb and DPNE: the release's settings (its method, budget and
   // private flag follow method, epsilon, release_delta and mechanism).
@@ -133,6 +172,14 @@ struct PipelineConfig {
 // dropout 0.5, learning rate 0.01, weight decay 1e-3).
 PipelineConfig DefaultConfig(Method method, Task task);
 
+// With c->dataset_settings (LPGNN), sets K_x, K_y, weight decay and
+// dropout from LPGNN's published settings for the dataset named in meta, and
+// clears the flag. With noisy labels: pubmed K_x 4, K_y 2, weight decay
+// 1e-4, dropout 0.25; cora, and any other dataset, K_x 2, K_y 8, 1e-3, 0.5.
+// With clean labels K_x is 16 (K_y unused). Idempotent; RunPipeline and
+// RunPipelineOnCollected call it, and so should anyone who prints c.
+void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c);
+
 // INVALID_ARGUMENT naming the bad setting (unknown mechanism, epsilon <= 0,
 // LPGNN with the link task, bad fractions, a label budget on the link task).
 absl::Status ValidateConfig(const PipelineConfig& c);
@@ -154,6 +201,9 @@ struct RunResult {
   // every node (rows = nodes, cols = classes), from the checkpoint the test
   // set is scored with, inference mode (no dropout).
   std::optional<DenseMatrix> node_outputs;
+  // With tuning: {"candidates": [{feature_steps, label_steps, validation,
+  // epochs}...], "feature_steps", "label_steps"} (the pair kept).
+  nlohmann::json tuning;
   // SE-PrivGEmb and DPNE: the release's settings and figures
   // (embedding::Release::details; propagate_seconds is its training time).
   nlohmann::json release;

@@ -25,6 +25,7 @@ PipelineConfig Quick(Method m, Task t) {
   c.link_model.train.max_epochs = 150;
   c.link_model.train.patience = 30;
   c.feature_steps = 2;
+  c.dataset_settings = false;  // the tests set K_x and K_y themselves
   return c;
 }
 
@@ -124,6 +125,98 @@ TEST(PipelineTest, LabelDenoisingBeatsTheRawReports) {
   auto clean = RunPipeline(d, c, 1, 0);
   ASSERT_TRUE(clean.ok());
   EXPECT_DOUBLE_EQ(*clean->label_agreement, 1.0);
+}
+
+// LPGNN's published treatment and ldpgraph's earlier vote both recover
+// labels from the neighbours' reports; the published one trains through the
+// propagated channel and selects with the capped rule, so its selected
+// validation accuracy (against the reports) never exceeds what the channel
+// keeps.
+TEST(PipelineTest, PublishedAndVoteDenoisingBothLearn) {
+  const Dataset d = Generated(1200, 0.9, 4);
+  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  c.label_epsilon = 1.0;
+  c.label_steps = 2;
+  const double keep = std::exp(1.0) / (std::exp(1.0) + 5);
+  for (LabelDenoising how : {LabelDenoising::kPublished, LabelDenoising::kVote}) {
+    c.label_denoising = how;
+    auto r = RunPipeline(d, c, 1, 0);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_GT(*r->label_agreement, *r->label_agreement_raw + 0.1)
+        << LabelDenoisingName(how);
+    EXPECT_GT(r->metric, 0.4) << LabelDenoisingName(how);
+    if (how == LabelDenoising::kPublished) {
+      EXPECT_LE(r->training.best_validation, keep + 1e-6);
+      // No early stopping: every epoch of the budget runs.
+      EXPECT_EQ(r->training.epochs, c.node_model.train.max_epochs);
+    }
+  }
+  EXPECT_EQ(*ParseLabelDenoising("vote"), LabelDenoising::kVote);
+  EXPECT_FALSE(ParseLabelDenoising("median").ok());
+}
+
+// Tuning trains every candidate on the run's split and reports and keeps
+// the first with the best validation score; the run then trains that pair.
+TEST(PipelineTest, StepTuningKeepsTheBestCandidate) {
+  const Dataset d = Generated(600, 0.9, 5);
+  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  c.node_model.train.max_epochs = 60;
+  c.label_epsilon = 1.0;
+  c.tune_feature_steps = {0, 2};
+  c.tune_label_steps = {0, 3};
+  auto r = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& cands = r->tuning["candidates"];
+  ASSERT_EQ(cands.size(), 4u);
+  double best = -1;
+  int kx = -1, ky = -1;
+  for (const auto& cand : cands) {
+    if (cand["validation"].get<double>() > best) {
+      best = cand["validation"].get<double>();
+      kx = cand["feature_steps"];
+      ky = cand["label_steps"];
+    }
+  }
+  EXPECT_EQ(r->tuning["feature_steps"], kx);
+  EXPECT_EQ(r->tuning["label_steps"], ky);
+  // The kept pair, trained as configured, is the untuned run with it.
+  PipelineConfig fixed = c;
+  fixed.tune_feature_steps.clear();
+  fixed.tune_label_steps.clear();
+  fixed.feature_steps = kx;
+  fixed.label_steps = ky;
+  auto direct = RunPipeline(d, fixed, 1, 0);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(direct->metric, r->metric);
+}
+
+TEST(PipelineTest, DatasetSettingsFollowLpgnnsPublishedTable) {
+  DatasetMeta pubmed, cora;
+  pubmed.name = "pubmed";
+  cora.name = "cora";
+  PipelineConfig c = DefaultConfig(Method::kLpgnn, Task::kNode);
+  c.label_epsilon = 1.0;
+  PipelineConfig p = c;
+  ResolveDatasetSettings(pubmed, &p);
+  EXPECT_EQ(p.feature_steps, 4);
+  EXPECT_EQ(p.label_steps, 2);
+  EXPECT_DOUBLE_EQ(p.node_model.train.adam.weight_decay, 1e-4);
+  EXPECT_DOUBLE_EQ(p.node_model.dropout, 0.25);
+  EXPECT_FALSE(p.dataset_settings);
+  ResolveDatasetSettings(cora, &p);  // resolved once: unchanged
+  EXPECT_EQ(p.feature_steps, 4);
+  PipelineConfig k = c;
+  ResolveDatasetSettings(cora, &k);
+  EXPECT_EQ(k.feature_steps, 2);
+  EXPECT_EQ(k.label_steps, 8);
+  PipelineConfig clean = DefaultConfig(Method::kLpgnn, Task::kNode);
+  ResolveDatasetSettings(cora, &clean);
+  EXPECT_EQ(clean.feature_steps, 16);
+  PipelineConfig off = c;
+  off.dataset_settings = false;
+  off.feature_steps = 5;
+  ResolveDatasetSettings(pubmed, &off);
+  EXPECT_EQ(off.feature_steps, 5);
 }
 
 // Link prediction must not see the edges it is scored on. On a graph with no
@@ -277,10 +370,11 @@ TEST(PipelineTest, ConfigJsonNamesEverySetting) {
   nlohmann::json j = ConfigToJson(DefaultConfig(Method::kLpgnn, Task::kNode));
   EXPECT_EQ(j["method"], "lpgnn");
   EXPECT_EQ(j["mechanism"], "multibit");
-  EXPECT_EQ(j["model"]["kind"], "gcn");
+  EXPECT_EQ(j["model"]["kind"], "sage");
   EXPECT_EQ(j["model"]["activation"], "selu");
-  EXPECT_EQ(j["propagation"]["steps"], 16);
-  EXPECT_EQ(j["label_steps"], 2);
+  EXPECT_EQ(j["propagation"]["steps"], 2);
+  EXPECT_EQ(j["propagation"]["normalisation"], "symmetric");
+  EXPECT_EQ(j["label_steps"], 8);
   EXPECT_EQ(j["noise"], "seeded-not-private");
   EXPECT_TRUE(j["label_epsilon"].is_null());
 }

@@ -710,8 +710,20 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
   return out;
 }
 
+absl::StatusOr<KPropNorm> ParseKPropNorm(absl::string_view name) {
+  if (name == "mean") return KPropNorm::kMean;
+  if (name == "symmetric") return KPropNorm::kSymmetric;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "KProp normalisation must be mean or symmetric, got '", name, "'"));
+}
+
+absl::string_view KPropNormName(KPropNorm n) {
+  return n == KPropNorm::kMean ? "mean" : "symmetric";
+}
+
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
-                                  int steps, bool self_loops, int threads) {
+                                  int steps, bool self_loops, int threads,
+                                  KPropNorm norm) {
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   if (steps < 0) {
     return absl::InvalidArgumentError(
@@ -722,6 +734,22 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
         "threads must be >= 0 (0 = every core), got ", threads));
   }
   const size_t n = graph.num_nodes(), d = x.cols;
+  // Each node's count of aggregated rows (its degree, plus the self loop
+  // when asked and absent), and for kSymmetric 1/sqrt of it.
+  std::vector<uint32_t> count(n);
+  std::vector<double> inv_sqrt;
+  for (NodeId v = 0; v < n; ++v) {
+    bool saw_self = false;
+    for (NodeId u : graph.neighbors(v)) saw_self |= u == v;
+    count[v] = static_cast<uint32_t>(graph.degree(v)) +
+               (self_loops && !saw_self ? 1 : 0);
+  }
+  if (norm == KPropNorm::kSymmetric) {
+    inv_sqrt.resize(n);
+    for (NodeId v = 0; v < n; ++v) {
+      inv_sqrt[v] = count[v] > 0 ? 1.0 / std::sqrt(double(count[v])) : 0.0;
+    }
+  }
   DenseMatrix cur = x, next(n, d);
   // Rows in chunks, each row computed by one thread: the same bits for any
   // thread count.
@@ -735,12 +763,17 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
       std::vector<double>& acc = accs[worker];
       const NodeId v_end = static_cast<NodeId>(std::min(n, (c + 1) * kChunk));
       for (NodeId v = static_cast<NodeId>(c * kChunk); v < v_end; ++v) {
+        float* out = next.data.data() + size_t{v} * d;
+        if (count[v] == 0) {
+          const float* own = cur.data.data() + size_t{v} * d;
+          std::copy(own, own + d, out);
+          continue;
+        }
         std::fill(acc.begin(), acc.end(), 0.0);
-        size_t count = 0;
         auto add = [&](NodeId u) {
           const float* xu = cur.data.data() + size_t{u} * d;
-          for (size_t j = 0; j < d; ++j) acc[j] += xu[j];
-          ++count;
+          const double w = inv_sqrt.empty() ? 1.0 : inv_sqrt[u];
+          for (size_t j = 0; j < d; ++j) acc[j] += w * xu[j];
         };
         bool saw_self = false;
         for (NodeId u : graph.neighbors(v)) {
@@ -748,12 +781,14 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
           add(u);
         }
         if (self_loops && !saw_self) add(v);
-        float* out = next.data.data() + size_t{v} * d;
-        if (count == 0) {
-          const float* own = cur.data.data() + size_t{v} * d;
-          std::copy(own, own + d, out);
+        if (inv_sqrt.empty()) {
+          for (size_t j = 0; j < d; ++j) {
+            out[j] = static_cast<float>(acc[j] / count[v]);
+          }
         } else {
-          for (size_t j = 0; j < d; ++j) out[j] = static_cast<float>(acc[j] / count);
+          for (size_t j = 0; j < d; ++j) {
+            out[j] = static_cast<float>(acc[j] * inv_sqrt[v]);
+          }
         }
       }
     });

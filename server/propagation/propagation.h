@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
 
@@ -105,12 +106,23 @@ absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
 absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
                                          const DenseMatrix& x);
 
-// KProp (LPGNN): `steps` rounds of neighbourhood mean aggregation,
-// h_k(v) = mean_{u in N(v)} h_{k-1}(u) (N(v) + v when self_loops). A node
+// How a KProp step weighs neighbours: the mean, D^-1 A (LPGNN's paper), or
+// the symmetric D^-1/2 A D^-1/2 of LPGNN's published code (no self loops
+// unless asked; degrees then count the loop).
+enum class KPropNorm { kMean, kSymmetric };
+
+// "mean", "symmetric"; INVALID_ARGUMENT naming the choices.
+absl::StatusOr<KPropNorm> ParseKPropNorm(absl::string_view name);
+absl::string_view KPropNormName(KPropNorm n);
+
+// KProp (LPGNN): `steps` rounds of neighbourhood aggregation,
+// h_k(v) = mean_{u in N(v)} h_{k-1}(u) (N(v) + v when self_loops), or with
+// kSymmetric h_k(v) = sum_{u in N(v)} h_{k-1}(u) / sqrt(d_u d_v). A node
 // with no neighbours keeps its value. steps >= 0 (0 returns x). threads:
 // >= 1, or 0 for every core; rows are split between threads, each computed
 // by one, so the result does not depend on it.
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
-                                  int steps, bool self_loops, int threads = 0);
+                                  int steps, bool self_loops, int threads = 0,
+                                  KPropNorm norm = KPropNorm::kMean);
 
 }  // namespace ldpgraph

@@ -494,6 +494,34 @@ TEST(KPropTest, MeanAggregationByHand) {
   EXPECT_FALSE(KProp(g, x, 1, false, -1).ok());
 }
 
+TEST(KPropTest, SymmetricNormalisationByHand) {
+  // Path 0-1-2 and isolated 3; degrees 1, 2, 1, 0.
+  Graph g = MakeGraph(4, {{0, 1}, {1, 2}});
+  DenseMatrix x(4, 1);
+  x.data = {1.0f, 2.0f, 4.0f, 8.0f};
+  auto one = KProp(g, x, 1, false, 0, KPropNorm::kSymmetric);
+  ASSERT_TRUE(one.ok());
+  const float r2 = std::sqrt(2.0f);
+  EXPECT_FLOAT_EQ(one->at(0, 0), 2.0f / r2);
+  EXPECT_FLOAT_EQ(one->at(1, 0), (1.0f + 4.0f) / r2);
+  EXPECT_FLOAT_EQ(one->at(2, 0), 2.0f / r2);
+  EXPECT_FLOAT_EQ(one->at(3, 0), 8.0f);  // no neighbours: keeps its value
+  // Two steps are the operator applied twice: node 0 gets
+  // (1/sqrt 2) * (5/sqrt 2) = 2.5.
+  auto two = KProp(g, x, 2, false, 0, KPropNorm::kSymmetric);
+  ASSERT_TRUE(two.ok());
+  EXPECT_FLOAT_EQ(two->at(0, 0), 2.5f);
+  EXPECT_FLOAT_EQ(two->at(1, 0), 2.0f);
+  // With self loops the degrees count the loop: 2, 3, 2.
+  auto loops = KProp(g, x, 1, true, 0, KPropNorm::kSymmetric);
+  ASSERT_TRUE(loops.ok());
+  EXPECT_FLOAT_EQ(loops->at(0, 0), 1.0f / 2 + 2.0f / std::sqrt(6.0f));
+  EXPECT_FLOAT_EQ(loops->at(3, 0), 8.0f);
+  EXPECT_EQ(*ParseKPropNorm("symmetric"), KPropNorm::kSymmetric);
+  EXPECT_EQ(*ParseKPropNorm("mean"), KPropNorm::kMean);
+  EXPECT_FALSE(ParseKPropNorm("sum").ok());
+}
+
 TEST(KPropTest, ThreadsDoNotChangeTheBits) {
   Graph g = RandomGraph(3000, 9000, 20, 41);
   DenseMatrix x = RandomDense(3000, 24, 43);

@@ -100,6 +100,82 @@ class ForwardCorrectedCrossEntropy {
   Mat<S> transition_;
 };
 
+// LPGNN's published loss for labels denoised by propagation (Sajadmanesh
+// and Gatica-Perez's public code): the model's beliefs about the true labels
+// are mapped through the channel and propagated the way the reports were.
+// Over the logits z of every node (n x c): p = softmax(z), q = p T (forward
+// correction, T[a][b] = P(observed b | true a)), s = A^K q with A the label
+// operator (BuildSymmetricOperator), r = softmax(s) (r = q when K = 0, as a
+// KProp of zero steps returns its input). The loss is the mean over the
+// training rows i of -log(r[row_i][target_i] + 1e-20); targets are the
+// argmax of softmax(A^K Y) over the one-hot reports Y. Every node's logits
+// get gradient: a belief reaches its neighbours' losses through A, which
+// must be symmetric (A^T = A is used in the backward pass). op must outlive
+// the loss; rows are distinct and < n, targets in [0, c).
+template <typename S>
+class PropagatedForwardCorrectedCrossEntropy {
+ public:
+  PropagatedForwardCorrectedCrossEntropy(const SpMat<S>* op, int steps,
+                                         std::vector<uint32_t> rows,
+                                         std::vector<int32_t> targets,
+                                         Mat<S> transition)
+      : op_(op),
+        steps_(steps),
+        rows_(std::move(rows)),
+        targets_(std::move(targets)),
+        transition_(std::move(transition)) {}
+
+  S operator()(const Mat<S>& logits, Mat<S>* grad) const {
+    assert(logits.rows() == op_->rows());
+    constexpr double kFloor = 1e-20;
+    const Mat<S> p = Softmax(logits);
+    const Mat<S> q = p * transition_;
+    Mat<S> r = q;
+    if (steps_ > 0) {
+      Mat<S> s = q;
+      for (int k = 0; k < steps_; ++k) s = Mat<S>(*op_ * s);
+      r = Softmax(s);
+    }
+    const double m = static_cast<double>(rows_.size());
+    double loss = 0;
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      loss -= std::log(static_cast<double>(r(rows_[i], targets_[i])) + kFloor);
+    }
+    if (grad != nullptr) {
+      // dL/dr: nonzero only at (row_i, target_i).
+      Mat<S> d = Mat<S>::Zero(logits.rows(), logits.cols());
+      for (size_t i = 0; i < rows_.size(); ++i) {
+        d(rows_[i], targets_[i]) -= static_cast<S>(
+            1.0 / (m * (static_cast<double>(r(rows_[i], targets_[i])) + kFloor)));
+      }
+      if (steps_ > 0) {
+        // Through the softmax (rows without a training node stay zero),
+        // then through A^K (A symmetric).
+        d = SoftmaxBackward(r, d);
+        for (int k = 0; k < steps_; ++k) d = Mat<S>(*op_ * d);
+      }
+      // Through q = p T, then the softmax of the logits.
+      *grad = SoftmaxBackward(p, Mat<S>(d * transition_.transpose()));
+    }
+    return static_cast<S>(loss / m);
+  }
+
+ private:
+  // For y = softmax(x) row-wise and dL/dy = dy: dL/dx = y * (dy - <dy, y>).
+  static Mat<S> SoftmaxBackward(const Mat<S>& y, const Mat<S>& dy) {
+    Mat<S> out = y.cwiseProduct(dy);
+    const Eigen::Matrix<S, Eigen::Dynamic, 1> dot = out.rowwise().sum();
+    out -= y.cwiseProduct(dot.replicate(1, y.cols()));
+    return out;
+  }
+
+  const SpMat<S>* op_;
+  int steps_;
+  std::vector<uint32_t> rows_;
+  std::vector<int32_t> targets_;
+  Mat<S> transition_;
+};
+
 // Logistic loss on scores (n x 1) with 0/1 targets: mean of
 // softplus(s) - t s = -[t log sigmoid(s) + (1 - t) log(1 - sigmoid(s))].
 // Gradient: (sigmoid(s) - t) / n.

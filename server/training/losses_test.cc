@@ -89,6 +89,69 @@ TEST(ForwardCorrectedCrossEntropyTest, UninformativeChannelHasNoGradient) {
   EXPECT_LT(g.cwiseAbs().maxCoeff(), 1e-12);
 }
 
+// D^-1/2 A D^-1/2 of the path 0-1-2-3 plus the edge 1-3, by hand.
+SpMat<double> SmallSymmetricOperator() {
+  const int edges[][2] = {{0, 1}, {1, 2}, {2, 3}, {1, 3}};
+  const double degree[] = {1, 3, 2, 2};
+  std::vector<Eigen::Triplet<double, int64_t>> t;
+  for (const auto& e : edges) {
+    const double w = 1.0 / std::sqrt(degree[e[0]] * degree[e[1]]);
+    t.emplace_back(e[0], e[1], w);
+    t.emplace_back(e[1], e[0], w);
+  }
+  SpMat<double> a(4, 4);
+  a.setFromTriplets(t.begin(), t.end());
+  return a;
+}
+
+TEST(PropagatedForwardCorrectedCrossEntropyTest,
+     GradientMatchesFiniteDifferences) {
+  const SpMat<double> a = SmallSymmetricOperator();
+  Mat<double> t(3, 3);
+  t << 0.7, 0.2, 0.1, 0.1, 0.6, 0.3, 0.25, 0.25, 0.5;
+  for (int steps : {0, 1, 2, 5}) {
+    PropagatedForwardCorrectedCrossEntropy<double> loss(&a, steps, {0, 2, 3},
+                                                        {1, 0, 2}, t);
+    EXPECT_EQ(CheckLoss(loss, RandomMatrix(4, 3, 7 + steps)), "") << steps;
+  }
+}
+
+TEST(PropagatedForwardCorrectedCrossEntropyTest, ZeroStepsIsForwardCorrection) {
+  const SpMat<double> a = SmallSymmetricOperator();
+  const Mat<double> t = RrTransition(3, 1.0);
+  const Mat<double> z = RandomMatrix(4, 3, 11);
+  PropagatedForwardCorrectedCrossEntropy<double> propagated(&a, 0, {1, 3},
+                                                            {2, 0}, t);
+  Mat<double> z_rows(2, 3);
+  z_rows.row(0) = z.row(1);
+  z_rows.row(1) = z.row(3);
+  Mat<double> g1, g2;
+  EXPECT_NEAR(propagated(z, &g1),
+              ForwardCorrectedCrossEntropy<double>({2, 0}, t)(z_rows, &g2),
+              1e-12);
+  // Rows outside the training set get no gradient without propagation.
+  EXPECT_LT(g1.row(0).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_LT((g1.row(1) - g2.row(0)).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+TEST(PropagatedForwardCorrectedCrossEntropyTest, KnownValueOneStep) {
+  // Two nodes joined by an edge (A = [[0, 1], [1, 0]]), identity channel,
+  // equal logits: q = (1/2, 1/2) everywhere, s = q, r = softmax(q) =
+  // (1/2, 1/2), so the loss is log 2 whatever the target, and node 1's
+  // belief moves node 0's loss: the gradient reaches row 1 only.
+  SpMat<double> a(2, 2);
+  std::vector<Eigen::Triplet<double, int64_t>> t = {{0, 1, 1.0}, {1, 0, 1.0}};
+  a.setFromTriplets(t.begin(), t.end());
+  PropagatedForwardCorrectedCrossEntropy<double> loss(
+      &a, 1, {0}, {0}, Mat<double>::Identity(2, 2));
+  Mat<double> g;
+  EXPECT_NEAR(loss(Mat<double>::Zero(2, 2), &g), std::log(2.0), 1e-12);
+  EXPECT_LT(g.row(0).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_GT(g.row(1).cwiseAbs().maxCoeff(), 1e-3);
+  // Raising node 1's logit for class 0 lowers node 0's loss.
+  EXPECT_LT(g(1, 0), 0);
+}
+
 TEST(LogisticLossTest, GradientAndKnownValues) {
   LogisticLoss<double> loss({1, 0, 1, 0});
   EXPECT_EQ(CheckLoss(loss, RandomMatrix(4, 1, 6, 5)), "");

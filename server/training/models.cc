@@ -155,6 +155,26 @@ GraphOperators<S> BuildGraphOperators(const Graph& g) {
 }
 
 template <typename S>
+SpMat<S> BuildSymmetricOperator(const Graph& g) {
+  const int64_t n = g.num_nodes();
+  std::vector<double> inv_sqrt(n);
+  for (int64_t v = 0; v < n; ++v) {
+    inv_sqrt[v] = g.degree(v) > 0 ? 1.0 / std::sqrt(double(g.degree(v))) : 0.0;
+  }
+  std::vector<Eigen::Triplet<S, int64_t>> entries;
+  entries.reserve(2 * g.num_edges() + 1);
+  for (int64_t v = 0; v < n; ++v) {
+    if (g.degree(v) == 0) entries.emplace_back(v, v, S(1));
+    for (NodeId u : g.neighbors(v)) {
+      entries.emplace_back(v, u, S(inv_sqrt[v] * inv_sqrt[u]));
+    }
+  }
+  SpMat<S> out(n, n);
+  out.setFromTriplets(entries.begin(), entries.end());
+  return out;
+}
+
+template <typename S>
 Gnn<S>::Gnn(const GnnConfig& c, const GraphOperators<S>* ops,
             PublicRandom& rng)
     : config_(c), ops_(ops) {
@@ -257,5 +277,7 @@ template class Gnn<float>;
 template class Gnn<double>;
 template GraphOperators<float> BuildGraphOperators<float>(const Graph&);
 template GraphOperators<double> BuildGraphOperators<double>(const Graph&);
+template SpMat<float> BuildSymmetricOperator<float>(const Graph&);
+template SpMat<double> BuildSymmetricOperator<double>(const Graph&);
 
 }  // namespace ldpgraph::training

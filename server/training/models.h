@@ -23,9 +23,6 @@
 
 namespace ldpgraph::training {
 
-template <typename S>
-using SpMat = Eigen::SparseMatrix<S, Eigen::RowMajor, int64_t>;
-
 struct MlpConfig {
   int input_dim = 0;
   int hidden_dim = 64;
@@ -99,6 +96,12 @@ struct GraphOperators {
 
 template <typename S>
 GraphOperators<S> BuildGraphOperators(const Graph& g);
+
+// D^-1/2 A D^-1/2 without self loops (LPGNN's label operator: KProp with
+// KPropNorm::kSymmetric as a matrix), except that a node with no neighbours
+// gets a 1 on the diagonal and keeps its value, as KProp does. Symmetric.
+template <typename S>
+SpMat<S> BuildSymmetricOperator(const Graph& g);
 
 // A graph network over all n nodes at once.
 //  GCN layer:       H' = A_gcn (drop(H) W) + b

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <Eigen/Dense>
+#include <Eigen/Sparse>
 
 #include "common/blas.h"
 #include "common/parallel.h"
@@ -29,6 +30,9 @@ template <typename S>
 using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <typename S>
 using RowVec = Eigen::Matrix<S, 1, Eigen::Dynamic>;
+// A sparse operator over nodes (a normalised adjacency), row-major.
+template <typename S>
+using SpMat = Eigen::SparseMatrix<S, Eigen::RowMajor, int64_t>;
 
 // A trainable tensor and the gradient of the loss with respect to it. Backward
 // passes overwrite grad (they do not accumulate).

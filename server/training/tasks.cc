@@ -92,6 +92,31 @@ absl::Status ValidateNodeData(const NodeTaskData& d, const NodeModelConfig& c) {
       c.batched_max_epochs < 1 || c.batched_patience < 1) {
     return absl::InvalidArgumentError("epochs and patience must be >= 1");
   }
+  if (c.train.selection == SelectionRule::kNoisyLabelsCapped &&
+      !d.transition) {
+    return absl::InvalidArgumentError(
+        "the noisy-label selection rule needs the label channel's transition "
+        "matrix");
+  }
+  if (!d.train_reports.empty()) {
+    RETURN_IF_ERROR(CheckLabels(d.train_reports, d.train.size(), d.classes,
+                                "training reports"));
+  }
+  if (d.propagate_predictions) {
+    if (!d.transition) {
+      return absl::InvalidArgumentError(
+          "propagated forward correction needs the transition matrix");
+    }
+    if (d.graph == nullptr || d.graph->num_nodes() != n) {
+      return absl::InvalidArgumentError(
+          "propagated forward correction needs the graph, with one node per "
+          "feature row");
+    }
+    if (d.label_steps < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "label steps must be >= 0, got ", d.label_steps));
+    }
+  }
   if (c.batch_rows < -1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch rows must be -1 (automatic), 0 (full batch) or more, got ",
@@ -129,6 +154,9 @@ double AccuracyOf(const Mat<float>& logits,
 struct NodeModelHooks {
   std::function<const Mat<float>&(PublicRandom&)> forward_train;
   std::function<void(const Mat<float>&)> backward;
+  // Training-mode logits of every node (n x classes), and their backward.
+  std::function<const Mat<float>&(PublicRandom&)> forward_all;
+  std::function<void(const Mat<float>&)> backward_all;
   std::function<Mat<float>()> predict_validation;
   std::function<Mat<float>(const std::vector<uint32_t>&)> predict;
   std::function<std::vector<Param<float>*>()> params;
@@ -179,6 +207,10 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
       return mlp->Forward(x_train, true, &r);
     };
     hooks.backward = [&](const Mat<float>& g) { mlp->Backward(g); };
+    hooks.forward_all = [&](PublicRandom& r) -> const Mat<float>& {
+      return mlp->Forward(x, true, &r);
+    };
+    hooks.backward_all = hooks.backward;
     hooks.predict_validation = [&] {
       return Mat<float>(mlp->Forward(x_validation, false, nullptr));
     };
@@ -207,6 +239,10 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
       }
       gnn->Backward(full_grad);
     };
+    hooks.forward_all = [&](PublicRandom& r) -> const Mat<float>& {
+      return gnn->Forward(x, true, &r);
+    };
+    hooks.backward_all = [&](const Mat<float>& g) { gnn->Backward(g); };
     hooks.predict = [&](const std::vector<uint32_t>& rows) {
       return GatherRows(gnn->Forward(x, false, nullptr), rows);
     };
@@ -217,23 +253,52 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
   const Loss train_loss = MakeClassLoss(d.train_targets, d.transition);
   const Loss validation_loss =
       MakeClassLoss(d.validation_targets, d.transition);
+  // The training score the capped selection rule reads: the accuracy of the
+  // epoch's training-mode predictions against the raw reports.
+  const bool capped = c.train.selection == SelectionRule::kNoisyLabelsCapped;
+  const std::vector<int32_t>& train_reference =
+      d.train_reports.empty() ? d.train_targets : d.train_reports;
+  double train_score = 0;
+  TrainOptions options = c.train;
+  if (capped) options.score_cap = (*d.transition)(0, 0);
   Mat<float> grad;
-  auto step = [&]() -> double {
-    const Mat<float>& logits = hooks.forward_train(rng);
-    const double loss = train_loss(logits, &grad);
-    hooks.backward(grad);
-    return loss;
-  };
+  std::function<double()> step;
+  SpMat<float> label_op;
+  std::optional<PropagatedForwardCorrectedCrossEntropy<float>> propagated;
+  if (d.propagate_predictions) {
+    label_op = BuildSymmetricOperator<float>(*d.graph);
+    propagated.emplace(&label_op, d.label_steps, d.train, d.train_targets,
+                       *d.transition);
+    step = [&]() -> double {
+      const Mat<float>& logits = hooks.forward_all(rng);
+      if (capped) {
+        train_score = AccuracyOf(GatherRows(logits, d.train), train_reference);
+      }
+      const double loss = (*propagated)(logits, &grad);
+      hooks.backward_all(grad);
+      return loss;
+    };
+  } else {
+    step = [&]() -> double {
+      const Mat<float>& logits = hooks.forward_train(rng);
+      if (capped) train_score = AccuracyOf(logits, train_reference);
+      const double loss = train_loss(logits, &grad);
+      hooks.backward(grad);
+      return loss;
+    };
+  }
   auto validate = [&]() -> Validation {
     Mat<float> logits = hooks.predict_validation();
     return {AccuracyOf(logits, d.validation_targets),
-            validation_loss(logits, nullptr)};
+            validation_loss(logits, nullptr), train_score};
   };
   NodeTaskResult result;
-  result.batch_rows = NodeBatchRows(c, d.train.size(), x.cols());
+  result.batch_rows = d.propagate_predictions
+                          ? 0
+                          : NodeBatchRows(c, d.train.size(), x.cols());
   if (result.batch_rows == 0) {
     result.training =
-        TrainWithEarlyStopping<float>(hooks.params(), c.train, step, validate);
+        TrainWithEarlyStopping<float>(hooks.params(), options, step, validate);
   } else {
     // Mini-batches of the training rows, reshuffled every epoch (public
     // randomness), one Adam step each.
@@ -242,22 +307,34 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
     std::vector<uint32_t> order(rows);
     std::iota(order.begin(), order.end(), 0u);
     Mat<float> x_batch;
-    std::vector<int32_t> targets;
+    std::vector<int32_t> targets, reference;
+    size_t correct = 0;
     auto batch_step = [&](int s) -> double {
-      if (s == 0) Shuffle(order, rng);
+      if (s == 0) {
+        Shuffle(order, rng);
+        correct = 0;
+      }
       const size_t first = s * b, count = std::min(b, rows - first);
       x_batch.resize(static_cast<Eigen::Index>(count), x_train.cols());
       targets.resize(count);
+      reference.resize(count);
       for (size_t i = 0; i < count; ++i) {
         x_batch.row(i) = x_train.row(order[first + i]);
         targets[i] = d.train_targets[order[first + i]];
+        reference[i] = train_reference[order[first + i]];
       }
       const Mat<float>& logits = mlp->Forward(x_batch, true, &rng);
+      if (capped) {
+        correct += static_cast<size_t>(
+            std::lround(AccuracyOf(logits, reference) * count));
+        train_score = double(correct) / std::min(rows, first + count);
+      }
       const double loss = MakeClassLoss(targets, d.transition)(logits, &grad);
       mlp->Backward(grad);
       return loss;
     };
-    const TrainOptions batched = BatchedOptions(c);
+    TrainOptions batched = BatchedOptions(c);
+    batched.score_cap = options.score_cap;
     result.training = TrainWithEarlyStopping<float>(
         hooks.params(), batched, static_cast<int>((rows + b - 1) / b),
         batch_step, validate);

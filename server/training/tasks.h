@@ -68,6 +68,17 @@ struct NodeTaskData {
   // When set (classes x classes, row a = P(observed | true a)), training and
   // validation use forward-corrected cross-entropy through it.
   std::optional<Mat<float>> transition;
+  // LPGNN's published training on noisy labels (needs transition and the
+  // graph, with any model): each epoch the model's beliefs about every node
+  // go through the channel and `label_steps` steps of the symmetric label
+  // operator (PropagatedForwardCorrectedCrossEntropy) before the loss
+  // against train_targets, which are then argmax softmax(A^K Y) of the
+  // reports. train_reports (aligned with train) are the raw reports the
+  // training accuracy of SelectionRule::kNoisyLabelsCapped is measured
+  // against; validation_targets should be the raw reports too. Full batch.
+  bool propagate_predictions = false;
+  int label_steps = 0;
+  std::vector<int32_t> train_reports;
   // Return every node's logits (NodeTaskResult::outputs); off by default, so
   // other callers pay nothing.
   bool keep_outputs = false;
@@ -85,7 +96,11 @@ struct NodeTaskResult {
 };
 
 // Validates data and config (INVALID_ARGUMENT naming what is wrong), trains
-// from `seed` (initial weights, dropout), and scores the test nodes.
+// from `seed` (initial weights, dropout), and scores the test nodes. With
+// c.train.selection == kNoisyLabelsCapped (needs the transition) the cap is
+// the transition's T[0][0], the channel's keep probability; the training
+// score is the accuracy of each epoch's training-mode predictions against
+// train_reports (or train_targets when those are empty).
 absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& data,
                                                    const NodeModelConfig& c,
                                                    uint64_t seed);

@@ -13,6 +13,18 @@
 
 namespace ldpgraph::training {
 
+// Which epoch's parameters the loop keeps.
+//  kBestScore: the best validation score, ties to the lower loss.
+//  kNoisyLabelsCapped: LPGNN's rule for labels seen through randomized
+//    response (Sajadmanesh and Gatica-Perez's public code), where score and
+//    train_score are accuracies against the noisy reports and no model can
+//    honestly agree with more than the channel keeps (score_cap, T[0][0]):
+//    an epoch replaces the best when its validation loss is lower, its
+//    validation accuracy higher but at most score_cap, and its training
+//    accuracy higher but at most 1.05 score_cap. The first epoch is kept
+//    until one does.
+enum class SelectionRule { kBestScore, kNoisyLabelsCapped };
+
 struct TrainOptions {
   int max_epochs = 500;
   // Stop once this many epochs pass without a better validation score.
@@ -20,6 +32,8 @@ struct TrainOptions {
   // Never stop before this many epochs.
   int min_epochs = 0;
   AdamOptions adam;
+  SelectionRule selection = SelectionRule::kBestScore;
+  double score_cap = 1.0;  // kNoisyLabelsCapped only
 };
 
 struct TrainReport {
@@ -36,7 +50,20 @@ struct TrainReport {
 struct Validation {
   double score = 0;
   double loss = 0;
+  // The training score of the epoch (kNoisyLabelsCapped reads it).
+  double train_score = 0;
 };
+
+// Whether v replaces best under rule o.selection.
+inline bool Improves(const TrainOptions& o, const Validation& v,
+                     const Validation& best) {
+  if (o.selection == SelectionRule::kNoisyLabelsCapped) {
+    return v.loss < best.loss && best.score < v.score &&
+           v.score <= o.score_cap && best.train_score < v.train_score &&
+           v.train_score <= 1.05 * o.score_cap;
+  }
+  return v.score > best.score || (v.score == best.score && v.loss < best.loss);
+}
 
 // Runs up to o.max_epochs epochs. `step` runs one epoch's forward and
 // backward pass, leaving gradients in params, and returns the training loss;
@@ -64,8 +91,7 @@ TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
     }
     r.epochs = epoch;
     const Validation v = validate();
-    if (!have_best || v.score > best_v.score ||
-        (v.score == best_v.score && v.loss < best_v.loss)) {
+    if (!have_best || Improves(o, v, best_v)) {
       have_best = true;
       best_v = v;
       r.best_epoch = epoch;
