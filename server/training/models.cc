@@ -206,11 +206,19 @@ const Mat<S>& Gnn<S>::Forward(const Mat<S>& x, bool training,
       ParallelProduct(in, self_[l].weight().value, &tmp, threads);
       ParallelProduct(ops_->gcn, tmp, &pre_[l], threads);
       pre_[l].rowwise() += self_[l].bias().value.row(0);
-    } else {
+    } else if (NeighboursFirst(l)) {
+      // (A H) W_neigh, the aggregate formed at the input's width.
       ParallelProduct(ops_->mean, in, &agg_[l], threads);
       self_[l].Forward(in, &pre_[l]);
       ParallelProduct(agg_[l], neigh_[l].weight().value, &tmp, threads);
       pre_[l] += tmp;
+    } else {
+      // A (H W_neigh): the same map, the aggregate formed at the narrower
+      // output width (a wide input's n x d aggregate costs d/out as much).
+      self_[l].Forward(in, &pre_[l]);
+      ParallelProduct(in, neigh_[l].weight().value, &tmp, threads);
+      ParallelProduct(ops_->mean, tmp, &agg_[l], threads);
+      pre_[l] += agg_[l];
     }
     if (l == last) return pre_[l];
     ActivationForward(config_.activation, pre_[l], &act_[l],
@@ -241,7 +249,7 @@ void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
         ParallelProduct(t, Mat<S>(self_[l].weight().value.transpose()),
                         &d_in, threads);
       }
-    } else {
+    } else if (NeighboursFirst(l)) {
       self_[l].Backward(*in_[l], g, need_input ? &d_in : nullptr);
       ParallelTransposeProduct(agg_[l], g, &neigh_[l].weight().grad, threads,
                                &scratch);
@@ -250,6 +258,18 @@ void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
                         threads);
         Mat<S> back;
         ParallelProduct(ops_->mean_transpose, t, &back, threads);
+        d_in += back;
+      }
+    } else {
+      // d(A H W)/dW = H^T (A^T g); d/dH = (A^T g) W^T.
+      self_[l].Backward(*in_[l], g, need_input ? &d_in : nullptr);
+      ParallelProduct(ops_->mean_transpose, g, &t, threads);
+      ParallelTransposeProduct(*in_[l], t, &neigh_[l].weight().grad, threads,
+                               &scratch);
+      if (need_input) {
+        Mat<S> back;
+        ParallelProduct(t, Mat<S>(neigh_[l].weight().value.transpose()), &back,
+                        threads);
         d_in += back;
       }
     }

@@ -117,6 +117,15 @@ class Gnn {
   std::vector<Param<S>*> Params();
 
  private:
+  // GraphSAGE layer l aggregates its input before W_neigh when the input is
+  // no wider than the output, else after (A (H W_neigh)), the cheaper order.
+  bool NeighboursFirst(int l) const {
+    const int in = l == 0 ? config_.input_dim : config_.hidden_dim;
+    const int out =
+        l == config_.layers - 1 ? config_.output_dim : config_.hidden_dim;
+    return in <= out;
+  }
+
   GnnConfig config_;
   const GraphOperators<S>* ops_;
   std::vector<Linear<S>> self_;   // GCN: the layer's W and b

@@ -129,12 +129,19 @@ TEST(GnnTest, GradientsMatchFiniteDifferences) {
   for (GnnKind kind : {GnnKind::kGcn, GnnKind::kSage}) {
     for (Activation a : {Activation::kRelu, Activation::kSelu}) {
       for (double dropout : {0.0, 0.3}) {
-        PublicRandom rng(3);
-        Gnn<double> gnn({kind, 4, 5, 3, 2, dropout, a, dropout}, &ops, rng);
-        SCOPED_TRACE(::testing::Message()
-                     << "sage " << (kind == GnnKind::kSage) << " dropout "
-                     << dropout);
-        ExpectGradientsMatch(gnn, RandomMatrix(6, 4, 4), dropout > 0);
+        // Input 4 < hidden 5 > output 3, and input 7 > hidden 2 < output 3:
+        // GraphSAGE aggregates before W_neigh in some layers, after in
+        // others.
+        for (int input : {4, 7}) {
+          const int hidden = input == 4 ? 5 : 2;
+          PublicRandom rng(3);
+          Gnn<double> gnn({kind, input, hidden, 3, 2, dropout, a, dropout},
+                          &ops, rng);
+          SCOPED_TRACE(::testing::Message()
+                       << "sage " << (kind == GnnKind::kSage) << " dropout "
+                       << dropout << " input " << input);
+          ExpectGradientsMatch(gnn, RandomMatrix(6, input, 4), dropout > 0);
+        }
       }
     }
   }
