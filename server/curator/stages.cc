@@ -388,6 +388,15 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
     collected.label_reports = std::move(labels);
     c.label_epsilon = lc.spec().epsilon();
   }
+  {
+    // LPGNN's settings follow the budgets the reports were collected at:
+    // the features campaign's (the estimate's input) and the labels'.
+    v1::StageResult estimate;
+    if (estimate.ParseFromString(input.record)) {
+      auto fc = curator_->GetCampaign(estimate.input());
+      if (fc.ok() && fc->spec().epsilon() > 0) c.epsilon = fc->spec().epsilon();
+    }
+  }
   pipeline::ResolveDatasetSettings(public_data.meta, &c);
   ASSIGN_OR_RETURN(pipeline::RunResult run,
                    pipeline::RunPipelineOnCollected(public_data, c, collected,

@@ -64,7 +64,7 @@ Data:
   --nodes N           size of the generated dataset (default 3000)
 Pipeline (the defaults of ldpgraph eval):
   --method M          privge (HDS, PPR, MLP; default) or lpgnn (Multi-bit,
-                      KProp, GCN)
+                      KProp, GraphSAGE, LPGNN's published label denoising)
   --task T            node (classification, default) or link (prediction,
                       privge only)
   --mechanism M       the features mechanism (default: the method's)

@@ -386,8 +386,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (!valid.ok()) return valid;
   // Any of these takes LPGNN's settings into the user's hands: the
   // per-dataset table then stays off, and the others keep cora's.
-  for (const char* flag : {"feature-steps", "label-steps", "weight-decay",
-                           "dropout"}) {
+  for (const char* flag : {"feature-steps", "label-steps", "lr",
+                           "weight-decay", "dropout"}) {
     if (a.Get(flag)) c.dataset_settings = false;
   }
   return o;
@@ -485,8 +485,25 @@ Privacy:
                          through k-ary randomized response; the curator
                          denoises them by KProp and trains with forward
                          correction (LPGNN's Drop). Omit for clean labels.
-  --label-steps K        KProp steps over the noisy labels (default 2)
-  --label-self-loops     include a node's own report in its label mean
+  --label-steps K        K_y: KProp steps over the noisy labels (lpgnn
+                         default: LPGNN's published value for the dataset
+                         and budgets, e.g. 8 on cora at eps_x = eps_y = 1)
+  --label-denoising D    published (default): LPGNN as its authors' code
+                         runs it: targets argmax softmax(A^K_y Y) with A =
+                         D^-1/2 A D^-1/2, the model's beliefs through the
+                         channel and K_y steps of A before the loss, the
+                         capped selection rule on the raw validation
+                         reports, no early stopping; vote: ldpgraph's
+                         earlier variant (KProp mean vote, forward
+                         correction per node, early stopping)
+  --label-self-loops     vote: include a node's own report in its label mean
+  --tune-feature-steps LIST, --tune-label-steps LIST
+                         lpgnn: choose K_x (and K_y) per run from these
+                         comma-separated grids ("default": 2,4,8,16 and
+                         0,2,4,8) by the validation accuracy against the
+                         label reports alone (no clean label needed); the
+                         validation reports stay out of the propagation
+                         while tuning. Costs one training per pair.
   --secure               draw the privacy noise from OpenSSL (default: the
                          seeded generator: reproducible, NOT private)
 Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
@@ -513,10 +530,18 @@ Propagation:
   --standardize / --no-standardize   privge: scale each column of Z to zero
                          mean, unit variance before the classifier (default
                          on for the node task, off with --mechanism none)
-  --feature-steps K      lpgnn KProp steps over the features (default 16)
-  --feature-self-loops   include a node in its own KProp mean
+  --feature-steps K      K_x: lpgnn KProp steps over the features (default:
+                         LPGNN's published value for the dataset and
+                         budgets, e.g. 2 on cora at eps_x = eps_y = 1, 16
+                         with clean labels). Giving --feature-steps,
+                         --label-steps, --lr, --weight-decay or --dropout
+                         turns that table off: the others keep cora's
+                         eps_x = eps_y = 1 values.
+  --kprop-norm N         lpgnn: symmetric (default, D^-1/2 A D^-1/2 as
+                         LPGNN's code) or mean (D^-1 A, as its paper writes)
+  --feature-self-loops   include a node in its own KProp aggregation
 Model:
-  --model M              node: mlp (privge), gcn (lpgnn default), sage;
+  --model M              node: mlp (privge), gcn, sage (lpgnn default);
                          link: lr (logistic regression; default) or mlp
   --hidden H --layers L --activation relu|selu
   --dropout P            dropout between layers

@@ -612,17 +612,69 @@ PipelineConfig DefaultConfig(Method method, Task task) {
   return c;
 }
 
+namespace {
+
+// LPGNN's published hyper-parameters (the authors' released tables, GraphSAGE
+// on "raw" features): K_x and K_y tuned per (eps_x, eps_y) on the budgets
+// below, learning rate, weight decay and dropout per (eps_x finite or not,
+// eps_y finite or not). Rows for cora and pubmed; other datasets take cora's.
+constexpr double kTableEpsX[] = {0.01, 0.1, 1, 2, 3};  // then inf
+constexpr double kTableEpsY[] = {0.5, 1, 2, 3};         // then inf
+// [dataset][eps_x index 0..5][eps_y index 0..4] = {K_x, K_y}.
+constexpr int kSteps[2][6][5][2] = {
+    {  // cora
+     {{4, 4}, {8, 8}, {8, 8}, {8, 8}, {8, 0}},
+     {{0, 8}, {2, 4}, {16, 4}, {8, 4}, {16, 0}},
+     {{2, 8}, {2, 8}, {8, 4}, {16, 4}, {16, 0}},
+     {{8, 8}, {4, 8}, {8, 4}, {16, 2}, {16, 0}},
+     {{2, 8}, {16, 8}, {8, 4}, {16, 2}, {16, 0}},
+     {{4, 8}, {0, 4}, {0, 4}, {0, 2}, {0, 0}}},
+    {  // pubmed
+     {{16, 2}, {16, 2}, {16, 2}, {16, 2}, {16, 0}},
+     {{4, 4}, {8, 2}, {8, 2}, {16, 0}, {16, 0}},
+     {{0, 4}, {4, 2}, {16, 0}, {16, 0}, {16, 0}},
+     {{0, 4}, {4, 2}, {16, 0}, {16, 0}, {16, 0}},
+     {{0, 4}, {4, 2}, {16, 0}, {16, 0}, {16, 0}},
+     {{0, 2}, {0, 2}, {0, 0}, {0, 0}, {0, 0}}}};
+// [dataset][eps_x finite ? 0 : 1][eps_y finite ? 0 : 1] = {lr, wd, dropout}.
+constexpr double kTraining[2][2][2][3] = {
+    {{{0.01, 1e-3, 0.5}, {0.01, 1e-2, 0.75}},
+     {{0.01, 1e-4, 0.75}, {0.01, 1e-2, 0.5}}},
+    {{{0.01, 1e-4, 0.25}, {0.01, 1e-2, 0.75}},
+     {{0.01, 1e-4, 0.0}, {0.01, 1e-3, 0.25}}}};
+
+// The index of the tabulated budget nearest eps on a log scale; `count`
+// (the infinite column) for eps = inf.
+template <size_t N>
+int NearestBudget(const double (&table)[N], std::optional<double> eps) {
+  if (!eps || std::isinf(*eps)) return static_cast<int>(N);
+  int best = 0;
+  for (size_t i = 1; i < N; ++i) {
+    if (std::abs(std::log(table[i] / *eps)) <
+        std::abs(std::log(table[best] / *eps))) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c) {
   if (!c->dataset_settings) return;
   c->dataset_settings = false;
   if (c->method != Method::kLpgnn) return;
-  // LPGNN's published hyper-parameters (GraphSAGE, eps_x = eps_y = 1).
-  const bool pubmed = meta.name == "pubmed";
-  c->feature_steps = pubmed ? 4 : 2;
-  c->label_steps = pubmed ? 2 : 8;
-  c->node_model.train.adam.weight_decay = pubmed ? 1e-4 : 1e-3;
-  c->node_model.dropout = pubmed ? 0.25 : 0.5;
-  if (!c->label_epsilon) c->feature_steps = 16;
+  const int ds = meta.name == "pubmed" ? 1 : 0;
+  const std::optional<double> eps_x =
+      c->mechanism == "none" ? std::nullopt : std::optional<double>(c->epsilon);
+  const int xi = NearestBudget(kTableEpsX, eps_x);
+  const int yi = NearestBudget(kTableEpsY, c->label_epsilon);
+  c->feature_steps = kSteps[ds][xi][yi][0];
+  c->label_steps = kSteps[ds][xi][yi][1];
+  const double* t = kTraining[ds][eps_x ? 0 : 1][c->label_epsilon ? 0 : 1];
+  c->node_model.train.adam.learning_rate = t[0];
+  c->node_model.train.adam.weight_decay = t[1];
+  c->node_model.dropout = t[2];
 }
 
 absl::Status ValidateConfig(const PipelineConfig& c) {

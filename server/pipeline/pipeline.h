@@ -172,12 +172,16 @@ struct PipelineConfig {
 // dropout 0.5, learning rate 0.01, weight decay 1e-3).
 PipelineConfig DefaultConfig(Method method, Task task);
 
-// With c->dataset_settings (LPGNN), sets K_x, K_y, weight decay and
-// dropout from LPGNN's published settings for the dataset named in meta, and
-// clears the flag. With noisy labels: pubmed K_x 4, K_y 2, weight decay
-// 1e-4, dropout 0.25; cora, and any other dataset, K_x 2, K_y 8, 1e-3, 0.5.
-// With clean labels K_x is 16 (K_y unused). Idempotent; RunPipeline and
-// RunPipelineOnCollected call it, and so should anyone who prints c.
+// With c->dataset_settings (LPGNN), sets K_x, K_y, learning rate, weight
+// decay and dropout to LPGNN's published hyper-parameters for the dataset
+// named in meta (its authors' tables for cora and pubmed; other datasets
+// take cora's) at the tabulated budgets nearest c's eps_x (epsilon, or inf
+// for mechanism none) and eps_y (label_epsilon, inf when unset): K_x and K_y
+// per (eps_x, eps_y) in {0.01, 0.1, 1, 2, 3, inf} x {0.5, 1, 2, 3, inf};
+// the rest per (eps_x finite, eps_y finite). At eps_x = eps_y = 1: cora K_x
+// 2, K_y 8, weight decay 1e-3, dropout 0.5; pubmed 4, 2, 1e-4, 0.25. Then
+// clears the flag. Idempotent; RunPipeline and RunPipelineOnCollected call
+// it, and so should anyone who prints c.
 void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c);
 
 // INVALID_ARGUMENT naming the bad setting (unknown mechanism, epsilon <= 0,

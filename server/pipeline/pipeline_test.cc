@@ -212,6 +212,23 @@ TEST(PipelineTest, DatasetSettingsFollowLpgnnsPublishedTable) {
   PipelineConfig clean = DefaultConfig(Method::kLpgnn, Task::kNode);
   ResolveDatasetSettings(cora, &clean);
   EXPECT_EQ(clean.feature_steps, 16);
+  EXPECT_EQ(clean.label_steps, 0);
+  EXPECT_DOUBLE_EQ(clean.node_model.train.adam.weight_decay, 1e-2);
+  EXPECT_DOUBLE_EQ(clean.node_model.dropout, 0.75);
+  // The nearest tabulated budgets: eps_x 0.12 -> 0.1, eps_y 2.4 -> 2.
+  PipelineConfig near = DefaultConfig(Method::kLpgnn, Task::kNode);
+  near.epsilon = 0.12;
+  near.label_epsilon = 2.4;
+  ResolveDatasetSettings(cora, &near);
+  EXPECT_EQ(near.feature_steps, 16);
+  EXPECT_EQ(near.label_steps, 4);
+  PipelineConfig raw = DefaultConfig(Method::kLpgnn, Task::kNode);
+  raw.mechanism = "none";
+  raw.label_epsilon = 1.0;
+  ResolveDatasetSettings(pubmed, &raw);
+  EXPECT_EQ(raw.feature_steps, 0);
+  EXPECT_EQ(raw.label_steps, 2);
+  EXPECT_DOUBLE_EQ(raw.node_model.dropout, 0.0);
   PipelineConfig off = c;
   off.dataset_settings = false;
   off.feature_steps = 5;
