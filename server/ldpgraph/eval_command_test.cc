@@ -115,6 +115,16 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
        "uses no feature mechanism"},
       {{"--dataset", d, "--method", "dpne", "--label-epsilon", "1"},
        "no label budget"},
+      {{"--dataset", d, "--method", "lpgnn", "--label-denoising", "median"},
+       "--label-denoising: label denoising must be published or vote"},
+      {{"--dataset", d, "--kprop-norm", "mean"},
+       "--kprop-norm applies to --method lpgnn"},
+      {{"--dataset", d, "--method", "lpgnn", "--kprop-norm", "sum"},
+       "--kprop-norm: KProp normalisation must be mean or symmetric"},
+      {{"--dataset", d, "--tune-feature-steps", "2,4"},
+       "--tune-feature-steps applies to --method lpgnn"},
+      {{"--dataset", d, "--method", "lpgnn", "--tune-label-steps", "2,x"},
+       "--tune-label-steps must be 'default' or a comma-separated list"},
   };
   for (const auto& [args, needle] : cases) {
     Result r = Eval(args);
@@ -211,7 +221,17 @@ TEST_F(EvalCommandTest, LinkAndLabelNoiseRuns) {
   ASSERT_EQ(lpgnn.code, 0) << lpgnn.err;
   j = nlohmann::json::parse(lpgnn.out);
   EXPECT_EQ(j["parameters"]["label_epsilon"], 2.0);
+  EXPECT_EQ(j["parameters"]["label_denoising"], "published");
   EXPECT_TRUE(j["per_run"][0].contains("label_agreement"));
+  // Tuning records each candidate and the pair it kept.
+  Result tuned = Eval({"--dataset", gen(), "--method", "lpgnn",
+                       "--label-epsilon", "2", "--runs", "1", "--epochs", "20",
+                       "--tune-feature-steps", "1,2", "--tune-label-steps",
+                       "0,2", "--format", "json"});
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  j = nlohmann::json::parse(tuned.out);
+  EXPECT_EQ(j["per_run"][0]["tuning"]["candidates"].size(), 4u);
+  EXPECT_TRUE(j["per_run"][0]["tuning"].contains("feature_steps"));
   Result table = Eval({"--dataset", gen(), "--mechanism", "none", "--runs",
                        "1", "--epochs", "20"});
   ASSERT_EQ(table.code, 0);
