@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "common/dp/continuous_noise.h"
 #include "common/status_macros.h"
@@ -229,6 +230,11 @@ void BatchGradient::Clear() {
   touched_c_.clear();
 }
 
+namespace {
+using RowArray = Eigen::Map<Eigen::ArrayXf>;
+using ConstRowArray = Eigen::Map<const Eigen::ArrayXf>;
+}  // namespace
+
 RowSparseAdam::RowSparseAdam(size_t n, int dim, double learning_rate)
     : dim_(dim),
       lr_(learning_rate),
@@ -269,16 +275,16 @@ void RowSparseAdam::Sync(DenseMatrix& param, uint32_t r) {
       static_cast<float>(std::pow(kBeta1, static_cast<double>(skipped)));
   const float decay2 =
       static_cast<float>(std::pow(kBeta2, static_cast<double>(skipped)));
-  float* w = param.data.data() + size_t{r} * dim_;
-  float* m = m_.data.data() + size_t{r} * dim_;
-  float* v = v_.data.data() + size_t{r} * dim_;
-  for (int i = 0; i < dim_; ++i) {
-    if (v[i] > 0) {
-      w[i] -= static_cast<float>(move * m[i] / std::sqrt(double{v[i]}));
-    }
-    m[i] *= decay1;
-    v[i] *= decay2;
-  }
+  // Eigen's array sqrt is vectorised (std::sqrt in a loop is not, for
+  // errno's sake). v = 0 only where every gradient so far was 0, and then
+  // m = 0 too: those entries do not move.
+  RowArray w(param.data.data() + size_t{r} * dim_, dim_);
+  RowArray m(m_.data.data() + size_t{r} * dim_, dim_);
+  RowArray v(v_.data.data() + size_t{r} * dim_, dim_);
+  w -= (v > 0.0f)
+           .select(static_cast<float>(move) * m / v.sqrt(), 0.0f);
+  m *= decay1;
+  v *= decay2;
   last_[r] = t_;
   tail_last_[r] = tail_t_;
 }
@@ -303,16 +309,14 @@ void RowSparseAdam::Step(DenseMatrix& param, const DenseMatrix& grad,
   const float eps = static_cast<float>(kEpsilon);
   tail_t_ = Tail(t_);
   for (uint32_t r : rows) {
-    float* w = param.data.data() + size_t{r} * dim_;
-    float* m = m_.data.data() + size_t{r} * dim_;
-    float* v = v_.data.data() + size_t{r} * dim_;
-    const float* g = grad.data.data() + size_t{r} * dim_;
-    for (int i = 0; i < dim_; ++i) {
-      const float gi = scale * g[i];
-      m[i] = b1 * m[i] + (1 - b1) * gi;
-      v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-      w[i] -= step * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
-    }
+    RowArray w(param.data.data() + size_t{r} * dim_, dim_);
+    RowArray m(m_.data.data() + size_t{r} * dim_, dim_);
+    RowArray v(v_.data.data() + size_t{r} * dim_, dim_);
+    const auto g =
+        scale * ConstRowArray(grad.data.data() + size_t{r} * dim_, dim_);
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g.square();
+    w -= step * m / (v.sqrt() * inv_sqrt_c2 + eps);
     last_[r] = t_;
     tail_last_[r] = tail_t_;
   }
