@@ -32,7 +32,7 @@
 //     noised gradients released so far), so SGD and Adam are accounted
 //     alike.
 //
-// The published code of paper 001 clips the batch's summed gradient once;
+// The published code of paper 001 clips the batch's mean gradient once;
 // the proof needs each example's gradient clipped, which is what this does.
 // What the guarantee covers (one edge's example, not a node; the negative
 // distribution and the touched rows depend on the graph) is stated in
