@@ -87,11 +87,14 @@ absl::StatusOr<Release> ReleaseEmbedding(
     d["dim"] = s.dim;
     d["negatives"] = s.negatives;
     d["batch_size"] = s.batch_size;
+    d["optimizer"] = OptimizerName(s.optimizer);
     d["learning_rate"] = s.learning_rate;
     d["proximity"] = ProximityName(s.proximity);
     d["steps"] = r.steps;
     d["epochs"] = r.epochs;
     d["max_epochs"] = s.max_epochs;
+    d["max_steps"] = s.max_steps ? nlohmann::json(*s.max_steps) : nullptr;
+    d["step_cap"] = r.step_cap;
     d["final_loss"] = r.epoch_loss.empty() ? 0.0 : r.epoch_loss.back();
     if (c.private_release) {
       d["clip"] = s.clip;

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <utility>
 
+#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "common/dp/continuous_noise.h"
 #include "common/status_macros.h"
@@ -228,7 +230,110 @@ void BatchGradient::Clear() {
   touched_c_.clear();
 }
 
+namespace {
+using RowArray = Eigen::Map<Eigen::ArrayXf>;
+using ConstRowArray = Eigen::Map<const Eigen::ArrayXf>;
+}  // namespace
+
+RowSparseAdam::RowSparseAdam(size_t n, int dim, double learning_rate)
+    : dim_(dim),
+      lr_(learning_rate),
+      ratio_(kBeta1 / std::sqrt(kBeta2)),
+      horizon_(static_cast<int64_t>(
+          std::ceil(std::log(1e-20) / std::log(kBeta1 / std::sqrt(kBeta2))))),
+      m_(n, dim),
+      v_(n, dim),
+      last_(n, 0),
+      tail_last_(n, 0.0) {
+  tail_t_ = Tail(0);
+  std::fill(tail_last_.begin(), tail_last_.end(), tail_t_);
+}
+
+double RowSparseAdam::Tail(int64_t a) const {
+  double b1 = std::pow(kBeta1, static_cast<double>(a));  // b1^s, s = a + j
+  double b2 = std::pow(kBeta2, static_cast<double>(a));
+  double rj = 1, sum = 0;
+  for (int64_t j = 1; j <= horizon_; ++j) {
+    b1 *= kBeta1;
+    b2 *= kBeta2;
+    rj *= ratio_;
+    sum += std::sqrt(1 - b2) / (1 - b1) * rj;
+  }
+  return lr_ * sum;
+}
+
+void RowSparseAdam::Sync(DenseMatrix& param, uint32_t r) {
+  const int64_t skipped = t_ - last_[r];
+  if (skipped <= 0) return;
+  // Tail(a) - r^J Tail(a + J), a = last_[r], J = skipped.
+  const double move =
+      tail_last_[r] -
+      (skipped > horizon_ ? 0.0
+                          : std::pow(ratio_, static_cast<double>(skipped)) *
+                                tail_t_);
+  const float decay1 =
+      static_cast<float>(std::pow(kBeta1, static_cast<double>(skipped)));
+  const float decay2 =
+      static_cast<float>(std::pow(kBeta2, static_cast<double>(skipped)));
+  // Eigen's array sqrt is vectorised (std::sqrt in a loop is not, for
+  // errno's sake). v = 0 only where every gradient so far was 0, and then
+  // m = 0 too: those entries do not move.
+  RowArray w(param.data.data() + size_t{r} * dim_, dim_);
+  RowArray m(m_.data.data() + size_t{r} * dim_, dim_);
+  RowArray v(v_.data.data() + size_t{r} * dim_, dim_);
+  w -= (v > 0.0f)
+           .select(static_cast<float>(move) * m / v.sqrt(), 0.0f);
+  m *= decay1;
+  v *= decay2;
+  last_[r] = t_;
+  tail_last_[r] = tail_t_;
+}
+
+void RowSparseAdam::Flush(DenseMatrix& param) {
+  for (size_t r = 0; r < last_.size(); ++r) {
+    Sync(param, static_cast<uint32_t>(r));
+  }
+}
+
+void RowSparseAdam::Step(DenseMatrix& param, const DenseMatrix& grad,
+                         absl::Span<const uint32_t> rows, float scale) {
+  for (uint32_t r : rows) Sync(param, r);
+  ++t_;
+  const double t = static_cast<double>(t_);
+  const float step =
+      static_cast<float>(lr_ / (1.0 - std::pow(kBeta1, t)));
+  const float inv_sqrt_c2 =
+      static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(kBeta2, t)));
+  const float b1 = static_cast<float>(kBeta1);
+  const float b2 = static_cast<float>(kBeta2);
+  const float eps = static_cast<float>(kEpsilon);
+  tail_t_ = Tail(t_);
+  for (uint32_t r : rows) {
+    RowArray w(param.data.data() + size_t{r} * dim_, dim_);
+    RowArray m(m_.data.data() + size_t{r} * dim_, dim_);
+    RowArray v(v_.data.data() + size_t{r} * dim_, dim_);
+    const auto g =
+        scale * ConstRowArray(grad.data.data() + size_t{r} * dim_, dim_);
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g.square();
+    w -= step * m / (v.sqrt() * inv_sqrt_c2 + eps);
+    last_[r] = t_;
+    tail_last_[r] = tail_t_;
+  }
+}
+
 }  // namespace internal
+
+absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name) {
+  if (name == "sgd") return Optimizer::kSgd;
+  if (name == "adam") return Optimizer::kAdam;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown optimizer '", name, "' (choose sgd or adam)"));
+}
+
+absl::string_view OptimizerName(Optimizer o) {
+  return o == Optimizer::kSgd ? "sgd" : "adam";
+}
 
 namespace {
 
@@ -297,6 +402,14 @@ absl::Status ValidateSePrivGEmbConfig(const SePrivGEmbConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_epochs must be >= 1, got ", c.max_epochs));
   }
+  if (c.max_steps && *c.max_steps < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_steps must be >= 1, got ", *c.max_steps));
+  }
+  if (c.optimizer != Optimizer::kSgd && c.optimizer != Optimizer::kAdam) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer must be sgd or adam, got ", static_cast<int>(c.optimizer)));
+  }
   if (!c.private_training) return absl::OkStatus();
   if (!PositiveFinite(c.clip)) {
     return absl::InvalidArgumentError(
@@ -340,7 +453,8 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
       std::min(num_examples, static_cast<size_t>(c.batch_size));
   const int64_t steps_per_epoch = static_cast<int64_t>(
       (num_examples + c.batch_size - 1) / static_cast<size_t>(c.batch_size));
-  const int64_t max_steps = steps_per_epoch * c.max_epochs;
+  const int64_t max_steps =
+      c.max_steps ? *c.max_steps : steps_per_epoch * c.max_epochs;
   // gamma = batch / N, exactly 1 when the batch is the whole set.
   const double gamma =
       batch == num_examples ? 1.0 : static_cast<double>(batch) / num_examples;
@@ -379,6 +493,19 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
   GaussianAdder gaussian(c.noise_multiplier * c.clip, noise);
   const float step_size =
       static_cast<float>(c.learning_rate / static_cast<double>(batch));
+  const bool adam = c.optimizer == Optimizer::kAdam;
+  std::optional<internal::RowSparseAdam> adam_w, adam_c;
+  std::vector<uint32_t> all_rows;
+  if (adam) {
+    adam_w.emplace(n, c.dim, c.learning_rate);
+    adam_c.emplace(n, c.dim, c.learning_rate);
+    if (noise_all) {
+      all_rows.resize(n);
+      std::iota(all_rows.begin(), all_rows.end(), 0u);
+    }
+  }
+  const float inv_batch = static_cast<float>(1.0 / static_cast<double>(batch));
+  const int stride = examples.stride();
 
   std::vector<uint32_t> index(num_examples);
   std::iota(index.begin(), index.end(), 0u);
@@ -391,14 +518,24 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
     for (size_t b = 0; b < batch; ++b) {
       const size_t j = b + noise.UniformInt(num_examples - b);
       std::swap(index[b], index[j]);
-      epoch_loss += sums.Add(w, ctx, examples.example(index[b]), clip);
+      const uint32_t* example = examples.example(index[b]);
+      if (adam) {  // the rows the gradient is taken at, brought up to date
+        adam_w->Sync(w, example[0]);
+        for (int i = 1; i < stride; ++i) adam_c->Sync(ctx, example[i]);
+      }
+      epoch_loss += sums.Add(w, ctx, example, clip);
     }
     epoch_examples += static_cast<int64_t>(batch);
     if (noise_all) {
       gaussian.Add(absl::MakeSpan(sums.mutable_sum_centre().data));
       gaussian.Add(absl::MakeSpan(sums.mutable_sum_context().data));
-      UpdateAll(w, sums.sum_centre(), step_size);
-      UpdateAll(ctx, sums.sum_context(), step_size);
+      if (adam) {
+        adam_w->Step(w, sums.sum_centre(), all_rows, inv_batch);
+        adam_c->Step(ctx, sums.sum_context(), all_rows, inv_batch);
+      } else {
+        UpdateAll(w, sums.sum_centre(), step_size);
+        UpdateAll(ctx, sums.sum_context(), step_size);
+      }
       sums.Clear();
       std::fill(sums.mutable_sum_centre().data.begin(),
                 sums.mutable_sum_centre().data.end(), 0.0f);
@@ -413,8 +550,14 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
           gaussian.Add(sums.mutable_sum_context().row(r));
         }
       }
-      Update(w, sums.sum_centre(), sums.touched_centre(), step_size);
-      Update(ctx, sums.sum_context(), sums.touched_context(), step_size);
+      if (adam) {
+        adam_w->Step(w, sums.sum_centre(), sums.touched_centre(), inv_batch);
+        adam_c->Step(ctx, sums.sum_context(), sums.touched_context(),
+                     inv_batch);
+      } else {
+        Update(w, sums.sum_centre(), sums.touched_centre(), step_size);
+        Update(ctx, sums.sum_context(), sums.touched_context(), step_size);
+      }
       sums.Clear();
     }
     if ((s + 1) % steps_per_epoch == 0 || s + 1 == steps) {
@@ -425,7 +568,12 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
     }
   }
 
+  if (adam) {
+    adam_w->Flush(w);
+    adam_c->Flush(ctx);
+  }
   result.steps = steps;
+  result.step_cap = max_steps;
   result.epochs = static_cast<double>(steps) / steps_per_epoch;
   if (c.private_training) {
     dp::RdpAccountant accountant;

@@ -18,17 +18,21 @@
 //     clipped gradients, adds N(0, (noise_multiplier * clip)^2) to every
 //     coordinate of every row the batch touched (NoisedRows::kTouched, the
 //     paper's choice) or of every row (kAll), divides by batch_size and
-//     takes an SGD step.
+//     takes a step of the chosen optimizer (Optimizer below: SGD, or Adam
+//     as the published code uses).
 //  3. Accounting: two datasets of examples that differ by replacing one
 //     example change the clipped sum by at most 2 * clip, so a step is the
 //     Gaussian mechanism with multiplier noise_multiplier / 2 relative to
 //     that sensitivity, amplified by sampling without replacement
 //     (common/dp/rdp_accountant.h). Training runs whole steps until
-//     max_epochs or until one more step would take the guarantee past
-//     (target_epsilon, target_delta); the result reports the guarantee of
-//     the steps actually taken.
+//     max_epochs (or max_steps) or until one more step would take the
+//     guarantee past (target_epsilon, target_delta); the result reports the
+//     guarantee of the steps actually taken. The optimizer only
+//     post-processes the noised gradient (its state is a function of the
+//     noised gradients released so far), so SGD and Adam are accounted
+//     alike.
 //
-// The published code of paper 001 clips the batch's summed gradient once;
+// The published code of paper 001 clips the batch's mean gradient once;
 // the proof needs each example's gradient clipped, which is what this does.
 // What the guarantee covers (one edge's example, not a node; the negative
 // distribution and the touched rows depend on the graph) is stated in
@@ -42,6 +46,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
@@ -52,17 +57,39 @@ namespace ldpgraph::embedding {
 
 enum class NoisedRows { kTouched, kAll };
 
+// How a step moves the rows by the noised mean gradient
+// g = (sum of clipped gradients + noise) / batch_size:
+//  - kSgd: row -= learning_rate * g, only the rows the batch touched (every
+//    row under NoisedRows::kAll);
+//  - kAdam: Adam (Kingma and Ba, ICLR'15, Algorithm 1; beta1 0.9, beta2
+//    0.999, epsilon 1e-8, bias-corrected as PyTorch's torch.optim.Adam)
+//    on the whole of W and C, a row the batch did not touch having
+//    gradient zero that step: its moments decay and it keeps moving on
+//    them, as under the published code's TensorFlow AdamOptimizer on dense
+//    gradients. Computed without touching every row every step
+//    (internal::RowSparseAdam, se_privgemb_step.h).
+enum class Optimizer { kSgd, kAdam };
+
+// "sgd", "adam"; INVALID_ARGUMENT naming the choices.
+absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name);
+absl::string_view OptimizerName(Optimizer o);
+
 struct SePrivGEmbConfig {
   int dim = 128;
   int negatives = 5;            // k
   int batch_size = 16;          // examples per step
-  // SGD rate; each step moves a row by rate * (its summed clipped gradients
-  // + noise) / batch_size. With C starting at zero, the number of steps is
-  // what gets training off the ground: batch 16 and rate 0.5 learn on a
+  Optimizer optimizer = Optimizer::kSgd;
+  // The optimizer's rate. SGD moves a row by rate * (its summed clipped
+  // gradients + noise) / batch_size. With C starting at zero, the number of
+  // steps is what gets SGD off the ground: batch 16 and rate 0.5 learn on a
   // generated graph (node accuracy 0.82, link AUC 0.76 without noise) where
-  // batch 128 and rate 2 stay at chance in 50 epochs.
+  // batch 128 and rate 2 stay at chance in 50 epochs. Adam's step does not
+  // scale with the gradient (the published code: Adam, rate 0.1).
   double learning_rate = 0.5;
   int max_epochs = 50;          // an epoch is ceil(N / batch_size) steps
+  // Set: at most this many steps, whatever max_epochs says (the published
+  // code's "epochs" are single batches: its 500 are 500 steps).
+  std::optional<int64_t> max_steps;
   Proximity proximity = Proximity::kDeepWalk;
   // false: plain skip-gram, no clipping and no noise (the non-private
   // baseline); the fields below are then ignored.
@@ -74,7 +101,8 @@ struct SePrivGEmbConfig {
   double target_delta = 1e-5;
 };
 
-// INVALID_ARGUMENT naming the bad field.
+// INVALID_ARGUMENT naming the bad field (max_steps, when set, must be
+// >= 1).
 absl::Status ValidateSePrivGEmbConfig(const SePrivGEmbConfig& c);
 
 struct SePrivGEmbResult {
@@ -82,6 +110,8 @@ struct SePrivGEmbResult {
   DenseMatrix context;  // C, n x dim: released too (the paper releases both)
   int64_t steps = 0;
   double epochs = 0;    // steps / steps_per_epoch
+  // The steps allowed before the budget: max_steps, or max_epochs epochs.
+  int64_t step_cap = 0;
   bool stopped_by_budget = false;
   // Private training: the accountant after the steps taken and its
   // guarantee at target_delta (epsilon <= target_epsilon).

@@ -23,6 +23,7 @@ using internal::ComputeExampleGradient;
 using internal::DrawSkipGramExamples;
 using internal::ExampleGradient;
 using internal::InitialCentre;
+using internal::RowSparseAdam;
 using internal::SkipGramExamples;
 
 // Two blocks of `per_block` nodes (0..per_block-1 and per_block..2
@@ -138,6 +139,9 @@ TEST(SePrivGEmbConfig, RejectsEachBadField) {
       {"learning_rate", [](SePrivGEmbConfig& c) { c.learning_rate = 0; }},
       {"learning_rate", [](SePrivGEmbConfig& c) { c.learning_rate = NAN; }},
       {"max_epochs", [](SePrivGEmbConfig& c) { c.max_epochs = 0; }},
+      {"max_steps", [](SePrivGEmbConfig& c) { c.max_steps = 0; }},
+      {"optimizer",
+       [](SePrivGEmbConfig& c) { c.optimizer = static_cast<Optimizer>(7); }},
       {"clip", [](SePrivGEmbConfig& c) { c.clip = 0; }},
       {"clip", [](SePrivGEmbConfig& c) { c.clip = INFINITY; }},
       {"noise_multiplier", [](SePrivGEmbConfig& c) { c.noise_multiplier = 0; }},
@@ -256,6 +260,128 @@ DenseMatrix RandomMatrix(size_t n, int dim, double scale, uint64_t seed) {
   for (float& x : m.data)
     x = static_cast<float>(scale * (2 * rng.UniformDouble() - 1));
   return m;
+}
+
+TEST(Optimizer, ParsesItsNamesAndRejectsOthers) {
+  EXPECT_EQ(*ParseOptimizer("sgd"), Optimizer::kSgd);
+  EXPECT_EQ(*ParseOptimizer("adam"), Optimizer::kAdam);
+  EXPECT_EQ(OptimizerName(Optimizer::kAdam), "adam");
+  EXPECT_EQ(OptimizerName(Optimizer::kSgd), "sgd");
+  const auto bad = ParseOptimizer("lazy-adam");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("choose sgd or adam"),
+            absl::string_view::npos);
+}
+
+// Dense Adam written out plainly (PyTorch's form, in double): every row
+// every step, zero gradient for the rows not listed.
+struct DenseAdamReference {
+  DenseAdamReference(size_t n, int dim, double lr)
+      : dim(dim), lr(lr), w(n * dim), m(n * dim, 0.0), v(n * dim, 0.0) {}
+  void Step(const std::vector<double>& g) {  // n * dim, zeros included
+    ++t;
+    const double c1 = 1 - std::pow(RowSparseAdam::kBeta1, t);
+    const double c2 = 1 - std::pow(RowSparseAdam::kBeta2, t);
+    for (size_t i = 0; i < w.size(); ++i) {
+      m[i] = RowSparseAdam::kBeta1 * m[i] + (1 - RowSparseAdam::kBeta1) * g[i];
+      v[i] = RowSparseAdam::kBeta2 * v[i] +
+             (1 - RowSparseAdam::kBeta2) * g[i] * g[i];
+      w[i] -= lr / c1 * m[i] /
+              (std::sqrt(v[i]) / std::sqrt(c2) + RowSparseAdam::kEpsilon);
+    }
+  }
+  int dim;
+  double lr;
+  int t = 0;
+  std::vector<double> w, m, v;
+};
+
+// The row-sparse Adam against dense Adam on a random sequence of sparse
+// gradients, some rows left alone for long stretches (the zero-gradient
+// steps applied in closed form at Sync), one never listed. A "lazy" Adam
+// that moves only listed rows fails this: row 5 moves by more than 0.05 in
+// its 200 zero-gradient steps.
+TEST(RowSparseAdam, MatchesDenseAdamIncludingZeroGradientSteps) {
+  const size_t n = 7;
+  const int dim = 5;
+  const double lr = 0.1;
+  const float scale = 0.5f;
+  PublicRandom rng(3);
+  const DenseMatrix init = RandomMatrix(n, dim, 1.0, 8);
+  DenseMatrix param = init;
+  DenseAdamReference dense(n, dim, lr);
+  for (size_t i = 0; i < param.data.size(); ++i) dense.w[i] = param.data[i];
+  RowSparseAdam adam(n, dim, lr);
+  DenseMatrix grad(n, dim);
+  std::vector<double> row5_at_40;
+  for (int step = 1; step <= 300; ++step) {
+    std::vector<uint32_t> rows;
+    for (uint32_t r = 0; r + 1 < n; ++r) {  // row n - 1 never listed
+      // Row r is listed with probability 1 / (r + 1); row 5 also sits out
+      // steps 40..239 (200 zero-gradient steps in one stretch).
+      if (r == 5 && step >= 40 && step < 240) continue;
+      if (rng.UniformDouble() * (r + 1) < 1) rows.push_back(r);
+    }
+    std::vector<double> g(n * dim, 0.0);
+    for (uint32_t r : rows) {
+      for (int i = 0; i < dim; ++i) {
+        grad.data[r * dim + i] =
+            static_cast<float>(4 * (2 * rng.UniformDouble() - 1));
+        g[r * dim + i] = scale * double{grad.data[r * dim + i]};
+      }
+    }
+    if (step == 40) {
+      row5_at_40.assign(dense.w.begin() + 5 * dim,
+                        dense.w.begin() + 6 * dim);
+    }
+    adam.Step(param, grad, rows, scale);
+    dense.Step(g);
+    for (uint32_t r : rows) {
+      for (int i = 0; i < dim; ++i) grad.data[r * dim + i] = 0;
+    }
+    if (step % 50 == 0) {  // Sync one row and compare it mid-run
+      const uint32_t r = static_cast<uint32_t>(step / 50) % n;
+      adam.Sync(param, r);
+      for (int i = 0; i < dim; ++i) {
+        EXPECT_NEAR(param.data[r * dim + i], dense.w[r * dim + i], 2e-4)
+            << "step " << step << " row " << r;
+      }
+    }
+    if (step == 239) {
+      double moved = 0;
+      for (int i = 0; i < dim; ++i) {
+        moved += std::abs(dense.w[5 * dim + i] - row5_at_40[i]);
+      }
+      EXPECT_GT(moved, 0.05);
+    }
+  }
+  EXPECT_EQ(adam.steps(), 300);
+  adam.Flush(param);
+  for (size_t i = 0; i < param.data.size(); ++i) {
+    EXPECT_NEAR(param.data[i], dense.w[i], 2e-4) << "entry " << i;
+  }
+  for (int i = 0; i < dim; ++i) {  // never listed: never moved
+    EXPECT_EQ(param.data[6 * dim + i], init.data[6 * dim + i]);
+  }
+}
+
+// Adam's first step moves every coordinate by the rate against the sign of
+// its gradient (bias correction: m_hat = g, v_hat = g^2), whatever the
+// gradient's scale.
+TEST(RowSparseAdam, FirstStepIsTheRateAgainstTheGradientSign) {
+  const int dim = 4;
+  DenseMatrix param(3, dim);
+  DenseMatrix grad(3, dim);
+  const float g[dim] = {0.001f, -3.0f, 250.0f, -0.02f};
+  for (int i = 0; i < dim; ++i) grad.data[1 * dim + i] = g[i];
+  RowSparseAdam adam(3, dim, 0.1);
+  const std::vector<uint32_t> rows = {1};
+  adam.Step(param, grad, rows, 0.5f);
+  for (int i = 0; i < dim; ++i) {
+    EXPECT_NEAR(param.data[1 * dim + i], g[i] > 0 ? -0.1 : 0.1, 1e-5) << i;
+    EXPECT_EQ(param.data[0 * dim + i], 0.0f);
+    EXPECT_EQ(param.data[2 * dim + i], 0.0f);
+  }
 }
 
 TEST(ExampleGradient, MatchesReferenceWithRepeatedRowsMerged) {
@@ -400,6 +526,89 @@ TEST(SePrivGEmb, NonPrivateSkipGramLearnsCommunities) {
   const DenseMatrix init = InitialCentre(g.num_nodes(), c.dim, 1);
   const auto [linked0, other0] = LinkedVersusRandom(g, init, 2000, 1);
   EXPECT_LT(std::abs(linked0 - other0), 0.1);
+}
+
+// The published code's optimizer: Adam at rate 0.1 trains the skip-gram
+// where SGD at the same rate (averaged over the batch, C starting at zero)
+// hardly moves it.
+TEST(SePrivGEmb, AdamLearnsWhereSgdAtTheSameRateStalls) {
+  const Graph g = TwoBlocks(30, 0.3, 4, 11);
+  SePrivGEmbConfig c = SmallConfig();
+  c.private_training = false;
+  c.dim = 4;
+  c.negatives = 5;
+  c.batch_size = 32;
+  c.learning_rate = 0.1;
+  c.max_epochs = 30;
+  auto run = [&](Optimizer o) {
+    c.optimizer = o;
+    SeededRandomForTesting noise(5);
+    auto r = TrainSePrivGEmb(g, c, noise, 1);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return *std::move(r);
+  };
+  const SePrivGEmbResult sgd = run(Optimizer::kSgd);
+  const SePrivGEmbResult adam = run(Optimizer::kAdam);
+  const auto [sgd_linked, sgd_other] = LinkedVersusRandom(g, sgd.centre, 2000, 1);
+  const auto [linked, other] = LinkedVersusRandom(g, adam.centre, 2000, 1);
+  std::cout << "rate 0.1, batch 32: SGD loss " << sgd.epoch_loss.front()
+            << " -> " << sgd.epoch_loss.back() << ", cosine linked "
+            << sgd_linked << " / other " << sgd_other << "; Adam loss "
+            << adam.epoch_loss.front() << " -> " << adam.epoch_loss.back()
+            << ", cosine linked " << linked << " / other " << other << "\n";
+  EXPECT_LT(adam.epoch_loss.back(), 0.6 * adam.epoch_loss.front());
+  EXPECT_GT(sgd.epoch_loss.back(), 0.95 * sgd.epoch_loss.front());
+  EXPECT_GT(linked, other + 0.15);
+  EXPECT_NE(sgd.centre.data, adam.centre.data);
+}
+
+// Adam post-processes the noised gradient: the same settings take the same
+// steps and report the same accountant as SGD. Seeded Adam runs repeat.
+TEST(SePrivGEmb, AdamIsAccountedAsSgdAndSeededRunsRepeat) {
+  const Graph g = TwoBlocks(20, 0.3, 5, 2);
+  SePrivGEmbConfig c = SmallConfig();
+  c.noise_multiplier = 5.0;
+  c.target_epsilon = 1.5;
+  c.max_epochs = 10000;
+  auto run = [&](Optimizer o, uint64_t seed) {
+    c.optimizer = o;
+    SeededRandomForTesting noise(seed);
+    auto r = TrainSePrivGEmb(g, c, noise, 1);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return *std::move(r);
+  };
+  const SePrivGEmbResult sgd = run(Optimizer::kSgd, 9);
+  const SePrivGEmbResult adam = run(Optimizer::kAdam, 9);
+  const SePrivGEmbResult again = run(Optimizer::kAdam, 9);
+  const SePrivGEmbResult other = run(Optimizer::kAdam, 10);
+  EXPECT_TRUE(adam.stopped_by_budget);
+  EXPECT_EQ(adam.steps, sgd.steps);
+  EXPECT_EQ(adam.accountant->rdp(), sgd.accountant->rdp());
+  EXPECT_EQ(adam.guarantee->epsilon, sgd.guarantee->epsilon);
+  EXPECT_NE(adam.centre.data, sgd.centre.data);
+  EXPECT_EQ(adam.centre.data, again.centre.data);
+  EXPECT_EQ(adam.context.data, again.context.data);
+  EXPECT_EQ(adam.epoch_loss, again.epoch_loss);
+  EXPECT_NE(adam.centre.data, other.centre.data);
+  for (float x : adam.centre.data) ASSERT_TRUE(std::isfinite(x));
+}
+
+// max_steps replaces the epoch cap, in either direction.
+TEST(SePrivGEmb, MaxStepsCapsTheSteps) {
+  const Graph g = TwoBlocks(10, 0.4, 2, 2);
+  SePrivGEmbConfig c = SmallConfig();
+  const int64_t per_epoch = (g.num_edges() + c.batch_size - 1) / c.batch_size;
+  for (int64_t cap : {int64_t{3}, 7 * per_epoch + 2}) {
+    c.max_steps = cap;
+    SeededRandomForTesting noise(9);
+    const auto r = TrainSePrivGEmb(g, c, noise, 1);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->steps, cap);
+    EXPECT_EQ(r->step_cap, cap);
+    EXPECT_FALSE(r->stopped_by_budget);
+    EXPECT_DOUBLE_EQ(r->epochs, static_cast<double>(cap) / per_epoch);
+    EXPECT_EQ(r->epoch_loss.size(), static_cast<size_t>(cap / per_epoch + 1));
+  }
 }
 
 TEST(SePrivGEmb, BudgetStopsBeforeTheTarget) {

@@ -45,8 +45,8 @@ absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
     }
   }
   for (const char* f : {"negatives", "batch", "release-lr", "release-epochs",
-                        "clip", "noise-multiplier", "proximity",
-                        "noised-rows"}) {
+                        "release-steps", "release-optimizer", "clip",
+                        "noise-multiplier", "proximity", "noised-rows"}) {
     if (a.Get(f) && !se) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", f, " applies to --method se-privgemb"));
@@ -75,6 +75,19 @@ absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
                     IntFlag{"sweeps", &d.sweeps}}) {
     ASSIGN_OR_RETURN(auto v, a.GetInt(f.name));
     if (v) { ASSIGN_OR_RETURN(*f.target, FlagToInt(*v, f.name, 1)); }
+  }
+  ASSIGN_OR_RETURN(auto steps, a.GetInt("release-steps"));
+  if (steps) {
+    if (*steps < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--release-steps must be an integer >= 1, got ", *steps));
+    }
+    s.max_steps = *steps;
+  }
+  if (auto o = a.Get("release-optimizer")) {
+    auto parsed = embedding::ParseOptimizer(*o);
+    if (!parsed.ok()) return FlagError("release-optimizer", parsed.status());
+    s.optimizer = *parsed;
   }
   struct DoubleFlag {
     const char* name;
@@ -131,8 +144,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
            "batch-lr", "split", "runs",
            "seed", "format", "activation", "input-dropout", "dim",
-           "negatives", "batch", "release-lr", "release-epochs", "clip",
-           "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
+           "negatives", "batch", "release-lr", "release-epochs",
+           "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
            "sensitivity", "lambda", "mu", "threads"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
            "no-standardize", "help"}));
@@ -512,8 +525,15 @@ Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
   --dim D                embedding dimension (se-privgemb 128, dpne 100)
   --negatives K --batch B --release-lr LR --release-epochs N
                          se-privgemb: negatives per edge (5), edges per step
-                         (16), SGD rate (0.5), epoch cap (50); training
+                         (16), learning rate (0.5), epoch cap (50); training
                          stops earlier when the budget is spent
+  --release-optimizer O  se-privgemb: sgd (default) or adam (the published
+                         code's; beta 0.9/0.999, every row of W and C,
+                         untouched rows moving on their moments). Either
+                         only post-processes the noised gradient: the
+                         accounting is the same
+  --release-steps N      se-privgemb: step cap instead of the epoch cap (the
+                         published code's 500 "epochs" are 500 batches)
   --clip C --noise-multiplier S   se-privgemb: per-example clip (1), noise
                          std S*C (5)
   --proximity P          se-privgemb negatives: deepwalk (default), degree,

@@ -111,6 +111,13 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
        "--proximity: unknown proximity 'katz'"},
       {{"--dataset", d, "--method", "se-privgemb", "--noise-multiplier", "0"},
        "noise_multiplier"},
+      {{"--dataset", d, "--method", "se-privgemb", "--release-optimizer",
+        "rmsprop"},
+       "--release-optimizer: unknown optimizer 'rmsprop'"},
+      {{"--dataset", d, "--method", "se-privgemb", "--release-steps", "0"},
+       "--release-steps must be an integer >= 1, got 0"},
+      {{"--dataset", d, "--method", "dpne", "--release-optimizer", "adam"},
+       "--release-optimizer applies to --method se-privgemb"},
       {{"--dataset", d, "--method", "dpne", "--mechanism", "hds"},
        "uses no feature mechanism"},
       {{"--dataset", d, "--method", "dpne", "--label-epsilon", "1"},
@@ -151,6 +158,20 @@ TEST_F(EvalCommandTest, StructureReleasesReportTheirGuarantee) {
     const auto& release = j["per_run"][0]["release"];
     EXPECT_LE(release["guarantee"]["epsilon"].get<double>(), 2.0 + 1e-9);
     EXPECT_EQ(release["noise_source"], "seeded-not-private");
+    if (std::string(method) == "se-privgemb") {
+      EXPECT_EQ(j["parameters"]["release"]["optimizer"], "sgd");
+      EXPECT_TRUE(j["parameters"]["release"]["max_steps"].is_null());
+      Result adam = Eval({"--dataset", d, "--method", method, "--epsilon", "2",
+                          "--dim", "8", "--runs", "1", "--format", "json",
+                          "--release-optimizer", "adam", "--release-steps",
+                          "5"});
+      ASSERT_EQ(adam.code, 0) << adam.err;
+      auto ja = nlohmann::json::parse(adam.out);
+      EXPECT_EQ(ja["parameters"]["release"]["optimizer"], "adam");
+      EXPECT_EQ(ja["parameters"]["release"]["max_steps"], 5);
+      EXPECT_EQ(ja["per_run"][0]["release"]["optimizer"], "adam");
+      EXPECT_EQ(ja["per_run"][0]["release"]["steps"], 5);
+    }
     Result clean = Eval({"--dataset", d, "--method", method, "--mechanism",
                          "none", "--dim", "8", "--runs", "1"});
     ASSERT_EQ(clean.code, 0) << clean.err;

@@ -936,8 +936,11 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
       j["release"]["dim"] = s.dim;
       j["release"]["negatives"] = s.negatives;
       j["release"]["batch_size"] = s.batch_size;
+      j["release"]["optimizer"] = embedding::OptimizerName(s.optimizer);
       j["release"]["learning_rate"] = s.learning_rate;
       j["release"]["max_epochs"] = s.max_epochs;
+      j["release"]["max_steps"] =
+          s.max_steps ? json(*s.max_steps) : json(nullptr);
       j["release"]["proximity"] = embedding::ProximityName(s.proximity);
       j["release"]["clip"] = s.clip;
       j["release"]["noise_multiplier"] = s.noise_multiplier;

@@ -104,4 +104,59 @@ class BatchGradient {
   std::vector<float> coef_;
 };
 
+// Adam over the rows of one n x dim parameter matrix whose gradients are
+// row-sparse: at each step a list of rows has a gradient and every other row
+// has gradient zero. The result is that of dense Adam on the whole matrix
+// (Kingma and Ba, ICLR'15, Algorithm 1, bias-corrected as PyTorch):
+//   m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,
+//   w -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps),
+// including the zero-gradient steps, where a row keeps moving on moments
+// that decay (TensorFlow's and PyTorch's Adam on a dense gradient do the
+// same; it is not a "lazy" Adam). The cost is O(rows listed * dim) a step:
+// a row's zero-gradient steps are applied in closed form when it is next
+// listed or at Flush. With eps left out of those steps (eps = 1e-8 against
+// sqrt(v)), a run of J of them moves w by
+//   m / sqrt(v) * sum_{s = a+1}^{a+J} lr_s r^(s - a),
+//   lr_s = lr sqrt(1 - b2^s) / (1 - b1^s),  r = b1 / sqrt(b2),
+// with m, v the moments after step a; the sum is Tail(a) - r^J Tail(a + J),
+// Tail(a) = sum_{s > a} lr_s r^(s - a), truncated where r^(s - a) < 1e-20.
+// So it differs from a dense Adam step by step only by eps in the skipped
+// steps (relative error eps / sqrt(v)). Not thread-safe.
+class RowSparseAdam {
+ public:
+  static constexpr double kBeta1 = 0.9;
+  static constexpr double kBeta2 = 0.999;
+  static constexpr double kEpsilon = 1e-8;
+
+  RowSparseAdam(size_t n, int dim, double learning_rate);
+
+  // Brings row r of param (n x dim, the matrix this object was made for)
+  // to what dense Adam holds after steps() steps, applying the
+  // zero-gradient steps since it was last listed. A row must be synced
+  // before it is read (the gradient of the next step is taken there).
+  void Sync(DenseMatrix& param, uint32_t r);
+  // Sync of every row.
+  void Flush(DenseMatrix& param);
+  // Step t = steps() + 1: row r of `rows` (distinct) has gradient
+  // scale * grad.row(r); every other row has gradient zero. Syncs and then
+  // updates the listed rows; the others move at their next Sync.
+  void Step(DenseMatrix& param, const DenseMatrix& grad,
+            absl::Span<const uint32_t> rows, float scale);
+  int64_t steps() const { return t_; }
+
+ private:
+  // Tail(a) above.
+  double Tail(int64_t a) const;
+
+  int dim_;
+  double lr_;
+  double ratio_;      // r = b1 / sqrt(b2)
+  int64_t horizon_;   // terms kept in Tail
+  int64_t t_ = 0;
+  double tail_t_;     // Tail(t_)
+  DenseMatrix m_, v_;
+  std::vector<int64_t> last_;       // the step a row's moments are at
+  std::vector<double> tail_last_;   // Tail(last_[r])
+};
+
 }  // namespace ldpgraph::embedding::internal
