@@ -32,8 +32,10 @@
 //     noised gradients released so far), so SGD and Adam are accounted
 //     alike.
 //
-// The published code of paper 001 clips the batch's mean gradient once;
-// the proof needs each example's gradient clipped, which is what this does.
+// The published code of paper 001 clips the batch's mean gradient once, W's
+// and C's parts separately (one replaced example then moves it by up to
+// 2 sqrt 2 C, accounted as C); here each example's gradient is clipped to C
+// over all its rows, so the sum moves by at most 2 C, as accounted above.
 // What the guarantee covers (one edge's example, not a node; the negative
 // distribution and the touched rows depend on the graph) is stated in
 // server/embedding/README.md.
