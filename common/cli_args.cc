@@ -137,20 +137,6 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
   return std::make_pair(address.substr(0, colon), port);
 }
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is a directory, not a file"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::InternalError(absl::StrCat("error reading ", path));
-  return ss.str();
-}
-
 absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseNodeRange(
     absl::string_view text, absl::string_view flag) {
   std::vector<absl::string_view> p = absl::StrSplit(text, '-');

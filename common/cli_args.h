@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/files.h"  // ReadFileToString, for the flags that name files
 #include "absl/strings/string_view.h"
 
 namespace ldpgraph {
@@ -59,9 +60,5 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 absl::StatusOr<std::pair<uint32_t, uint32_t>> ParseNodeRange(
     absl::string_view text, absl::string_view flag);
 
-// The whole content of a file (binary-safe). NOT_FOUND naming the path if it
-// cannot be opened, INVALID_ARGUMENT "<path> is a directory, not a file" for
-// a directory, INTERNAL if reading fails.
-absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
 }  // namespace ldpgraph

@@ -128,28 +128,5 @@ TEST(ParseNodeRangeTest, AcceptsAToBAndNamesTheFlagOtherwise) {
   }
 }
 
-TEST(ReadFileToStringTest, ReadsAFileAndNamesAMissingPathOrADirectory) {
-  TempFolder dir;
-  {
-    std::ofstream out(dir.File("ca.pem"), std::ios::binary);
-    out << "pem\n";
-  }
-  auto text = ReadFileToString(dir.File("ca.pem"));
-  ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_EQ(*text, "pem\n");
-
-  auto missing = ReadFileToString(dir.File("missing.pem"));
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(missing.status().message(), HasSubstr(dir.File("missing.pem")));
-
-  // A directory opens like a file on Linux and reads as nothing; it must be
-  // an error, not an empty certificate.
-  std::filesystem::create_directory(dir.File("dir.pem"));
-  auto folder = ReadFileToString(dir.File("dir.pem"));
-  EXPECT_EQ(folder.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(folder.status().message(),
-            dir.File("dir.pem") + " is a directory, not a file");
-}
-
 }  // namespace
 }  // namespace ldpgraph

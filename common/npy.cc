@@ -12,17 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "common/files.h"
+#include "common/status_macros.h"
 
 namespace ldpgraph {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
-
-absl::Status IoError(const std::string& path, absl::string_view what) {
-  return absl::InternalError(
-      absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
-}
 
 // The value text after `'key':` in a header dict, up to the next top-level
 // comma or closing brace.
@@ -63,34 +60,18 @@ static absl::Status WriteNpyArray(const std::string& path, absl::string_view des
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": .npy header too long"));
   }
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return IoError(tmp, "cannot open for writing");
+  AtomicFileWriter f(path);
+  RETURN_IF_ERROR(f.Open());
   const uint16_t len = static_cast<uint16_t>(header.size());
-  const unsigned char prefix[4] = {1, 0, static_cast<unsigned char>(len & 0xff),
-                                   static_cast<unsigned char>(len >> 8)};
-  bool ok = std::fwrite(kMagic, 1, kMagicSize, f) == kMagicSize &&
-            std::fwrite(prefix, 1, 4, f) == 4 &&
-            std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  const char prefix[4] = {1, 0, static_cast<char>(len & 0xff),
+                          static_cast<char>(len >> 8)};
+  f.Append(absl::string_view(kMagic, kMagicSize));
+  f.Append(absl::string_view(prefix, 4));
+  f.Append(header);
   // x86-64 and aarch64 are little-endian, as '<f4' and '<i8' state.
-  if (ok && bytes > 0) ok = std::fwrite(data, 1, bytes, f) == bytes;
-  if (!ok) {
-    absl::Status s = IoError(tmp, "write failed");
-    std::fclose(f);
-    std::remove(tmp.c_str());
-    return s;
-  }
-  if (std::fclose(f) != 0) {
-    absl::Status s = IoError(tmp, "write failed");
-    std::remove(tmp.c_str());
-    return s;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status s = IoError(path, "cannot rename into place");
-    std::remove(tmp.c_str());
-    return s;
-  }
-  return absl::OkStatus();
+  f.Append(absl::string_view(static_cast<const char*>(data), bytes));
+  RETURN_IF_ERROR(f.Close());
+  return f.Commit();
 }
 
 absl::Status WriteNpy(const std::string& path, const DenseMatrix& m) {

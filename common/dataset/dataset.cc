@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {
@@ -40,47 +41,6 @@ std::string JoinPath(const std::string& dir, absl::string_view name) {
 }
 
 // ------------------------------------------------------------------ reading
-
-// The whole file. NOT_FOUND (via errno) when it does not exist;
-// INVALID_ARGUMENT "<path> is a directory, not a file" for a directory (which
-// Linux lets fopen open, and whose SEEK_END offset is not a size).
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0) {
-    const int err = errno;
-    std::fclose(f);
-    return absl::ErrnoToStatus(err, absl::StrCat("cannot stat ", path));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    std::fclose(f);
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is a directory, not a file"));
-  }
-  std::string out;
-  // Only a regular file's size is its length (a pipe's or device's is not).
-  if (S_ISREG(st.st_mode) && st.st_size > 0) {
-    out.reserve(static_cast<size_t>(st.st_size));
-  }
-  constexpr size_t kChunk = size_t{1} << 20;
-  while (true) {
-    const size_t old = out.size();
-    out.resize(old + kChunk);
-    const size_t got = std::fread(out.data() + old, 1, kChunk, f);
-    out.resize(old + got);
-    if (got < kChunk) break;
-  }
-  if (std::ferror(f)) {
-    const int err = errno;
-    std::fclose(f);
-    return absl::ErrnoToStatus(err, absl::StrCat("cannot read ", path));
-  }
-  std::fclose(f);
-  return out;
-}
 
 inline bool IsBlank(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
@@ -635,90 +595,6 @@ absl::StatusOr<Graph> ParseEdges(const std::string& path,
 
 // ------------------------------------------------------------------ writing
 
-// A file written through a large buffer to "<path>.tmp", renamed to path by
-// Commit(). The temporary file is removed unless committed.
-class AtomicFileWriter {
- public:
-  static constexpr size_t kBufferSize = size_t{1} << 20;
-  // Room a single Reserve() may ask for.
-  static constexpr size_t kMaxReserve = 4096;
-
-  explicit AtomicFileWriter(std::string path)
-      : path_(std::move(path)), tmp_(path_ + ".tmp") {}
-  ~AtomicFileWriter() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (opened_ && !committed_) std::remove(tmp_.c_str());
-  }
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
-
-  absl::Status Open() {
-    file_ = std::fopen(tmp_.c_str(), "wb");
-    if (file_ == nullptr) return Error(errno, "cannot create");
-    opened_ = true;
-    buffer_.reset(new char[kBufferSize]);
-    return absl::OkStatus();
-  }
-
-  // A pointer to at least n <= kMaxReserve writable bytes; report what was
-  // written with Advance().
-  char* Reserve(size_t n) {
-    if (kBufferSize - used_ < n) Flush();
-    return buffer_.get() + used_;
-  }
-  void Advance(char* end) { used_ = end - buffer_.get(); }
-
-  void Append(absl::string_view s) {
-    while (!s.empty()) {
-      if (used_ == kBufferSize) Flush();
-      const size_t n = std::min(s.size(), kBufferSize - used_);
-      std::memcpy(buffer_.get() + used_, s.data(), n);
-      used_ += n;
-      s.remove_prefix(n);
-    }
-  }
-
-  // Flushes and closes the temporary file; the first write error, if any.
-  absl::Status Close() {
-    Flush();
-    if (write_errno_ == 0 && std::fflush(file_) != 0) write_errno_ = errno;
-    if (std::fclose(file_) != 0 && write_errno_ == 0) write_errno_ = errno;
-    file_ = nullptr;
-    if (write_errno_ != 0) return Error(write_errno_, "cannot write");
-    return absl::OkStatus();
-  }
-
-  // Renames the closed temporary file to its final name.
-  absl::Status Commit() {
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      return Error(errno, "cannot rename temporary file to");
-    }
-    committed_ = true;
-    return absl::OkStatus();
-  }
-
- private:
-  void Flush() {
-    if (used_ > 0 && write_errno_ == 0 &&
-        std::fwrite(buffer_.get(), 1, used_, file_) != used_) {
-      write_errno_ = errno != 0 ? errno : EIO;
-    }
-    used_ = 0;
-  }
-  absl::Status Error(int err, absl::string_view what) const {
-    return absl::ErrnoToStatus(
-        err, absl::StrCat(what, " ", path_, " (temporary file ", tmp_, ")"));
-  }
-
-  std::string path_;
-  std::string tmp_;
-  FILE* file_ = nullptr;
-  bool opened_ = false;
-  bool committed_ = false;
-  std::unique_ptr<char[]> buffer_;
-  size_t used_ = 0;
-  int write_errno_ = 0;
-};
 
 absl::Status ValidateForWrite(const Dataset& d) {
   const size_t n = d.graph.num_nodes();
@@ -879,7 +755,7 @@ absl::StatusOr<DatasetMeta> LoadDatasetMeta(const std::string& dir) {
         absl::StrCat("dataset path ", dir, " is not a folder"));
   }
   const std::string meta_path = JoinPath(dir, kMetaFile);
-  ASSIGN_OR_RETURN(std::string meta_text, ReadFile(meta_path));
+  ASSIGN_OR_RETURN(std::string meta_text, ReadFileToString(meta_path));
   return ParseMeta(meta_path, meta_text);
 }
 
@@ -888,12 +764,12 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& dir) {
   ASSIGN_OR_RETURN(d.meta, LoadDatasetMeta(dir));
   {
     const std::string path = JoinPath(dir, kNodesFile);
-    ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
     RETURN_IF_ERROR(ParseNodes(path, text, d.meta, &d.labels, &d.features));
   }
   {
     const std::string path = JoinPath(dir, kEdgesFile);
-    ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
     ASSIGN_OR_RETURN(d.graph, ParseEdges(path, text, d.meta));
   }
   return d;
@@ -927,7 +803,7 @@ absl::Status WriteDataset(const Dataset& d, const std::string& dir) {
 
 absl::StatusOr<Graph> LoadEdgeList(const std::string& path,
                                    const EdgeListOptions& options) {
-  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   EdgeLineOptions line_options;
   if (options.num_nodes.has_value()) {
     if (*options.num_nodes > kMaxNodes) {

@@ -1,7 +1,5 @@
 #include "server/curator/credentials.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -9,15 +7,14 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/status_macros.h"
 
 namespace ldpgraph::curator {
 
 absl::StatusOr<std::string> ReadHexSecretFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text(absl::StripAsciiWhitespace(ss.str()));
+  ASSIGN_OR_RETURN(std::string raw, ReadFileToString(path));
+  std::string text(absl::StripAsciiWhitespace(raw));
   auto bytes = FromHex(text);
   if (!bytes.ok()) {
     return absl::InvalidArgumentError(

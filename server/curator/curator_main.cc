@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 #include "server/curator/credentials.h"
 #include "server/curator/server.h"
@@ -85,22 +86,6 @@ volatile std::sig_atomic_t g_signal = 0;
 void OnSignal(int sig) { g_signal = sig; }
 
 std::string g_ready_file;
-
-// Writes text to path by way of path + ".tmp" and a rename, so that a reader
-// never sees half of it.
-absl::Status WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
     const std::vector<std::string>& args) {
@@ -271,7 +256,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   if (!g_ready_file.empty()) {
-    absl::Status written = WriteAtomically(
+    absl::Status written = ldpgraph::WriteFileAtomically(
         g_ready_file,
         absl::StrCat("{\"grpc_port\": ", (*server)->port(),
                      ", \"http_port\": ", (*server)->http_port(),
