@@ -296,35 +296,49 @@ struct NodeRunInputs {
   const LabelReports* labels;  // with a label budget
 };
 
-// Propagates (LPGNN: feature_steps KProp steps; PrivGE: PPR), trains on the
-// targets of label_steps and scores the test set. tuning: only the training
-// reports spread (DenoiseLabels) and LPGNN's rule runs with the published
-// trainer's patience of 100 epochs.
+// The classifier's input: the release, or the estimates propagated (LPGNN:
+// feature_steps KProp steps; PrivGE: PPR), standardised when c says so.
+struct NodeFeatures {
+  Mat<float> features;
+  double propagate_seconds = 0;
+};
+
+absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
+                                           const PipelineConfig& c,
+                                           int feature_steps) {
+  NodeFeatures out;
+  DenseMatrix z;
+  if (in.release == nullptr) {
+    const auto t_prop = std::chrono::steady_clock::now();
+    if (c.method == Method::kPrivGe) {
+      ASSIGN_OR_RETURN(z, PprPush(*in.graph, *in.x, PprOptionsOf(c)));
+    } else {
+      ASSIGN_OR_RETURN(z, KProp(*in.graph, in.x->ToDense(), feature_steps,
+                                c.feature_self_loops, c.threads,
+                                c.kprop_norm));
+    }
+    out.propagate_seconds = SecondsSince(t_prop);
+  }
+  out.features = ToEigen(in.release != nullptr ? *in.release : z);
+  if (c.standardize) Standardize(&out.features);
+  return out;
+}
+
+// Trains on `features` (PropagateNode) with the targets of label_steps and
+// scores the test set. tuning: only the training reports spread
+// (DenoiseLabels) and LPGNN's rule runs with the published trainer's
+// patience of 100 epochs.
 absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
                                         const PipelineConfig& c,
-                                        int feature_steps, int label_steps,
-                                        bool tuning, uint64_t model_seed) {
+                                        const NodeFeatures& propagated,
+                                        int label_steps, bool tuning,
+                                        uint64_t model_seed) {
   const Dataset& d = *in.d;
   const Graph& graph = *in.graph;
   const NodeSplit& split = *in.split;
   RunResult r;
-  DenseMatrix z;
-  if (in.release != nullptr) {
-    z = *in.release;
-  } else {
-    const auto t_prop = std::chrono::steady_clock::now();
-    if (c.method == Method::kPrivGe) {
-      ASSIGN_OR_RETURN(z, PprPush(graph, *in.x, PprOptionsOf(c)));
-    } else {
-      ASSIGN_OR_RETURN(z, KProp(graph, in.x->ToDense(), feature_steps,
-                                c.feature_self_loops, c.threads,
-                                c.kprop_norm));
-    }
-    r.propagate_seconds = SecondsSince(t_prop);
-  }
-  Mat<float> features = ToEigen(z);
-  if (c.standardize) Standardize(&features);
-  z = DenseMatrix();
+  r.propagate_seconds = propagated.propagate_seconds;
+  const Mat<float>& features = propagated.features;
 
   training::NodeTaskData data;
   data.features = &features;
@@ -442,9 +456,10 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     double best = -1;
     tuning = nlohmann::json::array();
     for (int kx : c.tune_feature_steps) {
+      ASSIGN_OR_RETURN(const NodeFeatures features, PropagateNode(in, c, kx));
       for (int ky : ky_grid) {
-        ASSIGN_OR_RETURN(RunResult t,
-                         TrainNodeOnce(in, c, kx, ky, true, model_seed));
+        ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(in, c, features, ky,
+                                                    true, model_seed));
         tuning.push_back({{"feature_steps", kx},
                           {"label_steps", ky},
                           {"validation", t.training.best_validation},
@@ -457,8 +472,10 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
       }
     }
   }
-  ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(in, c, feature_steps,
-                                              label_steps, false, model_seed));
+  ASSIGN_OR_RETURN(const NodeFeatures features,
+                   PropagateNode(in, c, feature_steps));
+  ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(in, c, features, label_steps,
+                                              false, model_seed));
   t.perturb_seconds = r.perturb_seconds;
   t.noise_source = r.noise_source;
   if (IsReleaseMethod(c.method)) {
