@@ -182,85 +182,185 @@ int NodeBatchRows(const NodeModelConfig& c, size_t rows, size_t dim) {
   return rows * dim <= kNodeFullBatchEntries ? 0 : kNodeAutoBatchRows;
 }
 
-absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
-                                                   const NodeModelConfig& c,
-                                                   uint64_t seed) {
-  RETURN_IF_ERROR(ValidateNodeData(d, c));
-  PublicRandom rng(seed);
-  const Mat<float>& x = *d.features;
+namespace {
+
+// A node model behind its hooks, with what the hooks read. Built in place
+// (the hooks point into it), so it neither moves nor copies.
+struct NodeModel {
+  NodeModel() = default;
+  NodeModel(const NodeModel&) = delete;
+  NodeModel& operator=(const NodeModel&) = delete;
+
   NodeModelHooks hooks;
   std::unique_ptr<Mlp<float>> mlp;
   std::unique_ptr<GraphOperators<float>> ops;
   std::unique_ptr<Gnn<float>> gnn;
   Mat<float> x_train, x_validation, full_grad, train_logits;
-  if (c.kind == NodeModelKind::kMlp) {
-    MlpConfig mc{static_cast<int>(x.cols()), c.hidden_dim, d.classes,
-                 c.layers,  c.dropout,  c.activation, c.input_dropout};
-    mc.threads = ResolveThreads(c.threads);
-    RETURN_IF_ERROR(ValidateMlpConfig(mc));
-    mlp = std::make_unique<Mlp<float>>(mc, rng);
-    // An MLP treats rows independently: train on the training rows only,
-    // and gather the validation rows once, not every epoch.
-    x_train = GatherRows(x, d.train);
-    x_validation = GatherRows(x, d.validation);
-    hooks.forward_train = [&](PublicRandom& r) -> const Mat<float>& {
-      return mlp->Forward(x_train, true, &r);
-    };
-    hooks.backward = [&](const Mat<float>& g) { mlp->Backward(g); };
-    hooks.forward_all = [&](PublicRandom& r) -> const Mat<float>& {
-      return mlp->Forward(x, true, &r);
-    };
-    hooks.backward_all = hooks.backward;
-    hooks.predict_validation = [&] {
-      return Mat<float>(mlp->Forward(x_validation, false, nullptr));
-    };
-    hooks.predict = [&](const std::vector<uint32_t>& rows) {
-      Mat<float> xs = GatherRows(x, rows);
-      return Mat<float>(mlp->Forward(xs, false, nullptr));
-    };
-    hooks.params = [&] { return mlp->Params(); };
-  } else {
-    GnnConfig gc{c.kind == NodeModelKind::kGcn ? GnnKind::kGcn : GnnKind::kSage,
-                 static_cast<int>(x.cols()), c.hidden_dim, d.classes,
-                 c.layers, c.dropout, c.activation, c.input_dropout};
-    gc.threads = ResolveThreads(c.threads);
-    RETURN_IF_ERROR(ValidateGnnConfig(gc));
-    ops = std::make_unique<GraphOperators<float>>(
-        BuildGraphOperators<float>(*d.graph));
-    gnn = std::make_unique<Gnn<float>>(gc, ops.get(), rng);
-    full_grad.setZero(x.rows(), d.classes);
-    hooks.forward_train = [&](PublicRandom& r) -> const Mat<float>& {
-      train_logits = GatherRows(gnn->Forward(x, true, &r), d.train);
-      return train_logits;
-    };
-    hooks.backward = [&](const Mat<float>& g) {
-      for (size_t i = 0; i < d.train.size(); ++i) {
-        full_grad.row(d.train[i]) = g.row(i);
-      }
-      gnn->Backward(full_grad);
-    };
-    hooks.forward_all = [&](PublicRandom& r) -> const Mat<float>& {
-      return gnn->Forward(x, true, &r);
-    };
-    hooks.backward_all = [&](const Mat<float>& g) { gnn->Backward(g); };
-    hooks.predict = [&](const std::vector<uint32_t>& rows) {
-      return GatherRows(gnn->Forward(x, false, nullptr), rows);
-    };
-    hooks.predict_validation = [&] { return hooks.predict(d.validation); };
-    hooks.params = [&] { return gnn->Params(); };
-  }
+};
 
+// An MLP treats rows independently: it trains on the training rows only,
+// and the validation rows are gathered once, not every epoch.
+absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
+                      PublicRandom& rng, NodeModel* m) {
+  const Mat<float>& x = *d.features;
+  MlpConfig mc{static_cast<int>(x.cols()), c.hidden_dim, d.classes,
+               c.layers,  c.dropout,  c.activation, c.input_dropout};
+  mc.threads = ResolveThreads(c.threads);
+  RETURN_IF_ERROR(ValidateMlpConfig(mc));
+  m->mlp = std::make_unique<Mlp<float>>(mc, rng);
+  m->x_train = GatherRows(x, d.train);
+  m->x_validation = GatherRows(x, d.validation);
+  Mlp<float>* mlp = m->mlp.get();
+  m->hooks.forward_train = [m, mlp](PublicRandom& r) -> const Mat<float>& {
+    return mlp->Forward(m->x_train, true, &r);
+  };
+  m->hooks.backward = [mlp](const Mat<float>& g) { mlp->Backward(g); };
+  m->hooks.forward_all = [&x, mlp](PublicRandom& r) -> const Mat<float>& {
+    return mlp->Forward(x, true, &r);
+  };
+  m->hooks.backward_all = m->hooks.backward;
+  m->hooks.predict_validation = [m, mlp] {
+    return Mat<float>(mlp->Forward(m->x_validation, false, nullptr));
+  };
+  m->hooks.predict = [&x, mlp](const std::vector<uint32_t>& rows) {
+    Mat<float> xs = GatherRows(x, rows);
+    return Mat<float>(mlp->Forward(xs, false, nullptr));
+  };
+  m->hooks.params = [mlp] { return mlp->Params(); };
+  return absl::OkStatus();
+}
+
+// A graph model sees every node every epoch; the loss reads the training
+// rows of its output.
+absl::Status BuildGnn(const NodeTaskData& d, const NodeModelConfig& c,
+                      PublicRandom& rng, NodeModel* m) {
+  const Mat<float>& x = *d.features;
+  GnnConfig gc{c.kind == NodeModelKind::kGcn ? GnnKind::kGcn : GnnKind::kSage,
+               static_cast<int>(x.cols()), c.hidden_dim, d.classes,
+               c.layers, c.dropout, c.activation, c.input_dropout};
+  gc.threads = ResolveThreads(c.threads);
+  RETURN_IF_ERROR(ValidateGnnConfig(gc));
+  m->ops = std::make_unique<GraphOperators<float>>(
+      BuildGraphOperators<float>(*d.graph));
+  m->gnn = std::make_unique<Gnn<float>>(gc, m->ops.get(), rng);
+  m->full_grad.setZero(x.rows(), d.classes);
+  Gnn<float>* gnn = m->gnn.get();
+  m->hooks.forward_train = [&d, m, gnn](PublicRandom& r) -> const Mat<float>& {
+    m->train_logits = GatherRows(gnn->Forward(*d.features, true, &r), d.train);
+    return m->train_logits;
+  };
+  m->hooks.backward = [&d, m, gnn](const Mat<float>& g) {
+    for (size_t i = 0; i < d.train.size(); ++i) {
+      m->full_grad.row(d.train[i]) = g.row(i);
+    }
+    gnn->Backward(m->full_grad);
+  };
+  m->hooks.forward_all = [&x, gnn](PublicRandom& r) -> const Mat<float>& {
+    return gnn->Forward(x, true, &r);
+  };
+  m->hooks.backward_all = [gnn](const Mat<float>& g) { gnn->Backward(g); };
+  m->hooks.predict = [&x, gnn](const std::vector<uint32_t>& rows) {
+    return GatherRows(gnn->Forward(x, false, nullptr), rows);
+  };
+  m->hooks.predict_validation = [&d, m] { return m->hooks.predict(d.validation); };
+  m->hooks.params = [gnn] { return gnn->Params(); };
+  return absl::OkStatus();
+}
+
+// What the capped selection rule reads of training: the accuracy of the
+// epoch's training-mode predictions against the raw reports.
+struct TrainScore {
+  bool capped = false;
+  const std::vector<int32_t>* reference = nullptr;
+  double value = 0;
+};
+
+// Mini-batches of an MLP's training rows, reshuffled every epoch (public
+// randomness), one Adam step each.
+TrainReport TrainMlpMiniBatches(const NodeTaskData& d,
+                                const NodeModelConfig& c, NodeModel& m,
+                                int batch_rows, double score_cap,
+                                TrainScore& score, PublicRandom& rng,
+                                const std::function<Validation()>& validate) {
+  const size_t b = static_cast<size_t>(batch_rows);
+  const size_t rows = d.train.size();
+  std::vector<uint32_t> order(rows);
+  std::iota(order.begin(), order.end(), 0u);
+  Mat<float> x_batch, grad;
+  std::vector<int32_t> targets, reference;
+  size_t correct = 0;
+  auto batch_step = [&](int s) -> double {
+    if (s == 0) {
+      Shuffle(order, rng);
+      correct = 0;
+    }
+    const size_t first = s * b, count = std::min(b, rows - first);
+    x_batch.resize(static_cast<Eigen::Index>(count), m.x_train.cols());
+    targets.resize(count);
+    reference.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      x_batch.row(i) = m.x_train.row(order[first + i]);
+      targets[i] = d.train_targets[order[first + i]];
+      reference[i] = (*score.reference)[order[first + i]];
+    }
+    const Mat<float>& logits = m.mlp->Forward(x_batch, true, &rng);
+    if (score.capped) {
+      correct += static_cast<size_t>(
+          std::lround(AccuracyOf(logits, reference) * count));
+      score.value = double(correct) / std::min(rows, first + count);
+    }
+    const double loss = MakeClassLoss(targets, d.transition)(logits, &grad);
+    m.mlp->Backward(grad);
+    return loss;
+  };
+  TrainOptions batched = BatchedOptions(c);
+  batched.score_cap = score_cap;
+  return TrainWithEarlyStopping<float>(m.hooks.params(), batched,
+                                       static_cast<int>((rows + b - 1) / b),
+                                       batch_step, validate);
+}
+
+// The test set's accuracy and F1 scores, and every node's outputs when
+// the caller keeps them.
+absl::Status ScoreNodeModel(const NodeTaskData& d, NodeModel& m,
+                            NodeTaskResult* result) {
+  Mat<float> logits = m.hooks.predict(d.test);
+  std::vector<int32_t> pred = ArgmaxRows(
+      absl::MakeConstSpan(logits.data(), logits.size()), logits.rows(),
+      logits.cols());
+  ASSIGN_OR_RETURN(result->test_accuracy, Accuracy(pred, d.test_truth));
+  ASSIGN_OR_RETURN(result->test_micro_f1,
+                   MicroF1(pred, d.test_truth, d.classes));
+  ASSIGN_OR_RETURN(result->test_macro_f1,
+                   MacroF1(pred, d.test_truth, d.classes));
+  if (d.keep_outputs) {
+    std::vector<uint32_t> all(d.features->rows());
+    std::iota(all.begin(), all.end(), 0u);
+    result->outputs = m.hooks.predict(all);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
+                                                   const NodeModelConfig& c,
+                                                   uint64_t seed) {
+  RETURN_IF_ERROR(ValidateNodeData(d, c));
+  PublicRandom rng(seed);
+  NodeModel m;
+  RETURN_IF_ERROR(c.kind == NodeModelKind::kMlp ? BuildMlp(d, c, rng, &m)
+                                                : BuildGnn(d, c, rng, &m));
+  const NodeModelHooks& hooks = m.hooks;
   const Loss train_loss = MakeClassLoss(d.train_targets, d.transition);
   const Loss validation_loss =
       MakeClassLoss(d.validation_targets, d.transition);
-  // The training score the capped selection rule reads: the accuracy of the
-  // epoch's training-mode predictions against the raw reports.
-  const bool capped = c.train.selection == SelectionRule::kNoisyLabelsCapped;
-  const std::vector<int32_t>& train_reference =
-      d.train_reports.empty() ? d.train_targets : d.train_reports;
-  double train_score = 0;
+  TrainScore score;
+  score.capped = c.train.selection == SelectionRule::kNoisyLabelsCapped;
+  score.reference = d.train_reports.empty() ? &d.train_targets
+                                            : &d.train_reports;
   TrainOptions options = c.train;
-  if (capped) options.score_cap = (*d.transition)(0, 0);
+  if (score.capped) options.score_cap = (*d.transition)(0, 0);
   Mat<float> grad;
   std::function<double()> step;
   SpMat<float> label_op;
@@ -271,8 +371,9 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
                        *d.transition);
     step = [&]() -> double {
       const Mat<float>& logits = hooks.forward_all(rng);
-      if (capped) {
-        train_score = AccuracyOf(GatherRows(logits, d.train), train_reference);
+      if (score.capped) {
+        score.value =
+            AccuracyOf(GatherRows(logits, d.train), *score.reference);
       }
       const double loss = (*propagated)(logits, &grad);
       hooks.backward_all(grad);
@@ -281,78 +382,29 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
   } else {
     step = [&]() -> double {
       const Mat<float>& logits = hooks.forward_train(rng);
-      if (capped) train_score = AccuracyOf(logits, train_reference);
+      if (score.capped) score.value = AccuracyOf(logits, *score.reference);
       const double loss = train_loss(logits, &grad);
       hooks.backward(grad);
       return loss;
     };
   }
-  auto validate = [&]() -> Validation {
+  std::function<Validation()> validate = [&]() -> Validation {
     Mat<float> logits = hooks.predict_validation();
     return {AccuracyOf(logits, d.validation_targets),
-            validation_loss(logits, nullptr), train_score};
+            validation_loss(logits, nullptr), score.value};
   };
   NodeTaskResult result;
-  result.batch_rows = d.propagate_predictions
-                          ? 0
-                          : NodeBatchRows(c, d.train.size(), x.cols());
-  if (result.batch_rows == 0) {
-    result.training =
-        TrainWithEarlyStopping<float>(hooks.params(), options, step, validate);
-  } else {
-    // Mini-batches of the training rows, reshuffled every epoch (public
-    // randomness), one Adam step each.
-    const size_t b = static_cast<size_t>(result.batch_rows);
-    const size_t rows = d.train.size();
-    std::vector<uint32_t> order(rows);
-    std::iota(order.begin(), order.end(), 0u);
-    Mat<float> x_batch;
-    std::vector<int32_t> targets, reference;
-    size_t correct = 0;
-    auto batch_step = [&](int s) -> double {
-      if (s == 0) {
-        Shuffle(order, rng);
-        correct = 0;
-      }
-      const size_t first = s * b, count = std::min(b, rows - first);
-      x_batch.resize(static_cast<Eigen::Index>(count), x_train.cols());
-      targets.resize(count);
-      reference.resize(count);
-      for (size_t i = 0; i < count; ++i) {
-        x_batch.row(i) = x_train.row(order[first + i]);
-        targets[i] = d.train_targets[order[first + i]];
-        reference[i] = train_reference[order[first + i]];
-      }
-      const Mat<float>& logits = mlp->Forward(x_batch, true, &rng);
-      if (capped) {
-        correct += static_cast<size_t>(
-            std::lround(AccuracyOf(logits, reference) * count));
-        train_score = double(correct) / std::min(rows, first + count);
-      }
-      const double loss = MakeClassLoss(targets, d.transition)(logits, &grad);
-      mlp->Backward(grad);
-      return loss;
-    };
-    TrainOptions batched = BatchedOptions(c);
-    batched.score_cap = options.score_cap;
-    result.training = TrainWithEarlyStopping<float>(
-        hooks.params(), batched, static_cast<int>((rows + b - 1) / b),
-        batch_step, validate);
-  }
-  Mat<float> logits = hooks.predict(d.test);
-  std::vector<int32_t> pred = ArgmaxRows(
-      absl::MakeConstSpan(logits.data(), logits.size()), logits.rows(),
-      logits.cols());
-  ASSIGN_OR_RETURN(result.test_accuracy, Accuracy(pred, d.test_truth));
-  ASSIGN_OR_RETURN(result.test_micro_f1,
-                   MicroF1(pred, d.test_truth, d.classes));
-  ASSIGN_OR_RETURN(result.test_macro_f1,
-                   MacroF1(pred, d.test_truth, d.classes));
-  if (d.keep_outputs) {
-    std::vector<uint32_t> all(x.rows());
-    std::iota(all.begin(), all.end(), 0u);
-    result.outputs = hooks.predict(all);
-  }
+  result.batch_rows =
+      d.propagate_predictions
+          ? 0
+          : NodeBatchRows(c, d.train.size(), d.features->cols());
+  result.training =
+      result.batch_rows == 0
+          ? TrainWithEarlyStopping<float>(hooks.params(), options, step,
+                                          validate)
+          : TrainMlpMiniBatches(d, c, m, result.batch_rows,
+                                options.score_cap, score, rng, validate);
+  RETURN_IF_ERROR(ScoreNodeModel(d, m, &result));
   return result;
 }
 
