@@ -279,173 +279,189 @@ absl::StatusOr<Dataset> GenerateDataset(const GeneratorOptions& o) {
   return GenerateDataset(o, GeneratorProgress());
 }
 
-absl::StatusOr<Dataset> GenerateDataset(const GeneratorOptions& o,
-                                        const GeneratorProgress& progress) {
-  RETURN_IF_ERROR(ValidateGeneratorOptions(o));
+namespace {
+
+// The planted classes: every class the same size (up to one), members drawn
+// by a shuffle of the nodes. labels[v] is v's class; members[c] lists class
+// c's nodes in ascending order.
+void AssignClasses(const GeneratorOptions& o, std::vector<int32_t>* labels,
+                   std::vector<std::vector<uint32_t>>* members) {
   const size_t n = o.nodes;
   const int num_classes = o.classes;
-  auto phase_start = std::chrono::steady_clock::now();
-  auto report = [&](absl::string_view phase) {
-    if (progress) progress(phase, Seconds(phase_start));
-    phase_start = std::chrono::steady_clock::now();
-  };
+  labels->assign(n, 0);
+  members->assign(num_classes, {});
+  PublicRandom rng(StreamSeed(o.seed, kClassStream));
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  for (size_t i = n - 1; i > 0; --i) {
+    std::swap(order[i], order[rng.UniformInt(i + 1)]);
+  }
+  for (int c = 0; c < num_classes; ++c) {
+    (*members)[c].reserve(ClassSize(n, num_classes, c));
+  }
+  for (size_t p = 0; p < n; ++p) {
+    (*labels)[order[p]] = static_cast<int32_t>(p % num_classes);
+  }
+  for (size_t v = 0; v < n; ++v) {
+    (*members)[(*labels)[v]].push_back(static_cast<uint32_t>(v));
+  }
+}
 
-  // --- classes --------------------------------------------------------------
-  std::vector<int32_t> labels(n);
-  std::vector<std::vector<uint32_t>> members(num_classes);
-  {
-    PublicRandom rng(StreamSeed(o.seed, kClassStream));
-    std::vector<uint32_t> order(n);
-    std::iota(order.begin(), order.end(), 0u);
-    for (size_t i = n - 1; i > 0; --i) {
-      std::swap(order[i], order[rng.UniformInt(i + 1)]);
-    }
-    for (int c = 0; c < num_classes; ++c) {
-      members[c].reserve(ClassSize(n, num_classes, c));
-    }
-    for (size_t p = 0; p < n; ++p) {
-      labels[order[p]] = static_cast<int32_t>(p % num_classes);
-    }
-    // Members in ascending node order.
+// Each node's degree propensity: Pareto with the options' tail exponent
+// (1 everywhere when it is 0), capped at sqrt(n), normalised to mean 1
+// within each class.
+std::vector<double> DegreePropensities(
+    const GeneratorOptions& o, const std::vector<std::vector<uint32_t>>& members,
+    PublicRandom& rng) {
+  const size_t n = o.nodes;
+  std::vector<double> theta(n, 1.0);
+  if (o.degree_exponent > 0) {
+    const double cap = std::sqrt(static_cast<double>(n));
+    const double power = -1.0 / (o.degree_exponent - 1.0);
     for (size_t v = 0; v < n; ++v) {
-      members[labels[v]].push_back(static_cast<uint32_t>(v));
+      // Rounded to 2^-16 so that a last-bit difference in a C library's
+      // pow does not change the data (see the header).
+      const double p = std::pow(1.0 - rng.UniformDouble(), power);
+      theta[v] = std::min(cap, std::ldexp(std::round(std::ldexp(p, 16)), -16));
     }
   }
-  report("classes");
+  for (const std::vector<uint32_t>& mem : members) {
+    double sum = 0;
+    for (uint32_t v : mem) sum += theta[v];
+    const double scale = static_cast<double>(mem.size()) / sum;
+    for (uint32_t v : mem) theta[v] *= scale;
+  }
+  return theta;
+}
 
-  // --- edges ----------------------------------------------------------------
-  const EdgePlan plan = PlanEdges(o);
+// The planned edges as sorted packed keys: each class's block, then the
+// pairs between classes, endpoints drawn in proportion to propensity.
+absl::StatusOr<std::vector<uint64_t>> DrawEdgeKeys(
+    const GeneratorOptions& o, const EdgePlan& plan,
+    const std::vector<int32_t>& labels,
+    const std::vector<std::vector<uint32_t>>& members) {
+  PublicRandom rng(StreamSeed(o.seed, kGraphStream));
+  const std::vector<double> theta = DegreePropensities(o, members, rng);
+  // Generous bound on draws: far above what any valid option needs.
+  uint64_t budget = 200 * plan.m + 1000000;
   std::vector<uint64_t> keys;
-  {
-    PublicRandom rng(StreamSeed(o.seed, kGraphStream));
-    std::vector<double> theta(n, 1.0);
-    if (o.degree_exponent > 0) {
-      const double cap = std::sqrt(static_cast<double>(n));
-      const double power = -1.0 / (o.degree_exponent - 1.0);
-      for (size_t v = 0; v < n; ++v) {
-        // Rounded to 2^-16 so that a last-bit difference in a C library's
-        // pow does not change the data (see the header).
-        const double p = std::pow(1.0 - rng.UniformDouble(), power);
-        theta[v] = std::min(cap, std::ldexp(std::round(std::ldexp(p, 16)), -16));
+  keys.reserve(plan.m);
+  std::vector<uint64_t> block;
+  for (int c = 0; c < o.classes; ++c) {
+    if (plan.intra[c] == 0) continue;
+    const std::vector<uint32_t>& mem = members[c];
+    std::vector<double> w(mem.size());
+    for (size_t i = 0; i < mem.size(); ++i) w[i] = theta[mem[i]];
+    const AliasTable table(w);
+    auto draw = [&]() {
+      while (true) {
+        const uint32_t a = table.Draw(rng), b = table.Draw(rng);
+        if (a != b) return PackEdge(mem[a], mem[b]);
       }
-    }
-    // Normalise to mean 1 within each class.
-    for (int c = 0; c < num_classes; ++c) {
-      double sum = 0;
-      for (uint32_t v : members[c]) sum += theta[v];
-      const double scale = static_cast<double>(members[c].size()) / sum;
-      for (uint32_t v : members[c]) theta[v] *= scale;
-    }
-    // Generous bound on draws: far above what any valid option needs.
-    uint64_t budget = 200 * plan.m + 1000000;
-    keys.reserve(plan.m);
-    std::vector<uint64_t> block;
-    for (int c = 0; c < num_classes; ++c) {
-      if (plan.intra[c] == 0) continue;
-      const std::vector<uint32_t>& mem = members[c];
-      std::vector<double> w(mem.size());
-      for (size_t i = 0; i < mem.size(); ++i) w[i] = theta[mem[i]];
-      const AliasTable table(w);
-      auto draw = [&]() {
-        while (true) {
-          const uint32_t a = table.Draw(rng), b = table.Draw(rng);
-          if (a != b) return PackEdge(mem[a], mem[b]);
-        }
-      };
-      RETURN_IF_ERROR(FillBlock(plan.intra[c], draw, budget, block));
-      keys.insert(keys.end(), block.begin(), block.end());
-    }
-    if (plan.inter > 0) {
-      const AliasTable table(theta);
-      auto draw = [&]() {
-        const uint32_t a = table.Draw(rng);
-        while (true) {
-          const uint32_t b = table.Draw(rng);
-          if (labels[b] != labels[a]) return PackEdge(a, b);
-        }
-      };
-      RETURN_IF_ERROR(FillBlock(plan.inter, draw, budget, block));
-      keys.insert(keys.end(), block.begin(), block.end());
-    }
-    std::sort(keys.begin(), keys.end());
+    };
+    RETURN_IF_ERROR(FillBlock(plan.intra[c], draw, budget, block));
+    keys.insert(keys.end(), block.begin(), block.end());
   }
-  report("edges");
-
-  Dataset d;
-  {
-    std::vector<Edge> edges(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      edges[i] = {static_cast<NodeId>(keys[i] >> 32),
-                  static_cast<NodeId>(keys[i] & 0xFFFFFFFFu)};
-    }
-    std::vector<uint64_t>().swap(keys);
-    Graph::BuildOptions build;
-    build.allow_self_loops = false;
-    build.merge_duplicates = false;
-    ASSIGN_OR_RETURN(d.graph, Graph::FromEdges(n, edges, build));
+  if (plan.inter > 0) {
+    const AliasTable table(theta);
+    auto draw = [&]() {
+      const uint32_t a = table.Draw(rng);
+      while (true) {
+        const uint32_t b = table.Draw(rng);
+        if (labels[b] != labels[a]) return PackEdge(a, b);
+      }
+    };
+    RETURN_IF_ERROR(FillBlock(plan.inter, draw, budget, block));
+    keys.insert(keys.end(), block.begin(), block.end());
   }
-  report("graph");
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
 
-  // --- features -------------------------------------------------------------
-  {
-    PublicRandom rng(StreamSeed(o.seed, kFeatureStream));
-    const uint32_t dim = static_cast<uint32_t>(o.features);
-    std::vector<uint32_t> perm(dim);
-    std::iota(perm.begin(), perm.end(), 0u);
-    for (uint32_t i = dim - 1; i > 0; --i) {
-      std::swap(perm[i], perm[rng.UniformInt(uint64_t{i} + 1)]);
-    }
-    const uint32_t t = std::max<uint32_t>(1, dim / num_classes);
-    std::vector<std::vector<uint32_t>> topic(num_classes);
-    for (int c = 0; c < num_classes; ++c) {
-      for (uint32_t j = 0; j < t; ++j) {
-        topic[c].push_back(perm[(uint64_t{static_cast<uint32_t>(c)} * t + j) % dim]);
-      }
-    }
-    const int r = ResolvedFeaturesPerNode(o);
-    const uint32_t r_lo = std::clamp<uint32_t>((r + 1) / 2, 1, dim);
-    const uint32_t r_hi = std::clamp<uint32_t>((3 * r) / 2, r_lo, dim);
-    SparseRows& x = d.features;
-    x.cols = dim;
-    x.indices.reserve(n * static_cast<size_t>(r));
-    x.values.reserve(n * static_cast<size_t>(r));
-    x.offsets.reserve(n + 1);
-    std::vector<uint32_t> stamp(dim, 0);  // stamp[j] == v + 1: j taken by v
-    std::vector<uint32_t> idx;
-    std::vector<float> val;
-    for (size_t v = 0; v < n; ++v) {
-      const uint32_t mark = static_cast<uint32_t>(v + 1);
-      const std::vector<uint32_t>& own = topic[labels[v]];
-      const uint32_t count = r_lo + static_cast<uint32_t>(
-                                        rng.UniformInt(r_hi - r_lo + 1));
-      idx.clear();
-      for (uint32_t s = 0; s < count; ++s) {
-        uint32_t j;
-        if (rng.Bernoulli(o.topic_weight)) {
-          j = own[rng.UniformInt(own.size())];
-          if (stamp[j] == mark) j = static_cast<uint32_t>(rng.UniformInt(dim));
-        } else {
-          j = static_cast<uint32_t>(rng.UniformInt(dim));
-        }
-        while (stamp[j] == mark) j = static_cast<uint32_t>(rng.UniformInt(dim));
-        stamp[j] = mark;
-        idx.push_back(j);
-      }
-      std::sort(idx.begin(), idx.end());
-      val.resize(idx.size());
-      for (float& y : val) {
-        y = static_cast<float>(1 + rng.UniformInt(kValueSteps)) / kValueSteps;
-      }
-      x.AppendRow(idx, val);
+// The graph of the packed keys (consumed: freed before the graph is built).
+absl::StatusOr<Graph> GraphOfKeys(size_t n, std::vector<uint64_t>& keys) {
+  std::vector<Edge> edges(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    edges[i] = {static_cast<NodeId>(keys[i] >> 32),
+                static_cast<NodeId>(keys[i] & 0xFFFFFFFFu)};
+  }
+  std::vector<uint64_t>().swap(keys);
+  Graph::BuildOptions build;
+  build.allow_self_loops = false;
+  build.merge_duplicates = false;
+  return Graph::FromEdges(n, edges, build);
+}
+
+// Sparse features: each class owns a topic of dim / classes dimensions; a
+// node has about ResolvedFeaturesPerNode distinct non-zeros, each from its
+// class's topic with probability topic_weight, else uniform, valued k/1000.
+SparseRows DrawFeatures(const GeneratorOptions& o,
+                        const std::vector<int32_t>& labels) {
+  const size_t n = o.nodes;
+  const int num_classes = o.classes;
+  PublicRandom rng(StreamSeed(o.seed, kFeatureStream));
+  const uint32_t dim = static_cast<uint32_t>(o.features);
+  std::vector<uint32_t> perm(dim);
+  std::iota(perm.begin(), perm.end(), 0u);
+  for (uint32_t i = dim - 1; i > 0; --i) {
+    std::swap(perm[i], perm[rng.UniformInt(uint64_t{i} + 1)]);
+  }
+  const uint32_t t = std::max<uint32_t>(1, dim / num_classes);
+  std::vector<std::vector<uint32_t>> topic(num_classes);
+  for (int c = 0; c < num_classes; ++c) {
+    for (uint32_t j = 0; j < t; ++j) {
+      topic[c].push_back(
+          perm[(uint64_t{static_cast<uint32_t>(c)} * t + j) % dim]);
     }
   }
-  report("features");
+  const int r = ResolvedFeaturesPerNode(o);
+  const uint32_t r_lo = std::clamp<uint32_t>((r + 1) / 2, 1, dim);
+  const uint32_t r_hi = std::clamp<uint32_t>((3 * r) / 2, r_lo, dim);
+  SparseRows x;
+  x.cols = dim;
+  x.indices.reserve(n * static_cast<size_t>(r));
+  x.values.reserve(n * static_cast<size_t>(r));
+  x.offsets.reserve(n + 1);
+  std::vector<uint32_t> stamp(dim, 0);  // stamp[j] == v + 1: j taken by v
+  std::vector<uint32_t> idx;
+  std::vector<float> val;
+  for (size_t v = 0; v < n; ++v) {
+    const uint32_t mark = static_cast<uint32_t>(v + 1);
+    const std::vector<uint32_t>& own = topic[labels[v]];
+    const uint32_t count =
+        r_lo + static_cast<uint32_t>(rng.UniformInt(r_hi - r_lo + 1));
+    idx.clear();
+    for (uint32_t s = 0; s < count; ++s) {
+      uint32_t j;
+      if (rng.Bernoulli(o.topic_weight)) {
+        j = own[rng.UniformInt(own.size())];
+        if (stamp[j] == mark) j = static_cast<uint32_t>(rng.UniformInt(dim));
+      } else {
+        j = static_cast<uint32_t>(rng.UniformInt(dim));
+      }
+      while (stamp[j] == mark) j = static_cast<uint32_t>(rng.UniformInt(dim));
+      stamp[j] = mark;
+      idx.push_back(j);
+    }
+    std::sort(idx.begin(), idx.end());
+    val.resize(idx.size());
+    for (float& y : val) {
+      y = static_cast<float>(1 + rng.UniformInt(kValueSteps)) / kValueSteps;
+    }
+    x.AppendRow(idx, val);
+  }
+  return x;
+}
 
-  d.labels = std::move(labels);
-  DatasetMeta& meta = d.meta;
+// The metadata of a generated dataset: its counts, a description of the
+// model in words, and the options as JSON.
+void DescribeGenerated(const GeneratorOptions& o, const EdgePlan& plan,
+                       Dataset* d) {
+  const int num_classes = o.classes;
+  DatasetMeta& meta = d->meta;
   meta.name = "generated";
-  meta.nodes = n;
-  meta.edges = d.graph.num_edges();
+  meta.nodes = o.nodes;
+  meta.edges = d->graph.num_edges();
   meta.features = static_cast<size_t>(o.features);
   meta.classes = num_classes;
   meta.source = "ldpgraph generate";
@@ -471,6 +487,33 @@ absl::StatusOr<Dataset> GenerateDataset(const GeneratorOptions& o,
       "common/dataset/generator.h describes the model.");
   meta.feature_range = std::make_pair(0.0, 1.0);
   meta.generator_json = OptionsJson(o);
+}
+
+}  // namespace
+
+absl::StatusOr<Dataset> GenerateDataset(const GeneratorOptions& o,
+                                        const GeneratorProgress& progress) {
+  RETURN_IF_ERROR(ValidateGeneratorOptions(o));
+  auto phase_start = std::chrono::steady_clock::now();
+  auto report = [&](absl::string_view phase) {
+    if (progress) progress(phase, Seconds(phase_start));
+    phase_start = std::chrono::steady_clock::now();
+  };
+  std::vector<int32_t> labels;
+  std::vector<std::vector<uint32_t>> members;
+  AssignClasses(o, &labels, &members);
+  report("classes");
+  const EdgePlan plan = PlanEdges(o);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> keys,
+                   DrawEdgeKeys(o, plan, labels, members));
+  report("edges");
+  Dataset d;
+  ASSIGN_OR_RETURN(d.graph, GraphOfKeys(o.nodes, keys));
+  report("graph");
+  d.features = DrawFeatures(o, labels);
+  report("features");
+  d.labels = std::move(labels);
+  DescribeGenerated(o, plan, &d);
   return d;
 }
 
