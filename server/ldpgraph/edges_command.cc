@@ -536,190 +536,246 @@ json StatsJson(const edges::RunStats& s, size_t nodes, double seconds) {
 
 }  // namespace
 
-absl::StatusOr<json> RunEdgesGrid(const Dataset& d, const EdgesOptions& o,
-                                  std::ostream* progress) {
-  const auto start = std::chrono::steady_clock::now();
-  const size_t n = d.graph.num_nodes();
-  const std::vector<GridRow> rows = Rows(o, n);
-  const size_t nx = o.feature_epsilons.size(), ny = o.label_epsilons.size();
-  const size_t nm = o.models.size();
-  std::vector<Cell> cells(nm * rows.size() * nx * ny);
-  auto cell = [&](size_t m, size_t r, size_t x, size_t y) -> Cell& {
-    return cells[((m * rows.size() + r) * nx + x) * ny + y];
+namespace {
+
+// One grid's run: its cells, the noise every private graph draws from, the
+// attack's non-edges, and the progress lines. Run fills the cells run by
+// run, feature budget by feature budget, graph row by graph row; Json
+// reports them.
+class EdgesGrid {
+ public:
+  EdgesGrid(const Dataset& d, const EdgesOptions& o, std::ostream* progress,
+            EdgeNoise noise, std::vector<Edge> non_edges)
+      : d_(d),
+        o_(o),
+        progress_(progress),
+        n_(d.graph.num_nodes()),
+        rows_(Rows(o, n_)),
+        nx_(o.feature_epsilons.size()),
+        ny_(o.label_epsilons.size()),
+        nm_(o.models.size()),
+        cells_(nm_ * rows_.size() * nx_ * ny_),
+        noise_(std::move(noise)),
+        non_edges_(std::move(non_edges)) {
+    size_t active_rows = 0;
+    for (const GridRow& r : rows_) active_rows += !r.skipped;
+    total_ = o.runs * nx_ * active_rows * ny_ * nm_;
+    substitution_ =
+        std::any_of(o.graphs.begin(), o.graphs.end(), [](EdgeGraph g) {
+          return g == EdgeGraph::kNs1 || g == EdgeGraph::kNs2;
+        });
+  }
+
+  absl::Status Run() {
+    if (o_.secure) {
+      ASSIGN_OR_RETURN(feature_source_, SecureRandom::Create());
+    }
+    for (int run = 0; run < o_.runs; ++run) {
+      for (size_t xi = 0; xi < nx_; ++xi) RETURN_IF_ERROR(RunFeatures(run, xi));
+    }
+    if (o_.secure) noise_source_ = "secure";
+    return absl::OkStatus();
+  }
+
+  json Json(double seconds) const;
+
+ private:
+  // What the rows of one (run, eps_x) share: the exchange's features, the
+  // nodes' own feature reports (substitution exchanges them) and, with
+  // secure noise, the estimates of those very reports.
+  struct FeaturePass {
+    size_t xi;
+    double eps_x;
+    std::shared_ptr<const edges::ExchangeFeatures> features;
+    std::vector<v1::FeatureReport> own;
+    SparseRows estimates;
+    bool hand_over = false;
   };
-  size_t active_rows = 0;
-  for (const GridRow& r : rows) active_rows += !r.skipped;
-  const size_t total = o.runs * nx * active_rows * ny * nm;
-  size_t done = 0;
 
-  const bool substitution =
-      std::any_of(o.graphs.begin(), o.graphs.end(), [](EdgeGraph g) {
-        return g == EdgeGraph::kNs1 || g == EdgeGraph::kNs2;
-      });
-  ASSIGN_OR_RETURN(EdgeNoise noise, EdgeNoise::Create(n, o.secure));
-  std::unique_ptr<SecureRandom> feature_source;
-  if (o.secure) { ASSIGN_OR_RETURN(feature_source, SecureRandom::Create()); }
+  Cell& cell(size_t m, size_t r, size_t x, size_t y) {
+    return cells_[((m * rows_.size() + r) * nx_ + x) * ny_ + y];
+  }
+  const Cell& cell(size_t m, size_t r, size_t x, size_t y) const {
+    return cells_[((m * rows_.size() + r) * nx_ + x) * ny_ + y];
+  }
+
+  absl::Status RunFeatures(int run, size_t xi);
+  absl::Status RunRow(int run, size_t ri, FeaturePass& f);
+  // Trains every (eps_y, model) cell of one private graph and attacks it.
+  absl::Status TrainCells(int run, size_t ri, const FeaturePass& f,
+                          const Graph& graph, const PrivateGraph& pg,
+                          const std::string& label);
+  json CellJson(size_t mi, size_t ri, size_t xi, size_t yi) const;
+  json ParamsJson() const;
+
+  const Dataset& d_;
+  const EdgesOptions& o_;
+  std::ostream* progress_;
+  const size_t n_;
+  const std::vector<GridRow> rows_;
+  const size_t nx_, ny_, nm_;
+  std::vector<Cell> cells_;
+  EdgeNoise noise_;
   // The attack's non-edges: public randomness, the same for every cell.
-  const std::vector<Edge> non_edges =
-      SampleNonEdges(d.graph, d.graph.num_edges(), Mix(o.seed ^ kAttackTag));
-  if (non_edges.empty() || d.graph.num_edges() == 0) {
-    return absl::FailedPreconditionError(
-        "the attack needs a graph with at least one edge and one non-edge");
-  }
-  std::string noise_source = "seeded-not-private";
+  const std::vector<Edge> non_edges_;
+  std::unique_ptr<SecureRandom> feature_source_;
+  bool substitution_ = false;
+  size_t total_ = 0, done_ = 0;
+  std::string noise_source_ = "seeded-not-private";
+};
 
-  for (int run = 0; run < o.runs; ++run) {
-    for (size_t xi = 0; xi < nx; ++xi) {
-      const double eps_x = o.feature_epsilons[xi];
-      const PipelineConfig base = CellConfig(o, d.meta, eps_x, kNoPrivacy,
-                                             NodeModelKind::kGcn);
-      ASSIGN_OR_RETURN(auto features, MakeExchangeFeatures(base, d));
-      // Secure noise cannot be replayed by the pipeline: hand it the
-      // estimates of the very reports the neighbours exchange.
-      const bool hand_over = o.secure && base.mechanism != "none";
-      std::vector<v1::FeatureReport> own;
-      SparseRows estimates;
-      if (substitution || hand_over) {
-        const auto t = std::chrono::steady_clock::now();
-        ASSIGN_OR_RETURN(own, NodeFeatureReports(d, base, *features, o.seed,
-                                                 run, feature_source.get(),
-                                                 hand_over ? &estimates
-                                                           : nullptr));
-        if (progress != nullptr) {
-          *progress << absl::StrFormat(
-              "[run %d/%d] eps_x=%s: %zu feature reports (%.2f s)\n", run + 1,
-              o.runs, Budget(eps_x), own.size(), SecondsSince(t));
-        }
+absl::Status EdgesGrid::RunFeatures(int run, size_t xi) {
+  FeaturePass f;
+  f.xi = xi;
+  f.eps_x = o_.feature_epsilons[xi];
+  const PipelineConfig base =
+      CellConfig(o_, d_.meta, f.eps_x, kNoPrivacy, NodeModelKind::kGcn);
+  ASSIGN_OR_RETURN(f.features, MakeExchangeFeatures(base, d_));
+  // Secure noise cannot be replayed by the pipeline: hand it the estimates
+  // of the very reports the neighbours exchange.
+  f.hand_over = o_.secure && base.mechanism != "none";
+  if (substitution_ || f.hand_over) {
+    const auto t = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(f.own, NodeFeatureReports(
+                                d_, base, *f.features, o_.seed, run,
+                                feature_source_.get(),
+                                f.hand_over ? &f.estimates : nullptr));
+    if (progress_ != nullptr) {
+      *progress_ << absl::StrFormat(
+          "[run %d/%d] eps_x=%s: %zu feature reports (%.2f s)\n", run + 1,
+          o_.runs, Budget(f.eps_x), f.own.size(), SecondsSince(t));
+    }
+  }
+  for (size_t ri = 0; ri < rows_.size(); ++ri) {
+    if (rows_[ri].skipped) continue;
+    RETURN_IF_ERROR(RunRow(run, ri, f));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EdgesGrid::RunRow(int run, size_t ri, FeaturePass& f) {
+  const GridRow& row = rows_[ri];
+  PrivateGraph pg;
+  const Graph* graph = &d_.graph;
+  std::string label(EdgeGraphName(row.graph));
+  if (row.graph != EdgeGraph::kTrue) {
+    absl::StrAppend(&label, " eps_e=", Budget(*row.eps_e));
+    noise_.Reset(o_.seed, run);
+    ASSIGN_OR_RETURN(pg, BuildPrivateGraph(row.graph, *row.eps_e, d_.graph,
+                                           o_, f.features, f.own, noise_));
+    graph = &pg.graph;
+    if (progress_ != nullptr) {
+      std::string stats;
+      if (pg.stats) {
+        stats = absl::StrFormat(
+            "; dropped %d, substituted %d, unresolved %d, %d messages",
+            pg.stats->dropped, pg.stats->substituted, pg.stats->unresolved,
+            pg.stats->messages);
       }
-      for (size_t ri = 0; ri < rows.size(); ++ri) {
-        const GridRow& row = rows[ri];
-        if (row.skipped) continue;
-        PrivateGraph pg;
-        const Graph* graph = &d.graph;
-        std::string label(EdgeGraphName(row.graph));
-        if (row.graph != EdgeGraph::kTrue) {
-          absl::StrAppend(&label, " eps_e=", Budget(*row.eps_e));
-          noise.Reset(o.seed, run);
-          ASSIGN_OR_RETURN(pg, BuildPrivateGraph(row.graph, *row.eps_e,
-                                                 d.graph, o, features, own,
-                                                 noise));
-          graph = &pg.graph;
-          if (progress != nullptr) {
-            std::string stats;
-            if (pg.stats) {
-              stats = absl::StrFormat(
-                  "; dropped %d, substituted %d, unresolved %d, %d messages",
-                  pg.stats->dropped, pg.stats->substituted,
-                  pg.stats->unresolved, pg.stats->messages);
-            }
-            *progress << absl::StrFormat(
-                "[run %d/%d] eps_x=%s %s: graph of %d edges, homophily %.3f%s "
-                "(%.2f s)\n",
-                run + 1, o.runs, Budget(eps_x), label, pg.graph.num_edges(),
-                EdgeHomophily(pg.graph, d.labels), stats, pg.seconds);
-          }
-        }
-        // What the private graph keeps of the true one, and how often its
-        // edges join two nodes of one class (the signal GNNs live on).
-        const double homophily = EdgeHomophily(*graph, d.labels);
-        size_t kept = 0;
-        for (const Edge& e : d.graph.Edges()) kept += graph->HasEdge(e.u, e.v);
-        const double kept_fraction =
-            static_cast<double>(kept) / std::max<size_t>(1, d.graph.num_edges());
-        pipeline::RunOverrides overrides;
-        if (row.graph != EdgeGraph::kTrue) overrides.graph = graph;
-        if (hand_over) overrides.features = &estimates;
-        for (size_t yi = 0; yi < ny; ++yi) {
-          const double eps_y = o.label_epsilons[yi];
-          for (size_t mi = 0; mi < nm; ++mi) {
-            const PipelineConfig c =
-                CellConfig(o, d.meta, eps_x, eps_y, o.models[mi]);
-            const auto t = std::chrono::steady_clock::now();
-            ASSIGN_OR_RETURN(pipeline::RunResult r,
-                             pipeline::RunPipeline(d, c, o.seed, run,
-                                                   overrides));
-            if (!r.node_outputs) {
-              return absl::InternalError("the pipeline kept no node outputs");
-            }
-            ASSIGN_OR_RETURN(double auc, SimilarityAttackAuc(
-                                             d.graph, *r.node_outputs,
-                                             non_edges));
-            const double seconds = SecondsSince(t);
-            if (r.noise_source != "none") noise_source = r.noise_source;
-            Cell& cl = cell(mi, ri, xi, yi);
-            cl.accuracy.push_back(r.metric);
-            cl.attack_auc.push_back(auc);
-            cl.seconds.push_back(seconds);
-            cl.graph_edges.push_back(static_cast<double>(graph->num_edges()));
-            cl.graph_seconds.push_back(pg.seconds);
-            cl.graph_homophily.push_back(homophily);
-            cl.true_edges_kept.push_back(kept_fraction);
-            if (pg.stats) {
-              json s = StatsJson(*pg.stats, n, pg.seconds);
-              s["run"] = run;
-              cl.substitution_runs.push_back(s);
-            }
-            ++done;
-            if (progress != nullptr) {
-              *progress << absl::StrFormat(
-                  "  [%zu/%zu] %s %s eps_x=%s eps_y=%s: accuracy %.4f, "
-                  "attack AUC %.4f (%.1f s)\n",
-                  done, total, ModelName(o.models[mi]), label, Budget(eps_x),
-                  Budget(eps_y), r.metric, auc, seconds);
-            }
-          }
-        }
+      *progress_ << absl::StrFormat(
+          "[run %d/%d] eps_x=%s %s: graph of %d edges, homophily %.3f%s "
+          "(%.2f s)\n",
+          run + 1, o_.runs, Budget(f.eps_x), label, pg.graph.num_edges(),
+          EdgeHomophily(pg.graph, d_.labels), stats, pg.seconds);
+    }
+  }
+  return TrainCells(run, ri, f, *graph, pg, label);
+}
+
+absl::Status EdgesGrid::TrainCells(int run, size_t ri, const FeaturePass& f,
+                                   const Graph& graph, const PrivateGraph& pg,
+                                   const std::string& label) {
+  const GridRow& row = rows_[ri];
+  // What the private graph keeps of the true one, and how often its edges
+  // join two nodes of one class (the signal GNNs live on).
+  const double homophily = EdgeHomophily(graph, d_.labels);
+  size_t kept = 0;
+  for (const Edge& e : d_.graph.Edges()) kept += graph.HasEdge(e.u, e.v);
+  const double kept_fraction =
+      static_cast<double>(kept) / std::max<size_t>(1, d_.graph.num_edges());
+  pipeline::RunOverrides overrides;
+  if (row.graph != EdgeGraph::kTrue) overrides.graph = &graph;
+  if (f.hand_over) overrides.features = &f.estimates;
+  for (size_t yi = 0; yi < ny_; ++yi) {
+    const double eps_y = o_.label_epsilons[yi];
+    for (size_t mi = 0; mi < nm_; ++mi) {
+      const PipelineConfig c =
+          CellConfig(o_, d_.meta, f.eps_x, eps_y, o_.models[mi]);
+      const auto t = std::chrono::steady_clock::now();
+      ASSIGN_OR_RETURN(pipeline::RunResult r,
+                       pipeline::RunPipeline(d_, c, o_.seed, run, overrides));
+      if (!r.node_outputs) {
+        return absl::InternalError("the pipeline kept no node outputs");
+      }
+      ASSIGN_OR_RETURN(double auc, SimilarityAttackAuc(
+                                       d_.graph, *r.node_outputs, non_edges_));
+      const double seconds = SecondsSince(t);
+      if (r.noise_source != "none") noise_source_ = r.noise_source;
+      Cell& cl = cell(mi, ri, f.xi, yi);
+      cl.accuracy.push_back(r.metric);
+      cl.attack_auc.push_back(auc);
+      cl.seconds.push_back(seconds);
+      cl.graph_edges.push_back(static_cast<double>(graph.num_edges()));
+      cl.graph_seconds.push_back(pg.seconds);
+      cl.graph_homophily.push_back(homophily);
+      cl.true_edges_kept.push_back(kept_fraction);
+      if (pg.stats) {
+        json s = StatsJson(*pg.stats, n_, pg.seconds);
+        s["run"] = run;
+        cl.substitution_runs.push_back(s);
+      }
+      ++done_;
+      if (progress_ != nullptr) {
+        *progress_ << absl::StrFormat(
+            "  [%zu/%zu] %s %s eps_x=%s eps_y=%s: accuracy %.4f, "
+            "attack AUC %.4f (%.1f s)\n",
+            done_, total_, ModelName(o_.models[mi]), label, Budget(f.eps_x),
+            Budget(eps_y), r.metric, auc, seconds);
       }
     }
   }
-  if (o.secure) noise_source = "secure";
+  return absl::OkStatus();
+}
 
-  json out_cells = json::array();
-  for (size_t mi = 0; mi < nm; ++mi) {
-    for (size_t ri = 0; ri < rows.size(); ++ri) {
-      const GridRow& row = rows[ri];
-      for (size_t xi = 0; xi < nx; ++xi) {
-        for (size_t yi = 0; yi < ny; ++yi) {
-          const Cell& cl = cell(mi, ri, xi, yi);
-          json j = {{"model", ModelName(o.models[mi])},
-                    {"graph", EdgeGraphName(row.graph)},
-                    {"edge_epsilon", row.eps_e ? json(*row.eps_e) : json(nullptr)},
-                    {"feature_epsilon", BudgetJson(o.feature_epsilons[xi])},
-                    {"label_epsilon", BudgetJson(o.label_epsilons[yi])},
-                    {"skipped", row.skipped ? json(*row.skipped) : json(nullptr)}};
-          if (row.skipped) {
-            j["expected_edges"] = ExpectedRrEdges(n, *row.eps_e);
-            out_cells.push_back(j);
-            continue;
-          }
-          j["accuracy"] = SummaryJson(cl.accuracy);
-          j["attack_auc"] = SummaryJson(cl.attack_auc);
-          j["graph_edges"] = SummaryJson(cl.graph_edges);
-          j["graph_homophily"] = SummaryJson(cl.graph_homophily);
-          j["true_edges_kept"] = SummaryJson(cl.true_edges_kept);
-          j["graph_seconds"] = SummaryJson(cl.graph_seconds);
-          j["seconds"] = SummaryJson(cl.seconds);
-          j["substitution"] = json(nullptr);
-          if (!cl.substitution_runs.empty()) {
-            json s;
-            for (const char* key :
-                 {"dropped", "substituted", "unresolved", "dropped_per_node",
-                  "substituted_per_node", "unresolved_per_node", "messages",
-                  "message_bytes", "vectors_sent", "seconds"}) {
-              double sum = 0;
-              for (const json& r : cl.substitution_runs) {
-                sum += r[key].get<double>();
-              }
-              s[key] = sum / cl.substitution_runs.size();
-            }
-            s["per_run"] = cl.substitution_runs;
-            j["substitution"] = s;
-          }
-          out_cells.push_back(j);
-        }
-      }
-    }
+json EdgesGrid::CellJson(size_t mi, size_t ri, size_t xi, size_t yi) const {
+  const GridRow& row = rows_[ri];
+  const Cell& cl = cell(mi, ri, xi, yi);
+  json j = {{"model", ModelName(o_.models[mi])},
+            {"graph", EdgeGraphName(row.graph)},
+            {"edge_epsilon", row.eps_e ? json(*row.eps_e) : json(nullptr)},
+            {"feature_epsilon", BudgetJson(o_.feature_epsilons[xi])},
+            {"label_epsilon", BudgetJson(o_.label_epsilons[yi])},
+            {"skipped", row.skipped ? json(*row.skipped) : json(nullptr)}};
+  if (row.skipped) {
+    j["expected_edges"] = ExpectedRrEdges(n_, *row.eps_e);
+    return j;
   }
+  j["accuracy"] = SummaryJson(cl.accuracy);
+  j["attack_auc"] = SummaryJson(cl.attack_auc);
+  j["graph_edges"] = SummaryJson(cl.graph_edges);
+  j["graph_homophily"] = SummaryJson(cl.graph_homophily);
+  j["true_edges_kept"] = SummaryJson(cl.true_edges_kept);
+  j["graph_seconds"] = SummaryJson(cl.graph_seconds);
+  j["seconds"] = SummaryJson(cl.seconds);
+  j["substitution"] = json(nullptr);
+  if (!cl.substitution_runs.empty()) {
+    json s;
+    for (const char* key :
+         {"dropped", "substituted", "unresolved", "dropped_per_node",
+          "substituted_per_node", "unresolved_per_node", "messages",
+          "message_bytes", "vectors_sent", "seconds"}) {
+      double sum = 0;
+      for (const json& r : cl.substitution_runs) sum += r[key].get<double>();
+      s[key] = sum / cl.substitution_runs.size();
+    }
+    s["per_run"] = cl.substitution_runs;
+    j["substitution"] = s;
+  }
+  return j;
+}
+
+json EdgesGrid::ParamsJson() const {
+  const EdgesOptions& o = o_;
   json params = {
       {"edge_epsilons", o.edge_epsilons},
       {"feature_epsilons", json::array()},
@@ -737,24 +793,56 @@ absl::StatusOr<json> RunEdgesGrid(const Dataset& d, const EdgesOptions& o,
       {"substitution_symmetrisation",
        edges::SymmetrisationName(edges::Symmetrisation::kUnion)},
       {"pipeline", pipeline::ConfigToJson(CellConfig(
-                       o, d.meta, 1.0, 1.0, NodeModelKind::kGcn))}};
+                       o, d_.meta, 1.0, 1.0, NodeModelKind::kGcn))}};
   for (double e : o.feature_epsilons) params["feature_epsilons"].push_back(BudgetJson(e));
   for (double e : o.label_epsilons) params["label_epsilons"].push_back(BudgetJson(e));
   for (NodeModelKind m : o.models) params["models"].push_back(ModelName(m));
   for (EdgeGraph g : o.graphs) params["graphs"].push_back(EdgeGraphName(g));
-  return json{{"dataset", d.meta.name},
-              {"nodes", n},
-              {"edges", d.graph.num_edges()},
-              {"seed", o.seed},
-              {"runs", o.runs},
-              {"noise_source", noise_source},
+  return params;
+}
+
+json EdgesGrid::Json(double seconds) const {
+  json out_cells = json::array();
+  for (size_t mi = 0; mi < nm_; ++mi) {
+    for (size_t ri = 0; ri < rows_.size(); ++ri) {
+      for (size_t xi = 0; xi < nx_; ++xi) {
+        for (size_t yi = 0; yi < ny_; ++yi) {
+          out_cells.push_back(CellJson(mi, ri, xi, yi));
+        }
+      }
+    }
+  }
+  return json{{"dataset", d_.meta.name},
+              {"nodes", n_},
+              {"edges", d_.graph.num_edges()},
+              {"seed", o_.seed},
+              {"runs", o_.runs},
+              {"noise_source", noise_source_},
               {"attack",
                {{"score", "cosine similarity of the two nodes' class posteriors"},
-                {"positives", d.graph.num_edges() - d.graph.num_self_loops()},
-                {"negatives", non_edges.size()}}},
-              {"parameters", params},
+                {"positives", d_.graph.num_edges() - d_.graph.num_self_loops()},
+                {"negatives", non_edges_.size()}}},
+              {"parameters", ParamsJson()},
               {"cells", out_cells},
-              {"seconds", SecondsSince(start)}};
+              {"seconds", seconds}};
+}
+
+}  // namespace
+
+absl::StatusOr<json> RunEdgesGrid(const Dataset& d, const EdgesOptions& o,
+                                  std::ostream* progress) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t n = d.graph.num_nodes();
+  ASSIGN_OR_RETURN(EdgeNoise noise, EdgeNoise::Create(n, o.secure));
+  std::vector<Edge> non_edges =
+      SampleNonEdges(d.graph, d.graph.num_edges(), Mix(o.seed ^ kAttackTag));
+  if (non_edges.empty() || d.graph.num_edges() == 0) {
+    return absl::FailedPreconditionError(
+        "the attack needs a graph with at least one edge and one non-edge");
+  }
+  EdgesGrid grid(d, o, progress, std::move(noise), std::move(non_edges));
+  RETURN_IF_ERROR(grid.Run());
+  return grid.Json(SecondsSince(start));
 }
 
 std::string EdgesTables(const json& grid) {
