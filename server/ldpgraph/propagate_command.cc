@@ -214,6 +214,128 @@ Examples:
 )";
 }
 
+namespace {
+
+// The mechanism every node perturbs its row with: usage errors (an unknown
+// name, a bad --k, parameters the mechanism refuses) are INVALID_ARGUMENT.
+absl::StatusOr<std::unique_ptr<FeatureMechanism>> BuildMechanism(
+    const Options& o, size_t columns, std::pair<double, double> range) {
+  ASSIGN_OR_RETURN(MechanismKind kind, ParseMechanismName(*o.mechanism));
+  MechanismSpec spec;
+  spec.kind = kind;
+  spec.epsilon = o.epsilon;
+  spec.dimension = static_cast<int>(columns);
+  if (o.sampled) {
+    ASSIGN_OR_RETURN(spec.sampled, FlagToInt(*o.sampled, "k/--m", 1));
+  }
+  spec.alpha = range.first;
+  spec.beta = range.second;
+  return CreateFeatureMechanism(spec);
+}
+
+// The features propagated by o.method; stats filled for push and power.
+absl::StatusOr<DenseMatrix> Propagate(const Options& o, const Graph& graph,
+                                      const SparseRows& features,
+                                      PropagationStats* stats) {
+  switch (o.method) {
+    case Method::kPush:
+      return PprPush(graph, features, o.ppr, stats);
+    case Method::kPower:
+      return PprPower(graph, features.ToDense(), o.ppr, stats);
+    case Method::kGcn: {
+      absl::StatusOr<DenseMatrix> z = features.ToDense();
+      for (int s = 0; s < o.steps && z.ok(); ++s) {
+        z = GcnAggregate(graph, *z);
+      }
+      return z;
+    }
+    case Method::kKProp:
+      return KProp(graph, features.ToDense(), o.steps, o.self_loops,
+                   o.ppr.threads);
+  }
+  return absl::InternalError("unknown propagation method");
+}
+
+// Seconds each phase took.
+struct PhaseSeconds {
+  double load = 0, perturb = 0, propagate = 0, write = 0;
+};
+
+nlohmann::ordered_json FiguresJson(const Options& o, const Graph& g,
+                                   const SparseRows& features,
+                                   const PropagationStats& stats,
+                                   const PhaseSeconds& t) {
+  nlohmann::ordered_json j;
+  j["dataset"] = o.dataset;
+  j["nodes"] = g.num_nodes();
+  j["edges"] = g.num_edges();
+  j["features"] = features.cols;
+  j["input_nonzeros"] = features.nnz();
+  j["scale"] = std::string(FeatureScalingName(o.scaling));
+  j["mechanism"] = o.mechanism ? *o.mechanism : "none";
+  if (o.mechanism) j["epsilon"] = o.epsilon;
+  j["method"] = std::string(MethodName(o.method));
+  if (o.method == Method::kPush || o.method == Method::kPower) {
+    j["alpha"] = o.ppr.alpha;
+    j["r"] = o.ppr.r;
+  }
+  if (o.method == Method::kPush) {
+    j["rmax"] = o.ppr.rmax;
+    j["block_columns"] = stats.block_columns;
+    j["pushes"] = stats.pushes;
+    j["residue_updates"] = stats.residue_updates;
+  }
+  if (o.method == Method::kPower) {
+    j["tolerance"] = o.ppr.tolerance;
+    j["iterations"] = stats.iterations;
+    j["tail_bound"] = stats.tail_bound;
+  }
+  if (o.method == Method::kGcn || o.method == Method::kKProp) {
+    j["steps"] = o.steps;
+  }
+  if (o.method != Method::kGcn) j["threads"] = ResolveThreads(o.ppr.threads);
+  j["load_seconds"] = t.load;
+  j["perturb_seconds"] = t.perturb;
+  j["propagate_seconds"] = t.propagate;
+  j["write_seconds"] = t.write;
+  j["peak_rss_bytes"] = PeakRssBytes();
+  j["out"] = o.out;
+  return j;
+}
+
+void PrintSummary(const Options& o, const Graph& g, const SparseRows& features,
+                  const std::string& mechanism, const PropagationStats& stats,
+                  const PhaseSeconds& t, const DenseMatrix& z,
+                  std::ostream& out) {
+  out << absl::StrFormat(
+      "%s: %d nodes, %d edges, %d features (%d non-zeros, scale %s)\n"
+      "mechanism: %s\n",
+      o.dataset, g.num_nodes(), g.num_edges(), features.cols, features.nnz(),
+      FeatureScalingName(o.scaling), mechanism);
+  switch (o.method) {
+    case Method::kPush:
+      out << absl::StrFormat(
+          "push: alpha %g, r %g, rmax %g, %d pushes, block %d, %.3f s\n",
+          o.ppr.alpha, o.ppr.r, o.ppr.rmax, stats.pushes, stats.block_columns,
+          t.propagate);
+      break;
+    case Method::kPower:
+      out << absl::StrFormat(
+          "power: alpha %g, r %g, %d terms, tail <= %.3g, %.3f s\n",
+          o.ppr.alpha, o.ppr.r, stats.iterations, stats.tail_bound,
+          t.propagate);
+      break;
+    default:
+      out << absl::StrFormat("%s: %d steps, %.3f s\n", MethodName(o.method),
+                             o.steps, t.propagate);
+  }
+  out << absl::StrFormat("wrote %s (%d x %d float32), peak memory %.1f MiB\n",
+                         o.out, z.rows, z.cols,
+                         PeakRssBytes() / (1024.0 * 1024.0));
+}
+
+}  // namespace
+
 int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
                  std::ostream& err) {
   if (WantsHelp(args)) {
@@ -227,7 +349,7 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
     err << "ldpgraph propagate: " << s.message() << "\n";
     return code;
   };
-
+  PhaseSeconds t;
   const auto t_load = Clock::now();
   auto dataset = LoadDataset(o.dataset);
   if (!dataset.ok()) return fail(dataset.status());
@@ -241,34 +363,20 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
   }
   SparseRows features = ScaleFeatures(dataset->features, o.scaling);
   dataset->features = SparseRows();
-  const double load_seconds = SecondsSince(t_load);
+  t.load = SecondsSince(t_load);
 
-  double perturb_seconds = 0;
   std::string mechanism_description = "none (raw features)";
   if (o.mechanism) {
-    auto kind = ParseMechanismName(*o.mechanism);
-    if (!kind.ok()) return fail(kind.status(), kExitUsageError);
-    MechanismSpec spec;
-    spec.kind = *kind;
-    spec.epsilon = o.epsilon;
-    spec.dimension = static_cast<int>(features.cols);
-    if (o.sampled) {
-      auto s = FlagToInt(*o.sampled, "k/--m", 1);
-      if (!s.ok()) return fail(s.status(), kExitUsageError);
-      spec.sampled = *s;
-    }
-    spec.alpha = range->first;
-    spec.beta = range->second;
-    auto mech = CreateFeatureMechanism(spec);
+    auto mech = BuildMechanism(o, features.cols, *range);
     if (!mech.ok()) return fail(mech.status(), kExitUsageError);
     auto rng = MakeRandomSource(o.seed, err);
     if (!rng.ok()) return fail(rng.status());
-    const auto t = Clock::now();
+    const auto t_perturb = Clock::now();
     auto perturbed =
         pipeline::SimulateFeatureReports(features, **mech, **rng);
     if (!perturbed.ok()) return fail(perturbed.status());
     features = *std::move(perturbed);
-    perturb_seconds = SecondsSince(t);
+    t.perturb = SecondsSince(t_perturb);
     mechanism_description = absl::StrFormat(
         "%s, epsilon %g, sampled %d, range [%g, %g], %s randomness",
         *o.mechanism, o.epsilon, (*mech)->sampled(), range->first,
@@ -277,98 +385,21 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
 
   const auto t_prop = Clock::now();
   PropagationStats stats;
-  absl::StatusOr<DenseMatrix> z;
-  switch (o.method) {
-    case Method::kPush:
-      z = PprPush(dataset->graph, features, o.ppr, &stats);
-      break;
-    case Method::kPower:
-      z = PprPower(dataset->graph, features.ToDense(), o.ppr, &stats);
-      break;
-    case Method::kGcn: {
-      z = features.ToDense();
-      for (int s = 0; s < o.steps && z.ok(); ++s) {
-        z = GcnAggregate(dataset->graph, *z);
-      }
-      break;
-    }
-    case Method::kKProp:
-      z = KProp(dataset->graph, features.ToDense(), o.steps, o.self_loops,
-                o.ppr.threads);
-      break;
-  }
+  absl::StatusOr<DenseMatrix> z =
+      Propagate(o, dataset->graph, features, &stats);
   if (!z.ok()) return fail(z.status());
-  const double propagate_seconds = SecondsSince(t_prop);
+  t.propagate = SecondsSince(t_prop);
 
   const auto t_write = Clock::now();
   absl::Status written = WriteNpy(o.out, *z);
   if (!written.ok()) return fail(written);
-  const double write_seconds = SecondsSince(t_write);
+  t.write = SecondsSince(t_write);
 
-  const Graph& g = dataset->graph;
   if (o.json) {
-    nlohmann::ordered_json j;
-    j["dataset"] = o.dataset;
-    j["nodes"] = g.num_nodes();
-    j["edges"] = g.num_edges();
-    j["features"] = features.cols;
-    j["input_nonzeros"] = features.nnz();
-    j["scale"] = std::string(FeatureScalingName(o.scaling));
-    j["mechanism"] = o.mechanism ? *o.mechanism : "none";
-    if (o.mechanism) j["epsilon"] = o.epsilon;
-    j["method"] = std::string(MethodName(o.method));
-    if (o.method == Method::kPush || o.method == Method::kPower) {
-      j["alpha"] = o.ppr.alpha;
-      j["r"] = o.ppr.r;
-    }
-    if (o.method == Method::kPush) {
-      j["rmax"] = o.ppr.rmax;
-      j["block_columns"] = stats.block_columns;
-      j["pushes"] = stats.pushes;
-      j["residue_updates"] = stats.residue_updates;
-    }
-    if (o.method == Method::kPower) {
-      j["tolerance"] = o.ppr.tolerance;
-      j["iterations"] = stats.iterations;
-      j["tail_bound"] = stats.tail_bound;
-    }
-    if (o.method == Method::kGcn || o.method == Method::kKProp) {
-      j["steps"] = o.steps;
-    }
-    if (o.method != Method::kGcn) j["threads"] = ResolveThreads(o.ppr.threads);
-    j["load_seconds"] = load_seconds;
-    j["perturb_seconds"] = perturb_seconds;
-    j["propagate_seconds"] = propagate_seconds;
-    j["write_seconds"] = write_seconds;
-    j["peak_rss_bytes"] = PeakRssBytes();
-    j["out"] = o.out;
-    out << j.dump() << "\n";
+    out << FiguresJson(o, dataset->graph, features, stats, t).dump() << "\n";
   } else {
-    out << absl::StrFormat(
-        "%s: %d nodes, %d edges, %d features (%d non-zeros, scale %s)\n"
-        "mechanism: %s\n",
-        o.dataset, g.num_nodes(), g.num_edges(), features.cols,
-        features.nnz(), FeatureScalingName(o.scaling), mechanism_description);
-    switch (o.method) {
-      case Method::kPush:
-        out << absl::StrFormat(
-            "push: alpha %g, r %g, rmax %g, %d pushes, block %d, %.3f s\n",
-            o.ppr.alpha, o.ppr.r, o.ppr.rmax, stats.pushes,
-            stats.block_columns, propagate_seconds);
-        break;
-      case Method::kPower:
-        out << absl::StrFormat(
-            "power: alpha %g, r %g, %d terms, tail <= %.3g, %.3f s\n",
-            o.ppr.alpha, o.ppr.r, stats.iterations, stats.tail_bound,
-            propagate_seconds);
-        break;
-      default:
-        out << absl::StrFormat("%s: %d steps, %.3f s\n", MethodName(o.method),
-                               o.steps, propagate_seconds);
-    }
-    out << absl::StrFormat("wrote %s (%d x %d float32), peak memory %.1f MiB\n",
-                           o.out, z->rows, z->cols,
-                           PeakRssBytes() / (1024.0 * 1024.0));
+    PrintSummary(o, dataset->graph, features, mechanism_description, stats, t,
+                 *z, out);
   }
   out.flush();
   return out.good() ? kExitOk : kExitRuntimeError;
