@@ -437,6 +437,116 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
   return TrainSePrivGEmb(g, c, noise, init_seed, [](int64_t, int64_t) {});
 }
 
+namespace {
+
+// One step's release of a batch's gradient sums: Gaussian noise of std
+// noise_multiplier * clip on every row (NoisedRows::kAll) or on the rows
+// the batch touched (none when training is not private), then an SGD or
+// Adam update of W and C, and the sums cleared for the next batch.
+class NoisyUpdate {
+ public:
+  NoisyUpdate(const SePrivGEmbConfig& c, size_t n, size_t batch,
+              RandomSource& noise)
+      : private_(c.private_training),
+        noise_all_(c.private_training && c.noised_rows == NoisedRows::kAll),
+        adam_(c.optimizer == Optimizer::kAdam),
+        gaussian_(c.noise_multiplier * c.clip, noise),
+        step_size_(
+            static_cast<float>(c.learning_rate / static_cast<double>(batch))),
+        inv_batch_(static_cast<float>(1.0 / static_cast<double>(batch))) {
+    if (adam_) {
+      adam_w_.emplace(n, c.dim, c.learning_rate);
+      adam_c_.emplace(n, c.dim, c.learning_rate);
+      if (noise_all_) {
+        all_rows_.resize(n);
+        std::iota(all_rows_.begin(), all_rows_.end(), 0u);
+      }
+    }
+  }
+
+  // Brings the rows an example's gradient is taken at up to date (Adam
+  // applies skipped steps lazily); nothing for SGD.
+  void Sync(DenseMatrix& w, DenseMatrix& ctx, const uint32_t* example,
+            int stride) {
+    if (!adam_) return;
+    adam_w_->Sync(w, example[0]);
+    for (int i = 1; i < stride; ++i) adam_c_->Sync(ctx, example[i]);
+  }
+
+  void Apply(BatchGradient& sums, DenseMatrix& w, DenseMatrix& ctx) {
+    if (noise_all_) {
+      gaussian_.Add(absl::MakeSpan(sums.mutable_sum_centre().data));
+      gaussian_.Add(absl::MakeSpan(sums.mutable_sum_context().data));
+      if (adam_) {
+        adam_w_->Step(w, sums.sum_centre(), all_rows_, inv_batch_);
+        adam_c_->Step(ctx, sums.sum_context(), all_rows_, inv_batch_);
+      } else {
+        UpdateAll(w, sums.sum_centre(), step_size_);
+        UpdateAll(ctx, sums.sum_context(), step_size_);
+      }
+      sums.Clear();
+      std::fill(sums.mutable_sum_centre().data.begin(),
+                sums.mutable_sum_centre().data.end(), 0.0f);
+      std::fill(sums.mutable_sum_context().data.begin(),
+                sums.mutable_sum_context().data.end(), 0.0f);
+      return;
+    }
+    if (private_) {
+      for (uint32_t r : sums.touched_centre()) {
+        gaussian_.Add(sums.mutable_sum_centre().row(r));
+      }
+      for (uint32_t r : sums.touched_context()) {
+        gaussian_.Add(sums.mutable_sum_context().row(r));
+      }
+    }
+    if (adam_) {
+      adam_w_->Step(w, sums.sum_centre(), sums.touched_centre(), inv_batch_);
+      adam_c_->Step(ctx, sums.sum_context(), sums.touched_context(),
+                    inv_batch_);
+    } else {
+      Update(w, sums.sum_centre(), sums.touched_centre(), step_size_);
+      Update(ctx, sums.sum_context(), sums.touched_context(), step_size_);
+    }
+    sums.Clear();
+  }
+
+  // Applies Adam's outstanding lazy steps to every row.
+  void Flush(DenseMatrix& w, DenseMatrix& ctx) {
+    if (!adam_) return;
+    adam_w_->Flush(w);
+    adam_c_->Flush(ctx);
+  }
+
+ private:
+  const bool private_, noise_all_, adam_;
+  GaussianAdder gaussian_;
+  const float step_size_, inv_batch_;
+  std::optional<internal::RowSparseAdam> adam_w_, adam_c_;
+  std::vector<uint32_t> all_rows_;
+};
+
+// The guarantee of `steps` steps at sampling rate gamma, which must be
+// within the target (INTERNAL otherwise: the step count was chosen to fit).
+absl::Status AccountSteps(const SePrivGEmbConfig& c, double gamma,
+                          double accounted_multiplier, int64_t steps,
+                          SePrivGEmbResult* result) {
+  dp::RdpAccountant accountant;
+  RETURN_IF_ERROR(accountant.ComposeSampledWithoutReplacementGaussian(
+      gamma, accounted_multiplier, steps));
+  ASSIGN_OR_RETURN(dp::DpGuarantee guarantee,
+                   accountant.Guarantee(c.target_delta));
+  if (!(guarantee.epsilon <= c.target_epsilon)) {
+    return absl::InternalError(
+        absl::StrCat("accounting mismatch: ", steps, " steps give epsilon ",
+                     guarantee.epsilon, " > target ", c.target_epsilon));
+  }
+  result->accountant = std::move(accountant);
+  result->guarantee = guarantee;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
                                                  const SePrivGEmbConfig& c,
                                                  RandomSource& noise,
@@ -488,23 +598,7 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
   DenseMatrix ctx(n, c.dim);
   BatchGradient sums(n, c.dim, c.negatives);
   const double clip = c.private_training ? c.clip : 0.0;
-  const bool noise_all =
-      c.private_training && c.noised_rows == NoisedRows::kAll;
-  GaussianAdder gaussian(c.noise_multiplier * c.clip, noise);
-  const float step_size =
-      static_cast<float>(c.learning_rate / static_cast<double>(batch));
-  const bool adam = c.optimizer == Optimizer::kAdam;
-  std::optional<internal::RowSparseAdam> adam_w, adam_c;
-  std::vector<uint32_t> all_rows;
-  if (adam) {
-    adam_w.emplace(n, c.dim, c.learning_rate);
-    adam_c.emplace(n, c.dim, c.learning_rate);
-    if (noise_all) {
-      all_rows.resize(n);
-      std::iota(all_rows.begin(), all_rows.end(), 0u);
-    }
-  }
-  const float inv_batch = static_cast<float>(1.0 / static_cast<double>(batch));
+  NoisyUpdate update(c, n, batch, noise);
   const int stride = examples.stride();
 
   std::vector<uint32_t> index(num_examples);
@@ -519,47 +613,11 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
       const size_t j = b + noise.UniformInt(num_examples - b);
       std::swap(index[b], index[j]);
       const uint32_t* example = examples.example(index[b]);
-      if (adam) {  // the rows the gradient is taken at, brought up to date
-        adam_w->Sync(w, example[0]);
-        for (int i = 1; i < stride; ++i) adam_c->Sync(ctx, example[i]);
-      }
+      update.Sync(w, ctx, example, stride);
       epoch_loss += sums.Add(w, ctx, example, clip);
     }
     epoch_examples += static_cast<int64_t>(batch);
-    if (noise_all) {
-      gaussian.Add(absl::MakeSpan(sums.mutable_sum_centre().data));
-      gaussian.Add(absl::MakeSpan(sums.mutable_sum_context().data));
-      if (adam) {
-        adam_w->Step(w, sums.sum_centre(), all_rows, inv_batch);
-        adam_c->Step(ctx, sums.sum_context(), all_rows, inv_batch);
-      } else {
-        UpdateAll(w, sums.sum_centre(), step_size);
-        UpdateAll(ctx, sums.sum_context(), step_size);
-      }
-      sums.Clear();
-      std::fill(sums.mutable_sum_centre().data.begin(),
-                sums.mutable_sum_centre().data.end(), 0.0f);
-      std::fill(sums.mutable_sum_context().data.begin(),
-                sums.mutable_sum_context().data.end(), 0.0f);
-    } else {
-      if (c.private_training) {
-        for (uint32_t r : sums.touched_centre()) {
-          gaussian.Add(sums.mutable_sum_centre().row(r));
-        }
-        for (uint32_t r : sums.touched_context()) {
-          gaussian.Add(sums.mutable_sum_context().row(r));
-        }
-      }
-      if (adam) {
-        adam_w->Step(w, sums.sum_centre(), sums.touched_centre(), inv_batch);
-        adam_c->Step(ctx, sums.sum_context(), sums.touched_context(),
-                     inv_batch);
-      } else {
-        Update(w, sums.sum_centre(), sums.touched_centre(), step_size);
-        Update(ctx, sums.sum_context(), sums.touched_context(), step_size);
-      }
-      sums.Clear();
-    }
+    update.Apply(sums, w, ctx);
     if ((s + 1) % steps_per_epoch == 0 || s + 1 == steps) {
       result.epoch_loss.push_back(epoch_loss / epoch_examples);
       epoch_loss = 0;
@@ -567,27 +625,13 @@ absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
       progress(s + 1, steps);
     }
   }
-
-  if (adam) {
-    adam_w->Flush(w);
-    adam_c->Flush(ctx);
-  }
+  update.Flush(w, ctx);
   result.steps = steps;
   result.step_cap = max_steps;
   result.epochs = static_cast<double>(steps) / steps_per_epoch;
   if (c.private_training) {
-    dp::RdpAccountant accountant;
-    RETURN_IF_ERROR(accountant.ComposeSampledWithoutReplacementGaussian(
-        gamma, accounted_multiplier, steps));
-    ASSIGN_OR_RETURN(dp::DpGuarantee guarantee,
-                     accountant.Guarantee(c.target_delta));
-    if (!(guarantee.epsilon <= c.target_epsilon)) {
-      return absl::InternalError(
-          absl::StrCat("accounting mismatch: ", steps, " steps give epsilon ",
-                       guarantee.epsilon, " > target ", c.target_epsilon));
-    }
-    result.accountant = std::move(accountant);
-    result.guarantee = guarantee;
+    RETURN_IF_ERROR(
+        AccountSteps(c, gamma, accounted_multiplier, steps, &result));
   }
   result.centre = std::move(w);
   result.context = std::move(ctx);
