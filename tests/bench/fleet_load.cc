@@ -1278,6 +1278,12 @@ class Run {
   // Every host enrolled and subscribed (or failed, or the timeout).
   void WaitEnrolled();
   void RunCampaign();
+  // The figures of the run, gathered once for the JSON and the table.
+  struct Figures;
+  Figures Gather() const;
+  json FiguresJson(const Figures& f, int exit_code) const;
+  std::string Table(const Figures& f, bool show_dir) const;
+  // Prints the table (stderr) and the JSON object (stdout).
   void Finish(int exit_code);
   void Fail(const std::string& message) {
     failures_.push_back(message);
@@ -1743,42 +1749,54 @@ int Run::Main() {
   return success_ ? 0 : 1;
 }
 
-void Run::Finish(int exit_code) {
-  // Figures.
-  const double cpu_total = at_done_.ok ? at_done_.cpu_seconds : -1;
-  const double cpu_enrol =
-      at_campaign_.ok && at_go_.ok ? at_campaign_.cpu_seconds - at_go_.cpu_seconds : -1;
-  const double cpu_campaign = at_campaign_end_.ok && at_campaign_.ok
-                                  ? at_campaign_end_.cpu_seconds - at_campaign_.cpu_seconds
-                                  : -1;
-  const double cpu_hold =
-      at_done_.ok && at_campaign_end_.ok ? at_done_.cpu_seconds - at_campaign_end_.cpu_seconds : -1;
-  const Percentiles all = Summarise(probe_->Latencies(-1));
-  const Percentiles enrol = Summarise(probe_->Latencies(kEnrolPhase));
-  const Percentiles camp = Summarise(probe_->Latencies(kCampaignPhase));
-  const Percentiles hold = Summarise(probe_->Latencies(kHoldPhase));
+struct Run::Figures {
+  // Curator CPU seconds in total and per phase (-1: not measured).
+  double cpu_total = -1, cpu_enrol = -1, cpu_campaign = -1, cpu_hold = -1;
+  Percentiles all, enrol, camp, hold;  // GetStatus latency per phase
   WorkerCounters w;
-  if (fleet_) w = fleet_->Totals();
-  std::vector<std::string> messages;
-  if (fleet_) messages = fleet_->Messages();
-  for (const auto& m : admin_messages_) messages.push_back(m);
-  for (const auto& m : probe_->Messages()) messages.push_back(m);
-  const int64_t errors = Errors();
+  std::vector<std::string> messages;  // the first errors of each kind
+  int64_t errors = 0;
+  // The real agents' memory (KiB) and CPU, summed, and each one's RSS.
   long agents_rss = 0, agents_hwm = 0, agent_max_rss = 0;
   long agents_pss = 0, agents_private = 0;
   double agents_cpu = 0;
   json per_agent = json::array();
-  for (const auto& a : agent_stats_) {
-    agents_rss += a.rss_kib;
-    agents_pss += a.pss_kib;
-    agents_private += a.private_kib;
-    agents_cpu += a.cpu_seconds;
-    agents_hwm += a.hwm_kib;
-    agent_max_rss = std::max(agent_max_rss, a.rss_kib);
-    per_agent.push_back(std::round(Mib(a.rss_kib) * 10) / 10);
-  }
-  const auto& p = campaign_.progress();
+};
 
+Run::Figures Run::Gather() const {
+  Figures f;
+  f.cpu_total = at_done_.ok ? at_done_.cpu_seconds : -1;
+  f.cpu_enrol =
+      at_campaign_.ok && at_go_.ok ? at_campaign_.cpu_seconds - at_go_.cpu_seconds : -1;
+  f.cpu_campaign = at_campaign_end_.ok && at_campaign_.ok
+                       ? at_campaign_end_.cpu_seconds - at_campaign_.cpu_seconds
+                       : -1;
+  f.cpu_hold =
+      at_done_.ok && at_campaign_end_.ok ? at_done_.cpu_seconds - at_campaign_end_.cpu_seconds : -1;
+  f.all = Summarise(probe_->Latencies(-1));
+  f.enrol = Summarise(probe_->Latencies(kEnrolPhase));
+  f.camp = Summarise(probe_->Latencies(kCampaignPhase));
+  f.hold = Summarise(probe_->Latencies(kHoldPhase));
+  if (fleet_) f.w = fleet_->Totals();
+  if (fleet_) f.messages = fleet_->Messages();
+  for (const auto& m : admin_messages_) f.messages.push_back(m);
+  for (const auto& m : probe_->Messages()) f.messages.push_back(m);
+  f.errors = Errors();
+  for (const auto& a : agent_stats_) {
+    f.agents_rss += a.rss_kib;
+    f.agents_pss += a.pss_kib;
+    f.agents_private += a.private_kib;
+    f.agents_cpu += a.cpu_seconds;
+    f.agents_hwm += a.hwm_kib;
+    f.agent_max_rss = std::max(f.agent_max_rss, a.rss_kib);
+    f.per_agent.push_back(std::round(Mib(a.rss_kib) * 10) / 10);
+  }
+  return f;
+}
+
+json Run::FiguresJson(const Figures& f, int exit_code) const {
+  const auto& p = campaign_.progress();
+  const WorkerCounters& w = f.w;
   json j;
   j["mode"] = real() ? "real-agents" : "simulated";
   j["hosts"] = hosts();
@@ -1798,7 +1816,7 @@ void Run::Finish(int exit_code) {
   j["targeted"] = p.targeted();
   j["refused"] = p.refused();
   j["rejected_by_curator"] = p.rejected();
-  j["errors"] = errors;
+  j["errors"] = f.errors;
   json e;
   if (fleet_) {
     e["enrol_failed"] = w.enrol_failed;
@@ -1813,38 +1831,42 @@ void Run::Finish(int exit_code) {
   e["nodes_refused"] = p.refused();
   e["admin_calls_failed"] = admin_errors_ + probe_->failures();
   j["error_counts"] = e;
-  j["first_errors"] = messages;  // at most three of each kind
-  for (const auto& f : failures_) j["failures"].push_back(f);
-  j["curator"] = {{"cpu_seconds_total", cpu_total},
+  j["first_errors"] = f.messages;  // at most three of each kind
+  for (const auto& fail : failures_) j["failures"].push_back(fail);
+  j["curator"] = {{"cpu_seconds_total", f.cpu_total},
                   {"cpu_seconds_startup", at_ready_.ok ? at_ready_.cpu_seconds : -1},
-                  {"cpu_seconds_enrolment", cpu_enrol},
-                  {"cpu_seconds_campaign", cpu_campaign},
-                  {"cpu_seconds_hold", cpu_hold},
+                  {"cpu_seconds_enrolment", f.cpu_enrol},
+                  {"cpu_seconds_campaign", f.cpu_campaign},
+                  {"cpu_seconds_hold", f.cpu_hold},
                   {"rss_mib", Mib(at_done_.rss_kib)},
                   {"peak_rss_mib", Mib(at_done_.hwm_kib)},
                   {"rss_mib_at_start", Mib(at_ready_.rss_kib)},
                   {"threads", at_done_.threads},
                   {"threads_max_sampled", probe_->max_threads()},
                   {"threads_at_start", at_ready_.threads}};
-  j["getstatus_ms"] = ToJson(all);
-  j["getstatus_ms_enrolment"] = ToJson(enrol);
-  j["getstatus_ms_campaign"] = ToJson(camp);
-  j["getstatus_ms_hold"] = ToJson(hold);
+  j["getstatus_ms"] = ToJson(f.all);
+  j["getstatus_ms_enrolment"] = ToJson(f.enrol);
+  j["getstatus_ms_campaign"] = ToJson(f.camp);
+  j["getstatus_ms_hold"] = ToJson(f.hold);
   j["hold_seconds"] = o_.hold;
   j["getstatus_failed"] = probe_->failures();
   if (fleet_) j["workers_cpu_seconds"] = fleet_cpu_;
   if (real()) {
-    j["agents"] = {{"cpu_seconds_total", agents_cpu},
-                   {"rss_mib_total", Mib(agents_rss)},
-                   {"peak_rss_mib_total", Mib(agents_hwm)},
-                   {"rss_mib_max", Mib(agent_max_rss)},
-                   {"pss_mib_total", Mib(agents_pss)},
-                   {"private_mib_total", Mib(agents_private)},
-                   {"rss_mib_each", per_agent}};
+    j["agents"] = {{"cpu_seconds_total", f.agents_cpu},
+                   {"rss_mib_total", Mib(f.agents_rss)},
+                   {"peak_rss_mib_total", Mib(f.agents_hwm)},
+                   {"rss_mib_max", Mib(f.agent_max_rss)},
+                   {"pss_mib_total", Mib(f.agents_pss)},
+                   {"private_mib_total", Mib(f.agents_private)},
+                   {"rss_mib_each", f.per_agent}};
   }
   j["work_dir"] = (o_.keep || exit_code != 0 || !made_dir_) ? dir_ : "";
+  return j;
+}
 
-  // The table.
+std::string Run::Table(const Figures& f, bool show_dir) const {
+  const auto& p = campaign_.progress();
+  const WorkerCounters& w = f.w;
   auto secs = [](double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f s", s); };
   std::ostringstream t;
   t << "\n== fleet_load: " << (real() ? "real agents" : "simulated hosts") << " ==\n";
@@ -1869,18 +1891,19 @@ void Run::Finish(int exit_code) {
   if (!real()) row("  last ack at", secs(last_ack_seconds_));
   if (fleet_) {
     row("errors",
-        absl::StrCat(errors, " (enrol ", w.enrol_failed, ", task streams ", w.subscribe_failed,
+        absl::StrCat(f.errors, " (enrol ", w.enrol_failed, ", task streams ", w.subscribe_failed,
                      ", report streams ", w.report_failed, ", rejected ", w.rejected, ", admin ",
                      admin_errors_ + probe_->failures(), ")"));
   } else {
-    row("errors", absl::StrCat(errors, " (agents died ", agent_errors_, ", rejected ", p.rejected(),
-                               ", refused ", p.refused(), ", admin ",
+    row("errors", absl::StrCat(f.errors, " (agents died ", agent_errors_, ", rejected ",
+                               p.rejected(), ", refused ", p.refused(), ", admin ",
                                admin_errors_ + probe_->failures(), ")"));
   }
   auto cpu = [](double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f", s); };
-  row("curator CPU", absl::StrCat(cpu(cpu_total), " s total (startup ", cpu(at_ready_.cpu_seconds),
-                                  ", enrolment ", cpu(cpu_enrol), ", campaign ", cpu(cpu_campaign),
-                                  o_.hold > 0 ? absl::StrCat(", hold ", cpu(cpu_hold)) : "", ")"));
+  row("curator CPU",
+      absl::StrCat(cpu(f.cpu_total), " s total (startup ", cpu(at_ready_.cpu_seconds),
+                   ", enrolment ", cpu(f.cpu_enrol), ", campaign ", cpu(f.cpu_campaign),
+                   o_.hold > 0 ? absl::StrCat(", hold ", cpu(f.cpu_hold)) : "", ")"));
   row("curator RSS",
       absl::StrFormat("%.1f MiB now, %.1f MiB peak (%.1f at start)", Mib(at_done_.rss_kib),
                       Mib(at_done_.hwm_kib), Mib(at_ready_.rss_kib)));
@@ -1891,34 +1914,40 @@ void Run::Finish(int exit_code) {
                           : absl::StrFormat("p50 %.2f  p90 %.2f  p99 %.2f  max %.2f ms (%u calls)",
                                             q.p50, q.p90, q.p99, q.max, q.samples);
   };
-  row("GetStatus, all", lat(all));
-  row("GetStatus, enrolment", lat(enrol));
-  row("GetStatus, campaign", lat(camp));
-  if (o_.hold > 0) row("GetStatus, hold", lat(hold));
+  row("GetStatus, all", lat(f.all));
+  row("GetStatus, enrolment", lat(f.enrol));
+  row("GetStatus, campaign", lat(f.camp));
+  if (o_.hold > 0) row("GetStatus, hold", lat(f.hold));
   if (fleet_) row("worker processes CPU", absl::StrFormat("%.2f s", fleet_cpu_));
   if (real()) {
-    row("agents CPU", absl::StrFormat("%.2f s", agents_cpu));
+    row("agents CPU", absl::StrFormat("%.2f s", f.agents_cpu));
     row("agents RSS", absl::StrFormat("%.1f MiB total, %.1f MiB largest, %.1f MiB peak total",
-                                      Mib(agents_rss), Mib(agent_max_rss), Mib(agents_hwm)));
+                                      Mib(f.agents_rss), Mib(f.agent_max_rss), Mib(f.agents_hwm)));
     const double n = std::max<size_t>(1, agent_stats_.size());
     row("agents PSS", absl::StrFormat(
                           "%.1f MiB total, %.1f MiB each (shared library "
                           "pages split among the agents)",
-                          Mib(agents_pss), Mib(agents_pss) / n));
+                          Mib(f.agents_pss), Mib(f.agents_pss) / n));
     row("agents private", absl::StrFormat("%.1f MiB total, %.1f MiB each",
-                                          Mib(agents_private),
-                                          Mib(agents_private) / n));
+                                          Mib(f.agents_private),
+                                          Mib(f.agents_private) / n));
   }
   if (!failures_.empty()) {
     t << "  failures:\n";
-    for (const auto& f : failures_) t << "    " << OneLine(f, 2000) << "\n";
+    for (const auto& fail : failures_) t << "    " << OneLine(fail, 2000) << "\n";
   }
-  if (!messages.empty()) {
+  if (!f.messages.empty()) {
     t << "  first errors:\n";
-    for (const auto& m : messages) t << "    " << m << "\n";
+    for (const auto& m : f.messages) t << "    " << m << "\n";
   }
-  if (!j["work_dir"].get<std::string>().empty()) row("work folder", dir_);
-  std::cerr << t.str() << std::flush;
+  if (show_dir) row("work folder", dir_);
+  return t.str();
+}
+
+void Run::Finish(int exit_code) {
+  const Figures f = Gather();
+  const json j = FiguresJson(f, exit_code);
+  std::cerr << Table(f, !j["work_dir"].get<std::string>().empty()) << std::flush;
   std::cout << j.dump() << std::endl;
 }
 
