@@ -210,6 +210,15 @@ class DeploymentTest : public ::testing::Test {
 
   const DevCerts& certs() const { return *certs_; }
 
+  // After node 3's one report (`good`) to the open HDS campaign `hds` (nodes 0..19
+  // targeted, nodes 0..9 in raw's session `token`): a report to an unknown
+  // campaign, for a node outside the session, a second answer, a mixed
+  // batch and a report after the close each get their code, and only
+  // acknowledged reports are stored. Closes the campaign.
+  void ExpectAnswerRules(RawAgent& raw, const std::string& token,
+                         const std::string& hds, const FeatureMechanism& mech,
+                         const v1::Report& good);
+
   // A TLS curator on 127.0.0.1:0 over graph_dir, or over `nodes` nodes
   // without a graph, taking at most max_enrol nodes per Enrol call.
   void StartCurator(const std::string& graph_dir, uint32_t nodes,
@@ -456,40 +465,12 @@ TEST_F(DeploymentTest, SeededCampaignEqualsTheLibraryPath) {
   for (auto& h : hosts_) EXPECT_TRUE(h->Stop().ok());
 }
 
-// --- 1b. report validation -----------------------------------------------------
-
-TEST_F(DeploymentTest, ReportValidation) {
-  constexpr uint32_t kNodes = 64;
-  ASSERT_NO_FATAL_FAILURE(StartCurator("", kNodes));
-  curator::Curator& cur = server_->curator();
-
-  // Two open campaigns over nodes 0..19, never closing on their own.
-  v1::Campaign hds, multibit;
-  ASSERT_TRUE(admin_->Create(FeaturesCampaign(v1::MECHANISM_KIND_HDS, 1.0, 10, 0, 20,
-                                              /*quorum=*/0),
-                             &hds)
-                  .ok());
-  ASSERT_TRUE(admin_->Create(FeaturesCampaign(v1::MECHANISM_KIND_MULTIBIT, 1.0, 4,
-                                              0, 20, /*quorum=*/0),
-                             &multibit)
-                  .ok());
-  std::unique_ptr<FeatureMechanism> hds_mech = MechanismOf(hds.spec());
-  std::unique_ptr<FeatureMechanism> mb_mech = MechanismOf(multibit.spec());
-  ASSERT_NE(hds_mech, nullptr);
-  ASSERT_NE(mb_mech, nullptr);
-
-  RawAgent raw(channel_);
-  const std::string token = EnrolRaw(raw, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
-  ASSERT_FALSE(token.empty());
-
-  // --- every kind of malformed report, for node 3 ---
-  constexpr uint32_t kBad = 3;
-  const v1::Report good = FeatureReport(*hds_mech, hds.id(), kBad, 11);
-  ASSERT_EQ(good.features().indices_size(), 10);
-  ASSERT_EQ(good.features().values_size(), 10);
-  const double limit =
-      1.0 + dynamic_cast<const HdsMechanism&>(*hds_mech).square_wave().b();
-
+// Malformed variants of `good`, a well-formed HDS report of 10 sampled
+// dimensions of kCoraFeatures (output values within +-limit), each named by
+// what is wrong with it: a body of the wrong kind, a spec that differs, and
+// every way its indices and values can break the mechanism's shape.
+std::vector<std::pair<std::string, v1::Report>> MalformedHdsReports(
+    const v1::Report& good, const v1::MechanismSpec& spec, double limit) {
   std::vector<std::pair<std::string, v1::Report>> bad;
   {
     v1::Report r = good;
@@ -503,13 +484,13 @@ TEST_F(DeploymentTest, ReportValidation) {
   }
   {
     v1::Report r = good;
-    *r.mutable_features()->mutable_spec() = hds.spec();
+    *r.mutable_features()->mutable_spec() = spec;
     r.mutable_features()->mutable_spec()->set_dimension(kCoraFeatures - 1);
     bad.emplace_back("spec with another dimension", r);
   }
   {
     v1::Report r = good;
-    *r.mutable_features()->mutable_spec() = hds.spec();
+    *r.mutable_features()->mutable_spec() = spec;
     r.mutable_features()->mutable_spec()->set_epsilon(2.0);
     bad.emplace_back("spec with another epsilon", r);
   }
@@ -591,31 +572,42 @@ TEST_F(DeploymentTest, ReportValidation) {
     r.mutable_features()->set_bit_count(10);
     bad.emplace_back("bits for a value mechanism (HDS)", r);
   }
+  return bad;
+}
+
+// Malformed reports of other shapes: Multi-bit reports (of mb, 4 sampled
+// bits, for campaign mb_id) with values or a wrong bit count, and reports
+// for good's campaign and node with no body, an empty refusal, or a
+// malformed campaign id.
+std::vector<std::pair<std::string, v1::Report>> OtherMalformedReports(
+    const v1::Report& good, const FeatureMechanism& mb,
+    const std::string& mb_id) {
+  std::vector<std::pair<std::string, v1::Report>> bad;
   {
     // A well-formed Multi-bit report, but with values instead of bits.
-    v1::Report r = FeatureReport(*mb_mech, multibit.id(), kBad, 12);
-    ASSERT_EQ(r.features().indices_size(), 4);
-    ASSERT_EQ(r.features().bit_count(), 4u);
+    v1::Report r = FeatureReport(mb, mb_id, good.node_id(), 12);
+    EXPECT_EQ(r.features().indices_size(), 4);
+    EXPECT_EQ(r.features().bit_count(), 4u);
     r.mutable_features()->clear_bits();
     r.mutable_features()->set_bit_count(0);
     for (int i = 0; i < 4; ++i) r.mutable_features()->add_values(1.0);
     bad.emplace_back("values for a bit mechanism (Multi-bit)", r);
   }
   {
-    v1::Report r = FeatureReport(*mb_mech, multibit.id(), kBad, 13);
+    v1::Report r = FeatureReport(mb, mb_id, good.node_id(), 13);
     r.mutable_features()->set_bit_count(5);
     bad.emplace_back("Multi-bit bit_count differs from the indices", r);
   }
   {
     v1::Report r;
-    r.set_campaign_id(hds.id());
-    r.set_node_id(kBad);
+    r.set_campaign_id(good.campaign_id());
+    r.set_node_id(good.node_id());
     bad.emplace_back("report without body", r);
   }
   {
     v1::Report r;
-    r.set_campaign_id(hds.id());
-    r.set_node_id(kBad);
+    r.set_campaign_id(good.campaign_id());
+    r.set_node_id(good.node_id());
     r.mutable_refusal()->set_message("no reason given");
     bad.emplace_back("refusal without a reason", r);
   }
@@ -623,6 +615,152 @@ TEST_F(DeploymentTest, ReportValidation) {
     v1::Report r = good;
     r.set_campaign_id("campaign-1");
     bad.emplace_back("malformed campaign id", r);
+  }
+
+  return bad;
+}
+
+void DeploymentTest::ExpectAnswerRules(RawAgent& raw, const std::string& token,
+                                       const std::string& hds,
+                                       const FeatureMechanism& mech,
+                                       const v1::Report& good) {
+  curator::Curator& cur = server_->curator();
+  // --- unknown campaign: NOT_FOUND, nothing stored ---
+  {
+    v1::Report r = good;
+    r.set_campaign_id("c99");
+    auto res = raw.SendOne(r, token);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
+  }
+
+  // --- a node outside the session: PERMISSION_DENIED, not stored ---
+  {
+    constexpr uint32_t kOutside = 15;  // targeted, but not this session's
+    v1::Report r = FeatureReport(mech, hds, kOutside, 14);
+    auto res = raw.SendOne(r, token);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::PERMISSION_DENIED))
+        << res->message();
+    EXPECT_FALSE(StoredReport(cur, hds, kOutside).has_value());
+    EXPECT_EQ(admin_->Get(hds)->progress().reported(), 1u);
+  }
+
+  // --- one answer per node: ALREADY_EXISTS, duplicate ---
+  constexpr uint32_t kNode = 1;
+  const v1::Report first = FeatureReport(mech, hds, kNode, 21);
+  const v1::Report second = FeatureReport(mech, hds, kNode, 22);
+  ASSERT_NE(first.SerializeAsString(), second.SerializeAsString());
+  {
+    auto res = raw.SendOne(first, token);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->code(), 0) << res->message();
+    EXPECT_FALSE(res->duplicate());
+    EXPECT_EQ(admin_->Get(hds)->progress().reported(), 2u);
+  }
+  {
+    auto res = raw.SendOne(second, token);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::ALREADY_EXISTS))
+        << res->message();
+    std::optional<v1::Report> stored = StoredReport(cur, hds, kNode);
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_EQ(stored->SerializeAsString(), first.SerializeAsString());
+    EXPECT_EQ(admin_->Get(hds)->progress().reported(), 2u);
+  }
+  {
+    auto res = raw.SendOne(first, token);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->code(), 0) << res->message();
+    EXPECT_TRUE(res->duplicate());
+    EXPECT_EQ(admin_->Get(hds)->progress().reported(), 2u);
+    std::optional<v1::Report> stored = StoredReport(cur, hds, kNode);
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_EQ(stored->SerializeAsString(), first.SerializeAsString());
+  }
+
+  // --- a mixed batch: one result per report, in order ---
+  {
+    v1::Report no_body;
+    no_body.set_campaign_id(hds);
+    no_body.set_node_id(5);
+    const v1::Report valid = FeatureReport(mech, hds, 6, 31);
+    const v1::Report outside = FeatureReport(mech, hds, 16, 32);
+    auto ack = raw.Send({no_body, valid, outside}, token);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    ASSERT_EQ(ack->results_size(), 3);
+    EXPECT_EQ(ack->results(0).code(), kInvalidArgument);
+    EXPECT_EQ(ack->results(1).code(), 0) << ack->results(1).message();
+    EXPECT_EQ(ack->results(2).code(),
+              static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
+    EXPECT_FALSE(StoredReport(cur, hds, 5).has_value());
+    EXPECT_TRUE(StoredReport(cur, hds, 6).has_value());
+    EXPECT_FALSE(StoredReport(cur, hds, 16).has_value());
+    EXPECT_EQ(admin_->Get(hds)->progress().reported(), 3u);
+  }
+
+  // --- after CloseCampaign: FAILED_PRECONDITION, not stored ---
+  absl::StatusOr<v1::Campaign> closed = admin_->Close(hds);
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_EQ(closed->state(), v1::CAMPAIGN_STATE_CLOSED);
+  EXPECT_EQ(closed->close_reason(), "operator");
+  {
+    const v1::Report late = FeatureReport(mech, hds, 2, 41);
+    auto res = raw.SendOne(late, token);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
+        << res->message();
+    EXPECT_FALSE(StoredReport(cur, hds, 2).has_value());
+    EXPECT_EQ(admin_->Get(hds)->progress().reported(), 3u);
+  }
+  // A resend of an acknowledged report is still acknowledged after the
+  // close (an agent whose ack was lost must not count as rejected).
+  {
+    auto res = raw.SendOne(first, token);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_EQ(res->code(), 0) << res->message();
+    EXPECT_TRUE(res->duplicate());
+  }
+}
+
+// --- 1b. report validation -----------------------------------------------------
+
+TEST_F(DeploymentTest, ReportValidation) {
+  constexpr uint32_t kNodes = 64;
+  ASSERT_NO_FATAL_FAILURE(StartCurator("", kNodes));
+  curator::Curator& cur = server_->curator();
+
+  // Two open campaigns over nodes 0..19, never closing on their own.
+  v1::Campaign hds, multibit;
+  ASSERT_TRUE(admin_->Create(FeaturesCampaign(v1::MECHANISM_KIND_HDS, 1.0, 10, 0, 20,
+                                              /*quorum=*/0),
+                             &hds)
+                  .ok());
+  ASSERT_TRUE(admin_->Create(FeaturesCampaign(v1::MECHANISM_KIND_MULTIBIT, 1.0, 4,
+                                              0, 20, /*quorum=*/0),
+                             &multibit)
+                  .ok());
+  std::unique_ptr<FeatureMechanism> hds_mech = MechanismOf(hds.spec());
+  std::unique_ptr<FeatureMechanism> mb_mech = MechanismOf(multibit.spec());
+  ASSERT_NE(hds_mech, nullptr);
+  ASSERT_NE(mb_mech, nullptr);
+
+  RawAgent raw(channel_);
+  const std::string token = EnrolRaw(raw, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  ASSERT_FALSE(token.empty());
+
+  // --- every kind of malformed report, for node 3 ---
+  constexpr uint32_t kBad = 3;
+  const v1::Report good = FeatureReport(*hds_mech, hds.id(), kBad, 11);
+  ASSERT_EQ(good.features().indices_size(), 10);
+  ASSERT_EQ(good.features().values_size(), 10);
+  const double limit =
+      1.0 + dynamic_cast<const HdsMechanism&>(*hds_mech).square_wave().b();
+
+  std::vector<std::pair<std::string, v1::Report>> bad =
+      MalformedHdsReports(good, hds.spec(), limit);
+  for (auto& named : OtherMalformedReports(good, *mb_mech, multibit.id())) {
+    bad.push_back(std::move(named));
   }
 
   uint64_t rejected_hds = 0, rejected_mb = 0;
@@ -659,102 +797,7 @@ TEST_F(DeploymentTest, ReportValidation) {
     EXPECT_EQ(stored->SerializeAsString(), good.SerializeAsString());
   }
 
-  // --- unknown campaign: NOT_FOUND, nothing stored ---
-  {
-    v1::Report r = good;
-    r.set_campaign_id("c99");
-    auto res = raw.SendOne(r, token);
-    ASSERT_TRUE(res.ok()) << res.status();
-    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
-  }
-
-  // --- a node outside the session: PERMISSION_DENIED, not stored ---
-  {
-    constexpr uint32_t kOutside = 15;  // targeted, but not this session's
-    v1::Report r = FeatureReport(*hds_mech, hds.id(), kOutside, 14);
-    auto res = raw.SendOne(r, token);
-    ASSERT_TRUE(res.ok()) << res.status();
-    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::PERMISSION_DENIED))
-        << res->message();
-    EXPECT_FALSE(StoredReport(cur, hds.id(), kOutside).has_value());
-    EXPECT_EQ(admin_->Get(hds.id())->progress().reported(), 1u);
-  }
-
-  // --- one answer per node: ALREADY_EXISTS, duplicate ---
-  constexpr uint32_t kNode = 1;
-  const v1::Report first = FeatureReport(*hds_mech, hds.id(), kNode, 21);
-  const v1::Report second = FeatureReport(*hds_mech, hds.id(), kNode, 22);
-  ASSERT_NE(first.SerializeAsString(), second.SerializeAsString());
-  {
-    auto res = raw.SendOne(first, token);
-    ASSERT_TRUE(res.ok()) << res.status();
-    EXPECT_EQ(res->code(), 0) << res->message();
-    EXPECT_FALSE(res->duplicate());
-    EXPECT_EQ(admin_->Get(hds.id())->progress().reported(), 2u);
-  }
-  {
-    auto res = raw.SendOne(second, token);
-    ASSERT_TRUE(res.ok()) << res.status();
-    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::ALREADY_EXISTS))
-        << res->message();
-    std::optional<v1::Report> stored = StoredReport(cur, hds.id(), kNode);
-    ASSERT_TRUE(stored.has_value());
-    EXPECT_EQ(stored->SerializeAsString(), first.SerializeAsString());
-    EXPECT_EQ(admin_->Get(hds.id())->progress().reported(), 2u);
-  }
-  {
-    auto res = raw.SendOne(first, token);
-    ASSERT_TRUE(res.ok()) << res.status();
-    EXPECT_EQ(res->code(), 0) << res->message();
-    EXPECT_TRUE(res->duplicate());
-    EXPECT_EQ(admin_->Get(hds.id())->progress().reported(), 2u);
-    std::optional<v1::Report> stored = StoredReport(cur, hds.id(), kNode);
-    ASSERT_TRUE(stored.has_value());
-    EXPECT_EQ(stored->SerializeAsString(), first.SerializeAsString());
-  }
-
-  // --- a mixed batch: one result per report, in order ---
-  {
-    v1::Report no_body;
-    no_body.set_campaign_id(hds.id());
-    no_body.set_node_id(5);
-    const v1::Report valid = FeatureReport(*hds_mech, hds.id(), 6, 31);
-    const v1::Report outside = FeatureReport(*hds_mech, hds.id(), 16, 32);
-    auto ack = raw.Send({no_body, valid, outside}, token);
-    ASSERT_TRUE(ack.ok()) << ack.status();
-    ASSERT_EQ(ack->results_size(), 3);
-    EXPECT_EQ(ack->results(0).code(), kInvalidArgument);
-    EXPECT_EQ(ack->results(1).code(), 0) << ack->results(1).message();
-    EXPECT_EQ(ack->results(2).code(),
-              static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
-    EXPECT_FALSE(StoredReport(cur, hds.id(), 5).has_value());
-    EXPECT_TRUE(StoredReport(cur, hds.id(), 6).has_value());
-    EXPECT_FALSE(StoredReport(cur, hds.id(), 16).has_value());
-    EXPECT_EQ(admin_->Get(hds.id())->progress().reported(), 3u);
-  }
-
-  // --- after CloseCampaign: FAILED_PRECONDITION, not stored ---
-  absl::StatusOr<v1::Campaign> closed = admin_->Close(hds.id());
-  ASSERT_TRUE(closed.ok()) << closed.status();
-  EXPECT_EQ(closed->state(), v1::CAMPAIGN_STATE_CLOSED);
-  EXPECT_EQ(closed->close_reason(), "operator");
-  {
-    const v1::Report late = FeatureReport(*hds_mech, hds.id(), 2, 41);
-    auto res = raw.SendOne(late, token);
-    ASSERT_TRUE(res.ok()) << res.status();
-    EXPECT_EQ(res->code(), static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION))
-        << res->message();
-    EXPECT_FALSE(StoredReport(cur, hds.id(), 2).has_value());
-    EXPECT_EQ(admin_->Get(hds.id())->progress().reported(), 3u);
-  }
-  // A resend of an acknowledged report is still acknowledged after the
-  // close (an agent whose ack was lost must not count as rejected).
-  {
-    auto res = raw.SendOne(first, token);
-    ASSERT_TRUE(res.ok()) << res.status();
-    EXPECT_EQ(res->code(), 0) << res->message();
-    EXPECT_TRUE(res->duplicate());
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAnswerRules(raw, token, hds.id(), *hds_mech, good));
   // The Multi-bit campaign is untouched by all of this.
   EXPECT_EQ(admin_->Get(multibit.id())->progress().reported(), 0u);
 }
