@@ -122,7 +122,8 @@ absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
 absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
   v1::Report body;
   if (const FeatureMechanism* mech = spec.feature()) {
-    ASSIGN_OR_RETURN(SparseReport report, mech->Perturb(record_.features, *rng_));
+    ASSIGN_OR_RETURN(SparseReport report,
+                     mech->Perturb(record_.features, *rng_));
     *body.mutable_features() = wire::EncodeFeatureReport(report);
   } else if (const LabelRandomizedResponse* rr = spec.label()) {
     ASSIGN_OR_RETURN(int label, rr->Perturb(*record_.label, *rng_));

@@ -165,7 +165,8 @@ class StateDirLock {
     }
     return StateDirLock(fd);
   }
-  StateDirLock(StateDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  StateDirLock(StateDirLock&& other) noexcept
+      : fd_(std::exchange(other.fd_, -1)) {}
   StateDirLock& operator=(StateDirLock&&) = delete;
   ~StateDirLock() {
     if (fd_ >= 0) close(fd_);  // releases the lock
@@ -339,7 +340,8 @@ class HostRun : public ldpgraph::agent::RunningShard {
       done_.store(true);
     });
   }
-  ~HostRun() override { Stop(); }
+  // Stops the host if Stop was not called (its result then goes unread).
+  ~HostRun() override { Stop().IgnoreError(); }
 
   bool Done() override { return done_.load(); }
   absl::Status Stop() override {
@@ -388,9 +390,9 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
     }
     ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(state_dir));
     phase_.Set("loading the shard's records");
-    ASSIGN_OR_RETURN(auto records,
-                     ldpgraph::agent::LoadShard(config_.dataset, config_.scaling,
-                                                claim.begin, claim.end));
+    ASSIGN_OR_RETURN(auto records, ldpgraph::agent::LoadShard(
+                                       config_.dataset, config_.scaling,
+                                       claim.begin, claim.end));
     ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
                                      std::move(records), config_.policy,
                                      config_.seed, state_dir));

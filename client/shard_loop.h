@@ -124,12 +124,13 @@ class ShardLoop {
   // every claim.renew_every, and releases it once its agents stopped; then
   // claims again. Returns OK when stopped (Stop) or when no shard is left;
   // a permanent claim error (see ShardLeases::Claim); INTERNAL for a
-  // malformed assignment; a shard's start or run error (an agent host's permanent
-  // error). A lost lease (FAILED_PRECONDITION from Renew) stops the shard's
-  // agents and claims again.
+  // malformed assignment; a shard's start or run error (an agent host's
+  // permanent error). A lost lease (FAILED_PRECONDITION from Renew) stops
+  // the shard's agents and claims again.
   absl::Status Run();
-  // Asks Run to return (within a tick): the shard being run is stopped
-  // first. Thread-safe, idempotent; before Run, Run returns at once.
+  // Asks Run to return within a tick (after a curator call or a shard's
+  // start in progress): the shard being run is stopped first. Thread-safe,
+  // idempotent; before Run, Run returns at once.
   void Stop();
 
   // Shards claimed so far, and lost leases (for logs and tests).

@@ -1,6 +1,8 @@
 #include "client/shard_loop.h"
 
+#include <algorithm>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -234,7 +236,8 @@ TEST_F(ShardLoopTest, BacksOffAndRetriesWhileTheCuratorIsUnavailable) {
   EXPECT_EQ(leases_.claim_times[2] - leases_.claim_times[1],
             options_.claim_retry);
   EXPECT_THAT(runner_.started, ElementsAre(1));
-  EXPECT_THAT(runner_.stopped, ElementsAre(std::pair<uint32_t, bool>(1, false)));
+  EXPECT_THAT(runner_.stopped,
+              ElementsAre(std::pair<uint32_t, bool>(1, false)));
   EXPECT_EQ(leases_.renewals.size(), 3u);
   EXPECT_EQ(loop.lost_leases(), 0u);
   // One note per streak, not one per attempt.

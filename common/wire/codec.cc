@@ -234,14 +234,14 @@ absl::StatusOr<CompiledSpec> CompiledSpec::Compile(const v1::MechanismSpec& w) {
                          w.epsilon(), static_cast<int>(w.dimension())));
     c.parameters_ = OtherParameterString(w, nullptr);
   } else if (w.kind() == v1::MECHANISM_KIND_EDGE_RR) {
-    ASSIGN_OR_RETURN(c.edges_,
-                     EdgeRandomizedResponse::Create(w.epsilon(), w.dimension()));
+    ASSIGN_OR_RETURN(c.edges_, EdgeRandomizedResponse::Create(
+                                   w.epsilon(), w.dimension()));
     c.parameters_ = OtherParameterString(w, nullptr);
   } else if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
     // eps_e and n as edge randomized response checks them (the drop
     // probability is 1/(1 + e^eps_e)), then the substitution's own fields.
-    ASSIGN_OR_RETURN(c.edges_,
-                     EdgeRandomizedResponse::Create(w.epsilon(), w.dimension()));
+    ASSIGN_OR_RETURN(c.edges_, EdgeRandomizedResponse::Create(
+                                   w.epsilon(), w.dimension()));
     ASSIGN_OR_RETURN(c.substitution_features_, CompileSubstitutionFeatures(w));
     const QueryKey features =
         c.substitution_features_->Key(v1::ATTRIBUTE_FEATURES);

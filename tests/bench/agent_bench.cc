@@ -134,7 +134,9 @@ void BM_RespondAll(benchmark::State& state, Question q, bool fresh) {
   }
   uint64_t i = 0;
   for (auto _ : state) {
-    if (fresh) task.mutable_spec()->set_epsilon(1.0 + 1e-9 * static_cast<double>(++i));
+    if (fresh) {
+      task.mutable_spec()->set_epsilon(1.0 + 1e-9 * static_cast<double>(++i));
+    }
     absl::StatusOr<ShardResponse> r = (*shard)->RespondAll(task);
     if (!r.ok() || r->reports.size() != n || r->refusals != 0) {
       state.SkipWithError("RespondAll failed or refused");
