@@ -119,46 +119,25 @@ absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
       std::move(record), policy.attributes, std::move(budget), std::move(rng)));
 }
 
-absl::StatusOr<std::string> NodeAgent::Perturb(const v1::Task& task) {
-  const v1::MechanismSpec& spec = task.spec();
+absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
   v1::Report body;
-  switch (task.attribute()) {
-    case v1::ATTRIBUTE_FEATURES: {
-      ASSIGN_OR_RETURN(MechanismSpec s, wire::FromWireFeatureSpec(spec));
-      ASSIGN_OR_RETURN(std::unique_ptr<FeatureMechanism> mech,
-                       CreateFeatureMechanism(s));
-      ASSIGN_OR_RETURN(SparseReport report,
-                       mech->Perturb(record_.features, *rng_));
-      *body.mutable_features() = wire::EncodeFeatureReport(report);
-      break;
-    }
-    case v1::ATTRIBUTE_LABEL: {
-      ASSIGN_OR_RETURN(std::unique_ptr<LabelRandomizedResponse> rr,
-                       LabelRandomizedResponse::Create(
-                           spec.epsilon(), static_cast<int>(spec.dimension())));
-      ASSIGN_OR_RETURN(int label, rr->Perturb(*record_.label, *rng_));
-      body.mutable_label()->set_label(static_cast<uint32_t>(label));
-      break;
-    }
-    case v1::ATTRIBUTE_EDGES: {
-      ASSIGN_OR_RETURN(
-          std::unique_ptr<EdgeRandomizedResponse> rr,
-          EdgeRandomizedResponse::Create(spec.epsilon(), spec.dimension()));
-      ASSIGN_OR_RETURN(std::vector<uint32_t> reported,
-                       rr->Perturb(record_.node, record_.neighbours, *rng_));
-      body.mutable_edges()->mutable_neighbours()->Assign(reported.begin(),
-                                                         reported.end());
-      break;
-    }
-    default:
-      return absl::InternalError("Perturb on an unchecked attribute");
+  if (const FeatureMechanism* mech = spec.feature()) {
+    ASSIGN_OR_RETURN(SparseReport report,
+                     mech->Perturb(record_.features, *rng_));
+    *body.mutable_features() = wire::EncodeFeatureReport(report);
+  } else if (const LabelRandomizedResponse* rr = spec.label()) {
+    ASSIGN_OR_RETURN(int label, rr->Perturb(*record_.label, *rng_));
+    body.mutable_label()->set_label(static_cast<uint32_t>(label));
+  } else if (const EdgeRandomizedResponse* rr = spec.edges();
+             rr != nullptr && spec.kind() == v1::MECHANISM_KIND_EDGE_RR) {
+    ASSIGN_OR_RETURN(std::vector<uint32_t> reported,
+                     rr->Perturb(record_.node, record_.neighbours, *rng_));
+    body.mutable_edges()->mutable_neighbours()->Assign(reported.begin(),
+                                                       reported.end());
+  } else {
+    return absl::InternalError("Perturb on an unchecked attribute");
   }
-  std::string out;
-  if (!body.SerializeToString(&out)) {
-    return absl::InternalError(
-        absl::StrCat("node ", record_.node, ": cannot serialise a report"));
-  }
-  return out;
+  return body;
 }
 
 v1::Report NodeAgent::Refusal(const v1::Task& task, v1::RefusalReason reason,
@@ -172,7 +151,9 @@ v1::Report NodeAgent::Refusal(const v1::Task& task, v1::RefusalReason reason,
   return out;
 }
 
-std::optional<v1::Report> NodeAgent::CheckTask(const v1::Task& task) const {
+std::optional<v1::Report> NodeAgent::CheckTask(
+    const v1::Task& task,
+    const absl::StatusOr<wire::CompiledSpec>& spec) const {
   auto refuse = [&](v1::RefusalReason reason, absl::string_view message) {
     return std::optional<v1::Report>(Refusal(task, reason, message));
   };
@@ -181,8 +162,8 @@ std::optional<v1::Report> NodeAgent::CheckTask(const v1::Task& task) const {
   if (!attribute.ok()) {
     return refuse(v1::REFUSAL_REASON_INVALID_TASK, attribute.status().message());
   }
-  if (absl::Status s = wire::ValidateWireSpec(task.spec()); !s.ok()) {
-    return refuse(v1::REFUSAL_REASON_INVALID_TASK, s.message());
+  if (!spec.ok()) {
+    return refuse(v1::REFUSAL_REASON_INVALID_TASK, spec.status().message());
   }
   if (wire::AttributeOf(task.spec().kind()) != task.attribute()) {
     return refuse(
@@ -252,6 +233,11 @@ std::optional<v1::Report> NodeAgent::CheckTask(const v1::Task& task) const {
 }
 
 absl::StatusOr<NodeAgent::Response> NodeAgent::Respond(const v1::Task& task) {
+  return Respond(task, wire::CompiledSpec::Compile(task.spec()));
+}
+
+absl::StatusOr<NodeAgent::Response> NodeAgent::Respond(
+    const v1::Task& task, const absl::StatusOr<wire::CompiledSpec>& spec) {
   if (task.spec().kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
     return absl::FailedPreconditionError(absl::StrCat(
         "node ", record_.node, ": campaign ", task.campaign_id(),
@@ -259,20 +245,23 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::Respond(const v1::Task& task) {
         "(BeginSubstitution), not as a one-shot answer"));
   }
   Response out;
-  if (std::optional<v1::Report> refusal = CheckTask(task)) {
+  if (std::optional<v1::Report> refusal = CheckTask(task, spec)) {
     out.report = *std::move(refusal);
     return out;
   }
-  return AnswerThroughBudget(task, [&] { return Perturb(task); });
+  return AnswerThroughBudget(task, spec->Key(task.attribute()),
+                             [&] { return Perturb(*spec); });
 }
 
 absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
-    const v1::Task& task,
-    absl::FunctionRef<absl::StatusOr<std::string>()> perturb) {
+    const v1::Task& task, const QueryKey& key,
+    absl::FunctionRef<absl::StatusOr<v1::Report>()> perturb) {
   Response out;
-  const std::string attribute = *wire::AttributeName(task.attribute());
-  const QueryKey key = wire::WireQueryKey(task.attribute(), task.spec());
-  absl::StatusOr<Answered> answered = budget_->Answer(key, perturb);
+  const std::string& attribute = key.attribute;
+  // A fresh answer is kept as built; only a memo hit is parsed back.
+  std::optional<v1::Report> built;
+  absl::StatusOr<Answered> answered =
+      budget_->Answer(key, [&] { return Serialise(perturb(), built); });
   if (!answered.ok()) {
     if (absl::IsResourceExhausted(answered.status())) {
       out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
@@ -284,10 +273,15 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
                                             ": ", answered.status().message()));
   }
   v1::Report body;
-  if (!body.ParseFromString(answered->answer) || !BodyMatches(body, attribute)) {
-    return absl::InternalError(absl::StrCat(
-        "node ", record_.node, ": the stored answer to ", key.Canonical(),
-        " is not a report body about '", attribute, "'"));
+  if (answered->from_memo) {
+    if (!body.ParseFromString(answered->answer) ||
+        !BodyMatches(body, attribute)) {
+      return absl::InternalError(absl::StrCat(
+          "node ", record_.node, ": the stored answer to ", key.Canonical(),
+          " is not a report body about '", attribute, "'"));
+    }
+  } else {
+    body = *std::move(built);
   }
   body.set_campaign_id(task.campaign_id());
   body.set_node_id(record_.node);
@@ -299,6 +293,18 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
   return out;
 }
 
+absl::StatusOr<std::string> NodeAgent::Serialise(
+    absl::StatusOr<v1::Report> body, std::optional<v1::Report>& built) const {
+  if (!body.ok()) return body.status();
+  std::string out;
+  if (!body->SerializeToString(&out)) {
+    return absl::InternalError(
+        absl::StrCat("node ", record_.node, ": cannot serialise a report"));
+  }
+  built = *std::move(body);
+  return out;
+}
+
 absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
     const v1::Task& task) {
   if (task.spec().kind() != v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
@@ -307,23 +313,22 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
         " does not ask for neighbour substitution"));
   }
   SubstitutionStart out;
-  if (std::optional<v1::Report> refusal = CheckTask(task)) {
+  const absl::StatusOr<wire::CompiledSpec> spec =
+      wire::CompiledSpec::Compile(task.spec());
+  if (std::optional<v1::Report> refusal = CheckTask(task, spec)) {
     out.role = SubstitutionStart::Role::kRefuse;
     out.report = *std::move(refusal);
     return out;
   }
-  const v1::MechanismSpec& feature_spec = task.spec().substitution().features();
-  const QueryKey features_key =
-      wire::WireQueryKey(v1::ATTRIBUTE_FEATURES, feature_spec);
-  const QueryKey edges_key = wire::WireQueryKey(task.attribute(), task.spec());
-  // The features question, answered (memo or fresh) through the budget.
+  const wire::CompiledSpec& feature_spec = *spec->substitution_features();
+  const QueryKey features_key = feature_spec.Key(v1::ATTRIBUTE_FEATURES);
+  const QueryKey edges_key = spec->Key(task.attribute());
+  // The features question, answered (memo or fresh) through the budget; a
+  // fresh answer is kept as built.
+  std::optional<v1::Report> built;
   auto answer_features = [&]() -> absl::StatusOr<std::optional<Answered>> {
-    v1::Task features_task;
-    features_task.set_campaign_id(task.campaign_id());
-    features_task.set_attribute(v1::ATTRIBUTE_FEATURES);
-    *features_task.mutable_spec() = feature_spec;
-    absl::StatusOr<Answered> a =
-        budget_->Answer(features_key, [&] { return Perturb(features_task); });
+    absl::StatusOr<Answered> a = budget_->Answer(
+        features_key, [&] { return Serialise(Perturb(feature_spec), built); });
     if (absl::IsResourceExhausted(a.status())) {
       return std::optional<Answered>();
     }
@@ -336,7 +341,10 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
   };
   auto take_features = [&](const Answered& a) -> absl::Status {
     v1::Report body;
-    if (!body.ParseFromString(a.answer) || !BodyMatches(body, "features")) {
+    if (!a.from_memo) {
+      body = *std::move(built);
+    } else if (!body.ParseFromString(a.answer) ||
+               !BodyMatches(body, "features")) {
       return absl::InternalError(absl::StrCat(
           "node ", record_.node, ": the stored answer to ",
           features_key.Canonical(), " is not a report body about 'features'"));
@@ -413,12 +421,13 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::FinishSubstitution(
           "neighbour list (entry ", i, " = ", neighbours[i], ")"));
     }
   }
-  return AnswerThroughBudget(task, [&] {
-    v1::Report body;
-    body.mutable_edges()->mutable_neighbours()->Assign(neighbours.begin(),
-                                                       neighbours.end());
-    return absl::StatusOr<std::string>(body.SerializeAsString());
-  });
+  return AnswerThroughBudget(
+      task, wire::WireQueryKey(task.attribute(), task.spec()), [&] {
+        v1::Report body;
+        body.mutable_edges()->mutable_neighbours()->Assign(neighbours.begin(),
+                                                           neighbours.end());
+        return absl::StatusOr<v1::Report>(std::move(body));
+      });
 }
 
 absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer) {
@@ -508,6 +517,9 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
 }
 
 absl::StatusOr<ShardResponse> AgentShard::RespondAll(const v1::Task& task) {
+  // The task's mechanism, checked and built once for every node.
+  const absl::StatusOr<wire::CompiledSpec> spec =
+      wire::CompiledSpec::Compile(task.spec());
   absl::MutexLock lock(&mu_);
   ShardResponse out;
   std::map<v1::RefusalReason, uint64_t> refusals;
@@ -520,7 +532,7 @@ absl::StatusOr<ShardResponse> AgentShard::RespondAll(const v1::Task& task) {
       continue;
     }
     // On an error here the rows already answered stay in pending_.
-    ASSIGN_OR_RETURN(NodeAgent::Response r, it->second->Respond(task));
+    ASSIGN_OR_RETURN(NodeAgent::Response r, it->second->Respond(task, spec));
     if (r.report.has_refusal()) {
       ++out.refusals;
       ++refusals[r.report.refusal().reason()];

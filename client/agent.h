@@ -8,9 +8,10 @@
 // through the budget: a new question is checked against the caps, perturbed
 // with fresh randomness and charged; a repeated identical question (same
 // attribute, mechanism, parameters and epsilon, in any campaign) gets the
-// stored answer, with no fresh randomness and no spend (architecture.md,
-// "Parties and trust"). A task it cannot or will not answer gets a report
-// carrying a Refusal with the reason; a refusal spends nothing.
+// stored answer, with no fresh randomness and no spend (README, "Budget
+// accounting": an untrusted curator cannot average fresh answers away). A
+// task it cannot or will not answer gets a report carrying a Refusal with
+// the reason; a refusal spends nothing.
 //
 // Memo format: the answer a budget stores (MemoRow::answer, the agent.db
 // column) is a serialised v1::Report holding only its body (features, label
@@ -57,6 +58,7 @@
 #include "common/crypto/sealed.h"
 #include "common/dataset/dataset.h"
 #include "common/random.h"
+#include "common/wire/codec.h"
 #include "ldpgraph/v1/agent.pb.h"
 
 namespace ldpgraph::agent {
@@ -140,6 +142,11 @@ class NodeAgent {
   // bytes. Errors (not refusals) only for failures of the agent itself:
   // INTERNAL for a stored answer that does not parse or a mechanism's error.
   absl::StatusOr<Response> Respond(const v1::Task& task);
+  // The same, with task.spec() already compiled (or its Compile error, which
+  // gives the INVALID_TASK refusal): a shard compiles a task's spec once for
+  // all its nodes. spec must be CompiledSpec::Compile(task.spec()).
+  absl::StatusOr<Response> Respond(
+      const v1::Task& task, const absl::StatusOr<wire::CompiledSpec>& spec);
 
   // What a node does in a substitution exchange (BeginSubstitution).
   struct SubstitutionStart {
@@ -215,20 +222,28 @@ class NodeAgent {
         budget_(std::move(budget)),
         rng_(std::move(rng)) {}
 
-  // The serialised body of a fresh answer (runs under the budget's lock).
-  absl::StatusOr<std::string> Perturb(const v1::Task& task);
-  // The task's question through the budget: the memo's answer, or a fresh
-  // one from perturb (checked against the caps, charged); a cap refusal
-  // becomes a report with a BUDGET_EXHAUSTED Refusal.
+  // The body of a fresh answer from spec's mechanism (runs under the
+  // budget's lock). spec is a checked feature, label RR or edge RR spec.
+  absl::StatusOr<v1::Report> Perturb(const wire::CompiledSpec& spec);
+  // The question key through the budget: the memo's answer (parsed), or a
+  // fresh one from perturb (checked against the caps, charged, stored
+  // serialised and kept as built); a cap refusal becomes a report with a
+  // BUDGET_EXHAUSTED Refusal.
   absl::StatusOr<Response> AnswerThroughBudget(
-      const v1::Task& task,
-      absl::FunctionRef<absl::StatusOr<std::string>()> perturb);
+      const v1::Task& task, const QueryKey& key,
+      absl::FunctionRef<absl::StatusOr<v1::Report>()> perturb);
+  // body serialised for the memo, body itself moved into built.
+  absl::StatusOr<std::string> Serialise(absl::StatusOr<v1::Report> body,
+                                        std::optional<v1::Report>& built) const;
   // A report carrying a refusal for task.
   v1::Report Refusal(const v1::Task& task, v1::RefusalReason reason,
                      absl::string_view message) const;
   // The checks Respond and BeginSubstitution share (task, policy, data):
-  // a refusal report, or nothing when the node can answer.
-  std::optional<v1::Report> CheckTask(const v1::Task& task) const;
+  // a refusal report, or nothing when the node can answer. spec is
+  // CompiledSpec::Compile(task.spec()).
+  std::optional<v1::Report> CheckTask(
+      const v1::Task& task,
+      const absl::StatusOr<wire::CompiledSpec>& spec) const;
 
   const NodeRecord record_;
   const std::set<std::string> attributes_;

@@ -187,15 +187,15 @@ std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& option
   return grpc::CreateCustomChannel(options.curator, creds, args);
 }
 
-ShardClaimer::ShardClaimer(const AgentHostOptions& options,
-                           std::pair<uint32_t, std::string> proof)
+GrpcShardLeases::GrpcShardLeases(const AgentHostOptions& options,
+                                 std::pair<uint32_t, std::string> proof)
     : stub_(v1::AgentService::NewStub(MakeCuratorChannel(options))) {
   request_.set_host_name(options.host_name);
   request_.mutable_proof()->set_node_id(proof.first);
   request_.mutable_proof()->set_secret(std::move(proof.second));
 }
 
-absl::StatusOr<v1::ClaimShardResponse> ShardClaimer::Ask() {
+absl::StatusOr<v1::ClaimShardResponse> GrpcShardLeases::Ask() {
   grpc::ClientContext ctx;
   // Wait for the channel instead of failing fast: a blocked call is what
   // drives gRPC's connection attempts (between calls only a 5 s backup
@@ -211,53 +211,26 @@ absl::StatusOr<v1::ClaimShardResponse> ShardClaimer::Ask() {
   return resp;
 }
 
-absl::StatusOr<ShardClaim> ShardClaimer::Claim(
-    const std::atomic<bool>& stop,
-    const std::function<void(const std::string&)>& note) {
-  std::string last_note;
-  auto say = [&](std::string text) {
-    if (text != last_note) note(text);
-    last_note = std::move(text);
-  };
-  while (!stop.load()) {
-    absl::Duration wait = absl::Seconds(1);
-    absl::StatusOr<v1::ClaimShardResponse> r = Ask();
-    if (!r.ok()) {
-      const absl::StatusCode code = r.status().code();
-      if (code == absl::StatusCode::kUnauthenticated ||
-          code == absl::StatusCode::kInvalidArgument ||
-          code == absl::StatusCode::kPermissionDenied ||
-          code == absl::StatusCode::kUnimplemented) {
-        return r.status();
-      }
-      say(absl::StrCat("curator not reachable yet (", r.status().message(), ")"));
-    } else if (r->state() == v1::SHARD_STATE_ASSIGNED) {
-      if (r->shards() == 0 || r->first_node() > r->end_node() ||
-          r->shard() >= r->shards()) {
-        return absl::InternalError(absl::StrCat(
-            "the curator assigned a malformed shard: ", r->ShortDebugString()));
-      }
-      ShardClaim claim;
-      claim.shard = r->shard();
-      claim.shards = r->shards();
-      claim.begin = r->first_node();
-      claim.end = r->end_node();
-      claim.renew_every = absl::Milliseconds(std::max<int64_t>(100, r->retry_after_ms()));
-      return claim;
-    } else {
-      wait = absl::Milliseconds(std::clamp<int64_t>(r->retry_after_ms(), 100, 60000));
-      say(r->state() == v1::SHARD_STATE_SPARE
-              ? "spare: every shard has a live host; waiting for a lease to lapse"
-              : "waiting for the fleet to settle");
-    }
-    for (absl::Time until = absl::Now() + wait; absl::Now() < until && !stop.load();) {
-      absl::SleepFor(absl::Milliseconds(50));
-    }
+absl::StatusOr<ClaimReply> GrpcShardLeases::Claim() {
+  ASSIGN_OR_RETURN(v1::ClaimShardResponse r, Ask());
+  ClaimReply reply;
+  if (r.state() == v1::SHARD_STATE_ASSIGNED) {
+    reply.state = ClaimReply::State::kAssigned;
+    reply.claim.shard = r.shard();
+    reply.claim.shards = r.shards();
+    reply.claim.begin = r.first_node();
+    reply.claim.end = r.end_node();
+    reply.claim.renew_every =
+        absl::Milliseconds(std::max<int64_t>(100, r.retry_after_ms()));
+    return reply;
   }
-  return absl::CancelledError("stopped while claiming a shard");
+  reply.state = r.state() == v1::SHARD_STATE_SPARE ? ClaimReply::State::kSpare
+                                                   : ClaimReply::State::kWaiting;
+  reply.retry_after = absl::Milliseconds(r.retry_after_ms());
+  return reply;
 }
 
-absl::Status ShardClaimer::Renew(const ShardClaim& held) {
+absl::Status GrpcShardLeases::Renew(const ShardClaim& held) {
   ASSIGN_OR_RETURN(v1::ClaimShardResponse r, Ask());
   if (r.state() != v1::SHARD_STATE_ASSIGNED || r.shard() != held.shard ||
       r.shards() != held.shards) {

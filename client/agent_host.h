@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "client/agent.h"
 #include "client/edge_exchange.h"
+#include "client/shard_loop.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
 
 namespace ldpgraph::agent {
@@ -85,37 +86,28 @@ struct AgentHostCounters {
 // insecure; keepalives; 64 MiB messages).
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options);
 
-// A shard the curator handed this host (AgentService.ClaimShard; the
-// protocol is in server/curator/fleet.h): shard `shard` of `shards`, nodes
-// [begin, end), to renew every `renew_every`.
-struct ShardClaim {
-  uint32_t shard = 0, shards = 0, begin = 0, end = 0;
-  absl::Duration renew_every;
-};
-
-// For hosts started with --nodes from-curator: they hold every node's
-// credential and learn from the curator which nodes to run.
-class ShardClaimer {
+// The curator's side of the shard protocol (ShardLeases, client/shard_loop.h)
+// over gRPC, for hosts started with --nodes from-curator: they hold every
+// node's credential and learn from the curator which nodes to run.
+class GrpcShardLeases : public ShardLeases {
  public:
   // options: the curator, TLS and host_name (the host's identity in the
   // fleet: unique, stable across restarts). proof: one node's credential.
-  ShardClaimer(const AgentHostOptions& options,
-               std::pair<uint32_t, std::string> proof);
+  GrpcShardLeases(const AgentHostOptions& options,
+                  std::pair<uint32_t, std::string> proof);
 
-  // Asks until a shard is assigned, *stop becomes true (CANCELLED), or the
-  // curator refuses for good (UNAUTHENTICATED: the credential is wrong;
-  // INVALID_ARGUMENT). While the fleet gathers, or while this host is a
-  // spare, and while the curator is unreachable, it waits and asks again,
-  // calling note with what it waits for.
-  absl::StatusOr<ShardClaim> Claim(
-      const std::atomic<bool>& stop,
-      const std::function<void(const std::string&)>& note);
-
-  // One renewal of `held`: OK if the curator still names this host its
-  // holder; FAILED_PRECONDITION if it does not (the lease lapsed and
-  // another host took the shard); the call's error otherwise (UNAVAILABLE
-  // while the curator is down: the host keeps its shard and tries again).
-  absl::Status Renew(const ShardClaim& held);
+  // One AgentService.ClaimShard call (waiting up to 5 s for the channel):
+  // the curator's answer (an assignment as sent: ShardLoop checks it); the
+  // call's error (UNAUTHENTICATED: the credential is wrong).
+  absl::StatusOr<ClaimReply> Claim() override;
+  // One renewal of `held` (a ClaimShard call): OK if the curator still
+  // names this host its holder; FAILED_PRECONDITION if it does not (the
+  // lease lapsed and another host took the shard); the call's error
+  // otherwise (UNAVAILABLE while the curator is down).
+  absl::Status Renew(const ShardClaim& held) override;
+  // Nothing to call: the curator has no release; the lease lapses after
+  // the curator's --fleet-lease and a spare takes the shard.
+  void Release(const ShardClaim&) override {}
 
  private:
   absl::StatusOr<v1::ClaimShardResponse> Ask();

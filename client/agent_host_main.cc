@@ -1,7 +1,8 @@
 // ldpgraph-agent: an agent host. Runs one logical agent per node of its
 // shard (own credential, budget, memo and randomness), connects out to the
 // curator, answers its tasks, and keeps spent budgets and memos under
-// --state-dir. Exposes /metrics, /healthz and /readyz over HTTP.
+// --state-dir. Exposes /metrics, /healthz and /readyz over HTTP. With
+// --nodes from-curator its shard comes from the curator (client/shard_loop.h).
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/file.h>
@@ -19,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -28,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/agent_host.h"
 #include "client/agent_host_metrics.h"
+#include "client/shard_loop.h"
 #include "common/cli_args.h"
 #include "common/hex.h"
 #include "common/observability/http_endpoint.h"
@@ -129,35 +132,50 @@ void KeepShardCredentials(std::vector<std::pair<uint32_t, std::string>>& creds,
   std::erase_if(creds, [&](const auto& e) { return e.first < begin || e.first >= end; });
 }
 
-// Holds an exclusive lock on DIR/host.lock (created with DIR) for the
-// process's life, so that two agent hosts never share a state directory:
-// each would answer from its own memo and the nodes' budgets would split.
-absl::Status LockStateDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create the agent state directory ", dir, ": ", ec.message()));
-  }
-  const std::string path = dir + "/host.lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    close(fd);
-    if (err == EWOULDBLOCK) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the agent state directory ", dir,
-          " is in use by another agent host (", path, " is locked)"));
+// An exclusive lock on DIR/host.lock (created with DIR), held while the
+// object lives, so that two agent hosts never share a state directory: each
+// would answer from its own memo and the nodes' budgets would split.
+class StateDirLock {
+ public:
+  // INTERNAL if DIR or the lock file cannot be made; FAILED_PRECONDITION if
+  // another host holds the lock.
+  static absl::StatusOr<StateDirLock> Acquire(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat(
+          "cannot create the agent state directory ", dir, ": ", ec.message()));
     }
-    return absl::InternalError(
-        absl::StrCat("cannot lock ", path, ": ", std::strerror(err)));
+    const std::string path = dir + "/host.lock";
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      close(fd);
+      if (err == EWOULDBLOCK) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the agent state directory ", dir,
+            " is in use by another agent host (", path, " is locked)"));
+      }
+      return absl::InternalError(
+          absl::StrCat("cannot lock ", path, ": ", std::strerror(err)));
+    }
+    return StateDirLock(fd);
   }
-  return absl::OkStatus();  // fd stays open: the lock lasts until exit
-}
+  StateDirLock(StateDirLock&& other) noexcept
+      : fd_(std::exchange(other.fd_, -1)) {}
+  StateDirLock& operator=(StateDirLock&&) = delete;
+  ~StateDirLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+
+ private:
+  explicit StateDirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 struct Config {
   AgentHostOptions host;
@@ -168,6 +186,33 @@ struct Config {
   ldpgraph::agent::AgentPolicy policy;
   std::optional<uint64_t> seed;
 };
+
+// --cap-total, --cap and --attributes, validated.
+absl::StatusOr<ldpgraph::agent::AgentPolicy> ParsePolicy(
+    const ldpgraph::CliArgs& a) {
+  ldpgraph::agent::AgentPolicy policy;
+  ASSIGN_OR_RETURN(auto total, a.GetDouble("cap-total"));
+  policy.caps.total = total.value_or(8.0);
+  if (a.Has("cap")) {
+    for (absl::string_view item : absl::StrSplit(*a.Get("cap"), ',')) {
+      std::vector<absl::string_view> kv = absl::StrSplit(item, '=');
+      double v = 0;
+      if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &v)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--cap must be attribute=epsilon[,...], got '", item, "'"));
+      }
+      policy.caps.per_attribute[std::string(kv[0])] = v;
+    }
+  }
+  if (a.Has("attributes")) {
+    policy.attributes.clear();
+    for (absl::string_view item : absl::StrSplit(*a.Get("attributes"), ',')) {
+      policy.attributes.insert(std::string(item));
+    }
+  }
+  RETURN_IF_ERROR(policy.Validate());
+  return policy;
+}
 
 absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   using ldpgraph::CliArgs;
@@ -216,26 +261,7 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
                      ldpgraph::ParseFeatureScaling(*a.Get("scaling")));
   }
   c.state_dir = *a.Get("state-dir");
-  ASSIGN_OR_RETURN(auto total, a.GetDouble("cap-total"));
-  c.policy.caps.total = total.value_or(8.0);
-  if (a.Has("cap")) {
-    for (absl::string_view item : absl::StrSplit(*a.Get("cap"), ',')) {
-      std::vector<absl::string_view> kv = absl::StrSplit(item, '=');
-      double v = 0;
-      if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &v)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--cap must be attribute=epsilon[,...], got '", item, "'"));
-      }
-      c.policy.caps.per_attribute[std::string(kv[0])] = v;
-    }
-  }
-  if (a.Has("attributes")) {
-    c.policy.attributes.clear();
-    for (absl::string_view item : absl::StrSplit(*a.Get("attributes"), ',')) {
-      c.policy.attributes.insert(std::string(item));
-    }
-  }
-  RETURN_IF_ERROR(c.policy.Validate());
+  ASSIGN_OR_RETURN(c.policy, ParsePolicy(a));
   c.host.caps = c.policy.caps;
   ASSIGN_OR_RETURN(c.seed, a.GetUint("seed"));
   ASSIGN_OR_RETURN(auto batch, a.GetInt("batch"));
@@ -289,6 +315,170 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// Waits, looking every 100 ms, until SIGINT or SIGTERM (true) or done()
+// (false).
+bool WaitForSignalOr(const std::function<bool()>& done) {
+  while (g_signal == 0 && !done()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return g_signal != 0;
+}
+
+// An AgentHost serving one shard on a thread of its own, published in
+// `running` (metrics, /readyz) while it runs.
+class HostRun : public ldpgraph::agent::RunningShard {
+ public:
+  HostRun(StateDirLock lock, std::unique_ptr<AgentHost> host,
+          std::atomic<AgentHost*>& running, std::atomic<uint64_t>& acked)
+      : lock_(std::move(lock)),
+        host_(std::move(host)),
+        running_(running),
+        acked_(acked) {
+    running_.store(host_.get());
+    worker_ = std::thread([this] {
+      result_ = host_->Run();
+      done_.store(true);
+    });
+  }
+  // Stops the host if Stop was not called (its result then goes unread).
+  ~HostRun() override { Stop().IgnoreError(); }
+
+  bool Done() override { return done_.load(); }
+  absl::Status Stop() override {
+    if (worker_.joinable()) {
+      host_->Stop();
+      worker_.join();
+      running_.store(nullptr);
+      acked_.fetch_add(host_->counters().reports_acked.load());
+    }
+    return result_;
+  }
+
+ private:
+  StateDirLock lock_;  // released after the host
+  std::unique_ptr<AgentHost> host_;
+  std::atomic<AgentHost*>& running_;
+  std::atomic<uint64_t>& acked_;
+  std::thread worker_;
+  std::atomic<bool> done_{false};
+  absl::Status result_;
+};
+
+// Starts the agents of a shard: the records of its nodes, its state
+// directory (locked), an AgentHost with the shard's credentials.
+class ShardHost : public ldpgraph::agent::ShardRunner {
+ public:
+  // per_shard_dirs (--nodes from-curator): the shard's state lives under
+  // --state-dir/shard-I-of-K and only its nodes' credentials are used.
+  ShardHost(const Config& config, bool per_shard_dirs,
+            std::atomic<AgentHost*>& running, Phase& phase,
+            const ldpgraph::observability::HttpEndpoint* http)
+      : config_(config),
+        per_shard_dirs_(per_shard_dirs),
+        running_(running),
+        phase_(phase),
+        http_(http) {}
+
+  absl::StatusOr<std::unique_ptr<ldpgraph::agent::RunningShard>> Start(
+      const ldpgraph::agent::ShardClaim& claim) override {
+    AgentHostOptions options = config_.host;
+    std::string state_dir = config_.state_dir;
+    if (per_shard_dirs_) {
+      KeepShardCredentials(options.credentials, claim.begin, claim.end);
+      state_dir = absl::StrCat(config_.state_dir, "/shard-", claim.shard,
+                               "-of-", claim.shards);
+    }
+    ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(state_dir));
+    phase_.Set("loading the shard's records");
+    ASSIGN_OR_RETURN(auto records, ldpgraph::agent::LoadShard(
+                                       config_.dataset, config_.scaling,
+                                       claim.begin, claim.end));
+    ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
+                                     std::move(records), config_.policy,
+                                     config_.seed, state_dir));
+    // Loading parsed the whole dataset to keep one shard of it: hand the
+    // freed heap back, so that a host idles at what its shard needs.
+    ::malloc_trim(0);
+    const uint64_t restored = shard->counters().restored;
+    ASSIGN_OR_RETURN(std::unique_ptr<AgentHost> host,
+                     AgentHost::Create(std::move(options), std::move(shard)));
+    std::cerr << "ldpgraph-agent: " << config_.host.host_name << ": nodes "
+              << claim.begin << ".." << claim.end - 1 << ", " << restored
+              << " memo entries restored";
+    if (http_ != nullptr) std::cerr << ", HTTP on port " << http_->port();
+    std::cerr << std::endl;
+    return std::make_unique<HostRun>(std::move(lock), std::move(host),
+                                     running_, acked_);
+  }
+
+  // Reports acknowledged by the curator, over every shard run so far.
+  uint64_t reports_acked() const { return acked_.load(); }
+
+ private:
+  const Config& config_;
+  const bool per_shard_dirs_;
+  std::atomic<AgentHost*>& running_;
+  Phase& phase_;
+  const ldpgraph::observability::HttpEndpoint* const http_;
+  std::atomic<uint64_t> acked_{0};
+};
+
+// --nodes A-B: serves the fixed shard until a signal or a permanent error.
+absl::Status RunFixedShard(const Config& config, ShardHost& runner) {
+  ldpgraph::agent::ShardClaim claim;
+  claim.begin = config.begin;
+  claim.end = config.end;
+  ASSIGN_OR_RETURN(auto running, runner.Start(claim));
+  WaitForSignalOr([&] { return running->Done(); });
+  return running->Stop();
+}
+
+// --nodes from-curator: the shard loop (client/shard_loop.h) over the
+// curator's ClaimShard until a signal or a permanent error.
+absl::Status RunFromCurator(const Config& config, ShardHost& runner,
+                            Phase& phase) {
+  phase.Set("asking the curator for a shard");
+  std::cerr << "ldpgraph-agent: " << config.host.host_name
+            << ": asking the curator at " << config.host.curator
+            << " for a shard" << std::endl;
+  ldpgraph::agent::GrpcShardLeases leases(config.host,
+                                          config.host.credentials.front());
+  ldpgraph::agent::ShardLoopOptions options;
+  options.note = [&phase](const std::string& note) {
+    phase.Set(note);
+    std::cerr << "ldpgraph-agent: " << note << std::endl;
+  };
+  ldpgraph::agent::ShardLoop loop(leases, runner,
+                                  ldpgraph::agent::RealLoopClock(), options);
+  absl::Status result;
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    result = loop.Run();
+    done.store(true);
+  });
+  if (WaitForSignalOr([&] { return done.load(); })) loop.Stop();
+  worker.join();
+  return result;
+}
+
+// The HTTP endpoint of --http (nullptr when off): /metrics, and /readyz
+// saying what the host waits for until it serves.
+absl::StatusOr<std::unique_ptr<ldpgraph::observability::HttpEndpoint>>
+StartHttp(const std::pair<std::string, int>& address,
+          ldpgraph::observability::MetricsRegistry& metrics,
+          std::atomic<AgentHost*>& running, Phase& phase) {
+  return ldpgraph::observability::HttpEndpoint::Start(
+      address.first, address.second, &metrics,
+      [&running, &phase]() -> absl::Status {
+        AgentHost* h = running.load();
+        if (h == nullptr) return absl::UnavailableError(phase.Get());
+        if (h->ready()) return absl::OkStatus();
+        const std::string e = h->last_error();
+        return absl::UnavailableError(
+            e.empty() ? "not connected to the curator yet" : e);
+      });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -319,7 +509,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
 
-  // The host runs once its shard is known and loaded; until then the
+  // A shard's host runs once the shard is known and loaded; until then the
   // metrics read zeros and /readyz says what the host waits for.
   std::atomic<AgentHost*> running{nullptr};
   Phase phase;
@@ -336,132 +526,18 @@ int main(int argc, char** argv) {
       std::cerr << "ldpgraph-agent: --http: " << hp.status().message() << "\n";
       return 2;
     }
-    auto endpoint = ldpgraph::observability::HttpEndpoint::Start(
-        hp->first, hp->second, &metrics, [&running, &phase]() -> absl::Status {
-          AgentHost* h = running.load();
-          if (h == nullptr) return absl::UnavailableError(phase.Get());
-          if (h->ready()) return absl::OkStatus();
-          const std::string e = h->last_error();
-          return absl::UnavailableError(
-              e.empty() ? "not connected to the curator yet" : e);
-        });
+    auto endpoint = StartHttp(*hp, metrics, running, phase);
     if (!endpoint.ok()) return Fail(endpoint.status());
     http = std::move(*endpoint);
   }
 
-  // Work that waits (claiming a shard, serving) runs on a thread; this one
-  // watches for SIGINT and SIGTERM.
-  std::atomic<bool> stop{false};
-  auto run_until_signal = [&](const std::function<void()>& work,
-                              const std::function<void()>& on_signal) {
-    std::atomic<bool> done{false};
-    std::thread worker([&] {
-      work();
-      done.store(true);
-    });
-    while (g_signal == 0 && !done.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (g_signal != 0) {
-      stop.store(true);
-      on_signal();
-    }
-    worker.join();
-  };
-
-  std::optional<ldpgraph::agent::ShardClaimer> claimer;
-  ldpgraph::agent::ShardClaim claim;
-  std::string state_dir = config->state_dir;
-  if (config->from_curator) {
-    phase.Set("asking the curator for a shard");
-    std::cerr << "ldpgraph-agent: " << config->host.host_name
-              << ": asking the curator at " << config->host.curator
-              << " for a shard" << std::endl;
-    claimer.emplace(config->host, config->host.credentials.front());
-    absl::StatusOr<ldpgraph::agent::ShardClaim> got =
-        absl::CancelledError("not asked");
-    run_until_signal(
-        [&] {
-          got = claimer->Claim(stop, [&](const std::string& note) {
-            phase.Set(note);
-            std::cerr << "ldpgraph-agent: " << note << std::endl;
-          });
-        },
-        [] {});
-    if (!got.ok()) {
-      if (absl::IsCancelled(got.status())) return 0;  // asked to stop
-      return Fail(got.status());
-    }
-    claim = *got;
-    config->begin = claim.begin;
-    config->end = claim.end;
-    KeepShardCredentials(config->host.credentials, claim.begin, claim.end);
-    state_dir = absl::StrCat(config->state_dir, "/shard-", claim.shard, "-of-",
-                             claim.shards);
-    std::cerr << "ldpgraph-agent: holding shard " << claim.shard << " of "
-              << claim.shards << std::endl;
-  }
-  if (absl::Status s = LockStateDir(state_dir); !s.ok()) return Fail(s);
-
-  phase.Set("loading the shard's records");
-  auto records = ldpgraph::agent::LoadShard(config->dataset, config->scaling,
-                                            config->begin, config->end);
-  if (!records.ok()) return Fail(records.status());
-  auto shard = ldpgraph::agent::AgentShard::Create(
-      std::move(*records), config->policy, config->seed, state_dir);
-  if (!shard.ok()) return Fail(shard.status());
-  // Loading parsed the whole dataset to keep one shard of it: hand the
-  // freed heap back, so that a host idles at what its shard needs.
-  ::malloc_trim(0);
-  const uint64_t restored = (*shard)->counters().restored;
-  auto host = AgentHost::Create(config->host, std::move(*shard));
-  if (!host.ok()) return Fail(host.status());
-  AgentHost* h = host->get();
-  running.store(h);
-  std::cerr << "ldpgraph-agent: " << config->host.host_name << ": nodes "
-            << config->begin << ".." << config->end - 1 << ", " << restored
-            << " memo entries restored";
-  if (http) std::cerr << ", HTTP on port " << http->port();
-  std::cerr << std::endl;
-
-  // A host that asked for its shard renews the lease while it serves; if the
-  // curator has given the shard to another host, this one stops at once.
-  std::atomic<bool> lost{false};
-  std::thread renewer;
-  if (claimer) {
-    renewer = std::thread([&] {
-      bool warned = false;
-      while (!stop.load()) {
-        for (absl::Time until = absl::Now() + claim.renew_every;
-             absl::Now() < until && !stop.load();) {
-          absl::SleepFor(absl::Milliseconds(50));
-        }
-        if (stop.load()) break;
-        absl::Status s = claimer->Renew(claim);
-        if (absl::IsFailedPrecondition(s)) {
-          std::cerr << "ldpgraph-agent: " << s.message() << "; stopping\n";
-          lost.store(true);
-          h->Stop();
-          break;
-        }
-        if (!s.ok() && !warned) {
-          std::cerr << "ldpgraph-agent: cannot renew the shard lease yet: "
-                    << s.message() << std::endl;
-        }
-        warned = !s.ok();
-      }
-    });
-  }
-
-  absl::Status result;
-  run_until_signal([&] { result = h->Run(); }, [h] { h->Stop(); });
-  stop.store(true);
-  if (renewer.joinable()) renewer.join();
-  running.store(nullptr);
+  ShardHost runner(*config, config->from_curator, running, phase, http.get());
+  const absl::Status result = config->from_curator
+                                  ? RunFromCurator(*config, runner, phase)
+                                  : RunFixedShard(*config, runner);
   if (http) http->Stop();
-  if (lost.load()) return 1;
   if (!result.ok()) return Fail(result);
-  std::cerr << "ldpgraph-agent: stopped (" << h->counters().reports_acked.load()
+  std::cerr << "ldpgraph-agent: stopped (" << runner.reports_acked()
             << " reports acknowledged)" << std::endl;
   return 0;
 }

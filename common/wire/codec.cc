@@ -24,7 +24,9 @@ constexpr uint32_t kMaxTopK = 1000;
 constexpr uint32_t kMaxDummies = 1000;
 constexpr uint32_t kMaxRoundTimeoutMs = 24 * 3600 * 1000;
 
-absl::Status ValidateSubstitutionSpec(const v1::MechanismSpec& w) {
+// The substitution fields of w checked, and its feature question compiled.
+absl::StatusOr<std::unique_ptr<CompiledSpec>> CompileSubstitutionFeatures(
+    const v1::MechanismSpec& w) {
   if (!w.has_substitution()) {
     return absl::InvalidArgumentError(
         "spec.substitution is required for MECHANISM_KIND_EDGE_SUBSTITUTION");
@@ -86,14 +88,45 @@ absl::Status ValidateSubstitutionSpec(const v1::MechanismSpec& w) {
         "spec.substitution.features.epsilon must be finite and > 0 (raw "
         "features never leave an agent), got ", f.epsilon()));
   }
-  absl::StatusOr<MechanismSpec> fs = FromWireFeatureSpec(f);
-  absl::Status valid = fs.ok() ? CreateFeatureMechanism(*fs).status()
-                               : fs.status();
-  if (!valid.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.substitution.features: ", valid.message()));
+  absl::StatusOr<CompiledSpec> features = CompiledSpec::Compile(f);
+  if (!features.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.substitution.features: ", features.status().message()));
   }
-  return absl::OkStatus();
+  return std::make_unique<CompiledSpec>(*std::move(features));
+}
+
+// The mechanism name of a budget key: the feature mechanisms' names,
+// label-rr, edge-substitution, and edge-rr for anything else.
+std::string KeyMechanism(v1::MechanismKind kind) {
+  if (auto k = FromWireFeatureKind(kind); k.ok()) {
+    return std::string(MechanismName(*k));
+  }
+  if (kind == v1::MECHANISM_KIND_LABEL_RR) return "label-rr";
+  if (kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) return "edge-substitution";
+  return "edge-rr";
+}
+
+// WireParameterString of a spec that is not a feature mechanism's; for
+// neighbour substitution, features is the key of its feature question.
+std::string OtherParameterString(const v1::MechanismSpec& w,
+                                 const QueryKey* features) {
+  if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
+    return absl::StrCat("classes=", w.dimension());
+  }
+  if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    // Every public parameter, and the feature question in full (its kind,
+    // epsilon and parameters): a change to any is another question.
+    const v1::SubstitutionSpec& s = w.substitution();
+    return absl::StrFormat(
+        "n=%u,approach=%u,similarity=%s,top_k=%u,max_dummies=%u,"
+        "dummy_mean=%.17g,dummy_std=%.17g,round_timeout_ms=%u,"
+        "features=[%s,%s,epsilon=%.17g]",
+        w.dimension(), s.approach(), absl::CEscape(s.similarity()), s.top_k(),
+        s.max_dummies(), s.dummy_mean(), s.dummy_std(), s.round_timeout_ms(),
+        features->mechanism, features->parameters, s.features().epsilon());
+  }
+  return absl::StrCat("n=", w.dimension());
 }
 
 }  // namespace
@@ -189,28 +222,46 @@ absl::StatusOr<MechanismSpec> FromWireFeatureSpec(const v1::MechanismSpec& w) {
   return s;
 }
 
-absl::Status ValidateWireSpec(const v1::MechanismSpec& w) {
+absl::StatusOr<CompiledSpec> CompiledSpec::Compile(const v1::MechanismSpec& w) {
+  CompiledSpec c;
   if (IsFeatureKind(w.kind())) {
     ASSIGN_OR_RETURN(MechanismSpec s, FromWireFeatureSpec(w));
-    return CreateFeatureMechanism(s).status();
-  }
-  if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
-    return LabelRandomizedResponse::Create(w.epsilon(),
-                                           static_cast<int>(w.dimension()))
-        .status();
-  }
-  if (w.kind() == v1::MECHANISM_KIND_EDGE_RR) {
-    return EdgeRandomizedResponse::Create(w.epsilon(), w.dimension()).status();
-  }
-  if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+    ASSIGN_OR_RETURN(c.feature_, CreateFeatureMechanism(s));
+    c.parameters_ = c.feature_->ParameterString();
+  } else if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
+    ASSIGN_OR_RETURN(c.label_,
+                     LabelRandomizedResponse::Create(
+                         w.epsilon(), static_cast<int>(w.dimension())));
+    c.parameters_ = OtherParameterString(w, nullptr);
+  } else if (w.kind() == v1::MECHANISM_KIND_EDGE_RR) {
+    ASSIGN_OR_RETURN(c.edges_, EdgeRandomizedResponse::Create(
+                                   w.epsilon(), w.dimension()));
+    c.parameters_ = OtherParameterString(w, nullptr);
+  } else if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
     // eps_e and n as edge randomized response checks them (the drop
     // probability is 1/(1 + e^eps_e)), then the substitution's own fields.
-    RETURN_IF_ERROR(
-        EdgeRandomizedResponse::Create(w.epsilon(), w.dimension()).status());
-    return ValidateSubstitutionSpec(w);
+    ASSIGN_OR_RETURN(c.edges_, EdgeRandomizedResponse::Create(
+                                   w.epsilon(), w.dimension()));
+    ASSIGN_OR_RETURN(c.substitution_features_, CompileSubstitutionFeatures(w));
+    const QueryKey features =
+        c.substitution_features_->Key(v1::ATTRIBUTE_FEATURES);
+    c.parameters_ = OtherParameterString(w, &features);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.kind must name a mechanism, got ", static_cast<int>(w.kind())));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "spec.kind must name a mechanism, got ", static_cast<int>(w.kind())));
+  c.wire_ = w;
+  return c;
+}
+
+QueryKey CompiledSpec::Key(v1::Attribute attribute) const {
+  auto name = AttributeName(attribute);
+  return QueryKey{name.ok() ? *name : "unknown", KeyMechanism(wire_.kind()),
+                  parameters_, wire_.epsilon()};
+}
+
+absl::Status ValidateWireSpec(const v1::MechanismSpec& w) {
+  return CompiledSpec::Compile(w).status();
 }
 
 std::string WireParameterString(const v1::MechanismSpec& w) {
@@ -225,39 +276,17 @@ std::string WireParameterString(const v1::MechanismSpec& w) {
                            w.dimension(), w.sampled(), w.range_low(),
                            w.range_high());
   }
-  if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
-    return absl::StrCat("classes=", w.dimension());
-  }
   if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
-    // Every public parameter, and the feature question in full (its kind,
-    // epsilon and parameters): a change to any is another question.
-    const v1::SubstitutionSpec& s = w.substitution();
-    const v1::MechanismSpec& f = s.features();
-    const QueryKey features = WireQueryKey(v1::ATTRIBUTE_FEATURES, f);
-    return absl::StrFormat(
-        "n=%u,approach=%u,similarity=%s,top_k=%u,max_dummies=%u,"
-        "dummy_mean=%.17g,dummy_std=%.17g,round_timeout_ms=%u,"
-        "features=[%s,%s,epsilon=%.17g]",
-        w.dimension(), s.approach(), absl::CEscape(s.similarity()), s.top_k(),
-        s.max_dummies(), s.dummy_mean(), s.dummy_std(), s.round_timeout_ms(),
-        features.mechanism, features.parameters, f.epsilon());
+    const QueryKey features =
+        WireQueryKey(v1::ATTRIBUTE_FEATURES, w.substitution().features());
+    return OtherParameterString(w, &features);
   }
-  return absl::StrCat("n=", w.dimension());
+  return OtherParameterString(w, nullptr);
 }
 
 QueryKey WireQueryKey(v1::Attribute attribute, const v1::MechanismSpec& w) {
   auto name = AttributeName(attribute);
-  std::string mechanism;
-  if (auto k = FromWireFeatureKind(w.kind()); k.ok()) {
-    mechanism = std::string(MechanismName(*k));
-  } else if (w.kind() == v1::MECHANISM_KIND_LABEL_RR) {
-    mechanism = "label-rr";
-  } else if (w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
-    mechanism = "edge-substitution";
-  } else {
-    mechanism = "edge-rr";
-  }
-  return QueryKey{name.ok() ? *name : "unknown", std::move(mechanism),
+  return QueryKey{name.ok() ? *name : "unknown", KeyMechanism(w.kind()),
                   WireParameterString(w), w.epsilon()};
 }
 
@@ -295,17 +324,18 @@ v1::FeatureReport EncodeFeatureReport(const SparseReport& report) {
 absl::StatusOr<SparseReport> DecodeFeatureReport(const v1::FeatureReport& w,
                                                  const FeatureMechanism& mech) {
   if (w.has_spec()) {
-    const v1::MechanismSpec expected = ToWire(mech.spec());
-    if (w.spec().kind() != expected.kind() ||
-        w.spec().epsilon() != expected.epsilon() ||
-        WireParameterString(w.spec()) != WireParameterString(expected)) {
+    // The campaign's parameter string is its mechanism's own (what
+    // WireParameterString of its spec builds again).
+    const v1::MechanismKind expected_kind = ToWireKind(mech.kind());
+    const std::string expected = mech.ParameterString();
+    const std::string got = WireParameterString(w.spec());
+    if (w.spec().kind() != expected_kind ||
+        w.spec().epsilon() != mech.epsilon() || got != expected) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "report spec (%s, epsilon %g, %s) differs from the campaign's "
           "(%s, epsilon %g, %s)",
-          v1::MechanismKind_Name(w.spec().kind()), w.spec().epsilon(),
-          WireParameterString(w.spec()),
-          v1::MechanismKind_Name(expected.kind()), expected.epsilon(),
-          WireParameterString(expected)));
+          v1::MechanismKind_Name(w.spec().kind()), w.spec().epsilon(), got,
+          v1::MechanismKind_Name(expected_kind), mech.epsilon(), expected));
     }
   }
   SparseReport r;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,55 @@ absl::StatusOr<MechanismSpec> FromWireFeatureSpec(const v1::MechanismSpec& w);
 // epsilon (the agents exchange its reports: raw features never leave an
 // agent) and no substitution of its own. (The same rules as
 // edges::FromWire, checked here because ldpgraph_edges links this library.)
-// INVALID_ARGUMENT naming the field.
+// INVALID_ARGUMENT naming the field. CompiledSpec::Compile checks the same
+// and keeps the mechanism it builds.
 absl::Status ValidateWireSpec(const v1::MechanismSpec& w);
+
+// A wire spec checked once, with its mechanism built: what an agent needs
+// to answer a task (the mechanism to perturb with, the budget key) and a
+// curator to compare specs, without building the mechanism again for each
+// use. Immutable and thread-safe once compiled; movable, not copyable.
+class CompiledSpec {
+ public:
+  // Checks w by ValidateWireSpec's rules, with the same errors
+  // (INVALID_ARGUMENT naming the field), and builds its mechanism: the
+  // feature mechanism of a feature kind, the label or edge randomized
+  // response, and for neighbour substitution the edge randomized response
+  // of eps_e and n with the feature question compiled in turn.
+  static absl::StatusOr<CompiledSpec> Compile(const v1::MechanismSpec& w);
+
+  CompiledSpec(CompiledSpec&&) = default;
+  CompiledSpec& operator=(CompiledSpec&&) = default;
+
+  const v1::MechanismSpec& wire() const { return wire_; }
+  v1::MechanismKind kind() const { return wire_.kind(); }
+  // WireParameterString(wire()), computed at Compile.
+  const std::string& parameter_string() const { return parameters_; }
+  // WireQueryKey(attribute, wire()), without building anything.
+  QueryKey Key(v1::Attribute attribute) const;
+
+  // The built mechanism: feature() for the six feature kinds, label() for
+  // label RR, edges() for edge RR and neighbour substitution (eps_e, n);
+  // nullptr for the other kinds.
+  const FeatureMechanism* feature() const { return feature_.get(); }
+  const LabelRandomizedResponse* label() const { return label_.get(); }
+  const EdgeRandomizedResponse* edges() const { return edges_.get(); }
+  // Neighbour substitution: spec.substitution.features, compiled (the
+  // feature question its agents answer); nullptr for the other kinds.
+  const CompiledSpec* substitution_features() const {
+    return substitution_features_.get();
+  }
+
+ private:
+  CompiledSpec() = default;
+
+  v1::MechanismSpec wire_;
+  std::string parameters_;
+  std::unique_ptr<FeatureMechanism> feature_;
+  std::unique_ptr<LabelRandomizedResponse> label_;
+  std::unique_ptr<EdgeRandomizedResponse> edges_;
+  std::unique_ptr<CompiledSpec> substitution_features_;
+};
 
 // A canonical string of a wire spec, epsilon excluded, for budget keys and
 // for comparing a report's spec with its campaign's. For neighbour

@@ -448,5 +448,81 @@ TEST(SubstitutionSpecTest, EdgeReports) {
   EXPECT_THAT(ValidateEdgeReport(e, w, 3).message(), HasSubstr("ascending"));
 }
 
+// A compiled spec holds what the free functions compute from the wire spec,
+// and the mechanism they would build.
+TEST(CompiledSpecTest, AgreesWithTheFreeFunctionsForEveryKind) {
+  std::vector<v1::MechanismSpec> specs;
+  for (MechanismKind kind :
+       {MechanismKind::kSquareWave, MechanismKind::kHds,
+        MechanismKind::kMultiBit, MechanismKind::kOneBit,
+        MechanismKind::kPiecewise, MechanismKind::kLaplace}) {
+    const int d = kind == MechanismKind::kSquareWave ? 1 : 20;
+    specs.push_back(ToWire(Make(kind, d, std::nullopt)->spec()));
+  }
+  v1::MechanismSpec label;
+  label.set_kind(v1::MECHANISM_KIND_LABEL_RR);
+  label.set_epsilon(1.5);
+  label.set_dimension(7);
+  specs.push_back(label);
+  v1::MechanismSpec edges;
+  edges.set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  edges.set_epsilon(2);
+  edges.set_dimension(300);
+  specs.push_back(edges);
+  specs.push_back(SubstitutionSpec());
+  for (const v1::MechanismSpec& w : specs) {
+    SCOPED_TRACE(w.ShortDebugString());
+    absl::StatusOr<CompiledSpec> c = CompiledSpec::Compile(w);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->kind(), w.kind());
+    EXPECT_EQ(c->wire().SerializeAsString(), w.SerializeAsString());
+    EXPECT_EQ(c->parameter_string(), WireParameterString(w));
+    const v1::Attribute attribute = AttributeOf(w.kind());
+    EXPECT_EQ(c->Key(attribute).Canonical(),
+              WireQueryKey(attribute, w).Canonical());
+    const bool feature = attribute == v1::ATTRIBUTE_FEATURES;
+    const bool substitution =
+        w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
+    EXPECT_EQ(c->feature() != nullptr, feature);
+    EXPECT_EQ(c->label() != nullptr, w.kind() == v1::MECHANISM_KIND_LABEL_RR);
+    EXPECT_EQ(c->edges() != nullptr, attribute == v1::ATTRIBUTE_EDGES);
+    EXPECT_EQ(c->substitution_features() != nullptr, substitution);
+    if (feature) {
+      EXPECT_EQ(c->feature()->ParameterString(), c->parameter_string());
+      EXPECT_EQ(c->feature()->epsilon(), w.epsilon());
+    }
+    if (substitution) {
+      const v1::MechanismSpec& f = w.substitution().features();
+      EXPECT_EQ(c->substitution_features()->Key(v1::ATTRIBUTE_FEATURES)
+                    .Canonical(),
+                WireQueryKey(v1::ATTRIBUTE_FEATURES, f).Canonical());
+      EXPECT_EQ(CampaignQuestions(v1::ATTRIBUTE_EDGES, w)[0].Canonical(),
+                c->substitution_features()
+                    ->Key(v1::ATTRIBUTE_FEATURES)
+                    .Canonical());
+    }
+  }
+}
+
+// Compile fails exactly when ValidateWireSpec does, with its message.
+TEST(CompiledSpecTest, FailsAsValidateWireSpec) {
+  std::vector<v1::MechanismSpec> bad(5);
+  bad[1].set_kind(v1::MECHANISM_KIND_HDS);  // epsilon 0
+  bad[2].set_kind(v1::MECHANISM_KIND_LABEL_RR);
+  bad[2].set_epsilon(1);
+  bad[2].set_dimension(1);
+  bad[3] = SubstitutionSpec();
+  bad[3].mutable_substitution()->mutable_features()->set_sampled(99);
+  bad[4] = SubstitutionSpec();
+  bad[4].mutable_substitution()->set_top_k(0);
+  for (const v1::MechanismSpec& w : bad) {
+    SCOPED_TRACE(w.ShortDebugString());
+    const absl::Status v = ValidateWireSpec(w);
+    const absl::Status c = CompiledSpec::Compile(w).status();
+    EXPECT_FALSE(v.ok());
+    EXPECT_EQ(c, v);
+  }
+}
+
 }  // namespace
 }  // namespace ldpgraph::wire
