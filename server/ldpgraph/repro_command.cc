@@ -36,7 +36,8 @@ struct Published {
   double value;
 };
 
-// PrivGE (paper 000), Table 2: link prediction ROC-AUC, 10 runs. Cora's
+// PrivGE ("Privacy-Preserving Graph Embedding based on Local Differential
+// Privacy"), Table 2: link prediction ROC-AUC, 10 runs. Cora's
 // Multi-bit row is damaged in the text and left out. Section 4.2 (Figure 2,
 // node classification accuracy): cora HDS at eps = 0.01 about 84.2, and the
 // non-private baseline 4.3 points higher (88.5); the figure's other values
@@ -44,7 +45,7 @@ struct Published {
 // LPGNN (Sajadmanesh & Gatica-Perez, CCS 2021), GraphSAGE with Multi-bit
 // features, mean of 10 runs: at eps_x = 1 with clean labels cora 83.9,
 // pubmed 82.9; at eps_x = eps_y = 1 cora 69.3, pubmed 74.9.
-// DPNE (paper 004), Tables 1 and 3, embedding size 100, 10 runs: vertex
+// DPNE ("DPNE: Differentially Private Network Embedding"), Tables 1 and 3, embedding size 100, 10 runs: vertex
 // classification accuracy (multi-class SVM, 10 % training) and link
 // prediction accuracy (logistic regression on Hadamard edge vectors, 10 %
 // training) at eps 0.01 ... 1000, and the non-private factorisation. Only
@@ -253,7 +254,7 @@ Usage: ldpgraph repro --paper privge|lpgnn|dpne --dataset DIR [flags]
                        by RR labels eps_y 0.5, 1, 2, 3, inf; GraphSAGE, K_x,
                        K_y and training settings from LPGNN's published
                        table for each cell (accuracy)
-                     dpne: the central-DP release (paper 004) at eps 0.01,
+                     dpne: the central-DP release (DPNE) at eps 0.01,
                        0.1, 1, 10, 100, 1000 and non-private; node accuracy
                        or link ROC-AUC (ldpgraph eval --method dpne)
   --dataset DIR      dataset folder; the paper column is filled when its name
@@ -271,7 +272,8 @@ Every cell is `ldpgraph eval` with the paper's defaults (see its --help); the
 table shows mean ± std of the runs, in percent, and [the paper's value].
 
 The papers' numbers (percent; "—" where a paper gives none):
-  PrivGE (paper 000) Table 2, link prediction ROC-AUC at eps 1 / 2 / 3 / 5:
+  PrivGE (Li et al., CIKM 2024) Table 2, link prediction ROC-AUC at
+    eps 1 / 2 / 3 / 5:
     cora    LP 75.2 76.0 75.0 75.2   PM 73.2 78.2 77.0 75.2
             HDS 82.4 82.7 82.5 82.3  non-private 93.1
             (the Multi-bit row is damaged in the paper's text)
@@ -284,7 +286,7 @@ The papers' numbers (percent; "—" where a paper gives none):
   LPGNN (Sajadmanesh & Gatica-Perez, CCS 2021), GraphSAGE, Multi-bit,
     10 runs: eps_x = 1 with clean labels cora 83.9, pubmed 82.9;
     eps_x = eps_y = 1 cora 69.3, pubmed 74.9.
-  DPNE (paper 004) Tables 1 and 3, embedding size 100, at eps 0.01 / 0.1 /
+  DPNE (Xu et al., 2018) Tables 1 and 3, embedding size 100, at eps 0.01 / 0.1 /
     1 / 10 / 100 / 1000 and non-private:
     node accuracy (SVM, 10 % training)
       cora      18.1 21.3 66.2 66.9 67.7 70.0   non-private 70.0

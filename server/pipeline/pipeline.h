@@ -4,11 +4,13 @@
 // `ldpgraph repro` run it; the deployed curator runs the same stages on the
 // reports it collects.
 //
-//  PrivGE (paper 000): features scaled to [-1, 1], perturbed (HDS by
+//  PrivGE (Li et al., "Privacy-Preserving Graph Embedding based on Local
+//    Differential Privacy"): features scaled to [-1, 1], perturbed (HDS by
 //    default), propagated by personalised PageRank (backward push), then an
 //    MLP classifies nodes, or a Hadamard-product scorer predicts links (the
 //    held-out edges removed from the graph before propagation).
-//  LPGNN (Sajadmanesh & Gatica-Perez, CCS'21, the successor of paper 002):
+//  LPGNN (Sajadmanesh & Gatica-Perez, CCS'21, the successor of their "When
+//    Differential Privacy Meets Graph Neural Networks"):
 //    features scaled to [0, 1], perturbed with Multi-bit and rectified,
 //    aggregated by K_x KProp steps, then a 2-layer GCN or GraphSAGE; labels
 //    (of training and validation nodes only: test labels are never
@@ -17,7 +19,9 @@
 //    channel's transition matrix (forward correction). Model selection uses
 //    those noisy labels too: the curator never sees a clean one. Test
 //    accuracy is against the true labels.
-//  SE-PrivGEmb and DPNE (papers 001 and 004): no features at all; the
+//  SE-PrivGEmb ("Structure-Preference Enabled Graph Embedding Generation
+//    under Differential Privacy") and DPNE ("DPNE: Differentially Private
+//    Network Embedding"): no features at all; the
 //    curator releases a structure embedding of its graph under central DP
 //    (server/embedding), and the task runs on it: an MLP (logistic
 //    regression by default: one layer) on the standardised embedding for
