@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 
 #include "absl/status/status.h"
@@ -60,6 +61,15 @@ class NameTable {
     }
     return names_internal::ChoiceError(subject, Choices(), name);
   }
+  // As Parse, but only the values among `among` are accepted (and listed in
+  // the message): for a setting that takes some of E's values only.
+  absl::StatusOr<E> Parse(absl::string_view name, absl::string_view subject,
+                          std::initializer_list<E> among) const {
+    for (E v : among) {
+      if (Name(v) == name) return v;
+    }
+    return names_internal::ChoiceError(subject, Choices(among), name);
+  }
 
   // The name of value; "unknown" for a value the table does not list (an
   // enum's UNSPECIFIED, say, or a number no value has).
@@ -84,6 +94,17 @@ class NameTable {
     for (const NamedValue<E>& v : values_) {
       if (!out.empty()) out += ", ";
       out.append(v.name.data(), v.name.size());
+    }
+    return out;
+  }
+
+  // The names of the values among `among`, in among's order: "a, b".
+  std::string Choices(std::initializer_list<E> among) const {
+    std::string out;
+    for (E v : among) {
+      if (!out.empty()) out += ", ";
+      const absl::string_view name = Name(v);
+      out.append(name.data(), name.size());
     }
     return out;
   }

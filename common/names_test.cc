@@ -59,5 +59,18 @@ TEST(NameTableTest, SubjectOverrideNamesTheFlag) {
             "--fruit must be one of apple, pear, plum, got 'fig'");
 }
 
+TEST(NameTableTest, ParsesAmongSomeValuesOnly) {
+  auto parsed =
+      kFruitNames.Parse("plum", "--fruit", {Fruit::kPlum, Fruit::kApple});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, Fruit::kPlum);
+  EXPECT_EQ(kFruitNames.Choices({Fruit::kPlum, Fruit::kApple}), "plum, apple");
+  auto pear =
+      kFruitNames.Parse("pear", "--fruit", {Fruit::kPlum, Fruit::kApple});
+  EXPECT_EQ(pear.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pear.status().message(),
+            "--fruit must be one of plum, apple, got 'pear'");
+}
+
 }  // namespace
 }  // namespace ldpgraph

@@ -209,8 +209,8 @@ struct Options {
   ConnectionSettings connection;
   std::string dataset_dir;  // empty: generate
   size_t generated_nodes = 3000;
-  pipeline::Method method = pipeline::Method::kPrivGe;
-  pipeline::Task task = pipeline::Task::kNode;
+  pipeline::Method method = v1::PIPELINE_METHOD_PRIVGE;
+  pipeline::Task task = v1::PIPELINE_TASK_NODE;
   std::string mechanism;  // empty: the method's
   double epsilon = 1.0;
   std::optional<int> sampled;
@@ -267,23 +267,14 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     }
     o.generated_nodes = *nodes;
   }
-  const std::string method = a.Get("method").value_or("privge");
-  if (method == "privge") {
-    o.method = pipeline::Method::kPrivGe;
-  } else if (method == "lpgnn") {
-    o.method = pipeline::Method::kLpgnn;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--method must be privge or lpgnn, got '", method, "'"));
+  if (auto m = a.Get("method")) {
+    ASSIGN_OR_RETURN(
+        o.method, pipeline::kMethodNames.Parse(
+                      *m, "--method",
+                      {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
   }
-  const std::string task = a.Get("task").value_or("node");
-  if (task == "node") {
-    o.task = pipeline::Task::kNode;
-  } else if (task == "link") {
-    o.task = pipeline::Task::kLink;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--task must be node or link, got '", task, "'"));
+  if (auto t = a.Get("task")) {
+    ASSIGN_OR_RETURN(o.task, pipeline::kTaskNames.Parse(*t, "--task"));
   }
   o.mechanism = a.Get("mechanism").value_or("");
   if (o.mechanism == "none") {
@@ -472,7 +463,7 @@ absl::Status Simulation::Check() {
 }
 
 absl::Status Simulation::Configure() {
-  if (o_.task == pipeline::Task::kNode && data_.meta.classes < 2) {
+  if (o_.task == v1::PIPELINE_TASK_NODE && data_.meta.classes < 2) {
     return absl::InvalidArgumentError(
         "node classification needs a dataset with labels (classes >= 2)");
   }
@@ -892,8 +883,8 @@ absl::Status Simulation::Run() {
   RETURN_IF_ERROR(Stage("evaluate", [&](grpc::ClientContext* ctx) {
                     v1::EvaluateRequest req;
                     req.set_input(estimate.id());
-                    req.set_task(std::string(pipeline::TaskName(o_.task)));
-                    req.set_method(std::string(pipeline::MethodName(o_.method)));
+                    req.set_pipeline_task(o_.task);
+                    req.set_pipeline_method(o_.method);
                     req.set_label_campaign_id(label_campaign);
                     if (graph_campaign) {
                       req.set_graph_campaign_id(graph_campaign->id());
@@ -929,7 +920,7 @@ absl::Status Simulation::Run() {
 
   json details = json::parse(evaluate.details_json(), nullptr, false);
   if (details.is_discarded()) details = json::object();
-  const bool node = o_.task == pipeline::Task::kNode;
+  const bool node = o_.task == v1::PIPELINE_TASK_NODE;
   json run = {{"run", 0},
               {"metric", evaluate.metric()},
               {"epochs", details.value("epochs", 0)},
@@ -1052,11 +1043,13 @@ void Simulation::Report(const json& j) {
     return;
   }
   const json& d = j["deployment"];
-  const bool lpgnn = o_.method == pipeline::Method::kLpgnn;
-  std::string pipeline_text = absl::StrCat(
-      lpgnn ? "LPGNN" : "PrivGE", ", ",
-      o_.task == pipeline::Task::kNode ? "node classification" : "link prediction",
-      ", ", config_.mechanism, " epsilon_x ", absl::StrFormat("%g", config_.epsilon));
+  const bool lpgnn = o_.method == v1::PIPELINE_METHOD_LPGNN;
+  std::string pipeline_text =
+      absl::StrCat(lpgnn ? "LPGNN" : "PrivGE", ", ",
+                   o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
+                                                     : "link prediction",
+                   ", ", config_.mechanism, " epsilon_x ",
+                   absl::StrFormat("%g", config_.epsilon));
   if (config_.label_epsilon) {
     absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
                     absl::StrFormat("%g", *config_.label_epsilon));

@@ -227,8 +227,8 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
 
 PipelineConfig CellConfig(const EdgesOptions& o, const DatasetMeta& meta,
                           double eps_x, double eps_y, NodeModelKind model) {
-  PipelineConfig c =
-      pipeline::DefaultConfig(pipeline::Method::kLpgnn, pipeline::Task::kNode);
+  PipelineConfig c = pipeline::DefaultConfig(v1::PIPELINE_METHOD_LPGNN,
+                                             v1::PIPELINE_TASK_NODE);
   if (std::isinf(eps_x)) {
     c.mechanism = "none";
   } else {

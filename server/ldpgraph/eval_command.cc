@@ -36,8 +36,8 @@ absl::Status FlagError(absl::string_view flag, const absl::Status& s) {
 // a flag of the other method or of a feature pipeline.
 absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
                                PipelineConfig* c) {
-  const bool se = method == Method::kSePrivGemb;
-  const bool dpne = method == Method::kDpne;
+  const bool se = method == v1::PIPELINE_METHOD_SE_PRIVGEMB;
+  const bool dpne = method == v1::PIPELINE_METHOD_DPNE;
   for (const char* f : {"dim", "delta"}) {
     if (a.Get(f) && !se && !dpne) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -85,9 +85,8 @@ absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
     s.max_steps = *steps;
   }
   if (auto o = a.Get("release-optimizer")) {
-    auto parsed = embedding::ParseOptimizer(*o);
-    if (!parsed.ok()) return FlagError("release-optimizer", parsed.status());
-    s.optimizer = *parsed;
+    ASSIGN_OR_RETURN(s.optimizer, embedding::kOptimizerNames.Parse(
+                                      *o, "--release-optimizer"));
   }
   struct DoubleFlag {
     const char* name;
@@ -104,9 +103,8 @@ absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
     if (v) *f.target = *v;
   }
   if (auto p = a.Get("proximity")) {
-    auto parsed = embedding::ParseProximity(*p);
-    if (!parsed.ok()) return FlagError("proximity", parsed.status());
-    s.proximity = *parsed;
+    ASSIGN_OR_RETURN(s.proximity,
+                     embedding::kProximityNames.Parse(*p, "--proximity"));
   }
   if (auto rows = a.Get("noised-rows")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("noised-rows", *rows, {"touched", "all"}));
@@ -153,19 +151,13 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   auto dataset = a.Get("dataset");
   if (!dataset) return absl::InvalidArgumentError("--dataset is required");
   o.dataset = *dataset;
-  Task task = Task::kNode;
+  Task task = v1::PIPELINE_TASK_NODE;
   if (auto t = a.Get("task")) {
-    ASSIGN_OR_RETURN(int i, ParseChoice("task", *t, {"node", "link"}));
-    task = i == 0 ? Task::kNode : Task::kLink;
+    ASSIGN_OR_RETURN(task, pipeline::kTaskNames.Parse(*t, "--task"));
   }
-  Method method = Method::kPrivGe;
+  Method method = v1::PIPELINE_METHOD_PRIVGE;
   if (auto m = a.Get("method")) {
-    constexpr Method kMethods[] = {Method::kPrivGe, Method::kLpgnn,
-                                   Method::kSePrivGemb, Method::kDpne};
-    ASSIGN_OR_RETURN(int i, ParseChoice("method", *m,
-                                        {"privge", "lpgnn", "se-privgemb",
-                                         "dpne"}));
-    method = kMethods[i];
+    ASSIGN_OR_RETURN(method, pipeline::kMethodNames.Parse(*m, "--method"));
   }
   PipelineConfig& c = o.config;
   c = pipeline::DefaultConfig(method, task);
@@ -191,7 +183,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   }
   ASSIGN_OR_RETURN(auto feature_steps, a.GetInt("feature-steps"));
   if (feature_steps) {
-    if (method != Method::kLpgnn) {
+    if (method != v1::PIPELINE_METHOD_LPGNN) {
       return absl::InvalidArgumentError(
           "--feature-steps applies to --method lpgnn (KProp)");
     }
@@ -210,14 +202,13 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   }
   c.label_self_loops = a.Flag("label-self-loops");
   if (auto ld = a.Get("label-denoising")) {
-    auto parsed = pipeline::ParseLabelDenoising(*ld);
-    if (!parsed.ok()) return FlagError("label-denoising", parsed.status());
-    c.label_denoising = *parsed;
+    ASSIGN_OR_RETURN(c.label_denoising, pipeline::kLabelDenoisingNames.Parse(
+                                            *ld, "--label-denoising"));
   }
   for (const char* flag : {"tune-feature-steps", "tune-label-steps"}) {
     auto list = a.Get(flag);
     if (!list) continue;
-    if (method != Method::kLpgnn) {
+    if (method != v1::PIPELINE_METHOD_LPGNN) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag, " applies to --method lpgnn (KProp)"));
     }
@@ -244,13 +235,11 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     c.tune_feature_steps = {c.feature_steps};
   }
   if (auto kn = a.Get("kprop-norm")) {
-    if (method != Method::kLpgnn) {
+    if (method != v1::PIPELINE_METHOD_LPGNN) {
       return absl::InvalidArgumentError(
           "--kprop-norm applies to --method lpgnn (KProp)");
     }
-    auto parsed = ParseKPropNorm(*kn);
-    if (!parsed.ok()) return FlagError("kprop-norm", parsed.status());
-    c.kprop_norm = *parsed;
+    ASSIGN_OR_RETURN(c.kprop_norm, kKPropNormNames.Parse(*kn, "--kprop-norm"));
   }
   c.feature_self_loops = a.Flag("feature-self-loops");
   if (auto s = a.Get("scale")) {
@@ -265,7 +254,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
   ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));
   ASSIGN_OR_RETURN(auto rmax, a.GetDouble("rmax"));
-  if ((alpha || r || rmax) && method != Method::kPrivGe) {
+  if ((alpha || r || rmax) && method != v1::PIPELINE_METHOD_PRIVGE) {
     return absl::InvalidArgumentError(
         "--alpha, --r and --rmax apply to --method privge (PPR)");
   }
@@ -274,11 +263,10 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (rmax) c.ppr.rmax = *rmax;
 
   // Model settings go to the task's model.
-  training::TrainOptions& train = task == Task::kNode
-                                      ? c.node_model.train
-                                      : c.link_model.train;
+  training::TrainOptions& train =
+      task == v1::PIPELINE_TASK_NODE ? c.node_model.train : c.link_model.train;
   if (auto model = a.Get("model")) {
-    if (task == Task::kLink) {
+    if (task == v1::PIPELINE_TASK_LINK) {
       ASSIGN_OR_RETURN(int i, ParseChoice("model for --task link", *model,
                                           {"lr", "mlp"}));
       c.link_model.layers = i == 0 ? 1 : std::max(c.link_model.layers, 2);
@@ -294,12 +282,12 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   ASSIGN_OR_RETURN(auto hidden, a.GetInt("hidden"));
   ASSIGN_OR_RETURN(auto layers, a.GetInt("layers"));
   ASSIGN_OR_RETURN(auto dropout, a.GetDouble("dropout"));
-  int& hidden_ref =
-      task == Task::kNode ? c.node_model.hidden_dim : c.link_model.hidden_dim;
-  int& layers_ref =
-      task == Task::kNode ? c.node_model.layers : c.link_model.layers;
-  double& dropout_ref =
-      task == Task::kNode ? c.node_model.dropout : c.link_model.dropout;
+  int& hidden_ref = task == v1::PIPELINE_TASK_NODE ? c.node_model.hidden_dim
+                                                   : c.link_model.hidden_dim;
+  int& layers_ref = task == v1::PIPELINE_TASK_NODE ? c.node_model.layers
+                                                   : c.link_model.layers;
+  double& dropout_ref = task == v1::PIPELINE_TASK_NODE ? c.node_model.dropout
+                                                       : c.link_model.dropout;
   if (hidden) { ASSIGN_OR_RETURN(hidden_ref, FlagToInt(*hidden, "hidden", 1)); }
   if (layers) { ASSIGN_OR_RETURN(layers_ref, FlagToInt(*layers, "layers", 1)); }
   if (dropout) {
@@ -315,15 +303,16 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       return absl::InvalidArgumentError(absl::StrCat(
           "--input-dropout must be in [0, 1), got ", *input_dropout));
     }
-    (task == Task::kNode ? c.node_model.input_dropout
-                         : c.link_model.input_dropout) = *input_dropout;
+    (task == v1::PIPELINE_TASK_NODE ? c.node_model.input_dropout
+                                    : c.link_model.input_dropout) =
+        *input_dropout;
   }
   if (auto act = a.Get("activation")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("activation", *act, {"relu", "selu"}));
     const training::Activation v =
         i == 0 ? training::Activation::kRelu : training::Activation::kSelu;
-    (task == Task::kNode ? c.node_model.activation : c.link_model.activation) =
-        v;
+    (task == v1::PIPELINE_TASK_NODE ? c.node_model.activation
+                                    : c.link_model.activation) = v;
   }
   ASSIGN_OR_RETURN(auto lr, a.GetDouble("lr"));
   ASSIGN_OR_RETURN(auto wd, a.GetDouble("weight-decay"));
@@ -348,7 +337,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     ASSIGN_OR_RETURN(train.patience, FlagToInt(*patience, "patience", 1));
   }
   if (auto loss = a.Get("loss")) {
-    if (task != Task::kLink) {
+    if (task != v1::PIPELINE_TASK_LINK) {
       return absl::InvalidArgumentError("--loss applies to --task link");
     }
     ASSIGN_OR_RETURN(int i,
@@ -357,14 +346,14 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
                                : training::LinkLossKind::kLogistic;
   }
   if (auto batch = a.Get("link-batch")) {
-    if (task != Task::kLink) {
+    if (task != v1::PIPELINE_TASK_LINK) {
       return absl::InvalidArgumentError("--link-batch applies to --task link");
     }
     ASSIGN_OR_RETURN(c.link_model.batch_pairs,
                      ParseBatchFlag(*batch, "link-batch"));
   }
   if (auto batch = a.Get("node-batch")) {
-    if (task != Task::kNode) {
+    if (task != v1::PIPELINE_TASK_NODE) {
       return absl::InvalidArgumentError("--node-batch applies to --task node");
     }
     ASSIGN_OR_RETURN(c.node_model.batch_rows,
@@ -376,8 +365,9 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       return absl::InvalidArgumentError(
           absl::StrCat("--batch-lr must be > 0, got ", *batch_lr));
     }
-    (task == Task::kLink ? c.link_model.batched_learning_rate
-                         : c.node_model.batched_learning_rate) = *batch_lr;
+    (task == v1::PIPELINE_TASK_LINK ? c.link_model.batched_learning_rate
+                                    : c.node_model.batched_learning_rate) =
+        *batch_lr;
   }
   if (auto split = a.Get("split")) {
     ASSIGN_OR_RETURN(int i,
@@ -431,7 +421,7 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                {"perturb_seconds", r.perturb_seconds},
                {"propagate_seconds", r.propagate_seconds},
                {"train_seconds", r.train_seconds}};
-    if (c.task == Task::kNode) {
+    if (c.task == v1::PIPELINE_TASK_NODE) {
       jr["micro_f1"] = r.micro_f1;
       jr["macro_f1"] = r.macro_f1;
     }
@@ -445,7 +435,7 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
     if (progress != nullptr) {
       *progress << absl::StrFormat(
           "  run %d/%d: %s %.4f (%d epochs, best %d, %.1f s)\n", run + 1, runs,
-          c.task == Task::kNode ? "accuracy" : "roc_auc", r.metric,
+          c.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc", r.metric,
           r.training.epochs, r.training.best_epoch,
           r.perturb_seconds + r.propagate_seconds + r.train_seconds);
     }
@@ -453,7 +443,7 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
   const training::Summary s = training::Summarize(values);
   json j;
   j["task"] = pipeline::TaskName(c.task);
-  j["metric"] = c.task == Task::kNode ? "accuracy" : "roc_auc";
+  j["metric"] = c.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
   j["mean"] = s.mean;
   j["std"] = s.std;
   j["runs"] = runs;

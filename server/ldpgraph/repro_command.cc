@@ -51,70 +51,70 @@ struct Published {
 // training) at eps 0.01 ... 1000, and the non-private factorisation. Only
 // cora and citeseer are among ldpgraph's datasets (the paper's third is Wiki).
 constexpr Published kPublished[] = {
-    {"dpne", "cora", Task::kNode, "central", 0.01, kInf, 18.1},
-    {"dpne", "cora", Task::kNode, "central", 0.1, kInf, 21.3},
-    {"dpne", "cora", Task::kNode, "central", 1, kInf, 66.2},
-    {"dpne", "cora", Task::kNode, "central", 10, kInf, 66.9},
-    {"dpne", "cora", Task::kNode, "central", 100, kInf, 67.7},
-    {"dpne", "cora", Task::kNode, "central", 1000, kInf, 70.0},
-    {"dpne", "cora", Task::kNode, "none", kInf, kInf, 70.0},
-    {"dpne", "citeseer", Task::kNode, "central", 0.01, kInf, 17.8},
-    {"dpne", "citeseer", Task::kNode, "central", 0.1, kInf, 18.6},
-    {"dpne", "citeseer", Task::kNode, "central", 1, kInf, 45.2},
-    {"dpne", "citeseer", Task::kNode, "central", 10, kInf, 45.9},
-    {"dpne", "citeseer", Task::kNode, "central", 100, kInf, 46.6},
-    {"dpne", "citeseer", Task::kNode, "central", 1000, kInf, 49.0},
-    {"dpne", "citeseer", Task::kNode, "none", kInf, kInf, 50.5},
-    {"dpne", "cora", Task::kLink, "central", 0.01, kInf, 53.2},
-    {"dpne", "cora", Task::kLink, "central", 0.1, kInf, 54.1},
-    {"dpne", "cora", Task::kLink, "central", 1, kInf, 69.8},
-    {"dpne", "cora", Task::kLink, "central", 10, kInf, 67.3},
-    {"dpne", "cora", Task::kLink, "central", 100, kInf, 66.6},
-    {"dpne", "cora", Task::kLink, "central", 1000, kInf, 70.3},
-    {"dpne", "cora", Task::kLink, "none", kInf, kInf, 69.7},
-    {"dpne", "citeseer", Task::kLink, "central", 0.01, kInf, 53.5},
-    {"dpne", "citeseer", Task::kLink, "central", 0.1, kInf, 52.3},
-    {"dpne", "citeseer", Task::kLink, "central", 1, kInf, 69.0},
-    {"dpne", "citeseer", Task::kLink, "central", 10, kInf, 66.6},
-    {"dpne", "citeseer", Task::kLink, "central", 100, kInf, 66.2},
-    {"dpne", "citeseer", Task::kLink, "central", 1000, kInf, 69.6},
-    {"dpne", "citeseer", Task::kLink, "none", kInf, kInf, 69.9},
-    {"privge", "cora", Task::kLink, "laplace", 1, kInf, 75.2},
-    {"privge", "cora", Task::kLink, "laplace", 2, kInf, 76.0},
-    {"privge", "cora", Task::kLink, "laplace", 3, kInf, 75.0},
-    {"privge", "cora", Task::kLink, "laplace", 5, kInf, 75.2},
-    {"privge", "cora", Task::kLink, "piecewise", 1, kInf, 73.2},
-    {"privge", "cora", Task::kLink, "piecewise", 2, kInf, 78.2},
-    {"privge", "cora", Task::kLink, "piecewise", 3, kInf, 77.0},
-    {"privge", "cora", Task::kLink, "piecewise", 5, kInf, 75.2},
-    {"privge", "cora", Task::kLink, "hds", 1, kInf, 82.4},
-    {"privge", "cora", Task::kLink, "hds", 2, kInf, 82.7},
-    {"privge", "cora", Task::kLink, "hds", 3, kInf, 82.5},
-    {"privge", "cora", Task::kLink, "hds", 5, kInf, 82.3},
-    {"privge", "cora", Task::kLink, "none", kInf, kInf, 93.1},
-    {"privge", "pubmed", Task::kLink, "laplace", 1, kInf, 62.8},
-    {"privge", "pubmed", Task::kLink, "laplace", 2, kInf, 63.2},
-    {"privge", "pubmed", Task::kLink, "laplace", 3, kInf, 64.3},
-    {"privge", "pubmed", Task::kLink, "laplace", 5, kInf, 64.4},
-    {"privge", "pubmed", Task::kLink, "piecewise", 1, kInf, 79.0},
-    {"privge", "pubmed", Task::kLink, "piecewise", 2, kInf, 77.0},
-    {"privge", "pubmed", Task::kLink, "piecewise", 3, kInf, 76.7},
-    {"privge", "pubmed", Task::kLink, "piecewise", 5, kInf, 74.9},
-    {"privge", "pubmed", Task::kLink, "multibit", 1, kInf, 79.4},
-    {"privge", "pubmed", Task::kLink, "multibit", 2, kInf, 77.9},
-    {"privge", "pubmed", Task::kLink, "multibit", 3, kInf, 78.4},
-    {"privge", "pubmed", Task::kLink, "multibit", 5, kInf, 77.2},
-    {"privge", "pubmed", Task::kLink, "hds", 1, kInf, 79.5},
-    {"privge", "pubmed", Task::kLink, "hds", 2, kInf, 79.6},
-    {"privge", "pubmed", Task::kLink, "hds", 3, kInf, 80.1},
-    {"privge", "pubmed", Task::kLink, "hds", 5, kInf, 79.6},
-    {"privge", "pubmed", Task::kLink, "none", kInf, kInf, 97.5},
-    {"privge", "cora", Task::kNode, "hds", 0.01, kInf, 84.2},
-    {"privge", "cora", Task::kNode, "none", kInf, kInf, 88.5},
-    {"lpgnn", "cora", Task::kNode, "multibit", 1, kInf, 83.9},
-    {"lpgnn", "cora", Task::kNode, "multibit", 1, 1, 69.3},
-    {"lpgnn", "pubmed", Task::kNode, "multibit", 1, kInf, 82.9},
-    {"lpgnn", "pubmed", Task::kNode, "multibit", 1, 1, 74.9},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 0.01, kInf, 18.1},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 0.1, kInf, 21.3},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 1, kInf, 66.2},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 10, kInf, 66.9},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 100, kInf, 67.7},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 1000, kInf, 70.0},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "none", kInf, kInf, 70.0},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 0.01, kInf, 17.8},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 0.1, kInf, 18.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 1, kInf, 45.2},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 10, kInf, 45.9},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 100, kInf, 46.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 1000, kInf, 49.0},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "none", kInf, kInf, 50.5},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 0.01, kInf, 53.2},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 0.1, kInf, 54.1},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 1, kInf, 69.8},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 10, kInf, 67.3},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 100, kInf, 66.6},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 1000, kInf, 70.3},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 69.7},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 0.01, kInf, 53.5},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 0.1, kInf, 52.3},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 1, kInf, 69.0},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 10, kInf, 66.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 100, kInf, 66.2},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 1000, kInf, 69.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 69.9},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 1, kInf, 75.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 2, kInf, 76.0},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 3, kInf, 75.0},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 5, kInf, 75.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 1, kInf, 73.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 2, kInf, 78.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 3, kInf, 77.0},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 5, kInf, 75.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 1, kInf, 82.4},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 2, kInf, 82.7},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 3, kInf, 82.5},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 5, kInf, 82.3},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 93.1},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 1, kInf, 62.8},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 2, kInf, 63.2},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 3, kInf, 64.3},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 5, kInf, 64.4},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 1, kInf, 79.0},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 2, kInf, 77.0},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 3, kInf, 76.7},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 5, kInf, 74.9},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 1, kInf, 79.4},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 2, kInf, 77.9},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 3, kInf, 78.4},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 5, kInf, 77.2},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 1, kInf, 79.5},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 2, kInf, 79.6},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 3, kInf, 80.1},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 5, kInf, 79.6},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 97.5},
+    {"privge", "cora", v1::PIPELINE_TASK_NODE, "hds", 0.01, kInf, 84.2},
+    {"privge", "cora", v1::PIPELINE_TASK_NODE, "none", kInf, kInf, 88.5},
+    {"lpgnn", "cora", v1::PIPELINE_TASK_NODE, "multibit", 1, kInf, 83.9},
+    {"lpgnn", "cora", v1::PIPELINE_TASK_NODE, "multibit", 1, 1, 69.3},
+    {"lpgnn", "pubmed", v1::PIPELINE_TASK_NODE, "multibit", 1, kInf, 82.9},
+    {"lpgnn", "pubmed", v1::PIPELINE_TASK_NODE, "multibit", 1, 1, 74.9},
 };
 
 std::optional<double> PaperValue(absl::string_view paper,
@@ -132,9 +132,9 @@ std::optional<double> PaperValue(absl::string_view paper,
 }
 
 struct ReproOptions {
-  std::string paper;
+  Method paper = v1::PIPELINE_METHOD_PRIVGE;
   std::string dataset;
-  Task task = Task::kNode;
+  Task task = v1::PIPELINE_TASK_NODE;
   std::vector<std::string> mechanisms;
   std::vector<double> epsilons;        // feature budgets; inf = raw features
   std::vector<double> label_epsilons;  // lpgnn; inf = clean labels
@@ -169,32 +169,29 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
                                    "format"},
                                   {"help"}));
   ReproOptions o;
-  auto paper = a.Get("paper");
-  if (!paper || (*paper != "privge" && *paper != "lpgnn" && *paper != "dpne")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--paper must be privge, lpgnn or dpne",
-                     paper ? absl::StrCat(", got '", *paper, "'") : ""));
-  }
-  o.paper = *paper;
+  ASSIGN_OR_RETURN(o.paper,
+                   pipeline::kMethodNames.Parse(
+                       a.Get("paper").value_or(""), "--paper",
+                       {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN,
+                        v1::PIPELINE_METHOD_DPNE}));
+  const bool lpgnn = o.paper == v1::PIPELINE_METHOD_LPGNN;
   auto dataset = a.Get("dataset");
   if (!dataset) return absl::InvalidArgumentError("--dataset is required");
   o.dataset = *dataset;
   if (auto t = a.Get("task")) {
-    if (*t == "link" && o.paper != "lpgnn") {
-      o.task = Task::kLink;
-    } else if (*t != "node") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--task must be node", o.paper != "lpgnn" ? " or link" : "",
-          " for --paper ", o.paper, ", got '", *t, "'"));
-    }
+    // LPGNN is evaluated on node classification only.
+    ASSIGN_OR_RETURN(o.task, lpgnn ? pipeline::kTaskNames.Parse(
+                                         *t, "--task for --paper lpgnn",
+                                         {v1::PIPELINE_TASK_NODE})
+                                   : pipeline::kTaskNames.Parse(*t, "--task"));
   }
-  if (o.paper == "privge") {
+  if (o.paper == v1::PIPELINE_METHOD_PRIVGE) {
     o.mechanisms = {"laplace", "piecewise", "multibit", "hds"};
-    o.epsilons = o.task == Task::kNode
+    o.epsilons = o.task == v1::PIPELINE_TASK_NODE
                      ? std::vector<double>{0.01, 0.1, 1, 2, 3, 5, kInf}
                      : std::vector<double>{1, 2, 3, 5, kInf};
     o.label_epsilons = {kInf};
-  } else if (o.paper == "dpne") {
+  } else if (o.paper == v1::PIPELINE_METHOD_DPNE) {
     o.mechanisms = {"central"};
     o.epsilons = {0.01, 0.1, 1, 10, 100, 1000, kInf};
     o.label_epsilons = {kInf};
@@ -203,7 +200,7 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
     o.epsilons = {0.01, 0.1, 1, 2, 3, kInf};
     o.label_epsilons = {0.5, 1, 2, 3, kInf};
   }
-  if (a.Get("mechanisms") && o.paper == "dpne") {
+  if (a.Get("mechanisms") && o.paper == v1::PIPELINE_METHOD_DPNE) {
     return absl::InvalidArgumentError(
         "--mechanisms does not apply to --paper dpne (its noise is its own)");
   }
@@ -220,7 +217,7 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
     ASSIGN_OR_RETURN(o.epsilons, ParseBudgets("epsilons", *e));
   }
   if (auto e = a.Get("label-epsilons")) {
-    if (o.paper != "lpgnn") {
+    if (!lpgnn) {
       return absl::InvalidArgumentError("--label-epsilons is for --paper lpgnn");
     }
     ASSIGN_OR_RETURN(o.label_epsilons, ParseBudgets("label-epsilons", *e));
@@ -320,9 +317,7 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
     return kExitRuntimeError;
   }
   err << kSeededWarning << "\n";
-  const Method method = o.paper == "privge" ? Method::kPrivGe
-                        : o.paper == "dpne"  ? Method::kDpne
-                                             : Method::kLpgnn;
+  const Method method = o.paper;
   const std::string& name = dataset->meta.name;
   nlohmann::json cells = nlohmann::json::array();
   const auto start = std::chrono::steady_clock::now();
@@ -332,7 +327,7 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
     std::vector<std::string> cells;
   };
   std::vector<Row> rows;
-  const bool lpgnn = method == Method::kLpgnn;
+  const bool lpgnn = method == v1::PIPELINE_METHOD_LPGNN;
   const std::vector<std::string> row_keys = [&] {
     std::vector<std::string> keys;
     if (lpgnn) {
@@ -352,7 +347,7 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
       const std::string mechanism =
           std::isinf(eps) ? "none" : (lpgnn ? o.mechanisms[0] : row_keys[ri]);
       c.mechanism = mechanism;
-      if (std::isinf(eps) && method == Method::kDpne) {
+      if (std::isinf(eps) && method == v1::PIPELINE_METHOD_DPNE) {
         // The non-private factorisation: same settings, no noise.
       } else if (std::isinf(eps)) {
         c.scaling = FeatureScaling::kUnit;  // raw features, as eval does
@@ -378,8 +373,8 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
         err << "ldpgraph repro: " << r.status().message() << "\n";
         return kExitRuntimeError;
       }
-      const auto paper =
-          PaperValue(o.paper, name, o.task, mechanism, eps, label_eps);
+      const auto paper = PaperValue(pipeline::MethodName(o.paper), name, o.task,
+                                    mechanism, eps, label_eps);
       nlohmann::json cell = {{"mechanism", mechanism},
                              {"epsilon", std::isinf(eps) ? nlohmann::json(nullptr)
                                                          : nlohmann::json(eps)},
@@ -401,9 +396,10 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
     }
     rows.push_back(row);
   }
-  const std::string metric = o.task == Task::kNode ? "accuracy" : "roc_auc";
+  const std::string metric =
+      o.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
   if (o.json) {
-    nlohmann::json j = {{"paper", o.paper},
+    nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
                         {"dataset", name},
                         {"task", pipeline::TaskName(o.task)},
                         {"metric", metric},
@@ -416,20 +412,24 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
   }
   out << absl::StrFormat(
       "%s %s on %s: test %s in %%, mean±std of %d runs [paper's value]\n",
-      o.paper == "privge" ? "PrivGE" : o.paper == "dpne" ? "DPNE" : "LPGNN",
-      o.task == Task::kNode ? "node classification" : "link prediction", name,
-      metric, o.runs);
+      method == v1::PIPELINE_METHOD_PRIVGE ? "PrivGE"
+      : method == v1::PIPELINE_METHOD_DPNE ? "DPNE"
+                                           : "LPGNN",
+      o.task == v1::PIPELINE_TASK_NODE ? "node classification"
+                                       : "link prediction",
+      name, metric, o.runs);
   size_t width = 14;
   for (const Row& r : rows) {
     for (const auto& c : r.cells) width = std::max(width, c.size() + 2);
   }
   out << absl::StrFormat("%-12s", lpgnn ? "labels" : "mechanism");
   for (double e : o.epsilons) {
-    out << absl::StrFormat("%-*s", width,
-                           std::isinf(e) ? std::string(method == Method::kDpne
-                                                           ? "non-private"
-                                                           : "eps=inf (raw)")
-                                         : absl::StrCat("eps=", Budget(e)));
+    out << absl::StrFormat(
+        "%-*s", width,
+        std::isinf(e)
+            ? std::string(method == v1::PIPELINE_METHOD_DPNE ? "non-private"
+                                                             : "eps=inf (raw)")
+            : absl::StrCat("eps=", Budget(e)));
   }
   out << "\n";
   for (const Row& r : rows) {

@@ -52,18 +52,42 @@
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/names.h"
+#include "ldpgraph/v1/pipeline.pb.h"
 #include "server/embedding/release.h"
 #include "server/propagation/propagation.h"
 #include "server/training/tasks.h"
 
 namespace ldpgraph::pipeline {
 
-enum class Task { kNode, kLink };
-enum class Method { kPrivGe, kLpgnn, kSePrivGemb, kDpne };
+// A pipeline's method and task are the admin API's enums
+// (proto/ldpgraph/v1/pipeline.proto), so that the curator takes them from a
+// request as they are. UNSPECIFIED is never a valid setting.
+using Method = v1::PipelineMethod;
+using Task = v1::PipelineTask;
+
+// The one table of the methods' command-line names: "privge", "lpgnn",
+// "se-privgemb", "dpne". Parse fails with INVALID_ARGUMENT "method must be
+// one of privge, lpgnn, se-privgemb, dpne, got '<name>'".
+inline constexpr auto kMethodNames = MakeNameTable<Method>(
+    "method", {{v1::PIPELINE_METHOD_PRIVGE, "privge"},
+               {v1::PIPELINE_METHOD_LPGNN, "lpgnn"},
+               {v1::PIPELINE_METHOD_SE_PRIVGEMB, "se-privgemb"},
+               {v1::PIPELINE_METHOD_DPNE, "dpne"}});
+// The tasks' names: "node", "link". Parse fails with INVALID_ARGUMENT "task
+// must be one of node, link, got '<name>'".
+inline constexpr auto kTaskNames = MakeNameTable<Task>(
+    "task",
+    {{v1::PIPELINE_TASK_NODE, "node"}, {v1::PIPELINE_TASK_LINK, "link"}});
+
+// A method's or task's name; "unknown" for UNSPECIFIED or a number the
+// proto does not define.
+inline absl::string_view MethodName(Method m) { return kMethodNames.Name(m); }
+inline absl::string_view TaskName(Task t) { return kTaskNames.Name(t); }
 
 // True for the central-DP structure embeddings (SE-PrivGEmb, DPNE).
 inline bool IsReleaseMethod(Method m) {
-  return m == Method::kSePrivGemb || m == Method::kDpne;
+  return m == v1::PIPELINE_METHOD_SE_PRIVGEMB || m == v1::PIPELINE_METHOD_DPNE;
 }
 
 // How the curator learns from labels seen through randomized response (the
@@ -84,13 +108,23 @@ inline bool IsReleaseMethod(Method m) {
 // Either way a node whose neighbourhood holds no report keeps its own.
 enum class LabelDenoising { kPublished, kVote };
 
-// "published", "vote"; INVALID_ARGUMENT naming the choices.
-absl::StatusOr<LabelDenoising> ParseLabelDenoising(absl::string_view name);
-absl::string_view LabelDenoisingName(LabelDenoising d);
+// The names "published" and "vote" (--label-denoising); Parse fails with
+// INVALID_ARGUMENT "label denoising must be one of published, vote, got
+// '<name>'".
+inline constexpr auto kLabelDenoisingNames = MakeNameTable<LabelDenoising>(
+    "label denoising", {{LabelDenoising::kPublished, "published"},
+                        {LabelDenoising::kVote, "vote"}});
+inline absl::StatusOr<LabelDenoising> ParseLabelDenoising(
+    absl::string_view name) {
+  return kLabelDenoisingNames.Parse(name);
+}
+inline absl::string_view LabelDenoisingName(LabelDenoising d) {
+  return kLabelDenoisingNames.Name(d);
+}
 
 struct PipelineConfig {
-  Task task = Task::kNode;
-  Method method = Method::kPrivGe;
+  Task task = v1::PIPELINE_TASK_NODE;
+  Method method = v1::PIPELINE_METHOD_PRIVGE;
 
   // Features: "none" (raw, non-private) or a mechanism name
   // (common/mechanisms/feature_mechanism.h).
@@ -280,9 +314,6 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
 
 // Every setting of c, as JSON (for --format json and result records).
 nlohmann::json ConfigToJson(const PipelineConfig& c);
-
-absl::string_view TaskName(Task t);
-absl::string_view MethodName(Method m);
 
 // The curator's estimate of every node's row, as each agent would report it:
 // Perturb on the agent's side, Estimate on the curator's. Rows of x must lie
