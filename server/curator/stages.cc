@@ -432,18 +432,7 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   details["seed"] = q.seed();
   details["metric"] = task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
   details["value"] = run.metric;
-  details["micro_f1"] = run.micro_f1;
-  details["macro_f1"] = run.macro_f1;
-  details["epochs"] = run.training.epochs;
-  details["best_epoch"] = run.training.best_epoch;
-  details["validation"] = run.training.best_validation;
-  details["seconds_per_epoch"] = run.training.seconds_per_epoch;
-  details["propagate_seconds"] = run.propagate_seconds;
-  details["train_seconds"] = run.train_seconds;
-  if (run.label_agreement) {
-    details["label_agreement"] = *run.label_agreement;
-    details["label_agreement_raw"] = *run.label_agreement_raw;
-  }
+  details.update(pipeline::RunResultToJson(run));
   v1::StageResult r;
   r.set_stage("evaluate");
   r.set_input(q.input());

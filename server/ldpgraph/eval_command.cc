@@ -412,25 +412,9 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                      pipeline::RunPipeline(d, c, seed, run));
     values.push_back(r.metric);
     noise = r.noise_source;
-    json jr = {{"run", run},
-               {"metric", r.metric},
-               {"epochs", r.training.epochs},
-               {"best_epoch", r.training.best_epoch},
-               {"validation", r.training.best_validation},
-               {"seconds_per_epoch", r.training.seconds_per_epoch},
-               {"perturb_seconds", r.perturb_seconds},
-               {"propagate_seconds", r.propagate_seconds},
-               {"train_seconds", r.train_seconds}};
-    if (c.task == v1::PIPELINE_TASK_NODE) {
-      jr["micro_f1"] = r.micro_f1;
-      jr["macro_f1"] = r.macro_f1;
-    }
-    if (!r.release.is_null()) jr["release"] = r.release;
-    if (!r.tuning.is_null()) jr["tuning"] = r.tuning;
-    if (r.label_agreement) {
-      jr["label_agreement"] = *r.label_agreement;
-      jr["label_agreement_raw"] = *r.label_agreement_raw;
-    }
+    json jr = pipeline::RunResultToJson(r);
+    jr["run"] = run;
+    jr["metric"] = r.metric;
     per_run.push_back(jr);
     if (progress != nullptr) {
       *progress << absl::StrFormat(

@@ -830,6 +830,25 @@ absl::StatusOr<SparseRows> SimulateFeatureReports(
   return out;
 }
 
+nlohmann::json RunResultToJson(const RunResult& r) {
+  nlohmann::json j = {{"epochs", r.training.epochs},
+                      {"best_epoch", r.training.best_epoch},
+                      {"validation", r.training.best_validation},
+                      {"seconds_per_epoch", r.training.seconds_per_epoch},
+                      {"perturb_seconds", r.perturb_seconds},
+                      {"propagate_seconds", r.propagate_seconds},
+                      {"train_seconds", r.train_seconds},
+                      {"micro_f1", r.micro_f1},
+                      {"macro_f1", r.macro_f1}};
+  if (r.label_agreement) {
+    j["label_agreement"] = *r.label_agreement;
+    j["label_agreement_raw"] = r.label_agreement_raw.value_or(0.0);
+  }
+  if (!r.tuning.is_null()) j["tuning"] = r.tuning;
+  if (!r.release.is_null()) j["release"] = r.release;
+  return j;
+}
+
 nlohmann::json ConfigToJson(const PipelineConfig& c) {
   using nlohmann::json;
   auto model_name = [](training::NodeModelKind k) {

@@ -315,6 +315,15 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
 // Every setting of c, as JSON (for --format json and result records).
 nlohmann::json ConfigToJson(const PipelineConfig& c);
 
+// The figures of one run, as JSON: what `ldpgraph eval --format json` prints
+// per run and the curator records for an evaluate stage. Keys: epochs,
+// best_epoch, validation, seconds_per_epoch, perturb_seconds (0 on
+// collected reports), propagate_seconds, train_seconds, micro_f1 and
+// macro_f1 (0 for the link task); label_agreement and label_agreement_raw
+// with noisy labels; tuning and release when the run has them. The
+// headline metric is left to the caller, which names it its own way.
+nlohmann::json RunResultToJson(const RunResult& r);
+
 // The curator's estimate of every node's row, as each agent would report it:
 // Perturb on the agent's side, Estimate on the curator's. Rows of x must lie
 // in the mechanism's range (the agent clips otherwise).

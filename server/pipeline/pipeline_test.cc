@@ -407,6 +407,39 @@ TEST(PipelineTest, ConfigJsonNamesEverySetting) {
   EXPECT_TRUE(j["label_epsilon"].is_null());
 }
 
+TEST(PipelineTest, RunResultJsonHasEveryFigureButTheMetric) {
+  RunResult r;
+  r.metric = 0.8;
+  r.micro_f1 = 0.8;
+  r.macro_f1 = 0.7;
+  r.training.epochs = 12;
+  r.training.best_epoch = 9;
+  r.training.best_validation = 0.75;
+  r.propagate_seconds = 1.5;
+  nlohmann::json j = RunResultToJson(r);
+  for (const char* key :
+       {"epochs", "best_epoch", "validation", "seconds_per_epoch",
+        "perturb_seconds", "propagate_seconds", "train_seconds", "micro_f1",
+        "macro_f1"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["epochs"], 12);
+  EXPECT_EQ(j["best_epoch"], 9);
+  EXPECT_EQ(j["macro_f1"], 0.7);
+  EXPECT_EQ(j["propagate_seconds"], 1.5);
+  EXPECT_FALSE(j.contains("metric"));
+  EXPECT_FALSE(j.contains("label_agreement"));
+  EXPECT_FALSE(j.contains("tuning"));
+  EXPECT_FALSE(j.contains("release"));
+  r.label_agreement = 0.9;
+  r.label_agreement_raw = 0.6;
+  r.tuning = {{"feature_steps", 4}};
+  j = RunResultToJson(r);
+  EXPECT_EQ(j["label_agreement"], 0.9);
+  EXPECT_EQ(j["label_agreement_raw"], 0.6);
+  EXPECT_EQ(j["tuning"]["feature_steps"], 4);
+}
+
 TEST(PipelineTest, ReplacementGraphIsWhatTheCuratorLearnsOn) {
   const Dataset d = Generated(300, 0.9, 4);
   PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
