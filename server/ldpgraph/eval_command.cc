@@ -128,39 +128,9 @@ absl::StatusOr<int> ParseBatchFlag(const std::string& value,
   return FlagToInt(n, flag, 1);
 }
 
-absl::StatusOr<EvalOptions> ParseEvalOptions(
-    const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(
-      CliArgs a,
-      CliArgs::Parse(
-          args,
-          {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
-           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
-           "label-denoising", "kprop-norm", "tune-feature-steps",
-           "tune-label-steps",
-           "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
-           "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
-           "batch-lr", "split", "runs",
-           "seed", "format", "activation", "input-dropout", "dim",
-           "negatives", "batch", "release-lr", "release-epochs",
-           "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
-           "sensitivity", "lambda", "mu", "threads"},
-          {"secure", "label-self-loops", "feature-self-loops", "standardize",
-           "no-standardize", "help"}));
-  EvalOptions o;
-  auto dataset = a.Get("dataset");
-  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
-  o.dataset = *dataset;
-  Task task = v1::PIPELINE_TASK_NODE;
-  if (auto t = a.Get("task")) {
-    ASSIGN_OR_RETURN(task, pipeline::kTaskNames.Parse(*t, "--task"));
-  }
-  Method method = v1::PIPELINE_METHOD_PRIVGE;
-  if (auto m = a.Get("method")) {
-    ASSIGN_OR_RETURN(method, pipeline::kMethodNames.Parse(*m, "--method"));
-  }
-  PipelineConfig& c = o.config;
-  c = pipeline::DefaultConfig(method, task);
+// --mechanism and --epsilon.
+absl::Status ParseMechanismFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
   if (auto m = a.Get("mechanism")) c.mechanism = *m;
   ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
   if (eps) {
@@ -169,7 +139,12 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     }
     c.epsilon = *eps;
   }
-  RETURN_IF_ERROR(ParseReleaseFlags(a, method, &c));
+  return absl::OkStatus();
+}
+
+// --k / --m, --label-epsilon and --label-steps.
+absl::Status ParseSampledAndLabelFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
   ASSIGN_OR_RETURN(auto k, a.GetInt("k"));
   ASSIGN_OR_RETURN(auto m, a.GetInt("m"));
   if (k && m) return absl::InvalidArgumentError("give --k or --m, not both");
@@ -181,30 +156,14 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (label_steps) {
     ASSIGN_OR_RETURN(c.label_steps, FlagToInt(*label_steps, "label-steps", 0));
   }
-  ASSIGN_OR_RETURN(auto feature_steps, a.GetInt("feature-steps"));
-  if (feature_steps) {
-    if (method != v1::PIPELINE_METHOD_LPGNN) {
-      return absl::InvalidArgumentError(
-          "--feature-steps applies to --method lpgnn (KProp)");
-    }
-    ASSIGN_OR_RETURN(c.feature_steps,
-                     FlagToInt(*feature_steps, "feature-steps", 0));
-  }
-  if (a.Flag("standardize") && a.Flag("no-standardize")) {
-    return absl::InvalidArgumentError(
-        "give --standardize or --no-standardize, not both");
-  }
-  if (a.Flag("standardize")) {
-    c.standardize = true;
-  } else if (a.Flag("no-standardize") || c.mechanism == "none") {
-    // Raw features need no rescaling; HDS estimates (C * x, small) do.
-    c.standardize = false;
-  }
-  c.label_self_loops = a.Flag("label-self-loops");
-  if (auto ld = a.Get("label-denoising")) {
-    ASSIGN_OR_RETURN(c.label_denoising, pipeline::kLabelDenoisingNames.Parse(
-                                            *ld, "--label-denoising"));
-  }
+  return absl::OkStatus();
+}
+
+// --tune-feature-steps and --tune-label-steps (LPGNN only): the grids of
+// K_x and K_y each run chooses from.
+absl::Status ParseTuneGrids(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Method method = c.method;
   for (const char* flag : {"tune-feature-steps", "tune-label-steps"}) {
     auto list = a.Get(flag);
     if (!list) continue;
@@ -234,6 +193,39 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (!c.tune_label_steps.empty() && c.tune_feature_steps.empty()) {
     c.tune_feature_steps = {c.feature_steps};
   }
+  return absl::OkStatus();
+}
+
+// --feature-steps, --standardize, label denoising, the tuning grids,
+// --kprop-norm, --scale and PPR's --alpha, --r and --rmax.
+absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Method method = c.method;
+  ASSIGN_OR_RETURN(auto feature_steps, a.GetInt("feature-steps"));
+  if (feature_steps) {
+    if (method != v1::PIPELINE_METHOD_LPGNN) {
+      return absl::InvalidArgumentError(
+          "--feature-steps applies to --method lpgnn (KProp)");
+    }
+    ASSIGN_OR_RETURN(c.feature_steps,
+                     FlagToInt(*feature_steps, "feature-steps", 0));
+  }
+  if (a.Flag("standardize") && a.Flag("no-standardize")) {
+    return absl::InvalidArgumentError(
+        "give --standardize or --no-standardize, not both");
+  }
+  if (a.Flag("standardize")) {
+    c.standardize = true;
+  } else if (a.Flag("no-standardize") || c.mechanism == "none") {
+    // Raw features need no rescaling; HDS estimates (C * x, small) do.
+    c.standardize = false;
+  }
+  c.label_self_loops = a.Flag("label-self-loops");
+  if (auto ld = a.Get("label-denoising")) {
+    ASSIGN_OR_RETURN(c.label_denoising, pipeline::kLabelDenoisingNames.Parse(
+                                            *ld, "--label-denoising"));
+  }
+  RETURN_IF_ERROR(ParseTuneGrids(a, &c));
   if (auto kn = a.Get("kprop-norm")) {
     if (method != v1::PIPELINE_METHOD_LPGNN) {
       return absl::InvalidArgumentError(
@@ -261,10 +253,14 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (alpha) c.ppr.alpha = *alpha;
   if (r) c.ppr.r = *r;
   if (rmax) c.ppr.rmax = *rmax;
+  return absl::OkStatus();
+}
 
-  // Model settings go to the task's model.
-  training::TrainOptions& train =
-      task == v1::PIPELINE_TASK_NODE ? c.node_model.train : c.link_model.train;
+// The task's model: --model, --hidden, --layers, --dropout,
+// --input-dropout and --activation.
+absl::Status ParseModelFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Task task = c.task;
   if (auto model = a.Get("model")) {
     if (task == v1::PIPELINE_TASK_LINK) {
       ASSIGN_OR_RETURN(int i, ParseChoice("model for --task link", *model,
@@ -314,6 +310,16 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     (task == v1::PIPELINE_TASK_NODE ? c.node_model.activation
                                     : c.link_model.activation) = v;
   }
+  return absl::OkStatus();
+}
+
+// The task's training: --lr, --weight-decay, --epochs, --patience, --loss,
+// the batch flags and --split.
+absl::Status ParseTrainingFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Task task = c.task;
+  training::TrainOptions& train =
+      task == v1::PIPELINE_TASK_NODE ? c.node_model.train : c.link_model.train;
   ASSIGN_OR_RETURN(auto lr, a.GetDouble("lr"));
   ASSIGN_OR_RETURN(auto wd, a.GetDouble("weight-decay"));
   ASSIGN_OR_RETURN(auto epochs, a.GetInt("epochs"));
@@ -374,6 +380,13 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
                      ParseChoice("split", *split, {"random", "planetoid"}));
     c.planetoid_split = i == 1;
   }
+  return absl::OkStatus();
+}
+
+// --runs, --seed, --threads, --secure and --format.
+absl::Status ParseRunFlags(const CliArgs& a, EvalOptions* options) {
+  EvalOptions& o = *options;
+  PipelineConfig& c = o.config;
   ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
   if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
@@ -385,6 +398,49 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
     o.json = i == 1;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalOptions> ParseEvalOptions(
+    const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(
+          args,
+          {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
+           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
+           "label-denoising", "kprop-norm", "tune-feature-steps",
+           "tune-label-steps",
+           "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
+           "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
+           "batch-lr", "split", "runs",
+           "seed", "format", "activation", "input-dropout", "dim",
+           "negatives", "batch", "release-lr", "release-epochs",
+           "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
+           "sensitivity", "lambda", "mu", "threads"},
+          {"secure", "label-self-loops", "feature-self-loops", "standardize",
+           "no-standardize", "help"}));
+  EvalOptions o;
+  auto dataset = a.Get("dataset");
+  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
+  o.dataset = *dataset;
+  Task task = v1::PIPELINE_TASK_NODE;
+  if (auto t = a.Get("task")) {
+    ASSIGN_OR_RETURN(task, pipeline::kTaskNames.Parse(*t, "--task"));
+  }
+  Method method = v1::PIPELINE_METHOD_PRIVGE;
+  if (auto m = a.Get("method")) {
+    ASSIGN_OR_RETURN(method, pipeline::kMethodNames.Parse(*m, "--method"));
+  }
+  PipelineConfig& c = o.config;
+  c = pipeline::DefaultConfig(method, task);
+  RETURN_IF_ERROR(ParseMechanismFlags(a, &c));
+  RETURN_IF_ERROR(ParseReleaseFlags(a, method, &c));
+  RETURN_IF_ERROR(ParseSampledAndLabelFlags(a, &c));
+  RETURN_IF_ERROR(ParsePropagationFlags(a, &c));
+  RETURN_IF_ERROR(ParseModelFlags(a, &c));
+  RETURN_IF_ERROR(ParseTrainingFlags(a, &c));
+  RETURN_IF_ERROR(ParseRunFlags(a, &o));
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
   // Any of these takes LPGNN's settings into the user's hands: the
