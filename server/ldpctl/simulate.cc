@@ -232,6 +232,88 @@ struct Options {
   bool json = false;
 };
 
+// --edges and the edge mechanism's --edge-epsilon and --round-timeout-ms.
+absl::Status ParseEdgeFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
+  o.edges = a.Get("edges").value_or("none");
+  if (o.edges != "none" && o.edges != "rr" && o.edges != "ns1" &&
+      o.edges != "ns2") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--edges must be none, rr, ns1 or ns2, got '", o.edges, "'"));
+  }
+  ASSIGN_OR_RETURN(auto edge_eps, a.GetDouble("edge-epsilon"));
+  if (edge_eps) {
+    if (o.edges == "none") {
+      return absl::InvalidArgumentError(
+          "--edge-epsilon applies to --edges rr, ns1 or ns2");
+    }
+    o.edge_epsilon = *edge_eps;
+  }
+  ASSIGN_OR_RETURN(auto round_timeout, a.GetUint("round-timeout-ms"));
+  if (round_timeout) {
+    if (o.edges != "ns1" && o.edges != "ns2") {
+      return absl::InvalidArgumentError(
+          "--round-timeout-ms applies to --edges ns1 or ns2");
+    }
+    o.round_timeout_ms = static_cast<uint32_t>(*round_timeout);
+  }
+  return absl::OkStatus();
+}
+
+// The deployment's processes and output: --hosts, --cap, --sync, --threads,
+// --timeout, --bin-dir, --work-dir, --keep, --keep-running, --format.
+absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
+                               Options* options) {
+  Options& o = *options;
+  ASSIGN_OR_RETURN(auto hosts, a.GetInt("hosts"));
+  if (hosts) {
+    if (*hosts < 1 || *hosts > 256) {
+      return absl::InvalidArgumentError("--hosts must be in [1, 256]");
+    }
+    o.hosts = static_cast<int>(*hosts);
+  }
+  ASSIGN_OR_RETURN(auto cap, a.GetDouble("cap"));
+  if (cap) {
+    // The agent hosts refuse such a cap at start-up: say so here, before any
+    // process starts, rather than as an agent host's exit.
+    if (*cap <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cap must be > 0, got ", *cap,
+          " (each node's total epsilon: a node with none can answer nothing)"));
+    }
+    o.cap = *cap;
+  }
+  o.sync = a.Get("sync").value_or("full");
+  if (o.sync != "full" && o.sync != "normal") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sync must be full or normal, got '", o.sync, "'"));
+  }
+  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
+  if (threads) {
+    if (*threads < 0 || *threads > 4096) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--threads must be in [0, 4096] (0 = every core), got ", *threads));
+    }
+    o.threads = static_cast<int>(*threads);
+  }
+  ASSIGN_OR_RETURN(auto timeout, a.GetDouble("timeout"));
+  if (timeout) {
+    if (*timeout <= 0) return absl::InvalidArgumentError("--timeout must be > 0");
+    o.timeout_s = *timeout;
+  }
+  o.bin_dir = a.Get("bin-dir").value_or(fs::path(self_path).parent_path().string());
+  o.work_dir = a.Get("work-dir").value_or("");
+  o.keep = a.Flag("keep");
+  o.keep_running = a.Flag("keep-running");
+  const std::string format = a.Get("format").value_or(a.Flag("json") ? "json" : "table");
+  if (format != "table" && format != "json") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format must be table or json, got '", format, "'"));
+  }
+  o.json = format == "json";
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                      const std::string& self_path, bool attach) {
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
@@ -287,75 +369,9 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   ASSIGN_OR_RETURN(auto sampled, a.GetInt("sampled"));
   if (sampled) o.sampled = static_cast<int>(*sampled);
   ASSIGN_OR_RETURN(o.label_epsilon, a.GetDouble("label-epsilon"));
-  o.edges = a.Get("edges").value_or("none");
-  if (o.edges != "none" && o.edges != "rr" && o.edges != "ns1" &&
-      o.edges != "ns2") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--edges must be none, rr, ns1 or ns2, got '", o.edges, "'"));
-  }
-  ASSIGN_OR_RETURN(auto edge_eps, a.GetDouble("edge-epsilon"));
-  if (edge_eps) {
-    if (o.edges == "none") {
-      return absl::InvalidArgumentError(
-          "--edge-epsilon applies to --edges rr, ns1 or ns2");
-    }
-    o.edge_epsilon = *edge_eps;
-  }
-  ASSIGN_OR_RETURN(auto round_timeout, a.GetUint("round-timeout-ms"));
-  if (round_timeout) {
-    if (o.edges != "ns1" && o.edges != "ns2") {
-      return absl::InvalidArgumentError(
-          "--round-timeout-ms applies to --edges ns1 or ns2");
-    }
-    o.round_timeout_ms = static_cast<uint32_t>(*round_timeout);
-  }
+  RETURN_IF_ERROR(ParseEdgeFlags(a, &o));
   ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
-  ASSIGN_OR_RETURN(auto hosts, a.GetInt("hosts"));
-  if (hosts) {
-    if (*hosts < 1 || *hosts > 256) {
-      return absl::InvalidArgumentError("--hosts must be in [1, 256]");
-    }
-    o.hosts = static_cast<int>(*hosts);
-  }
-  ASSIGN_OR_RETURN(auto cap, a.GetDouble("cap"));
-  if (cap) {
-    // The agent hosts refuse such a cap at start-up: say so here, before any
-    // process starts, rather than as an agent host's exit.
-    if (*cap <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--cap must be > 0, got ", *cap,
-          " (each node's total epsilon: a node with none can answer nothing)"));
-    }
-    o.cap = *cap;
-  }
-  o.sync = a.Get("sync").value_or("full");
-  if (o.sync != "full" && o.sync != "normal") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--sync must be full or normal, got '", o.sync, "'"));
-  }
-  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
-  if (threads) {
-    if (*threads < 0 || *threads > 4096) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--threads must be in [0, 4096] (0 = every core), got ", *threads));
-    }
-    o.threads = static_cast<int>(*threads);
-  }
-  ASSIGN_OR_RETURN(auto timeout, a.GetDouble("timeout"));
-  if (timeout) {
-    if (*timeout <= 0) return absl::InvalidArgumentError("--timeout must be > 0");
-    o.timeout_s = *timeout;
-  }
-  o.bin_dir = a.Get("bin-dir").value_or(fs::path(self_path).parent_path().string());
-  o.work_dir = a.Get("work-dir").value_or("");
-  o.keep = a.Flag("keep");
-  o.keep_running = a.Flag("keep-running");
-  const std::string format = a.Get("format").value_or(a.Flag("json") ? "json" : "table");
-  if (format != "table" && format != "json") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format must be table or json, got '", format, "'"));
-  }
-  o.json = format == "json";
+  RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
   return o;
 }
 
@@ -421,6 +437,34 @@ class Simulation {
   absl::Status Check();  // interrupted? a child died?
   void Report(const json& j);
   absl::Status ServeUntilInterrupted();
+
+  // What the run's campaigns collected: every campaign in the order it ran,
+  // and those the stages read.
+  struct Campaigns {
+    std::vector<v1::Campaign> all;
+    v1::Campaign features;
+    std::optional<v1::Campaign> graph;  // the edges campaign, if any
+    std::string label_campaign;         // empty: the curator's labels
+  };
+  // Collects the graph (with --edges), the features, and the labels (with
+  // a label budget), each campaign to quorum.
+  absl::StatusOr<Campaigns> CollectAll();
+  // The curator's estimate and evaluate stages on what was collected.
+  absl::Status Train(const Campaigns& c, v1::StageResult* estimate,
+                     v1::StageResult* evaluate);
+  // The ledger's spending per node ({min, mean, max}), and the curator's
+  // status into *status.
+  absl::StatusOr<json> Spending(v1::CuratorStatus* status);
+  // The results as `ldpgraph eval --format json` prints them, with the
+  // deployment's figures under "deployment".
+  absl::StatusOr<json> Results(const Campaigns& c,
+                               const v1::StageResult& estimate,
+                               const v1::StageResult& evaluate,
+                               std::chrono::steady_clock::time_point t0);
+  json Deployment(const Campaigns& c, const json& details,
+                  const v1::CuratorStatus& status, const json& spent,
+                  const v1::StageResult& estimate,
+                  const v1::StageResult& evaluate, double total) const;
 
   Options o_;
   std::ostream& out_;
@@ -808,6 +852,16 @@ absl::Status Simulation::Run() {
   if (!o_.attach) RETURN_IF_ERROR(StartAgents());
   RETURN_IF_ERROR(WaitEnrolled());
 
+  ASSIGN_OR_RETURN(const Campaigns campaigns, CollectAll());
+  v1::StageResult estimate, evaluate;
+  RETURN_IF_ERROR(Train(campaigns, &estimate, &evaluate));
+  ASSIGN_OR_RETURN(const json j, Results(campaigns, estimate, evaluate, t0));
+  Report(j);
+  if (o_.keep_running) return ServeUntilInterrupted();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Simulation::Campaigns> Simulation::CollectAll() {
   const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   v1::CreateCampaignRequest features;
   features.set_name(absl::StrCat("simulate: features, ", config_.mechanism));
@@ -872,30 +926,33 @@ absl::Status Simulation::Run() {
     label_campaign = lc.id();
     campaigns.push_back(lc);
   }
+  return Campaigns{std::move(campaigns), std::move(fc), std::move(graph_campaign),
+                   std::move(label_campaign)};
+}
 
-  v1::StageResult estimate, evaluate;
+absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
+                               v1::StageResult* evaluate) {
   RETURN_IF_ERROR(Stage("estimate", [&](grpc::ClientContext* ctx) {
                     v1::EstimateRequest req;
-                    req.set_campaign_id(fc.id());
-                    return admin_->stub->Estimate(ctx, req, &estimate);
+                    req.set_campaign_id(c.features.id());
+                    return admin_->stub->Estimate(ctx, req, estimate);
                   }));
-  const uint64_t eval_seed = o_.seed.value_or(1);
-  RETURN_IF_ERROR(Stage("evaluate", [&](grpc::ClientContext* ctx) {
-                    v1::EvaluateRequest req;
-                    req.set_input(estimate.id());
-                    req.set_pipeline_task(o_.task);
-                    req.set_pipeline_method(o_.method);
-                    req.set_label_campaign_id(label_campaign);
-                    if (graph_campaign) {
-                      req.set_graph_campaign_id(graph_campaign->id());
-                    }
-                    req.set_seed(eval_seed);
-                    return admin_->stub->Evaluate(ctx, req, &evaluate);
-                  }));
+  return Stage("evaluate", [&](grpc::ClientContext* ctx) {
+    v1::EvaluateRequest req;
+    req.set_input(estimate->id());
+    req.set_pipeline_task(o_.task);
+    req.set_pipeline_method(o_.method);
+    req.set_label_campaign_id(c.label_campaign);
+    if (c.graph) req.set_graph_campaign_id(c.graph->id());
+    req.set_seed(o_.seed.value_or(1));
+    return admin_->stub->Evaluate(ctx, req, evaluate);
+  });
+}
 
+absl::StatusOr<json> Simulation::Spending(v1::CuratorStatus* status) {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   // What the ledger and the curator's counters say.
   v1::GetBudgetsResponse budgets;
-  v1::CuratorStatus status;
   {
     grpc::ClientContext ctx;
     admin_->Prepare(&ctx);
@@ -905,7 +962,7 @@ absl::Status Simulation::Run() {
     grpc::ClientContext ctx2;
     admin_->Prepare(&ctx2);
     RETURN_IF_ERROR(FromGrpc(
-        admin_->stub->GetStatus(&ctx2, v1::GetStatusRequest(), &status),
+        admin_->stub->GetStatus(&ctx2, v1::GetStatusRequest(), status),
         admin_->address));
   }
   double lo = 0, hi = 0, sum = 0;
@@ -917,7 +974,16 @@ absl::Status Simulation::Run() {
   }
   // Nodes the ledger does not list spent nothing.
   if (static_cast<uint32_t>(budgets.budgets_size()) < n) lo = 0;
+  return json{{"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
+}
 
+absl::StatusOr<json> Simulation::Results(
+    const Campaigns& c, const v1::StageResult& estimate,
+    const v1::StageResult& evaluate,
+    std::chrono::steady_clock::time_point t0) {
+  v1::CuratorStatus status;
+  ASSIGN_OR_RETURN(const json spent, Spending(&status));
+  const uint64_t eval_seed = o_.seed.value_or(1);
   json details = json::parse(evaluate.details_json(), nullptr, false);
   if (details.is_discarded()) details = json::object();
   const bool node = o_.task == v1::PIPELINE_TASK_NODE;
@@ -938,7 +1004,8 @@ absl::Status Simulation::Run() {
     run["label_agreement_raw"] = details.value("label_agreement_raw", 0.0);
   }
   const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   json j;
   j["task"] = pipeline::TaskName(o_.task);
   j["metric"] = node ? "accuracy" : "roc_auc";
@@ -952,6 +1019,20 @@ absl::Status Simulation::Run() {
   j["parameters"] = pipeline::ConfigToJson(config_);
   j["noise_source"] = o_.seed ? "seeded-not-private" : "secure";
   j["per_run"] = json::array({run});
+  j["deployment"] =
+      Deployment(c, details, status, spent, estimate, evaluate, total);
+  return j;
+}
+
+json Simulation::Deployment(const Campaigns& c, const json& details,
+                            const v1::CuratorStatus& status,
+                            const json& spent,
+                            const v1::StageResult& estimate,
+                            const v1::StageResult& evaluate,
+                            double total) const {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  const std::vector<v1::Campaign>& campaigns = c.all;
+  const std::optional<v1::Campaign>& graph_campaign = c.graph;
   uint64_t reports = 0, refusals = 0, rejected = 0;
   json jc = json::array();
   for (const v1::Campaign& c : campaigns) {
@@ -989,8 +1070,7 @@ absl::Status Simulation::Run() {
   d["report_bytes"] = status.report_bytes_received();
   d["report_bytes_per_report"] =
       reports ? double(status.report_bytes_received()) / reports : 0.0;
-  d["epsilon_spent_per_node"] = {
-      {"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
+  d["epsilon_spent_per_node"] = spent;
   if (!o_.attach) {  // ldpctl run cannot see another machine's processes
     uint64_t agents_max = 0, agents_total = 0;
     for (const auto& a : agents_) {
@@ -1031,10 +1111,7 @@ absl::Status Simulation::Run() {
     d["work_dir"] = work_;
   }
   if (o_.attach) d["curator"] = admin_->address;
-  j["deployment"] = d;
-  Report(j);
-  if (o_.keep_running) return ServeUntilInterrupted();
-  return absl::OkStatus();
+  return d;
 }
 
 void Simulation::Report(const json& j) {
