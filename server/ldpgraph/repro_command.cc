@@ -302,31 +302,27 @@ Example:
 )";
 }
 
-int RunRepro(const std::vector<std::string>& args, std::ostream& out,
-             std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << ReproHelp();
-    return kExitOk;
-  }
-  auto parsed = ParseReproOptions(args);
-  if (!parsed.ok()) return UsageError("repro", parsed.status(), err);
-  const ReproOptions& o = *parsed;
-  auto dataset = LoadDataset(o.dataset);
-  if (!dataset.ok()) {
-    err << "ldpgraph repro: " << dataset.status().message() << "\n";
-    return kExitRuntimeError;
-  }
-  err << kSeededWarning << "\n";
-  const Method method = o.paper;
-  const std::string& name = dataset->meta.name;
-  nlohmann::json cells = nlohmann::json::array();
-  const auto start = std::chrono::steady_clock::now();
-  // Rows: mechanism (privge) or label budget (lpgnn); columns: eps.
-  struct Row {
-    std::string label;
-    std::vector<std::string> cells;
-  };
+// One row of the table: mechanism (privge, dpne) or label budget (lpgnn);
+// one cell per feature budget.
+struct Row {
+  std::string label;
+  std::vector<std::string> cells;
+};
+
+// Every cell of the grid, measured: the rows as the table prints them and
+// the cells as --format json lists them.
+struct ReproTable {
   std::vector<Row> rows;
+  nlohmann::json cells = nlohmann::json::array();
+};
+
+// Runs `ldpgraph eval` for each cell of o's grid on dataset, with progress
+// on err. The first cell that fails stops the grid with its status.
+absl::StatusOr<ReproTable> MeasureCells(const ReproOptions& o,
+                                        const Dataset& dataset,
+                                        std::ostream& err) {
+  const Method method = o.paper;
+  const std::string& name = dataset.meta.name;
   const bool lpgnn = method == v1::PIPELINE_METHOD_LPGNN;
   const std::vector<std::string> row_keys = [&] {
     std::vector<std::string> keys;
@@ -337,6 +333,7 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
     }
     return keys;
   }();
+  ReproTable table;
   const size_t total_cells = row_keys.size() * o.epsilons.size();
   size_t done = 0;
   for (size_t ri = 0; ri < row_keys.size(); ++ri) {
@@ -368,11 +365,8 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
         row.cells.push_back("(as above)");
         continue;
       }
-      auto r = EvaluateRuns(*dataset, c, o.runs, o.seed, nullptr);
-      if (!r.ok()) {
-        err << "ldpgraph repro: " << r.status().message() << "\n";
-        return kExitRuntimeError;
-      }
+      auto r = EvaluateRuns(dataset, c, o.runs, o.seed, nullptr);
+      if (!r.ok()) return r.status();
       const auto paper = PaperValue(pipeline::MethodName(o.paper), name, o.task,
                                     mechanism, eps, label_eps);
       nlohmann::json cell = {{"mechanism", mechanism},
@@ -387,29 +381,24 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
                              {"seconds", (*r)["seconds"]},
                              {"paper", paper ? nlohmann::json(*paper / 100)
                                              : nlohmann::json(nullptr)}};
-      cells.push_back(cell);
+      table.cells.push_back(cell);
       std::string text = absl::StrFormat(
           "%.1f±%.1f", 100 * (*r)["mean"].get<double>(),
           100 * (*r)["std"].get<double>());
       if (paper) absl::StrAppend(&text, absl::StrFormat(" [%.1f]", *paper));
       row.cells.push_back(text);
     }
-    rows.push_back(row);
+    table.rows.push_back(row);
   }
-  const std::string metric =
-      o.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
-  if (o.json) {
-    nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
-                        {"dataset", name},
-                        {"task", pipeline::TaskName(o.task)},
-                        {"metric", metric},
-                        {"runs", o.runs},
-                        {"seed", o.seed},
-                        {"cells", cells},
-                        {"seconds", SecondsSince(start)}};
-    out << j.dump() << "\n";
-    return kExitOk;
-  }
+  return table;
+}
+
+// The table of o's grid: a title, a header of budgets, one line per row.
+void PrintTable(const ReproOptions& o, const std::string& name,
+                const std::string& metric, const std::vector<Row>& rows,
+                std::ostream& out) {
+  const Method method = o.paper;
+  const bool lpgnn = method == v1::PIPELINE_METHOD_LPGNN;
   out << absl::StrFormat(
       "%s %s on %s: test %s in %%, mean±std of %d runs [paper's value]\n",
       method == v1::PIPELINE_METHOD_PRIVGE ? "PrivGE"
@@ -437,6 +426,45 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
     for (const auto& c : r.cells) out << absl::StrFormat("%-*s", width, c);
     out << "\n";
   }
+}
+
+int RunRepro(const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err) {
+  if (WantsHelp(args)) {
+    out << ReproHelp();
+    return kExitOk;
+  }
+  auto parsed = ParseReproOptions(args);
+  if (!parsed.ok()) return UsageError("repro", parsed.status(), err);
+  const ReproOptions& o = *parsed;
+  auto dataset = LoadDataset(o.dataset);
+  if (!dataset.ok()) {
+    err << "ldpgraph repro: " << dataset.status().message() << "\n";
+    return kExitRuntimeError;
+  }
+  err << kSeededWarning << "\n";
+  const std::string& name = dataset->meta.name;
+  const auto start = std::chrono::steady_clock::now();
+  auto table = MeasureCells(o, *dataset, err);
+  if (!table.ok()) {
+    err << "ldpgraph repro: " << table.status().message() << "\n";
+    return kExitRuntimeError;
+  }
+  const std::string metric =
+      o.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
+  if (o.json) {
+    nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
+                        {"dataset", name},
+                        {"task", pipeline::TaskName(o.task)},
+                        {"metric", metric},
+                        {"runs", o.runs},
+                        {"seed", o.seed},
+                        {"cells", table->cells},
+                        {"seconds", SecondsSince(start)}};
+    out << j.dump() << "\n";
+    return kExitOk;
+  }
+  PrintTable(o, name, metric, table->rows, out);
   out << absl::StrFormat("(%.0f s)\n", SecondsSince(start));
   return kExitOk;
 }
