@@ -497,8 +497,8 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
   return j;
 }
 
-std::string EvalHelp() {
-  return R"(ldpgraph eval: train and evaluate on perturbed data, R runs, mean and spread
+// eval --help, part by part: the usage, the pipeline and privacy flags;
+constexpr char kEvalHelpPipeline[] = R"(ldpgraph eval: train and evaluate on perturbed data, R runs, mean and spread
 
 Usage: ldpgraph eval --dataset DIR [flags]
 
@@ -549,7 +549,9 @@ Privacy:
                          while tuning. Costs one training per pair.
   --secure               draw the privacy noise from OpenSSL (default: the
                          seeded generator: reproducible, NOT private)
-Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
+)";
+// the central-DP release flags;
+constexpr char kEvalHelpRelease[] = R"(Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
   --epsilon E            the release's budget (default 1)
   --delta D              se-privgemb's delta (default 1e-5)
   --dim D                embedding dimension (se-privgemb 128, dpne 100)
@@ -572,7 +574,9 @@ Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
   --sweeps N --lambda L --mu M --sensitivity S   dpne: ALS sweeps (10),
                          weights of ||W||^2 (10; the paper's 0.001) and
                          ||H||^2 (0.001), Delta (sqrt 2, the paper's)
-Propagation:
+)";
+// propagation;
+constexpr char kEvalHelpPropagation[] = R"(Propagation:
   --scale S              symmetric ([-1,1], privge default), unit ([0,1],
                          lpgnn default and with --mechanism none) or none
                          (meta.json's feature_range)
@@ -590,7 +594,9 @@ Propagation:
   --kprop-norm N         lpgnn: symmetric (default, D^-1/2 A D^-1/2 as
                          LPGNN's code) or mean (D^-1 A, as its paper writes)
   --feature-self-loops   include a node in its own KProp aggregation
-Model:
+)";
+// the model and its training;
+constexpr char kEvalHelpModel[] = R"(Model:
   --model M              node: mlp (privge), gcn, sage (lpgnn default);
                          link: lr (logistic regression; default) or mlp
   --hidden H --layers L --activation relu|selu
@@ -611,7 +617,9 @@ Model:
   --batch-lr LR          Adam's learning rate with mini-batches (default
                          0.001; --lr is the full batch's)
   --split S              node: random (50/25/25; default) or planetoid
-Runs and output:
+)";
+// runs, output and examples.
+constexpr char kEvalHelpRuns[] = R"(Runs and output:
   --runs R               runs (default 5)
   --seed S               base seed (default 1)
   --threads N            threads for the parallel stages (propagation);
@@ -632,6 +640,10 @@ Examples:
   ldpgraph eval --dataset ../shared/datasets/cora --method se-privgemb \
       --task link --epsilon 2 --runs 3
 )";
+
+std::string EvalHelp() {
+  return absl::StrCat(kEvalHelpPipeline, kEvalHelpRelease, kEvalHelpPropagation,
+                      kEvalHelpModel, kEvalHelpRuns);
 }
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,
