@@ -668,6 +668,37 @@ TEST_F(CuratorTest, StagesAssembleTheGraphOfAnEdgesCampaign) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// Evaluate names the field a request leaves unspecified, and takes only the
+// feature pipelines' methods; both are checked before the input is looked up.
+TEST_F(CuratorTest, EvaluateRejectsUnspecifiedTaskAndMethod) {
+  Dataset data;
+  data.meta.nodes = kNodes;
+  auto empty = Graph::FromEdges(kNodes, {});
+  ASSERT_TRUE(empty.ok());
+  data.graph = *std::move(empty);
+  Stages stages(curator_.get(), &data, dir_.path(), /*private_edges=*/false);
+  v1::EvaluateRequest q;
+  q.set_input("r1");
+  q.set_pipeline_task(v1::PIPELINE_TASK_NODE);
+  auto no_method = stages.Evaluate(q);
+  EXPECT_EQ(no_method.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_method.status().message(),
+            "pipeline_method is unspecified; it must be one of privge, lpgnn");
+  q.set_pipeline_method(v1::PIPELINE_METHOD_DPNE);
+  auto release = stages.Evaluate(q);
+  EXPECT_EQ(release.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(release.status().message(),
+            "pipeline_method must be one of privge, lpgnn, got 'dpne'");
+  q.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
+  q.clear_pipeline_task();
+  auto no_task = stages.Evaluate(q);
+  EXPECT_EQ(no_task.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_task.status().message(),
+            "pipeline_task is unspecified; it must be one of node, link");
+  q.set_pipeline_task(v1::PIPELINE_TASK_LINK);
+  EXPECT_EQ(stages.Evaluate(q).status().code(), absl::StatusCode::kNotFound);
+}
+
 // Central-DP releases: each is charged to its graph's ledger, which
 // composes them, refuses what would pass the cap (and discards a release
 // found over it after training), and survives a restart.
@@ -686,7 +717,7 @@ TEST_F(CuratorTest, ReleasesAreChargedToTheirGraphsLedger) {
   auto stages = std::make_unique<Stages>(curator_.get(), &data, dir_.path(),
                                          false, budget);
   v1::ReleaseRequest dpne;
-  dpne.set_method("dpne");
+  dpne.set_pipeline_method(v1::PIPELINE_METHOD_DPNE);
   dpne.set_epsilon(1.0);
   dpne.set_dim(8);
   auto first = stages->Release(dpne);
@@ -702,7 +733,7 @@ TEST_F(CuratorTest, ReleasesAreChargedToTheirGraphsLedger) {
   EXPECT_EQ(m->rows, kNodes);
 
   v1::ReleaseRequest sg;
-  sg.set_method("se-privgemb");
+  sg.set_pipeline_method(v1::PIPELINE_METHOD_SE_PRIVGEMB);
   sg.set_epsilon(1.0);
   sg.set_dim(8);
   sg.set_batch_size(8);
@@ -735,9 +766,16 @@ TEST_F(CuratorTest, ReleasesAreChargedToTheirGraphsLedger) {
   EXPECT_EQ(stages->Ledger()->graphs(0).result_ids_size(), 2);
 
   v1::ReleaseRequest bad = dpne;
-  bad.set_method("deepwalk");
+  bad.set_pipeline_method(v1::PIPELINE_METHOD_PRIVGE);
   EXPECT_EQ(stages->Release(bad).status().code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(stages->Release(bad).status().message(),
+            "pipeline_method must be one of se-privgemb, dpne, got 'privge'");
+  bad.clear_pipeline_method();
+  EXPECT_EQ(stages->Release(bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(stages->Release(bad).status().message(),
+              HasSubstr("pipeline_method is unspecified"));
   bad = dpne;
   bad.set_noise_multiplier(3);
   EXPECT_EQ(stages->Release(bad).status().code(),

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <initializer_list>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +55,36 @@ absl::Status SyncFile(const std::string& path, const std::string& dir) {
     ::close(fd);
   }
   return absl::OkStatus();
+}
+
+// A request's pipeline_method, which must be one of `among`:
+// INVALID_ARGUMENT "pipeline_method is unspecified; ..." when unset, and
+// "pipeline_method must be one of <among>, got '<name>'" otherwise.
+absl::StatusOr<pipeline::Method> RequestMethod(
+    v1::PipelineMethod m, std::initializer_list<pipeline::Method> among) {
+  const auto& names = pipeline::kMethodNames;
+  if (m == v1::PIPELINE_METHOD_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pipeline_method is unspecified; it must be one of ",
+                     names.Choices(among)));
+  }
+  for (pipeline::Method allowed : among) {
+    if (m == allowed) return m;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("pipeline_method must be one of ", names.Choices(among),
+                   ", got '", names.Name(m), "'"));
+}
+
+// A request's pipeline_task: INVALID_ARGUMENT "pipeline_task is
+// unspecified; ..." when unset or not a task of the proto.
+absl::StatusOr<pipeline::Task> RequestTask(v1::PipelineTask t) {
+  const auto& names = pipeline::kTaskNames;
+  if (!names.Contains(t)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pipeline_task is unspecified; it must be one of ", names.Choices()));
+  }
+  return t;
 }
 
 }  // namespace
@@ -297,8 +328,8 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
   DenseMatrix z;
   const std::string method = q.method().empty() ? "ppr" : q.method();
   if (method == "ppr") {
-    PprOptions o = pipeline::DefaultConfig(pipeline::Method::kPrivGe,
-                                           pipeline::Task::kNode)
+    PprOptions o = pipeline::DefaultConfig(v1::PIPELINE_METHOD_PRIVGE,
+                                           v1::PIPELINE_TASK_NODE)
                        .ppr;
     if (q.alpha() > 0) o.alpha = q.alpha();
     if (q.r() > 0) o.r = q.r();
@@ -329,26 +360,13 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
 
 absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(
+      const pipeline::Method method,
+      RequestMethod(q.pipeline_method(),
+                    {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
+  ASSIGN_OR_RETURN(const pipeline::Task task, RequestTask(q.pipeline_task()));
   ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "evaluate"));
-  pipeline::Method method;
-  if (q.method().empty() || q.method() == "privge") {
-    method = pipeline::Method::kPrivGe;
-  } else if (q.method() == "lpgnn") {
-    method = pipeline::Method::kLpgnn;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "method must be privge or lpgnn, got '", q.method(), "'"));
-  }
-  pipeline::Task task;
-  if (q.task().empty() || q.task() == "node") {
-    task = pipeline::Task::kNode;
-  } else if (q.task() == "link") {
-    task = pipeline::Task::kLink;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("task must be node or link, got '", q.task(), "'"));
-  }
-  if (task == pipeline::Task::kNode && data_->meta.classes < 2) {
+  if (task == v1::PIPELINE_TASK_NODE && data_->meta.classes < 2) {
     return absl::FailedPreconditionError(
         "node classification needs the curator's labels (a dataset with "
         "classes)");
@@ -412,20 +430,9 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   details["label_campaign"] = q.label_campaign_id();
   details.update(graph_details);
   details["seed"] = q.seed();
-  details["metric"] = task == pipeline::Task::kNode ? "accuracy" : "roc_auc";
+  details["metric"] = task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
   details["value"] = run.metric;
-  details["micro_f1"] = run.micro_f1;
-  details["macro_f1"] = run.macro_f1;
-  details["epochs"] = run.training.epochs;
-  details["best_epoch"] = run.training.best_epoch;
-  details["validation"] = run.training.best_validation;
-  details["seconds_per_epoch"] = run.training.seconds_per_epoch;
-  details["propagate_seconds"] = run.propagate_seconds;
-  details["train_seconds"] = run.train_seconds;
-  if (run.label_agreement) {
-    details["label_agreement"] = *run.label_agreement;
-    details["label_agreement_raw"] = *run.label_agreement_raw;
-  }
+  details.update(pipeline::RunResultToJson(run));
   v1::StageResult r;
   r.set_stage("evaluate");
   r.set_input(q.input());
@@ -512,7 +519,13 @@ absl::StatusOr<v1::StageResult> Stages::Release(const v1::ReleaseRequest& q) {
   const auto t = std::chrono::steady_clock::now();
   absl::MutexLock lock(&release_mu_);
   embedding::ReleaseConfig c;
-  ASSIGN_OR_RETURN(c.method, embedding::ParseReleaseMethod(q.method()));
+  ASSIGN_OR_RETURN(
+      const pipeline::Method method,
+      RequestMethod(q.pipeline_method(), {v1::PIPELINE_METHOD_SE_PRIVGEMB,
+                                          v1::PIPELINE_METHOD_DPNE}));
+  c.method = method == v1::PIPELINE_METHOD_DPNE
+                 ? embedding::ReleaseMethod::kDpne
+                 : embedding::ReleaseMethod::kSePrivGemb;
   c.private_release = true;
   c.epsilon = q.epsilon();
   c.delta = release_budget_.delta;

@@ -84,8 +84,12 @@ class Stages {
   // reports.
   absl::StatusOr<v1::StageResult> Estimate(const v1::EstimateRequest& r);
   absl::StatusOr<v1::StageResult> Propagate(const v1::PropagateRequest& r);
+  // INVALID_ARGUMENT naming the field when pipeline_task or pipeline_method
+  // is unspecified, or the method is not privge or lpgnn; FAILED_PRECONDITION
+  // for the node task without the curator's labels.
   absl::StatusOr<v1::StageResult> Evaluate(const v1::EvaluateRequest& r);
-  // See the file comment. INVALID_ARGUMENT for a bad request,
+  // See the file comment. INVALID_ARGUMENT for a bad request (naming
+  // pipeline_method when it is unspecified or not se-privgemb or dpne),
   // RESOURCE_EXHAUSTED when the graph's ledger cannot afford it,
   // FAILED_PRECONDITION when SE-PrivGEmb cannot afford one step.
   absl::StatusOr<v1::StageResult> Release(const v1::ReleaseRequest& r)

@@ -7,26 +7,6 @@
 
 namespace ldpgraph::embedding {
 
-absl::StatusOr<Proximity> ParseProximity(absl::string_view name) {
-  if (name == "degree") return Proximity::kDegree;
-  if (name == "deepwalk") return Proximity::kDeepWalk;
-  if (name == "uniform") return Proximity::kUniform;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown proximity '", name, "' (choose degree, deepwalk or uniform)"));
-}
-
-absl::string_view ProximityName(Proximity p) {
-  switch (p) {
-    case Proximity::kDegree:
-      return "degree";
-    case Proximity::kDeepWalk:
-      return "deepwalk";
-    case Proximity::kUniform:
-      return "uniform";
-  }
-  return "unknown";
-}
-
 std::vector<double> ProximityMass(const Graph& g, Proximity p) {
   const size_t n = g.num_nodes();
   std::vector<double> mass(n, 1.0);

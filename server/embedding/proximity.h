@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
+#include "common/names.h"
 
 namespace ldpgraph::embedding {
 
@@ -21,9 +22,19 @@ enum class Proximity {
   kUniform,   // s(j) = 1: independent of the graph
 };
 
-// "degree", "deepwalk", "uniform"; INVALID_ARGUMENT naming the choices.
-absl::StatusOr<Proximity> ParseProximity(absl::string_view name);
-absl::string_view ProximityName(Proximity p);
+// The names "degree", "deepwalk" and "uniform" (--proximity); Parse fails
+// with INVALID_ARGUMENT "proximity must be one of degree, deepwalk,
+// uniform, got '<name>'".
+inline constexpr auto kProximityNames = MakeNameTable<Proximity>(
+    "proximity", {{Proximity::kDegree, "degree"},
+                  {Proximity::kDeepWalk, "deepwalk"},
+                  {Proximity::kUniform, "uniform"}});
+inline absl::StatusOr<Proximity> ParseProximity(absl::string_view name) {
+  return kProximityNames.Parse(name);
+}
+inline absl::string_view ProximityName(Proximity p) {
+  return kProximityNames.Name(p);
+}
 
 // The proximity mass of every node, s(j) = sum_i S(i, j): the negative
 // sampling weights of SE-PrivGEmb (paper 001, Theorem 3). O(n + m) time and

@@ -8,17 +8,6 @@
 
 namespace ldpgraph::embedding {
 
-absl::StatusOr<ReleaseMethod> ParseReleaseMethod(absl::string_view name) {
-  if (name == "se-privgemb") return ReleaseMethod::kSePrivGemb;
-  if (name == "dpne") return ReleaseMethod::kDpne;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown release method '", name, "' (choose se-privgemb or dpne)"));
-}
-
-absl::string_view ReleaseMethodName(ReleaseMethod m) {
-  return m == ReleaseMethod::kSePrivGemb ? "se-privgemb" : "dpne";
-}
-
 namespace {
 
 SePrivGEmbConfig SeConfig(const ReleaseConfig& c) {

@@ -22,6 +22,7 @@
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
+#include "common/names.h"
 #include "common/random.h"
 #include "server/embedding/dpne.h"
 #include "server/embedding/se_privgemb.h"
@@ -30,9 +31,18 @@ namespace ldpgraph::embedding {
 
 enum class ReleaseMethod { kSePrivGemb, kDpne };
 
-// "se-privgemb", "dpne"; INVALID_ARGUMENT naming the choices.
-absl::StatusOr<ReleaseMethod> ParseReleaseMethod(absl::string_view name);
-absl::string_view ReleaseMethodName(ReleaseMethod m);
+// The names "se-privgemb" and "dpne"; Parse fails with INVALID_ARGUMENT
+// "release method must be one of se-privgemb, dpne, got '<name>'".
+inline constexpr auto kReleaseMethodNames = MakeNameTable<ReleaseMethod>(
+    "release method",
+    {{ReleaseMethod::kSePrivGemb, "se-privgemb"},
+     {ReleaseMethod::kDpne, "dpne"}});
+inline absl::StatusOr<ReleaseMethod> ParseReleaseMethod(absl::string_view name) {
+  return kReleaseMethodNames.Parse(name);
+}
+inline absl::string_view ReleaseMethodName(ReleaseMethod m) {
+  return kReleaseMethodNames.Name(m);
+}
 
 struct ReleaseConfig {
   ReleaseMethod method = ReleaseMethod::kSePrivGemb;

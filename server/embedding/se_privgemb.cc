@@ -324,17 +324,6 @@ void RowSparseAdam::Step(DenseMatrix& param, const DenseMatrix& grad,
 
 }  // namespace internal
 
-absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name) {
-  if (name == "sgd") return Optimizer::kSgd;
-  if (name == "adam") return Optimizer::kAdam;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown optimizer '", name, "' (choose sgd or adam)"));
-}
-
-absl::string_view OptimizerName(Optimizer o) {
-  return o == Optimizer::kSgd ? "sgd" : "adam";
-}
-
 namespace {
 
 using internal::BatchGradient;

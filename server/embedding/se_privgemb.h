@@ -52,6 +52,7 @@
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
+#include "common/names.h"
 #include "common/random.h"
 #include "server/embedding/proximity.h"
 
@@ -72,9 +73,16 @@ enum class NoisedRows { kTouched, kAll };
 //    (internal::RowSparseAdam, se_privgemb_step.h).
 enum class Optimizer { kSgd, kAdam };
 
-// "sgd", "adam"; INVALID_ARGUMENT naming the choices.
-absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name);
-absl::string_view OptimizerName(Optimizer o);
+// The names "sgd" and "adam" (--release-optimizer); Parse fails with
+// INVALID_ARGUMENT "optimizer must be one of sgd, adam, got '<name>'".
+inline constexpr auto kOptimizerNames = MakeNameTable<Optimizer>(
+    "optimizer", {{Optimizer::kSgd, "sgd"}, {Optimizer::kAdam, "adam"}});
+inline absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name) {
+  return kOptimizerNames.Parse(name);
+}
+inline absl::string_view OptimizerName(Optimizer o) {
+  return kOptimizerNames.Name(o);
+}
 
 struct SePrivGEmbConfig {
   int dim = 128;

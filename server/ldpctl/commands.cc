@@ -34,6 +34,7 @@
 #include "server/ldpctl/connection.h"
 #include "server/ldpctl/dev_tls.h"
 #include "server/ldpctl/simulate.h"
+#include "server/pipeline/pipeline.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
@@ -750,16 +751,33 @@ absl::StatusOr<v1::StageResult> Estimate(const Connection& c,
   return out;
 }
 
-absl::StatusOr<v1::StageResult> Evaluate(const CliArgs& a, const Connection& c,
-                                         const std::string& input) {
+// The request of `pipeline evaluate` (and run) on input, from the flags
+// alone: INVALID_ARGUMENT for a --task or --method it does not take.
+absl::StatusOr<v1::EvaluateRequest> EvaluateRequestFromFlags(
+    const CliArgs& a, const std::string& input) {
   v1::EvaluateRequest req;
   req.set_input(input);
-  req.set_task(a.Get("task").value_or("node"));
-  req.set_method(a.Get("method").value_or("privge"));
+  ASSIGN_OR_RETURN(
+      const pipeline::Task task,
+      pipeline::kTaskNames.Parse(a.Get("task").value_or("node"), "--task"));
+  ASSIGN_OR_RETURN(
+      const pipeline::Method method,
+      pipeline::kMethodNames.Parse(
+          a.Get("method").value_or("privge"), "--method",
+          {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
+  req.set_pipeline_task(task);
+  req.set_pipeline_method(method);
   req.set_label_campaign_id(a.Get("labels").value_or(""));
   req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
   req.set_seed(seed.value_or(1));
+  return req;
+}
+
+absl::StatusOr<v1::StageResult> Evaluate(const CliArgs& a, const Connection& c,
+                                         const std::string& input) {
+  ASSIGN_OR_RETURN(const v1::EvaluateRequest req,
+                   EvaluateRequestFromFlags(a, input));
   grpc::ClientContext ctx;
   c.Prepare(&ctx);
   v1::StageResult out;
@@ -830,7 +848,12 @@ absl::StatusOr<v1::ReleaseRequest> ReleaseRequestFromFlags(const CliArgs& a) {
   ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
   if (!eps) return absl::InvalidArgumentError("release create needs --epsilon");
   v1::ReleaseRequest req;
-  req.set_method(*a.Get("method"));
+  ASSIGN_OR_RETURN(
+      const pipeline::Method method,
+      pipeline::kMethodNames.Parse(
+          *a.Get("method"), "--method",
+          {v1::PIPELINE_METHOD_SE_PRIVGEMB, v1::PIPELINE_METHOD_DPNE}));
+  req.set_pipeline_method(method);
   req.set_epsilon(*eps);
   req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
@@ -874,8 +897,8 @@ absl::Status Release(const std::string& sub, const CliArgs& a,
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(v1::ReleaseRequest req, ReleaseRequestFromFlags(a));
-  o.err << "ldpctl: release " << req.method() << " at epsilon "
-        << req.epsilon() << " ..." << std::endl;
+  o.err << "ldpctl: release " << pipeline::MethodName(req.pipeline_method())
+        << " at epsilon " << req.epsilon() << " ..." << std::endl;
   grpc::ClientContext ctx;
   c.Prepare(&ctx);
   v1::StageResult out;
@@ -1035,6 +1058,9 @@ absl::Status RunAdmin(const std::string& command, const std::string& sub,
           "release: unknown subcommand '", sub, "' (create, ledger)"));
     }
     if (sub == "create") RETURN_IF_ERROR(ReleaseRequestFromFlags(a).status());
+  }
+  if (command == "pipeline" && (sub == "run" || sub == "evaluate")) {
+    RETURN_IF_ERROR(EvaluateRequestFromFlags(a, id).status());
   }
   ASSIGN_OR_RETURN(ConnectionSettings settings, ResolveConnection(a));
   const Connection c = Connect(settings);

@@ -209,8 +209,8 @@ struct Options {
   ConnectionSettings connection;
   std::string dataset_dir;  // empty: generate
   size_t generated_nodes = 3000;
-  pipeline::Method method = pipeline::Method::kPrivGe;
-  pipeline::Task task = pipeline::Task::kNode;
+  pipeline::Method method = v1::PIPELINE_METHOD_PRIVGE;
+  pipeline::Task task = v1::PIPELINE_TASK_NODE;
   std::string mechanism;  // empty: the method's
   double epsilon = 1.0;
   std::optional<int> sampled;
@@ -232,70 +232,9 @@ struct Options {
   bool json = false;
 };
 
-absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
-                                     const std::string& self_path, bool attach) {
-  std::set<std::string> values = {"dataset", "method", "task", "mechanism",
-                                  "epsilon", "sampled", "label-epsilon", "seed",
-                                  "timeout", "format", "edges", "edge-epsilon",
-                                  "round-timeout-ms"};
-  std::set<std::string> flags = {"json"};
-  if (attach) {
-    for (const char* f : kConnectionValueFlags) values.insert(f);
-    flags.insert("insecure");
-  } else {
-    values.insert(
-        {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads"});
-    flags.insert({"keep", "keep-running"});
-  }
-  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
-  Options o;
-  o.attach = attach;
-  if (attach) {
-    ASSIGN_OR_RETURN(o.connection, ResolveConnection(a));
-    if (!a.Has("dataset")) {
-      return absl::InvalidArgumentError(
-          "--dataset DIR is required: the deployment's dataset folder, whose "
-          "meta.json gives the feature count, classes and public range");
-    }
-  }
-  o.dataset_dir = a.Get("dataset").value_or("");
-  ASSIGN_OR_RETURN(auto nodes, a.GetUint("nodes"));
-  if (nodes) {
-    if (!o.dataset_dir.empty()) {
-      return absl::InvalidArgumentError(
-          "--nodes sizes the generated dataset; it does not apply to --dataset");
-    }
-    o.generated_nodes = *nodes;
-  }
-  const std::string method = a.Get("method").value_or("privge");
-  if (method == "privge") {
-    o.method = pipeline::Method::kPrivGe;
-  } else if (method == "lpgnn") {
-    o.method = pipeline::Method::kLpgnn;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--method must be privge or lpgnn, got '", method, "'"));
-  }
-  const std::string task = a.Get("task").value_or("node");
-  if (task == "node") {
-    o.task = pipeline::Task::kNode;
-  } else if (task == "link") {
-    o.task = pipeline::Task::kLink;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--task must be node or link, got '", task, "'"));
-  }
-  o.mechanism = a.Get("mechanism").value_or("");
-  if (o.mechanism == "none") {
-    return absl::InvalidArgumentError(
-        "--mechanism none would send raw features: an LDP deployment never "
-        "does (ldpgraph eval --mechanism none gives the non-private baseline)");
-  }
-  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
-  if (eps) o.epsilon = *eps;
-  ASSIGN_OR_RETURN(auto sampled, a.GetInt("sampled"));
-  if (sampled) o.sampled = static_cast<int>(*sampled);
-  ASSIGN_OR_RETURN(o.label_epsilon, a.GetDouble("label-epsilon"));
+// --edges and the edge mechanism's --edge-epsilon and --round-timeout-ms.
+absl::Status ParseEdgeFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
   o.edges = a.Get("edges").value_or("none");
   if (o.edges != "none" && o.edges != "rr" && o.edges != "ns1" &&
       o.edges != "ns2") {
@@ -318,7 +257,14 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     }
     o.round_timeout_ms = static_cast<uint32_t>(*round_timeout);
   }
-  ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
+  return absl::OkStatus();
+}
+
+// The deployment's processes and output: --hosts, --cap, --sync, --threads,
+// --timeout, --bin-dir, --work-dir, --keep, --keep-running, --format.
+absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
+                               Options* options) {
+  Options& o = *options;
   ASSIGN_OR_RETURN(auto hosts, a.GetInt("hosts"));
   if (hosts) {
     if (*hosts < 1 || *hosts > 256) {
@@ -365,6 +311,67 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
         absl::StrCat("--format must be table or json, got '", format, "'"));
   }
   o.json = format == "json";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
+                                     const std::string& self_path, bool attach) {
+  std::set<std::string> values = {"dataset", "method", "task", "mechanism",
+                                  "epsilon", "sampled", "label-epsilon", "seed",
+                                  "timeout", "format", "edges", "edge-epsilon",
+                                  "round-timeout-ms"};
+  std::set<std::string> flags = {"json"};
+  if (attach) {
+    for (const char* f : kConnectionValueFlags) values.insert(f);
+    flags.insert("insecure");
+  } else {
+    values.insert(
+        {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads"});
+    flags.insert({"keep", "keep-running"});
+  }
+  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
+  Options o;
+  o.attach = attach;
+  if (attach) {
+    ASSIGN_OR_RETURN(o.connection, ResolveConnection(a));
+    if (!a.Has("dataset")) {
+      return absl::InvalidArgumentError(
+          "--dataset DIR is required: the deployment's dataset folder, whose "
+          "meta.json gives the feature count, classes and public range");
+    }
+  }
+  o.dataset_dir = a.Get("dataset").value_or("");
+  ASSIGN_OR_RETURN(auto nodes, a.GetUint("nodes"));
+  if (nodes) {
+    if (!o.dataset_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--nodes sizes the generated dataset; it does not apply to --dataset");
+    }
+    o.generated_nodes = *nodes;
+  }
+  if (auto m = a.Get("method")) {
+    ASSIGN_OR_RETURN(
+        o.method, pipeline::kMethodNames.Parse(
+                      *m, "--method",
+                      {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
+  }
+  if (auto t = a.Get("task")) {
+    ASSIGN_OR_RETURN(o.task, pipeline::kTaskNames.Parse(*t, "--task"));
+  }
+  o.mechanism = a.Get("mechanism").value_or("");
+  if (o.mechanism == "none") {
+    return absl::InvalidArgumentError(
+        "--mechanism none would send raw features: an LDP deployment never "
+        "does (ldpgraph eval --mechanism none gives the non-private baseline)");
+  }
+  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
+  if (eps) o.epsilon = *eps;
+  ASSIGN_OR_RETURN(auto sampled, a.GetInt("sampled"));
+  if (sampled) o.sampled = static_cast<int>(*sampled);
+  ASSIGN_OR_RETURN(o.label_epsilon, a.GetDouble("label-epsilon"));
+  RETURN_IF_ERROR(ParseEdgeFlags(a, &o));
+  ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
+  RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
   return o;
 }
 
@@ -431,6 +438,34 @@ class Simulation {
   void Report(const json& j);
   absl::Status ServeUntilInterrupted();
 
+  // What the run's campaigns collected: every campaign in the order it ran,
+  // and those the stages read.
+  struct Campaigns {
+    std::vector<v1::Campaign> all;
+    v1::Campaign features;
+    std::optional<v1::Campaign> graph;  // the edges campaign, if any
+    std::string label_campaign;         // empty: the curator's labels
+  };
+  // Collects the graph (with --edges), the features, and the labels (with
+  // a label budget), each campaign to quorum.
+  absl::StatusOr<Campaigns> CollectAll();
+  // The curator's estimate and evaluate stages on what was collected.
+  absl::Status Train(const Campaigns& c, v1::StageResult* estimate,
+                     v1::StageResult* evaluate);
+  // The ledger's spending per node ({min, mean, max}), and the curator's
+  // status into *status.
+  absl::StatusOr<json> Spending(v1::CuratorStatus* status);
+  // The results as `ldpgraph eval --format json` prints them, with the
+  // deployment's figures under "deployment".
+  absl::StatusOr<json> Results(const Campaigns& c,
+                               const v1::StageResult& estimate,
+                               const v1::StageResult& evaluate,
+                               std::chrono::steady_clock::time_point t0);
+  json Deployment(const Campaigns& c, const json& details,
+                  const v1::CuratorStatus& status, const json& spent,
+                  const v1::StageResult& estimate,
+                  const v1::StageResult& evaluate, double total) const;
+
   Options o_;
   std::ostream& out_;
   std::ostream& err_;
@@ -472,7 +507,7 @@ absl::Status Simulation::Check() {
 }
 
 absl::Status Simulation::Configure() {
-  if (o_.task == pipeline::Task::kNode && data_.meta.classes < 2) {
+  if (o_.task == v1::PIPELINE_TASK_NODE && data_.meta.classes < 2) {
     return absl::InvalidArgumentError(
         "node classification needs a dataset with labels (classes >= 2)");
   }
@@ -817,6 +852,16 @@ absl::Status Simulation::Run() {
   if (!o_.attach) RETURN_IF_ERROR(StartAgents());
   RETURN_IF_ERROR(WaitEnrolled());
 
+  ASSIGN_OR_RETURN(const Campaigns campaigns, CollectAll());
+  v1::StageResult estimate, evaluate;
+  RETURN_IF_ERROR(Train(campaigns, &estimate, &evaluate));
+  ASSIGN_OR_RETURN(const json j, Results(campaigns, estimate, evaluate, t0));
+  Report(j);
+  if (o_.keep_running) return ServeUntilInterrupted();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Simulation::Campaigns> Simulation::CollectAll() {
   const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   v1::CreateCampaignRequest features;
   features.set_name(absl::StrCat("simulate: features, ", config_.mechanism));
@@ -881,30 +926,33 @@ absl::Status Simulation::Run() {
     label_campaign = lc.id();
     campaigns.push_back(lc);
   }
+  return Campaigns{std::move(campaigns), std::move(fc), std::move(graph_campaign),
+                   std::move(label_campaign)};
+}
 
-  v1::StageResult estimate, evaluate;
+absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
+                               v1::StageResult* evaluate) {
   RETURN_IF_ERROR(Stage("estimate", [&](grpc::ClientContext* ctx) {
                     v1::EstimateRequest req;
-                    req.set_campaign_id(fc.id());
-                    return admin_->stub->Estimate(ctx, req, &estimate);
+                    req.set_campaign_id(c.features.id());
+                    return admin_->stub->Estimate(ctx, req, estimate);
                   }));
-  const uint64_t eval_seed = o_.seed.value_or(1);
-  RETURN_IF_ERROR(Stage("evaluate", [&](grpc::ClientContext* ctx) {
-                    v1::EvaluateRequest req;
-                    req.set_input(estimate.id());
-                    req.set_task(std::string(pipeline::TaskName(o_.task)));
-                    req.set_method(std::string(pipeline::MethodName(o_.method)));
-                    req.set_label_campaign_id(label_campaign);
-                    if (graph_campaign) {
-                      req.set_graph_campaign_id(graph_campaign->id());
-                    }
-                    req.set_seed(eval_seed);
-                    return admin_->stub->Evaluate(ctx, req, &evaluate);
-                  }));
+  return Stage("evaluate", [&](grpc::ClientContext* ctx) {
+    v1::EvaluateRequest req;
+    req.set_input(estimate->id());
+    req.set_pipeline_task(o_.task);
+    req.set_pipeline_method(o_.method);
+    req.set_label_campaign_id(c.label_campaign);
+    if (c.graph) req.set_graph_campaign_id(c.graph->id());
+    req.set_seed(o_.seed.value_or(1));
+    return admin_->stub->Evaluate(ctx, req, evaluate);
+  });
+}
 
+absl::StatusOr<json> Simulation::Spending(v1::CuratorStatus* status) {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   // What the ledger and the curator's counters say.
   v1::GetBudgetsResponse budgets;
-  v1::CuratorStatus status;
   {
     grpc::ClientContext ctx;
     admin_->Prepare(&ctx);
@@ -914,7 +962,7 @@ absl::Status Simulation::Run() {
     grpc::ClientContext ctx2;
     admin_->Prepare(&ctx2);
     RETURN_IF_ERROR(FromGrpc(
-        admin_->stub->GetStatus(&ctx2, v1::GetStatusRequest(), &status),
+        admin_->stub->GetStatus(&ctx2, v1::GetStatusRequest(), status),
         admin_->address));
   }
   double lo = 0, hi = 0, sum = 0;
@@ -926,10 +974,19 @@ absl::Status Simulation::Run() {
   }
   // Nodes the ledger does not list spent nothing.
   if (static_cast<uint32_t>(budgets.budgets_size()) < n) lo = 0;
+  return json{{"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
+}
 
+absl::StatusOr<json> Simulation::Results(
+    const Campaigns& c, const v1::StageResult& estimate,
+    const v1::StageResult& evaluate,
+    std::chrono::steady_clock::time_point t0) {
+  v1::CuratorStatus status;
+  ASSIGN_OR_RETURN(const json spent, Spending(&status));
+  const uint64_t eval_seed = o_.seed.value_or(1);
   json details = json::parse(evaluate.details_json(), nullptr, false);
   if (details.is_discarded()) details = json::object();
-  const bool node = o_.task == pipeline::Task::kNode;
+  const bool node = o_.task == v1::PIPELINE_TASK_NODE;
   json run = {{"run", 0},
               {"metric", evaluate.metric()},
               {"epochs", details.value("epochs", 0)},
@@ -947,7 +1004,8 @@ absl::Status Simulation::Run() {
     run["label_agreement_raw"] = details.value("label_agreement_raw", 0.0);
   }
   const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   json j;
   j["task"] = pipeline::TaskName(o_.task);
   j["metric"] = node ? "accuracy" : "roc_auc";
@@ -961,6 +1019,20 @@ absl::Status Simulation::Run() {
   j["parameters"] = pipeline::ConfigToJson(config_);
   j["noise_source"] = o_.seed ? "seeded-not-private" : "secure";
   j["per_run"] = json::array({run});
+  j["deployment"] =
+      Deployment(c, details, status, spent, estimate, evaluate, total);
+  return j;
+}
+
+json Simulation::Deployment(const Campaigns& c, const json& details,
+                            const v1::CuratorStatus& status,
+                            const json& spent,
+                            const v1::StageResult& estimate,
+                            const v1::StageResult& evaluate,
+                            double total) const {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  const std::vector<v1::Campaign>& campaigns = c.all;
+  const std::optional<v1::Campaign>& graph_campaign = c.graph;
   uint64_t reports = 0, refusals = 0, rejected = 0;
   json jc = json::array();
   for (const v1::Campaign& c : campaigns) {
@@ -998,8 +1070,7 @@ absl::Status Simulation::Run() {
   d["report_bytes"] = status.report_bytes_received();
   d["report_bytes_per_report"] =
       reports ? double(status.report_bytes_received()) / reports : 0.0;
-  d["epsilon_spent_per_node"] = {
-      {"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
+  d["epsilon_spent_per_node"] = spent;
   if (!o_.attach) {  // ldpctl run cannot see another machine's processes
     uint64_t agents_max = 0, agents_total = 0;
     for (const auto& a : agents_) {
@@ -1040,10 +1111,7 @@ absl::Status Simulation::Run() {
     d["work_dir"] = work_;
   }
   if (o_.attach) d["curator"] = admin_->address;
-  j["deployment"] = d;
-  Report(j);
-  if (o_.keep_running) return ServeUntilInterrupted();
-  return absl::OkStatus();
+  return d;
 }
 
 void Simulation::Report(const json& j) {
@@ -1052,11 +1120,13 @@ void Simulation::Report(const json& j) {
     return;
   }
   const json& d = j["deployment"];
-  const bool lpgnn = o_.method == pipeline::Method::kLpgnn;
-  std::string pipeline_text = absl::StrCat(
-      lpgnn ? "LPGNN" : "PrivGE", ", ",
-      o_.task == pipeline::Task::kNode ? "node classification" : "link prediction",
-      ", ", config_.mechanism, " epsilon_x ", absl::StrFormat("%g", config_.epsilon));
+  const bool lpgnn = o_.method == v1::PIPELINE_METHOD_LPGNN;
+  std::string pipeline_text =
+      absl::StrCat(lpgnn ? "LPGNN" : "PrivGE", ", ",
+                   o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
+                                                     : "link prediction",
+                   ", ", config_.mechanism, " epsilon_x ",
+                   absl::StrFormat("%g", config_.epsilon));
   if (config_.label_epsilon) {
     absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
                     absl::StrFormat("%g", *config_.label_epsilon));

@@ -111,16 +111,6 @@ json SummaryJson(const std::vector<double>& values) {
 
 }  // namespace
 
-absl::string_view EdgeGraphName(EdgeGraph g) {
-  switch (g) {
-    case EdgeGraph::kNs1: return "ns1";
-    case EdgeGraph::kNs2: return "ns2";
-    case EdgeGraph::kRr: return "rr";
-    case EdgeGraph::kTrue: return "true";
-  }
-  return "?";
-}
-
 absl::StatusOr<EdgesOptions> ParseEdgesOptions(
     const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
@@ -157,12 +147,16 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
     }
   }
   if (auto g = a.Get("graphs")) {
-    ASSIGN_OR_RETURN(auto idx, ParseChoiceList("graphs", *g,
-                                               {"ns1", "ns2", "rr", "true"}));
-    constexpr EdgeGraph kGraphs[] = {EdgeGraph::kNs1, EdgeGraph::kNs2,
-                                     EdgeGraph::kRr, EdgeGraph::kTrue};
     o.graphs.clear();
-    for (int i : idx) o.graphs.push_back(kGraphs[i]);
+    for (absl::string_view s : absl::StrSplit(*g, ',')) {
+      ASSIGN_OR_RETURN(EdgeGraph graph, kEdgeGraphNames.Parse(s, "--graphs"));
+      if (std::find(o.graphs.begin(), o.graphs.end(), graph) !=
+          o.graphs.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--graphs lists '", s, "' twice"));
+      }
+      o.graphs.push_back(graph);
+    }
   }
   ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
   if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
@@ -227,8 +221,8 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
 
 PipelineConfig CellConfig(const EdgesOptions& o, const DatasetMeta& meta,
                           double eps_x, double eps_y, NodeModelKind model) {
-  PipelineConfig c =
-      pipeline::DefaultConfig(pipeline::Method::kLpgnn, pipeline::Task::kNode);
+  PipelineConfig c = pipeline::DefaultConfig(v1::PIPELINE_METHOD_LPGNN,
+                                             v1::PIPELINE_TASK_NODE);
   if (std::isinf(eps_x)) {
     c.mechanism = "none";
   } else {

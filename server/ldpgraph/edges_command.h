@@ -39,6 +39,7 @@
 #include "common/edges/substitution.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
+#include "common/names.h"
 #include "common/random.h"
 #include "ldpgraph/v1/mechanism.pb.h"
 #include "server/pipeline/pipeline.h"
@@ -57,7 +58,15 @@ enum class EdgeGraph {
   kRr,    // randomized response on the neighbour bit vector, kLowerId
   kTrue,  // the true graph (no edge privacy; independent of eps_e)
 };
-absl::string_view EdgeGraphName(EdgeGraph g);  // "ns1", "ns2", "rr", "true"
+// The graphs' names, "ns1", "ns2", "rr", "true" (--graphs).
+inline constexpr auto kEdgeGraphNames = MakeNameTable<EdgeGraph>(
+    "graph", {{EdgeGraph::kNs1, "ns1"},
+              {EdgeGraph::kNs2, "ns2"},
+              {EdgeGraph::kRr, "rr"},
+              {EdgeGraph::kTrue, "true"}});
+inline absl::string_view EdgeGraphName(EdgeGraph g) {
+  return kEdgeGraphNames.Name(g);
+}
 
 inline constexpr double kNoPrivacy = std::numeric_limits<double>::infinity();
 

@@ -63,7 +63,7 @@ TEST(EdgesCommandTest, FlagErrorsNameTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "--dataset is required"},
       {{"--dataset", "x", "--graphs", "ns3"},
-       "--graphs must be ns1, ns2, rr or true, got 'ns3'"},
+       "--graphs must be one of ns1, ns2, rr, true, got 'ns3'"},
       {{"--dataset", "x", "--graphs", "rr,rr"}, "--graphs lists 'rr' twice"},
       {{"--dataset", "x", "--models", "gat"},
        "--models must be gcn or sage, got 'gat'"},

@@ -36,8 +36,8 @@ absl::Status FlagError(absl::string_view flag, const absl::Status& s) {
 // a flag of the other method or of a feature pipeline.
 absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
                                PipelineConfig* c) {
-  const bool se = method == Method::kSePrivGemb;
-  const bool dpne = method == Method::kDpne;
+  const bool se = method == v1::PIPELINE_METHOD_SE_PRIVGEMB;
+  const bool dpne = method == v1::PIPELINE_METHOD_DPNE;
   for (const char* f : {"dim", "delta"}) {
     if (a.Get(f) && !se && !dpne) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -85,9 +85,8 @@ absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
     s.max_steps = *steps;
   }
   if (auto o = a.Get("release-optimizer")) {
-    auto parsed = embedding::ParseOptimizer(*o);
-    if (!parsed.ok()) return FlagError("release-optimizer", parsed.status());
-    s.optimizer = *parsed;
+    ASSIGN_OR_RETURN(s.optimizer, embedding::kOptimizerNames.Parse(
+                                      *o, "--release-optimizer"));
   }
   struct DoubleFlag {
     const char* name;
@@ -104,9 +103,8 @@ absl::Status ParseReleaseFlags(const CliArgs& a, Method method,
     if (v) *f.target = *v;
   }
   if (auto p = a.Get("proximity")) {
-    auto parsed = embedding::ParseProximity(*p);
-    if (!parsed.ok()) return FlagError("proximity", parsed.status());
-    s.proximity = *parsed;
+    ASSIGN_OR_RETURN(s.proximity,
+                     embedding::kProximityNames.Parse(*p, "--proximity"));
   }
   if (auto rows = a.Get("noised-rows")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("noised-rows", *rows, {"touched", "all"}));
@@ -130,45 +128,9 @@ absl::StatusOr<int> ParseBatchFlag(const std::string& value,
   return FlagToInt(n, flag, 1);
 }
 
-absl::StatusOr<EvalOptions> ParseEvalOptions(
-    const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(
-      CliArgs a,
-      CliArgs::Parse(
-          args,
-          {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
-           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
-           "label-denoising", "kprop-norm", "tune-feature-steps",
-           "tune-label-steps",
-           "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
-           "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
-           "batch-lr", "split", "runs",
-           "seed", "format", "activation", "input-dropout", "dim",
-           "negatives", "batch", "release-lr", "release-epochs",
-           "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
-           "sensitivity", "lambda", "mu", "threads"},
-          {"secure", "label-self-loops", "feature-self-loops", "standardize",
-           "no-standardize", "help"}));
-  EvalOptions o;
-  auto dataset = a.Get("dataset");
-  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
-  o.dataset = *dataset;
-  Task task = Task::kNode;
-  if (auto t = a.Get("task")) {
-    ASSIGN_OR_RETURN(int i, ParseChoice("task", *t, {"node", "link"}));
-    task = i == 0 ? Task::kNode : Task::kLink;
-  }
-  Method method = Method::kPrivGe;
-  if (auto m = a.Get("method")) {
-    constexpr Method kMethods[] = {Method::kPrivGe, Method::kLpgnn,
-                                   Method::kSePrivGemb, Method::kDpne};
-    ASSIGN_OR_RETURN(int i, ParseChoice("method", *m,
-                                        {"privge", "lpgnn", "se-privgemb",
-                                         "dpne"}));
-    method = kMethods[i];
-  }
-  PipelineConfig& c = o.config;
-  c = pipeline::DefaultConfig(method, task);
+// --mechanism and --epsilon.
+absl::Status ParseMechanismFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
   if (auto m = a.Get("mechanism")) c.mechanism = *m;
   ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
   if (eps) {
@@ -177,7 +139,12 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     }
     c.epsilon = *eps;
   }
-  RETURN_IF_ERROR(ParseReleaseFlags(a, method, &c));
+  return absl::OkStatus();
+}
+
+// --k / --m, --label-epsilon and --label-steps.
+absl::Status ParseSampledAndLabelFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
   ASSIGN_OR_RETURN(auto k, a.GetInt("k"));
   ASSIGN_OR_RETURN(auto m, a.GetInt("m"));
   if (k && m) return absl::InvalidArgumentError("give --k or --m, not both");
@@ -189,35 +156,18 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (label_steps) {
     ASSIGN_OR_RETURN(c.label_steps, FlagToInt(*label_steps, "label-steps", 0));
   }
-  ASSIGN_OR_RETURN(auto feature_steps, a.GetInt("feature-steps"));
-  if (feature_steps) {
-    if (method != Method::kLpgnn) {
-      return absl::InvalidArgumentError(
-          "--feature-steps applies to --method lpgnn (KProp)");
-    }
-    ASSIGN_OR_RETURN(c.feature_steps,
-                     FlagToInt(*feature_steps, "feature-steps", 0));
-  }
-  if (a.Flag("standardize") && a.Flag("no-standardize")) {
-    return absl::InvalidArgumentError(
-        "give --standardize or --no-standardize, not both");
-  }
-  if (a.Flag("standardize")) {
-    c.standardize = true;
-  } else if (a.Flag("no-standardize") || c.mechanism == "none") {
-    // Raw features need no rescaling; HDS estimates (C * x, small) do.
-    c.standardize = false;
-  }
-  c.label_self_loops = a.Flag("label-self-loops");
-  if (auto ld = a.Get("label-denoising")) {
-    auto parsed = pipeline::ParseLabelDenoising(*ld);
-    if (!parsed.ok()) return FlagError("label-denoising", parsed.status());
-    c.label_denoising = *parsed;
-  }
+  return absl::OkStatus();
+}
+
+// --tune-feature-steps and --tune-label-steps (LPGNN only): the grids of
+// K_x and K_y each run chooses from.
+absl::Status ParseTuneGrids(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Method method = c.method;
   for (const char* flag : {"tune-feature-steps", "tune-label-steps"}) {
     auto list = a.Get(flag);
     if (!list) continue;
-    if (method != Method::kLpgnn) {
+    if (method != v1::PIPELINE_METHOD_LPGNN) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag, " applies to --method lpgnn (KProp)"));
     }
@@ -243,14 +193,45 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   if (!c.tune_label_steps.empty() && c.tune_feature_steps.empty()) {
     c.tune_feature_steps = {c.feature_steps};
   }
+  return absl::OkStatus();
+}
+
+// --feature-steps, --standardize, label denoising, the tuning grids,
+// --kprop-norm, --scale and PPR's --alpha, --r and --rmax.
+absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Method method = c.method;
+  ASSIGN_OR_RETURN(auto feature_steps, a.GetInt("feature-steps"));
+  if (feature_steps) {
+    if (method != v1::PIPELINE_METHOD_LPGNN) {
+      return absl::InvalidArgumentError(
+          "--feature-steps applies to --method lpgnn (KProp)");
+    }
+    ASSIGN_OR_RETURN(c.feature_steps,
+                     FlagToInt(*feature_steps, "feature-steps", 0));
+  }
+  if (a.Flag("standardize") && a.Flag("no-standardize")) {
+    return absl::InvalidArgumentError(
+        "give --standardize or --no-standardize, not both");
+  }
+  if (a.Flag("standardize")) {
+    c.standardize = true;
+  } else if (a.Flag("no-standardize") || c.mechanism == "none") {
+    // Raw features need no rescaling; HDS estimates (C * x, small) do.
+    c.standardize = false;
+  }
+  c.label_self_loops = a.Flag("label-self-loops");
+  if (auto ld = a.Get("label-denoising")) {
+    ASSIGN_OR_RETURN(c.label_denoising, pipeline::kLabelDenoisingNames.Parse(
+                                            *ld, "--label-denoising"));
+  }
+  RETURN_IF_ERROR(ParseTuneGrids(a, &c));
   if (auto kn = a.Get("kprop-norm")) {
-    if (method != Method::kLpgnn) {
+    if (method != v1::PIPELINE_METHOD_LPGNN) {
       return absl::InvalidArgumentError(
           "--kprop-norm applies to --method lpgnn (KProp)");
     }
-    auto parsed = ParseKPropNorm(*kn);
-    if (!parsed.ok()) return FlagError("kprop-norm", parsed.status());
-    c.kprop_norm = *parsed;
+    ASSIGN_OR_RETURN(c.kprop_norm, kKPropNormNames.Parse(*kn, "--kprop-norm"));
   }
   c.feature_self_loops = a.Flag("feature-self-loops");
   if (auto s = a.Get("scale")) {
@@ -265,20 +246,23 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
   ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));
   ASSIGN_OR_RETURN(auto rmax, a.GetDouble("rmax"));
-  if ((alpha || r || rmax) && method != Method::kPrivGe) {
+  if ((alpha || r || rmax) && method != v1::PIPELINE_METHOD_PRIVGE) {
     return absl::InvalidArgumentError(
         "--alpha, --r and --rmax apply to --method privge (PPR)");
   }
   if (alpha) c.ppr.alpha = *alpha;
   if (r) c.ppr.r = *r;
   if (rmax) c.ppr.rmax = *rmax;
+  return absl::OkStatus();
+}
 
-  // Model settings go to the task's model.
-  training::TrainOptions& train = task == Task::kNode
-                                      ? c.node_model.train
-                                      : c.link_model.train;
+// The task's model: --model, --hidden, --layers, --dropout,
+// --input-dropout and --activation.
+absl::Status ParseModelFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Task task = c.task;
   if (auto model = a.Get("model")) {
-    if (task == Task::kLink) {
+    if (task == v1::PIPELINE_TASK_LINK) {
       ASSIGN_OR_RETURN(int i, ParseChoice("model for --task link", *model,
                                           {"lr", "mlp"}));
       c.link_model.layers = i == 0 ? 1 : std::max(c.link_model.layers, 2);
@@ -294,12 +278,12 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   ASSIGN_OR_RETURN(auto hidden, a.GetInt("hidden"));
   ASSIGN_OR_RETURN(auto layers, a.GetInt("layers"));
   ASSIGN_OR_RETURN(auto dropout, a.GetDouble("dropout"));
-  int& hidden_ref =
-      task == Task::kNode ? c.node_model.hidden_dim : c.link_model.hidden_dim;
-  int& layers_ref =
-      task == Task::kNode ? c.node_model.layers : c.link_model.layers;
-  double& dropout_ref =
-      task == Task::kNode ? c.node_model.dropout : c.link_model.dropout;
+  int& hidden_ref = task == v1::PIPELINE_TASK_NODE ? c.node_model.hidden_dim
+                                                   : c.link_model.hidden_dim;
+  int& layers_ref = task == v1::PIPELINE_TASK_NODE ? c.node_model.layers
+                                                   : c.link_model.layers;
+  double& dropout_ref = task == v1::PIPELINE_TASK_NODE ? c.node_model.dropout
+                                                       : c.link_model.dropout;
   if (hidden) { ASSIGN_OR_RETURN(hidden_ref, FlagToInt(*hidden, "hidden", 1)); }
   if (layers) { ASSIGN_OR_RETURN(layers_ref, FlagToInt(*layers, "layers", 1)); }
   if (dropout) {
@@ -315,16 +299,27 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       return absl::InvalidArgumentError(absl::StrCat(
           "--input-dropout must be in [0, 1), got ", *input_dropout));
     }
-    (task == Task::kNode ? c.node_model.input_dropout
-                         : c.link_model.input_dropout) = *input_dropout;
+    (task == v1::PIPELINE_TASK_NODE ? c.node_model.input_dropout
+                                    : c.link_model.input_dropout) =
+        *input_dropout;
   }
   if (auto act = a.Get("activation")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("activation", *act, {"relu", "selu"}));
     const training::Activation v =
         i == 0 ? training::Activation::kRelu : training::Activation::kSelu;
-    (task == Task::kNode ? c.node_model.activation : c.link_model.activation) =
-        v;
+    (task == v1::PIPELINE_TASK_NODE ? c.node_model.activation
+                                    : c.link_model.activation) = v;
   }
+  return absl::OkStatus();
+}
+
+// The task's training: --lr, --weight-decay, --epochs, --patience, --loss,
+// the batch flags and --split.
+absl::Status ParseTrainingFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const Task task = c.task;
+  training::TrainOptions& train =
+      task == v1::PIPELINE_TASK_NODE ? c.node_model.train : c.link_model.train;
   ASSIGN_OR_RETURN(auto lr, a.GetDouble("lr"));
   ASSIGN_OR_RETURN(auto wd, a.GetDouble("weight-decay"));
   ASSIGN_OR_RETURN(auto epochs, a.GetInt("epochs"));
@@ -348,7 +343,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     ASSIGN_OR_RETURN(train.patience, FlagToInt(*patience, "patience", 1));
   }
   if (auto loss = a.Get("loss")) {
-    if (task != Task::kLink) {
+    if (task != v1::PIPELINE_TASK_LINK) {
       return absl::InvalidArgumentError("--loss applies to --task link");
     }
     ASSIGN_OR_RETURN(int i,
@@ -357,14 +352,14 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
                                : training::LinkLossKind::kLogistic;
   }
   if (auto batch = a.Get("link-batch")) {
-    if (task != Task::kLink) {
+    if (task != v1::PIPELINE_TASK_LINK) {
       return absl::InvalidArgumentError("--link-batch applies to --task link");
     }
     ASSIGN_OR_RETURN(c.link_model.batch_pairs,
                      ParseBatchFlag(*batch, "link-batch"));
   }
   if (auto batch = a.Get("node-batch")) {
-    if (task != Task::kNode) {
+    if (task != v1::PIPELINE_TASK_NODE) {
       return absl::InvalidArgumentError("--node-batch applies to --task node");
     }
     ASSIGN_OR_RETURN(c.node_model.batch_rows,
@@ -376,14 +371,22 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       return absl::InvalidArgumentError(
           absl::StrCat("--batch-lr must be > 0, got ", *batch_lr));
     }
-    (task == Task::kLink ? c.link_model.batched_learning_rate
-                         : c.node_model.batched_learning_rate) = *batch_lr;
+    (task == v1::PIPELINE_TASK_LINK ? c.link_model.batched_learning_rate
+                                    : c.node_model.batched_learning_rate) =
+        *batch_lr;
   }
   if (auto split = a.Get("split")) {
     ASSIGN_OR_RETURN(int i,
                      ParseChoice("split", *split, {"random", "planetoid"}));
     c.planetoid_split = i == 1;
   }
+  return absl::OkStatus();
+}
+
+// --runs, --seed, --threads, --secure and --format.
+absl::Status ParseRunFlags(const CliArgs& a, EvalOptions* options) {
+  EvalOptions& o = *options;
+  PipelineConfig& c = o.config;
   ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
   if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
@@ -395,6 +398,49 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
     ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
     o.json = i == 1;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalOptions> ParseEvalOptions(
+    const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(
+          args,
+          {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
+           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
+           "label-denoising", "kprop-norm", "tune-feature-steps",
+           "tune-label-steps",
+           "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
+           "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
+           "batch-lr", "split", "runs",
+           "seed", "format", "activation", "input-dropout", "dim",
+           "negatives", "batch", "release-lr", "release-epochs",
+           "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
+           "sensitivity", "lambda", "mu", "threads"},
+          {"secure", "label-self-loops", "feature-self-loops", "standardize",
+           "no-standardize", "help"}));
+  EvalOptions o;
+  auto dataset = a.Get("dataset");
+  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
+  o.dataset = *dataset;
+  Task task = v1::PIPELINE_TASK_NODE;
+  if (auto t = a.Get("task")) {
+    ASSIGN_OR_RETURN(task, pipeline::kTaskNames.Parse(*t, "--task"));
+  }
+  Method method = v1::PIPELINE_METHOD_PRIVGE;
+  if (auto m = a.Get("method")) {
+    ASSIGN_OR_RETURN(method, pipeline::kMethodNames.Parse(*m, "--method"));
+  }
+  PipelineConfig& c = o.config;
+  c = pipeline::DefaultConfig(method, task);
+  RETURN_IF_ERROR(ParseMechanismFlags(a, &c));
+  RETURN_IF_ERROR(ParseReleaseFlags(a, method, &c));
+  RETURN_IF_ERROR(ParseSampledAndLabelFlags(a, &c));
+  RETURN_IF_ERROR(ParsePropagationFlags(a, &c));
+  RETURN_IF_ERROR(ParseModelFlags(a, &c));
+  RETURN_IF_ERROR(ParseTrainingFlags(a, &c));
+  RETURN_IF_ERROR(ParseRunFlags(a, &o));
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
   // Any of these takes LPGNN's settings into the user's hands: the
@@ -422,30 +468,14 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                      pipeline::RunPipeline(d, c, seed, run));
     values.push_back(r.metric);
     noise = r.noise_source;
-    json jr = {{"run", run},
-               {"metric", r.metric},
-               {"epochs", r.training.epochs},
-               {"best_epoch", r.training.best_epoch},
-               {"validation", r.training.best_validation},
-               {"seconds_per_epoch", r.training.seconds_per_epoch},
-               {"perturb_seconds", r.perturb_seconds},
-               {"propagate_seconds", r.propagate_seconds},
-               {"train_seconds", r.train_seconds}};
-    if (c.task == Task::kNode) {
-      jr["micro_f1"] = r.micro_f1;
-      jr["macro_f1"] = r.macro_f1;
-    }
-    if (!r.release.is_null()) jr["release"] = r.release;
-    if (!r.tuning.is_null()) jr["tuning"] = r.tuning;
-    if (r.label_agreement) {
-      jr["label_agreement"] = *r.label_agreement;
-      jr["label_agreement_raw"] = *r.label_agreement_raw;
-    }
+    json jr = pipeline::RunResultToJson(r);
+    jr["run"] = run;
+    jr["metric"] = r.metric;
     per_run.push_back(jr);
     if (progress != nullptr) {
       *progress << absl::StrFormat(
           "  run %d/%d: %s %.4f (%d epochs, best %d, %.1f s)\n", run + 1, runs,
-          c.task == Task::kNode ? "accuracy" : "roc_auc", r.metric,
+          c.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc", r.metric,
           r.training.epochs, r.training.best_epoch,
           r.perturb_seconds + r.propagate_seconds + r.train_seconds);
     }
@@ -453,7 +483,7 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
   const training::Summary s = training::Summarize(values);
   json j;
   j["task"] = pipeline::TaskName(c.task);
-  j["metric"] = c.task == Task::kNode ? "accuracy" : "roc_auc";
+  j["metric"] = c.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
   j["mean"] = s.mean;
   j["std"] = s.std;
   j["runs"] = runs;
@@ -467,8 +497,8 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
   return j;
 }
 
-std::string EvalHelp() {
-  return R"(ldpgraph eval: train and evaluate on perturbed data, R runs, mean and spread
+// eval --help, part by part: the usage, the pipeline and privacy flags;
+constexpr char kEvalHelpPipeline[] = R"(ldpgraph eval: train and evaluate on perturbed data, R runs, mean and spread
 
 Usage: ldpgraph eval --dataset DIR [flags]
 
@@ -519,7 +549,9 @@ Privacy:
                          while tuning. Costs one training per pair.
   --secure               draw the privacy noise from OpenSSL (default: the
                          seeded generator: reproducible, NOT private)
-Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
+)";
+// the central-DP release flags;
+constexpr char kEvalHelpRelease[] = R"(Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
   --epsilon E            the release's budget (default 1)
   --delta D              se-privgemb's delta (default 1e-5)
   --dim D                embedding dimension (se-privgemb 128, dpne 100)
@@ -542,7 +574,9 @@ Central-DP release (se-privgemb, dpne; --mechanism none: non-private):
   --sweeps N --lambda L --mu M --sensitivity S   dpne: ALS sweeps (10),
                          weights of ||W||^2 (10; the paper's 0.001) and
                          ||H||^2 (0.001), Delta (sqrt 2, the paper's)
-Propagation:
+)";
+// propagation;
+constexpr char kEvalHelpPropagation[] = R"(Propagation:
   --scale S              symmetric ([-1,1], privge default), unit ([0,1],
                          lpgnn default and with --mechanism none) or none
                          (meta.json's feature_range)
@@ -560,7 +594,9 @@ Propagation:
   --kprop-norm N         lpgnn: symmetric (default, D^-1/2 A D^-1/2 as
                          LPGNN's code) or mean (D^-1 A, as its paper writes)
   --feature-self-loops   include a node in its own KProp aggregation
-Model:
+)";
+// the model and its training;
+constexpr char kEvalHelpModel[] = R"(Model:
   --model M              node: mlp (privge), gcn, sage (lpgnn default);
                          link: lr (logistic regression; default) or mlp
   --hidden H --layers L --activation relu|selu
@@ -581,7 +617,9 @@ Model:
   --batch-lr LR          Adam's learning rate with mini-batches (default
                          0.001; --lr is the full batch's)
   --split S              node: random (50/25/25; default) or planetoid
-Runs and output:
+)";
+// runs, output and examples.
+constexpr char kEvalHelpRuns[] = R"(Runs and output:
   --runs R               runs (default 5)
   --seed S               base seed (default 1)
   --threads N            threads for the parallel stages (propagation);
@@ -602,6 +640,10 @@ Examples:
   ldpgraph eval --dataset ../shared/datasets/cora --method se-privgemb \
       --task link --epsilon 2 --runs 3
 )";
+
+std::string EvalHelp() {
+  return absl::StrCat(kEvalHelpPipeline, kEvalHelpRelease, kEvalHelpPropagation,
+                      kEvalHelpModel, kEvalHelpRuns);
 }
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,

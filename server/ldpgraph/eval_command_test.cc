@@ -74,8 +74,10 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
   const std::string d = gen();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "--dataset is required"},
-      {{"--dataset", d, "--task", "graph"}, "--task must be node or link"},
-      {{"--dataset", d, "--method", "gcn"}, "--method must be privge, lpgnn, se-privgemb or dpne"},
+      {{"--dataset", d, "--task", "graph"},
+       "--task must be one of node, link, got 'graph'"},
+      {{"--dataset", d, "--method", "gcn"},
+       "--method must be one of privge, lpgnn, se-privgemb, dpne, got 'gcn'"},
       {{"--dataset", d, "--mechanism", "gauss"}, "mechanism"},
       {{"--dataset", d, "--mechanism", "none", "--epsilon", "1"},
        "--epsilon needs a --mechanism"},
@@ -108,12 +110,12 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
       {{"--dataset", d, "--method", "se-privgemb", "--sweeps", "3"},
        "--sweeps applies to --method dpne"},
       {{"--dataset", d, "--method", "se-privgemb", "--proximity", "katz"},
-       "--proximity: unknown proximity 'katz'"},
+       "--proximity must be one of degree, deepwalk, uniform, got 'katz'"},
       {{"--dataset", d, "--method", "se-privgemb", "--noise-multiplier", "0"},
        "noise_multiplier"},
       {{"--dataset", d, "--method", "se-privgemb", "--release-optimizer",
         "rmsprop"},
-       "--release-optimizer: unknown optimizer 'rmsprop'"},
+       "--release-optimizer must be one of sgd, adam, got 'rmsprop'"},
       {{"--dataset", d, "--method", "se-privgemb", "--release-steps", "0"},
        "--release-steps must be an integer >= 1, got 0"},
       {{"--dataset", d, "--method", "dpne", "--release-optimizer", "adam"},
@@ -123,11 +125,11 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
       {{"--dataset", d, "--method", "dpne", "--label-epsilon", "1"},
        "no label budget"},
       {{"--dataset", d, "--method", "lpgnn", "--label-denoising", "median"},
-       "--label-denoising: label denoising must be published or vote"},
+       "--label-denoising must be one of published, vote, got 'median'"},
       {{"--dataset", d, "--kprop-norm", "mean"},
        "--kprop-norm applies to --method lpgnn"},
       {{"--dataset", d, "--method", "lpgnn", "--kprop-norm", "sum"},
-       "--kprop-norm: KProp normalisation must be mean or symmetric"},
+       "--kprop-norm must be one of mean, symmetric, got 'sum'"},
       {{"--dataset", d, "--tune-feature-steps", "2,4"},
        "--tune-feature-steps applies to --method lpgnn"},
       {{"--dataset", d, "--method", "lpgnn", "--tune-label-steps", "2,x"},
@@ -292,12 +294,15 @@ TEST_F(EvalCommandTest, ReproFillsThePaperColumnWherePublished) {
 TEST_F(EvalCommandTest, ReproUsageErrors) {
   EXPECT_EQ(Repro({"--dataset", gen()}).code, 2);
   Result r = Repro({"--paper", "deepwalk", "--dataset", gen()});
-  EXPECT_THAT(r.err, HasSubstr("--paper must be privge, lpgnn or dpne"));
+  EXPECT_THAT(r.err, HasSubstr("--paper must be one of privge, lpgnn, dpne, "
+                               "got 'deepwalk'"));
   r = Repro({"--paper", "dpne", "--dataset", gen(), "--mechanisms", "hds"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--mechanisms does not apply to --paper dpne"));
   r = Repro({"--paper", "lpgnn", "--dataset", gen(), "--task", "link"});
   EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--task for --paper lpgnn must be one of node, "
+                               "got 'link'"));
   r = Repro({"--paper", "privge", "--dataset", gen(), "--epsilons", "1,0"});
   EXPECT_THAT(r.err, HasSubstr("--epsilons takes budgets > 0"));
   r = Repro({"--paper", "privge", "--dataset", gen(), "--label-epsilons",

@@ -11,6 +11,7 @@
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/names.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
 #include "common/parallel.h"
@@ -24,6 +25,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 enum class Method { kPush, kPower, kGcn, kKProp };
+
+// --method's names.
+constexpr auto kMethodNames = MakeNameTable<Method>(
+    "method", {{Method::kPush, "push"},
+               {Method::kPower, "power"},
+               {Method::kGcn, "gcn"},
+               {Method::kKProp, "kprop"}});
 
 struct Options {
   std::string dataset;
@@ -98,11 +106,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     }
   }
   if (auto method = a.Get("method")) {
-    constexpr Method kMethods[] = {Method::kPush, Method::kPower, Method::kGcn,
-                                   Method::kKProp};
-    ASSIGN_OR_RETURN(int i, ParseChoice("method", *method,
-                                        {"push", "power", "gcn", "kprop"}));
-    o.method = kMethods[i];
+    ASSIGN_OR_RETURN(o.method, kMethodNames.Parse(*method, "--method"));
   }
   ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
   ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));
@@ -152,15 +156,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   return o;
 }
 
-absl::string_view MethodName(Method m) {
-  switch (m) {
-    case Method::kPush: return "push";
-    case Method::kPower: return "power";
-    case Method::kGcn: return "gcn";
-    case Method::kKProp: return "kprop";
-  }
-  return "?";
-}
+absl::string_view MethodName(Method m) { return kMethodNames.Name(m); }
 
 }  // namespace
 

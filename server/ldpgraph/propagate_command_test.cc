@@ -268,7 +268,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{BASE, "--bogus", "1"}, "unknown flag --bogus"},
         BadCase{{BASE, "stray"}, "unexpected argument 'stray'"},
         BadCase{{BASE, "--method", "bogus"},
-                "--method must be push, power, gcn or kprop, got 'bogus'"},
+                "--method must be one of push, power, gcn, kprop, got 'bogus'"},
         BadCase{{BASE, "--epsilon", "1"}, "--epsilon needs --mechanism"},
         BadCase{{BASE, "--mechanism", "hds"}, "--mechanism needs --epsilon"},
         BadCase{{BASE, "--epsilon", "x", "--mechanism", "hds"},

@@ -36,7 +36,8 @@ struct Published {
   double value;
 };
 
-// PrivGE (paper 000), Table 2: link prediction ROC-AUC, 10 runs. Cora's
+// PrivGE ("Privacy-Preserving Graph Embedding based on Local Differential
+// Privacy"), Table 2: link prediction ROC-AUC, 10 runs. Cora's
 // Multi-bit row is damaged in the text and left out. Section 4.2 (Figure 2,
 // node classification accuracy): cora HDS at eps = 0.01 about 84.2, and the
 // non-private baseline 4.3 points higher (88.5); the figure's other values
@@ -44,76 +45,76 @@ struct Published {
 // LPGNN (Sajadmanesh & Gatica-Perez, CCS 2021), GraphSAGE with Multi-bit
 // features, mean of 10 runs: at eps_x = 1 with clean labels cora 83.9,
 // pubmed 82.9; at eps_x = eps_y = 1 cora 69.3, pubmed 74.9.
-// DPNE (paper 004), Tables 1 and 3, embedding size 100, 10 runs: vertex
+// DPNE ("DPNE: Differentially Private Network Embedding"), Tables 1 and 3, embedding size 100, 10 runs: vertex
 // classification accuracy (multi-class SVM, 10 % training) and link
 // prediction accuracy (logistic regression on Hadamard edge vectors, 10 %
 // training) at eps 0.01 ... 1000, and the non-private factorisation. Only
 // cora and citeseer are among ldpgraph's datasets (the paper's third is Wiki).
 constexpr Published kPublished[] = {
-    {"dpne", "cora", Task::kNode, "central", 0.01, kInf, 18.1},
-    {"dpne", "cora", Task::kNode, "central", 0.1, kInf, 21.3},
-    {"dpne", "cora", Task::kNode, "central", 1, kInf, 66.2},
-    {"dpne", "cora", Task::kNode, "central", 10, kInf, 66.9},
-    {"dpne", "cora", Task::kNode, "central", 100, kInf, 67.7},
-    {"dpne", "cora", Task::kNode, "central", 1000, kInf, 70.0},
-    {"dpne", "cora", Task::kNode, "none", kInf, kInf, 70.0},
-    {"dpne", "citeseer", Task::kNode, "central", 0.01, kInf, 17.8},
-    {"dpne", "citeseer", Task::kNode, "central", 0.1, kInf, 18.6},
-    {"dpne", "citeseer", Task::kNode, "central", 1, kInf, 45.2},
-    {"dpne", "citeseer", Task::kNode, "central", 10, kInf, 45.9},
-    {"dpne", "citeseer", Task::kNode, "central", 100, kInf, 46.6},
-    {"dpne", "citeseer", Task::kNode, "central", 1000, kInf, 49.0},
-    {"dpne", "citeseer", Task::kNode, "none", kInf, kInf, 50.5},
-    {"dpne", "cora", Task::kLink, "central", 0.01, kInf, 53.2},
-    {"dpne", "cora", Task::kLink, "central", 0.1, kInf, 54.1},
-    {"dpne", "cora", Task::kLink, "central", 1, kInf, 69.8},
-    {"dpne", "cora", Task::kLink, "central", 10, kInf, 67.3},
-    {"dpne", "cora", Task::kLink, "central", 100, kInf, 66.6},
-    {"dpne", "cora", Task::kLink, "central", 1000, kInf, 70.3},
-    {"dpne", "cora", Task::kLink, "none", kInf, kInf, 69.7},
-    {"dpne", "citeseer", Task::kLink, "central", 0.01, kInf, 53.5},
-    {"dpne", "citeseer", Task::kLink, "central", 0.1, kInf, 52.3},
-    {"dpne", "citeseer", Task::kLink, "central", 1, kInf, 69.0},
-    {"dpne", "citeseer", Task::kLink, "central", 10, kInf, 66.6},
-    {"dpne", "citeseer", Task::kLink, "central", 100, kInf, 66.2},
-    {"dpne", "citeseer", Task::kLink, "central", 1000, kInf, 69.6},
-    {"dpne", "citeseer", Task::kLink, "none", kInf, kInf, 69.9},
-    {"privge", "cora", Task::kLink, "laplace", 1, kInf, 75.2},
-    {"privge", "cora", Task::kLink, "laplace", 2, kInf, 76.0},
-    {"privge", "cora", Task::kLink, "laplace", 3, kInf, 75.0},
-    {"privge", "cora", Task::kLink, "laplace", 5, kInf, 75.2},
-    {"privge", "cora", Task::kLink, "piecewise", 1, kInf, 73.2},
-    {"privge", "cora", Task::kLink, "piecewise", 2, kInf, 78.2},
-    {"privge", "cora", Task::kLink, "piecewise", 3, kInf, 77.0},
-    {"privge", "cora", Task::kLink, "piecewise", 5, kInf, 75.2},
-    {"privge", "cora", Task::kLink, "hds", 1, kInf, 82.4},
-    {"privge", "cora", Task::kLink, "hds", 2, kInf, 82.7},
-    {"privge", "cora", Task::kLink, "hds", 3, kInf, 82.5},
-    {"privge", "cora", Task::kLink, "hds", 5, kInf, 82.3},
-    {"privge", "cora", Task::kLink, "none", kInf, kInf, 93.1},
-    {"privge", "pubmed", Task::kLink, "laplace", 1, kInf, 62.8},
-    {"privge", "pubmed", Task::kLink, "laplace", 2, kInf, 63.2},
-    {"privge", "pubmed", Task::kLink, "laplace", 3, kInf, 64.3},
-    {"privge", "pubmed", Task::kLink, "laplace", 5, kInf, 64.4},
-    {"privge", "pubmed", Task::kLink, "piecewise", 1, kInf, 79.0},
-    {"privge", "pubmed", Task::kLink, "piecewise", 2, kInf, 77.0},
-    {"privge", "pubmed", Task::kLink, "piecewise", 3, kInf, 76.7},
-    {"privge", "pubmed", Task::kLink, "piecewise", 5, kInf, 74.9},
-    {"privge", "pubmed", Task::kLink, "multibit", 1, kInf, 79.4},
-    {"privge", "pubmed", Task::kLink, "multibit", 2, kInf, 77.9},
-    {"privge", "pubmed", Task::kLink, "multibit", 3, kInf, 78.4},
-    {"privge", "pubmed", Task::kLink, "multibit", 5, kInf, 77.2},
-    {"privge", "pubmed", Task::kLink, "hds", 1, kInf, 79.5},
-    {"privge", "pubmed", Task::kLink, "hds", 2, kInf, 79.6},
-    {"privge", "pubmed", Task::kLink, "hds", 3, kInf, 80.1},
-    {"privge", "pubmed", Task::kLink, "hds", 5, kInf, 79.6},
-    {"privge", "pubmed", Task::kLink, "none", kInf, kInf, 97.5},
-    {"privge", "cora", Task::kNode, "hds", 0.01, kInf, 84.2},
-    {"privge", "cora", Task::kNode, "none", kInf, kInf, 88.5},
-    {"lpgnn", "cora", Task::kNode, "multibit", 1, kInf, 83.9},
-    {"lpgnn", "cora", Task::kNode, "multibit", 1, 1, 69.3},
-    {"lpgnn", "pubmed", Task::kNode, "multibit", 1, kInf, 82.9},
-    {"lpgnn", "pubmed", Task::kNode, "multibit", 1, 1, 74.9},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 0.01, kInf, 18.1},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 0.1, kInf, 21.3},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 1, kInf, 66.2},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 10, kInf, 66.9},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 100, kInf, 67.7},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "central", 1000, kInf, 70.0},
+    {"dpne", "cora", v1::PIPELINE_TASK_NODE, "none", kInf, kInf, 70.0},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 0.01, kInf, 17.8},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 0.1, kInf, 18.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 1, kInf, 45.2},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 10, kInf, 45.9},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 100, kInf, 46.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "central", 1000, kInf, 49.0},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_NODE, "none", kInf, kInf, 50.5},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 0.01, kInf, 53.2},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 0.1, kInf, 54.1},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 1, kInf, 69.8},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 10, kInf, 67.3},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 100, kInf, 66.6},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "central", 1000, kInf, 70.3},
+    {"dpne", "cora", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 69.7},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 0.01, kInf, 53.5},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 0.1, kInf, 52.3},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 1, kInf, 69.0},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 10, kInf, 66.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 100, kInf, 66.2},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "central", 1000, kInf, 69.6},
+    {"dpne", "citeseer", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 69.9},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 1, kInf, 75.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 2, kInf, 76.0},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 3, kInf, 75.0},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "laplace", 5, kInf, 75.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 1, kInf, 73.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 2, kInf, 78.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 3, kInf, 77.0},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "piecewise", 5, kInf, 75.2},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 1, kInf, 82.4},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 2, kInf, 82.7},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 3, kInf, 82.5},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "hds", 5, kInf, 82.3},
+    {"privge", "cora", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 93.1},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 1, kInf, 62.8},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 2, kInf, 63.2},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 3, kInf, 64.3},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "laplace", 5, kInf, 64.4},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 1, kInf, 79.0},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 2, kInf, 77.0},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 3, kInf, 76.7},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "piecewise", 5, kInf, 74.9},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 1, kInf, 79.4},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 2, kInf, 77.9},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 3, kInf, 78.4},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "multibit", 5, kInf, 77.2},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 1, kInf, 79.5},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 2, kInf, 79.6},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 3, kInf, 80.1},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "hds", 5, kInf, 79.6},
+    {"privge", "pubmed", v1::PIPELINE_TASK_LINK, "none", kInf, kInf, 97.5},
+    {"privge", "cora", v1::PIPELINE_TASK_NODE, "hds", 0.01, kInf, 84.2},
+    {"privge", "cora", v1::PIPELINE_TASK_NODE, "none", kInf, kInf, 88.5},
+    {"lpgnn", "cora", v1::PIPELINE_TASK_NODE, "multibit", 1, kInf, 83.9},
+    {"lpgnn", "cora", v1::PIPELINE_TASK_NODE, "multibit", 1, 1, 69.3},
+    {"lpgnn", "pubmed", v1::PIPELINE_TASK_NODE, "multibit", 1, kInf, 82.9},
+    {"lpgnn", "pubmed", v1::PIPELINE_TASK_NODE, "multibit", 1, 1, 74.9},
 };
 
 std::optional<double> PaperValue(absl::string_view paper,
@@ -131,9 +132,9 @@ std::optional<double> PaperValue(absl::string_view paper,
 }
 
 struct ReproOptions {
-  std::string paper;
+  Method paper = v1::PIPELINE_METHOD_PRIVGE;
   std::string dataset;
-  Task task = Task::kNode;
+  Task task = v1::PIPELINE_TASK_NODE;
   std::vector<std::string> mechanisms;
   std::vector<double> epsilons;        // feature budgets; inf = raw features
   std::vector<double> label_epsilons;  // lpgnn; inf = clean labels
@@ -168,32 +169,29 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
                                    "format"},
                                   {"help"}));
   ReproOptions o;
-  auto paper = a.Get("paper");
-  if (!paper || (*paper != "privge" && *paper != "lpgnn" && *paper != "dpne")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--paper must be privge, lpgnn or dpne",
-                     paper ? absl::StrCat(", got '", *paper, "'") : ""));
-  }
-  o.paper = *paper;
+  ASSIGN_OR_RETURN(o.paper,
+                   pipeline::kMethodNames.Parse(
+                       a.Get("paper").value_or(""), "--paper",
+                       {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN,
+                        v1::PIPELINE_METHOD_DPNE}));
+  const bool lpgnn = o.paper == v1::PIPELINE_METHOD_LPGNN;
   auto dataset = a.Get("dataset");
   if (!dataset) return absl::InvalidArgumentError("--dataset is required");
   o.dataset = *dataset;
   if (auto t = a.Get("task")) {
-    if (*t == "link" && o.paper != "lpgnn") {
-      o.task = Task::kLink;
-    } else if (*t != "node") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--task must be node", o.paper != "lpgnn" ? " or link" : "",
-          " for --paper ", o.paper, ", got '", *t, "'"));
-    }
+    // LPGNN is evaluated on node classification only.
+    ASSIGN_OR_RETURN(o.task, lpgnn ? pipeline::kTaskNames.Parse(
+                                         *t, "--task for --paper lpgnn",
+                                         {v1::PIPELINE_TASK_NODE})
+                                   : pipeline::kTaskNames.Parse(*t, "--task"));
   }
-  if (o.paper == "privge") {
+  if (o.paper == v1::PIPELINE_METHOD_PRIVGE) {
     o.mechanisms = {"laplace", "piecewise", "multibit", "hds"};
-    o.epsilons = o.task == Task::kNode
+    o.epsilons = o.task == v1::PIPELINE_TASK_NODE
                      ? std::vector<double>{0.01, 0.1, 1, 2, 3, 5, kInf}
                      : std::vector<double>{1, 2, 3, 5, kInf};
     o.label_epsilons = {kInf};
-  } else if (o.paper == "dpne") {
+  } else if (o.paper == v1::PIPELINE_METHOD_DPNE) {
     o.mechanisms = {"central"};
     o.epsilons = {0.01, 0.1, 1, 10, 100, 1000, kInf};
     o.label_epsilons = {kInf};
@@ -202,7 +200,7 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
     o.epsilons = {0.01, 0.1, 1, 2, 3, kInf};
     o.label_epsilons = {0.5, 1, 2, 3, kInf};
   }
-  if (a.Get("mechanisms") && o.paper == "dpne") {
+  if (a.Get("mechanisms") && o.paper == v1::PIPELINE_METHOD_DPNE) {
     return absl::InvalidArgumentError(
         "--mechanisms does not apply to --paper dpne (its noise is its own)");
   }
@@ -219,7 +217,7 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
     ASSIGN_OR_RETURN(o.epsilons, ParseBudgets("epsilons", *e));
   }
   if (auto e = a.Get("label-epsilons")) {
-    if (o.paper != "lpgnn") {
+    if (!lpgnn) {
       return absl::InvalidArgumentError("--label-epsilons is for --paper lpgnn");
     }
     ASSIGN_OR_RETURN(o.label_epsilons, ParseBudgets("label-epsilons", *e));
@@ -253,7 +251,7 @@ Usage: ldpgraph repro --paper privge|lpgnn|dpne --dataset DIR [flags]
                        by RR labels eps_y 0.5, 1, 2, 3, inf; GraphSAGE, K_x,
                        K_y and training settings from LPGNN's published
                        table for each cell (accuracy)
-                     dpne: the central-DP release (paper 004) at eps 0.01,
+                     dpne: the central-DP release (DPNE) at eps 0.01,
                        0.1, 1, 10, 100, 1000 and non-private; node accuracy
                        or link ROC-AUC (ldpgraph eval --method dpne)
   --dataset DIR      dataset folder; the paper column is filled when its name
@@ -271,7 +269,8 @@ Every cell is `ldpgraph eval` with the paper's defaults (see its --help); the
 table shows mean ± std of the runs, in percent, and [the paper's value].
 
 The papers' numbers (percent; "—" where a paper gives none):
-  PrivGE (paper 000) Table 2, link prediction ROC-AUC at eps 1 / 2 / 3 / 5:
+  PrivGE (Li et al., CIKM 2024) Table 2, link prediction ROC-AUC at
+    eps 1 / 2 / 3 / 5:
     cora    LP 75.2 76.0 75.0 75.2   PM 73.2 78.2 77.0 75.2
             HDS 82.4 82.7 82.5 82.3  non-private 93.1
             (the Multi-bit row is damaged in the paper's text)
@@ -284,7 +283,7 @@ The papers' numbers (percent; "—" where a paper gives none):
   LPGNN (Sajadmanesh & Gatica-Perez, CCS 2021), GraphSAGE, Multi-bit,
     10 runs: eps_x = 1 with clean labels cora 83.9, pubmed 82.9;
     eps_x = eps_y = 1 cora 69.3, pubmed 74.9.
-  DPNE (paper 004) Tables 1 and 3, embedding size 100, at eps 0.01 / 0.1 /
+  DPNE (Xu et al., 2018) Tables 1 and 3, embedding size 100, at eps 0.01 / 0.1 /
     1 / 10 / 100 / 1000 and non-private:
     node accuracy (SVM, 10 % training)
       cora      18.1 21.3 66.2 66.9 67.7 70.0   non-private 70.0
@@ -303,34 +302,28 @@ Example:
 )";
 }
 
-int RunRepro(const std::vector<std::string>& args, std::ostream& out,
-             std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << ReproHelp();
-    return kExitOk;
-  }
-  auto parsed = ParseReproOptions(args);
-  if (!parsed.ok()) return UsageError("repro", parsed.status(), err);
-  const ReproOptions& o = *parsed;
-  auto dataset = LoadDataset(o.dataset);
-  if (!dataset.ok()) {
-    err << "ldpgraph repro: " << dataset.status().message() << "\n";
-    return kExitRuntimeError;
-  }
-  err << kSeededWarning << "\n";
-  const Method method = o.paper == "privge" ? Method::kPrivGe
-                        : o.paper == "dpne"  ? Method::kDpne
-                                             : Method::kLpgnn;
-  const std::string& name = dataset->meta.name;
-  nlohmann::json cells = nlohmann::json::array();
-  const auto start = std::chrono::steady_clock::now();
-  // Rows: mechanism (privge) or label budget (lpgnn); columns: eps.
-  struct Row {
-    std::string label;
-    std::vector<std::string> cells;
-  };
+// One row of the table: mechanism (privge, dpne) or label budget (lpgnn);
+// one cell per feature budget.
+struct Row {
+  std::string label;
+  std::vector<std::string> cells;
+};
+
+// Every cell of the grid, measured: the rows as the table prints them and
+// the cells as --format json lists them.
+struct ReproTable {
   std::vector<Row> rows;
-  const bool lpgnn = method == Method::kLpgnn;
+  nlohmann::json cells = nlohmann::json::array();
+};
+
+// Runs `ldpgraph eval` for each cell of o's grid on dataset, with progress
+// on err. The first cell that fails stops the grid with its status.
+absl::StatusOr<ReproTable> MeasureCells(const ReproOptions& o,
+                                        const Dataset& dataset,
+                                        std::ostream& err) {
+  const Method method = o.paper;
+  const std::string& name = dataset.meta.name;
+  const bool lpgnn = method == v1::PIPELINE_METHOD_LPGNN;
   const std::vector<std::string> row_keys = [&] {
     std::vector<std::string> keys;
     if (lpgnn) {
@@ -340,6 +333,7 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
     }
     return keys;
   }();
+  ReproTable table;
   const size_t total_cells = row_keys.size() * o.epsilons.size();
   size_t done = 0;
   for (size_t ri = 0; ri < row_keys.size(); ++ri) {
@@ -350,7 +344,7 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
       const std::string mechanism =
           std::isinf(eps) ? "none" : (lpgnn ? o.mechanisms[0] : row_keys[ri]);
       c.mechanism = mechanism;
-      if (std::isinf(eps) && method == Method::kDpne) {
+      if (std::isinf(eps) && method == v1::PIPELINE_METHOD_DPNE) {
         // The non-private factorisation: same settings, no noise.
       } else if (std::isinf(eps)) {
         c.scaling = FeatureScaling::kUnit;  // raw features, as eval does
@@ -371,13 +365,10 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
         row.cells.push_back("(as above)");
         continue;
       }
-      auto r = EvaluateRuns(*dataset, c, o.runs, o.seed, nullptr);
-      if (!r.ok()) {
-        err << "ldpgraph repro: " << r.status().message() << "\n";
-        return kExitRuntimeError;
-      }
-      const auto paper =
-          PaperValue(o.paper, name, o.task, mechanism, eps, label_eps);
+      auto r = EvaluateRuns(dataset, c, o.runs, o.seed, nullptr);
+      if (!r.ok()) return r.status();
+      const auto paper = PaperValue(pipeline::MethodName(o.paper), name, o.task,
+                                    mechanism, eps, label_eps);
       nlohmann::json cell = {{"mechanism", mechanism},
                              {"epsilon", std::isinf(eps) ? nlohmann::json(nullptr)
                                                          : nlohmann::json(eps)},
@@ -390,44 +381,44 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
                              {"seconds", (*r)["seconds"]},
                              {"paper", paper ? nlohmann::json(*paper / 100)
                                              : nlohmann::json(nullptr)}};
-      cells.push_back(cell);
+      table.cells.push_back(cell);
       std::string text = absl::StrFormat(
           "%.1f±%.1f", 100 * (*r)["mean"].get<double>(),
           100 * (*r)["std"].get<double>());
       if (paper) absl::StrAppend(&text, absl::StrFormat(" [%.1f]", *paper));
       row.cells.push_back(text);
     }
-    rows.push_back(row);
+    table.rows.push_back(row);
   }
-  const std::string metric = o.task == Task::kNode ? "accuracy" : "roc_auc";
-  if (o.json) {
-    nlohmann::json j = {{"paper", o.paper},
-                        {"dataset", name},
-                        {"task", pipeline::TaskName(o.task)},
-                        {"metric", metric},
-                        {"runs", o.runs},
-                        {"seed", o.seed},
-                        {"cells", cells},
-                        {"seconds", SecondsSince(start)}};
-    out << j.dump() << "\n";
-    return kExitOk;
-  }
+  return table;
+}
+
+// The table of o's grid: a title, a header of budgets, one line per row.
+void PrintTable(const ReproOptions& o, const std::string& name,
+                const std::string& metric, const std::vector<Row>& rows,
+                std::ostream& out) {
+  const Method method = o.paper;
+  const bool lpgnn = method == v1::PIPELINE_METHOD_LPGNN;
   out << absl::StrFormat(
       "%s %s on %s: test %s in %%, mean±std of %d runs [paper's value]\n",
-      o.paper == "privge" ? "PrivGE" : o.paper == "dpne" ? "DPNE" : "LPGNN",
-      o.task == Task::kNode ? "node classification" : "link prediction", name,
-      metric, o.runs);
+      method == v1::PIPELINE_METHOD_PRIVGE ? "PrivGE"
+      : method == v1::PIPELINE_METHOD_DPNE ? "DPNE"
+                                           : "LPGNN",
+      o.task == v1::PIPELINE_TASK_NODE ? "node classification"
+                                       : "link prediction",
+      name, metric, o.runs);
   size_t width = 14;
   for (const Row& r : rows) {
     for (const auto& c : r.cells) width = std::max(width, c.size() + 2);
   }
   out << absl::StrFormat("%-12s", lpgnn ? "labels" : "mechanism");
   for (double e : o.epsilons) {
-    out << absl::StrFormat("%-*s", width,
-                           std::isinf(e) ? std::string(method == Method::kDpne
-                                                           ? "non-private"
-                                                           : "eps=inf (raw)")
-                                         : absl::StrCat("eps=", Budget(e)));
+    out << absl::StrFormat(
+        "%-*s", width,
+        std::isinf(e)
+            ? std::string(method == v1::PIPELINE_METHOD_DPNE ? "non-private"
+                                                             : "eps=inf (raw)")
+            : absl::StrCat("eps=", Budget(e)));
   }
   out << "\n";
   for (const Row& r : rows) {
@@ -435,6 +426,45 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
     for (const auto& c : r.cells) out << absl::StrFormat("%-*s", width, c);
     out << "\n";
   }
+}
+
+int RunRepro(const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err) {
+  if (WantsHelp(args)) {
+    out << ReproHelp();
+    return kExitOk;
+  }
+  auto parsed = ParseReproOptions(args);
+  if (!parsed.ok()) return UsageError("repro", parsed.status(), err);
+  const ReproOptions& o = *parsed;
+  auto dataset = LoadDataset(o.dataset);
+  if (!dataset.ok()) {
+    err << "ldpgraph repro: " << dataset.status().message() << "\n";
+    return kExitRuntimeError;
+  }
+  err << kSeededWarning << "\n";
+  const std::string& name = dataset->meta.name;
+  const auto start = std::chrono::steady_clock::now();
+  auto table = MeasureCells(o, *dataset, err);
+  if (!table.ok()) {
+    err << "ldpgraph repro: " << table.status().message() << "\n";
+    return kExitRuntimeError;
+  }
+  const std::string metric =
+      o.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
+  if (o.json) {
+    nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
+                        {"dataset", name},
+                        {"task", pipeline::TaskName(o.task)},
+                        {"metric", metric},
+                        {"runs", o.runs},
+                        {"seed", o.seed},
+                        {"cells", table->cells},
+                        {"seconds", SecondsSince(start)}};
+    out << j.dump() << "\n";
+    return kExitOk;
+  }
+  PrintTable(o, name, metric, table->rows, out);
   out << absl::StrFormat("(%.0f s)\n", SecondsSince(start));
   return kExitOk;
 }

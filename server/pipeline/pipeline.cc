@@ -99,8 +99,9 @@ PprOptions PprOptionsOf(const PipelineConfig& c) {
 // The release settings of a SE-PrivGEmb or DPNE run.
 embedding::ReleaseConfig ReleaseFor(const PipelineConfig& c) {
   embedding::ReleaseConfig r = c.release;
-  r.method = c.method == Method::kDpne ? embedding::ReleaseMethod::kDpne
-                                       : embedding::ReleaseMethod::kSePrivGemb;
+  r.method = c.method == v1::PIPELINE_METHOD_DPNE
+                 ? embedding::ReleaseMethod::kDpne
+                 : embedding::ReleaseMethod::kSePrivGemb;
   r.private_release = c.mechanism != "none";
   r.epsilon = c.epsilon;
   r.delta = c.release_delta;
@@ -310,7 +311,7 @@ absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
   DenseMatrix z;
   if (in.release == nullptr) {
     const auto t_prop = std::chrono::steady_clock::now();
-    if (c.method == Method::kPrivGe) {
+    if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
       ASSIGN_OR_RETURN(z, PprPush(*in.graph, *in.x, PprOptionsOf(c)));
     } else {
       ASSIGN_OR_RETURN(z, KProp(*in.graph, in.x->ToDense(), feature_steps,
@@ -445,7 +446,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   const uint64_t model_seed = StageSeed(seed, run, kModel);
   int feature_steps = c.feature_steps, label_steps = c.label_steps;
   nlohmann::json tuning;
-  if (c.method == Method::kLpgnn && !c.tune_feature_steps.empty()) {
+  if (c.method == v1::PIPELINE_METHOD_LPGNN && !c.tune_feature_steps.empty()) {
     // Every candidate on this run's split and reports, scored by its
     // selected epoch's validation accuracy (against the reports when the
     // labels are noisy); the first best wins.
@@ -539,34 +540,6 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
 
 }  // namespace
 
-absl::StatusOr<LabelDenoising> ParseLabelDenoising(absl::string_view name) {
-  if (name == "published") return LabelDenoising::kPublished;
-  if (name == "vote") return LabelDenoising::kVote;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "label denoising must be published or vote, got '", name, "'"));
-}
-
-absl::string_view LabelDenoisingName(LabelDenoising d) {
-  return d == LabelDenoising::kPublished ? "published" : "vote";
-}
-
-absl::string_view TaskName(Task t) {
-  return t == Task::kNode ? "node" : "link";
-}
-absl::string_view MethodName(Method m) {
-  switch (m) {
-    case Method::kPrivGe:
-      return "privge";
-    case Method::kLpgnn:
-      return "lpgnn";
-    case Method::kSePrivGemb:
-      return "se-privgemb";
-    case Method::kDpne:
-      return "dpne";
-  }
-  return "unknown";
-}
-
 PipelineConfig DefaultConfig(Method method, Task task) {
   PipelineConfig c;
   c.method = method;
@@ -583,14 +556,14 @@ PipelineConfig DefaultConfig(Method method, Task task) {
     c.node_model.train.adam.weight_decay = 5e-4;
     c.node_model.train.max_epochs = 500;
     c.node_model.train.patience = 50;
-  } else if (method == Method::kPrivGe) {
+  } else if (method == v1::PIPELINE_METHOD_PRIVGE) {
     c.mechanism = "hds";
     c.scaling = FeatureScaling::kSymmetric;
     // Chosen on cora's validation accuracy at eps = 1 (HDS), as PrivGE
     // tuned its own; see the README's training section.
     c.ppr.alpha = 0.05;
     c.ppr.relative_rmax = true;
-    c.standardize = task == Task::kNode;
+    c.standardize = task == v1::PIPELINE_TASK_NODE;
     c.node_model.kind = training::NodeModelKind::kMlp;
     c.node_model.hidden_dim = 256;
     c.node_model.layers = 2;
@@ -680,7 +653,7 @@ int NearestBudget(const double (&table)[N], std::optional<double> eps) {
 void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c) {
   if (!c->dataset_settings) return;
   c->dataset_settings = false;
-  if (c->method != Method::kLpgnn) return;
+  if (c->method != v1::PIPELINE_METHOD_LPGNN) return;
   const int ds = meta.name == "pubmed" ? 1 : 0;
   const std::optional<double> eps_x =
       c->mechanism == "none" ? std::nullopt : std::optional<double>(c->epsilon);
@@ -726,7 +699,7 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
     }
   }
   if (c.label_epsilon) {
-    if (c.task == Task::kLink) {
+    if (c.task == v1::PIPELINE_TASK_LINK) {
       return absl::InvalidArgumentError(
           "a label budget applies to node classification only");
     }
@@ -735,7 +708,8 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
           "label epsilon must be finite and > 0, got ", *c.label_epsilon));
     }
   }
-  if (c.method == Method::kLpgnn && c.task == Task::kLink) {
+  if (c.method == v1::PIPELINE_METHOD_LPGNN &&
+      c.task == v1::PIPELINE_TASK_LINK) {
     return absl::InvalidArgumentError(
         "LPGNN is evaluated on node classification; use --method privge for "
         "link prediction");
@@ -743,12 +717,12 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
   if (c.label_steps < 0 || c.feature_steps < 0) {
     return absl::InvalidArgumentError("KProp steps must be >= 0");
   }
-  if (c.method == Method::kPrivGe) {
+  if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
     RETURN_IF_ERROR(ValidatePprOptions(PprOptionsOf(c)));
   }
-  if (c.method == Method::kPrivGe &&
+  if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
       c.node_model.kind != training::NodeModelKind::kMlp &&
-      c.task == Task::kNode) {
+      c.task == v1::PIPELINE_TASK_NODE) {
     return absl::InvalidArgumentError(
         "PrivGE classifies its embedding with an MLP (--model mlp)");
   }
@@ -764,7 +738,7 @@ absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
                                       int run, const RunOverrides& overrides) {
   RETURN_IF_ERROR(ValidateConfig(c));
   if (overrides.graph != nullptr) {
-    if (c.task != Task::kNode) {
+    if (c.task != v1::PIPELINE_TASK_NODE) {
       return absl::InvalidArgumentError(
           "a replacement graph applies to the node task only");
     }
@@ -774,7 +748,7 @@ absl::StatusOr<RunResult> RunPipeline(const Dataset& dataset,
           " nodes; the dataset has ", dataset.graph.num_nodes()));
     }
   }
-  if (c.task == Task::kNode) {
+  if (c.task == v1::PIPELINE_TASK_NODE) {
     PipelineConfig resolved = c;
     ResolveDatasetSettings(dataset.meta, &resolved);
     return RunNode(dataset, resolved, nullptr, seed, run, overrides);
@@ -820,7 +794,7 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
         "collected label reports need the label campaign's epsilon "
         "(label_epsilon)");
   }
-  if (c.task == Task::kNode) {
+  if (c.task == v1::PIPELINE_TASK_NODE) {
     PipelineConfig resolved = c;
     ResolveDatasetSettings(public_data.meta, &resolved);
     return RunNode(public_data, resolved, &collected, seed, 0, RunOverrides{});
@@ -854,6 +828,25 @@ absl::StatusOr<SparseRows> SimulateFeatureReports(
     out.AppendDenseRow(estimate);
   }
   return out;
+}
+
+nlohmann::json RunResultToJson(const RunResult& r) {
+  nlohmann::json j = {{"epochs", r.training.epochs},
+                      {"best_epoch", r.training.best_epoch},
+                      {"validation", r.training.best_validation},
+                      {"seconds_per_epoch", r.training.seconds_per_epoch},
+                      {"perturb_seconds", r.perturb_seconds},
+                      {"propagate_seconds", r.propagate_seconds},
+                      {"train_seconds", r.train_seconds},
+                      {"micro_f1", r.micro_f1},
+                      {"macro_f1", r.macro_f1}};
+  if (r.label_agreement) {
+    j["label_agreement"] = *r.label_agreement;
+    j["label_agreement_raw"] = r.label_agreement_raw.value_or(0.0);
+  }
+  if (!r.tuning.is_null()) j["tuning"] = r.tuning;
+  if (!r.release.is_null()) j["release"] = r.release;
+  return j;
 }
 
 nlohmann::json ConfigToJson(const PipelineConfig& c) {
@@ -897,7 +890,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
   j["sampled"] = c.sampled ? json(*c.sampled) : json("default");
   j["scale"] = scaling(c.scaling);
   j["label_epsilon"] = c.label_epsilon ? json(*c.label_epsilon) : json(nullptr);
-  if (c.task == Task::kNode) {
+  if (c.task == v1::PIPELINE_TASK_NODE) {
     j["label_steps"] = c.label_steps;
     j["label_self_loops"] = c.label_self_loops;
     if (c.label_epsilon) {
@@ -937,12 +930,13 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
     const embedding::ReleaseConfig r = ReleaseFor(c);
     j.erase("sampled");
     j.erase("scale");
-    j["release"] = {{"private", r.private_release},
-                    {"delta", r.private_release && !(c.method == Method::kDpne)
-                                  ? json(r.delta)
-                                  : json(nullptr)},
-                    {"standardize", c.standardize}};
-    if (c.method == Method::kDpne) {
+    j["release"] = {
+        {"private", r.private_release},
+        {"delta", r.private_release && !(c.method == v1::PIPELINE_METHOD_DPNE)
+                      ? json(r.delta)
+                      : json(nullptr)},
+        {"standardize", c.standardize}};
+    if (c.method == v1::PIPELINE_METHOD_DPNE) {
       j["release"]["dim"] = r.dpne.dim;
       j["release"]["lambda"] = r.dpne.lambda;
       j["release"]["mu"] = r.dpne.mu;
@@ -964,7 +958,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
       j["release"]["noised_rows"] =
           s.noised_rows == embedding::NoisedRows::kTouched ? "touched" : "all";
     }
-  } else if (c.method == Method::kPrivGe) {
+  } else if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
     j["propagation"] = {{"method", "ppr-push"},
                         {"alpha", c.ppr.alpha},
                         {"r", c.ppr.r},

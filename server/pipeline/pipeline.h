@@ -4,11 +4,13 @@
 // `ldpgraph repro` run it; the deployed curator runs the same stages on the
 // reports it collects.
 //
-//  PrivGE (paper 000): features scaled to [-1, 1], perturbed (HDS by
+//  PrivGE (Li et al., "Privacy-Preserving Graph Embedding based on Local
+//    Differential Privacy"): features scaled to [-1, 1], perturbed (HDS by
 //    default), propagated by personalised PageRank (backward push), then an
 //    MLP classifies nodes, or a Hadamard-product scorer predicts links (the
 //    held-out edges removed from the graph before propagation).
-//  LPGNN (Sajadmanesh & Gatica-Perez, CCS'21, the successor of paper 002):
+//  LPGNN (Sajadmanesh & Gatica-Perez, CCS'21, the successor of their "When
+//    Differential Privacy Meets Graph Neural Networks"):
 //    features scaled to [0, 1], perturbed with Multi-bit and rectified,
 //    aggregated by K_x KProp steps, then a 2-layer GCN or GraphSAGE; labels
 //    (of training and validation nodes only: test labels are never
@@ -17,7 +19,9 @@
 //    channel's transition matrix (forward correction). Model selection uses
 //    those noisy labels too: the curator never sees a clean one. Test
 //    accuracy is against the true labels.
-//  SE-PrivGEmb and DPNE (papers 001 and 004): no features at all; the
+//  SE-PrivGEmb ("Structure-Preference Enabled Graph Embedding Generation
+//    under Differential Privacy") and DPNE ("DPNE: Differentially Private
+//    Network Embedding"): no features at all; the
 //    curator releases a structure embedding of its graph under central DP
 //    (server/embedding), and the task runs on it: an MLP (logistic
 //    regression by default: one layer) on the standardised embedding for
@@ -48,18 +52,42 @@
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
 #include "common/mechanisms/feature_mechanism.h"
+#include "common/names.h"
+#include "ldpgraph/v1/pipeline.pb.h"
 #include "server/embedding/release.h"
 #include "server/propagation/propagation.h"
 #include "server/training/tasks.h"
 
 namespace ldpgraph::pipeline {
 
-enum class Task { kNode, kLink };
-enum class Method { kPrivGe, kLpgnn, kSePrivGemb, kDpne };
+// A pipeline's method and task are the admin API's enums
+// (proto/ldpgraph/v1/pipeline.proto), so that the curator takes them from a
+// request as they are. UNSPECIFIED is never a valid setting.
+using Method = v1::PipelineMethod;
+using Task = v1::PipelineTask;
+
+// The one table of the methods' command-line names: "privge", "lpgnn",
+// "se-privgemb", "dpne". Parse fails with INVALID_ARGUMENT "method must be
+// one of privge, lpgnn, se-privgemb, dpne, got '<name>'".
+inline constexpr auto kMethodNames = MakeNameTable<Method>(
+    "method", {{v1::PIPELINE_METHOD_PRIVGE, "privge"},
+               {v1::PIPELINE_METHOD_LPGNN, "lpgnn"},
+               {v1::PIPELINE_METHOD_SE_PRIVGEMB, "se-privgemb"},
+               {v1::PIPELINE_METHOD_DPNE, "dpne"}});
+// The tasks' names: "node", "link". Parse fails with INVALID_ARGUMENT "task
+// must be one of node, link, got '<name>'".
+inline constexpr auto kTaskNames = MakeNameTable<Task>(
+    "task",
+    {{v1::PIPELINE_TASK_NODE, "node"}, {v1::PIPELINE_TASK_LINK, "link"}});
+
+// A method's or task's name; "unknown" for UNSPECIFIED or a number the
+// proto does not define.
+inline absl::string_view MethodName(Method m) { return kMethodNames.Name(m); }
+inline absl::string_view TaskName(Task t) { return kTaskNames.Name(t); }
 
 // True for the central-DP structure embeddings (SE-PrivGEmb, DPNE).
 inline bool IsReleaseMethod(Method m) {
-  return m == Method::kSePrivGemb || m == Method::kDpne;
+  return m == v1::PIPELINE_METHOD_SE_PRIVGEMB || m == v1::PIPELINE_METHOD_DPNE;
 }
 
 // How the curator learns from labels seen through randomized response (the
@@ -80,13 +108,23 @@ inline bool IsReleaseMethod(Method m) {
 // Either way a node whose neighbourhood holds no report keeps its own.
 enum class LabelDenoising { kPublished, kVote };
 
-// "published", "vote"; INVALID_ARGUMENT naming the choices.
-absl::StatusOr<LabelDenoising> ParseLabelDenoising(absl::string_view name);
-absl::string_view LabelDenoisingName(LabelDenoising d);
+// The names "published" and "vote" (--label-denoising); Parse fails with
+// INVALID_ARGUMENT "label denoising must be one of published, vote, got
+// '<name>'".
+inline constexpr auto kLabelDenoisingNames = MakeNameTable<LabelDenoising>(
+    "label denoising", {{LabelDenoising::kPublished, "published"},
+                        {LabelDenoising::kVote, "vote"}});
+inline absl::StatusOr<LabelDenoising> ParseLabelDenoising(
+    absl::string_view name) {
+  return kLabelDenoisingNames.Parse(name);
+}
+inline absl::string_view LabelDenoisingName(LabelDenoising d) {
+  return kLabelDenoisingNames.Name(d);
+}
 
 struct PipelineConfig {
-  Task task = Task::kNode;
-  Method method = Method::kPrivGe;
+  Task task = v1::PIPELINE_TASK_NODE;
+  Method method = v1::PIPELINE_METHOD_PRIVGE;
 
   // Features: "none" (raw, non-private) or a mechanism name
   // (common/mechanisms/feature_mechanism.h).
@@ -277,8 +315,14 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
 // Every setting of c, as JSON (for --format json and result records).
 nlohmann::json ConfigToJson(const PipelineConfig& c);
 
-absl::string_view TaskName(Task t);
-absl::string_view MethodName(Method m);
+// The figures of one run, as JSON: what `ldpgraph eval --format json` prints
+// per run and the curator records for an evaluate stage. Keys: epochs,
+// best_epoch, validation, seconds_per_epoch, perturb_seconds (0 on
+// collected reports), propagate_seconds, train_seconds, micro_f1 and
+// macro_f1 (0 for the link task); label_agreement and label_agreement_raw
+// with noisy labels; tuning and release when the run has them. The
+// headline metric is left to the caller, which names it its own way.
+nlohmann::json RunResultToJson(const RunResult& r);
 
 // The curator's estimate of every node's row, as each agent would report it:
 // Perturb on the agent's side, Estimate on the curator's. Rows of x must lie

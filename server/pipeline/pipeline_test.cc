@@ -31,14 +31,16 @@ PipelineConfig Quick(Method m, Task t) {
 
 TEST(PipelineTest, NodeClassificationLearnsAndPrivacyCostsAccuracy) {
   const Dataset d = Generated(800, 0.8, 1);
-  PipelineConfig raw = Quick(Method::kPrivGe, Task::kNode);
+  PipelineConfig raw =
+      Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   raw.mechanism = "none";
   auto clean = RunPipeline(d, raw, 1, 0);
   ASSERT_TRUE(clean.ok()) << clean.status();
   // 6 balanced classes: chance is about 1/6.
   EXPECT_GT(clean->metric, 0.6);
   EXPECT_EQ(clean->noise_source, "none");
-  PipelineConfig hds = Quick(Method::kPrivGe, Task::kNode);
+  PipelineConfig hds =
+      Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   hds.epsilon = 0.5;
   auto noisy = RunPipeline(d, hds, 1, 0);
   ASSERT_TRUE(noisy.ok()) << noisy.status();
@@ -53,7 +55,8 @@ TEST(PipelineTest, EveryMechanismRunsThroughPrivGe) {
   // scales with them, so this finishes in well under a second.
   const Dataset d = Generated(300, 0.8, 6);
   for (const char* m : {"laplace", "piecewise", "multibit", "hds", "onebit"}) {
-    PipelineConfig c = Quick(Method::kPrivGe, Task::kNode);
+    PipelineConfig c =
+        Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
     c.mechanism = m;
     auto r = RunPipeline(d, c, 1, 0);
     ASSERT_TRUE(r.ok()) << m << ": " << r.status();
@@ -63,8 +66,8 @@ TEST(PipelineTest, EveryMechanismRunsThroughPrivGe) {
 
 TEST(PipelineTest, ThreadsDoNotChangeTheResult) {
   const Dataset d = Generated(400, 0.7, 2);
-  for (Task task : {Task::kNode, Task::kLink}) {
-    PipelineConfig c = Quick(Method::kPrivGe, task);
+  for (Task task : {v1::PIPELINE_TASK_NODE, v1::PIPELINE_TASK_LINK}) {
+    PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, task);
     EXPECT_EQ(c.threads, 0);  // every core by default
     c.threads = 1;
     auto one = RunPipeline(d, c, 5, 0);
@@ -79,8 +82,8 @@ TEST(PipelineTest, ThreadsDoNotChangeTheResult) {
 
 TEST(PipelineTest, RunsAreReproducibleAndIndependent) {
   const Dataset d = Generated(400, 0.7, 2);
-  for (Method m : {Method::kPrivGe, Method::kLpgnn}) {
-    PipelineConfig c = Quick(m, Task::kNode);
+  for (Method m : {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}) {
+    PipelineConfig c = Quick(m, v1::PIPELINE_TASK_NODE);
     auto a = RunPipeline(d, c, 5, 0);
     auto b = RunPipeline(d, c, 5, 0);
     auto other = RunPipeline(d, c, 5, 1);
@@ -99,7 +102,7 @@ TEST(PipelineTest, RunsAreReproducibleAndIndependent) {
 
 TEST(PipelineTest, SecureNoiseSaysSo) {
   const Dataset d = Generated(200, 0.7, 3);
-  PipelineConfig c = Quick(Method::kPrivGe, Task::kNode);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.secure_noise = true;
   auto r = RunPipeline(d, c, 1, 0);
   ASSERT_TRUE(r.ok());
@@ -108,7 +111,7 @@ TEST(PipelineTest, SecureNoiseSaysSo) {
 
 TEST(PipelineTest, LabelDenoisingBeatsTheRawReports) {
   const Dataset d = Generated(1200, 0.9, 4);
-  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   c.label_epsilon = 1.0;
   auto r = RunPipeline(d, c, 1, 0);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -134,7 +137,7 @@ TEST(PipelineTest, LabelDenoisingBeatsTheRawReports) {
 // keeps.
 TEST(PipelineTest, PublishedAndVoteDenoisingBothLearn) {
   const Dataset d = Generated(1200, 0.9, 4);
-  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   c.label_epsilon = 1.0;
   c.label_steps = 2;
   const double keep = std::exp(1.0) / (std::exp(1.0) + 5);
@@ -159,7 +162,7 @@ TEST(PipelineTest, PublishedAndVoteDenoisingBothLearn) {
 // the first with the best validation score; the run then trains that pair.
 TEST(PipelineTest, StepTuningKeepsTheBestCandidate) {
   const Dataset d = Generated(600, 0.9, 5);
-  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   c.node_model.train.max_epochs = 60;
   c.label_epsilon = 1.0;
   c.tune_feature_steps = {0, 2};
@@ -194,7 +197,8 @@ TEST(PipelineTest, DatasetSettingsFollowLpgnnsPublishedTable) {
   DatasetMeta pubmed, cora;
   pubmed.name = "pubmed";
   cora.name = "cora";
-  PipelineConfig c = DefaultConfig(Method::kLpgnn, Task::kNode);
+  PipelineConfig c =
+      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   c.label_epsilon = 1.0;
   PipelineConfig p = c;
   ResolveDatasetSettings(pubmed, &p);
@@ -209,20 +213,23 @@ TEST(PipelineTest, DatasetSettingsFollowLpgnnsPublishedTable) {
   ResolveDatasetSettings(cora, &k);
   EXPECT_EQ(k.feature_steps, 2);
   EXPECT_EQ(k.label_steps, 8);
-  PipelineConfig clean = DefaultConfig(Method::kLpgnn, Task::kNode);
+  PipelineConfig clean =
+      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   ResolveDatasetSettings(cora, &clean);
   EXPECT_EQ(clean.feature_steps, 16);
   EXPECT_EQ(clean.label_steps, 0);
   EXPECT_DOUBLE_EQ(clean.node_model.train.adam.weight_decay, 1e-2);
   EXPECT_DOUBLE_EQ(clean.node_model.dropout, 0.75);
   // The nearest tabulated budgets: eps_x 0.12 -> 0.1, eps_y 2.4 -> 2.
-  PipelineConfig near = DefaultConfig(Method::kLpgnn, Task::kNode);
+  PipelineConfig near =
+      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   near.epsilon = 0.12;
   near.label_epsilon = 2.4;
   ResolveDatasetSettings(cora, &near);
   EXPECT_EQ(near.feature_steps, 16);
   EXPECT_EQ(near.label_steps, 4);
-  PipelineConfig raw = DefaultConfig(Method::kLpgnn, Task::kNode);
+  PipelineConfig raw =
+      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   raw.mechanism = "none";
   raw.label_epsilon = 1.0;
   ResolveDatasetSettings(pubmed, &raw);
@@ -270,7 +277,7 @@ Dataset RandomGraph(size_t n, size_t pairs) {
 
 TEST(PipelineTest, LinkPredictionHoldsOutTheTestEdges) {
   const Dataset d = RandomGraph(400, 800);
-  PipelineConfig c = Quick(Method::kPrivGe, Task::kLink);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK);
   c.mechanism = "none";
   c.scaling = FeatureScaling::kUnit;
   auto r = RunPipeline(d, c, 1, 0);
@@ -279,7 +286,7 @@ TEST(PipelineTest, LinkPredictionHoldsOutTheTestEdges) {
 
   // The same pipeline on a graph with communities does learn.
   const Dataset structured = Generated(800, 0.9, 8);
-  PipelineConfig s = Quick(Method::kPrivGe, Task::kLink);
+  PipelineConfig s = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK);
   s.mechanism = "none";
   auto good = RunPipeline(structured, s, 1, 0);
   ASSERT_TRUE(good.ok()) << good.status();
@@ -302,9 +309,9 @@ PipelineConfig QuickRelease(Method m, Task t) {
 TEST(PipelineTest, StructureReleasesLearnTheGraphAndNotTheTestEdges) {
   const Dataset structured = Generated(800, 0.9, 8);
   const Dataset random = RandomGraph(400, 1600);
-  for (Method m : {Method::kSePrivGemb, Method::kDpne}) {
+  for (Method m : {v1::PIPELINE_METHOD_SE_PRIVGEMB, v1::PIPELINE_METHOD_DPNE}) {
     SCOPED_TRACE(MethodName(m));
-    PipelineConfig node = QuickRelease(m, Task::kNode);
+    PipelineConfig node = QuickRelease(m, v1::PIPELINE_TASK_NODE);
     node.mechanism = "none";
     auto clean = RunPipeline(structured, node, 1, 0);
     ASSERT_TRUE(clean.ok()) << clean.status();
@@ -312,7 +319,7 @@ TEST(PipelineTest, StructureReleasesLearnTheGraphAndNotTheTestEdges) {
     EXPECT_EQ(clean->noise_source, "none");
     EXPECT_EQ(clean->release["private"], false);
 
-    PipelineConfig link = QuickRelease(m, Task::kLink);
+    PipelineConfig link = QuickRelease(m, v1::PIPELINE_TASK_LINK);
     link.mechanism = "none";
     auto good = RunPipeline(structured, link, 1, 0);
     ASSERT_TRUE(good.ok()) << good.status();
@@ -321,7 +328,7 @@ TEST(PipelineTest, StructureReleasesLearnTheGraphAndNotTheTestEdges) {
     ASSERT_TRUE(blind.ok()) << blind.status();
     EXPECT_LT(blind->metric, 0.62) << "test edges leaked into the embedding";
 
-    PipelineConfig priv = QuickRelease(m, Task::kNode);
+    PipelineConfig priv = QuickRelease(m, v1::PIPELINE_TASK_NODE);
     priv.epsilon = 2;
     auto released = RunPipeline(structured, priv, 1, 0);
     ASSERT_TRUE(released.ok()) << released.status();
@@ -333,22 +340,24 @@ TEST(PipelineTest, StructureReleasesLearnTheGraphAndNotTheTestEdges) {
 }
 
 TEST(PipelineTest, StructureReleasesRefuseFeatureSettings) {
-  PipelineConfig c = DefaultConfig(Method::kDpne, Task::kNode);
+  PipelineConfig c =
+      DefaultConfig(v1::PIPELINE_METHOD_DPNE, v1::PIPELINE_TASK_NODE);
   EXPECT_TRUE(ValidateConfig(c).ok());
   c.mechanism = "hds";
   EXPECT_THAT(ValidateConfig(c).message(),
               ::testing::HasSubstr("uses no feature mechanism"));
-  c = DefaultConfig(Method::kSePrivGemb, Task::kNode);
+  c = DefaultConfig(v1::PIPELINE_METHOD_SE_PRIVGEMB, v1::PIPELINE_TASK_NODE);
   c.label_epsilon = 1;
   EXPECT_THAT(ValidateConfig(c).message(),
               ::testing::HasSubstr("no label budget"));
-  c = DefaultConfig(Method::kSePrivGemb, Task::kLink);
+  c = DefaultConfig(v1::PIPELINE_METHOD_SE_PRIVGEMB, v1::PIPELINE_TASK_LINK);
   c.epsilon = -1;
   EXPECT_EQ(ValidateConfig(c).code(), absl::StatusCode::kInvalidArgument);
   Collected collected;
-  EXPECT_EQ(RunPipelineOnCollected(Generated(200, 0.8, 6),
-                                   DefaultConfig(Method::kDpne, Task::kNode),
-                                   collected, 1)
+  EXPECT_EQ(RunPipelineOnCollected(
+                Generated(200, 0.8, 6),
+                DefaultConfig(v1::PIPELINE_METHOD_DPNE, v1::PIPELINE_TASK_NODE),
+                collected, 1)
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -360,31 +369,33 @@ TEST(PipelineTest, ValidatesTheConfig) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << needle;
     EXPECT_NE(s.message().find(needle), std::string::npos) << s;
   };
-  PipelineConfig c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  PipelineConfig c =
+      DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   EXPECT_TRUE(ValidateConfig(c).ok());
   c.mechanism = "gaussian";
   expect_bad(c, "mechanism");
-  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.epsilon = 0;
   expect_bad(c, "epsilon");
-  c = DefaultConfig(Method::kLpgnn, Task::kLink);
+  c = DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_LINK);
   expect_bad(c, "node classification");
-  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.threads = -1;
   expect_bad(c, "threads must be >= 0 (0 = every core)");
-  c = DefaultConfig(Method::kPrivGe, Task::kLink);
+  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK);
   c.label_epsilon = 1;
   expect_bad(c, "label budget");
-  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.ppr.alpha = 0;
   expect_bad(c, "alpha");
-  c = DefaultConfig(Method::kPrivGe, Task::kNode);
+  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.node_model.kind = training::NodeModelKind::kGcn;
   expect_bad(c, "MLP");
 }
 
 TEST(PipelineTest, ConfigJsonNamesEverySetting) {
-  nlohmann::json j = ConfigToJson(DefaultConfig(Method::kLpgnn, Task::kNode));
+  nlohmann::json j = ConfigToJson(
+      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE));
   EXPECT_EQ(j["method"], "lpgnn");
   EXPECT_EQ(j["mechanism"], "multibit");
   EXPECT_EQ(j["model"]["kind"], "sage");
@@ -396,9 +407,42 @@ TEST(PipelineTest, ConfigJsonNamesEverySetting) {
   EXPECT_TRUE(j["label_epsilon"].is_null());
 }
 
+TEST(PipelineTest, RunResultJsonHasEveryFigureButTheMetric) {
+  RunResult r;
+  r.metric = 0.8;
+  r.micro_f1 = 0.8;
+  r.macro_f1 = 0.7;
+  r.training.epochs = 12;
+  r.training.best_epoch = 9;
+  r.training.best_validation = 0.75;
+  r.propagate_seconds = 1.5;
+  nlohmann::json j = RunResultToJson(r);
+  for (const char* key :
+       {"epochs", "best_epoch", "validation", "seconds_per_epoch",
+        "perturb_seconds", "propagate_seconds", "train_seconds", "micro_f1",
+        "macro_f1"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["epochs"], 12);
+  EXPECT_EQ(j["best_epoch"], 9);
+  EXPECT_EQ(j["macro_f1"], 0.7);
+  EXPECT_EQ(j["propagate_seconds"], 1.5);
+  EXPECT_FALSE(j.contains("metric"));
+  EXPECT_FALSE(j.contains("label_agreement"));
+  EXPECT_FALSE(j.contains("tuning"));
+  EXPECT_FALSE(j.contains("release"));
+  r.label_agreement = 0.9;
+  r.label_agreement_raw = 0.6;
+  r.tuning = {{"feature_steps", 4}};
+  j = RunResultToJson(r);
+  EXPECT_EQ(j["label_agreement"], 0.9);
+  EXPECT_EQ(j["label_agreement_raw"], 0.6);
+  EXPECT_EQ(j["tuning"]["feature_steps"], 4);
+}
+
 TEST(PipelineTest, ReplacementGraphIsWhatTheCuratorLearnsOn) {
   const Dataset d = Generated(300, 0.9, 4);
-  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   c.epsilon = 2;
   auto plain = RunPipeline(d, c, 3, 0);
   ASSERT_TRUE(plain.ok()) << plain.status();
@@ -431,7 +475,7 @@ TEST(PipelineTest, ReplacementGraphIsWhatTheCuratorLearnsOn) {
 
 TEST(PipelineTest, OverridesOfTheWrongShapeAreRefused) {
   const Dataset d = Generated(200, 0.8, 5);
-  PipelineConfig c = Quick(Method::kLpgnn, Task::kNode);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   auto small = Graph::FromEdges(199, {});
   ASSERT_TRUE(small.ok());
   RunOverrides o;
@@ -440,7 +484,8 @@ TEST(PipelineTest, OverridesOfTheWrongShapeAreRefused) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()),
               ::testing::HasSubstr("199 nodes; the dataset has 200"));
-  PipelineConfig link = Quick(Method::kPrivGe, Task::kLink);
+  PipelineConfig link =
+      Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK);
   o.graph = &d.graph;
   EXPECT_EQ(RunPipeline(d, link, 1, 0, o).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -456,7 +501,8 @@ TEST(PipelineTest, OverridesOfTheWrongShapeAreRefused) {
 
 TEST(PipelineTest, BuildFeatureMechanismIsTheRunsMechanism) {
   const Dataset d = Generated(200, 0.8, 6);
-  PipelineConfig c = DefaultConfig(Method::kLpgnn, Task::kNode);
+  PipelineConfig c =
+      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   c.epsilon = 3;
   auto m = BuildFeatureMechanism(c, d);
   ASSERT_TRUE(m.ok()) << m.status();

@@ -710,17 +710,6 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
   return out;
 }
 
-absl::StatusOr<KPropNorm> ParseKPropNorm(absl::string_view name) {
-  if (name == "mean") return KPropNorm::kMean;
-  if (name == "symmetric") return KPropNorm::kSymmetric;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "KProp normalisation must be mean or symmetric, got '", name, "'"));
-}
-
-absl::string_view KPropNormName(KPropNorm n) {
-  return n == KPropNorm::kMean ? "mean" : "symmetric";
-}
-
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
                                   int steps, bool self_loops, int threads,
                                   KPropNorm norm) {

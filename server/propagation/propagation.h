@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
+#include "common/names.h"
 
 namespace ldpgraph {
 
@@ -111,9 +112,18 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
 // unless asked; degrees then count the loop).
 enum class KPropNorm { kMean, kSymmetric };
 
-// "mean", "symmetric"; INVALID_ARGUMENT naming the choices.
-absl::StatusOr<KPropNorm> ParseKPropNorm(absl::string_view name);
-absl::string_view KPropNormName(KPropNorm n);
+// The names "mean" and "symmetric" (--kprop-norm); Parse fails with
+// INVALID_ARGUMENT "KProp normalisation must be one of mean, symmetric,
+// got '<name>'".
+inline constexpr auto kKPropNormNames = MakeNameTable<KPropNorm>(
+    "KProp normalisation",
+    {{KPropNorm::kMean, "mean"}, {KPropNorm::kSymmetric, "symmetric"}});
+inline absl::StatusOr<KPropNorm> ParseKPropNorm(absl::string_view name) {
+  return kKPropNormNames.Parse(name);
+}
+inline absl::string_view KPropNormName(KPropNorm n) {
+  return kKPropNormNames.Name(n);
+}
 
 // KProp (LPGNN): `steps` rounds of neighbourhood aggregation,
 // h_k(v) = mean_{u in N(v)} h_{k-1}(u) (N(v) + v when self_loops), or with

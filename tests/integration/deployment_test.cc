@@ -1165,7 +1165,7 @@ TEST_F(DeploymentTest, ReleaseIsChargedToTheLedgerAndExported) {
   ASSERT_NO_FATAL_FAILURE(StartCurator(graph_dir, 0));
 
   v1::ReleaseRequest req;
-  req.set_method("dpne");
+  req.set_pipeline_method(v1::PIPELINE_METHOD_DPNE);
   req.set_epsilon(1.0);
   req.set_dim(8);
   v1::StageResult released;

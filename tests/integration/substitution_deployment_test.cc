@@ -472,7 +472,8 @@ TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
   auto evaluate = [&](const std::string& graph) {
     v1::EvaluateRequest req;
     req.set_input(estimate->id());
-    req.set_method("lpgnn");
+    req.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
+    req.set_pipeline_task(v1::PIPELINE_TASK_NODE);
     req.set_graph_campaign_id(graph);
     req.set_seed(1);
     grpc::ClientContext ctx;
