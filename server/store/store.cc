@@ -1,7 +1,5 @@
 #include "server/store/store.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -17,13 +15,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/sqlite.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::store {
 namespace {
 
 constexpr int kSchemaVersion = 2;
-constexpr int kBusyTimeoutMs = 5000;
 constexpr char kFileName[] = "curator.db";
 
 // Version 2. AUTOINCREMENT keeps ids from being reused after a deletion
@@ -85,67 +83,15 @@ CREATE TABLE IF NOT EXISTS node_keys(
 CREATE INDEX IF NOT EXISTS sealed_campaign_to_node ON sealed(campaign, to_node);
 )sql";
 
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
-// Resets a cached statement when a use of it ends, however it ends: a
-// SELECT left mid-scan would otherwise hold its read transaction open, and
-// bindings made with SQLITE_STATIC must not outlive the caller's strings.
-class ScopedReset {
- public:
-  explicit ScopedReset(sqlite3_stmt* stmt) : stmt_(stmt) {}
-  ~ScopedReset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  ScopedReset(const ScopedReset&) = delete;
-  ScopedReset& operator=(const ScopedReset&) = delete;
-
- private:
-  sqlite3_stmt* stmt_;
-};
-
-// Bound as a BLOB or as TEXT, without a copy (SQLITE_STATIC: the bytes must
-// live until the statement is reset, which ScopedReset sees to).
-struct Blob {
-  const std::string& bytes;
-};
-struct Text {
-  const std::string& text;
-};
-
-int BindValue(sqlite3_stmt* s, int i, int64_t v) {
-  return sqlite3_bind_int64(s, i, v);
-}
-int BindValue(sqlite3_stmt* s, int i, const Blob& b) {
-  return sqlite3_bind_blob64(s, i, b.bytes.data(), b.bytes.size(),
-                             SQLITE_STATIC);
-}
-int BindValue(sqlite3_stmt* s, int i, const Text& t) {
-  return sqlite3_bind_text64(s, i, t.text.data(), t.text.size(), SQLITE_STATIC,
-                             SQLITE_UTF8);
-}
-
-// Binds args to parameters 1, 2, ...; the first failing code, or SQLITE_OK.
-template <typename... Args>
-int BindAll(sqlite3_stmt* s, const Args&... args) {
-  int i = 0;
-  int rc = SQLITE_OK;
-  ((rc = rc == SQLITE_OK ? BindValue(s, ++i, args) : rc), ...);
-  return rc;
-}
+using sqlite::Blob;
+using sqlite::BlobHandle;
+using sqlite::Db;
+using sqlite::ScopedReset;
+using sqlite::Stmt;
+using sqlite::Text;
 
 std::string ColumnBytes(sqlite3_stmt* s, int i) {
-  const void* data = sqlite3_column_blob(s, i);
-  const int size = sqlite3_column_bytes(s, i);
-  if (data == nullptr || size <= 0) return std::string();
-  return std::string(static_cast<const char*>(data), size);
+  return sqlite::ColumnBlob(s, i);
 }
 
 // The blob of an answer_log row (format 1):
@@ -300,17 +246,7 @@ class LogReader {
   size_t pos_ = 0;
 };
 
-absl::string_view ColumnView(sqlite3_stmt* s, int i) {
-  const void* data = sqlite3_column_blob(s, i);
-  const int size = sqlite3_column_bytes(s, i);
-  if (data == nullptr || size <= 0) return absl::string_view();
-  return absl::string_view(static_cast<const char*>(data), size);
-}
-
-struct BlobCloser {
-  void operator()(sqlite3_blob* blob) const { sqlite3_blob_close(blob); }
-};
-using BlobHandle = std::unique_ptr<sqlite3_blob, BlobCloser>;
+using sqlite::ColumnView;
 
 absl::Status CheckLimit(int limit) {
   if (limit <= 0) {
@@ -438,55 +374,30 @@ struct CuratorStore::Impl {
     std::vector<NewEntry> entries;
   };
 
-  // INTERNAL (RESOURCE_EXHAUSTED for SQLITE_FULL) naming the path, the
-  // operation, and SQLite's message for rc.
+  // The failure rc of SQLite as a status (common/sqlite.h's SqliteError:
+  // RESOURCE_EXHAUSTED for SQLITE_FULL, UNAVAILABLE for SQLITE_BUSY and
+  // SQLITE_LOCKED, INTERNAL otherwise) naming the path, the operation, and
+  // SQLite's message.
   absl::Status Error(absl::string_view operation, int rc)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    // sqlite3_errmsg describes the most recent failure on the connection;
-    // fall back on the generic text if that was something else.
-    const char* message = db != nullptr && sqlite3_errcode(db.get()) == rc
-                              ? sqlite3_errmsg(db.get())
-                              : sqlite3_errstr(rc);
-    std::string text = absl::StrCat("curator store ", path, ": ", operation,
-                                    ": ", message, " (SQLite code ", rc, ")");
-    if ((rc & 0xff) == SQLITE_FULL) {
-      return absl::ResourceExhaustedError(std::move(text));
-    }
-    return absl::InternalError(std::move(text));
+    return sqlite::SqliteError(rc, db.get(), path, operation);
   }
 
   absl::Status Exec(absl::string_view operation, const char* sql)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const int rc = sqlite3_exec(db.get(), sql, nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return Error(operation, rc);
-    return absl::OkStatus();
+    return sqlite::Exec(db.get(), path, sql, operation);
   }
 
   // Runs a statement returning one integer (a PRAGMA).
   absl::StatusOr<int64_t> QueryInt(absl::string_view operation,
                                    const std::string& sql)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    sqlite3_stmt* raw = nullptr;
-    int rc = sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &raw, nullptr);
-    Stmt stmt(raw);
-    if (rc != SQLITE_OK) return Error(operation, rc);
-    rc = sqlite3_step(stmt.get());
-    if (rc != SQLITE_ROW) {
-      return Error(operation, rc == SQLITE_DONE ? SQLITE_ERROR : rc);
-    }
-    return sqlite3_column_int64(stmt.get(), 0);
+    return sqlite::QueryInt(db.get(), path, sql.c_str(), operation);
   }
 
   absl::StatusOr<Stmt> Prepare(const char* sql)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    sqlite3_stmt* raw = nullptr;
-    const int rc = sqlite3_prepare_v3(db.get(), sql, -1,
-                                      SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
-    Stmt stmt(raw);
-    if (rc != SQLITE_OK) {
-      return Error(absl::StrCat("preparing \"", sql, "\""), rc);
-    }
-    return stmt;
+    return sqlite::Prepare(db.get(), path, sql, SQLITE_PREPARE_PERSISTENT);
   }
 
   absl::Status PrepareAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
@@ -577,11 +488,7 @@ struct CuratorStore::Impl {
   // Steps a statement that returns no rows (INSERT, UPDATE, BEGIN, ...).
   absl::Status StepDone(absl::string_view operation, sqlite3_stmt* stmt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const int rc = sqlite3_step(stmt);
-    if (rc != SQLITE_DONE) {
-      return Error(operation, rc == SQLITE_ROW ? SQLITE_ERROR : rc);
-    }
-    return absl::OkStatus();
+    return sqlite::StepDone(db.get(), path, stmt, operation);
   }
 
   absl::Status Run(absl::string_view operation, sqlite3_stmt* stmt)
@@ -594,29 +501,18 @@ struct CuratorStore::Impl {
   absl::Status BindOrError(absl::string_view operation, sqlite3_stmt* stmt,
                            const Args&... args)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const int rc = BindAll(stmt, args...);
-    if (rc != SQLITE_OK) return Error(operation, rc);
-    return absl::OkStatus();
+    return sqlite::Bind(db.get(), path, operation, stmt, args...);
   }
 
-  // Runs body in one write transaction (BEGIN IMMEDIATE ... COMMIT). On any
-  // failure, of body or of COMMIT, rolls back, so nothing of it is stored,
-  // and returns the first error.
+  // Runs body in one write transaction (BEGIN IMMEDIATE ... COMMIT) on the
+  // prepared statements. On any failure, of body or of COMMIT, rolls back,
+  // so nothing of it is stored, and returns the first error.
   absl::Status InTransaction(absl::string_view operation,
                              absl::FunctionRef<absl::Status()> body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    RETURN_IF_ERROR(Run(absl::StrCat(operation, ": begin"), stmts.begin.get()));
-    absl::Status status = body();
-    if (status.ok()) {
-      status = Run(absl::StrCat(operation, ": commit"), stmts.commit.get());
-    }
-    // SQLite may already have rolled back (e.g. after SQLITE_FULL); a
-    // failed COMMIT otherwise leaves the transaction open.
-    if (!status.ok() && sqlite3_get_autocommit(db.get()) == 0) {
-      ScopedReset reset(stmts.rollback.get());
-      sqlite3_step(stmts.rollback.get());
-    }
-    return status;
+    return sqlite::InTransaction(
+        db.get(), path, operation,
+        {stmts.begin.get(), stmts.commit.get(), stmts.rollback.get()}, body);
   }
 
   // Inside a write transaction: replaces campaign row.id's state and
@@ -902,6 +798,11 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
     return absl::InvalidArgumentError(absl::StrCat(
         "curator store: max_bytes must be >= 0, got ", options.max_bytes));
   }
+  if (options.busy_timeout_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("curator store: busy_timeout_ms must be >= 0, got ",
+                     options.busy_timeout_ms));
+  }
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::NotFoundError(
@@ -912,18 +813,10 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
   auto impl =
       std::make_unique<Impl>((std::filesystem::path(dir) / kFileName).string());
   absl::MutexLock lock(&impl->mu);
-  {
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(
-        impl->path.c_str(), &raw,
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-        nullptr);
-    impl->db.reset(raw);  // a handle even on failure, to be closed
-    if (rc != SQLITE_OK) return impl->Error("opening", rc);
-  }
+  ASSIGN_OR_RETURN(impl->db, sqlite::OpenDatabase(impl->path));
   sqlite3* db = impl->db.get();
   sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  sqlite3_busy_timeout(db, options.busy_timeout_ms);
 
   // The version first: a file of another schema is left untouched.
   ASSIGN_OR_RETURN(
@@ -936,21 +829,13 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
         " only (it does not migrate a store of version 1)"));
   }
 
-  {
-    sqlite3_stmt* raw = nullptr;
-    int rc =
-        sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &raw, nullptr);
-    Stmt stmt(raw);
-    if (rc == SQLITE_OK) rc = sqlite3_step(stmt.get());
-    if (rc != SQLITE_ROW) {
-      return impl->Error("setting journal_mode=WAL", rc);
-    }
-    const std::string mode = ColumnBytes(stmt.get(), 0);
-    if (mode != "wal") {
-      return absl::InternalError(absl::StrCat(
-          "curator store ", impl->path,
-          ": SQLite refused WAL mode (journal_mode is ", mode, ")"));
-    }
+  ASSIGN_OR_RETURN(const std::string mode,
+                   sqlite::QueryText(db, impl->path, "PRAGMA journal_mode = WAL",
+                                     "setting journal_mode=WAL"));
+  if (mode != "wal") {
+    return absl::InternalError(absl::StrCat(
+        "curator store ", impl->path,
+        ": SQLite refused WAL mode (journal_mode is ", mode, ")"));
   }
   RETURN_IF_ERROR(
       impl->Exec("setting synchronous", options.synchronous_full
@@ -970,32 +855,19 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
   if (version == 0) {
     // A new file (or one another Open is initialising: the transaction
     // waits for it, and CREATE ... IF NOT EXISTS makes the second a no-op).
-    RETURN_IF_ERROR(impl->Exec("creating the schema", "BEGIN IMMEDIATE"));
-    absl::Status status = impl->Exec("creating the schema", kSchema);
-    if (status.ok()) {
-      status = impl->Exec(
-          "setting the schema version",
-          absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str());
-    }
-    if (status.ok()) status = impl->Exec("creating the schema", "COMMIT");
-    if (!status.ok()) {
-      if (sqlite3_get_autocommit(db) == 0) {
-        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-      }
-      return status;
-    }
+    RETURN_IF_ERROR(sqlite::InTransaction(
+        db, impl->path, "creating the schema", [&]() -> absl::Status {
+          RETURN_IF_ERROR(sqlite::Exec(db, impl->path, kSchema,
+                                       "creating the schema"));
+          return sqlite::Exec(
+              db, impl->path,
+              absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str(),
+              "setting the schema version");
+        }));
   }
-  {
-    RETURN_IF_ERROR(impl->Exec("adding tables", "BEGIN IMMEDIATE"));
-    absl::Status status = impl->Exec("adding tables", kAdditiveSchema);
-    if (status.ok()) status = impl->Exec("adding tables", "COMMIT");
-    if (!status.ok()) {
-      if (sqlite3_get_autocommit(db) == 0) {
-        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-      }
-      return status;
-    }
-  }
+  RETURN_IF_ERROR(sqlite::InTransaction(db, impl->path, "adding tables", [&] {
+    return sqlite::Exec(db, impl->path, kAdditiveSchema, "adding tables");
+  }));
   RETURN_IF_ERROR(impl->PrepareAll());
   RETURN_IF_ERROR(impl->CatchUp("indexing the answer log"));
   return std::unique_ptr<CuratorStore>(new CuratorStore(std::move(impl)));

@@ -617,6 +617,49 @@ TEST(CuratorStoreTest, FullDatabaseIsResourceExhaustedAndStoresNothing) {
   EXPECT_EQ(AllAnswers(*store).size(), stored + failed_batch.size());
 }
 
+// Another connection holding the write lock past busy_timeout_ms is
+// UNAVAILABLE (SQLITE_BUSY: retry later), not INTERNAL, and stores nothing;
+// once the lock is released the same calls succeed.
+TEST(CuratorStoreTest, ALockHeldElsewhereIsUnavailableThenClears) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.busy_timeout_ms = 20;
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() + "/curator.db").c_str(), &other),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+
+  auto outcomes = store->AppendAnswers({Answer(1, 0, "a")});
+  EXPECT_EQ(outcomes.status().code(), absl::StatusCode::kUnavailable)
+      << outcomes.status();
+  EXPECT_THAT(outcomes.status().message(), HasSubstr("appending answers"));
+  EXPECT_THAT(outcomes.status().message(), HasSubstr("curator.db"));
+  const absl::Status audit = store->Audit("operator", "locked", "{}");
+  EXPECT_EQ(audit.code(), absl::StatusCode::kUnavailable) << audit;
+
+  ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(other);
+  EXPECT_TRUE(AllAnswers(*store).empty());
+  outcomes = store->AppendAnswers({Answer(1, 0, "a")});
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes, ElementsAre(AppendOutcome::kStored));
+  EXPECT_TRUE(store->Audit("operator", "unlocked", "{}").ok());
+  EXPECT_EQ(AllAnswers(*store).size(), 1u);
+}
+
+TEST(CuratorStoreTest, OpenRejectsNegativeBusyTimeout) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.busy_timeout_ms = -1;
+  auto store = CuratorStore::Open(dir.path(), options);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(store.status().message(), HasSubstr("busy_timeout_ms"));
+}
+
 // Runs SQL on the store's file behind its back (the store closed, or open
 // in this process: SQLite's locks serialise the two).
 void ExecSql(const std::string& dir, const std::string& sql) {
