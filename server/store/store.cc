@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <system_error>
 #include <utility>
 
@@ -17,6 +16,8 @@
 #include "absl/time/time.h"
 #include "common/sqlite.h"
 #include "common/status_macros.h"
+#include "server/store/answer_index.h"
+#include "server/store/answer_log.h"
 
 namespace ldpgraph::store {
 namespace {
@@ -27,9 +28,9 @@ constexpr char kFileName[] = "curator.db";
 // Version 2. AUTOINCREMENT keeps ids from being reused after a deletion
 // (there is none today, but an id a client has seen must stay unique).
 // answer_log holds the answers: one row per campaign per AppendAnswers call,
-// its blob packing the answers that call stored (see EncodeEntry); rows are
+// its blob packing the answers that call stored (server/store/answer_log.h); rows are
 // never updated or deleted. It has no index: the store keeps one in memory
-// (Impl::index), built at Open by reading the log, which also lists each
+// (AnswerIndex, server/store/answer_index.h), built at Open by reading the log, which also lists each
 // campaign's rows. (Version 1 had one row per answer in a WITHOUT ROWID
 // table answers(campaign, node, ...).)
 // fleet holds the shard plan of hosts that ask the curator for their
@@ -94,158 +95,6 @@ std::string ColumnBytes(sqlite3_stmt* s, int i) {
   return sqlite::ColumnBlob(s, i);
 }
 
-// The blob of an answer_log row (format 1):
-//   byte 0       the format, 1
-//   bytes 1..4   the number of entries, little-endian uint32, >= 1
-//   entries, each
-//     varint     node << 1 | refusal
-//     varint     unix_ms minus the previous entry's (0 for the first),
-//                zigzag-encoded, modulo 2^64
-//     varint     payload length
-//     bytes      the payload
-// and nothing after the last entry. Varints are LEB128 (7 bits a byte, low
-// first, at most 10 bytes). Every length is checked when a blob is read: a
-// blob that does not parse is DATA_LOSS naming its row, never a crash.
-constexpr uint8_t kLogFormat = 1;
-constexpr size_t kLogHeaderBytes = 5;
-// A batch's answers to one campaign are split over rows of about this size
-// at most (an answer larger than it gets a row of its own), so that no blob
-// nears SQLite's limit on a value (1e9 bytes) and offsets fit in 32 bits.
-constexpr size_t kMaxLogBlobBytes = size_t{64} << 20;
-
-// Writes v as a varint at p; returns the end.
-char* PutVarint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
-uint64_t ZigZag(uint64_t delta) {
-  const auto v = static_cast<int64_t>(delta);
-  return (delta << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-
-uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); }
-
-// Starts a blob: the format and a count to be set by FinishLogBlob.
-void StartLogBlob(std::string& blob) {
-  blob.clear();
-  blob.push_back(static_cast<char>(kLogFormat));
-  blob.append(4, '\0');
-}
-
-void FinishLogBlob(std::string& blob, uint32_t count) {
-  for (int i = 0; i < 4; ++i) {
-    blob[1 + i] = static_cast<char>((count >> (8 * i)) & 0xff);
-  }
-}
-
-// Appends one entry; returns the offset of its payload in the blob.
-size_t EncodeEntry(std::string& blob, const AnswerRow& a, int64_t unix_ms,
-                   int64_t previous_ms) {
-  char head[30];
-  char* p = PutVarint(head, uint64_t{a.node} << 1 | (a.refusal ? 1 : 0));
-  p = PutVarint(p, ZigZag(static_cast<uint64_t>(unix_ms) -
-                          static_cast<uint64_t>(previous_ms)));
-  p = PutVarint(p, a.payload.size());
-  blob.append(head, p - head);
-  const size_t offset = blob.size();
-  blob.append(a.payload);
-  return offset;
-}
-
-// The longest an entry's varints can be.
-constexpr size_t kMaxEntryOverhead = 3 * 10;
-
-// One decoded entry: the payload is bytes [offset, offset + length) of the
-// blob.
-struct LogEntry {
-  uint32_t node = 0;
-  bool refusal = false;
-  int64_t unix_ms = 0;
-  uint32_t offset = 0;
-  uint32_t length = 0;
-};
-
-class LogReader {
- public:
-  explicit LogReader(absl::string_view blob) : blob_(blob) {}
-
-  // Calls fn(const LogEntry&) for every entry, in order; on a blob that
-  // does not parse, returns a description of the first fault (fn may have
-  // seen the entries before it).
-  template <typename Fn>
-  std::optional<std::string> Read(Fn&& fn) {
-    if (blob_.size() > std::numeric_limits<uint32_t>::max()) {
-      return absl::StrCat("blob of ", blob_.size(), " bytes");
-    }
-    if (blob_.size() < kLogHeaderBytes) {
-      return absl::StrCat("blob of ", blob_.size(),
-                          " bytes, shorter than the header");
-    }
-    if (static_cast<uint8_t>(blob_[0]) != kLogFormat) {
-      return absl::StrCat("unknown format ",
-                          static_cast<int>(static_cast<uint8_t>(blob_[0])));
-    }
-    uint32_t count = 0;
-    for (int i = 0; i < 4; ++i) {
-      count |= uint32_t{static_cast<uint8_t>(blob_[1 + i])} << (8 * i);
-    }
-    if (count == 0) return std::string("no entries");
-    pos_ = kLogHeaderBytes;
-    LogEntry e;
-    uint64_t ms = 0;
-    for (uint32_t i = 0; i < count; ++i) {
-      uint64_t key = 0, delta = 0, length = 0;
-      if (!Varint(key) || !Varint(delta) || !Varint(length)) {
-        return absl::StrCat("entry ", i, " of ", count, ": bad varint at byte ",
-                            pos_, " of ", blob_.size());
-      }
-      if ((key >> 1) > std::numeric_limits<uint32_t>::max()) {
-        return absl::StrCat("entry ", i, ": node ", key >> 1,
-                            " out of range");
-      }
-      if (length > blob_.size() - pos_) {
-        return absl::StrCat("entry ", i, " of ", count, ": payload of ",
-                            length, " bytes at byte ", pos_,
-                            " runs past the end (", blob_.size(), " bytes)");
-      }
-      ms += UnZigZag(delta);
-      e.node = static_cast<uint32_t>(key >> 1);
-      e.refusal = (key & 1) != 0;
-      e.unix_ms = static_cast<int64_t>(ms);
-      e.offset = static_cast<uint32_t>(pos_);
-      e.length = static_cast<uint32_t>(length);
-      pos_ += length;
-      fn(e);
-    }
-    if (pos_ != blob_.size()) {
-      return absl::StrCat(blob_.size() - pos_, " bytes after the last of ",
-                          count, " entries");
-    }
-    return std::nullopt;
-  }
-
- private:
-  bool Varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      if (pos_ >= blob_.size()) return false;
-      const auto byte = static_cast<uint8_t>(blob_[pos_++]);
-      if (shift == 63 && byte > 1) return false;
-      v |= uint64_t{byte & 0x7fu} << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;
-  }
-
-  absl::string_view blob_;
-  size_t pos_ = 0;
-};
-
 using sqlite::ColumnView;
 
 absl::Status CheckLimit(int limit) {
@@ -281,98 +130,11 @@ struct CuratorStore::Impl {
   Db db ABSL_GUARDED_BY(mu);
   Statements stmts ABSL_GUARDED_BY(mu);
 
-  // The in-memory index of answer_log, for telling a new answer from a
-  // resend or a conflict without a query: where each stored answer is.
-  // Built at Open, extended after each commit of AppendAnswers, and caught
-  // up (CatchUp) at the start of each AppendAnswers transaction with the
-  // rows another connection may have added.
-  struct Loc {
-    uint32_t row = 0;             // index in CampaignIndex::rows
-    uint32_t offset = 0;          // of the payload in the row's blob
-    uint32_t length_refusal = kAbsent;  // payload length << 1 | refusal
-    // No answer (in CampaignIndex::dense): no payload is 2^31 bytes long.
-    static constexpr uint32_t kAbsent = 0xffffffff;
-  };
-  // One campaign's answers, by node: nodes are usually 0, 1, ... (the
-  // curator's), so those below dense.size() are found by position, 12
-  // bytes a node; the others (a sparse set) in a hash map. dense grows
-  // (doubling, taking over sparse's nodes below its new size) to cover a
-  // new node when that leaves it at least about half full.
-  struct CampaignIndex {
-    std::vector<int64_t> rows;  // answer_log ids, ascending
-    std::vector<Loc> dense;
-    absl::flat_hash_map<uint32_t, Loc> sparse;
-    size_t count = 0;
-
-    const Loc* Find(uint32_t node) const {
-      if (node < dense.size()) {
-        const Loc& loc = dense[node];
-        return loc.length_refusal == Loc::kAbsent ? nullptr : &loc;
-      }
-      const auto it = sparse.find(node);
-      return it == sparse.end() ? nullptr : &it->second;
-    }
-
-    // Adds an answer; false (and nothing changed) if node has one.
-    bool Insert(uint32_t node, const Loc& loc) {
-      if (node >= dense.size()) {
-        const size_t limit = 2 * (count + 1) + 4096;
-        if (node >= limit) {
-          if (!sparse.try_emplace(node, loc).second) return false;
-          ++count;
-          return true;
-        }
-        if (sparse.contains(node)) return false;
-        Grow(std::max<size_t>(
-            node + 1, std::min(std::max<size_t>(2 * dense.size(), 1024),
-                               limit)));
-      }
-      Loc& slot = dense[node];
-      if (slot.length_refusal != Loc::kAbsent) return false;
-      slot = loc;
-      ++count;
-      return true;
-    }
-
-    // Undoes Insert.
-    void Erase(uint32_t node) {
-      if (node < dense.size()) {
-        if (dense[node].length_refusal == Loc::kAbsent) return;
-        dense[node] = Loc();
-      } else if (sparse.erase(node) == 0) {
-        return;
-      }
-      --count;
-    }
-
-   private:
-    void Grow(size_t size) {
-      dense.resize(size);
-      for (auto it = sparse.begin(); it != sparse.end();) {
-        if (it->first < size) {
-          dense[it->first] = it->second;
-          sparse.erase(it++);
-        } else {
-          ++it;
-        }
-      }
-    }
-  };
-  absl::flat_hash_map<int64_t, CampaignIndex> index ABSL_GUARDED_BY(mu);
-  // The highest answer_log id in the index.
-  int64_t last_log_id ABSL_GUARDED_BY(mu) = 0;
-
-  // A row AppendAnswers inserted, to be indexed once the commit succeeded.
-  struct NewEntry {
-    uint32_t node;
-    uint32_t offset;
-    uint32_t length_refusal;
-  };
-  struct NewRow {
-    int64_t id = 0;
-    int64_t campaign = 0;
-    std::vector<NewEntry> entries;
-  };
+  // The in-memory index of answer_log (server/store/answer_index.h). Built
+  // at Open, extended after each commit of AppendAnswers, and caught up
+  // (CatchUp) at the start of each AppendAnswers transaction with the rows
+  // another connection may have added.
+  AnswerIndex index ABSL_GUARDED_BY(mu);
 
   // The failure rc of SQLite as a status (common/sqlite.h's SqliteError:
   // RESOURCE_EXHAUSTED for SQLITE_FULL, UNAVAILABLE for SQLITE_BUSY and
@@ -584,7 +346,7 @@ struct CuratorStore::Impl {
     return absl::OkStatus();
   }
 
-  // Adds the rows of answer_log after last_log_id to the index: all of them
+  // Adds the rows of answer_log after index.last_row() to the index: all of them
   // at Open, those another connection committed since otherwise. A row that
   // does not parse, or repeats an indexed answer, is DATA_LOSS naming it;
   // the rows before it stay indexed.
@@ -592,7 +354,7 @@ struct CuratorStore::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     sqlite3_stmt* stmt = stmts.log_after.get();
     ScopedReset reset(stmt);
-    RETURN_IF_ERROR(BindOrError(operation, stmt, last_log_id));
+    RETURN_IF_ERROR(BindOrError(operation, stmt, index.last_row()));
     std::vector<LogEntry> entries;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -600,49 +362,15 @@ struct CuratorStore::Impl {
       const int64_t id = sqlite3_column_int64(stmt, 0);
       const int64_t campaign = sqlite3_column_int64(stmt, 1);
       entries.clear();
-      if (std::optional<std::string> fault =
-              LogReader(ColumnView(stmt, 2)).Read([&](const LogEntry& e) {
-                entries.push_back(e);
-              })) {
-        return CorruptRow(id, campaign, *fault);
-      }
-      CampaignIndex& c = index[campaign];
-      if (c.rows.size() >= std::numeric_limits<uint32_t>::max()) {
-        return CorruptRow(id, campaign, "too many rows for one campaign");
-      }
-      const auto row = static_cast<uint32_t>(c.rows.size());
-      for (size_t i = 0; i < entries.size(); ++i) {
-        const LogEntry& e = entries[i];
-        if (!c.Insert(e.node, Loc{row, e.offset,
-                                  e.length << 1 | (e.refusal ? 1u : 0u)})) {
-          const Loc* first = c.Find(e.node);
-          const int64_t earlier = first->row == row ? id : c.rows[first->row];
-          for (size_t j = 0; j < i; ++j) c.Erase(entries[j].node);
-          return CorruptRow(id, campaign,
-                            absl::StrCat("a second answer of node ", e.node,
-                                         " (the first is in row ", earlier,
-                                         ")"));
-        }
-      }
-      c.rows.push_back(id);
-      last_log_id = id;
+      absl::Status status =
+          LogReader(ColumnView(stmt, 2)).Read([&](const LogEntry& e) {
+            entries.push_back(e);
+          });
+      if (status.ok()) status = index.AddLoggedRow(id, campaign, entries);
+      if (!status.ok()) return CorruptRow(id, campaign, status.message());
     }
     if (rc != SQLITE_DONE) return Error(operation, rc);
     return absl::OkStatus();
-  }
-
-  // Adds the rows an AppendAnswers transaction inserted, once committed.
-  void IndexNewRows(std::vector<NewRow>& rows)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    for (const NewRow& r : rows) {
-      CampaignIndex& c = index[r.campaign];
-      const auto row = static_cast<uint32_t>(c.rows.size());
-      c.rows.push_back(r.id);
-      for (const NewEntry& e : r.entries) {
-        c.Insert(e.node, Loc{row, e.offset, e.length_refusal});
-      }
-      last_log_id = std::max(last_log_id, r.id);
-    }
   }
 
   // Reads bytes [offset, offset + length) of the blob of answer_log row
@@ -694,7 +422,7 @@ struct CuratorStore::Impl {
     std::vector<std::string> blobs;
     blobs.reserve(c.rows.size());
     std::vector<Ref> refs;
-    refs.reserve(c.count);
+    refs.reserve(c.count());
     sqlite3_stmt* stmt = stmts.log_row.get();
     for (size_t i = 0; i < c.rows.size(); ++i) {
       const int64_t id = c.rows[i];
@@ -715,11 +443,12 @@ struct CuratorStore::Impl {
       }
       blobs.emplace_back(ColumnView(stmt, 2));
       const auto row = static_cast<uint32_t>(i);
-      if (std::optional<std::string> fault =
+      if (absl::Status status =
               LogReader(blobs.back()).Read([&](const LogEntry& e) {
                 refs.push_back(Ref{row, e});
-              })) {
-        return CorruptRow(id, campaign, *fault);
+              });
+          !status.ok()) {
+        return CorruptRow(id, campaign, status.message());
       }
     }
     const auto by_node = [](const Ref& a, const Ref& b) {
@@ -938,7 +667,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
   Impl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "appending answers";
-  std::vector<Impl::NewRow> new_rows;
+  std::vector<NewRow> new_rows;
   RETURN_IF_ERROR(s.InTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
         RETURN_IF_ERROR(s.CatchUp(kOperation));
@@ -946,7 +675,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
         // first appearance), as indices in `answers`.
         struct Group {
           int64_t campaign;
-          const Impl::CampaignIndex* indexed;  // null: nothing stored yet
+          const CampaignIndex* indexed;  // null: nothing stored yet
           std::vector<uint32_t> stored;
           // Whether the nodes in `stored` ascend strictly (the usual case),
           // so that none repeats.
@@ -965,20 +694,17 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
             const auto [it, inserted] = group_of.try_emplace(
                 a.campaign, static_cast<uint32_t>(groups.size()));
             if (inserted) {
-              const auto found = s.index.find(a.campaign);
-              groups.push_back(Group{
-                  a.campaign,
-                  found == s.index.end() ? nullptr : &found->second, {}});
+              groups.push_back(Group{a.campaign, s.index.Find(a.campaign), {}});
             }
             g = it->second;
           }
           Group& group = groups[g];
           if (group.indexed != nullptr) {
-            if (const Impl::Loc* found = group.indexed->Find(a.node)) {
+            if (const AnswerLoc* found = group.indexed->Find(a.node)) {
               // Stored earlier: the same answer or not?
-              const Impl::Loc& loc = *found;
-              const uint32_t length = loc.length_refusal >> 1;
-              bool same = ((loc.length_refusal & 1) != 0) == a.refusal &&
+              const AnswerLoc& loc = *found;
+              const uint32_t length = loc.length();
+              bool same = loc.refusal() == a.refusal &&
                           length == a.payload.size();
               if (same && length > 0) {
                 RETURN_IF_ERROR(s.ReadLogBytes(
@@ -1037,7 +763,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
                 kLogHeaderBytes + payload_bytes +
                     (group.stored.size() - k) * kMaxEntryOverhead));
             StartLogBlob(bytes);
-            Impl::NewRow& row = new_rows.emplace_back();
+            NewRow& row = new_rows.emplace_back();
             row.campaign = group.campaign;
             row.entries.reserve(group.stored.size() - k);
             int64_t previous_ms = 0;
@@ -1049,11 +775,12 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
                 break;
               }
               const int64_t ms = a.unix_ms != 0 ? a.unix_ms : now_ms;
-              const size_t offset = EncodeEntry(bytes, a, ms, previous_ms);
+              const size_t offset = EncodeEntry(bytes, a.node, a.refusal,
+                                                a.payload, ms, previous_ms);
               previous_ms = ms;
               // (Offsets and lengths past 32 bits fail below: SQLite takes
               // no value of 2^31 bytes or more.)
-              row.entries.push_back(Impl::NewEntry{
+              row.entries.push_back(NewEntry{
                   a.node, static_cast<uint32_t>(offset),
                   static_cast<uint32_t>(a.payload.size() << 1 |
                                         (a.refusal ? 1 : 0))});
@@ -1068,7 +795,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
         }
         return absl::OkStatus();
       }));
-  s.IndexNewRows(new_rows);
+  s.index.AddNewRows(new_rows);
   return outcomes;
 }
 
@@ -1080,10 +807,10 @@ absl::Status CuratorStore::ForEachAnswer(
       absl::StrCat("reading the answers of campaign ", campaign);
   return s.InReadTransaction(
       operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        const auto it = s.index.find(campaign);
-        if (it == s.index.end()) return absl::OkStatus();
+        const CampaignIndex* c = s.index.Find(campaign);
+        if (c == nullptr) return absl::OkStatus();
         bool stopped = false;
-        return s.EmitCampaign(operation, campaign, it->second, fn, &stopped);
+        return s.EmitCampaign(operation, campaign, *c, fn, &stopped);
       });
 }
 
@@ -1094,15 +821,10 @@ absl::Status CuratorStore::ForEachAnswer(
   constexpr absl::string_view kOperation = "reading all answers";
   return s.InReadTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        std::vector<int64_t> campaigns;
-        campaigns.reserve(s.index.size());
-        for (const auto& [campaign, c] : s.index) campaigns.push_back(campaign);
-        std::sort(campaigns.begin(), campaigns.end());
         bool stopped = false;
-        for (const int64_t campaign : campaigns) {
-          const auto it = s.index.find(campaign);
-          RETURN_IF_ERROR(
-              s.EmitCampaign(kOperation, campaign, it->second, fn, &stopped));
+        for (const int64_t campaign : s.index.Campaigns()) {
+          RETURN_IF_ERROR(s.EmitCampaign(
+              kOperation, campaign, *s.index.Find(campaign), fn, &stopped));
           if (stopped) break;
         }
         return absl::OkStatus();
@@ -1116,21 +838,11 @@ absl::Status CuratorStore::ForEachAnswerKey(
   return s.InReadTransaction(
       "reading the answer index",
       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        std::vector<int64_t> campaigns;
-        campaigns.reserve(s.index.size());
-        for (const auto& [campaign, c] : s.index) campaigns.push_back(campaign);
-        std::sort(campaigns.begin(), campaigns.end());
-        for (const int64_t campaign : campaigns) {
-          const Impl::CampaignIndex& c = s.index.find(campaign)->second;
-          for (size_t node = 0; node < c.dense.size(); ++node) {
-            const uint32_t lr = c.dense[node].length_refusal;
-            if (lr != Impl::Loc::kAbsent) {
-              fn(campaign, static_cast<uint32_t>(node), (lr & 1) != 0);
-            }
-          }
-          for (const auto& [node, loc] : c.sparse) {
-            fn(campaign, node, (loc.length_refusal & 1) != 0);
-          }
+        for (const int64_t campaign : s.index.Campaigns()) {
+          s.index.Find(campaign)->ForEach(
+              [&](uint32_t node, const AnswerLoc& loc) {
+                fn(campaign, node, loc.refusal());
+              });
         }
         return absl::OkStatus();
       });

@@ -960,19 +960,14 @@ TEST(CuratorStoreTest, ABatchOfOnlyResendsWritesNoRow) {
 }
 
 // A row of the answer log that does not parse makes Open fail with
-// DATA_LOSS naming it, whatever the fault.
+// DATA_LOSS naming it, whatever the fault. (Every fault of the blob format
+// itself is tested in answer_log_test; a few of them here.)
 TEST(CuratorStoreTest, CorruptAnswerLogIsDataLossNamingTheRow) {
   // Row 1 holds nodes 1 and 2 ("aa", "bbb"), row 2 node 3 ("c").
   const std::vector<std::pair<std::string, std::string>> faults = {
       {"empty", "x''"},
-      {"short header", "x'01020000'"},
       {"unknown format", "x'02010000000200'"},
-      {"no entries", "x'0100000000'"},
-      {"truncated varint", "x'010100000082'"},
       {"payload past the end", "x'0101000000020005616161'"},
-      {"bytes after the last entry", "x'01010000000200016100'"},
-      {"count above the entries", "x'010200000002000161'"},
-      {"node above 2^32", "x'0101000000808080808020000161'"},
       {"overlong varint", "x'01010000008280808080808080808001000161'"},
       {"not a blob", "'text'"},
       {"a second answer of node 3", "x'010100000006000161'"},
