@@ -28,10 +28,10 @@ constexpr char kFileName[] = "curator.db";
 // Version 2. AUTOINCREMENT keeps ids from being reused after a deletion
 // (there is none today, but an id a client has seen must stay unique).
 // answer_log holds the answers: one row per campaign per AppendAnswers call,
-// its blob packing the answers that call stored (server/store/answer_log.h); rows are
-// never updated or deleted. It has no index: the store keeps one in memory
-// (AnswerIndex, server/store/answer_index.h), built at Open by reading the log, which also lists each
-// campaign's rows. (Version 1 had one row per answer in a WITHOUT ROWID
+// its blob packing the answers that call stored (server/store/answer_log.h);
+// rows are never updated or deleted. It has no index: the store keeps one in
+// memory (server/store/answer_index.h), built at Open by reading the log,
+// which also lists each campaign's rows. (Version 1 had one row per answer in a WITHOUT ROWID
 // table answers(campaign, node, ...).)
 // fleet holds the shard plan of hosts that ask the curator for their
 // nodes; the table was added without a version change, since a version 2
@@ -86,16 +86,12 @@ CREATE INDEX IF NOT EXISTS sealed_campaign_to_node ON sealed(campaign, to_node);
 
 using sqlite::Blob;
 using sqlite::BlobHandle;
+using sqlite::ColumnBlob;
+using sqlite::ColumnView;
 using sqlite::Db;
 using sqlite::ScopedReset;
 using sqlite::Stmt;
 using sqlite::Text;
-
-std::string ColumnBytes(sqlite3_stmt* s, int i) {
-  return sqlite::ColumnBlob(s, i);
-}
-
-using sqlite::ColumnView;
 
 absl::Status CheckLimit(int limit) {
   if (limit <= 0) {
@@ -653,7 +649,7 @@ absl::StatusOr<std::vector<CampaignRow>> CuratorStore::ListCampaigns() {
     CampaignRow& row = rows.emplace_back();
     row.id = sqlite3_column_int64(stmt, 0);
     row.open = sqlite3_column_int(stmt, 1) != 0;
-    row.record = ColumnBytes(stmt, 2);
+    row.record = ColumnBlob(stmt, 2);
   }
   if (rc != SQLITE_DONE) return s.Error("listing campaigns", rc);
   return rows;
@@ -884,7 +880,7 @@ absl::Status CuratorStore::ForEachCaps(
   int rc;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     fn(static_cast<uint32_t>(sqlite3_column_int64(stmt, 0)),
-       ColumnBytes(stmt, 1));
+       ColumnBlob(stmt, 1));
   }
   if (rc != SQLITE_DONE) return s.Error("reading caps", rc);
   return absl::OkStatus();
@@ -921,7 +917,7 @@ absl::StatusOr<std::vector<std::string>> CuratorStore::GetFleetPlan() {
           "curator store ", s.path, ": the fleet plan skips shard ",
           holders.size()));
     }
-    holders.push_back(ColumnBytes(stmt, 1));
+    holders.push_back(ColumnBlob(stmt, 1));
   }
   if (rc != SQLITE_DONE) return s.Error("reading the fleet plan", rc);
   return holders;
@@ -956,9 +952,9 @@ absl::StatusOr<std::vector<AuditRow>> CuratorStore::ListAudit(
     AuditRow& row = rows.emplace_back();
     row.sequence = sqlite3_column_int64(stmt, 0);
     row.unix_ms = sqlite3_column_int64(stmt, 1);
-    row.actor = ColumnBytes(stmt, 2);
-    row.action = ColumnBytes(stmt, 3);
-    row.details_json = ColumnBytes(stmt, 4);
+    row.actor = ColumnBlob(stmt, 2);
+    row.action = ColumnBlob(stmt, 3);
+    row.details_json = ColumnBlob(stmt, 4);
   }
   if (rc != SQLITE_DONE) return s.Error(kOperation, rc);
   return rows;
@@ -1008,10 +1004,10 @@ absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     SealedRow& row = rows.emplace_back();
     row.sequence = sqlite3_column_int64(stmt, 0);
-    row.campaign = ColumnBytes(stmt, 1);
+    row.campaign = ColumnBlob(stmt, 1);
     row.from_node = static_cast<uint32_t>(sqlite3_column_int64(stmt, 2));
     row.to_node = static_cast<uint32_t>(sqlite3_column_int64(stmt, 3));
-    row.ciphertext = ColumnBytes(stmt, 4);
+    row.ciphertext = ColumnBlob(stmt, 4);
   }
   if (rc != SQLITE_DONE) return s.Error(kOperation, rc);
   return rows;
@@ -1045,7 +1041,7 @@ absl::Status CuratorStore::ForEachNodeKey(
   int rc;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     fn(static_cast<uint32_t>(sqlite3_column_int64(stmt, 0)),
-       ColumnBytes(stmt, 1));
+       ColumnBlob(stmt, 1));
   }
   if (rc != SQLITE_DONE) return s.Error("reading node keys", rc);
   return absl::OkStatus();
@@ -1076,8 +1072,8 @@ absl::StatusOr<std::vector<ResultRow>> CuratorStore::ListResults() {
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     ResultRow& row = rows.emplace_back();
     row.id = sqlite3_column_int64(stmt, 0);
-    row.record = ColumnBytes(stmt, 1);
-    row.matrix_path = ColumnBytes(stmt, 2);
+    row.record = ColumnBlob(stmt, 1);
+    row.matrix_path = ColumnBlob(stmt, 2);
   }
   if (rc != SQLITE_DONE) return s.Error("listing results", rc);
   return rows;
@@ -1097,8 +1093,8 @@ absl::StatusOr<ResultRow> CuratorStore::GetResult(int64_t id) {
   if (rc != SQLITE_ROW) return s.Error(operation, rc);
   ResultRow row;
   row.id = sqlite3_column_int64(stmt, 0);
-  row.record = ColumnBytes(stmt, 1);
-  row.matrix_path = ColumnBytes(stmt, 2);
+  row.record = ColumnBlob(stmt, 1);
+  row.matrix_path = ColumnBlob(stmt, 2);
   return row;
 }
 
