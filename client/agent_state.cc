@@ -1,7 +1,6 @@
 #include "client/agent_state.h"
 
-#include <sqlite3.h>
-
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -9,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/sqlite.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::agent {
@@ -36,77 +36,16 @@ constexpr char kCreateKeys[] =
     "  node INTEGER PRIMARY KEY,"
     "  private_key BLOB NOT NULL);";
 
-// A SQLite failure as a status: the code by SQLite's primary result code,
-// the message naming the database, the operation and SQLite's own words.
-absl::Status SqliteError(int rc, sqlite3* db, const std::string& path,
-                         absl::string_view what) {
-  const std::string message =
-      absl::StrCat(path, ": ", what, ": ",
-                   db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-  switch (rc & 0xff) {
-    case SQLITE_FULL:
-      return absl::ResourceExhaustedError(message);
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return absl::UnavailableError(message);
-    default:
-      return absl::InternalError(message);
-  }
-}
-
-struct StatementDeleter {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using Statement = std::unique_ptr<sqlite3_stmt, StatementDeleter>;
-
-absl::StatusOr<Statement> Prepare(sqlite3* db, const std::string& path,
-                                  const char* sql) {
-  sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
-  Statement stmt(raw);
-  if (rc != SQLITE_OK) {
-    return SqliteError(rc, db, path, absl::StrCat("prepare \"", sql, "\""));
-  }
-  return stmt;
-}
-
-std::string ColumnText(sqlite3_stmt* s, int i) {
-  const unsigned char* p = sqlite3_column_text(s, i);
-  return p == nullptr ? std::string()
-                      : std::string(reinterpret_cast<const char*>(p),
-                                    sqlite3_column_bytes(s, i));
-}
-
-std::string ColumnBlob(sqlite3_stmt* s, int i) {
-  const void* p = sqlite3_column_blob(s, i);
-  return p == nullptr ? std::string()
-                      : std::string(static_cast<const char*>(p),
-                                    sqlite3_column_bytes(s, i));
-}
-
-void BindText(sqlite3_stmt* s, int i, const std::string& text) {
-  sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()),
-                    SQLITE_TRANSIENT);
-}
-
-// Runs a single-row query (a PRAGMA) and returns its first column as text.
-absl::StatusOr<std::string> QueryText(sqlite3* db, const std::string& path,
-                                      const char* sql) {
-  ASSIGN_OR_RETURN(Statement stmt, Prepare(db, path, sql));
-  const int rc = sqlite3_step(stmt.get());
-  if (rc == SQLITE_ROW) return ColumnText(stmt.get(), 0);
-  if (rc == SQLITE_DONE) return std::string();
-  return SqliteError(rc, db, path, sql);
-}
-
-absl::Status ExecOn(sqlite3* db, const std::string& path, const char* sql,
-                    absl::string_view what) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-  sqlite3_free(err);
-  if (rc != SQLITE_OK) return SqliteError(rc, db, path, what);
-  return absl::OkStatus();
-}
+using sqlite::Bind;
+using sqlite::Blob;
+using sqlite::ColumnBlob;
+using sqlite::ColumnText;
+using sqlite::Prepare;
+using sqlite::QueryText;
+using sqlite::ScopedReset;
+using sqlite::SqliteError;
+using Statement = sqlite::Stmt;
+using sqlite::Text;
 
 }  // namespace
 
@@ -139,66 +78,55 @@ absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::Open(
   }
   const std::string path = (fs::path(dir) / "agent.db").string();
 
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(
-      path.c_str(), &raw,
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-      nullptr);
-  // From here on the store owns raw and closes it on every error path.
-  std::unique_ptr<AgentStateStore> store(new AgentStateStore(path, raw));
-  if (rc != SQLITE_OK) return SqliteError(rc, raw, path, "open");
+  ASSIGN_OR_RETURN(sqlite::Db db, sqlite::OpenDatabase(path));
+  sqlite3* raw = db.get();
+  // From here on the store owns the connection and closes it on every error
+  // path.
+  std::unique_ptr<AgentStateStore> store(
+      new AgentStateStore(path, db.release()));
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
 
   // The first statement reads the file: a file that is not a database
   // fails here ("file is not a database").
   ASSIGN_OR_RETURN(std::string mode,
-                   QueryText(raw, path, "PRAGMA journal_mode=WAL"));
+                   QueryText(raw, path, "PRAGMA journal_mode=WAL",
+                             "set journal_mode=WAL"));
   if (mode != "wal") {
     return absl::InternalError(absl::StrCat(
         path, ": cannot switch to WAL mode (journal_mode is '", mode, "')"));
   }
-  RETURN_IF_ERROR(
-      ExecOn(raw, path, "PRAGMA synchronous=FULL", "set synchronous=FULL"));
+  RETURN_IF_ERROR(sqlite::Exec(raw, path, "PRAGMA synchronous=FULL",
+                               "set synchronous=FULL"));
   if (options.max_bytes > 0) {
-    ASSIGN_OR_RETURN(std::string page_size,
-                     QueryText(raw, path, "PRAGMA page_size"));
-    const int64_t pages =
-        std::max<int64_t>(1, options.max_bytes / std::stoll(page_size));
+    ASSIGN_OR_RETURN(const int64_t page_size,
+                     sqlite::QueryInt(raw, path, "PRAGMA page_size",
+                                      "read page_size"));
+    const int64_t pages = std::max<int64_t>(1, options.max_bytes / page_size);
     const std::string sql = absl::StrCat("PRAGMA max_page_count=", pages);
-    RETURN_IF_ERROR(QueryText(raw, path, sql.c_str()).status());
+    RETURN_IF_ERROR(
+        QueryText(raw, path, sql.c_str(), "set max_page_count").status());
   }
 
-  ASSIGN_OR_RETURN(std::string version,
-                   QueryText(raw, path, "PRAGMA user_version"));
-  if (version == "0") {
+  ASSIGN_OR_RETURN(const int64_t version,
+                   sqlite::QueryInt(raw, path, "PRAGMA user_version",
+                                    "read the schema version"));
+  if (version == 0) {
     // A new database (or one another process is creating right now: the
     // schema statements are idempotent).
-    RETURN_IF_ERROR(ExecOn(raw, path, "BEGIN IMMEDIATE", "begin"));
-    absl::Status created_schema =
-        ExecOn(raw, path, kCreateSchema, "create the schema");
-    if (created_schema.ok()) {
-      created_schema = ExecOn(raw, path, "COMMIT", "commit the schema");
-    }
-    if (!created_schema.ok()) {
-      if (!sqlite3_get_autocommit(raw)) {
-        sqlite3_exec(raw, "ROLLBACK", nullptr, nullptr, nullptr);
-      }
-      return created_schema;
-    }
-  } else if (version != absl::StrCat(kSchemaVersion)) {
+    RETURN_IF_ERROR(sqlite::InTransaction(raw, path, "create the schema", [&] {
+      return sqlite::Exec(raw, path, kCreateSchema, "create the schema");
+    }));
+  } else if (version != kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " holds agent state of schema version ", version,
                      "; this build reads version ", kSchemaVersion));
   }
-  RETURN_IF_ERROR(ExecOn(raw, path, kCreateKeys, "create the keys table"));
+  RETURN_IF_ERROR(
+      sqlite::Exec(raw, path, kCreateKeys, "create the keys table"));
   return store;
 }
 
-AgentStateStore::~AgentStateStore() { sqlite3_close_v2(db_); }
-
-absl::Status AgentStateStore::Exec(const char* sql, const char* what) const {
-  return ExecOn(db_, path_, sql, what);
-}
+AgentStateStore::~AgentStateStore() { sqlite::DbCloser()(db_); }
 
 absl::Status AgentStateStore::ForEach(
     absl::FunctionRef<absl::Status(const MemoRow&)> fn) const {
@@ -245,14 +173,9 @@ absl::Status AgentStateStore::Commit(const std::vector<MemoRow>& rows) {
   }
   if (rows.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "begin the memo transaction"));
-  absl::Status status = CommitLocked(rows);
-  if (status.ok()) status = Exec("COMMIT", "commit the memo transaction");
-  if (!status.ok() && !sqlite3_get_autocommit(db_)) {
-    // SQLite may have rolled back already (after SQLITE_FULL, say).
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  return status;
+  return sqlite::InTransaction(
+      db_, path_, "the memo transaction",
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return CommitLocked(rows); });
 }
 
 absl::Status AgentStateStore::CommitLocked(const std::vector<MemoRow>& rows) {
@@ -268,25 +191,22 @@ absl::Status AgentStateStore::CommitLocked(const std::vector<MemoRow>& rows) {
               "SELECT answer FROM memo WHERE node = ?1 AND key = ?2"));
   for (const MemoRow& row : rows) {
     const std::string key = row.key.Canonical();
-    sqlite3_reset(insert.get());
-    sqlite3_bind_int64(insert.get(), 1, row.node);
-    BindText(insert.get(), 2, key);
-    BindText(insert.get(), 3, row.key.attribute);
-    BindText(insert.get(), 4, row.key.mechanism);
-    BindText(insert.get(), 5, row.key.parameters);
-    sqlite3_bind_double(insert.get(), 6, row.key.epsilon);
-    sqlite3_bind_blob(insert.get(), 7, row.answer.data(),
-                      static_cast<int>(row.answer.size()), SQLITE_TRANSIENT);
-    const int rc = sqlite3_step(insert.get());
-    if (rc != SQLITE_DONE) {
-      return SqliteError(rc, db_, path_,
-                         absl::StrCat("store the memo row of node ", row.node));
+    const std::string operation =
+        absl::StrCat("store the memo row of node ", row.node);
+    {
+      ScopedReset reset(insert.get());
+      RETURN_IF_ERROR(Bind(db_, path_, operation, insert.get(),
+                           int64_t{row.node}, Text{key},
+                           Text{row.key.attribute}, Text{row.key.mechanism},
+                           Text{row.key.parameters}, row.key.epsilon,
+                           Blob{row.answer}));
+      RETURN_IF_ERROR(sqlite::StepDone(db_, path_, insert.get(), operation));
     }
     if (sqlite3_changes(db_) != 0) continue;
     // (node, key) was stored before: it must hold the same answer.
-    sqlite3_reset(select.get());
-    sqlite3_bind_int64(select.get(), 1, row.node);
-    BindText(select.get(), 2, key);
+    ScopedReset reset(select.get());
+    RETURN_IF_ERROR(Bind(db_, path_, operation, select.get(),
+                         int64_t{row.node}, Text{key}));
     const int found = sqlite3_step(select.get());
     if (found != SQLITE_ROW) {
       return SqliteError(found, db_, path_,
@@ -334,54 +254,51 @@ absl::Status AgentStateStore::StoreKeys(
   }
   if (keys.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE", "begin the keys transaction"));
-  absl::Status status = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(
-        Statement insert,
-        Prepare(db_, path_,
-                "INSERT INTO keys(node, private_key) VALUES(?1, ?2) "
-                "ON CONFLICT(node) DO NOTHING"));
-    ASSIGN_OR_RETURN(
-        Statement select,
-        Prepare(db_, path_, "SELECT private_key FROM keys WHERE node = ?1"));
-    for (const auto& [node, key] : keys) {
-      sqlite3_reset(insert.get());
-      sqlite3_bind_int64(insert.get(), 1, node);
-      sqlite3_bind_blob(insert.get(), 2, key.data(),
-                        static_cast<int>(key.size()), SQLITE_TRANSIENT);
-      const int rc = sqlite3_step(insert.get());
-      if (rc != SQLITE_DONE) {
-        return SqliteError(rc, db_, path_,
-                           absl::StrCat("store the key of node ", node));
-      }
-      if (sqlite3_changes(db_) != 0) continue;
-      sqlite3_reset(select.get());
-      sqlite3_bind_int64(select.get(), 1, node);
-      const int found = sqlite3_step(select.get());
-      if (found != SQLITE_ROW) {
-        return SqliteError(found, db_, path_,
-                           absl::StrCat("read the key of node ", node));
-      }
-      if (ColumnBlob(select.get(), 0) != key) {
-        return absl::InternalError(absl::StrCat(
-            path_, ": node ", node,
-            " already has a different key; a node's key is never replaced"));
-      }
-    }
-    return absl::OkStatus();
-  }();
-  if (status.ok()) status = Exec("COMMIT", "commit the keys transaction");
-  if (!status.ok() && !sqlite3_get_autocommit(db_)) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  return status;
+  return sqlite::InTransaction(
+      db_, path_, "the keys transaction",
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+        ASSIGN_OR_RETURN(
+            Statement insert,
+            Prepare(db_, path_,
+                    "INSERT INTO keys(node, private_key) VALUES(?1, ?2) "
+                    "ON CONFLICT(node) DO NOTHING"));
+        ASSIGN_OR_RETURN(Statement select,
+                         Prepare(db_, path_,
+                                 "SELECT private_key FROM keys WHERE node = ?1"));
+        for (const auto& [node, key] : keys) {
+          const std::string operation =
+              absl::StrCat("store the key of node ", node);
+          {
+            ScopedReset reset(insert.get());
+            RETURN_IF_ERROR(Bind(db_, path_, operation, insert.get(),
+                                 int64_t{node}, Blob{key}));
+            RETURN_IF_ERROR(
+                sqlite::StepDone(db_, path_, insert.get(), operation));
+          }
+          if (sqlite3_changes(db_) != 0) continue;
+          ScopedReset reset(select.get());
+          RETURN_IF_ERROR(
+              Bind(db_, path_, operation, select.get(), int64_t{node}));
+          const int found = sqlite3_step(select.get());
+          if (found != SQLITE_ROW) {
+            return SqliteError(found, db_, path_,
+                               absl::StrCat("read the key of node ", node));
+          }
+          if (ColumnBlob(select.get(), 0) != key) {
+            return absl::InternalError(absl::StrCat(
+                path_, ": node ", node,
+                " already has a different key; a node's key is never "
+                "replaced"));
+          }
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<int64_t> AgentStateStore::Count() const {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(std::string n,
-                   QueryText(db_, path_, "SELECT COUNT(*) FROM memo"));
-  return std::stoll(n);
+  return sqlite::QueryInt(db_, path_, "SELECT COUNT(*) FROM memo",
+                          "count the memo rows");
 }
 
 }  // namespace ldpgraph::agent

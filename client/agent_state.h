@@ -1,7 +1,7 @@
 // The durable memo of an agent host: every question its nodes have answered
 // and the answer they gave, so that a restarted host neither forgets what it
 // has revealed nor spends epsilon twice on the same question
-// (architecture.md, "Durable state").
+// (README, "The deployment: curator, agent hosts, ldpctl").
 //
 // One SQLite database, <state-dir>/agent.db, in WAL mode with
 // synchronous=FULL: when Commit returns OK the rows are on disk, and the
@@ -27,11 +27,11 @@
 // leaves this file and the agent's memory. The table was added without a
 // version change: Open creates it in a version-1 database that lacks it.
 //
-// Errors: a SQLite failure is INTERNAL naming the database path, the
-// operation and SQLite's message; RESOURCE_EXHAUSTED for a full disk (or the
-// max_bytes bound); UNAVAILABLE when another connection holds the write
-// lock past busy_timeout_ms. A failed Commit is rolled back: none of its
-// rows is stored.
+// Errors: a SQLite failure is mapped by common/sqlite.h's SqliteError:
+// INTERNAL naming the database path, the operation and SQLite's message;
+// RESOURCE_EXHAUSTED for a full disk (or the max_bytes bound); UNAVAILABLE
+// when another connection holds the write lock past busy_timeout_ms. A
+// failed Commit is rolled back: none of its rows is stored.
 //
 // Thread-safe: calls are serialised by an internal mutex.
 #pragma once
@@ -130,8 +130,6 @@ class AgentStateStore {
 
  private:
   AgentStateStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
-  absl::Status Exec(const char* sql, const char* what) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CommitLocked(const std::vector<MemoRow>& rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

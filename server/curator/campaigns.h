@@ -125,8 +125,9 @@ class CampaignBook {
   // Validates and stores a batch into *ack (cleared first): one result per
   // report, in order. The accepted reports are durable when this returns
   // OK. An error status (INVALID_ARGUMENT for a batch over max_batch, or a
-  // store failure: INTERNAL, RESOURCE_EXHAUSTED for a full disk) means
-  // nothing of the batch was stored and nothing was acknowledged.
+  // store failure: INTERNAL, RESOURCE_EXHAUSTED for a full disk, UNAVAILABLE
+  // while another connection holds the store's lock) means nothing of the
+  // batch was stored and nothing was acknowledged.
   absl::Status Ingest(const Session& session, const v1::ReportBatch& batch,
                       v1::ReportAck* ack);
 

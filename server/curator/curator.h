@@ -107,8 +107,9 @@ class Curator {
   // Validates and stores a batch; one result per report, in order. The
   // accepted reports are durable when this returns OK. An error status
   // (INVALID_ARGUMENT for an oversized batch, or a store failure: INTERNAL,
-  // RESOURCE_EXHAUSTED for a full disk) means nothing of the batch was
-  // stored and nothing was acknowledged.
+  // RESOURCE_EXHAUSTED for a full disk, UNAVAILABLE while another connection
+  // holds the store's lock) means nothing of the batch was stored and
+  // nothing was acknowledged.
   absl::StatusOr<v1::ReportAck> Ingest(const Session& session,
                                        const v1::ReportBatch& batch);
   // As above, into *ack (cleared first; it may live on the batch's arena).

@@ -1,11 +1,8 @@
 #include "server/store/store.h"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <system_error>
 #include <utility>
 
@@ -17,22 +14,24 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/sqlite.h"
 #include "common/status_macros.h"
+#include "server/store/answer_index.h"
+#include "server/store/answer_log.h"
 
 namespace ldpgraph::store {
 namespace {
 
 constexpr int kSchemaVersion = 2;
-constexpr int kBusyTimeoutMs = 5000;
 constexpr char kFileName[] = "curator.db";
 
 // Version 2. AUTOINCREMENT keeps ids from being reused after a deletion
 // (there is none today, but an id a client has seen must stay unique).
 // answer_log holds the answers: one row per campaign per AppendAnswers call,
-// its blob packing the answers that call stored (see EncodeEntry); rows are
-// never updated or deleted. It has no index: the store keeps one in memory
-// (Impl::index), built at Open by reading the log, which also lists each
-// campaign's rows. (Version 1 had one row per answer in a WITHOUT ROWID
+// its blob packing the answers that call stored (server/store/answer_log.h);
+// rows are never updated or deleted. It has no index: the store keeps one in
+// memory (server/store/answer_index.h), built at Open by reading the log,
+// which also lists each campaign's rows. (Version 1 had one row per answer in a WITHOUT ROWID
 // table answers(campaign, node, ...).)
 // fleet holds the shard plan of hosts that ask the curator for their
 // nodes; the table was added without a version change, since a version 2
@@ -85,232 +84,14 @@ CREATE TABLE IF NOT EXISTS node_keys(
 CREATE INDEX IF NOT EXISTS sealed_campaign_to_node ON sealed(campaign, to_node);
 )sql";
 
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
-// Resets a cached statement when a use of it ends, however it ends: a
-// SELECT left mid-scan would otherwise hold its read transaction open, and
-// bindings made with SQLITE_STATIC must not outlive the caller's strings.
-class ScopedReset {
- public:
-  explicit ScopedReset(sqlite3_stmt* stmt) : stmt_(stmt) {}
-  ~ScopedReset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  ScopedReset(const ScopedReset&) = delete;
-  ScopedReset& operator=(const ScopedReset&) = delete;
-
- private:
-  sqlite3_stmt* stmt_;
-};
-
-// Bound as a BLOB or as TEXT, without a copy (SQLITE_STATIC: the bytes must
-// live until the statement is reset, which ScopedReset sees to).
-struct Blob {
-  const std::string& bytes;
-};
-struct Text {
-  const std::string& text;
-};
-
-int BindValue(sqlite3_stmt* s, int i, int64_t v) {
-  return sqlite3_bind_int64(s, i, v);
-}
-int BindValue(sqlite3_stmt* s, int i, const Blob& b) {
-  return sqlite3_bind_blob64(s, i, b.bytes.data(), b.bytes.size(),
-                             SQLITE_STATIC);
-}
-int BindValue(sqlite3_stmt* s, int i, const Text& t) {
-  return sqlite3_bind_text64(s, i, t.text.data(), t.text.size(), SQLITE_STATIC,
-                             SQLITE_UTF8);
-}
-
-// Binds args to parameters 1, 2, ...; the first failing code, or SQLITE_OK.
-template <typename... Args>
-int BindAll(sqlite3_stmt* s, const Args&... args) {
-  int i = 0;
-  int rc = SQLITE_OK;
-  ((rc = rc == SQLITE_OK ? BindValue(s, ++i, args) : rc), ...);
-  return rc;
-}
-
-std::string ColumnBytes(sqlite3_stmt* s, int i) {
-  const void* data = sqlite3_column_blob(s, i);
-  const int size = sqlite3_column_bytes(s, i);
-  if (data == nullptr || size <= 0) return std::string();
-  return std::string(static_cast<const char*>(data), size);
-}
-
-// The blob of an answer_log row (format 1):
-//   byte 0       the format, 1
-//   bytes 1..4   the number of entries, little-endian uint32, >= 1
-//   entries, each
-//     varint     node << 1 | refusal
-//     varint     unix_ms minus the previous entry's (0 for the first),
-//                zigzag-encoded, modulo 2^64
-//     varint     payload length
-//     bytes      the payload
-// and nothing after the last entry. Varints are LEB128 (7 bits a byte, low
-// first, at most 10 bytes). Every length is checked when a blob is read: a
-// blob that does not parse is DATA_LOSS naming its row, never a crash.
-constexpr uint8_t kLogFormat = 1;
-constexpr size_t kLogHeaderBytes = 5;
-// A batch's answers to one campaign are split over rows of about this size
-// at most (an answer larger than it gets a row of its own), so that no blob
-// nears SQLite's limit on a value (1e9 bytes) and offsets fit in 32 bits.
-constexpr size_t kMaxLogBlobBytes = size_t{64} << 20;
-
-// Writes v as a varint at p; returns the end.
-char* PutVarint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
-uint64_t ZigZag(uint64_t delta) {
-  const auto v = static_cast<int64_t>(delta);
-  return (delta << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-
-uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); }
-
-// Starts a blob: the format and a count to be set by FinishLogBlob.
-void StartLogBlob(std::string& blob) {
-  blob.clear();
-  blob.push_back(static_cast<char>(kLogFormat));
-  blob.append(4, '\0');
-}
-
-void FinishLogBlob(std::string& blob, uint32_t count) {
-  for (int i = 0; i < 4; ++i) {
-    blob[1 + i] = static_cast<char>((count >> (8 * i)) & 0xff);
-  }
-}
-
-// Appends one entry; returns the offset of its payload in the blob.
-size_t EncodeEntry(std::string& blob, const AnswerRow& a, int64_t unix_ms,
-                   int64_t previous_ms) {
-  char head[30];
-  char* p = PutVarint(head, uint64_t{a.node} << 1 | (a.refusal ? 1 : 0));
-  p = PutVarint(p, ZigZag(static_cast<uint64_t>(unix_ms) -
-                          static_cast<uint64_t>(previous_ms)));
-  p = PutVarint(p, a.payload.size());
-  blob.append(head, p - head);
-  const size_t offset = blob.size();
-  blob.append(a.payload);
-  return offset;
-}
-
-// The longest an entry's varints can be.
-constexpr size_t kMaxEntryOverhead = 3 * 10;
-
-// One decoded entry: the payload is bytes [offset, offset + length) of the
-// blob.
-struct LogEntry {
-  uint32_t node = 0;
-  bool refusal = false;
-  int64_t unix_ms = 0;
-  uint32_t offset = 0;
-  uint32_t length = 0;
-};
-
-class LogReader {
- public:
-  explicit LogReader(absl::string_view blob) : blob_(blob) {}
-
-  // Calls fn(const LogEntry&) for every entry, in order; on a blob that
-  // does not parse, returns a description of the first fault (fn may have
-  // seen the entries before it).
-  template <typename Fn>
-  std::optional<std::string> Read(Fn&& fn) {
-    if (blob_.size() > std::numeric_limits<uint32_t>::max()) {
-      return absl::StrCat("blob of ", blob_.size(), " bytes");
-    }
-    if (blob_.size() < kLogHeaderBytes) {
-      return absl::StrCat("blob of ", blob_.size(),
-                          " bytes, shorter than the header");
-    }
-    if (static_cast<uint8_t>(blob_[0]) != kLogFormat) {
-      return absl::StrCat("unknown format ",
-                          static_cast<int>(static_cast<uint8_t>(blob_[0])));
-    }
-    uint32_t count = 0;
-    for (int i = 0; i < 4; ++i) {
-      count |= uint32_t{static_cast<uint8_t>(blob_[1 + i])} << (8 * i);
-    }
-    if (count == 0) return std::string("no entries");
-    pos_ = kLogHeaderBytes;
-    LogEntry e;
-    uint64_t ms = 0;
-    for (uint32_t i = 0; i < count; ++i) {
-      uint64_t key = 0, delta = 0, length = 0;
-      if (!Varint(key) || !Varint(delta) || !Varint(length)) {
-        return absl::StrCat("entry ", i, " of ", count, ": bad varint at byte ",
-                            pos_, " of ", blob_.size());
-      }
-      if ((key >> 1) > std::numeric_limits<uint32_t>::max()) {
-        return absl::StrCat("entry ", i, ": node ", key >> 1,
-                            " out of range");
-      }
-      if (length > blob_.size() - pos_) {
-        return absl::StrCat("entry ", i, " of ", count, ": payload of ",
-                            length, " bytes at byte ", pos_,
-                            " runs past the end (", blob_.size(), " bytes)");
-      }
-      ms += UnZigZag(delta);
-      e.node = static_cast<uint32_t>(key >> 1);
-      e.refusal = (key & 1) != 0;
-      e.unix_ms = static_cast<int64_t>(ms);
-      e.offset = static_cast<uint32_t>(pos_);
-      e.length = static_cast<uint32_t>(length);
-      pos_ += length;
-      fn(e);
-    }
-    if (pos_ != blob_.size()) {
-      return absl::StrCat(blob_.size() - pos_, " bytes after the last of ",
-                          count, " entries");
-    }
-    return std::nullopt;
-  }
-
- private:
-  bool Varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      if (pos_ >= blob_.size()) return false;
-      const auto byte = static_cast<uint8_t>(blob_[pos_++]);
-      if (shift == 63 && byte > 1) return false;
-      v |= uint64_t{byte & 0x7fu} << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;
-  }
-
-  absl::string_view blob_;
-  size_t pos_ = 0;
-};
-
-absl::string_view ColumnView(sqlite3_stmt* s, int i) {
-  const void* data = sqlite3_column_blob(s, i);
-  const int size = sqlite3_column_bytes(s, i);
-  if (data == nullptr || size <= 0) return absl::string_view();
-  return absl::string_view(static_cast<const char*>(data), size);
-}
-
-struct BlobCloser {
-  void operator()(sqlite3_blob* blob) const { sqlite3_blob_close(blob); }
-};
-using BlobHandle = std::unique_ptr<sqlite3_blob, BlobCloser>;
+using sqlite::Blob;
+using sqlite::BlobHandle;
+using sqlite::ColumnBlob;
+using sqlite::ColumnView;
+using sqlite::Db;
+using sqlite::ScopedReset;
+using sqlite::Stmt;
+using sqlite::Text;
 
 absl::Status CheckLimit(int limit) {
   if (limit <= 0) {
@@ -345,148 +126,36 @@ struct CuratorStore::Impl {
   Db db ABSL_GUARDED_BY(mu);
   Statements stmts ABSL_GUARDED_BY(mu);
 
-  // The in-memory index of answer_log, for telling a new answer from a
-  // resend or a conflict without a query: where each stored answer is.
-  // Built at Open, extended after each commit of AppendAnswers, and caught
-  // up (CatchUp) at the start of each AppendAnswers transaction with the
-  // rows another connection may have added.
-  struct Loc {
-    uint32_t row = 0;             // index in CampaignIndex::rows
-    uint32_t offset = 0;          // of the payload in the row's blob
-    uint32_t length_refusal = kAbsent;  // payload length << 1 | refusal
-    // No answer (in CampaignIndex::dense): no payload is 2^31 bytes long.
-    static constexpr uint32_t kAbsent = 0xffffffff;
-  };
-  // One campaign's answers, by node: nodes are usually 0, 1, ... (the
-  // curator's), so those below dense.size() are found by position, 12
-  // bytes a node; the others (a sparse set) in a hash map. dense grows
-  // (doubling, taking over sparse's nodes below its new size) to cover a
-  // new node when that leaves it at least about half full.
-  struct CampaignIndex {
-    std::vector<int64_t> rows;  // answer_log ids, ascending
-    std::vector<Loc> dense;
-    absl::flat_hash_map<uint32_t, Loc> sparse;
-    size_t count = 0;
+  // The in-memory index of answer_log (server/store/answer_index.h). Built
+  // at Open, extended after each commit of AppendAnswers, and caught up
+  // (CatchUp) at the start of each AppendAnswers transaction with the rows
+  // another connection may have added.
+  AnswerIndex index ABSL_GUARDED_BY(mu);
 
-    const Loc* Find(uint32_t node) const {
-      if (node < dense.size()) {
-        const Loc& loc = dense[node];
-        return loc.length_refusal == Loc::kAbsent ? nullptr : &loc;
-      }
-      const auto it = sparse.find(node);
-      return it == sparse.end() ? nullptr : &it->second;
-    }
-
-    // Adds an answer; false (and nothing changed) if node has one.
-    bool Insert(uint32_t node, const Loc& loc) {
-      if (node >= dense.size()) {
-        const size_t limit = 2 * (count + 1) + 4096;
-        if (node >= limit) {
-          if (!sparse.try_emplace(node, loc).second) return false;
-          ++count;
-          return true;
-        }
-        if (sparse.contains(node)) return false;
-        Grow(std::max<size_t>(
-            node + 1, std::min(std::max<size_t>(2 * dense.size(), 1024),
-                               limit)));
-      }
-      Loc& slot = dense[node];
-      if (slot.length_refusal != Loc::kAbsent) return false;
-      slot = loc;
-      ++count;
-      return true;
-    }
-
-    // Undoes Insert.
-    void Erase(uint32_t node) {
-      if (node < dense.size()) {
-        if (dense[node].length_refusal == Loc::kAbsent) return;
-        dense[node] = Loc();
-      } else if (sparse.erase(node) == 0) {
-        return;
-      }
-      --count;
-    }
-
-   private:
-    void Grow(size_t size) {
-      dense.resize(size);
-      for (auto it = sparse.begin(); it != sparse.end();) {
-        if (it->first < size) {
-          dense[it->first] = it->second;
-          sparse.erase(it++);
-        } else {
-          ++it;
-        }
-      }
-    }
-  };
-  absl::flat_hash_map<int64_t, CampaignIndex> index ABSL_GUARDED_BY(mu);
-  // The highest answer_log id in the index.
-  int64_t last_log_id ABSL_GUARDED_BY(mu) = 0;
-
-  // A row AppendAnswers inserted, to be indexed once the commit succeeded.
-  struct NewEntry {
-    uint32_t node;
-    uint32_t offset;
-    uint32_t length_refusal;
-  };
-  struct NewRow {
-    int64_t id = 0;
-    int64_t campaign = 0;
-    std::vector<NewEntry> entries;
-  };
-
-  // INTERNAL (RESOURCE_EXHAUSTED for SQLITE_FULL) naming the path, the
-  // operation, and SQLite's message for rc.
+  // The failure rc of SQLite as a status (common/sqlite.h's SqliteError:
+  // RESOURCE_EXHAUSTED for SQLITE_FULL, UNAVAILABLE for SQLITE_BUSY and
+  // SQLITE_LOCKED, INTERNAL otherwise) naming the path, the operation, and
+  // SQLite's message.
   absl::Status Error(absl::string_view operation, int rc)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    // sqlite3_errmsg describes the most recent failure on the connection;
-    // fall back on the generic text if that was something else.
-    const char* message = db != nullptr && sqlite3_errcode(db.get()) == rc
-                              ? sqlite3_errmsg(db.get())
-                              : sqlite3_errstr(rc);
-    std::string text = absl::StrCat("curator store ", path, ": ", operation,
-                                    ": ", message, " (SQLite code ", rc, ")");
-    if ((rc & 0xff) == SQLITE_FULL) {
-      return absl::ResourceExhaustedError(std::move(text));
-    }
-    return absl::InternalError(std::move(text));
+    return sqlite::SqliteError(rc, db.get(), path, operation);
   }
 
   absl::Status Exec(absl::string_view operation, const char* sql)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const int rc = sqlite3_exec(db.get(), sql, nullptr, nullptr, nullptr);
-    if (rc != SQLITE_OK) return Error(operation, rc);
-    return absl::OkStatus();
+    return sqlite::Exec(db.get(), path, sql, operation);
   }
 
   // Runs a statement returning one integer (a PRAGMA).
   absl::StatusOr<int64_t> QueryInt(absl::string_view operation,
                                    const std::string& sql)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    sqlite3_stmt* raw = nullptr;
-    int rc = sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &raw, nullptr);
-    Stmt stmt(raw);
-    if (rc != SQLITE_OK) return Error(operation, rc);
-    rc = sqlite3_step(stmt.get());
-    if (rc != SQLITE_ROW) {
-      return Error(operation, rc == SQLITE_DONE ? SQLITE_ERROR : rc);
-    }
-    return sqlite3_column_int64(stmt.get(), 0);
+    return sqlite::QueryInt(db.get(), path, sql.c_str(), operation);
   }
 
   absl::StatusOr<Stmt> Prepare(const char* sql)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    sqlite3_stmt* raw = nullptr;
-    const int rc = sqlite3_prepare_v3(db.get(), sql, -1,
-                                      SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
-    Stmt stmt(raw);
-    if (rc != SQLITE_OK) {
-      return Error(absl::StrCat("preparing \"", sql, "\""), rc);
-    }
-    return stmt;
+    return sqlite::Prepare(db.get(), path, sql, SQLITE_PREPARE_PERSISTENT);
   }
 
   absl::Status PrepareAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
@@ -577,11 +246,7 @@ struct CuratorStore::Impl {
   // Steps a statement that returns no rows (INSERT, UPDATE, BEGIN, ...).
   absl::Status StepDone(absl::string_view operation, sqlite3_stmt* stmt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const int rc = sqlite3_step(stmt);
-    if (rc != SQLITE_DONE) {
-      return Error(operation, rc == SQLITE_ROW ? SQLITE_ERROR : rc);
-    }
-    return absl::OkStatus();
+    return sqlite::StepDone(db.get(), path, stmt, operation);
   }
 
   absl::Status Run(absl::string_view operation, sqlite3_stmt* stmt)
@@ -594,29 +259,18 @@ struct CuratorStore::Impl {
   absl::Status BindOrError(absl::string_view operation, sqlite3_stmt* stmt,
                            const Args&... args)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const int rc = BindAll(stmt, args...);
-    if (rc != SQLITE_OK) return Error(operation, rc);
-    return absl::OkStatus();
+    return sqlite::Bind(db.get(), path, operation, stmt, args...);
   }
 
-  // Runs body in one write transaction (BEGIN IMMEDIATE ... COMMIT). On any
-  // failure, of body or of COMMIT, rolls back, so nothing of it is stored,
-  // and returns the first error.
+  // Runs body in one write transaction (BEGIN IMMEDIATE ... COMMIT) on the
+  // prepared statements. On any failure, of body or of COMMIT, rolls back,
+  // so nothing of it is stored, and returns the first error.
   absl::Status InTransaction(absl::string_view operation,
                              absl::FunctionRef<absl::Status()> body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    RETURN_IF_ERROR(Run(absl::StrCat(operation, ": begin"), stmts.begin.get()));
-    absl::Status status = body();
-    if (status.ok()) {
-      status = Run(absl::StrCat(operation, ": commit"), stmts.commit.get());
-    }
-    // SQLite may already have rolled back (e.g. after SQLITE_FULL); a
-    // failed COMMIT otherwise leaves the transaction open.
-    if (!status.ok() && sqlite3_get_autocommit(db.get()) == 0) {
-      ScopedReset reset(stmts.rollback.get());
-      sqlite3_step(stmts.rollback.get());
-    }
-    return status;
+    return sqlite::InTransaction(
+        db.get(), path, operation,
+        {stmts.begin.get(), stmts.commit.get(), stmts.rollback.get()}, body);
   }
 
   // Inside a write transaction: replaces campaign row.id's state and
@@ -688,7 +342,7 @@ struct CuratorStore::Impl {
     return absl::OkStatus();
   }
 
-  // Adds the rows of answer_log after last_log_id to the index: all of them
+  // Adds the rows of answer_log after index.last_row() to the index: all of them
   // at Open, those another connection committed since otherwise. A row that
   // does not parse, or repeats an indexed answer, is DATA_LOSS naming it;
   // the rows before it stay indexed.
@@ -696,7 +350,7 @@ struct CuratorStore::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     sqlite3_stmt* stmt = stmts.log_after.get();
     ScopedReset reset(stmt);
-    RETURN_IF_ERROR(BindOrError(operation, stmt, last_log_id));
+    RETURN_IF_ERROR(BindOrError(operation, stmt, index.last_row()));
     std::vector<LogEntry> entries;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -704,49 +358,15 @@ struct CuratorStore::Impl {
       const int64_t id = sqlite3_column_int64(stmt, 0);
       const int64_t campaign = sqlite3_column_int64(stmt, 1);
       entries.clear();
-      if (std::optional<std::string> fault =
-              LogReader(ColumnView(stmt, 2)).Read([&](const LogEntry& e) {
-                entries.push_back(e);
-              })) {
-        return CorruptRow(id, campaign, *fault);
-      }
-      CampaignIndex& c = index[campaign];
-      if (c.rows.size() >= std::numeric_limits<uint32_t>::max()) {
-        return CorruptRow(id, campaign, "too many rows for one campaign");
-      }
-      const auto row = static_cast<uint32_t>(c.rows.size());
-      for (size_t i = 0; i < entries.size(); ++i) {
-        const LogEntry& e = entries[i];
-        if (!c.Insert(e.node, Loc{row, e.offset,
-                                  e.length << 1 | (e.refusal ? 1u : 0u)})) {
-          const Loc* first = c.Find(e.node);
-          const int64_t earlier = first->row == row ? id : c.rows[first->row];
-          for (size_t j = 0; j < i; ++j) c.Erase(entries[j].node);
-          return CorruptRow(id, campaign,
-                            absl::StrCat("a second answer of node ", e.node,
-                                         " (the first is in row ", earlier,
-                                         ")"));
-        }
-      }
-      c.rows.push_back(id);
-      last_log_id = id;
+      absl::Status status =
+          LogReader(ColumnView(stmt, 2)).Read([&](const LogEntry& e) {
+            entries.push_back(e);
+          });
+      if (status.ok()) status = index.AddLoggedRow(id, campaign, entries);
+      if (!status.ok()) return CorruptRow(id, campaign, status.message());
     }
     if (rc != SQLITE_DONE) return Error(operation, rc);
     return absl::OkStatus();
-  }
-
-  // Adds the rows an AppendAnswers transaction inserted, once committed.
-  void IndexNewRows(std::vector<NewRow>& rows)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    for (const NewRow& r : rows) {
-      CampaignIndex& c = index[r.campaign];
-      const auto row = static_cast<uint32_t>(c.rows.size());
-      c.rows.push_back(r.id);
-      for (const NewEntry& e : r.entries) {
-        c.Insert(e.node, Loc{row, e.offset, e.length_refusal});
-      }
-      last_log_id = std::max(last_log_id, r.id);
-    }
   }
 
   // Reads bytes [offset, offset + length) of the blob of answer_log row
@@ -798,7 +418,7 @@ struct CuratorStore::Impl {
     std::vector<std::string> blobs;
     blobs.reserve(c.rows.size());
     std::vector<Ref> refs;
-    refs.reserve(c.count);
+    refs.reserve(c.count());
     sqlite3_stmt* stmt = stmts.log_row.get();
     for (size_t i = 0; i < c.rows.size(); ++i) {
       const int64_t id = c.rows[i];
@@ -819,11 +439,12 @@ struct CuratorStore::Impl {
       }
       blobs.emplace_back(ColumnView(stmt, 2));
       const auto row = static_cast<uint32_t>(i);
-      if (std::optional<std::string> fault =
+      if (absl::Status status =
               LogReader(blobs.back()).Read([&](const LogEntry& e) {
                 refs.push_back(Ref{row, e});
-              })) {
-        return CorruptRow(id, campaign, *fault);
+              });
+          !status.ok()) {
+        return CorruptRow(id, campaign, status.message());
       }
     }
     const auto by_node = [](const Ref& a, const Ref& b) {
@@ -902,6 +523,11 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
     return absl::InvalidArgumentError(absl::StrCat(
         "curator store: max_bytes must be >= 0, got ", options.max_bytes));
   }
+  if (options.busy_timeout_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("curator store: busy_timeout_ms must be >= 0, got ",
+                     options.busy_timeout_ms));
+  }
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::NotFoundError(
@@ -912,18 +538,10 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
   auto impl =
       std::make_unique<Impl>((std::filesystem::path(dir) / kFileName).string());
   absl::MutexLock lock(&impl->mu);
-  {
-    sqlite3* raw = nullptr;
-    const int rc = sqlite3_open_v2(
-        impl->path.c_str(), &raw,
-        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-        nullptr);
-    impl->db.reset(raw);  // a handle even on failure, to be closed
-    if (rc != SQLITE_OK) return impl->Error("opening", rc);
-  }
+  ASSIGN_OR_RETURN(impl->db, sqlite::OpenDatabase(impl->path));
   sqlite3* db = impl->db.get();
   sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  sqlite3_busy_timeout(db, options.busy_timeout_ms);
 
   // The version first: a file of another schema is left untouched.
   ASSIGN_OR_RETURN(
@@ -936,21 +554,13 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
         " only (it does not migrate a store of version 1)"));
   }
 
-  {
-    sqlite3_stmt* raw = nullptr;
-    int rc =
-        sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &raw, nullptr);
-    Stmt stmt(raw);
-    if (rc == SQLITE_OK) rc = sqlite3_step(stmt.get());
-    if (rc != SQLITE_ROW) {
-      return impl->Error("setting journal_mode=WAL", rc);
-    }
-    const std::string mode = ColumnBytes(stmt.get(), 0);
-    if (mode != "wal") {
-      return absl::InternalError(absl::StrCat(
-          "curator store ", impl->path,
-          ": SQLite refused WAL mode (journal_mode is ", mode, ")"));
-    }
+  ASSIGN_OR_RETURN(const std::string mode,
+                   sqlite::QueryText(db, impl->path, "PRAGMA journal_mode = WAL",
+                                     "setting journal_mode=WAL"));
+  if (mode != "wal") {
+    return absl::InternalError(absl::StrCat(
+        "curator store ", impl->path,
+        ": SQLite refused WAL mode (journal_mode is ", mode, ")"));
   }
   RETURN_IF_ERROR(
       impl->Exec("setting synchronous", options.synchronous_full
@@ -970,32 +580,19 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
   if (version == 0) {
     // A new file (or one another Open is initialising: the transaction
     // waits for it, and CREATE ... IF NOT EXISTS makes the second a no-op).
-    RETURN_IF_ERROR(impl->Exec("creating the schema", "BEGIN IMMEDIATE"));
-    absl::Status status = impl->Exec("creating the schema", kSchema);
-    if (status.ok()) {
-      status = impl->Exec(
-          "setting the schema version",
-          absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str());
-    }
-    if (status.ok()) status = impl->Exec("creating the schema", "COMMIT");
-    if (!status.ok()) {
-      if (sqlite3_get_autocommit(db) == 0) {
-        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-      }
-      return status;
-    }
+    RETURN_IF_ERROR(sqlite::InTransaction(
+        db, impl->path, "creating the schema", [&]() -> absl::Status {
+          RETURN_IF_ERROR(sqlite::Exec(db, impl->path, kSchema,
+                                       "creating the schema"));
+          return sqlite::Exec(
+              db, impl->path,
+              absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str(),
+              "setting the schema version");
+        }));
   }
-  {
-    RETURN_IF_ERROR(impl->Exec("adding tables", "BEGIN IMMEDIATE"));
-    absl::Status status = impl->Exec("adding tables", kAdditiveSchema);
-    if (status.ok()) status = impl->Exec("adding tables", "COMMIT");
-    if (!status.ok()) {
-      if (sqlite3_get_autocommit(db) == 0) {
-        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-      }
-      return status;
-    }
-  }
+  RETURN_IF_ERROR(sqlite::InTransaction(db, impl->path, "adding tables", [&] {
+    return sqlite::Exec(db, impl->path, kAdditiveSchema, "adding tables");
+  }));
   RETURN_IF_ERROR(impl->PrepareAll());
   RETURN_IF_ERROR(impl->CatchUp("indexing the answer log"));
   return std::unique_ptr<CuratorStore>(new CuratorStore(std::move(impl)));
@@ -1052,7 +649,7 @@ absl::StatusOr<std::vector<CampaignRow>> CuratorStore::ListCampaigns() {
     CampaignRow& row = rows.emplace_back();
     row.id = sqlite3_column_int64(stmt, 0);
     row.open = sqlite3_column_int(stmt, 1) != 0;
-    row.record = ColumnBytes(stmt, 2);
+    row.record = ColumnBlob(stmt, 2);
   }
   if (rc != SQLITE_DONE) return s.Error("listing campaigns", rc);
   return rows;
@@ -1066,7 +663,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
   Impl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "appending answers";
-  std::vector<Impl::NewRow> new_rows;
+  std::vector<NewRow> new_rows;
   RETURN_IF_ERROR(s.InTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
         RETURN_IF_ERROR(s.CatchUp(kOperation));
@@ -1074,7 +671,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
         // first appearance), as indices in `answers`.
         struct Group {
           int64_t campaign;
-          const Impl::CampaignIndex* indexed;  // null: nothing stored yet
+          const CampaignIndex* indexed;  // null: nothing stored yet
           std::vector<uint32_t> stored;
           // Whether the nodes in `stored` ascend strictly (the usual case),
           // so that none repeats.
@@ -1093,20 +690,17 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
             const auto [it, inserted] = group_of.try_emplace(
                 a.campaign, static_cast<uint32_t>(groups.size()));
             if (inserted) {
-              const auto found = s.index.find(a.campaign);
-              groups.push_back(Group{
-                  a.campaign,
-                  found == s.index.end() ? nullptr : &found->second, {}});
+              groups.push_back(Group{a.campaign, s.index.Find(a.campaign), {}});
             }
             g = it->second;
           }
           Group& group = groups[g];
           if (group.indexed != nullptr) {
-            if (const Impl::Loc* found = group.indexed->Find(a.node)) {
+            if (const AnswerLoc* found = group.indexed->Find(a.node)) {
               // Stored earlier: the same answer or not?
-              const Impl::Loc& loc = *found;
-              const uint32_t length = loc.length_refusal >> 1;
-              bool same = ((loc.length_refusal & 1) != 0) == a.refusal &&
+              const AnswerLoc& loc = *found;
+              const uint32_t length = loc.length();
+              bool same = loc.refusal() == a.refusal &&
                           length == a.payload.size();
               if (same && length > 0) {
                 RETURN_IF_ERROR(s.ReadLogBytes(
@@ -1165,7 +759,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
                 kLogHeaderBytes + payload_bytes +
                     (group.stored.size() - k) * kMaxEntryOverhead));
             StartLogBlob(bytes);
-            Impl::NewRow& row = new_rows.emplace_back();
+            NewRow& row = new_rows.emplace_back();
             row.campaign = group.campaign;
             row.entries.reserve(group.stored.size() - k);
             int64_t previous_ms = 0;
@@ -1177,11 +771,12 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
                 break;
               }
               const int64_t ms = a.unix_ms != 0 ? a.unix_ms : now_ms;
-              const size_t offset = EncodeEntry(bytes, a, ms, previous_ms);
+              const size_t offset = EncodeEntry(bytes, a.node, a.refusal,
+                                                a.payload, ms, previous_ms);
               previous_ms = ms;
               // (Offsets and lengths past 32 bits fail below: SQLite takes
               // no value of 2^31 bytes or more.)
-              row.entries.push_back(Impl::NewEntry{
+              row.entries.push_back(NewEntry{
                   a.node, static_cast<uint32_t>(offset),
                   static_cast<uint32_t>(a.payload.size() << 1 |
                                         (a.refusal ? 1 : 0))});
@@ -1196,7 +791,7 @@ absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
         }
         return absl::OkStatus();
       }));
-  s.IndexNewRows(new_rows);
+  s.index.AddNewRows(new_rows);
   return outcomes;
 }
 
@@ -1208,10 +803,10 @@ absl::Status CuratorStore::ForEachAnswer(
       absl::StrCat("reading the answers of campaign ", campaign);
   return s.InReadTransaction(
       operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        const auto it = s.index.find(campaign);
-        if (it == s.index.end()) return absl::OkStatus();
+        const CampaignIndex* c = s.index.Find(campaign);
+        if (c == nullptr) return absl::OkStatus();
         bool stopped = false;
-        return s.EmitCampaign(operation, campaign, it->second, fn, &stopped);
+        return s.EmitCampaign(operation, campaign, *c, fn, &stopped);
       });
 }
 
@@ -1222,15 +817,10 @@ absl::Status CuratorStore::ForEachAnswer(
   constexpr absl::string_view kOperation = "reading all answers";
   return s.InReadTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        std::vector<int64_t> campaigns;
-        campaigns.reserve(s.index.size());
-        for (const auto& [campaign, c] : s.index) campaigns.push_back(campaign);
-        std::sort(campaigns.begin(), campaigns.end());
         bool stopped = false;
-        for (const int64_t campaign : campaigns) {
-          const auto it = s.index.find(campaign);
-          RETURN_IF_ERROR(
-              s.EmitCampaign(kOperation, campaign, it->second, fn, &stopped));
+        for (const int64_t campaign : s.index.Campaigns()) {
+          RETURN_IF_ERROR(s.EmitCampaign(
+              kOperation, campaign, *s.index.Find(campaign), fn, &stopped));
           if (stopped) break;
         }
         return absl::OkStatus();
@@ -1244,21 +834,11 @@ absl::Status CuratorStore::ForEachAnswerKey(
   return s.InReadTransaction(
       "reading the answer index",
       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        std::vector<int64_t> campaigns;
-        campaigns.reserve(s.index.size());
-        for (const auto& [campaign, c] : s.index) campaigns.push_back(campaign);
-        std::sort(campaigns.begin(), campaigns.end());
-        for (const int64_t campaign : campaigns) {
-          const Impl::CampaignIndex& c = s.index.find(campaign)->second;
-          for (size_t node = 0; node < c.dense.size(); ++node) {
-            const uint32_t lr = c.dense[node].length_refusal;
-            if (lr != Impl::Loc::kAbsent) {
-              fn(campaign, static_cast<uint32_t>(node), (lr & 1) != 0);
-            }
-          }
-          for (const auto& [node, loc] : c.sparse) {
-            fn(campaign, node, (loc.length_refusal & 1) != 0);
-          }
+        for (const int64_t campaign : s.index.Campaigns()) {
+          s.index.Find(campaign)->ForEach(
+              [&](uint32_t node, const AnswerLoc& loc) {
+                fn(campaign, node, loc.refusal());
+              });
         }
         return absl::OkStatus();
       });
@@ -1300,7 +880,7 @@ absl::Status CuratorStore::ForEachCaps(
   int rc;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     fn(static_cast<uint32_t>(sqlite3_column_int64(stmt, 0)),
-       ColumnBytes(stmt, 1));
+       ColumnBlob(stmt, 1));
   }
   if (rc != SQLITE_DONE) return s.Error("reading caps", rc);
   return absl::OkStatus();
@@ -1337,7 +917,7 @@ absl::StatusOr<std::vector<std::string>> CuratorStore::GetFleetPlan() {
           "curator store ", s.path, ": the fleet plan skips shard ",
           holders.size()));
     }
-    holders.push_back(ColumnBytes(stmt, 1));
+    holders.push_back(ColumnBlob(stmt, 1));
   }
   if (rc != SQLITE_DONE) return s.Error("reading the fleet plan", rc);
   return holders;
@@ -1372,9 +952,9 @@ absl::StatusOr<std::vector<AuditRow>> CuratorStore::ListAudit(
     AuditRow& row = rows.emplace_back();
     row.sequence = sqlite3_column_int64(stmt, 0);
     row.unix_ms = sqlite3_column_int64(stmt, 1);
-    row.actor = ColumnBytes(stmt, 2);
-    row.action = ColumnBytes(stmt, 3);
-    row.details_json = ColumnBytes(stmt, 4);
+    row.actor = ColumnBlob(stmt, 2);
+    row.action = ColumnBlob(stmt, 3);
+    row.details_json = ColumnBlob(stmt, 4);
   }
   if (rc != SQLITE_DONE) return s.Error(kOperation, rc);
   return rows;
@@ -1424,10 +1004,10 @@ absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     SealedRow& row = rows.emplace_back();
     row.sequence = sqlite3_column_int64(stmt, 0);
-    row.campaign = ColumnBytes(stmt, 1);
+    row.campaign = ColumnBlob(stmt, 1);
     row.from_node = static_cast<uint32_t>(sqlite3_column_int64(stmt, 2));
     row.to_node = static_cast<uint32_t>(sqlite3_column_int64(stmt, 3));
-    row.ciphertext = ColumnBytes(stmt, 4);
+    row.ciphertext = ColumnBlob(stmt, 4);
   }
   if (rc != SQLITE_DONE) return s.Error(kOperation, rc);
   return rows;
@@ -1461,7 +1041,7 @@ absl::Status CuratorStore::ForEachNodeKey(
   int rc;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     fn(static_cast<uint32_t>(sqlite3_column_int64(stmt, 0)),
-       ColumnBytes(stmt, 1));
+       ColumnBlob(stmt, 1));
   }
   if (rc != SQLITE_DONE) return s.Error("reading node keys", rc);
   return absl::OkStatus();
@@ -1492,8 +1072,8 @@ absl::StatusOr<std::vector<ResultRow>> CuratorStore::ListResults() {
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     ResultRow& row = rows.emplace_back();
     row.id = sqlite3_column_int64(stmt, 0);
-    row.record = ColumnBytes(stmt, 1);
-    row.matrix_path = ColumnBytes(stmt, 2);
+    row.record = ColumnBlob(stmt, 1);
+    row.matrix_path = ColumnBlob(stmt, 2);
   }
   if (rc != SQLITE_DONE) return s.Error("listing results", rc);
   return rows;
@@ -1513,8 +1093,8 @@ absl::StatusOr<ResultRow> CuratorStore::GetResult(int64_t id) {
   if (rc != SQLITE_ROW) return s.Error(operation, rc);
   ResultRow row;
   row.id = sqlite3_column_int64(stmt, 0);
-  row.record = ColumnBytes(stmt, 1);
-  row.matrix_path = ColumnBytes(stmt, 2);
+  row.record = ColumnBlob(stmt, 1);
+  row.matrix_path = ColumnBlob(stmt, 2);
   return row;
 }
 

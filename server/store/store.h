@@ -26,9 +26,13 @@
 // what was actually collected, and a restarted curator rebuilds it with
 // ForEachAnswer.
 //
-// Errors: a failure of SQLite becomes INTERNAL, or RESOURCE_EXHAUSTED for a
-// full disk (SQLITE_FULL), with the SQLite message and the operation; the
-// failed transaction is rolled back, so nothing of it is stored. A row of
+// Errors: a failure of SQLite is mapped by common/sqlite.h's SqliteError:
+// RESOURCE_EXHAUSTED for a full disk (SQLITE_FULL, or max_bytes);
+// UNAVAILABLE when another connection holds the lock past busy_timeout_ms
+// (SQLITE_BUSY, SQLITE_LOCKED): nothing is wrong with the store, the call
+// may be retried; INTERNAL otherwise; the message names the database path,
+// the operation and SQLite's words. The failed transaction is rolled back,
+// so nothing of it is stored. A row of
 // the answer log that does not parse (or repeats a stored answer) is
 // DATA_LOSS naming the row, from Open, AppendAnswers or ForEachAnswer.
 //
@@ -37,8 +41,8 @@
 // call's transaction or scan: they must not call the store.
 //
 // Two stores on one directory (in one process or two) are serialised by
-// SQLite's file locks, waiting up to 5 s for each other; the curator opens
-// one.
+// SQLite's file locks, waiting up to Options::busy_timeout_ms (5 s by
+// default) for each other, then UNAVAILABLE; the curator opens one.
 #pragma once
 
 #include <cstdint>
@@ -112,12 +116,17 @@ class CuratorStore {
     // would: tests use it to simulate one. Rounded down to whole pages
     // (4 KiB); never below the database's current size. Must be >= 0.
     int64_t max_bytes = 0;
+    // PRAGMA busy_timeout: how long a call waits for a lock another
+    // connection holds before failing with UNAVAILABLE. Must be >= 0.
+    int busy_timeout_ms = 5000;
   };
 
   // Opens (creating if needed) <dir>/curator.db, in WAL mode, creating the
   // schema (version 2, kept in PRAGMA user_version), and reads the answer
   // log to build the in-memory index. dir must exist: NOT_FOUND naming it
-  // otherwise. INVALID_ARGUMENT for a negative max_bytes;
+  // otherwise. INVALID_ARGUMENT for a negative max_bytes or
+  // busy_timeout_ms; UNAVAILABLE if another connection holds the lock past
+  // busy_timeout_ms;
   // FAILED_PRECONDITION naming the path and both versions if the file holds
   // a schema of another version -- including version 1 (one row per answer):
   // there is no migration, a version-1 store must be replaced;

@@ -617,6 +617,49 @@ TEST(CuratorStoreTest, FullDatabaseIsResourceExhaustedAndStoresNothing) {
   EXPECT_EQ(AllAnswers(*store).size(), stored + failed_batch.size());
 }
 
+// Another connection holding the write lock past busy_timeout_ms is
+// UNAVAILABLE (SQLITE_BUSY: retry later), not INTERNAL, and stores nothing;
+// once the lock is released the same calls succeed.
+TEST(CuratorStoreTest, ALockHeldElsewhereIsUnavailableThenClears) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.busy_timeout_ms = 20;
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open((dir.path() + "/curator.db").c_str(), &other),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+
+  auto outcomes = store->AppendAnswers({Answer(1, 0, "a")});
+  EXPECT_EQ(outcomes.status().code(), absl::StatusCode::kUnavailable)
+      << outcomes.status();
+  EXPECT_THAT(outcomes.status().message(), HasSubstr("appending answers"));
+  EXPECT_THAT(outcomes.status().message(), HasSubstr("curator.db"));
+  const absl::Status audit = store->Audit("operator", "locked", "{}");
+  EXPECT_EQ(audit.code(), absl::StatusCode::kUnavailable) << audit;
+
+  ASSERT_EQ(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(other);
+  EXPECT_TRUE(AllAnswers(*store).empty());
+  outcomes = store->AppendAnswers({Answer(1, 0, "a")});
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  EXPECT_THAT(*outcomes, ElementsAre(AppendOutcome::kStored));
+  EXPECT_TRUE(store->Audit("operator", "unlocked", "{}").ok());
+  EXPECT_EQ(AllAnswers(*store).size(), 1u);
+}
+
+TEST(CuratorStoreTest, OpenRejectsNegativeBusyTimeout) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.busy_timeout_ms = -1;
+  auto store = CuratorStore::Open(dir.path(), options);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(store.status().message(), HasSubstr("busy_timeout_ms"));
+}
+
 // Runs SQL on the store's file behind its back (the store closed, or open
 // in this process: SQLite's locks serialise the two).
 void ExecSql(const std::string& dir, const std::string& sql) {
@@ -917,19 +960,14 @@ TEST(CuratorStoreTest, ABatchOfOnlyResendsWritesNoRow) {
 }
 
 // A row of the answer log that does not parse makes Open fail with
-// DATA_LOSS naming it, whatever the fault.
+// DATA_LOSS naming it, whatever the fault. (Every fault of the blob format
+// itself is tested in answer_log_test; a few of them here.)
 TEST(CuratorStoreTest, CorruptAnswerLogIsDataLossNamingTheRow) {
   // Row 1 holds nodes 1 and 2 ("aa", "bbb"), row 2 node 3 ("c").
   const std::vector<std::pair<std::string, std::string>> faults = {
       {"empty", "x''"},
-      {"short header", "x'01020000'"},
       {"unknown format", "x'02010000000200'"},
-      {"no entries", "x'0100000000'"},
-      {"truncated varint", "x'010100000082'"},
       {"payload past the end", "x'0101000000020005616161'"},
-      {"bytes after the last entry", "x'01010000000200016100'"},
-      {"count above the entries", "x'010200000002000161'"},
-      {"node above 2^32", "x'0101000000808080808020000161'"},
       {"overlong varint", "x'01010000008280808080808080808001000161'"},
       {"not a blob", "'text'"},
       {"a second answer of node 3", "x'010100000006000161'"},
