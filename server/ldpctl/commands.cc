@@ -245,9 +245,9 @@ writes out. Each graph has a release ledger: the composition (RDP) of its
 releases, at the curator's delta, must stay within the curator's cap
 (ldpgraph-curator --release-epsilon, --release-delta); a release that would
 pass it is refused, and one found over it after training is discarded.
-  --method M         se-privgemb (DP skip-gram, paper 001: trains until one
+  --method M         se-privgemb (DP skip-gram, SE-PrivGEmb: trains until one
                      more step would pass (E, delta)) or dpne (objective
-                     perturbation, paper 004: E-DP by its paper's analysis)
+                     perturbation, DPNE: E-DP by its paper's analysis)
   --epsilon E        the release's budget
   --graph-campaign C release the graph assembled from edges campaign C
   --seed S           seed of the public initialisation (default 1)
