@@ -1,10 +1,8 @@
 #include "client/edge_exchange.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -27,56 +25,6 @@ constexpr size_t kMaxParts = 256;
 constexpr size_t kMaxKeysPerCall = 100000;
 // Individual log lines of one kind per exchange; the rest are counted.
 constexpr int kMaxLogLines = 5;
-
-absl::Status RandomnessError(absl::string_view step) {
-  return crypto::OpenSslError(absl::StrCat("exchange randomness: ", step));
-}
-
-// The ChaCha20 keystream of a 32-byte key (zero nonce and counter), read
-// 4 KiB at a time. The key is used for this one stream only.
-class ChaChaRandom final : public RandomSource {
- public:
-  static absl::StatusOr<std::unique_ptr<RandomSource>> Create(
-      const uint8_t key[32]) {
-    crypto::EvpCipherCtx ctx(EVP_CIPHER_CTX_new());
-    const uint8_t iv[16] = {};
-    if (!ctx || EVP_EncryptInit_ex(ctx.get(), EVP_chacha20(), nullptr, key,
-                                   iv) != 1) {
-      return RandomnessError("ChaCha20 init");
-    }
-    auto out = std::unique_ptr<ChaChaRandom>(new ChaChaRandom(std::move(ctx)));
-    return std::unique_ptr<RandomSource>(std::move(out));
-  }
-
-  uint64_t Next64() override {
-    if (next_ == kWords) Refill();
-    const uint64_t w = buffer_[next_];
-    buffer_[next_++] = 0;
-    return w;
-  }
-  bool is_secure() const override { return true; }
-  absl::string_view name() const override { return "exchange-chacha20"; }
-
- private:
-  explicit ChaChaRandom(crypto::EvpCipherCtx ctx)
-      : ctx_(std::move(ctx)) {}
-  void Refill() {
-    static const uint8_t kZeros[kWords * 8] = {};
-    int len = 0;
-    if (EVP_EncryptUpdate(ctx_.get(), reinterpret_cast<uint8_t*>(buffer_),
-                          &len, kZeros, sizeof(kZeros)) != 1 ||
-        len != static_cast<int>(sizeof(kZeros))) {
-      // Continuing would draw non-random "noise": stop instead.
-      std::cerr << "ldpgraph-agent: FATAL: ChaCha20 keystream failed\n";
-      std::abort();
-    }
-    next_ = 0;
-  }
-  static constexpr int kWords = 512;
-  crypto::EvpCipherCtx ctx_;
-  uint64_t buffer_[kWords] = {};
-  int next_ = kWords;
-};
 
 // The message id and position of a part of a split box.
 struct Fragment {
@@ -124,12 +72,14 @@ absl::StatusOr<std::unique_ptr<RandomSource>> ExchangeRandomSource(
   uint8_t stream_key[32];
   const absl::Status derived = crypto::HkdfSha256(
       key.private_key(), kSalt, campaign, absl::MakeSpan(stream_key));
-  absl::StatusOr<std::unique_ptr<RandomSource>> out =
-      derived.ok() ? ChaChaRandom::Create(stream_key)
-                   : absl::InternalError(absl::StrCat("exchange randomness: ",
-                                                      derived.message()));
+  absl::StatusOr<std::unique_ptr<KeyedChaCha20Random>> stream =
+      derived.ok() ? KeyedChaCha20Random::Create(stream_key) : derived;
   OPENSSL_cleanse(stream_key, sizeof(stream_key));
-  return out;
+  if (!stream.ok()) {
+    return absl::InternalError(
+        absl::StrCat("exchange randomness: ", stream.status().message()));
+  }
+  return std::unique_ptr<RandomSource>(*std::move(stream));
 }
 
 // --- one exchange -------------------------------------------------------------
