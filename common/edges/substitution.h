@@ -250,7 +250,27 @@ class SubstitutionNode {
   struct Held;
   SubstitutionNode(const SubstitutionParams& params, uint32_t node,
                    std::vector<uint32_t> neighbours);
+  // The messages of `round` to every present neighbour, by the round's
+  // body; each step below makes one body (approach 1 or 2's round).
   absl::StatusOr<std::vector<Outgoing>> Send(int round);
+  std::vector<uint32_t> Present() const;  // neighbours not absent
+  // Approach 1, round 2: what v heard in round 1 plus dummies, shuffled.
+  absl::Status SendRelay(const std::vector<uint32_t>& present, int round,
+                         std::vector<Outgoing>* out);
+  // Approach 2, round 2: draws R; the features of R and of N(v) \ R.
+  void SendQueries(const std::vector<uint32_t>& present, int round,
+                   std::vector<Outgoing>* out);
+  // Approach 2, round 3: the most similar neighbour vector to each query.
+  void SendAnswers(const std::vector<uint32_t>& present, int round,
+                   std::vector<Outgoing>* out) const;
+  // The identity queries (approach 1 draws R here); BuildQueries ranks the
+  // candidate pool for every dropped neighbour and fills ranked_, queries_.
+  void SendIdentityQueries(const std::vector<uint32_t>& present, int round,
+                           std::vector<Outgoing>* out);
+  void BuildQueries(const std::vector<std::string>& pool_in);
+  // The last round: which neighbour owns each queried vector.
+  void SendIdentities(const std::vector<uint32_t>& present, int round,
+                      std::vector<Outgoing>* out) const;
   absl::Status Finish();
   void DrawDropped();
   std::vector<std::string> Rank(const CompactVector& target,
