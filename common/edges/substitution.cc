@@ -183,6 +183,14 @@ void ToWire(const SubstitutionParams& p, v1::MechanismSpec* spec) {
   w->set_dummy_std(p.dummy_std);
 }
 
+v1::SubstitutionSpec DefaultSubstitutionSpec() {
+  v1::MechanismSpec spec;
+  ToWire(SubstitutionParams(), &spec);
+  v1::SubstitutionSpec s = spec.substitution();
+  s.set_round_timeout_ms(kDefaultRoundTimeoutMs);
+  return s;
+}
+
 // ---- CompactVector ----
 
 double CompactVector::Dot(const CompactVector& o) const {

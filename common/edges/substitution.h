@@ -107,6 +107,17 @@ struct SubstitutionParams {
   double drop_probability() const;
 };
 
+// A substitution campaign's round timeout when none is given: a neighbour
+// silent this long in a round counts as absent.
+inline constexpr uint32_t kDefaultRoundTimeoutMs = 30000;
+
+// The one statement of a substitution campaign's defaults, for the tools
+// that build one when no flag says otherwise (`ldpctl campaign create
+// --mechanism edge-substitution`, `ldpctl simulate`): SubstitutionParams'
+// defaults (approach 1, cosine, top_k 10, max_dummies 5, dummies
+// N(0.5, 0.5^2)) and kDefaultRoundTimeoutMs; features unset (the caller's).
+v1::SubstitutionSpec DefaultSubstitutionSpec();
+
 // The parameters in a wire spec (MECHANISM_KIND_EDGE_SUBSTITUTION) and back.
 // FromWire validates; INVALID_ARGUMENT naming the field.
 absl::StatusOr<SubstitutionParams> FromWire(const v1::MechanismSpec& spec);
