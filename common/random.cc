@@ -187,8 +187,8 @@ struct KeyedChaCha20Random::Cipher {
   crypto::EvpCipherCtx ctx;
 };
 
-absl::StatusOr<std::unique_ptr<KeyedChaCha20Random>> KeyedChaCha20Random::Create(
-    absl::Span<const uint8_t> key) {
+absl::StatusOr<std::unique_ptr<KeyedChaCha20Random>>
+KeyedChaCha20Random::Create(absl::Span<const uint8_t> key) {
   if (key.size() != kKeyBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a ChaCha20 key holds ", kKeyBytes, " bytes, got ", key.size()));

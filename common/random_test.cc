@@ -218,7 +218,8 @@ std::vector<uint64_t> Draw(RandomSource& rng, int n) {
 
 std::array<uint8_t, 32> KeyOf(uint8_t first) {
   std::array<uint8_t, 32> key;
-  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(first + i);
+  for (size_t i = 0; i < key.size(); ++i)
+    key[i] = static_cast<uint8_t>(first + i);
   return key;
 }
 
@@ -264,7 +265,8 @@ TEST(KeyedChaCha20RandomTest, IsOpenSslsChaCha20Keystream) {
   ASSERT_NE(ctx, nullptr);
   const uint8_t iv[16] = {};
   int len = 0;
-  ASSERT_EQ(EVP_EncryptInit_ex(ctx, EVP_chacha20(), nullptr, key.data(), iv), 1);
+  ASSERT_EQ(EVP_EncryptInit_ex(ctx, EVP_chacha20(), nullptr, key.data(), iv),
+            1);
   ASSERT_EQ(EVP_EncryptUpdate(ctx, stream.data(), &len, zeros.data(),
                               static_cast<int>(zeros.size())),
             1);

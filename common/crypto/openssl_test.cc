@@ -49,7 +49,8 @@ TEST(HkdfSha256Test, MatchesRfc5869TestCase3) {
 
 TEST(HkdfSha256Test, RefusesAnEmptyOutput) {
   std::vector<uint8_t> none;
-  const absl::Status s = HkdfSha256("key", "salt", "info", absl::MakeSpan(none));
+  const absl::Status s =
+      HkdfSha256("key", "salt", "info", absl::MakeSpan(none));
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(s.message(), HasSubstr("HKDF: "));
 }

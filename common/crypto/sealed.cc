@@ -53,13 +53,12 @@ absl::StatusOr<std::array<uint8_t, kKeyBytes>> DeriveKey(
     return absl::InvalidArgumentError(absl::StrCat(
         "sealed: a public key holds ", kKeyBytes, " bytes, got ", peer.size()));
   }
-  EvpPkey mine(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
-                                         Bytes(self.private_key()), kKeyBytes));
+  EvpPkey mine(EVP_PKEY_new_raw_private_key(
+      EVP_PKEY_X25519, nullptr, Bytes(self.private_key()), kKeyBytes));
   EvpPkey theirs(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr,
-                                          Bytes(peer), kKeyBytes));
+                                             Bytes(peer), kKeyBytes));
   if (!mine || !theirs) return SealedError("loading X25519 keys");
-  EvpPkeyCtx ctx(
-      EVP_PKEY_CTX_new(mine.get(), nullptr));
+  EvpPkeyCtx ctx(EVP_PKEY_CTX_new(mine.get(), nullptr));
   unsigned char shared[kKeyBytes];
   size_t shared_len = sizeof(shared);
   if (!ctx || EVP_PKEY_derive_init(ctx.get()) != 1) {
@@ -93,8 +92,7 @@ std::string Aad(absl::string_view context) { return absl::StrCat(kLabel, context
 }  // namespace
 
 absl::StatusOr<KeyPair> KeyPair::Generate() {
-  EvpPkeyCtx ctx(
-      EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, nullptr));
+  EvpPkeyCtx ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, nullptr));
   EVP_PKEY* raw = nullptr;
   if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 ||
       EVP_PKEY_keygen(ctx.get(), &raw) != 1) {
@@ -113,7 +111,7 @@ absl::StatusOr<KeyPair> KeyPair::FromPrivate(absl::string_view private_key) {
         private_key.size()));
   }
   EvpPkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
-                                        Bytes(private_key), kKeyBytes));
+                                           Bytes(private_key), kKeyBytes));
   if (!key) return SealedError("loading an X25519 private key");
   ASSIGN_OR_RETURN(std::string pub, RawKey(key.get(), false));
   return KeyPair(std::string(private_key), std::move(pub));

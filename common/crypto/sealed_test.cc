@@ -146,8 +146,9 @@ TEST(SealedTest, OpensAKnownBox) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(*plain, "ldpgraph sealed message");
   // The same box does not open as one from Bob to Alice.
-  EXPECT_EQ(Open(*alice, bob->public_key(), "known-answer", box).status().code(),
-            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(
+      Open(*alice, bob->public_key(), "known-answer", box).status().code(),
+      absl::StatusCode::kUnauthenticated);
 }
 
 }  // namespace

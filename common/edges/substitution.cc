@@ -569,7 +569,8 @@ absl::StatusOr<std::vector<Outgoing>> SubstitutionNode::Send(int round) {
 }
 
 absl::Status SubstitutionNode::SendRelay(const std::vector<uint32_t>& present,
-                                         int round, std::vector<Outgoing>* out) {
+                                         int round,
+                                         std::vector<Outgoing>* out) {
   std::vector<const v1::FeatureReport*> heard;
   for (uint32_t u : neighbours_) {
     auto it = inbox_.find(InboxKey(1, u));
@@ -616,7 +617,8 @@ void SubstitutionNode::SendQueries(const std::vector<uint32_t>& present,
 }
 
 void SubstitutionNode::SendAnswers(const std::vector<uint32_t>& present,
-                                   int round, std::vector<Outgoing>* out) const {
+                                   int round,
+                                   std::vector<Outgoing>* out) const {
   for (uint32_t u : present) {
     const v1::EdgeExchange& in = inbox_.at(InboxKey(round - 1, u));
     v1::QueryAnswers* a = AddMessage(out, u, round).mutable_answers();
@@ -666,7 +668,8 @@ void SubstitutionNode::SendIdentityQueries(const std::vector<uint32_t>& present,
       const v1::QueryAnswers& a = it->second.answers();
       const bool ok = removed_first_ ? a.first_answered() : a.second_answered();
       if (!ok) continue;
-      for (const auto& r : (removed_first_ ? a.first() : a.second()).vectors()) {
+      for (const auto& r :
+           (removed_first_ ? a.first() : a.second()).vectors()) {
         pool.push_back(CanonicalKey(r));
       }
     }

@@ -69,14 +69,14 @@ TEST(LdpctlCampaignTest, SubstitutionDefaultsAreTheLibrarys) {
 
   const edges::SubstitutionParams defaults;
   const std::string help = LdpctlHelp("campaign");
-  EXPECT_THAT(help, HasSubstr(absl::StrCat(
-                        "per dropped neighbour (default ", defaults.top_k, ")")));
+  EXPECT_THAT(help, HasSubstr(absl::StrCat("per dropped neighbour (default ",
+                                           defaults.top_k, ")")));
   EXPECT_THAT(help, HasSubstr(absl::StrCat("per relay (default ",
                                            defaults.max_dummies, ")")));
   EXPECT_THAT(help, HasSubstr(absl::StrCat("(defaults ", defaults.dummy_mean,
                                            ", ", defaults.dummy_std, ")")));
-  EXPECT_THAT(help, HasSubstr(absl::StrCat("(default ",
-                                           edges::kDefaultRoundTimeoutMs, ")")));
+  EXPECT_THAT(help, HasSubstr(absl::StrCat(
+                        "(default ", edges::kDefaultRoundTimeoutMs, ")")));
 }
 
 TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
