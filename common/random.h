@@ -15,8 +15,8 @@
 //                                     that must replay its draws exactly
 //                                     (a node's part in a neighbour
 //                                     substitution exchange). Secure while
-//                                     the key is secret; not the generator
-//                                     for perturbation noise.
+//                                     the key is secret; never a stand-in
+//                                     for SecureRandom's noise.
 //   SeededRandomForTesting            tests and simulations; NOT private.
 //   PublicRandom                      public choices (generation, splits,
 //                                     initialisation); never noise.
@@ -140,9 +140,11 @@ absl::StatusOr<std::string> SecureRandomBytes(size_t n);
 // replay its draws exactly: a node's part in a neighbour substitution
 // exchange, which an agent host restarted mid-exchange repeats word for
 // word (client/edge_exchange.h keys it by HKDF of the node's private key
-// and the campaign). Secure only while its key is secret and keys this one
-// stream; it is not the generator for perturbation noise, which is
-// SecureRandom's (or ThreadSecureRandom's) alone. Like SecureRandom, it
+// and the campaign; the exchange's drops, dummies and shuffles come from
+// it). Secure only while its key is secret and keys this one stream. It is
+// not the secure generator: a node's answers to the curator's questions
+// are perturbed with SecureRandom (or ThreadSecureRandom), never with a
+// stream someone holding the key could recompute. Like SecureRandom, it
 // aborts if OpenSSL fails mid-stream, and zeroes each word once drawn.
 class KeyedChaCha20Random final : public RandomSource {
  public:
