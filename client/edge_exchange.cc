@@ -1,12 +1,8 @@
 #include "client/edge_exchange.h"
 
-#include <openssl/core_names.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/kdf.h>
+#include <openssl/crypto.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -14,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/crypto/openssl.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
@@ -28,71 +25,6 @@ constexpr size_t kMaxParts = 256;
 constexpr size_t kMaxKeysPerCall = 100000;
 // Individual log lines of one kind per exchange; the rest are counted.
 constexpr int kMaxLogLines = 5;
-
-absl::Status OpenSslError(absl::string_view step) {
-  const unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  char buf[256] = "no OpenSSL error queued";
-  if (e != 0) ERR_error_string_n(e, buf, sizeof(buf));
-  return absl::InternalError(absl::StrCat("exchange randomness: ", step, ": ", buf));
-}
-
-struct CipherCtxFree {
-  void operator()(EVP_CIPHER_CTX* p) const { EVP_CIPHER_CTX_free(p); }
-};
-
-// The ChaCha20 keystream of a 32-byte key (zero nonce and counter), read
-// 4 KiB at a time. The key is used for this one stream only.
-class ChaChaRandom final : public RandomSource {
- public:
-  static absl::StatusOr<std::unique_ptr<RandomSource>> Create(
-      const uint8_t key[32]) {
-    std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx(EVP_CIPHER_CTX_new());
-    const uint8_t iv[16] = {};
-    if (!ctx || EVP_EncryptInit_ex(ctx.get(), EVP_chacha20(), nullptr, key,
-                                   iv) != 1) {
-      return OpenSslError("ChaCha20 init");
-    }
-    auto out = std::unique_ptr<ChaChaRandom>(new ChaChaRandom(std::move(ctx)));
-    return std::unique_ptr<RandomSource>(std::move(out));
-  }
-
-  uint64_t Next64() override {
-    if (next_ == kWords) Refill();
-    const uint64_t w = buffer_[next_];
-    buffer_[next_++] = 0;
-    return w;
-  }
-  bool is_secure() const override { return true; }
-  absl::string_view name() const override { return "exchange-chacha20"; }
-
- private:
-  explicit ChaChaRandom(std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx)
-      : ctx_(std::move(ctx)) {}
-  void Refill() {
-    static const uint8_t kZeros[kWords * 8] = {};
-    int len = 0;
-    if (EVP_EncryptUpdate(ctx_.get(), reinterpret_cast<uint8_t*>(buffer_),
-                          &len, kZeros, sizeof(kZeros)) != 1 ||
-        len != static_cast<int>(sizeof(kZeros))) {
-      // Continuing would draw non-random "noise": stop instead.
-      std::cerr << "ldpgraph-agent: FATAL: ChaCha20 keystream failed\n";
-      std::abort();
-    }
-    next_ = 0;
-  }
-  static constexpr int kWords = 512;
-  std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx_;
-  uint64_t buffer_[kWords] = {};
-  int next_ = kWords;
-};
-
-struct KdfFree {
-  void operator()(EVP_KDF* p) const { EVP_KDF_free(p); }
-};
-struct KdfCtxFree {
-  void operator()(EVP_KDF_CTX* p) const { EVP_KDF_CTX_free(p); }
-};
 
 // The message id and position of a part of a split box.
 struct Fragment {
@@ -137,31 +69,17 @@ std::string ExchangeContext(absl::string_view campaign, uint32_t round,
 absl::StatusOr<std::unique_ptr<RandomSource>> ExchangeRandomSource(
     const crypto::KeyPair& key, absl::string_view campaign) {
   static constexpr char kSalt[] = "ldpgraph-exchange-rng-v1";
-  std::unique_ptr<EVP_KDF, KdfFree> kdf(EVP_KDF_fetch(nullptr, "HKDF", nullptr));
-  std::unique_ptr<EVP_KDF_CTX, KdfCtxFree> ctx(
-      kdf ? EVP_KDF_CTX_new(kdf.get()) : nullptr);
-  if (!ctx) return OpenSslError("fetching HKDF");
-  std::string ikm = key.private_key();
-  std::string salt(kSalt);
-  std::string info(campaign);
-  char digest[] = "SHA256";
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, ikm.data(),
-                                        ikm.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt.data(),
-                                        salt.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(),
-                                        info.size()),
-      OSSL_PARAM_construct_end()};
   uint8_t stream_key[32];
-  const int ok =
-      EVP_KDF_derive(ctx.get(), stream_key, sizeof(stream_key), params);
-  OPENSSL_cleanse(ikm.data(), ikm.size());
-  if (ok != 1) return OpenSslError("HKDF");
-  auto out = ChaChaRandom::Create(stream_key);
+  const absl::Status derived = crypto::HkdfSha256(
+      key.private_key(), kSalt, campaign, absl::MakeSpan(stream_key));
+  absl::StatusOr<std::unique_ptr<KeyedChaCha20Random>> stream =
+      derived.ok() ? KeyedChaCha20Random::Create(stream_key) : derived;
   OPENSSL_cleanse(stream_key, sizeof(stream_key));
-  return out;
+  if (!stream.ok()) {
+    return absl::InternalError(
+        absl::StrCat("exchange randomness: ", stream.status().message()));
+  }
+  return std::unique_ptr<RandomSource>(*std::move(stream));
 }
 
 // --- one exchange -------------------------------------------------------------

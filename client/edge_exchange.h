@@ -83,7 +83,8 @@ namespace ldpgraph::agent {
 std::string ExchangeContext(absl::string_view campaign, uint32_t round,
                             uint32_t from, uint32_t to);
 
-// A node's randomness in one exchange: ChaCha20 keyed by
+// A node's randomness in one exchange: the ChaCha20 stream
+// (KeyedChaCha20Random, common/random.h) keyed by
 // HKDF-SHA256(ikm = private key, salt = "ldpgraph-exchange-rng-v1",
 // info = campaign). Deterministic for a (key, campaign), independent across
 // campaigns, secure as long as the private key is secret. INTERNAL if

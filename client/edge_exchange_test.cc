@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/hex.h"
 #include "common/testing/temp_folder.h"
 #include "common/wire/codec.h"
 #include "gmock/gmock.h"
@@ -308,6 +309,28 @@ class ExchangeTest : public ::testing::Test {
 
 TEST(ExchangeContextTest, NamesCampaignRoundAndPair) {
   EXPECT_EQ(ExchangeContext("c3", 2, 10, 7), "edge-exchange|c3|2|10|7");
+}
+
+// The stream of a fixed key and campaign, as the exchange draws it: a host
+// that restarts mid-exchange must replay the very same draws, so the
+// construction (HKDF of the key and campaign, ChaCha20) never changes.
+TEST(ExchangeRandomTest, KnownAnswer) {
+  auto key = crypto::KeyPair::FromPrivate(*FromHex(
+      "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a"));
+  ASSERT_TRUE(key.ok()) << key.status();
+  auto r = ExchangeRandomSource(*key, "campaign-1");
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::string words;
+  for (int i = 0; i < 600; ++i) {
+    const uint64_t w = (*r)->Next64();
+    // The first words and one from the second 4 KiB block.
+    if (i < 3 || i == 599) {
+      absl::StrAppend(&words, absl::Hex(w, absl::kZeroPad16), " ");
+    }
+  }
+  EXPECT_EQ(words,
+            "d746390432611ec9 590b104efc1bf6a3 f664c7812bb2c375 "
+            "8999d13beef77ea4 ");
 }
 
 TEST(ExchangeRandomTest, AFunctionOfKeyAndCampaign) {

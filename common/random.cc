@@ -2,6 +2,7 @@
 #include "common/seed_mix.h"
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 
@@ -9,10 +10,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <numeric>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/crypto/openssl.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {
@@ -178,6 +181,53 @@ absl::StatusOr<std::string> SecureRandomBytes(size_t n) {
         "OpenSSL RAND_bytes failed: error ", ERR_get_error()));
   }
   return out;
+}
+
+struct KeyedChaCha20Random::Cipher {
+  crypto::EvpCipherCtx ctx;
+};
+
+absl::StatusOr<std::unique_ptr<KeyedChaCha20Random>>
+KeyedChaCha20Random::Create(absl::Span<const uint8_t> key) {
+  if (key.size() != kKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ChaCha20 key holds ", kKeyBytes, " bytes, got ", key.size()));
+  }
+  auto cipher = std::make_unique<Cipher>();
+  cipher->ctx.reset(EVP_CIPHER_CTX_new());
+  const uint8_t iv[16] = {};  // block counter and nonce, all zero
+  if (!cipher->ctx || EVP_EncryptInit_ex(cipher->ctx.get(), EVP_chacha20(),
+                                         nullptr, key.data(), iv) != 1) {
+    return crypto::OpenSslError("ChaCha20 init");
+  }
+  return std::unique_ptr<KeyedChaCha20Random>(
+      new KeyedChaCha20Random(std::move(cipher)));
+}
+
+KeyedChaCha20Random::KeyedChaCha20Random(std::unique_ptr<Cipher> cipher)
+    : cipher_(std::move(cipher)) {}
+
+KeyedChaCha20Random::~KeyedChaCha20Random() = default;
+
+void KeyedChaCha20Random::Refill() {
+  // ChaCha20 encrypts by XOR with its keystream: encrypting zeros yields it.
+  static const uint8_t kZeros[kWords * 8] = {};
+  int len = 0;
+  if (EVP_EncryptUpdate(cipher_->ctx.get(), reinterpret_cast<uint8_t*>(buffer_),
+                        &len, kZeros, sizeof(kZeros)) != 1 ||
+      len != static_cast<int>(sizeof(kZeros))) {
+    // Continuing would draw non-random "noise": stop instead.
+    std::cerr << "ldpgraph: FATAL: ChaCha20 keystream failed\n";
+    std::abort();
+  }
+  next_ = 0;
+}
+
+uint64_t KeyedChaCha20Random::Next64() {
+  if (next_ == kWords) Refill();
+  const uint64_t w = buffer_[next_];
+  buffer_[next_++] = 0;  // a used word is never kept in memory
+  return w;
 }
 
 uint64_t SeededRandomForTesting::Next64() {

@@ -6,6 +6,20 @@
 // is reproducible and therefore NOT differentially private: it exists so that
 // tests and simulations can be replayed, and says so in its name and in
 // is_secure(); tools print a warning when they use it.
+//
+// The sources, and what each is for:
+//   SecureRandom, ThreadSecureRandom  perturbation noise: OpenSSL's CSPRNG.
+//   SecureRandomBytes                 secrets and bearer tokens.
+//   KeyedChaCha20Random               a stream that is a deterministic
+//                                     function of a secret key, for a party
+//                                     that must replay its draws exactly
+//                                     (a node's part in a neighbour
+//                                     substitution exchange). Secure while
+//                                     the key is secret; never a stand-in
+//                                     for SecureRandom's noise.
+//   SeededRandomForTesting            tests and simulations; NOT private.
+//   PublicRandom                      public choices (generation, splits,
+//                                     initialisation); never noise.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace ldpgraph {
 
@@ -116,6 +131,46 @@ class ThreadSecureRandom final : public RandomSource {
 // n bytes straight from OpenSSL's CSPRNG, for secrets and bearer tokens.
 // INTERNAL if OpenSSL cannot produce them.
 absl::StatusOr<std::string> SecureRandomBytes(size_t n);
+
+// ChaCha20's keystream under a 32-byte secret key (RFC 8439's block
+// function through OpenSSL, zero nonce, block counter from 0), read 4 KiB at
+// a time: word i is keystream bytes 8i..8i+7 read as a little-endian
+// integer. Deterministic given its key: the same key gives the same stream,
+// on every run and every (little-endian) platform. For a party that must
+// replay its draws exactly: a node's part in a neighbour substitution
+// exchange, which an agent host restarted mid-exchange repeats word for
+// word (client/edge_exchange.h keys it by HKDF of the node's private key
+// and the campaign; the exchange's drops, dummies and shuffles come from
+// it). Secure only while its key is secret and keys this one stream. It is
+// not the secure generator: a node's answers to the curator's questions
+// are perturbed with SecureRandom (or ThreadSecureRandom), never with a
+// stream someone holding the key could recompute. Like SecureRandom, it
+// aborts if OpenSSL fails mid-stream, and zeroes each word once drawn.
+class KeyedChaCha20Random final : public RandomSource {
+ public:
+  static constexpr size_t kKeyBytes = 32;
+
+  // The stream of key. INVALID_ARGUMENT unless key holds kKeyBytes bytes;
+  // INTERNAL if OpenSSL cannot set up ChaCha20. Keeps no copy of the key
+  // beyond OpenSSL's cipher state; the caller may wipe its own.
+  static absl::StatusOr<std::unique_ptr<KeyedChaCha20Random>> Create(
+      absl::Span<const uint8_t> key);
+  ~KeyedChaCha20Random() override;
+
+  uint64_t Next64() override;
+  bool is_secure() const override { return true; }
+  absl::string_view name() const override { return "keyed-chacha20"; }
+
+ private:
+  struct Cipher;  // OpenSSL's cipher context, owned
+  explicit KeyedChaCha20Random(std::unique_ptr<Cipher> cipher);
+  void Refill();
+
+  static constexpr int kWords = 512;  // 4 KiB
+  std::unique_ptr<Cipher> cipher_;
+  uint64_t buffer_[kWords] = {};
+  int next_ = kWords;
+};
 
 // xoshiro256** seeded through splitmix64: fast and reproducible.
 // Use only for testing and simulations. Not differentially private: anyone who

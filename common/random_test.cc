@@ -4,7 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -204,6 +208,79 @@ TEST(RandomSourceTest, SampleZeroIsEmpty) {
   SeededRandomForTesting rng(6);
   EXPECT_TRUE(rng.SampleWithoutReplacement(10, 0).empty());
   EXPECT_TRUE(rng.SampleWithoutReplacement(0, 3).empty());
+}
+
+std::vector<uint64_t> Draw(RandomSource& rng, int n) {
+  std::vector<uint64_t> out;
+  for (int i = 0; i < n; ++i) out.push_back(rng.Next64());
+  return out;
+}
+
+std::array<uint8_t, 32> KeyOf(uint8_t first) {
+  std::array<uint8_t, 32> key;
+  for (size_t i = 0; i < key.size(); ++i)
+    key[i] = static_cast<uint8_t>(first + i);
+  return key;
+}
+
+TEST(KeyedChaCha20RandomTest, RefusesAKeyOfTheWrongLength) {
+  const uint8_t short_key[16] = {};
+  auto rng = KeyedChaCha20Random::Create(short_key);
+  EXPECT_EQ(rng.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rng.status().message(), ::testing::HasSubstr("32 bytes, got 16"));
+}
+
+TEST(KeyedChaCha20RandomTest, AFunctionOfItsKey) {
+  const auto a = KeyOf(0), b = KeyOf(1);
+  auto draw = [](const std::array<uint8_t, 32>& key) {
+    auto rng = KeyedChaCha20Random::Create(key);
+    EXPECT_TRUE(rng.ok()) << rng.status();
+    EXPECT_TRUE((*rng)->is_secure());
+    return Draw(**rng, 1200);  // past one 4 KiB block
+  };
+  EXPECT_EQ(draw(a), draw(a));
+  EXPECT_NE(draw(a), draw(b));
+}
+
+// RFC 8439, appendix A.1, test vector #1: the block of the all-zero key,
+// nonce and counter, read as little-endian words.
+TEST(KeyedChaCha20RandomTest, MatchesRfc8439ZeroKeyBlock) {
+  const std::array<uint8_t, 32> zero = {};
+  auto rng = KeyedChaCha20Random::Create(zero);
+  ASSERT_TRUE(rng.ok()) << rng.status();
+  const std::vector<uint64_t> want = {
+      0x903df1a0ade0b876, 0x28bd8653e56a5d40, 0x1aed8da0b819d2bd,
+      0xc70d778bccef36a8, 0x8d4857517c5941da, 0x374ad8b83fe02477,
+      0x1ca11815f4b8436a, 0x8665eeb269b687c3};
+  EXPECT_EQ(Draw(**rng, 8), want);
+}
+
+// The stream is OpenSSL's ChaCha20 keystream (zero nonce and counter),
+// computed here directly, over more than one of the source's refills.
+TEST(KeyedChaCha20RandomTest, IsOpenSslsChaCha20Keystream) {
+  const auto key = KeyOf(0x40);
+  constexpr int kWords = 1500;
+  std::vector<uint8_t> zeros(kWords * 8, 0), stream(kWords * 8);
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  ASSERT_NE(ctx, nullptr);
+  const uint8_t iv[16] = {};
+  int len = 0;
+  ASSERT_EQ(EVP_EncryptInit_ex(ctx, EVP_chacha20(), nullptr, key.data(), iv),
+            1);
+  ASSERT_EQ(EVP_EncryptUpdate(ctx, stream.data(), &len, zeros.data(),
+                              static_cast<int>(zeros.size())),
+            1);
+  EVP_CIPHER_CTX_free(ctx);
+  ASSERT_EQ(len, kWords * 8);
+  std::vector<uint64_t> want(kWords);
+  for (int i = 0; i < kWords; ++i) {
+    uint64_t w = 0;
+    for (int b = 7; b >= 0; --b) w = (w << 8) | stream[8 * i + b];
+    want[i] = w;
+  }
+  auto rng = KeyedChaCha20Random::Create(key);
+  ASSERT_TRUE(rng.ok()) << rng.status();
+  EXPECT_EQ(Draw(**rng, kWords), want);
 }
 
 }  // namespace

@@ -1,15 +1,14 @@
 #include "common/crypto/sealed.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/kdf.h>
 #include <openssl/rand.h>
 
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/crypto/openssl.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::crypto {
@@ -19,27 +18,9 @@ constexpr char kLabel[] = "ldpgraph-sealed-v1";
 constexpr uint8_t kVersion = 0x01;
 constexpr size_t kMaxPlaintext = size_t{16} << 20;
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct PkeyCtxFree {
-  void operator()(EVP_PKEY_CTX* p) const { EVP_PKEY_CTX_free(p); }
-};
-struct CipherCtxFree {
-  void operator()(EVP_CIPHER_CTX* p) const { EVP_CIPHER_CTX_free(p); }
-};
-struct KdfCtxFree {
-  void operator()(EVP_KDF_CTX* p) const { EVP_KDF_CTX_free(p); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-
 // INTERNAL naming the step and OpenSSL's first queued error.
-absl::Status OpenSslError(absl::string_view step) {
-  const unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  char buf[256] = "no OpenSSL error queued";
-  if (e != 0) ERR_error_string_n(e, buf, sizeof(buf));
-  return absl::InternalError(absl::StrCat("sealed: ", step, ": ", buf));
+absl::Status SealedError(absl::string_view step) {
+  return OpenSslError(absl::StrCat("sealed: ", step));
 }
 
 const unsigned char* Bytes(absl::string_view s) {
@@ -52,17 +33,13 @@ absl::StatusOr<std::string> RawKey(EVP_PKEY* key, bool is_private) {
   unsigned char* p = reinterpret_cast<unsigned char*>(out.data());
   const int ok = is_private ? EVP_PKEY_get_raw_private_key(key, p, &len)
                             : EVP_PKEY_get_raw_public_key(key, p, &len);
-  if (ok != 1 || len != kKeyBytes) return OpenSslError("reading a raw key");
+  if (ok != 1 || len != kKeyBytes) return SealedError("reading a raw key");
   return out;
 }
 
-// The algorithms, fetched from OpenSSL's default provider once per process
+// The cipher, fetched from OpenSSL's default provider once per process
 // (a fetch per call costs more than the cipher itself on small boxes).
-// Never freed: they live as long as the process. Null if unavailable.
-EVP_KDF* Hkdf() {
-  static EVP_KDF* const kdf = EVP_KDF_fetch(nullptr, "HKDF", nullptr);
-  return kdf;
-}
+// Never freed: it lives as long as the process. Null if unavailable.
 const EVP_CIPHER* ChaCha20Poly1305() {
   static EVP_CIPHER* const cipher =
       EVP_CIPHER_fetch(nullptr, "ChaCha20-Poly1305", nullptr);
@@ -76,17 +53,16 @@ absl::StatusOr<std::array<uint8_t, kKeyBytes>> DeriveKey(
     return absl::InvalidArgumentError(absl::StrCat(
         "sealed: a public key holds ", kKeyBytes, " bytes, got ", peer.size()));
   }
-  Pkey mine(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
-                                         Bytes(self.private_key()), kKeyBytes));
-  Pkey theirs(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr,
-                                          Bytes(peer), kKeyBytes));
-  if (!mine || !theirs) return OpenSslError("loading X25519 keys");
-  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(
-      EVP_PKEY_CTX_new(mine.get(), nullptr));
+  EvpPkey mine(EVP_PKEY_new_raw_private_key(
+      EVP_PKEY_X25519, nullptr, Bytes(self.private_key()), kKeyBytes));
+  EvpPkey theirs(EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr,
+                                             Bytes(peer), kKeyBytes));
+  if (!mine || !theirs) return SealedError("loading X25519 keys");
+  EvpPkeyCtx ctx(EVP_PKEY_CTX_new(mine.get(), nullptr));
   unsigned char shared[kKeyBytes];
   size_t shared_len = sizeof(shared);
   if (!ctx || EVP_PKEY_derive_init(ctx.get()) != 1) {
-    return OpenSslError("starting the X25519 agreement");
+    return SealedError("starting the X25519 agreement");
   }
   if (EVP_PKEY_derive_set_peer(ctx.get(), theirs.get()) != 1 ||
       EVP_PKEY_derive(ctx.get(), shared, &shared_len) != 1 ||
@@ -98,26 +74,16 @@ absl::StatusOr<std::array<uint8_t, kKeyBytes>> DeriveKey(
         "point)");
   }
 
-  std::string info = outgoing ? absl::StrCat(self.public_key(), peer)
-                              : absl::StrCat(peer, self.public_key());
-  EVP_KDF* kdf = Hkdf();
-  std::unique_ptr<EVP_KDF_CTX, KdfCtxFree> kctx(
-      kdf ? EVP_KDF_CTX_new(kdf) : nullptr);
-  if (!kctx) return OpenSslError("fetching HKDF");
-  char digest[] = "SHA256";
-  std::string salt = kLabel;
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, shared, kKeyBytes),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt.data(),
-                                        salt.size()),
-      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info.data(),
-                                        info.size()),
-      OSSL_PARAM_construct_end()};
+  const std::string info = outgoing ? absl::StrCat(self.public_key(), peer)
+                                    : absl::StrCat(peer, self.public_key());
   std::array<uint8_t, kKeyBytes> key;
-  const int ok = EVP_KDF_derive(kctx.get(), key.data(), key.size(), params);
+  const absl::Status derived = HkdfSha256(
+      absl::string_view(reinterpret_cast<const char*>(shared), kKeyBytes),
+      kLabel, info, absl::MakeSpan(key));
   OPENSSL_cleanse(shared, sizeof(shared));
-  if (ok != 1) return OpenSslError("HKDF");
+  if (!derived.ok()) {
+    return absl::InternalError(absl::StrCat("sealed: ", derived.message()));
+  }
   return key;
 }
 
@@ -126,14 +92,13 @@ std::string Aad(absl::string_view context) { return absl::StrCat(kLabel, context
 }  // namespace
 
 absl::StatusOr<KeyPair> KeyPair::Generate() {
-  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(
-      EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, nullptr));
+  EvpPkeyCtx ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_X25519, nullptr));
   EVP_PKEY* raw = nullptr;
   if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 ||
       EVP_PKEY_keygen(ctx.get(), &raw) != 1) {
-    return OpenSslError("generating an X25519 key");
+    return SealedError("generating an X25519 key");
   }
-  Pkey key(raw);
+  EvpPkey key(raw);
   ASSIGN_OR_RETURN(std::string priv, RawKey(key.get(), true));
   ASSIGN_OR_RETURN(std::string pub, RawKey(key.get(), false));
   return KeyPair(std::move(priv), std::move(pub));
@@ -145,9 +110,9 @@ absl::StatusOr<KeyPair> KeyPair::FromPrivate(absl::string_view private_key) {
         "sealed: a private key holds ", kKeyBytes, " bytes, got ",
         private_key.size()));
   }
-  Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
-                                        Bytes(private_key), kKeyBytes));
-  if (!key) return OpenSslError("loading an X25519 private key");
+  EvpPkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
+                                           Bytes(private_key), kKeyBytes));
+  if (!key) return SealedError("loading an X25519 private key");
   ASSIGN_OR_RETURN(std::string pub, RawKey(key.get(), false));
   return KeyPair(std::string(private_key), std::move(pub));
 }
@@ -174,8 +139,8 @@ absl::StatusOr<std::string> SealingKey::Seal(absl::string_view context,
   unsigned char* out = reinterpret_cast<unsigned char*>(box.data());
   out[0] = kVersion;
   unsigned char* nonce = out + 1;
-  if (RAND_bytes(nonce, kNonceBytes) != 1) return OpenSslError("drawing a nonce");
-  std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx(EVP_CIPHER_CTX_new());
+  if (RAND_bytes(nonce, kNonceBytes) != 1) return SealedError("drawing a nonce");
+  EvpCipherCtx ctx(EVP_CIPHER_CTX_new());
   const std::string aad = Aad(context);
   int len = 0;
   if (!ctx ||
@@ -188,7 +153,7 @@ absl::StatusOr<std::string> SealingKey::Seal(absl::string_view context,
       EVP_EncryptFinal_ex(ctx.get(), nonce + kNonceBytes + len, &len) != 1 ||
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, kTagBytes,
                           out + 1 + kNonceBytes + plaintext.size()) != 1) {
-    return OpenSslError("ChaCha20-Poly1305 sealing");
+    return SealedError("ChaCha20-Poly1305 sealing");
   }
   return box;
 }
@@ -209,7 +174,7 @@ absl::StatusOr<std::string> SealingKey::Open(absl::string_view context,
   const unsigned char* cipher = nonce + kNonceBytes;
   std::string tag(box.substr(1 + kNonceBytes + n));
   std::string plain(n, '\0');
-  std::unique_ptr<EVP_CIPHER_CTX, CipherCtxFree> ctx(EVP_CIPHER_CTX_new());
+  EvpCipherCtx ctx(EVP_CIPHER_CTX_new());
   const std::string aad = Aad(context);
   int len = 0;
   if (!ctx ||
@@ -221,7 +186,7 @@ absl::StatusOr<std::string> SealingKey::Open(absl::string_view context,
                         &len, cipher, static_cast<int>(n)) != 1 ||
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, kTagBytes,
                           tag.data()) != 1) {
-    return OpenSslError("ChaCha20-Poly1305 opening");
+    return SealedError("ChaCha20-Poly1305 opening");
   }
   if (EVP_DecryptFinal_ex(ctx.get(),
                           reinterpret_cast<unsigned char*>(plain.data()) + len,

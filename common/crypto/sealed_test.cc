@@ -130,5 +130,26 @@ TEST(SealedTest, RejectsBadPublicKeys) {
   EXPECT_THAT(s.message(), HasSubstr("low-order"));
 }
 
+// A box sealed from Alice to Bob (RFC 7748's key pairs) under context
+// "known-answer": the key derivation and the box format never change, so
+// boxes sealed by one build open in the next.
+TEST(SealedTest, OpensAKnownBox) {
+  auto alice = KeyPair::FromPrivate(
+      Unhex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a"));
+  auto bob = KeyPair::FromPrivate(
+      Unhex("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb"));
+  ASSERT_TRUE(alice.ok() && bob.ok());
+  const std::string box = Unhex(
+      "010087cf818507633a667b417b95c3392615e428efc3a070957c12acd5808fde6c79c7"
+      "192ecda3a83d2371b773b0e0c28f698e36");
+  auto plain = Open(*bob, alice->public_key(), "known-answer", box);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(*plain, "ldpgraph sealed message");
+  // The same box does not open as one from Bob to Alice.
+  EXPECT_EQ(
+      Open(*alice, bob->public_key(), "known-answer", box).status().code(),
+      absl::StatusCode::kUnauthenticated);
+}
+
 }  // namespace
 }  // namespace ldpgraph::crypto

@@ -13,8 +13,10 @@
 //  - the Gaussian mechanism on a sample drawn WITHOUT replacement (a fixed
 //    batch of m of N examples, gamma = m / N; Wang, Balle and
 //    Kasiviswanathan, AISTATS'19, Theorem 9), the sampling SE-PrivGEmb
-//    (paper 001) uses. Neighbouring datasets there differ by REPLACING one
-//    example, so the base Gaussian's sensitivity is that of a replacement
+//    ("Structure-Preference Enabled Graph Embedding Generation under
+//    Differential Privacy") uses. Neighbouring datasets there differ by
+//    REPLACING one example, so the base Gaussian's sensitivity is that of
+//    a replacement
 //    (2C for per-example gradients clipped to C; the caller passes sigma
 //    relative to that sensitivity). Integer orders >= 2 only; other orders
 //    of the grid get +infinity (never chosen by a conversion);

@@ -68,6 +68,16 @@ const char* BodyName(Body b) {
   return "?";
 }
 
+// Appends a message of `round` to `to` and returns it to be filled.
+v1::EdgeExchange& AddMessage(std::vector<Outgoing>* out, uint32_t to,
+                             int round) {
+  Outgoing o;
+  o.to = to;
+  o.message.set_round(round);
+  out->push_back(std::move(o));
+  return out->back().message;
+}
+
 // Every feature vector a message carries.
 std::vector<const v1::FeatureReport*> VectorsOf(const v1::EdgeExchange& m) {
   std::vector<const v1::FeatureReport*> out;
@@ -171,6 +181,14 @@ void ToWire(const SubstitutionParams& p, v1::MechanismSpec* spec) {
   w->set_max_dummies(static_cast<uint32_t>(p.max_dummies));
   w->set_dummy_mean(p.dummy_mean);
   w->set_dummy_std(p.dummy_std);
+}
+
+v1::SubstitutionSpec DefaultSubstitutionSpec() {
+  v1::MechanismSpec spec;
+  ToWire(SubstitutionParams(), &spec);
+  v1::SubstitutionSpec s = spec.substitution();
+  s.set_round_timeout_ms(kDefaultRoundTimeoutMs);
+  return s;
 }
 
 // ---- CompactVector ----
@@ -514,185 +532,209 @@ std::vector<std::string> SubstitutionNode::Rank(
   return out;
 }
 
-absl::StatusOr<std::vector<Outgoing>> SubstitutionNode::Send(int round) {
+std::vector<uint32_t> SubstitutionNode::Present() const {
   std::vector<uint32_t> present;
   for (uint32_t u : neighbours_) {
     if (!absent_.contains(u)) present.push_back(u);
   }
-  const Body body = BodyOf(params_.approach, round);
-  std::vector<Outgoing> out;
-  auto message_to = [&](uint32_t u) -> v1::EdgeExchange& {
-    Outgoing o;
-    o.to = u;
-    o.message.set_round(round);
-    out.push_back(std::move(o));
-    return out.back().message;
-  };
-  // Ranks the pool for every dropped neighbour with known features and
-  // fills ranked_ and queries_ (shuffled union of the top_k lists).
-  auto build_queries = [&](const std::vector<std::string>& pool_in) {
-    absl::flat_hash_set<std::string> excluded_keys = {own_key_};
-    for (const auto& [u, k] : neighbour_key_) excluded_keys.insert(k);
-    std::vector<std::string> pool;
-    for (const std::string& k : pool_in) {
-      if (!excluded_keys.contains(k)) pool.push_back(k);
-    }
-    std::sort(pool.begin(), pool.end());
-    pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
-    result_.stats.candidates = static_cast<uint32_t>(pool.size());
-    std::vector<uint32_t> order = dropped_;
-    Shuffle(order, *rng_);
-    absl::flat_hash_set<std::string> asked;
-    ranked_.clear();
-    queries_.clear();
-    for (uint32_t u : order) {
-      auto it = neighbour_key_.find(u);
-      if (it == neighbour_key_.end()) {
-        ranked_.emplace_back(u, std::vector<std::string>{});
-        continue;
-      }
-      std::vector<std::string> top =
-          Rank(vectors_.at(it->second), pool, params_.top_k);
-      for (const std::string& k : top) {
-        if (asked.insert(k).second) queries_.push_back(k);
-      }
-      ranked_.emplace_back(u, std::move(top));
-    }
-    Shuffle(queries_, *rng_);
-  };
+  return present;
+}
 
-  switch (body) {
+absl::StatusOr<std::vector<Outgoing>> SubstitutionNode::Send(int round) {
+  const std::vector<uint32_t> present = Present();
+  std::vector<Outgoing> out;
+  switch (BodyOf(params_.approach, round)) {
     case Body::kFeature:
-      for (uint32_t u : present) *message_to(u).mutable_feature() = own_;
-      break;
-    case Body::kRelay: {
-      std::vector<const v1::FeatureReport*> heard;
-      for (uint32_t u : neighbours_) {
-        auto it = inbox_.find(InboxKey(1, u));
-        if (it != inbox_.end() && it->second.has_feature()) {
-          heard.push_back(&it->second.feature());
-        }
-      }
-      const size_t base = neighbours_.size() / 2;
       for (uint32_t u : present) {
-        const size_t f = std::min<size_t>(base + rng_->UniformInt(2),
-                                          params_.max_dummies);
-        std::vector<v1::FeatureReport> list;
-        for (const v1::FeatureReport* r : heard) list.push_back(*r);
-        for (size_t i = 0; i < f; ++i) {
-          ASSIGN_OR_RETURN(v1::FeatureReport d,
-                           features_->Dummy(params_.dummy_mean,
-                                            params_.dummy_std, *rng_));
-          list.push_back(std::move(d));
-        }
-        Shuffle(list, *rng_);
-        v1::FeatureList* l = message_to(u).mutable_relay();
-        for (auto& r : list) *l->add_vectors() = std::move(r);
+        *AddMessage(&out, u, round).mutable_feature() = own_;
       }
       break;
-    }
-    case Body::kQueries: {
-      DrawDropped();
-      removed_first_ = rng_->Bernoulli(0.5);
-      v1::FeatureList removed, retained;
-      for (uint32_t u : neighbours_) {
-        auto it = neighbour_key_.find(u);
-        if (it == neighbour_key_.end()) continue;
-        const bool is_dropped =
-            std::binary_search(dropped_.begin(), dropped_.end(), u);
-        *(is_dropped ? removed : retained).add_vectors() =
-            reports_.at(it->second);
-      }
-      for (uint32_t u : present) {
-        v1::QuerySets* q = message_to(u).mutable_queries();
-        *q->mutable_first() = removed_first_ ? removed : retained;
-        *q->mutable_second() = removed_first_ ? retained : removed;
-      }
+    case Body::kRelay:
+      RETURN_IF_ERROR(SendRelay(present, round, &out));
       break;
-    }
-    case Body::kAnswers: {
-      for (uint32_t u : present) {
-        const v1::EdgeExchange& in = inbox_.at(InboxKey(round - 1, u));
-        v1::QueryAnswers* a = message_to(u).mutable_answers();
-        if (!in.has_queries()) continue;  // u abstained at this round
-        // The other neighbours' vectors, in ascending neighbour order.
-        std::vector<std::string> others;
-        for (uint32_t w : neighbours_) {
-          if (w == u) continue;
-          auto it = neighbour_key_.find(w);
-          if (it != neighbour_key_.end()) others.push_back(it->second);
-        }
-        auto answer = [&](const v1::FeatureList& set, bool* answered,
-                          v1::FeatureList* reply) {
-          *answered = others.size() >= static_cast<size_t>(set.vectors_size());
-          if (!*answered) return;
-          for (const v1::FeatureReport& r : set.vectors()) {
-            std::vector<std::string> best =
-                Rank(vectors_.at(CanonicalKey(r)), others, 1);
-            if (!best.empty()) *reply->add_vectors() = reports_.at(best[0]);
-          }
-        };
-        bool answered = false;
-        answer(in.queries().first(), &answered, a->mutable_first());
-        a->set_first_answered(answered);
-        answer(in.queries().second(), &answered, a->mutable_second());
-        a->set_second_answered(answered);
-      }
+    case Body::kQueries:
+      SendQueries(present, round, &out);
       break;
-    }
-    case Body::kIdentityQueries: {
-      std::vector<std::string> pool;
-      if (params_.approach == Approach::kCandidateRelay) {
-        DrawDropped();
-        for (uint32_t u : neighbours_) {
-          auto it = inbox_.find(InboxKey(2, u));
-          if (it == inbox_.end() || !it->second.has_relay()) continue;
-          for (const auto& r : it->second.relay().vectors()) {
-            pool.push_back(CanonicalKey(r));
-          }
-        }
-      } else {
-        for (uint32_t u : neighbours_) {
-          auto it = inbox_.find(InboxKey(3, u));
-          if (it == inbox_.end() || !it->second.has_answers()) continue;
-          const v1::QueryAnswers& a = it->second.answers();
-          const bool ok = removed_first_ ? a.first_answered() : a.second_answered();
-          if (!ok) continue;
-          for (const auto& r : (removed_first_ ? a.first() : a.second()).vectors()) {
-            pool.push_back(CanonicalKey(r));
-          }
-        }
-      }
-      build_queries(pool);
-      v1::FeatureList list;
-      for (const std::string& k : queries_) *list.add_vectors() = reports_.at(k);
-      for (uint32_t u : present) *message_to(u).mutable_identity_queries() = list;
+    case Body::kAnswers:
+      SendAnswers(present, round, &out);
       break;
-    }
-    case Body::kIdentities: {
-      // Exact-match map of round-1 features: key -> smallest neighbour id.
-      absl::flat_hash_map<std::string, uint32_t> owner;
-      for (uint32_t w : neighbours_) {  // ascending: the first id wins
-        auto it = neighbour_key_.find(w);
-        if (it != neighbour_key_.end()) owner.try_emplace(it->second, w);
-      }
-      for (uint32_t u : present) {
-        const v1::EdgeExchange& in = inbox_.at(InboxKey(round - 1, u));
-        v1::IdentityAnswers* a = message_to(u).mutable_identities();
-        if (!in.has_identity_queries()) continue;
-        for (const auto& r : in.identity_queries().vectors()) {
-          v1::IdentityAnswer* ans = a->add_answers();
-          auto it = owner.find(CanonicalKey(r));
-          if (it != owner.end()) {
-            ans->set_found(true);
-            ans->set_node(it->second);
-          }
-        }
-      }
+    case Body::kIdentityQueries:
+      SendIdentityQueries(present, round, &out);
       break;
-    }
+    case Body::kIdentities:
+      SendIdentities(present, round, &out);
+      break;
   }
   return out;
+}
+
+absl::Status SubstitutionNode::SendRelay(const std::vector<uint32_t>& present,
+                                         int round,
+                                         std::vector<Outgoing>* out) {
+  std::vector<const v1::FeatureReport*> heard;
+  for (uint32_t u : neighbours_) {
+    auto it = inbox_.find(InboxKey(1, u));
+    if (it != inbox_.end() && it->second.has_feature()) {
+      heard.push_back(&it->second.feature());
+    }
+  }
+  const size_t base = neighbours_.size() / 2;
+  for (uint32_t u : present) {
+    const size_t f = std::min<size_t>(base + rng_->UniformInt(2),
+                                      params_.max_dummies);
+    std::vector<v1::FeatureReport> list;
+    for (const v1::FeatureReport* r : heard) list.push_back(*r);
+    for (size_t i = 0; i < f; ++i) {
+      ASSIGN_OR_RETURN(v1::FeatureReport d,
+                       features_->Dummy(params_.dummy_mean, params_.dummy_std,
+                                        *rng_));
+      list.push_back(std::move(d));
+    }
+    Shuffle(list, *rng_);
+    v1::FeatureList* l = AddMessage(out, u, round).mutable_relay();
+    for (auto& r : list) *l->add_vectors() = std::move(r);
+  }
+  return absl::OkStatus();
+}
+
+void SubstitutionNode::SendQueries(const std::vector<uint32_t>& present,
+                                   int round, std::vector<Outgoing>* out) {
+  DrawDropped();
+  removed_first_ = rng_->Bernoulli(0.5);
+  v1::FeatureList removed, retained;
+  for (uint32_t u : neighbours_) {
+    auto it = neighbour_key_.find(u);
+    if (it == neighbour_key_.end()) continue;
+    const bool is_dropped =
+        std::binary_search(dropped_.begin(), dropped_.end(), u);
+    *(is_dropped ? removed : retained).add_vectors() = reports_.at(it->second);
+  }
+  for (uint32_t u : present) {
+    v1::QuerySets* q = AddMessage(out, u, round).mutable_queries();
+    *q->mutable_first() = removed_first_ ? removed : retained;
+    *q->mutable_second() = removed_first_ ? retained : removed;
+  }
+}
+
+void SubstitutionNode::SendAnswers(const std::vector<uint32_t>& present,
+                                   int round,
+                                   std::vector<Outgoing>* out) const {
+  for (uint32_t u : present) {
+    const v1::EdgeExchange& in = inbox_.at(InboxKey(round - 1, u));
+    v1::QueryAnswers* a = AddMessage(out, u, round).mutable_answers();
+    if (!in.has_queries()) continue;  // u abstained at this round
+    // The other neighbours' vectors, in ascending neighbour order.
+    std::vector<std::string> others;
+    for (uint32_t w : neighbours_) {
+      if (w == u) continue;
+      auto it = neighbour_key_.find(w);
+      if (it != neighbour_key_.end()) others.push_back(it->second);
+    }
+    auto answer = [&](const v1::FeatureList& set, bool* answered,
+                      v1::FeatureList* reply) {
+      *answered = others.size() >= static_cast<size_t>(set.vectors_size());
+      if (!*answered) return;
+      for (const v1::FeatureReport& r : set.vectors()) {
+        std::vector<std::string> best =
+            Rank(vectors_.at(CanonicalKey(r)), others, 1);
+        if (!best.empty()) *reply->add_vectors() = reports_.at(best[0]);
+      }
+    };
+    bool answered = false;
+    answer(in.queries().first(), &answered, a->mutable_first());
+    a->set_first_answered(answered);
+    answer(in.queries().second(), &answered, a->mutable_second());
+    a->set_second_answered(answered);
+  }
+}
+
+void SubstitutionNode::SendIdentityQueries(const std::vector<uint32_t>& present,
+                                           int round,
+                                           std::vector<Outgoing>* out) {
+  std::vector<std::string> pool;
+  if (params_.approach == Approach::kCandidateRelay) {
+    DrawDropped();
+    for (uint32_t u : neighbours_) {
+      auto it = inbox_.find(InboxKey(2, u));
+      if (it == inbox_.end() || !it->second.has_relay()) continue;
+      for (const auto& r : it->second.relay().vectors()) {
+        pool.push_back(CanonicalKey(r));
+      }
+    }
+  } else {
+    for (uint32_t u : neighbours_) {
+      auto it = inbox_.find(InboxKey(3, u));
+      if (it == inbox_.end() || !it->second.has_answers()) continue;
+      const v1::QueryAnswers& a = it->second.answers();
+      const bool ok = removed_first_ ? a.first_answered() : a.second_answered();
+      if (!ok) continue;
+      for (const auto& r :
+           (removed_first_ ? a.first() : a.second()).vectors()) {
+        pool.push_back(CanonicalKey(r));
+      }
+    }
+  }
+  BuildQueries(pool);
+  v1::FeatureList list;
+  for (const std::string& k : queries_) *list.add_vectors() = reports_.at(k);
+  for (uint32_t u : present) {
+    *AddMessage(out, u, round).mutable_identity_queries() = list;
+  }
+}
+
+void SubstitutionNode::BuildQueries(const std::vector<std::string>& pool_in) {
+  absl::flat_hash_set<std::string> excluded_keys = {own_key_};
+  for (const auto& [u, k] : neighbour_key_) excluded_keys.insert(k);
+  std::vector<std::string> pool;
+  for (const std::string& k : pool_in) {
+    if (!excluded_keys.contains(k)) pool.push_back(k);
+  }
+  std::sort(pool.begin(), pool.end());
+  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+  result_.stats.candidates = static_cast<uint32_t>(pool.size());
+  std::vector<uint32_t> order = dropped_;
+  Shuffle(order, *rng_);
+  absl::flat_hash_set<std::string> asked;
+  ranked_.clear();
+  queries_.clear();
+  for (uint32_t u : order) {
+    auto it = neighbour_key_.find(u);
+    if (it == neighbour_key_.end()) {
+      ranked_.emplace_back(u, std::vector<std::string>{});
+      continue;
+    }
+    std::vector<std::string> top =
+        Rank(vectors_.at(it->second), pool, params_.top_k);
+    for (const std::string& k : top) {
+      if (asked.insert(k).second) queries_.push_back(k);
+    }
+    ranked_.emplace_back(u, std::move(top));
+  }
+  Shuffle(queries_, *rng_);
+}
+
+void SubstitutionNode::SendIdentities(const std::vector<uint32_t>& present,
+                                      int round,
+                                      std::vector<Outgoing>* out) const {
+  // Exact-match map of round-1 features: key -> smallest neighbour id.
+  absl::flat_hash_map<std::string, uint32_t> owner;
+  for (uint32_t w : neighbours_) {  // ascending: the first id wins
+    auto it = neighbour_key_.find(w);
+    if (it != neighbour_key_.end()) owner.try_emplace(it->second, w);
+  }
+  for (uint32_t u : present) {
+    const v1::EdgeExchange& in = inbox_.at(InboxKey(round - 1, u));
+    v1::IdentityAnswers* a = AddMessage(out, u, round).mutable_identities();
+    if (!in.has_identity_queries()) continue;
+    for (const auto& r : in.identity_queries().vectors()) {
+      v1::IdentityAnswer* ans = a->add_answers();
+      auto it = owner.find(CanonicalKey(r));
+      if (it != owner.end()) {
+        ans->set_found(true);
+        ans->set_node(it->second);
+      }
+    }
+  }
 }
 
 absl::Status SubstitutionNode::Finish() {

@@ -107,6 +107,17 @@ struct SubstitutionParams {
   double drop_probability() const;
 };
 
+// A substitution campaign's round timeout when none is given: a neighbour
+// silent this long in a round counts as absent.
+inline constexpr uint32_t kDefaultRoundTimeoutMs = 30000;
+
+// The one statement of a substitution campaign's defaults, for the tools
+// that build one when no flag says otherwise (`ldpctl campaign create
+// --mechanism edge-substitution`, `ldpctl simulate`): SubstitutionParams'
+// defaults (approach 1, cosine, top_k 10, max_dummies 5, dummies
+// N(0.5, 0.5^2)) and kDefaultRoundTimeoutMs; features unset (the caller's).
+v1::SubstitutionSpec DefaultSubstitutionSpec();
+
 // The parameters in a wire spec (MECHANISM_KIND_EDGE_SUBSTITUTION) and back.
 // FromWire validates; INVALID_ARGUMENT naming the field.
 absl::StatusOr<SubstitutionParams> FromWire(const v1::MechanismSpec& spec);
@@ -250,7 +261,27 @@ class SubstitutionNode {
   struct Held;
   SubstitutionNode(const SubstitutionParams& params, uint32_t node,
                    std::vector<uint32_t> neighbours);
+  // The messages of `round` to every present neighbour, by the round's
+  // body; each step below makes one body (approach 1 or 2's round).
   absl::StatusOr<std::vector<Outgoing>> Send(int round);
+  std::vector<uint32_t> Present() const;  // neighbours not absent
+  // Approach 1, round 2: what v heard in round 1 plus dummies, shuffled.
+  absl::Status SendRelay(const std::vector<uint32_t>& present, int round,
+                         std::vector<Outgoing>* out);
+  // Approach 2, round 2: draws R; the features of R and of N(v) \ R.
+  void SendQueries(const std::vector<uint32_t>& present, int round,
+                   std::vector<Outgoing>* out);
+  // Approach 2, round 3: the most similar neighbour vector to each query.
+  void SendAnswers(const std::vector<uint32_t>& present, int round,
+                   std::vector<Outgoing>* out) const;
+  // The identity queries (approach 1 draws R here); BuildQueries ranks the
+  // candidate pool for every dropped neighbour and fills ranked_, queries_.
+  void SendIdentityQueries(const std::vector<uint32_t>& present, int round,
+                           std::vector<Outgoing>* out);
+  void BuildQueries(const std::vector<std::string>& pool_in);
+  // The last round: which neighbour owns each queried vector.
+  void SendIdentities(const std::vector<uint32_t>& present, int round,
+                      std::vector<Outgoing>* out) const;
   absl::Status Finish();
   void DrawDropped();
   std::vector<std::string> Rank(const CompactVector& target,

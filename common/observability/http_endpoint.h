@@ -1,6 +1,7 @@
 // The plain-HTTP side door of a curator or agent host process: Prometheus
 // scrapes /metrics, Kubernetes probes /healthz and /readyz
-// (architecture.md, "Observability" and "Simulation and deployment").
+// (README: the Observability paragraph of "The deployment: curator, agent
+// hosts, ldpctl", and "Containers: docker compose and Kubernetes").
 //
 //   GET /metrics  200, MetricsRegistry::Render(), Content-Type
 //                 "text/plain; version=0.0.4; charset=utf-8"

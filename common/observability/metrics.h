@@ -1,6 +1,7 @@
 // Prometheus metrics for the curator and the agent hosts: counters, gauges
 // and histograms in labelled families, rendered in the Prometheus text
-// exposition format 0.0.4 (architecture.md, "Observability").
+// exposition format 0.0.4 (README: the Observability paragraph of "The
+// deployment: curator, agent hosts, ldpctl").
 //
 // Registration happens once at startup with constant names and returns a
 // family; a family hands out one child per tuple of label values:

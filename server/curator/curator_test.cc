@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <vector>
 
@@ -66,14 +65,8 @@ class CuratorTest : public ::testing::Test {
   store::CuratorStore* store_ = nullptr;
 };
 
-TEST_F(CuratorTest, CredentialsVerifyOnlyForTheirNode) {
-  EXPECT_TRUE(VerifyNodeCredential(kKey, 3, NodeCredential(kKey, 3)));
-  EXPECT_FALSE(VerifyNodeCredential(kKey, 4, NodeCredential(kKey, 3)));
-  EXPECT_FALSE(VerifyNodeCredential(std::string(32, 'x'), 3,
-                                    NodeCredential(kKey, 3)));
-  EXPECT_EQ(*FromHex(ToHex("\x01\xab\xff")), "\x01\xab\xff");
-  EXPECT_FALSE(FromHex("abc").ok());
-  EXPECT_FALSE(FromHex("zz").ok());
+// The credentials themselves: credentials_test.
+TEST_F(CuratorTest, EnrolRefusesAnotherNodesCredential) {
   v1::EnrolRequest req;
   auto* n = req.add_nodes();
   n->set_node_id(3);
@@ -184,17 +177,6 @@ TEST_F(CuratorTest, EnrolRefusesMoreNodesThanMaxEnrolPerCall) {
   auto b = curator_->Enrol(Part({2}, false, (*a)->token));
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ((*b)->nodes.size(), 3u);
-}
-
-TEST_F(CuratorTest, SecretFiles) {
-  const std::string path = dir_.File("secret");
-  EXPECT_EQ(ReadHexSecretFile(path).status().code(),
-            absl::StatusCode::kNotFound);
-  std::ofstream(path) << "00112233\n";
-  EXPECT_THAT(ReadHexSecretFile(path).status().message(),
-              HasSubstr("at least 16 bytes"));
-  std::ofstream(path) << std::string(64, 'a') << "\n";
-  EXPECT_EQ(ReadHexSecretFile(path)->size(), 32u);
 }
 
 TEST_F(CuratorTest, CreateCampaignRejectsEachBadRequest) {

@@ -1,4 +1,5 @@
-// DPNE (paper 004): DeepWalk as matrix factorisation, M ~ W H^T with
+// DPNE ("DPNE: Differentially Private Network Embedding", Xu, Yuan, Wu and
+// Phan, 2018): DeepWalk as matrix factorisation, M ~ W H^T with
 // M = log((P + P^2) / 2) on its non-zero entries, made differentially
 // private by objective perturbation on W.
 //

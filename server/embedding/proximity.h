@@ -3,7 +3,8 @@
 //
 // P is the random-walk transition matrix, P(i, j) = 1 / d_i for every edge
 // {i, j} (an isolated node has an all-zero row). The DeepWalk proximity of
-// window 2 is M = (P + P^2) / 2 (paper 004, Eq. 3 with t = 2).
+// window 2 is M = (P + P^2) / 2 ("DPNE: Differentially Private Network
+// Embedding", Eq. 3 with t = 2).
 #pragma once
 
 #include <vector>
@@ -37,9 +38,10 @@ inline absl::string_view ProximityName(Proximity p) {
 }
 
 // The proximity mass of every node, s(j) = sum_i S(i, j): the negative
-// sampling weights of SE-PrivGEmb (paper 001, Theorem 3). O(n + m) time and
-// memory for every kind (the column sums of P and P^2 come from two passes
-// over the adjacency, M is never formed).
+// sampling weights of SE-PrivGEmb ("Structure-Preference Enabled Graph
+// Embedding Generation under Differential Privacy", Theorem 3). O(n + m)
+// time and memory for every kind (the column sums of P and P^2 come from
+// two passes over the adjacency, M is never formed).
 std::vector<double> ProximityMass(const Graph& g, Proximity p);
 
 // M = (P + P^2) / 2 in compressed sparse rows (n x n, row i ascending),

@@ -1,9 +1,10 @@
-// SE-PrivGEmb (paper 001): skip-gram with negative sampling over
+// SE-PrivGEmb ("Structure-Preference Enabled Graph Embedding Generation
+// under Differential Privacy"): skip-gram with negative sampling over
 // (edge, negatives) subgraphs, trained by DP-SGD with per-subgraph gradient
 // clipping, Gaussian noise on the rows a batch touched, and an RDP
 // accountant that stops training before the target (epsilon, delta).
 //
-// Algorithm (paper 001, Algorithms 1 and 2):
+// Algorithm (the SE-PrivGEmb paper, Algorithms 1 and 2):
 //  1. Subgraphs: every undirected edge {u, v} gives one example
 //     (u, v, n_1..n_k): u the centre, v the positive context (orientation
 //     drawn at random), n_i negatives drawn with probability proportional
@@ -32,7 +33,7 @@
 //     noised gradients released so far), so SGD and Adam are accounted
 //     alike.
 //
-// The published code of paper 001 clips the batch's mean gradient once, W's
+// The published code of SE-PrivGEmb clips the batch's mean gradient once, W's
 // and C's parts separately (one replaced example then moves it by up to
 // 2 sqrt 2 C, accounted as C); here each example's gradient is clipped to C
 // over all its rows, so the sum moves by at most 2 C, as accounted above.

@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
+#include "common/edges/substitution.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
 #include "common/status_macros.h"
@@ -246,9 +247,9 @@ writes out. Each graph has a release ledger: the composition (RDP) of its
 releases, at the curator's delta, must stay within the curator's cap
 (ldpgraph-curator --release-epsilon, --release-delta); a release that would
 pass it is refused, and one found over it after training is discarded.
-  --method M         se-privgemb (DP skip-gram, paper 001: trains until one
+  --method M         se-privgemb (DP skip-gram, SE-PrivGEmb: trains until one
                      more step would pass (E, delta)) or dpne (objective
-                     perturbation, paper 004: E-DP by its paper's analysis)
+                     perturbation, DPNE: E-DP by its paper's analysis)
   --epsilon E        the release's budget
   --graph-campaign C release the graph assembled from edges campaign C
   --seed S           seed of the public initialisation (default 1)
@@ -425,24 +426,9 @@ absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name) {
       "laplace, label-rr, edge-rr or edge-substitution, got '", name, "'"));
 }
 
-v1::SubstitutionSpec DefaultSubstitutionSpec() {
-  v1::SubstitutionSpec s;
-  s.set_approach(1);
-  s.set_similarity("cosine");
-  s.set_top_k(10);
-  s.set_max_dummies(5);
-  s.set_dummy_mean(0.5);
-  s.set_dummy_std(0.5);
-  s.set_round_timeout_ms(30000);
-  return s;
-}
-
-namespace {
-
-// spec->substitution from the edge-substitution flags.
 absl::Status SubstitutionFromFlags(const CliArgs& a, v1::MechanismSpec* spec) {
   v1::SubstitutionSpec* s = spec->mutable_substitution();
-  *s = DefaultSubstitutionSpec();
+  *s = edges::DefaultSubstitutionSpec();
   ASSIGN_OR_RETURN(auto approach, a.GetUint("approach"));
   if (approach) s->set_approach(static_cast<uint32_t>(*approach));
   if (a.Has("similarity")) s->set_similarity(*a.Get("similarity"));
@@ -479,6 +465,8 @@ absl::Status SubstitutionFromFlags(const CliArgs& a, v1::MechanismSpec* spec) {
   f->set_range_high(range ? (*range)[1] : 1.0);
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
                             const Output& o) {

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/cli_args.h"
 #include "ldpgraph/v1/mechanism.pb.h"
 
 namespace ldpgraph::ldpctl {
@@ -16,11 +18,13 @@ namespace ldpgraph::ldpctl {
 // wire kind; INVALID_ARGUMENT listing the names otherwise.
 absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name);
 
-// The parameters `ldpctl campaign create --mechanism edge-substitution`
-// gives a substitution campaign when no flag says otherwise: approach 1,
-// cosine, top_k 10, max_dummies 5, dummies N(0.5, 0.5^2), round timeout
-// 30 s (features unset: the caller's).
-v1::SubstitutionSpec DefaultSubstitutionSpec();
+// spec->substitution from `ldpctl campaign create`'s edge-substitution
+// flags (--approach, --similarity, --top-k, --max-dummies, --dummy-mean,
+// --dummy-std, --round-timeout-ms, --feature-*); a flag not given keeps
+// edges::DefaultSubstitutionSpec()'s value. INVALID_ARGUMENT for a flag
+// that does not parse, a missing --feature-epsilon or --feature-dimension,
+// an unknown --feature-mechanism or a --feature-range that is not LO,HI.
+absl::Status SubstitutionFromFlags(const CliArgs& a, v1::MechanismSpec* spec);
 
 // Runs `ldpctl <args...>` (args without the program name); returns the exit
 // code (connection.h). Output goes to out, progress and errors to err.

@@ -9,7 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "common/dataset/generator.h"
+#include "common/edges/substitution.h"
 #include "common/npy.h"
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
@@ -46,6 +48,35 @@ TEST(LdpctlReleaseTest, UsageErrorsComeBeforeTheConnection) {
   r = Ldpctl({"release", "--help"});
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("release ledger"));
+}
+
+// `campaign create --mechanism edge-substitution` without substitution
+// flags asks for the library's defaults, and its help states them.
+TEST(LdpctlCampaignTest, SubstitutionDefaultsAreTheLibrarys) {
+  auto args = CliArgs::Parse(
+      {"--feature-epsilon", "2", "--feature-dimension", "8"},
+      {"approach", "similarity", "top-k", "max-dummies", "dummy-mean",
+       "dummy-std", "round-timeout-ms", "feature-mechanism", "feature-epsilon",
+       "feature-dimension", "feature-sampled", "feature-range"},
+      {});
+  ASSERT_TRUE(args.ok()) << args.status();
+  v1::MechanismSpec spec;
+  ASSERT_TRUE(SubstitutionFromFlags(*args, &spec).ok());
+  v1::SubstitutionSpec got = spec.substitution();
+  EXPECT_EQ(got.features().epsilon(), 2);
+  got.clear_features();
+  EXPECT_EQ(got.DebugString(), edges::DefaultSubstitutionSpec().DebugString());
+
+  const edges::SubstitutionParams defaults;
+  const std::string help = LdpctlHelp("campaign");
+  EXPECT_THAT(help, HasSubstr(absl::StrCat("per dropped neighbour (default ",
+                                           defaults.top_k, ")")));
+  EXPECT_THAT(help, HasSubstr(absl::StrCat("per relay (default ",
+                                           defaults.max_dummies, ")")));
+  EXPECT_THAT(help, HasSubstr(absl::StrCat("(defaults ", defaults.dummy_mean,
+                                           ", ", defaults.dummy_std, ")")));
+  EXPECT_THAT(help, HasSubstr(absl::StrCat(
+                        "(default ", edges::kDefaultRoundTimeoutMs, ")")));
 }
 
 TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {

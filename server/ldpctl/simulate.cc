@@ -25,6 +25,7 @@
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
+#include "common/edges/substitution.h"
 #include "common/hex.h"
 #include "common/random.h"
 #include "common/status_macros.h"
@@ -218,7 +219,7 @@ struct Options {
   // The graph: "none" (the curator's), "rr", "ns1", "ns2".
   std::string edges = "none";
   double edge_epsilon = 1.0;
-  uint32_t round_timeout_ms = 30000;
+  uint32_t round_timeout_ms = edges::kDefaultRoundTimeoutMs;
   std::optional<uint64_t> seed;
   int hosts = 4;
   double cap = 8.0;
@@ -897,7 +898,7 @@ absl::StatusOr<Simulation::Campaigns> Simulation::CollectAll() {
                                                     : "approach 2"));
       spec->set_kind(v1::MECHANISM_KIND_EDGE_SUBSTITUTION);
       v1::SubstitutionSpec* sub = spec->mutable_substitution();
-      *sub = DefaultSubstitutionSpec();
+      *sub = edges::DefaultSubstitutionSpec();
       sub->set_approach(o_.edges == "ns1" ? 1 : 2);
       sub->set_round_timeout_ms(o_.round_timeout_ms);
       // Dummies in the middle of the public range, spread over it.

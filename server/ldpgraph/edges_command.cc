@@ -949,7 +949,7 @@ std::string EdgesTables(const json& grid) {
 }
 
 std::string EdgesHelp() {
-  return R"(ldpgraph edges: private edges (edge LDP thesis, paper 003), its grid reproduced, with a link-inference attack
+  return R"(ldpgraph edges: private edges (the edge LDP thesis, "Structural Differential Privacy in Graph Neural Networks"), its grid reproduced, with a link-inference attack
 
 Usage: ldpgraph edges --dataset DIR [flags]
 

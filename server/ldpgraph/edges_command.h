@@ -1,6 +1,6 @@
-// `ldpgraph edges`: private edges, the edge LDP thesis's grid (paper 003,
-// Chapter 4) reproduced, with a link-inference attack on the released model
-// outputs.
+// `ldpgraph edges`: private edges, the edge LDP thesis's grid ("Structural
+// Differential Privacy in Graph Neural Networks", Chapter 4) reproduced,
+// with a link-inference attack on the released model outputs.
 //
 // For each run, each feature budget eps_x and each graph (degree-preserving
 // neighbour substitution, approach 1 or 2; randomized response on the

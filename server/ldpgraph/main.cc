@@ -30,7 +30,8 @@ Commands:
              the paper's numbers
   edges      private edges: neighbour substitution and randomized response
              by edge budget, learning on the private graph, and a
-             link-inference attack on the released outputs (paper 003)
+             link-inference attack on the released outputs (the edge LDP
+             thesis, "Structural Differential Privacy in Graph Neural Networks")
   help       this text
 
 Run `ldpgraph <command> --help` for a command's flags.
