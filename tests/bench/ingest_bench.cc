@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -29,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/random.h"
 #include "common/wire/codec.h"
@@ -48,15 +48,10 @@ double CpuSeconds() {
          u.ru_stime.tv_usec * 1e-6;
 }
 
+// The file's bytes; empty if it cannot be read.
 std::string Slurp(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string s;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
+  absl::StatusOr<std::string> bytes = ldpgraph::ReadFileToString(path);
+  return bytes.ok() ? *std::move(bytes) : std::string();
 }
 
 int Fail(const std::string& what) {
@@ -64,102 +59,78 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-}  // namespace
+struct Options {
+  std::string mechanism;
+  uint32_t nodes = 0;
+  int batch = 0, window = 0;
+  bool full = true, tls = false;
+  std::string dir;
+  bool own_dir = false;  // removed at the end
+  std::string certs;
+  bool own_certs = false;  // made by deploy/dev-certs.sh
+};
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  auto parsed = ldpgraph::CliArgs::Parse(
-      args, {"mechanism", "nodes", "batch", "sync", "window", "certs", "dir"},
-      {"tls", "help"});
-  if (!parsed.ok() || parsed->Flag("help")) {
-    std::cerr << "usage: ingest_bench [--mechanism hds|multibit] [--nodes N] "
-                 "[--batch B] [--window W] [--sync full|normal] [--tls "
-                 "--certs DIR] [--dir TMP]\n";
-    return parsed.ok() ? 0 : 2;
-  }
-  const auto& a = *parsed;
-  const std::string mechanism = a.Get("mechanism").value_or("hds");
-  const uint32_t nodes =
-      static_cast<uint32_t>(a.GetUint("nodes").value().value_or(100000));
-  const int batch = static_cast<int>(a.GetUint("batch").value().value_or(512));
-  const int window = static_cast<int>(a.GetUint("window").value().value_or(4));
-  const bool full = a.Get("sync").value_or("full") == "full";
-  const bool tls = a.Flag("tls");
-  std::string dir = a.Get("dir").value_or("");
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/ingest_bench.XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return Fail("mkdtemp");
-    dir = tmpl;
-  }
-
-  // The campaign's mechanism, and every node's report, perturbed up front.
-  ldpgraph::MechanismSpec spec;
-  spec.epsilon = 1.0;
-  if (mechanism == "hds") {
-    spec.kind = ldpgraph::MechanismKind::kHds;
-    spec.dimension = 1433;
-    spec.sampled = 10;
-    spec.alpha = -1;
-  } else if (mechanism == "multibit") {
-    spec.kind = ldpgraph::MechanismKind::kMultiBit;
-    spec.dimension = 1433;
-    spec.epsilon = 1.0;
-    spec.sampled = 10;
-    spec.alpha = 0;
+// The campaign's mechanism on cora's width: HDS over [-1, 1] or Multi-bit
+// over [0, 1], both sampling 10 of 1433 dimensions at epsilon 1.
+bool MechanismSpecOf(const std::string& name, ldpgraph::MechanismSpec* spec) {
+  spec->epsilon = 1.0;
+  spec->dimension = 1433;
+  spec->sampled = 10;
+  spec->beta = 1;
+  if (name == "hds") {
+    spec->kind = ldpgraph::MechanismKind::kHds;
+    spec->alpha = -1;
+  } else if (name == "multibit") {
+    spec->kind = ldpgraph::MechanismKind::kMultiBit;
+    spec->alpha = 0;
   } else {
-    return Fail("--mechanism must be hds or multibit");
+    return false;
   }
-  spec.beta = 1;
-  auto mech = ldpgraph::CreateFeatureMechanism(spec);
-  if (!mech.ok()) return Fail(std::string(mech.status().message()));
+  return true;
+}
+
+// Every node's report, perturbed up front; *wire_bytes their total size.
+std::vector<v1::Report> PerturbedReports(const ldpgraph::MechanismSpec& spec,
+                                         const ldpgraph::FeatureMechanism& mech,
+                                         uint32_t nodes, size_t* wire_bytes) {
   ldpgraph::SeededRandomForTesting rng(1);
   std::vector<double> x(spec.dimension);
   std::vector<v1::Report> reports(nodes);
-  size_t wire_bytes = 0;
+  *wire_bytes = 0;
   for (uint32_t v = 0; v < nodes; ++v) {
     for (auto& xi : x) xi = spec.alpha + rng.UniformDouble() * (spec.beta - spec.alpha);
-    auto r = (*mech)->Perturb(x, rng);
+    auto r = mech.Perturb(x, rng);
     reports[v].set_campaign_id("c1");
     reports[v].set_node_id(v);
     *reports[v].mutable_features() = ldpgraph::wire::EncodeFeatureReport(*r);
-    wire_bytes += reports[v].ByteSizeLong();
+    *wire_bytes += reports[v].ByteSizeLong();
   }
+  return reports;
+}
 
-  const std::string node_key(32, 'k');
-  const std::string admin_token(32, 'a');
-  std::string cert, key, ca;
-  if (tls) {
-    const std::string certs = a.Get("certs").value_or(dir + "/certs");
-    if (!a.Has("certs") &&
-        std::system(("bash deploy/dev-certs.sh " + certs + " >/dev/null").c_str()) != 0) {
-      return Fail("deploy/dev-certs.sh failed (run from the repository root, or give --certs)");
-    }
-    cert = Slurp(certs + "/curator.pem");
-    key = Slurp(certs + "/curator.key");
-    ca = Slurp(certs + "/ca.pem");
-    if (cert.empty() || key.empty() || ca.empty()) return Fail("no certificates in " + certs);
-  }
-
-  // The curator, in a child process. Pipes: child -> parent "port", then
-  // parent -> child "go" / "stop", child -> parent its CPU seconds.
-  int to_parent[2], to_child[2];
-  if (pipe(to_parent) != 0 || pipe(to_child) != 0) return Fail("pipe");
+// The curator, in a child process; returns its pid, *port its port (0 if
+// it did not start). Pipes: child -> parent "port", then parent -> child
+// "go" / "stop", child -> parent its CPU seconds across the two.
+pid_t ForkCurator(const Options& o, const std::string& node_key,
+                  const std::string& admin_token, const std::string& cert,
+                  const std::string& key, int to_parent[2], int to_child[2],
+                  int* port) {
   const pid_t child = fork();
   if (child == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
-    ldpgraph::curator::ServerOptions o;
-    o.data_dir = dir + "/curator";
-    o.nodes = nodes;
-    o.node_key = node_key;
-    o.admin_token = ldpgraph::curator::ToHex(admin_token);
-    o.insecure = !tls;
-    o.tls_cert_pem = cert;
-    o.tls_key_pem = key;
-    o.synchronous_full = full;
-    auto server = ldpgraph::curator::CuratorServer::Start(o);
-    int port = server.ok() ? (*server)->port() : 0;
+    ldpgraph::curator::ServerOptions so;
+    so.data_dir = o.dir + "/curator";
+    so.nodes = o.nodes;
+    so.node_key = node_key;
+    so.admin_token = ldpgraph::curator::ToHex(admin_token);
+    so.insecure = !o.tls;
+    so.tls_cert_pem = cert;
+    so.tls_key_pem = key;
+    so.synchronous_full = o.full;
+    auto server = ldpgraph::curator::CuratorServer::Start(so);
+    int p = server.ok() ? (*server)->port() : 0;
     if (!server.ok()) std::cerr << server.status() << "\n";
-    (void)!write(to_parent[1], &port, sizeof port);
+    (void)!write(to_parent[1], &p, sizeof p);
     char cmd;
     (void)!read(to_child[0], &cmd, 1);  // start of the measured ingest
     const double cpu0 = CpuSeconds();
@@ -169,19 +140,17 @@ int main(int argc, char** argv) {
     (*server)->Shutdown(absl::Seconds(1));
     _exit(0);
   }
-  int port = 0;
-  if (read(to_parent[0], &port, sizeof port) != sizeof port || port == 0) {
-    return Fail("the curator did not start");
-  }
-  const std::string target = absl::StrCat("localhost:", port);
-  grpc::ChannelArguments cargs;
-  cargs.SetMaxSendMessageSize(64 << 20);
-  std::shared_ptr<grpc::ChannelCredentials> creds =
-      tls ? grpc::SslCredentials({ca, "", ""}) : grpc::InsecureChannelCredentials();
-  auto channel = grpc::CreateCustomChannel(target, creds, cargs);
-  auto agent = v1::AgentService::NewStub(channel);
-  auto admin = v1::AdminService::NewStub(channel);
+  *port = 0;
+  if (read(to_parent[0], port, sizeof *port) != sizeof *port) *port = 0;
+  return child;
+}
 
+// Creates the features campaign and enrols every node in one session;
+// returns the session token, or an error message.
+absl::StatusOr<std::string> CampaignAndSession(
+    v1::AgentService::Stub& agent, v1::AdminService::Stub& admin,
+    const ldpgraph::MechanismSpec& spec, uint32_t nodes,
+    const std::string& node_key, const std::string& admin_token) {
   {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer " + ldpgraph::curator::ToHex(admin_token));
@@ -190,30 +159,155 @@ int main(int argc, char** argv) {
     *req.mutable_spec() = ldpgraph::wire::ToWire(spec);
     req.mutable_nodes()->set_all(true);
     v1::Campaign c;
-    auto s = agent ? admin->CreateCampaign(&ctx, req, &c) : grpc::Status();
-    if (!s.ok()) return Fail("CreateCampaign: " + s.error_message());
+    auto s = admin.CreateCampaign(&ctx, req, &c);
+    if (!s.ok()) return absl::UnknownError("CreateCampaign: " + s.error_message());
   }
-  std::string token;
-  {
-    grpc::ClientContext ctx;
-    v1::EnrolRequest req;
-    for (uint32_t v = 0; v < nodes; ++v) {
-      auto* n = req.add_nodes();
-      n->set_node_id(v);
-      n->set_secret(ldpgraph::curator::NodeCredential(node_key, v));
+  grpc::ClientContext ctx;
+  v1::EnrolRequest req;
+  for (uint32_t v = 0; v < nodes; ++v) {
+    auto* n = req.add_nodes();
+    n->set_node_id(v);
+    n->set_secret(ldpgraph::curator::NodeCredential(node_key, v));
+  }
+  v1::EnrolResponse resp;
+  auto s = agent.Enrol(&ctx, req, &resp);
+  if (!s.ok()) return absl::UnknownError("Enrol: " + s.error_message());
+  return resp.session_token();
+}
+
+// What the measured ingest saw.
+struct Ingested {
+  size_t acked = 0, rejected = 0;
+  double wall = 0;
+  grpc::Status finish;
+};
+
+// Streams the batches on one Report stream with `window` batches in
+// flight, reading acks as they come; false (and *error) if the stream broke.
+bool StreamBatches(v1::AgentService::Stub& agent, const std::string& token,
+                   const std::vector<v1::ReportBatch>& batches, int window,
+                   Ingested* out, std::string* error) {
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("ldpgraph-session", token);
+  auto stream = agent.Report(&ctx);
+  size_t in_flight = 0;
+  auto read_ack = [&] {
+    v1::ReportAck ack;
+    if (!stream->Read(&ack)) return false;
+    for (const auto& r : ack.results()) (r.code() == 0 ? out->acked : out->rejected)++;
+    --in_flight;
+    return true;
+  };
+  for (const auto& b : batches) {
+    if (!stream->Write(b)) {
+      *error = "stream broke";
+      return false;
     }
-    v1::EnrolResponse resp;
-    auto s = agent->Enrol(&ctx, req, &resp);
-    if (!s.ok()) return Fail("Enrol: " + s.error_message());
-    token = resp.session_token();
+    if (++in_flight >= static_cast<size_t>(window) && !read_ack()) {
+      *error = "ack missing";
+      return false;
+    }
   }
+  stream->WritesDone();
+  while (in_flight > 0 && read_ack()) {
+  }
+  out->finish = stream->Finish();
+  out->wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+// Reads the flags; false (after printing the usage) for --help or a bad
+// flag, *exit_code then the code to exit with.
+bool ParseFlags(int argc, char** argv, Options* o, int* exit_code) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = ldpgraph::CliArgs::Parse(
+      args, {"mechanism", "nodes", "batch", "sync", "window", "certs", "dir"},
+      {"tls", "help"});
+  if (!parsed.ok() || parsed->Flag("help")) {
+    std::cerr << "usage: ingest_bench [--mechanism hds|multibit] [--nodes N] "
+                 "[--batch B] [--window W] [--sync full|normal] [--tls "
+                 "--certs DIR] [--dir TMP]\n";
+    *exit_code = parsed.ok() ? 0 : 2;
+    return false;
+  }
+  const auto& a = *parsed;
+  o->mechanism = a.Get("mechanism").value_or("hds");
+  o->nodes = static_cast<uint32_t>(a.GetUint("nodes").value().value_or(100000));
+  o->batch = static_cast<int>(a.GetUint("batch").value().value_or(512));
+  o->window = static_cast<int>(a.GetUint("window").value().value_or(4));
+  o->full = a.Get("sync").value_or("full") == "full";
+  o->tls = a.Flag("tls");
+  o->dir = a.Get("dir").value_or("");
+  o->own_dir = !a.Has("dir");
+  if (o->tls) {
+    o->own_certs = !a.Has("certs");
+    o->certs = a.Get("certs").value_or("");
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  int exit_code = 0;
+  if (!ParseFlags(argc, argv, &o, &exit_code)) return exit_code;
+  if (o.dir.empty()) {
+    char tmpl[] = "/tmp/ingest_bench.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return Fail("mkdtemp");
+    o.dir = tmpl;
+  }
+  ldpgraph::MechanismSpec spec;
+  if (!MechanismSpecOf(o.mechanism, &spec)) {
+    return Fail("--mechanism must be hds or multibit");
+  }
+  auto mech = ldpgraph::CreateFeatureMechanism(spec);
+  if (!mech.ok()) return Fail(std::string(mech.status().message()));
+  size_t wire_bytes = 0;
+  const std::vector<v1::Report> reports =
+      PerturbedReports(spec, **mech, o.nodes, &wire_bytes);
+
+  const std::string node_key(32, 'k');
+  const std::string admin_token(32, 'a');
+  std::string cert, key, ca;
+  if (o.tls) {
+    const std::string certs = o.own_certs ? o.dir + "/certs" : o.certs;
+    if (o.own_certs &&
+        std::system(("bash deploy/dev-certs.sh " + certs + " >/dev/null").c_str()) != 0) {
+      return Fail("deploy/dev-certs.sh failed (run from the repository root, or give --certs)");
+    }
+    cert = Slurp(certs + "/curator.pem");
+    key = Slurp(certs + "/curator.key");
+    ca = Slurp(certs + "/ca.pem");
+    if (cert.empty() || key.empty() || ca.empty()) return Fail("no certificates in " + certs);
+  }
+
+  int to_parent[2], to_child[2];
+  if (pipe(to_parent) != 0 || pipe(to_child) != 0) return Fail("pipe");
+  int port = 0;
+  const pid_t child =
+      ForkCurator(o, node_key, admin_token, cert, key, to_parent, to_child, &port);
+  if (port == 0) return Fail("the curator did not start");
+  grpc::ChannelArguments cargs;
+  cargs.SetMaxSendMessageSize(64 << 20);
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      o.tls ? grpc::SslCredentials({ca, "", ""}) : grpc::InsecureChannelCredentials();
+  auto channel =
+      grpc::CreateCustomChannel(absl::StrCat("localhost:", port), creds, cargs);
+  auto agent = v1::AgentService::NewStub(channel);
+  auto admin = v1::AdminService::NewStub(channel);
+  absl::StatusOr<std::string> token =
+      CampaignAndSession(*agent, *admin, spec, o.nodes, node_key, admin_token);
+  if (!token.ok()) return Fail(std::string(token.status().message()));
 
   // Batches built before the clock starts.
   std::vector<v1::ReportBatch> batches;
-  for (uint32_t first = 0; first < nodes; first += batch) {
+  for (uint32_t first = 0; first < o.nodes; first += o.batch) {
     v1::ReportBatch b;
     b.set_batch_id(batches.size() + 1);
-    for (uint32_t v = first; v < std::min<uint32_t>(nodes, first + batch); ++v) {
+    for (uint32_t v = first; v < std::min<uint32_t>(o.nodes, first + o.batch); ++v) {
       *b.add_reports() = reports[v];
     }
     batches.push_back(std::move(b));
@@ -221,38 +315,18 @@ int main(int argc, char** argv) {
 
   char go = 'g';
   (void)!write(to_child[1], &go, 1);
-  const auto t0 = std::chrono::steady_clock::now();
-  grpc::ClientContext ctx;
-  ctx.AddMetadata("ldpgraph-session", token);
-  auto stream = agent->Report(&ctx);
-  size_t acked = 0, rejected = 0, in_flight = 0;
-  auto read_ack = [&] {
-    v1::ReportAck ack;
-    if (!stream->Read(&ack)) return false;
-    for (const auto& r : ack.results()) (r.code() == 0 ? acked : rejected)++;
-    --in_flight;
-    return true;
-  };
-  for (const auto& b : batches) {
-    if (!stream->Write(b)) return Fail("stream broke");
-    if (++in_flight >= static_cast<size_t>(window) && !read_ack()) {
-      return Fail("ack missing");
-    }
+  Ingested in;
+  std::string error;
+  if (!StreamBatches(*agent, *token, batches, o.window, &in, &error)) {
+    return Fail(error);
   }
-  stream->WritesDone();
-  while (in_flight > 0 && read_ack()) {
-  }
-  auto finish = stream->Finish();
-  const double wall = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count();
   (void)!write(to_child[1], &go, 1);
   double curator_cpu = 0;
   (void)!read(to_parent[0], &curator_cpu, sizeof curator_cpu);
   waitpid(child, nullptr, 0);
-  if (!finish.ok()) return Fail("Report: " + finish.error_message());
+  if (!in.finish.ok()) return Fail("Report: " + in.finish.error_message());
 
-  const std::string db = dir + "/curator/curator.db";
+  const std::string db = o.dir + "/curator/curator.db";
   const long long db_bytes =
       static_cast<long long>(Slurp(db).size() + Slurp(db + "-wal").size());
   std::cout << absl::StrFormat(
@@ -261,12 +335,12 @@ int main(int argc, char** argv) {
       "\"wall_seconds\":%.3f,\"curator_cpu_seconds\":%.3f,"
       "\"reports_per_second\":%.0f,\"reports_per_curator_cpu_second\":%.0f,"
       "\"wire_bytes_per_report\":%.1f,\"store_bytes_per_report\":%.1f}\n",
-      mechanism, nodes, batch, window, full ? "full" : "normal",
-      tls ? "true" : "false", acked, rejected, wall, curator_cpu,
-      acked / wall, acked / curator_cpu, double(wire_bytes) / nodes,
-      double(db_bytes) / nodes);
-  if (!a.Has("dir")) {
-    std::system(("rm -rf " + dir).c_str());
+      o.mechanism, o.nodes, o.batch, o.window, o.full ? "full" : "normal",
+      o.tls ? "true" : "false", in.acked, in.rejected, in.wall, curator_cpu,
+      in.acked / in.wall, in.acked / curator_cpu, double(wire_bytes) / o.nodes,
+      double(db_bytes) / o.nodes);
+  if (o.own_dir) {
+    std::system(("rm -rf " + o.dir).c_str());
   }
-  return acked == nodes ? 0 : 1;
+  return in.acked == o.nodes ? 0 : 1;
 }
