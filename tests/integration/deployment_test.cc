@@ -210,6 +210,17 @@ class DeploymentTest : public ::testing::Test {
 
   const DevCerts& certs() const { return *certs_; }
 
+  // ListCampaigns, CreateCampaign and CloseCampaign(campaign_id) with the
+  // authorization header `header` (none if empty) are UNAUTHENTICATED.
+  void ExpectAdminRefuses(const std::string& header,
+                          const std::string& campaign_id);
+
+  // Host b serves nodes 24..47 under a features cap of 1.2 it keeps to
+  // itself (the ledger knows only a total of 8): a first features question
+  // at epsilon 1 is answered; a second is refused by every node, for its
+  // budget, with nothing spent, stored or charged.
+  void ExpectAgentRefusesPrivateCap(HostThread& host);
+
   // After node 3's one report (`good`) to the open HDS campaign `hds` (nodes 0..19
   // targeted, nodes 0..9 in raw's session `token`): a report to an unknown
   // campaign, for a node outside the session, a second answer, a mixed
@@ -802,6 +813,92 @@ TEST_F(DeploymentTest, ReportValidation) {
   EXPECT_EQ(admin_->Get(multibit.id())->progress().reported(), 0u);
 }
 
+// A node credential entry with a total cap of 3.
+v1::NodeCredential Credential(uint32_t node, const std::string& secret) {
+  v1::NodeCredential c;
+  c.set_node_id(node);
+  c.set_secret(secret);
+  c.mutable_caps()->set_total(3);
+  return c;
+}
+
+// An enrolment the curator must refuse, and the node it must blame.
+struct Forgery {
+  std::string what;
+  v1::EnrolRequest request;
+  uint32_t blamed;
+};
+
+// Forged enrolments under the node key `key`: a random, another node's, a
+// foreign key's, a truncated and an empty secret, and a valid credential
+// beside a forged one.
+std::vector<Forgery> ForgedEnrolments(const std::string& key) {
+  std::vector<Forgery> forgeries;
+  {
+    Forgery f{"random secret", {}, 20};
+    *f.request.add_nodes() = Credential(20, std::string(32, '\x42'));
+    forgeries.push_back(f);
+  }
+  {
+    Forgery f{"node 22's secret presented for node 21", {}, 21};
+    *f.request.add_nodes() = Credential(21, curator::NodeCredential(key, 22));
+    forgeries.push_back(f);
+  }
+  {
+    Forgery f{"a secret under another node key", {}, 23};
+    *f.request.add_nodes() =
+        Credential(23, curator::NodeCredential(std::string(32, '\x01'), 23));
+    forgeries.push_back(f);
+  }
+  {
+    Forgery f{"truncated secret", {}, 24};
+    *f.request.add_nodes() = Credential(24, curator::NodeCredential(key, 24).substr(0, 16));
+    forgeries.push_back(f);
+  }
+  {
+    Forgery f{"empty secret", {}, 25};
+    *f.request.add_nodes() = Credential(25, "");
+    forgeries.push_back(f);
+  }
+  {
+    // One good credential does not carry a bad one: nothing is opened.
+    Forgery f{"valid node 26 with forged node 27", {}, 27};
+    *f.request.add_nodes() = Credential(26, curator::NodeCredential(key, 26));
+    *f.request.add_nodes() = Credential(27, curator::NodeCredential(key, 26));
+    forgeries.push_back(f);
+  }
+  return forgeries;
+}
+
+void DeploymentTest::ExpectAdminRefuses(const std::string& header,
+                                        const std::string& campaign_id) {
+  {
+    grpc::ClientContext ctx;
+    if (!header.empty()) ctx.AddMetadata("authorization", header);
+    v1::ListCampaignsResponse out;
+    grpc::Status s = admin_->stub().ListCampaigns(&ctx, v1::ListCampaignsRequest(), &out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(out.campaigns_size(), 0);
+  }
+  {
+    grpc::ClientContext ctx;
+    if (!header.empty()) ctx.AddMetadata("authorization", header);
+    v1::Campaign out;
+    grpc::Status s = admin_->stub().CreateCampaign(
+        &ctx, FeaturesCampaign(v1::MECHANISM_KIND_HDS, 0.5, 10, 0, 10), &out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext ctx;
+    if (!header.empty()) ctx.AddMetadata("authorization", header);
+    v1::CloseCampaignRequest req;
+    req.set_campaign_id(campaign_id);
+    v1::Campaign out;
+    grpc::Status s = admin_->stub().CloseCampaign(&ctx, req, &out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+}
+
 // --- 1c. authentication and TLS ------------------------------------------------
 
 TEST_F(DeploymentTest, AuthenticationAndTls) {
@@ -819,57 +916,12 @@ TEST_F(DeploymentTest, AuthenticationAndTls) {
   absl::StatusOr<int> enrols_before = admin_->CountAudit("enrol");
   ASSERT_TRUE(enrols_before.ok()) << enrols_before.status();
 
-  auto credential = [&](uint32_t node, const std::string& secret) {
-    v1::NodeCredential c;
-    c.set_node_id(node);
-    c.set_secret(secret);
-    c.mutable_caps()->set_total(3);
-    return c;
-  };
   auto caps_known = [&](uint32_t node) {
     auto b = admin_->Budgets(node, node + 1);
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() && b->size() == 1 && (*b)[0].caps_known();
   };
-  struct Forgery {
-    std::string what;
-    v1::EnrolRequest request;
-    uint32_t blamed;
-  };
-  std::vector<Forgery> forgeries;
-  {
-    Forgery f{"random secret", {}, 20};
-    *f.request.add_nodes() = credential(20, std::string(32, '\x42'));
-    forgeries.push_back(f);
-  }
-  {
-    Forgery f{"node 22's secret presented for node 21", {}, 21};
-    *f.request.add_nodes() = credential(21, curator::NodeCredential(key, 22));
-    forgeries.push_back(f);
-  }
-  {
-    Forgery f{"a secret under another node key", {}, 23};
-    *f.request.add_nodes() =
-        credential(23, curator::NodeCredential(std::string(32, '\x01'), 23));
-    forgeries.push_back(f);
-  }
-  {
-    Forgery f{"truncated secret", {}, 24};
-    *f.request.add_nodes() = credential(24, curator::NodeCredential(key, 24).substr(0, 16));
-    forgeries.push_back(f);
-  }
-  {
-    Forgery f{"empty secret", {}, 25};
-    *f.request.add_nodes() = credential(25, "");
-    forgeries.push_back(f);
-  }
-  {
-    // One good credential does not carry a bad one: nothing is opened.
-    Forgery f{"valid node 26 with forged node 27", {}, 27};
-    *f.request.add_nodes() = credential(26, curator::NodeCredential(key, 26));
-    *f.request.add_nodes() = credential(27, curator::NodeCredential(key, 26));
-    forgeries.push_back(f);
-  }
+  const std::vector<Forgery> forgeries = ForgedEnrolments(key);
   for (const Forgery& f : forgeries) {
     SCOPED_TRACE(f.what);
     v1::EnrolRequest req = f.request;
@@ -926,31 +978,7 @@ TEST_F(DeploymentTest, AuthenticationAndTls) {
         absl::StrCat("Basic ", certs().admin_hex), certs().admin_hex,
         std::string()}) {
     SCOPED_TRACE(absl::StrCat("authorization '", header, "'"));
-    {
-      grpc::ClientContext ctx;
-      if (!header.empty()) ctx.AddMetadata("authorization", header);
-      v1::ListCampaignsResponse out;
-      grpc::Status s = admin_->stub().ListCampaigns(&ctx, v1::ListCampaignsRequest(), &out);
-      EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-      EXPECT_EQ(out.campaigns_size(), 0);
-    }
-    {
-      grpc::ClientContext ctx;
-      if (!header.empty()) ctx.AddMetadata("authorization", header);
-      v1::Campaign out;
-      grpc::Status s = admin_->stub().CreateCampaign(
-          &ctx, FeaturesCampaign(v1::MECHANISM_KIND_HDS, 0.5, 10, 0, 10), &out);
-      EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-    }
-    {
-      grpc::ClientContext ctx;
-      if (!header.empty()) ctx.AddMetadata("authorization", header);
-      v1::CloseCampaignRequest req;
-      req.set_campaign_id(campaign.id());
-      v1::Campaign out;
-      grpc::Status s = admin_->stub().CloseCampaign(&ctx, req, &out);
-      EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-    }
+    ExpectAdminRefuses(header, campaign.id());
   }
   EXPECT_EQ(admin_->CountCampaigns().value_or(-2), campaigns_before);
   EXPECT_EQ(admin_->Get(campaign.id())->state(), v1::CAMPAIGN_STATE_OPEN);
@@ -972,7 +1000,7 @@ TEST_F(DeploymentTest, AuthenticationAndTls) {
     grpc::ClientContext ctx2;
     ctx2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     v1::EnrolRequest req;
-    *req.add_nodes() = credential(40, curator::NodeCredential(key, 40));
+    *req.add_nodes() = Credential(40, curator::NodeCredential(key, 40));
     v1::EnrolResponse resp;
     grpc::Status s2 = agent_stub->Enrol(&ctx2, req, &resp);
     EXPECT_EQ(s2.error_code(), grpc::StatusCode::UNAVAILABLE) << s2.error_message();
@@ -989,6 +1017,70 @@ TEST_F(DeploymentTest, AuthenticationAndTls) {
     v1::ListCampaignsResponse out;
     grpc::Status s = stub->ListCampaigns(&ctx, v1::ListCampaignsRequest(), &out);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  }
+}
+
+void DeploymentTest::ExpectAgentRefusesPrivateCap(HostThread& host) {
+  HostThread* b = &host;
+  v1::Campaign b1;
+  ASSERT_TRUE(
+      admin_->Create(FeaturesCampaign(v1::MECHANISM_KIND_HDS, 1.0, 10, 24, 48), &b1)
+          .ok());
+  auto b1_done = admin_->WaitClosed(b1.id(), absl::Seconds(300));
+  ASSERT_TRUE(b1_done.ok()) << b1_done.status();
+  EXPECT_EQ(b1_done->progress().reported(), 24u);
+  std::map<uint32_t, double> spent_before;
+  for (uint32_t v = 24; v < 48; ++v) {
+    spent_before[v] = b->shard().spent(v).value_or(-1);
+    EXPECT_EQ(spent_before[v], 1.0);
+  }
+  // Another question about features at epsilon 1: 2 <= 8 for the ledger,
+  // 2 > 1.2 for the nodes.
+  v1::Campaign b2;
+  grpc::Status created = admin_->Create(
+      FeaturesCampaign(v1::MECHANISM_KIND_PIECEWISE, 1.0, 0, 24, 48), &b2);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  auto b2_done = admin_->WaitClosed(b2.id(), absl::Seconds(300));
+  ASSERT_TRUE(b2_done.ok()) << b2_done.status();
+  EXPECT_EQ(b2_done->close_reason(), "quorum");
+  EXPECT_EQ(b2_done->progress().targeted(), 24u);
+  EXPECT_EQ(b2_done->progress().refused(), 24u);
+  EXPECT_EQ(b2_done->progress().reported(), 0u);
+  EXPECT_EQ(b2_done->progress().rejected(), 0u);
+  auto refusals = admin_->Refusals(b2.id());
+  ASSERT_TRUE(refusals.ok()) << refusals.status();
+  ASSERT_EQ(refusals->size(), 24u);
+  std::vector<uint32_t> refused_nodes;
+  for (const auto& r : *refusals) {
+    refused_nodes.push_back(r.node_id());
+    EXPECT_EQ(r.reason(), v1::REFUSAL_REASON_BUDGET_EXHAUSTED) << "node " << r.node_id();
+    EXPECT_THAT(r.message(), HasSubstr("budget exhausted"));
+    EXPECT_THAT(r.message(), HasSubstr("features"));
+    EXPECT_GT(r.unix_ms(), 0);
+  }
+  std::sort(refused_nodes.begin(), refused_nodes.end());
+  for (uint32_t i = 0; i < 24; ++i) EXPECT_EQ(refused_nodes[i], 24 + i);
+  auto stored = server_->curator().Reports(b2.id());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->empty());
+  // The agents spent nothing on the refused question.
+  for (uint32_t v = 24; v < 48; ++v) {
+    EXPECT_EQ(b->shard().spent(v).value_or(-1), spent_before[v]) << "node " << v;
+    EXPECT_EQ(b->shard().spent(v, "features").value_or(-1), 1.0);
+  }
+  const agent::ShardCounters bc = b->shard().counters();
+  EXPECT_EQ(bc.fresh, 24u);
+  EXPECT_EQ(bc.refusals.count(v1::REFUSAL_REASON_BUDGET_EXHAUSTED)
+                ? bc.refusals.at(v1::REFUSAL_REASON_BUDGET_EXHAUSTED)
+                : 0u,
+            24u);
+  // Nor does the ledger charge a refusal.
+  {
+    auto budgets = admin_->Budgets(24, 48);
+    ASSERT_TRUE(budgets.ok());
+    for (const auto& nb : *budgets) {
+      EXPECT_EQ(nb.total_spent(), 1.0) << "node " << nb.node_id();
+    }
   }
 }
 
@@ -1083,66 +1175,7 @@ TEST_F(DeploymentTest, BudgetCapsLedgerAndAgentRefusal) {
   }
 
   // --- the agent refuses what only it knows it cannot afford ---
-  v1::Campaign b1;
-  ASSERT_TRUE(
-      admin_->Create(FeaturesCampaign(v1::MECHANISM_KIND_HDS, 1.0, 10, 24, 48), &b1)
-          .ok());
-  auto b1_done = admin_->WaitClosed(b1.id(), absl::Seconds(300));
-  ASSERT_TRUE(b1_done.ok()) << b1_done.status();
-  EXPECT_EQ(b1_done->progress().reported(), 24u);
-  std::map<uint32_t, double> spent_before;
-  for (uint32_t v = 24; v < 48; ++v) {
-    spent_before[v] = b->shard().spent(v).value_or(-1);
-    EXPECT_EQ(spent_before[v], 1.0);
-  }
-  // Another question about features at epsilon 1: 2 <= 8 for the ledger,
-  // 2 > 1.2 for the nodes.
-  v1::Campaign b2;
-  grpc::Status created = admin_->Create(
-      FeaturesCampaign(v1::MECHANISM_KIND_PIECEWISE, 1.0, 0, 24, 48), &b2);
-  ASSERT_TRUE(created.ok()) << created.error_message();
-  auto b2_done = admin_->WaitClosed(b2.id(), absl::Seconds(300));
-  ASSERT_TRUE(b2_done.ok()) << b2_done.status();
-  EXPECT_EQ(b2_done->close_reason(), "quorum");
-  EXPECT_EQ(b2_done->progress().targeted(), 24u);
-  EXPECT_EQ(b2_done->progress().refused(), 24u);
-  EXPECT_EQ(b2_done->progress().reported(), 0u);
-  EXPECT_EQ(b2_done->progress().rejected(), 0u);
-  auto refusals = admin_->Refusals(b2.id());
-  ASSERT_TRUE(refusals.ok()) << refusals.status();
-  ASSERT_EQ(refusals->size(), 24u);
-  std::vector<uint32_t> refused_nodes;
-  for (const auto& r : *refusals) {
-    refused_nodes.push_back(r.node_id());
-    EXPECT_EQ(r.reason(), v1::REFUSAL_REASON_BUDGET_EXHAUSTED) << "node " << r.node_id();
-    EXPECT_THAT(r.message(), HasSubstr("budget exhausted"));
-    EXPECT_THAT(r.message(), HasSubstr("features"));
-    EXPECT_GT(r.unix_ms(), 0);
-  }
-  std::sort(refused_nodes.begin(), refused_nodes.end());
-  for (uint32_t i = 0; i < 24; ++i) EXPECT_EQ(refused_nodes[i], 24 + i);
-  auto stored = server_->curator().Reports(b2.id());
-  ASSERT_TRUE(stored.ok());
-  EXPECT_TRUE(stored->empty());
-  // The agents spent nothing on the refused question.
-  for (uint32_t v = 24; v < 48; ++v) {
-    EXPECT_EQ(b->shard().spent(v).value_or(-1), spent_before[v]) << "node " << v;
-    EXPECT_EQ(b->shard().spent(v, "features").value_or(-1), 1.0);
-  }
-  const agent::ShardCounters bc = b->shard().counters();
-  EXPECT_EQ(bc.fresh, 24u);
-  EXPECT_EQ(bc.refusals.count(v1::REFUSAL_REASON_BUDGET_EXHAUSTED)
-                ? bc.refusals.at(v1::REFUSAL_REASON_BUDGET_EXHAUSTED)
-                : 0u,
-            24u);
-  // Nor does the ledger charge a refusal.
-  {
-    auto budgets = admin_->Budgets(24, 48);
-    ASSERT_TRUE(budgets.ok());
-    for (const auto& nb : *budgets) {
-      EXPECT_EQ(nb.total_spent(), 1.0) << "node " << nb.node_id();
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectAgentRefusesPrivateCap(*b));
   EXPECT_TRUE(a->Stop().ok());
   EXPECT_TRUE(b->Stop().ok());
 }
