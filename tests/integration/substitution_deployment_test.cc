@@ -206,6 +206,22 @@ class SubstitutionDeploymentTest : public ::testing::Test {
     return out;
   }
 
+  // A forger's session (a neighbour u of *victim and a *stranger, with
+  // their credentials but not their keys) reads the key directory and, before
+  // campaign c1 opens, relays three forged messages to the victim: garbage
+  // from u, a box sealed under a key that is not u's, the same from the
+  // stranger.
+  void RelayForgeries(uint32_t* victim, uint32_t* stranger);
+  // The relay's table of campaign c1, as a session of every node reads it,
+  // holds no node's feature report in the clear; its routing pairs are the
+  // true edges both ways, besides the forger's (stranger -> victim).
+  void ExpectRelayShowsRoutesOnly(const Graph& g, uint32_t stranger,
+                                  uint32_t victim);
+  // LPGNN on the estimate of features_campaign: refused without a graph
+  // campaign, trained over c1's assembled graph (graph_edges edges) with it.
+  void ExpectPipelineOnAssembledGraph(const std::string& features_campaign,
+                                      size_t graph_edges);
+
   std::map<uint32_t, double> LedgerTotals() {
     std::map<uint32_t, double> out;
     auto budgets = admin_->Budgets(0, kNodes);
@@ -226,41 +242,88 @@ class SubstitutionDeploymentTest : public ::testing::Test {
   std::vector<std::string> dirs_;
 };
 
-TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
-  StartCurator();
-  for (int h = 0; h < kHosts; ++h) {
-    StartHost(kNodes * h / kHosts, kNodes * (h + 1) / kHosts);
+void SubstitutionDeploymentTest::ExpectRelayShowsRoutesOnly(
+    const Graph& g, uint32_t stranger, uint32_t victim) {
+  // No feature report in clear...
+  curator::Session everyone;
+  for (uint32_t v = 0; v < kNodes; ++v) everyone.nodes.push_back(v);
+  everyone.Index();
+  std::vector<v1::SealedMessage> sealed;
+  for (uint64_t after = 0;;) {
+    auto page = server_->curator().FetchSealed(everyone, after, 0, "c1");
+    ASSERT_TRUE(page.ok()) << page.status();
+    if (page->empty()) break;
+    after = page->back().sequence();
+    for (auto& m : *page) sealed.push_back(std::move(m));
   }
-  // Every node enrolled, with its key in the curator's directory.
-  ASSERT_TRUE(PollUntil(
-      [&] {
-        auto b = admin_->Budgets(0, kNodes);
-        if (!b.ok() || b->size() != kNodes) return false;
-        for (const auto& x : *b) {
-          if (!x.caps_known()) return false;
-        }
-        return true;
-      },
-      absl::Seconds(120)));
+  ASSERT_GT(sealed.size(), 0u);
+  const QueryKey features_key =
+      wire::WireQueryKey(v1::ATTRIBUTE_FEATURES, FeatureSpec());
+  std::set<std::pair<uint32_t, uint32_t>> routes;
+  for (const auto& m : sealed) routes.emplace(m.from_node(), m.to_node());
+  for (uint32_t v = 0; v < kNodes; ++v) {
+    auto memo = HostOf(v).shard().agent(v)->budget().Lookup(features_key);
+    ASSERT_TRUE(memo.has_value()) << "node " << v;
+    v1::Report body;
+    ASSERT_TRUE(body.ParseFromString(memo->answer));
+    const std::string clear = body.features().SerializeAsString();
+    ASSERT_GE(clear.size(), 4u);
+    for (const auto& m : sealed) {
+      ASSERT_FALSE(absl::StrContains(m.ciphertext(), clear))
+          << "node " << v << "'s feature report in the clear in message "
+          << m.sequence();
+    }
+  }
+  // ... but its routing pairs are the true edges, both ways (besides the
+  // forger's three): what the relay reveals (common/edges/README.md).
+  std::set<std::pair<uint32_t, uint32_t>> true_edges;
+  for (uint32_t v = 0; v < kNodes; ++v) {
+    for (uint32_t w : g.neighbors(v)) true_edges.emplace(v, w);
+  }
+  routes.erase({stranger, victim});
+  EXPECT_EQ(routes, true_edges);
+}
 
-  // The curator keeps no edges.
-  {
+void SubstitutionDeploymentTest::ExpectPipelineOnAssembledGraph(
+    const std::string& features_campaign, size_t graph_edges) {
+  auto estimate = admin_->Estimate(features_campaign);
+  ASSERT_TRUE(estimate.ok()) << estimate.status();
+  auto evaluate = [&](const std::string& graph) {
+    v1::EvaluateRequest req;
+    req.set_input(estimate->id());
+    req.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
+    req.set_pipeline_task(v1::PIPELINE_TASK_NODE);
+    req.set_graph_campaign_id(graph);
+    req.set_seed(1);
     grpc::ClientContext ctx;
     admin_->Prepare(&ctx);
-    v1::CuratorStatus status;
-    ASSERT_TRUE(
-        admin_->stub().GetStatus(&ctx, v1::GetStatusRequest(), &status).ok());
-    EXPECT_EQ(status.graph_nodes(), kNodes);
-    EXPECT_EQ(status.graph_edges(), 0u);
-  }
+    v1::StageResult out;
+    grpc::Status s = admin_->stub().Evaluate(&ctx, req, &out);
+    if (!s.ok()) return absl::StatusOr<v1::StageResult>(Admin::Convert(s));
+    return absl::StatusOr<v1::StageResult>(out);
+  };
+  auto refused = evaluate("");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--private-edges"));
+  auto evaluated = evaluate("c1");
+  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+  EXPECT_THAT(evaluated->details_json(), HasSubstr(R"("graph":"c1")"));
+  EXPECT_THAT(evaluated->details_json(),
+              HasSubstr(absl::StrCat(R"("graph_edges":)", graph_edges)));
+  EXPECT_GT(evaluated->metric(), 0.0);
+}
 
+void SubstitutionDeploymentTest::RelayForgeries(uint32_t* victim_out,
+                                                uint32_t* stranger_out) {
+  const Graph& g = data_.graph;
   // A forger: a session for node u (its credential, no key), relaying into
   // the campaign about to open (c1) before any agent has started.
-  const Graph& g = data_.graph;
-  uint32_t victim = 0;
+  uint32_t& victim = *victim_out;
+  victim = 0;
   while (g.degree(victim) == 0) ++victim;
   const uint32_t u = g.neighbors(victim)[0];
-  uint32_t stranger = 0;  // not a neighbour of victim
+  uint32_t& stranger = *stranger_out;  // not a neighbour of victim
+  stranger = 0;
   while (stranger == victim ||
          std::binary_search(g.neighbors(victim).begin(),
                             g.neighbors(victim).end(), stranger)) {
@@ -329,6 +392,40 @@ TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
     EXPECT_EQ(resp.accepted(), 3u);
   }
 
+}
+
+TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
+  StartCurator();
+  for (int h = 0; h < kHosts; ++h) {
+    StartHost(kNodes * h / kHosts, kNodes * (h + 1) / kHosts);
+  }
+  // Every node enrolled, with its key in the curator's directory.
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        auto b = admin_->Budgets(0, kNodes);
+        if (!b.ok() || b->size() != kNodes) return false;
+        for (const auto& x : *b) {
+          if (!x.caps_known()) return false;
+        }
+        return true;
+      },
+      absl::Seconds(120)));
+
+  // The curator keeps no edges.
+  {
+    grpc::ClientContext ctx;
+    admin_->Prepare(&ctx);
+    v1::CuratorStatus status;
+    ASSERT_TRUE(
+        admin_->stub().GetStatus(&ctx, v1::GetStatusRequest(), &status).ok());
+    EXPECT_EQ(status.graph_nodes(), kNodes);
+    EXPECT_EQ(status.graph_edges(), 0u);
+  }
+
+  const Graph& g = data_.graph;
+  uint32_t victim = 0, stranger = 0;
+  ASSERT_NO_FATAL_FAILURE(RelayForgeries(&victim, &stranger));
+
   // --- the campaign -------------------------------------------------------
   const absl::Time start = absl::Now();
   auto c1 = CreateAndWait(SubstitutionCampaign());
@@ -386,45 +483,8 @@ TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
   EXPECT_GE(rejected, 3u);
   EXPECT_TRUE(reports.at(victim).has_edges());
 
-  // The relay's table, as a session of every node reads it: no feature
-  // report in clear...
-  curator::Session everyone;
-  for (uint32_t v = 0; v < kNodes; ++v) everyone.nodes.push_back(v);
-  everyone.Index();
-  std::vector<v1::SealedMessage> sealed;
-  for (uint64_t after = 0;;) {
-    auto page = server_->curator().FetchSealed(everyone, after, 0, "c1");
-    ASSERT_TRUE(page.ok()) << page.status();
-    if (page->empty()) break;
-    after = page->back().sequence();
-    for (auto& m : *page) sealed.push_back(std::move(m));
-  }
-  ASSERT_GT(sealed.size(), 0u);
-  const QueryKey features_key =
-      wire::WireQueryKey(v1::ATTRIBUTE_FEATURES, FeatureSpec());
-  std::set<std::pair<uint32_t, uint32_t>> routes;
-  for (const auto& m : sealed) routes.emplace(m.from_node(), m.to_node());
-  for (uint32_t v = 0; v < kNodes; ++v) {
-    auto memo = HostOf(v).shard().agent(v)->budget().Lookup(features_key);
-    ASSERT_TRUE(memo.has_value()) << "node " << v;
-    v1::Report body;
-    ASSERT_TRUE(body.ParseFromString(memo->answer));
-    const std::string clear = body.features().SerializeAsString();
-    ASSERT_GE(clear.size(), 4u);
-    for (const auto& m : sealed) {
-      ASSERT_FALSE(absl::StrContains(m.ciphertext(), clear))
-          << "node " << v << "'s feature report in the clear in message "
-          << m.sequence();
-    }
-  }
-  // ... but its routing pairs are the true edges, both ways (besides the
-  // forger's three): what the relay reveals (common/edges/README.md).
-  std::set<std::pair<uint32_t, uint32_t>> true_edges;
-  for (uint32_t v = 0; v < kNodes; ++v) {
-    for (uint32_t w : g.neighbors(v)) true_edges.emplace(v, w);
-  }
-  routes.erase({stranger, victim});
-  EXPECT_EQ(routes, true_edges);
+  // The relay's table: no feature report in clear, the true edges as routes.
+  ASSERT_NO_FATAL_FAILURE(ExpectRelayShowsRoutesOnly(g, stranger, victim));
 
   // --- the ledger ---------------------------------------------------------
   const auto spent = LedgerTotals();
@@ -467,31 +527,8 @@ TEST_F(SubstitutionDeploymentTest, RunsThroughTheSealedRelay) {
   EXPECT_EQ(LedgerTotals(), spent);
 
   // --- the pipeline over the assembled graph --------------------------------
-  auto estimate = admin_->Estimate(c3->id());
-  ASSERT_TRUE(estimate.ok()) << estimate.status();
-  auto evaluate = [&](const std::string& graph) {
-    v1::EvaluateRequest req;
-    req.set_input(estimate->id());
-    req.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
-    req.set_pipeline_task(v1::PIPELINE_TASK_NODE);
-    req.set_graph_campaign_id(graph);
-    req.set_seed(1);
-    grpc::ClientContext ctx;
-    admin_->Prepare(&ctx);
-    v1::StageResult out;
-    grpc::Status s = admin_->stub().Evaluate(&ctx, req, &out);
-    if (!s.ok()) return absl::StatusOr<v1::StageResult>(Admin::Convert(s));
-    return absl::StatusOr<v1::StageResult>(out);
-  };
-  auto refused = evaluate("");
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(refused.status().message(), HasSubstr("--private-edges"));
-  auto evaluated = evaluate("c1");
-  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
-  EXPECT_THAT(evaluated->details_json(), HasSubstr(R"("graph":"c1")"));
-  EXPECT_THAT(evaluated->details_json(),
-              HasSubstr(absl::StrCat(R"("graph_edges":)", union_edges.size())));
-  EXPECT_GT(evaluated->metric(), 0.0);
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectPipelineOnAssembledGraph(c3->id(), union_edges.size()));
 }
 
 }  // namespace
