@@ -482,25 +482,10 @@ StartHttp(const std::pair<std::string, int>& address,
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef NDEBUG
-  // Debian's Abseil is built without NDEBUG, so every absl::Mutex taken
-  // while another is held goes through its deadlock detector, a global
-  // graph with a node per mutex: an agent host takes one per node under its
-  // shard's lock (a quarter of its CPU at 250,000 nodes). Tests and debug
-  // builds keep the detector.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-#endif
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (ldpgraph::WantsHelp(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  auto config = ParseFlags(args);
-  if (!config.ok()) {
-    std::cerr << "ldpgraph-agent: " << config.status().message()
-              << "\nRun ldpgraph-agent --help for the flags.\n";
-    return 2;
-  }
+  int exit_code = 0;
+  auto config = ldpgraph::StartBinary("ldpgraph-agent", kUsage, argc, argv,
+                                      ParseFlags, &exit_code);
+  if (!config) return exit_code;
   if (config->seed) std::cerr << ldpgraph::kSeededWarning << "\n";
   if (config->host.insecure) {
     std::cerr << "ldpgraph-agent: WARNING: --insecure: plaintext gRPC, for "

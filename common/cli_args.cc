@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <system_error>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 
 namespace ldpgraph {
 
@@ -116,6 +118,26 @@ absl::StatusOr<std::optional<std::vector<double>>> CliArgs::GetDoubleList(
     ++position;
   }
   return std::optional<std::vector<double>>(std::move(out));
+}
+
+void PrepareLongRunningProcess() {
+#ifdef NDEBUG
+  // Debian's Abseil is built without NDEBUG, so every absl::Mutex taken
+  // while another is held goes through its deadlock detector, a global
+  // graph with a node per mutex: an agent host takes one per node under its
+  // shard's lock (a quarter of its CPU at 250,000 nodes). Tests and debug
+  // builds keep the detector.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+#endif
+}
+
+void PrintText(absl::string_view text, bool to_stderr) {
+  (to_stderr ? std::cerr : std::cout) << text << std::flush;
+}
+
+void PrintFlagError(absl::string_view program, const absl::Status& error) {
+  std::cerr << program << ": " << error.message() << "\nRun " << program
+            << " --help for the flags.\n";
 }
 
 bool WantsHelp(const std::vector<std::string>& args) {

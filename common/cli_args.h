@@ -18,6 +18,11 @@
 
 namespace ldpgraph {
 
+// StartBinary's parts (below).
+void PrepareLongRunningProcess();
+void PrintText(absl::string_view text, bool to_stderr);
+void PrintFlagError(absl::string_view program, const absl::Status& error);
+
 class CliArgs {
  public:
   // Parses args (without the program and subcommand names). value_flags
@@ -48,6 +53,33 @@ class CliArgs {
 
 // True if args ask for help (--help or -h anywhere).
 bool WantsHelp(const std::vector<std::string>& args);
+
+// What a long-running binary (the curator, an agent host) does first: in an
+// optimised build, turns off absl::Mutex's deadlock detector (see
+// cli_args.cc); prints `usage` to stdout for --help; else parses the flags
+// with `parse`. Returns the flags, or nullopt with *exit_code set: 0 after
+// the help, 2 after "<program>: <error>\nRun <program> --help for the
+// flags." on stderr.
+template <class Parse>
+auto StartBinary(absl::string_view program, absl::string_view usage, int argc,
+                 char** argv, Parse parse, int* exit_code)
+    -> std::optional<typename decltype(parse(
+        std::vector<std::string>()))::value_type> {
+  PrepareLongRunningProcess();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (WantsHelp(args)) {
+    PrintText(usage, /*to_stderr=*/false);
+    *exit_code = 0;
+    return std::nullopt;
+  }
+  auto flags = parse(args);
+  if (!flags.ok()) {
+    PrintFlagError(program, flags.status());
+    *exit_code = 2;
+    return std::nullopt;
+  }
+  return *std::move(flags);
+}
 
 // "host:port" split at the last ':' (so "[::1]:7443" keeps its brackets).
 // INVALID_ARGUMENT "expected HOST:PORT, got '<address>'" without a ':' or

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/status_macros.h"
 #include "common/testing/temp_folder.h"
 
 namespace ldpgraph {
@@ -126,6 +127,45 @@ TEST(ParseNodeRangeTest, AcceptsAToBAndNamesTheFlagOtherwise) {
               absl::StrCat("--nodes must be A-B with A < B (nodes A..B-1), got '",
                            bad, "'"));
   }
+}
+
+// StartBinary: --help prints the usage and exits 0; a flag that does not
+// parse prints the program, the error and where help is, and exits 2;
+// anything else hands back what the parser returned.
+absl::StatusOr<int> ParseCount(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, {"count"}, {}));
+  ASSIGN_OR_RETURN(std::optional<int64_t> count, a.GetInt("count"));
+  return static_cast<int>(count.value_or(1));
+}
+
+std::optional<int> Start(std::vector<std::string> words, int* exit_code) {
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  return StartBinary("prog", "usage: prog\n", static_cast<int>(argv.size()),
+                     argv.data(), ParseCount, exit_code);
+}
+
+TEST(StartBinaryTest, HelpBadFlagsAndGoodFlags) {
+  int code = -1;
+  testing::internal::CaptureStdout();
+  EXPECT_FALSE(Start({"prog", "--help"}, &code).has_value());
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "usage: prog\n");
+  EXPECT_EQ(code, 0);
+
+  code = -1;
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(Start({"prog", "--count", "x"}, &code).has_value());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_THAT(err, HasSubstr("prog: "));
+  EXPECT_THAT(err, HasSubstr("--count"));
+  EXPECT_THAT(err, HasSubstr("Run prog --help for the flags."));
+  EXPECT_EQ(code, 2);
+
+  code = -1;
+  std::optional<int> count = Start({"prog", "--count", "7"}, &code);
+  ASSERT_TRUE(count.has_value());
+  EXPECT_EQ(*count, 7);
+  EXPECT_EQ(Start({"prog"}, &code).value_or(-1), 1);
 }
 
 }  // namespace

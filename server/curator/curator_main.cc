@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/cli_args.h"
 #include "common/files.h"
 #include "common/status_macros.h"
@@ -201,25 +200,10 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef NDEBUG
-  // Debian's Abseil is built without NDEBUG, so every absl::Mutex taken
-  // while another is held goes through its deadlock detector, a global
-  // graph with a node per mutex: an agent host takes one per node under its
-  // shard's lock (a quarter of its CPU at 250,000 nodes). Tests and debug
-  // builds keep the detector.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-#endif
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (ldpgraph::WantsHelp(args)) {
-    std::cout << kUsage;
-    return 0;
-  }
-  auto options = ParseFlags(args);
-  if (!options.ok()) {
-    std::cerr << "ldpgraph-curator: " << options.status().message()
-              << "\nRun ldpgraph-curator --help for the flags.\n";
-    return 2;
-  }
+  int exit_code = 0;
+  auto options = ldpgraph::StartBinary("ldpgraph-curator", kUsage, argc,
+                                       argv, ParseFlags, &exit_code);
+  if (!options) return exit_code;
   {
     // One descriptor per connected agent host: lift the soft limit (often
     // 1024) to the hard one, so a fleet of thousands is not refused at the
