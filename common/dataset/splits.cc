@@ -13,6 +13,21 @@
 #include "common/status_macros.h"
 
 namespace ldpgraph {
+void DrawRandomNonEdges(const Graph& g, size_t count, PublicRandom& rng,
+                        std::vector<Edge>* out) {
+  const uint64_t n = g.num_nodes();
+  absl::flat_hash_set<uint64_t> taken;
+  taken.reserve(count);
+  while (out->size() < count) {
+    NodeId u = static_cast<NodeId>(rng.UniformInt(n));
+    NodeId v = static_cast<NodeId>(rng.UniformInt(n));
+    if (u == v) continue;
+    if (u > v) std::swap(u, v);
+    if (g.HasEdge(u, v)) continue;
+    if (taken.insert((uint64_t{u} << 32) | v).second) out->push_back({u, v});
+  }
+}
+
 namespace {
 
 // Slack for fraction sums such as 0.7 + 0.3, which is 1 + 2^-52 in doubles.
@@ -107,16 +122,7 @@ std::vector<Edge> SampleNonEdges(const Graph& g, uint64_t non_edges,
   // Sparse case: at most half the non-edges get taken, so a uniform pair
   // is a free non-edge with probability >= (non_edges / 2) / (n(n-1)/2);
   // with count = m <= non_edges / 2 that is >= 1/3.
-  absl::flat_hash_set<uint64_t> taken;
-  taken.reserve(count);
-  while (out.size() < count) {
-    NodeId u = static_cast<NodeId>(rng.UniformInt(n));
-    NodeId v = static_cast<NodeId>(rng.UniformInt(n));
-    if (u == v) continue;
-    if (u > v) std::swap(u, v);
-    if (g.HasEdge(u, v)) continue;
-    if (taken.insert((uint64_t{u} << 32) | v).second) out.push_back({u, v});
-  }
+  DrawRandomNonEdges(g, count, rng, &out);
   return out;
 }
 

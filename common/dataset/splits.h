@@ -14,6 +14,7 @@
 #include "absl/types/span.h"
 #include "common/dataset/dataset.h"
 #include "common/graph/graph.h"
+#include "common/random.h"
 
 namespace ldpgraph {
 
@@ -52,6 +53,14 @@ struct EdgeSplit {
   // as the positives of each part, all distinct across the three parts.
   std::vector<Edge> train_negative, validation_negative, test_negative;
 };
+
+// Appends uniformly random non-edges of g to *out (empty on entry) until it
+// holds `count`: pairs u < v, no self loop, no edge of g, none twice. Each
+// try draws u then v from rng, so a seed fixes the list. Rejection
+// sampling: the caller keeps count at most half the non-edges, where a try
+// succeeds with probability >= 1/3 (else it may not end).
+void DrawRandomNonEdges(const Graph& g, size_t count, PublicRandom& rng,
+                        std::vector<Edge>* out);
 
 // A uniformly random edge split: round(validation_fraction * m) validation
 // edges, round(test_fraction * m) test edges, the rest for training (m

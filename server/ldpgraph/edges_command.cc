@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/dataset/generator.h"
+#include "common/dataset/splits.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/seed_mix.h"
 #include "common/status_macros.h"
@@ -413,7 +414,6 @@ std::vector<Edge> SampleNonEdges(const Graph& g, size_t count, uint64_t seed) {
   const uint64_t available = pairs - std::min(pairs, edges);
   count = std::min<uint64_t>(count, available);
   PublicRandom rng(seed);
-  absl::flat_hash_set<uint64_t> taken;
   std::vector<Edge> out;
   out.reserve(count);
   if (count == available) {
@@ -425,15 +425,7 @@ std::vector<Edge> SampleNonEdges(const Graph& g, size_t count, uint64_t seed) {
     }
     return out;
   }
-  while (out.size() < count) {
-    NodeId u = static_cast<NodeId>(rng.UniformInt(n));
-    NodeId v = static_cast<NodeId>(rng.UniformInt(n));
-    if (u == v) continue;
-    if (u > v) std::swap(u, v);
-    if (g.HasEdge(u, v)) continue;
-    if (!taken.insert((uint64_t{u} << 32) | v).second) continue;
-    out.push_back(Edge{u, v});
-  }
+  DrawRandomNonEdges(g, count, rng, &out);
   return out;
 }
 
