@@ -35,6 +35,7 @@
 #include "common/hex.h"
 #include "common/observability/http_endpoint.h"
 #include "common/observability/metrics.h"
+#include "common/seed_mix.h"
 #include "common/status_macros.h"
 
 namespace {
@@ -84,6 +85,11 @@ Flags:
                        simulations only)
   --batch N            reports per batch (default 512)
   --max-rate R         at most R reports per second (default: no limit)
+  --offline F          simulation of dropout: each node of the shard is
+                       offline with probability F in [0, 1), drawn from
+                       --offline-seed (default 1) and its id: it never
+                       enrols nor answers (ldpctl simulate --dropout)
+  --offline-seed S     the seed of --offline's draw
   --http ADDR          /metrics, /healthz, /readyz (default 0.0.0.0:9091;
                        "off" disables)
   --name NAME          host name for the curator's audit log (default:
@@ -185,6 +191,9 @@ struct Config {
   ldpgraph::FeatureScaling scaling = ldpgraph::FeatureScaling::kSymmetric;
   ldpgraph::agent::AgentPolicy policy;
   std::optional<uint64_t> seed;
+  // Simulated dropout: nodes drawn offline are left out of the shard.
+  double offline = 0;
+  uint64_t offline_seed = 1;
 };
 
 // --cap-total, --cap and --attributes, validated.
@@ -222,7 +231,8 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
                      {"curator", "ca", "server-name", "credentials",
                       "dataset", "nodes", "scaling", "state-dir",
                       "cap-total", "cap", "attributes", "seed",
-                      "batch", "http", "name", "max-rate"},
+                      "batch", "http", "name", "max-rate", "offline",
+                      "offline-seed"},
                      {"insecure"}));
   Config c;
   for (const char* flag :
@@ -264,6 +274,16 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(c.policy, ParsePolicy(a));
   c.host.caps = c.policy.caps;
   ASSIGN_OR_RETURN(c.seed, a.GetUint("seed"));
+  ASSIGN_OR_RETURN(auto offline, a.GetDouble("offline"));
+  if (offline) {
+    if (!(*offline >= 0 && *offline < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--offline must be in [0, 1), got ", *offline));
+    }
+    c.offline = *offline;
+  }
+  ASSIGN_OR_RETURN(auto offline_seed, a.GetUint("offline-seed"));
+  if (offline_seed) c.offline_seed = *offline_seed;
   ASSIGN_OR_RETURN(auto batch, a.GetInt("batch"));
   if (batch) {
     if (*batch < 1 || *batch > 65536) {
@@ -393,6 +413,7 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
     ASSIGN_OR_RETURN(auto records, ldpgraph::agent::LoadShard(
                                        config_.dataset, config_.scaling,
                                        claim.begin, claim.end));
+    const size_t offline = LeaveOutOffline(records, options.credentials);
     ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
                                      std::move(records), config_.policy,
                                      config_.seed, state_dir));
@@ -405,10 +426,27 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
     std::cerr << "ldpgraph-agent: " << config_.host.host_name << ": nodes "
               << claim.begin << ".." << claim.end - 1 << ", " << restored
               << " memo entries restored";
+    if (config_.offline > 0) {
+      std::cerr << ", " << offline << " nodes offline (simulated dropout)";
+    }
     if (http_ != nullptr) std::cerr << ", HTTP on port " << http_->port();
     std::cerr << std::endl;
     return std::make_unique<HostRun>(std::move(lock), std::move(host),
                                      running_, acked_);
+  }
+
+  // Simulated dropout: removes the records and credentials of the nodes
+  // drawn offline; returns how many.
+  size_t LeaveOutOffline(std::vector<ldpgraph::agent::NodeRecord>& records,
+                         std::vector<std::pair<uint32_t, std::string>>& creds) {
+    auto offline = [&](uint32_t v) {
+      return ldpgraph::SimulatedOffline(config_.offline_seed, v,
+                                        config_.offline);
+    };
+    const size_t before = records.size();
+    std::erase_if(records, [&](const auto& r) { return offline(r.node); });
+    std::erase_if(creds, [&](const auto& e) { return offline(e.first); });
+    return before - records.size();
   }
 
   // Reports acknowledged by the curator, over every shard run so far.

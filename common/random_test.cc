@@ -15,6 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/seed_mix.h"
+
 namespace ldpgraph {
 namespace {
 
@@ -284,4 +286,23 @@ TEST(KeyedChaCha20RandomTest, IsOpenSslsChaCha20Keystream) {
 }
 
 }  // namespace
+// SimulatedOffline: none at 0, about the fraction otherwise, a fixed answer
+// per (seed, node), and another draw under another seed.
+TEST(SimulatedOfflineTest, FractionDeterminismAndSeeds) {
+  constexpr uint32_t kNodes = 100000;
+  uint32_t at_zero = 0, offline = 0, both = 0;
+  for (uint32_t v = 0; v < kNodes; ++v) {
+    at_zero += SimulatedOffline(7, v, 0.0);
+    const bool a = SimulatedOffline(7, v, 0.3);
+    EXPECT_EQ(a, SimulatedOffline(7, v, 0.3));
+    offline += a;
+    both += a && SimulatedOffline(8, v, 0.3);
+  }
+  EXPECT_EQ(at_zero, 0u);
+  // Binomial(100000, 0.3): sd 145; 5 sd either side.
+  EXPECT_NEAR(offline, 30000.0, 725.0);
+  // Independent seeds: about 0.09 of the nodes offline under both.
+  EXPECT_NEAR(both, 9000.0, 500.0);
+}
+
 }  // namespace ldpgraph

@@ -21,4 +21,15 @@ inline uint64_t SeedMix(uint64_t x) {
   return SeedFinalise(x + 0x9e3779b97f4a7c15ULL);
 }
 
+// Whether node `node` is offline in a simulation of dropout: each node on
+// its own with probability `fraction`, the same answer for the same (seed,
+// node) in every process, so the agent hosts that hold the nodes and the
+// simulation that waits for them agree without talking. A simulation's
+// design, public; never a privacy draw.
+inline bool SimulatedOffline(uint64_t seed, uint32_t node, double fraction) {
+  if (!(fraction > 0)) return false;
+  const uint64_t z = SeedFinalise(SeedMix(seed ^ 0x6f66666c696e6521ULL) ^ node);
+  return static_cast<double>(z >> 11) * 0x1.0p-53 < fraction;
+}
+
 }  // namespace ldpgraph

@@ -28,6 +28,7 @@
 #include "common/edges/substitution.h"
 #include "common/hex.h"
 #include "common/random.h"
+#include "common/seed_mix.h"
 #include "common/status_macros.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/curator/credentials.h"
@@ -98,6 +99,18 @@ Deployment:
                       (its --pipeline-threads); 0 (default) = every core.
                       Results do not depend on it
   --timeout S         longest wait for enrolment or a campaign (default 600)
+Scenarios (default: off):
+  --dropout F         a fraction F in [0, 1) of the nodes never comes online:
+                      each node on its own with probability F, drawn from
+                      --seed (or 1) and its id. They never enrol nor answer;
+                      the pipeline learns from the nodes that answered (a
+                      silent node's estimated features are an empty row, and
+                      a node without a label report is left out of the
+                      training and validation sets)
+  --quorum Q          a campaign closes once a fraction Q in (0, 1] of its
+                      nodes answered (default 1)
+  --campaign-deadline S  ... or S seconds after it opened (default: none;
+                      30 with --dropout and --quorum 1)
   --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
                       (default: beside ldpctl)
   --work-dir DIR      work folder, empty or new; kept afterwards (default: a
@@ -123,6 +136,7 @@ Examples:
   ldpctl simulate --method lpgnn --epsilon 2 --label-epsilon 1 --format json
   ldpctl simulate --task link --seed 7
   ldpctl simulate --nodes 100000 --hosts 4
+  ldpctl simulate --method lpgnn --label-epsilon 1 --dropout 0.3 --campaign-deadline 10
   ldpctl simulate --method lpgnn --mechanism multibit --epsilon 2 --edges ns1 --edge-epsilon 1
 )";
 
@@ -193,6 +207,9 @@ docker-compose.yml and deploy/k8s runs it.
   --seed S            the split and model seed (default 1); the agents' noise
                       is theirs: seeded only if they were started with --seed
   --timeout S         longest wait for enrolment or a campaign (default 600)
+  --quorum Q, --campaign-deadline S: when a campaign closes, as for ldpctl
+                      simulate (hosts that never come online hold a quorum
+                      of 1 open: give one of them)
   --format F          table (default) or json
 Connection: --curator, --admin-token, --ca, --server-name, --insecure,
 --config, as for every command against a curator (ldpctl --help).
@@ -202,6 +219,10 @@ Examples:
   LDPCTL_CURATOR=curator:7443 LDPCTL_CA=/secrets/ca.pem \
     LDPCTL_ADMIN_TOKEN_FILE=/secrets/admin.token ldpctl run --dataset /dataset
 )";
+
+// A campaign's deadline under --dropout when neither --quorum below 1 nor
+// --campaign-deadline says when to stop waiting for the silent nodes.
+constexpr double kDropoutDeadlineSeconds = 30;
 
 struct Options {
   // ldpctl run: attach to a running deployment through `connection`
@@ -226,6 +247,11 @@ struct Options {
   std::string sync = "full";
   int threads = 0;  // the curator's pipeline threads; 0 = every core
   double timeout_s = 600;
+  // Scenarios. dropout: the fraction of nodes whose agents never come
+  // online; quorum and deadline_s: when a campaign closes without them.
+  double dropout = 0;
+  double quorum = 1.0;
+  double deadline_s = 0;  // 0: no deadline
   std::string bin_dir;
   std::string work_dir;
   bool keep = false;
@@ -315,19 +341,60 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
   return absl::OkStatus();
 }
 
+// --dropout, --quorum and --campaign-deadline (after --timeout: a deadline
+// past it would never be reached).
+absl::Status ParseScenarioFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
+  ASSIGN_OR_RETURN(auto dropout, a.GetDouble("dropout"));
+  if (dropout) {
+    if (!(*dropout >= 0 && *dropout < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dropout must be in [0, 1), got ", *dropout));
+    }
+    o.dropout = *dropout;
+  }
+  ASSIGN_OR_RETURN(auto quorum, a.GetDouble("quorum"));
+  if (quorum) {
+    if (!(*quorum > 0 && *quorum <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--quorum must be in (0, 1], got ", *quorum));
+    }
+    o.quorum = *quorum;
+  }
+  ASSIGN_OR_RETURN(auto deadline, a.GetDouble("campaign-deadline"));
+  if (deadline) {
+    if (!(*deadline > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--campaign-deadline must be > 0 seconds, got ", *deadline));
+    }
+    o.deadline_s = *deadline;
+  } else if (o.dropout > 0 && o.quorum >= 1.0) {
+    // Nodes that never answer would hold every campaign open.
+    o.deadline_s = kDropoutDeadlineSeconds;
+  }
+  if (o.deadline_s >= o.timeout_s) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--campaign-deadline (", o.deadline_s, " s) must be below --timeout (",
+        o.timeout_s, " s)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                      const std::string& self_path, bool attach) {
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
                                   "epsilon", "sampled", "label-epsilon", "seed",
                                   "timeout", "format", "edges", "edge-epsilon",
-                                  "round-timeout-ms"};
+                                  "round-timeout-ms", "quorum",
+                                  "campaign-deadline"};
   std::set<std::string> flags = {"json"};
   if (attach) {
     for (const char* f : kConnectionValueFlags) values.insert(f);
     flags.insert("insecure");
   } else {
     values.insert(
-        {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads"});
+        {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads",
+         "dropout"});
     flags.insert({"keep", "keep-running"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
@@ -373,6 +440,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   RETURN_IF_ERROR(ParseEdgeFlags(a, &o));
   ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
   RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
+  RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
   return o;
 }
 
@@ -428,7 +496,18 @@ class Simulation {
   absl::Status StartCurator();
   absl::Status StartAgents();
   absl::Status WaitEnrolled();
-  absl::StatusOr<v1::Campaign> Collect(const v1::CreateCampaignRequest& req,
+  // --dropout: the seed of the offline draw (--seed, else 1), and how many
+  // nodes it leaves online.
+  uint64_t DropoutSeed() const { return o_.seed.value_or(1); }
+  uint32_t OnlineNodes() const {
+    const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+    uint32_t online = 0;
+    for (uint32_t v = 0; v < n; ++v) {
+      online += !SimulatedOffline(DropoutSeed(), v, o_.dropout);
+    }
+    return online;
+  }
+  absl::StatusOr<v1::Campaign> Collect(v1::CreateCampaignRequest req,
                                        const std::string& what);
   absl::Status Stage(const std::string& what,
                      const std::function<grpc::Status(grpc::ClientContext*)>& call);
@@ -675,6 +754,10 @@ absl::Status Simulation::StartAgents() {
       argv.push_back("--seed");
       argv.push_back(absl::StrCat(pipeline::NoiseSeed(*o_.seed, 0)));
     }
+    if (o_.dropout > 0) {
+      argv.insert(argv.end(), {"--offline", absl::StrCat(o_.dropout),
+                               "--offline-seed", absl::StrCat(DropoutSeed())});
+    }
     ASSIGN_OR_RETURN(auto child,
                      ChildProcess::Start(absl::StrCat("agent host ", h), argv,
                                          absl::StrCat(work_, "/agent-", h, ".log")));
@@ -685,6 +768,7 @@ absl::Status Simulation::StartAgents() {
 
 absl::Status Simulation::WaitEnrolled() {
   const auto t = std::chrono::steady_clock::now();
+  const uint32_t online = o_.dropout > 0 ? OnlineNodes() : 0;
   const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
   v1::CuratorStatus s;
   while (true) {
@@ -732,7 +816,9 @@ absl::Status Simulation::WaitEnrolled() {
                   : absl::StrFormat("%u/%u nodes, %u/%d hosts subscribed",
                                     s.enrolled_nodes(), s.graph_nodes(),
                                     s.task_streams(), o_.hosts));
-    if (s.enrolled_nodes() >= s.graph_nodes() &&
+    const uint32_t want_nodes =
+        o_.dropout > 0 ? online : s.graph_nodes();
+    if (s.enrolled_nodes() >= want_nodes &&
         static_cast<int>(s.task_streams()) >= want_hosts) {
       hosts_ = o_.attach ? static_cast<int>(s.task_streams()) : o_.hosts;
       break;
@@ -752,8 +838,13 @@ absl::Status Simulation::WaitEnrolled() {
 }
 
 absl::StatusOr<v1::Campaign> Simulation::Collect(
-    const v1::CreateCampaignRequest& req, const std::string& what) {
+    v1::CreateCampaignRequest req, const std::string& what) {
   const auto t = std::chrono::steady_clock::now();
+  req.set_quorum(o_.quorum);
+  if (o_.deadline_s > 0) {
+    req.set_deadline_unix_ms(absl::ToUnixMillis(absl::Now()) +
+                             static_cast<int64_t>(o_.deadline_s * 1000));
+  }
   v1::Campaign c;
   {
     grpc::ClientContext ctx;
@@ -877,7 +968,6 @@ absl::StatusOr<Simulation::Campaigns> Simulation::CollectAll() {
   features.mutable_spec()->set_range_low(range_.first);
   features.mutable_spec()->set_range_high(range_.second);
   features.mutable_nodes()->set_all(true);
-  features.set_quorum(1.0);
   std::vector<v1::Campaign> campaigns;
   // The graph first, when the agents hold it: randomized response, or
   // neighbour substitution over the features campaign's question (each
@@ -907,7 +997,6 @@ absl::StatusOr<Simulation::Campaigns> Simulation::CollectAll() {
       *sub->mutable_features() = features.spec();
     }
     edges.mutable_nodes()->set_all(true);
-    edges.set_quorum(1.0);
     ASSIGN_OR_RETURN(graph_campaign, Collect(edges, "edges"));
     campaigns.push_back(*graph_campaign);
   }
@@ -922,7 +1011,6 @@ absl::StatusOr<Simulation::Campaigns> Simulation::CollectAll() {
     labels.mutable_spec()->set_epsilon(*config_.label_epsilon);
     labels.mutable_spec()->set_dimension(static_cast<uint32_t>(data_.meta.classes));
     labels.mutable_nodes()->set_all(true);
-    labels.set_quorum(1.0);
     ASSIGN_OR_RETURN(v1::Campaign lc, Collect(labels, "labels"));
     label_campaign = lc.id();
     campaigns.push_back(lc);
@@ -1045,8 +1133,10 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                                 : c.attribute() == v1::ATTRIBUTE_EDGES ? "edges"
                                                                        : "features"},
                   {"epsilon", c.spec().epsilon()},
+                  {"targeted", c.progress().targeted()},
                   {"reported", c.progress().reported()},
                   {"refused", c.progress().refused()},
+                  {"close_reason", c.close_reason()},
                   {"rejected", c.progress().rejected()}});
   }
   json d;
@@ -1065,6 +1155,10 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   d["edges"] = data_.meta.edges;
   d["tls"] = !status.insecure();
   d["campaigns"] = jc;
+  d["scenario"] = {{"dropout", o_.dropout},
+                   {"offline_nodes", o_.dropout > 0 ? n - OnlineNodes() : 0},
+                   {"quorum", o_.quorum},
+                   {"campaign_deadline_seconds", o_.deadline_s}};
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
@@ -1167,6 +1261,26 @@ void Simulation::Report(const json& j) {
   row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
                                       "): reproducible, NOT private")
                        : "secure (OpenSSL)");
+  const json& sc = d["scenario"];
+  if (sc["dropout"].get<double>() > 0 || o_.quorum < 1 || o_.deadline_s > 0) {
+    std::string closing = absl::StrCat("quorum ", o_.quorum);
+    if (o_.deadline_s > 0) {
+      absl::StrAppend(&closing, ", deadline ", o_.deadline_s, " s");
+    }
+    row("scenario",
+        absl::StrFormat("dropout %g (%u nodes offline); campaigns close at %s",
+                        sc["dropout"].get<double>(),
+                        sc["offline_nodes"].get<uint32_t>(), closing));
+    for (const json& c : d["campaigns"]) {
+      row(absl::StrCat("  ", c["attribute"].get<std::string>(), " ",
+                       c["id"].get<std::string>()),
+          absl::StrFormat("%u of %u answered, closed on %s",
+                          c["reported"].get<uint32_t>() +
+                              c["refused"].get<uint32_t>(),
+                          c["targeted"].get<uint32_t>(),
+                          c["close_reason"].get<std::string>()));
+    }
+  }
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
