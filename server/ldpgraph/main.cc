@@ -7,6 +7,7 @@
 #include "server/ldpgraph/edges_command.h"
 #include "server/ldpgraph/eval_command.h"
 #include "server/ldpgraph/generate_command.h"
+#include "server/ldpgraph/plot_command.h"
 #include "server/ldpgraph/propagate_command.h"
 #include "server/ldpgraph/sample_command.h"
 
@@ -32,6 +33,7 @@ Commands:
              by edge budget, learning on the private graph, and a
              link-inference attack on the released outputs (the edge LDP
              thesis, "Structural Differential Privacy in Graph Neural Networks")
+  plot       draw a line chart (JSON: series of x, y, error bars) as SVG
   help       this text
 
 Run `ldpgraph <command> --help` for a command's flags.
@@ -65,6 +67,9 @@ int main(int argc, char** argv) {
   }
   if (command == "edges") {
     return ldpgraph::tool::RunEdges(args, std::cout, std::cerr);
+  }
+  if (command == "plot") {
+    return ldpgraph::tool::RunPlot(args, std::cout, std::cerr);
   }
   std::cerr << "ldpgraph: unknown command '" << command
             << "'\n(run `ldpgraph help` for the list)\n";
