@@ -172,6 +172,7 @@ class FaultProxy::Loop {
   absl::flat_hash_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   bool stopping_ = false;
+  std::vector<char> read_buffer_ = std::vector<char>(kReadSize);
 
   std::atomic<uint64_t> connections_{0}, open_{0}, connect_failures_{0},
       bytes_[2] = {0, 0}, chunks_{0}, losses_{0};
@@ -308,11 +309,10 @@ bool FaultProxy::Loop::ReadSide(Conn& c, int s) {
   // A few reads per event, each its own chunk, so one busy connection does
   // not starve the others.
   for (int i = 0; i < 4 && c.dir[s].pending <= o_.max_pending_bytes; ++i) {
-    std::string buf(kReadSize, '\0');
-    const ssize_t n = read(c.fd[s], buf.data(), buf.size());
+    const ssize_t n = read(c.fd[s], read_buffer_.data(), read_buffer_.size());
     if (n > 0) {
-      buf.resize(static_cast<size_t>(n));
-      Enqueue(c, s, std::move(buf));
+      // A chunk holds what was read, not the whole buffer.
+      Enqueue(c, s, std::string(read_buffer_.data(), static_cast<size_t>(n)));
       continue;
     }
     if (n == 0) {
