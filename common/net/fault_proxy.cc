@@ -168,7 +168,7 @@ class FaultProxy::Loop {
   const socklen_t upstream_len_;
   std::mt19937_64 rng_;
   const int64_t latency_, jitter_, rto_;  // nanoseconds
-  uint64_t next_id_ = 1;
+  uint64_t next_id_ = 1;  // 0: the listener's timer
   absl::flat_hash_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   bool stopping_ = false;
@@ -274,7 +274,18 @@ void FaultProxy::Loop::Accept() {
   while (true) {
     const int fd = accept4(listen_fd_, nullptr, nullptr,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or out of descriptors: try again later
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        // Out of descriptors: the pending connection would wake the loop
+        // again and again. Stop listening a while (timer id 0 re-arms).
+        epoll_event ev{};
+        ev.data.u64 = kListenToken;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+        timers_.push(Timer{Clock::now() + std::chrono::milliseconds(100), 0, 0});
+      }
+      return;  // EAGAIN: nothing more to accept
+    }
     ++connections_;
     const int up = socket(upstream_.ss_family,
                           SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -434,6 +445,13 @@ void FaultProxy::Loop::FireTimers() {
   while (!timers_.empty() && timers_.top().at <= now) {
     const Timer t = timers_.top();
     timers_.pop();
+    if (t.id == 0) {  // listen again after running out of descriptors
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = kListenToken;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+      continue;
+    }
     const auto it = conns_.find(t.id);
     if (it == conns_.end()) continue;
     Conn& c = *it->second;

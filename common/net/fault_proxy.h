@@ -41,7 +41,9 @@
 // non-blocking sockets, so thousands of connections need no more threads.
 // Buffering is bounded: a side is no longer read while more than
 // Options::max_pending_bytes of it wait to be released (backpressure reaches
-// the sender through TCP's own flow control).
+// the sender through TCP's own flow control). Out of file descriptors, the
+// proxy stops accepting for 100 ms at a time (new connections wait in the
+// listen backlog) rather than spin.
 //
 // Thread safety: port(), stats() and Stop() may be called from any thread.
 #pragma once
