@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "common/dataset/generator.h"
 #include "common/edges/substitution.h"
 #include "common/hex.h"
+#include "common/net/fault_proxy.h"
 #include "common/random.h"
 #include "common/seed_mix.h"
 #include "common/status_macros.h"
@@ -111,6 +113,21 @@ Scenarios (default: off):
                       nodes answered (default 1)
   --campaign-deadline S  ... or S seconds after it opened (default: none;
                       30 with --dropout and --quorum 1)
+  --latency MS        the network: each agent host reaches the curator
+                      through its own fault-injecting TCP proxy on
+                      127.0.0.1 that delays every chunk of bytes by MS
+                      milliseconds each way (default 0: no proxy). A proxy
+                      in user space, so no root nor netem; it forwards
+                      bytes, so TLS stays end to end. The admin channel
+                      stays direct
+  --jitter MS         plus a uniform draw in [-MS, +MS] per chunk, clipped
+                      at zero delay; bytes never reorder (default 0)
+  --loss P            per-chunk probability P in [0, 1) of a lost segment:
+                      TCP retransmits, so the chunk and everything behind it
+                      stall one RTO, max(200 ms, 2 x latency + 4 x jitter)
+                      (default 0). Delays are drawn from --seed (or 1) and
+                      the host's index; they change when answers arrive,
+                      never what they are
   --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
                       (default: beside ldpctl)
   --work-dir DIR      work folder, empty or new; kept afterwards (default: a
@@ -137,6 +154,7 @@ Examples:
   ldpctl simulate --task link --seed 7
   ldpctl simulate --nodes 100000 --hosts 4
   ldpctl simulate --method lpgnn --label-epsilon 1 --dropout 0.3 --campaign-deadline 10
+  ldpctl simulate --hosts 4 --latency 200 --jitter 20 --loss 0.05
   ldpctl simulate --method lpgnn --mechanism multibit --epsilon 2 --edges ns1 --edge-epsilon 1
 )";
 
@@ -252,6 +270,12 @@ struct Options {
   double dropout = 0;
   double quorum = 1.0;
   double deadline_s = 0;  // 0: no deadline
+  // The network between agent hosts and curator (--latency, --jitter,
+  // --loss); all zero: direct connections, no proxy.
+  double latency_ms = 0;
+  double jitter_ms = 0;
+  double loss = 0;
+  bool network() const { return latency_ms > 0 || jitter_ms > 0 || loss > 0; }
   std::string bin_dir;
   std::string work_dir;
   bool keep = false;
@@ -380,6 +404,30 @@ absl::Status ParseScenarioFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
+// --latency, --jitter and --loss: the network scenario.
+absl::Status ParseNetworkFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
+  ASSIGN_OR_RETURN(auto latency, a.GetDouble("latency"));
+  ASSIGN_OR_RETURN(auto jitter, a.GetDouble("jitter"));
+  ASSIGN_OR_RETURN(auto loss, a.GetDouble("loss"));
+  constexpr double kMaxMs = 600000;  // ten minutes, one way
+  for (const auto& [flag, v] :
+       {std::pair{"--latency", latency}, std::pair{"--jitter", jitter}}) {
+    if (v && !(*v >= 0 && *v <= kMaxMs)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " must be in [0, ", kMaxMs, "] milliseconds, got ", *v));
+    }
+  }
+  if (loss && !(*loss >= 0 && *loss < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--loss must be in [0, 1), got ", *loss));
+  }
+  o.latency_ms = latency.value_or(0);
+  o.jitter_ms = jitter.value_or(0);
+  o.loss = loss.value_or(0);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                      const std::string& self_path, bool attach) {
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
@@ -394,7 +442,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   } else {
     values.insert(
         {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads",
-         "dropout"});
+         "dropout", "latency", "jitter", "loss"});
     flags.insert({"keep", "keep-running"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
@@ -441,6 +489,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
   RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
   RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
+  if (!attach) RETURN_IF_ERROR(ParseNetworkFlags(a, &o));
   return o;
 }
 
@@ -495,6 +544,13 @@ class Simulation {
   absl::Status Configure();
   absl::Status StartCurator();
   absl::Status StartAgents();
+  // --latency/--jitter/--loss: one FaultProxy per agent host in front of
+  // the curator (none without them), the address host h is given, and what
+  // the proxies did, for deployment.scenario.network.
+  absl::Status StartNetwork();
+  std::string AgentCuratorAddress(int h) const;
+  json NetworkJson() const;
+  std::string NetworkText(const json& network) const;
   absl::Status WaitEnrolled();
   // --dropout: the seed of the offline draw (--seed, else 1), and how many
   // nodes it leaves online.
@@ -561,6 +617,7 @@ class Simulation {
   std::pair<double, double> range_{-1.0, 1.0};
   std::unique_ptr<ChildProcess> curator_;
   std::vector<std::unique_ptr<ChildProcess>> agents_;
+  std::vector<std::unique_ptr<net::FaultProxy>> proxies_;  // one per host
   int port_ = 0;
   int hosts_ = 0;  // agent hosts subscribed when enrolment finished
   std::optional<Connection> admin_;
@@ -742,8 +799,8 @@ absl::Status Simulation::StartAgents() {
   for (int h = 0; h < o_.hosts; ++h) {
     const auto [begin, end] = Shard(h);
     std::vector<std::string> argv = {
-        o_.bin_dir + "/ldpgraph-agent", "--curator",
-        absl::StrCat("127.0.0.1:", port_), "--ca", work_ + "/tls/ca.pem",
+        o_.bin_dir + "/ldpgraph-agent", "--curator", AgentCuratorAddress(h),
+        "--ca", work_ + "/tls/ca.pem",
         "--server-name", "localhost", "--credentials",
         absl::StrCat(work_, "/host-", h, ".credentials"), "--dataset",
         dataset_dir_, "--nodes", absl::StrCat(begin, "-", end), "--scaling",
@@ -933,6 +990,7 @@ void Simulation::StopAll() {
   // graceful shutdown until its grace period ends); then the curator.
   for (auto& a : agents_) a->Terminate();
   for (auto& a : agents_) a->Stop(absl::Seconds(5));
+  proxies_.clear();
   admin_.reset();
   if (curator_) curator_->Stop(absl::Seconds(10));
 }
@@ -941,6 +999,7 @@ absl::Status Simulation::Run() {
   const auto t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(Prepare());
   RETURN_IF_ERROR(StartCurator());
+  if (!o_.attach) RETURN_IF_ERROR(StartNetwork());
   if (!o_.attach) RETURN_IF_ERROR(StartAgents());
   RETURN_IF_ERROR(WaitEnrolled());
 
@@ -1159,6 +1218,7 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                    {"offline_nodes", o_.dropout > 0 ? n - OnlineNodes() : 0},
                    {"quorum", o_.quorum},
                    {"campaign_deadline_seconds", o_.deadline_s}};
+  if (!o_.attach) d["scenario"]["network"] = NetworkJson();
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
@@ -1281,6 +1341,9 @@ void Simulation::Report(const json& j) {
                           c["close_reason"].get<std::string>()));
     }
   }
+  if (sc.contains("network") && sc["network"]["enabled"].get<bool>()) {
+    row("network", NetworkText(sc["network"]));
+  }
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
@@ -1320,6 +1383,75 @@ void Simulation::Report(const json& j) {
                           d["evaluate_seconds"]["rest"].get<double>());
   out_ << absl::StrFormat("  %-26s %9.2f\n", "total", d["total_seconds"].get<double>());
   out_ << std::flush;
+}
+
+absl::Status Simulation::StartNetwork() {
+  if (!o_.network()) return absl::OkStatus();
+  // Network simulation, not privacy noise: seeded even without --seed.
+  const uint64_t seed = SeedMix(o_.seed.value_or(1) ^ 0x6e6574776f726b21ULL);
+  for (int h = 0; h < o_.hosts; ++h) {
+    net::FaultProxy::Options p;
+    p.upstream = absl::StrCat("127.0.0.1:", port_);
+    p.latency = absl::Microseconds(std::llround(o_.latency_ms * 1000));
+    p.jitter = absl::Microseconds(std::llround(o_.jitter_ms * 1000));
+    p.loss = o_.loss;
+    p.seed = SeedFinalise(seed + static_cast<uint64_t>(h));
+    auto proxy = net::FaultProxy::Create(std::move(p));
+    if (!proxy.ok()) {
+      return absl::Status(proxy.status().code(),
+                          absl::StrCat("the network proxy of agent host ", h,
+                                       ": ", proxy.status().message()));
+    }
+    proxies_.push_back(std::move(*proxy));
+  }
+  return absl::OkStatus();
+}
+
+std::string Simulation::AgentCuratorAddress(int h) const {
+  return absl::StrCat("127.0.0.1:", proxies_.empty() ? port_
+                                                      : proxies_[h]->port());
+}
+
+json Simulation::NetworkJson() const {
+  uint64_t connections = 0, chunks = 0, losses = 0, to_curator = 0,
+           to_agents = 0;
+  absl::Duration max_delay;
+  double cpu = 0;
+  for (const auto& p : proxies_) {
+    const net::FaultProxy::Stats s = p->stats();
+    connections += s.connections;
+    chunks += s.chunks;
+    losses += s.injected_losses;
+    to_curator += s.bytes_to_upstream;
+    to_agents += s.bytes_to_client;
+    max_delay = std::max(max_delay, s.max_delay);
+    cpu += s.cpu_seconds;
+  }
+  return {{"enabled", o_.network()},
+          {"latency_ms", o_.latency_ms},
+          {"jitter_ms", o_.jitter_ms},
+          {"loss", o_.loss},
+          {"rto_ms", absl::ToDoubleMilliseconds(net::FaultProxy::RetransmissionTimeout(
+                         absl::Milliseconds(o_.latency_ms),
+                         absl::Milliseconds(o_.jitter_ms)))},
+          {"proxies", proxies_.size()},
+          {"connections", connections},
+          {"chunks", chunks},
+          {"injected_losses", losses},
+          {"bytes_to_curator", to_curator},
+          {"bytes_to_agents", to_agents},
+          {"max_delay_ms", absl::ToDoubleMilliseconds(max_delay)},
+          {"proxy_cpu_seconds", cpu}};
+}
+
+std::string Simulation::NetworkText(const json& n) const {
+  return absl::StrFormat(
+      "latency %g ms +- %g ms each way, loss %g per chunk through %u proxies: "
+      "%u of %u chunks stalled one RTO (%g ms), longest hold %.0f ms",
+      n["latency_ms"].get<double>(), n["jitter_ms"].get<double>(),
+      n["loss"].get<double>(), n["proxies"].get<uint32_t>(),
+      n["injected_losses"].get<uint64_t>(), n["chunks"].get<uint64_t>(),
+      n["rto_ms"].get<double>(), n["max_delay_ms"].get<double>());
 }
 
 absl::Status Simulation::ServeUntilInterrupted() {

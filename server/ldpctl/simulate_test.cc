@@ -107,6 +107,28 @@ TEST_F(SimulateTest, ThreadsMustBeACount) {
   }
 }
 
+// --latency, --jitter and --loss are checked, naming the flag, before a
+// proxy or process starts.
+TEST_F(SimulateTest, NetworkFlagsAreCheckedBeforeAnythingStarts) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--loss", "1"}, "--loss must be in [0, 1), got 1"},
+      {{"--loss", "-0.1"}, "--loss must be in [0, 1), got -0.1"},
+      {{"--latency", "-1"}, "--latency must be in [0, 600000] milliseconds, got -1"},
+      {{"--jitter", "700000"}, "--jitter must be in [0, 600000] milliseconds"},
+      {{"--latency", "nan"}, "--latency must be a finite number"},
+  };
+  for (const auto& [flags, message] : cases) {
+    SCOPED_TRACE(flags[0] + " " + flags[1]);
+    std::vector<std::string> args = {"--nodes", "400"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Result r = Simulate(args);
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_THAT(r.err, HasSubstr(message));
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(fs::is_empty(tmp_));
+  }
+}
+
 // A failure before any process starts leaves no log: the default folder
 // goes, and the error names only the cause.
 TEST_F(SimulateTest, EarlyFailureRemovesTheDefaultFolderAndDoesNotNameIt) {

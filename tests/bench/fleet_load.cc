@@ -29,6 +29,15 @@
 // with real agents, their CPU and RSS. Exit status 0 only when the campaign
 // completed without a single error.
 //
+// Scenarios (off by default): --latency, --jitter and --loss put every
+// host's connection through one fault-injecting TCP proxy in this process
+// (common/net/fault_proxy.h: delays per chunk, so each connection gets its
+// own; the admin and GetStatus channels stay direct), and --dropout F leaves
+// each node offline with probability F (SimulatedOffline, seed 1): it never
+// enrols nor answers (a simulated host whose nodes are all offline never
+// connects), the campaign closes on its --campaign-deadline (default 30 s
+// under dropout), and it counts as complete when every online node reported.
+//
 // A simulated host does not reconnect: unlike ldpgraph-agent, which backs
 // off, enrols again and is re-sent its pending tasks, a host whose call
 // fails counts an error and stays down, so that a curator that refuses load
@@ -88,7 +97,9 @@
 #include "common/hex.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
+#include "common/net/fault_proxy.h"
 #include "common/random.h"
+#include "common/seed_mix.h"
 #include "common/wire/codec.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
@@ -142,6 +153,24 @@ Measurement:
   --timeout S             longest wait for the campaign (default 300)
   --hold S                after the campaign, keep the fleet connected and
                           GetStatus sampling for S more seconds (default 0)
+Scenarios (default: off):
+  --latency MS            every host's connection goes through one
+                          fault-injecting TCP proxy in this process (user
+                          space: no root, no netem) that delays each chunk
+                          of bytes MS milliseconds each way (default 0: no
+                          proxy). Admin and GetStatus calls stay direct
+  --jitter MS             plus a uniform draw in [-MS, +MS] per chunk,
+                          clipped at zero; bytes never reorder (default 0)
+  --loss P                per-chunk probability P in [0, 1) of a lost
+                          segment: the chunk and what follows it stall one
+                          RTO, max(200 ms, 2 x latency + 4 x jitter)
+                          (default 0)
+  --dropout F             each node is offline with probability F in [0, 1)
+                          (drawn from seed 1 and its id, as ldpctl simulate
+                          does): it never enrols nor answers (default 0)
+  --campaign-deadline S   the campaign closes S seconds after it opened
+                          (default: none; 30 with --dropout); it counts as
+                          complete when every online node reported
 Programs and files:
   --curator PATH          ldpgraph-curator (default: found beside fleet_load,
                           or one or two folders up)
@@ -158,6 +187,8 @@ Examples:
   fleet_load --hosts 200
   fleet_load --hosts 5000 --processes 4 --enrol-concurrency 200
   fleet_load --real-agents 20 --nodes-per-host 100 --attribute features
+  fleet_load --hosts 500 --latency 200 --jitter 20 --loss 0.05
+  fleet_load --hosts 500 --dropout 0.2 --campaign-deadline 10
 )";
 
 // --- small utilities ----------------------------------------------------------
@@ -378,7 +409,57 @@ struct Options {
   std::vector<std::string> curator_args;
   std::string dir;
   bool keep = false;
+  // Scenarios: the network (no proxy when all three are 0) and dropout.
+  double latency_ms = 0, jitter_ms = 0, loss = 0;
+  double dropout = 0;
+  double campaign_deadline = 0;  // seconds; 0: none
+  bool network() const { return latency_ms > 0 || jitter_ms > 0 || loss > 0; }
 };
+
+// Seed of the dropout draw and of the proxy's delays: fixed, so runs are
+// comparable. A simulation's design, never privacy noise.
+constexpr uint64_t kScenarioSeed = 1;
+
+bool NodeOffline(const Options& o, uint32_t v) {
+  return ldpgraph::SimulatedOffline(kScenarioSeed, v, o.dropout);
+}
+
+// --latency, --jitter, --loss, --dropout and --campaign-deadline.
+absl::Status ParseScenario(const ldpgraph::CliArgs& a, Options* o) {
+  struct Range {
+    const char* flag;
+    double* out;
+    double lo, hi;
+    bool hi_open;
+  };
+  for (const Range& r : {Range{"latency", &o->latency_ms, 0, 600000, false},
+                         Range{"jitter", &o->jitter_ms, 0, 600000, false},
+                         Range{"loss", &o->loss, 0, 1, true},
+                         Range{"dropout", &o->dropout, 0, 1, true}}) {
+    auto v = a.GetDouble(r.flag);
+    if (!v.ok()) return v.status();
+    if (!*v) continue;
+    if (!(**v >= r.lo && (r.hi_open ? **v < r.hi : **v <= r.hi))) {
+      return absl::InvalidArgumentError(absl::StrCat("--", r.flag, " must be in [", r.lo, ", ",
+                                                     r.hi, r.hi_open ? ")" : "]", ", got ", **v));
+    }
+    *r.out = **v;
+  }
+  auto deadline = a.GetDouble("campaign-deadline");
+  if (!deadline.ok()) return deadline.status();
+  if (*deadline) {
+    if (!(**deadline > 0)) {
+      return absl::InvalidArgumentError("--campaign-deadline must be > 0 seconds");
+    }
+    o->campaign_deadline = **deadline;
+  } else if (o->dropout > 0) {
+    o->campaign_deadline = 30;  // offline nodes would hold it open
+  }
+  if (o->campaign_deadline >= o->timeout) {
+    return absl::InvalidArgumentError("--campaign-deadline must be below --timeout");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   auto parsed = ldpgraph::CliArgs::Parse(
@@ -386,7 +467,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       {"hosts", "nodes-per-host", "processes", "enrol-concurrency", "batch", "real-agents",
        "attribute", "epsilon", "classes", "features", "status-interval-ms", "enrol-timeout",
        "fleet-nice",
-       "timeout", "hold", "curator", "agent", "curator-args", "dir"},
+       "timeout", "hold", "curator", "agent", "curator-args", "dir", "latency", "jitter", "loss",
+       "dropout", "campaign-deadline"},
       {"keep"});
   if (!parsed.ok()) return parsed.status();
   const ldpgraph::CliArgs& a = *parsed;
@@ -466,6 +548,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   }
   o.dir = a.Get("dir").value_or("");
   o.keep = a.Flag("keep");
+  if (absl::Status s = ParseScenario(a, &o); !s.ok()) return s;
   return o;
 }
 
@@ -484,6 +567,7 @@ struct WorkerConfig {
   int nodes_per_host = 1;
   int enrol_concurrency = 0;
   int batch = 512;
+  double dropout = 0;  // --dropout: offline nodes are left out of Enrol
   std::string target;
   std::string node_key;  // raw bytes
   int up_fd = -1, down_fd = -1;
@@ -874,6 +958,7 @@ void Worker::Run() {
     h->stub = v1::AgentService::NewStub(h->channel);
     h->enrol_req.set_host_name(absl::StrCat("fleet-load-", i));
     for (uint32_t v = h->first_node; v < h->first_node + h->count; ++v) {
+      if (ldpgraph::SimulatedOffline(kScenarioSeed, v, c_.dropout)) continue;
       v1::NodeCredential* n = h->enrol_req.add_nodes();
       n->set_node_id(v);
       n->set_secret(ldpgraph::curator::NodeCredential(c_.node_key, v));
@@ -913,6 +998,7 @@ void Worker::Run() {
       cv_.wait(l, [&] { return enrols_in_flight_ < c_.enrol_concurrency || stopping(); });
     }
     if (stopping()) break;
+    if (h->enrol_req.nodes_size() == 0) continue;  // every node offline
     {
       std::lock_guard<std::mutex> l(mu_);
       ++enrols_in_flight_;
@@ -971,6 +1057,7 @@ class Fleet {
       c.nodes_per_host = o.nodes_per_host;
       c.enrol_concurrency = o.enrol_concurrency;
       c.batch = o.batch;
+      c.dropout = o.dropout;
       c.target = target;
       c.node_key = node_key;
       c.up_fd = ups[i][1];
@@ -1275,6 +1362,16 @@ class Run {
   bool Prepare();
   bool StartCurator();
   bool StartAgents();
+  // --latency/--jitter/--loss: the proxy the fleet reaches the curator
+  // through (agent_target_; target_ without them), and --dropout's offline
+  // nodes (offline_) and hosts with a node online.
+  bool StartScenario();
+  int OnlineHosts() const;
+  std::vector<std::string> AgentScenarioArgs() const;
+  // With a deadline, waits until the campaign closed; false on a failure.
+  bool WaitClosed();
+  json ScenarioJson() const;
+  std::string ScenarioText() const;
   // Every host enrolled and subscribed (or failed, or the timeout).
   void WaitEnrolled();
   void RunCampaign();
@@ -1305,6 +1402,9 @@ class Run {
   pid_t curator_ = -1;
   int port_ = 0;
   std::string target_;
+  std::string agent_target_;  // the proxy's address, or target_
+  std::unique_ptr<ldpgraph::net::FaultProxy> proxy_;
+  uint32_t offline_ = 0;  // --dropout: nodes that never come online
   std::vector<pid_t> agents_;
   std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<Admin> admin_;
@@ -1459,13 +1559,14 @@ bool Run::StartAgents() {
     const uint32_t begin = static_cast<uint32_t>(a) * o_.nodes_per_host;
     std::vector<std::string> argv = {
         o_.agent_bin,    "--curator",
-        target_,         "--insecure",
+        agent_target_,   "--insecure",
         "--credentials", absl::StrCat(dir_, "/agent-", a, ".credentials"),
         "--dataset",     dataset_,
         "--nodes",       absl::StrCat(begin, "-", begin + o_.nodes_per_host),
         "--state-dir",   absl::StrCat(dir_, "/agent-", a),
         "--http",        "off",
         "--name",        absl::StrCat("fleet-load-agent-", a)};
+    for (const std::string& x : AgentScenarioArgs()) argv.push_back(x);
     agents_.push_back(
         Spawn(argv, absl::StrCat(dir_, "/agent-", a, ".log"), o_.fleet_nice));
   }
@@ -1534,14 +1635,14 @@ void Run::WaitEnrolled() {
       const int64_t settled = c.enrolled + c.enrol_failed;
       // Every Enrol answered, and every host that enrolled holds a task
       // stream (the curator counts them) or lost it.
-      done = have_status && settled >= o_.hosts &&
+      done = have_status && settled >= OnlineHosts() &&
              int64_t{s.task_streams()} + c.subscribe_failed >= c.enrolled;
       line = absl::StrFormat(
           "enrolling: %d/%d hosts enrolled, %u task streams open on the curator, "
           "%d errors (%d enrols, %d task streams failed)",
           c.enrolled, o_.hosts, s.task_streams(), c.errors, c.enrol_failed, c.subscribe_failed);
     } else {
-      done = have_status && s.enrolled_nodes() >= nodes() &&
+      done = have_status && s.enrolled_nodes() >= nodes() - offline_ &&
              s.task_streams() >= static_cast<uint32_t>(o_.real_agents);
       line = absl::StrFormat("enrolling: %u/%u nodes enrolled, %u/%d agents subscribed",
                              s.enrolled_nodes(), nodes(), s.task_streams(), o_.real_agents);
@@ -1583,6 +1684,13 @@ void Run::RunCampaign() {
   }
   req.mutable_nodes()->set_all(true);
   req.set_quorum(1.0);
+  if (o_.campaign_deadline > 0) {
+    req.set_deadline_unix_ms(
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::system_clock::now().time_since_epoch())
+            .count() +
+        static_cast<int64_t>(o_.campaign_deadline * 1000));
+  }
 
   at_campaign_ = ReadProc(curator_);
   probe_->SetPhase(kCampaignPhase);
@@ -1636,8 +1744,9 @@ void Run::RunCampaign() {
       const WorkerCounters w = fleet_->Totals();
       absl::StrAppend(&line, absl::StrFormat(", %d errors", w.errors));
       // Nothing more can come: the rest belongs to hosts that failed.
-      if (answered < p.targeted() &&
-          answered + static_cast<uint64_t>(w.lost_nodes + w.rejected) >= p.targeted()) {
+      if (answered + offline_ < p.targeted() &&
+          answered + offline_ + static_cast<uint64_t>(w.lost_nodes + w.rejected) >=
+              p.targeted()) {
         if (++stalled_polls > 25) {  // half a second, for stragglers in flight
           progress_.Line(line);
           Fail(absl::StrCat("campaign ", c.id(), " cannot complete: ", p.targeted() - answered,
@@ -1646,15 +1755,23 @@ void Run::RunCampaign() {
         }
       }
     }
-    if (answered >= p.targeted()) {
+    // Every online node answered (all of them, without --dropout).
+    const uint64_t expected = p.targeted() - offline_;
+    if (answered < expected && c.state() == v1::CAMPAIGN_STATE_CLOSED) {
+      progress_.Line(line);
+      Fail(absl::StrCat("campaign ", c.id(), " closed on ", c.close_reason(), " with ", answered,
+                        " of ", expected, " online nodes answered"));
+      return;
+    }
+    if (answered >= expected) {
       campaign_seconds_ = MonoSeconds() - t0;
-      complete_ = p.reported() == p.targeted();
+      complete_ = p.reported() == expected;
       if (fleet_) {
         // The latest ack any host received, on the same monotonic clock.
         // The workers' counters lag by up to 100 ms: wait for them.
         for (int i = 0; i < 50; ++i) {
           const WorkerCounters w = fleet_->Totals();
-          if (w.reported + w.rejected >= p.targeted()) {
+          if (w.reported + w.rejected >= static_cast<int64_t>(expected)) {
             last_ack_seconds_ = w.last_ack_us * 1e-6 - t0;
             break;
           }
@@ -1665,6 +1782,7 @@ void Run::RunCampaign() {
       if (p.refused() > 0) {
         Fail(absl::StrCat(p.refused(), " nodes refused the campaign"));
       }
+      if (!WaitClosed()) complete_ = false;
       return;
     }
     progress_.Maybe(line);
@@ -1688,6 +1806,7 @@ void Run::Cleanup() {
   }
   if (probe_) probe_->Stop();
   probe_.reset();
+  proxy_.reset();
   admin_.reset();  // an open admin channel would hold the curator's shutdown
   if (curator_ > 0) StopProcess(curator_, 15);
   curator_ = -1;
@@ -1700,12 +1819,13 @@ void Run::Cleanup() {
 int Run::Main() {
   if (!Prepare()) return 1;
   if (!StartCurator()) return 1;
+  if (!StartScenario()) return 1;
   if (real()) {
     StartAgents();
   } else {
     // Workers first: a process must fork before it starts gRPC.
     fleet_ = std::make_unique<Fleet>();
-    if (!fleet_->Start(o_, target_, node_key_)) {
+    if (!fleet_->Start(o_, agent_target_, node_key_)) {
       Fail("cannot start the worker processes");
       return 1;
     }
@@ -1860,6 +1980,7 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
                    {"private_mib_total", Mib(f.agents_private)},
                    {"rss_mib_each", f.per_agent}};
   }
+  j["scenario"] = ScenarioJson();
   j["work_dir"] = (o_.keep || exit_code != 0 || !made_dir_) ? dir_ : "";
   return j;
 }
@@ -1889,6 +2010,9 @@ std::string Run::Table(const Figures& f, bool show_dir) const {
                        ? std::string("not created")
                        : absl::StrCat("INCOMPLETE (gave up after ", secs(campaign_waited_), ")")));
   if (!real()) row("  last ack at", secs(last_ack_seconds_));
+  if (o_.network() || o_.dropout > 0 || o_.campaign_deadline > 0) {
+    row("scenario", ScenarioText());
+  }
   if (fleet_) {
     row("errors",
         absl::StrCat(f.errors, " (enrol ", w.enrol_failed, ", task streams ", w.subscribe_failed,
@@ -1942,6 +2066,113 @@ std::string Run::Table(const Figures& f, bool show_dir) const {
   }
   if (show_dir) row("work folder", dir_);
   return t.str();
+}
+
+bool Run::StartScenario() {
+  agent_target_ = target_;
+  for (uint32_t v = 0; v < nodes(); ++v) offline_ += NodeOffline(o_, v);
+  if (!o_.network()) return true;
+  ldpgraph::net::FaultProxy::Options p;
+  p.upstream = target_;
+  p.latency = absl::Microseconds(std::llround(o_.latency_ms * 1000));
+  p.jitter = absl::Microseconds(std::llround(o_.jitter_ms * 1000));
+  p.loss = o_.loss;
+  p.seed = ldpgraph::SeedMix(kScenarioSeed);
+  auto proxy = ldpgraph::net::FaultProxy::Create(p);
+  if (!proxy.ok()) {
+    Fail(absl::StrCat("the network proxy: ", proxy.status().message()));
+    return false;
+  }
+  proxy_ = *std::move(proxy);
+  agent_target_ = absl::StrCat("127.0.0.1:", proxy_->port());
+  progress_.Line(absl::StrFormat(
+      "network: every host through a proxy on %s (latency %g ms, jitter %g ms, loss %g)",
+      agent_target_, o_.latency_ms, o_.jitter_ms, o_.loss));
+  return true;
+}
+
+int Run::OnlineHosts() const {
+  if (o_.dropout <= 0) return hosts();
+  int online = 0;
+  for (int h = 0; h < hosts(); ++h) {
+    const uint32_t first = static_cast<uint32_t>(h) * o_.nodes_per_host;
+    for (uint32_t v = first; v < first + o_.nodes_per_host; ++v) {
+      if (!NodeOffline(o_, v)) {
+        ++online;
+        break;
+      }
+    }
+  }
+  return online;
+}
+
+std::vector<std::string> Run::AgentScenarioArgs() const {
+  if (o_.dropout <= 0) return {};
+  return {"--offline", absl::StrCat(o_.dropout), "--offline-seed",
+          absl::StrCat(kScenarioSeed)};
+}
+
+bool Run::WaitClosed() {
+  if (o_.campaign_deadline <= 0) return true;
+  progress_.Line(absl::StrFormat("waiting for campaign %s to close on its deadline (%g s)",
+                                 campaign_.id(), o_.campaign_deadline));
+  const double until = MonoSeconds() + o_.campaign_deadline + 30;
+  while (!g_interrupted && MonoSeconds() < until) {
+    if (campaign_.state() == v1::CAMPAIGN_STATE_CLOSED) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    grpc::ClientContext ctx;
+    admin_->Prepare(&ctx);
+    v1::GetCampaignRequest get;
+    get.set_campaign_id(campaign_.id());
+    v1::Campaign c;
+    if (admin_->stub().GetCampaign(&ctx, get, &c).ok()) campaign_ = c;
+  }
+  Fail(absl::StrCat("campaign ", campaign_.id(), " did not close on its deadline"));
+  return false;
+}
+
+json Run::ScenarioJson() const {
+  json j = {{"latency_ms", o_.latency_ms},
+            {"jitter_ms", o_.jitter_ms},
+            {"loss", o_.loss},
+            {"dropout", o_.dropout},
+            {"offline_nodes", offline_},
+            {"online_hosts", OnlineHosts()},
+            {"campaign_deadline_seconds", o_.campaign_deadline},
+            {"close_reason", campaign_.close_reason()}};
+  if (proxy_) {
+    const ldpgraph::net::FaultProxy::Stats s = proxy_->stats();
+    j["proxy"] = {{"connections", s.connections},
+                  {"connect_failures", s.connect_failures},
+                  {"chunks", s.chunks},
+                  {"injected_losses", s.injected_losses},
+                  {"bytes_to_curator", s.bytes_to_upstream},
+                  {"bytes_to_hosts", s.bytes_to_client},
+                  {"max_delay_ms", absl::ToDoubleMilliseconds(s.max_delay)},
+                  {"cpu_seconds", s.cpu_seconds}};
+  }
+  return j;
+}
+
+std::string Run::ScenarioText() const {
+  std::string t;
+  if (proxy_) {
+    const ldpgraph::net::FaultProxy::Stats s = proxy_->stats();
+    t = absl::StrFormat(
+        "network %g ms +- %g ms, loss %g: %u connections, %u of %u chunks stalled, "
+        "longest hold %.0f ms, proxy CPU %.2f s",
+        o_.latency_ms, o_.jitter_ms, o_.loss, s.connections, s.injected_losses, s.chunks,
+        absl::ToDoubleMilliseconds(s.max_delay), s.cpu_seconds);
+  }
+  if (o_.dropout > 0 || o_.campaign_deadline > 0) {
+    absl::StrAppend(&t, t.empty() ? "" : "; ",
+                    absl::StrFormat("dropout %g (%u nodes offline, %d hosts online), deadline "
+                                    "%g s, closed on %s",
+                                    o_.dropout, offline_, OnlineHosts(), o_.campaign_deadline,
+                                    campaign_.close_reason().empty() ? "-"
+                                                                     : campaign_.close_reason()));
+  }
+  return t;
 }
 
 void Run::Finish(int exit_code) {

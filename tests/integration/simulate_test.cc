@@ -466,6 +466,63 @@ TEST_F(SimulateTest, DropoutClosesAtTheDeadlineAndLearnsFromWhoAnswered) {
   EXPECT_THAT(r.err, HasSubstr("--quorum must be in (0, 1]"));
 }
 
+// The network: each agent host through its own fault-injecting proxy, with
+// latency, jitter and loss. Answers arrive later, never differently: the
+// seeded metric is exactly that of the direct run, and TLS still verifies
+// the curator through the proxy.
+TEST_F(SimulateTest, TheNetworkDelaysAnswersButDoesNotChangeThem) {
+  const std::string data = Generated(300);
+  const std::vector<std::string> base = {"--dataset", data, "--hosts", "2",
+                                         "--seed", "3"};
+  json direct = Simulate(base);
+  std::vector<std::string> args = base;
+  // A run is a few dozen chunks each way: loss 0.2 stalls some for sure
+  // (none in 40 chunks: 0.8^40, about 1e-4).
+  args.insert(args.end(), {"--latency", "50", "--jitter", "20", "--loss", "0.2"});
+  json slow = Simulate(args);
+  ASSERT_TRUE(direct.is_object() && slow.is_object());
+  EXPECT_EQ(slow["mean"].get<double>(), direct["mean"].get<double>());
+  EXPECT_EQ(slow["deployment"]["reports"], direct["deployment"]["reports"]);
+  EXPECT_EQ(slow["deployment"]["rejected"], 0);
+  EXPECT_TRUE(slow["deployment"]["tls"].get<bool>());
+
+  const json& off = direct["deployment"]["scenario"]["network"];
+  EXPECT_FALSE(off["enabled"].get<bool>());
+  EXPECT_EQ(off["proxies"], 0);
+  const json& n = slow["deployment"]["scenario"]["network"];
+  SCOPED_TRACE(n.dump());
+  EXPECT_TRUE(n["enabled"].get<bool>());
+  EXPECT_EQ(n["latency_ms"].get<double>(), 50);
+  EXPECT_EQ(n["jitter_ms"].get<double>(), 20);
+  EXPECT_EQ(n["loss"].get<double>(), 0.2);
+  EXPECT_EQ(n["rto_ms"].get<double>(), 200);  // max(200, 2 x 50 + 4 x 20)
+  EXPECT_EQ(n["proxies"], 2);
+  EXPECT_GE(n["connections"].get<int>(), 2);  // one per agent host at least
+  // Every report crossed a proxy: more bytes than the curator counted in
+  // report payloads alone.
+  EXPECT_GT(n["bytes_to_curator"].get<uint64_t>(),
+            slow["deployment"]["report_bytes"].get<uint64_t>());
+  EXPECT_GT(n["bytes_to_agents"].get<uint64_t>(), 0u);
+  const uint64_t chunks = n["chunks"].get<uint64_t>();
+  const uint64_t losses = n["injected_losses"].get<uint64_t>();
+  EXPECT_GT(chunks, 20u);
+  EXPECT_GT(losses, 0u);
+  EXPECT_LT(losses, chunks / 2);  // about 20 %
+  // A lost chunk waits its delay plus one RTO.
+  EXPECT_GE(n["max_delay_ms"].get<double>(), 200 + 30 - 1);
+
+  CommandResult r = Ldpctl({"simulate", "--loss", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--loss must be in [0, 1), got 1"));
+  r = Ldpctl({"simulate", "--latency", "-5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--latency must be in [0, 600000] milliseconds, got -5"));
+  // ldpctl run attaches to a deployment whose network is its own.
+  r = Ldpctl({"run", "--dataset", data, "--latency", "5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("latency"));
+}
+
 TEST_F(SimulateTest, BadInputIsAClearErrorBeforeAnyProcessStarts) {
   CommandResult r = Ldpctl({"simulate", "--dataset", scratch_ + "/missing"});
   EXPECT_EQ(r.exit_code, 5) << r.err;
