@@ -39,6 +39,16 @@ absl::StatusOr<Db> OpenDatabase(const std::string& path) {
   return db;
 }
 
+absl::StatusOr<Db> OpenDatabaseReadOnly(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) return SqliteError(rc, db.get(), path, "open read-only");
+  return db;
+}
+
 absl::StatusOr<Stmt> Prepare(sqlite3* db, absl::string_view path,
                              const char* sql, unsigned int flags) {
   sqlite3_stmt* raw = nullptr;

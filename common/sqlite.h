@@ -53,6 +53,10 @@ using BlobHandle = std::unique_ptr<sqlite3_blob, BlobCloser>;
 // SQLite's own mutex (callers serialise). The error of a failed open (as
 // SqliteError, operation "open") names path; nothing is left open then.
 absl::StatusOr<Db> OpenDatabase(const std::string& path);
+// Opens an existing database read-only (an inspection of another process's
+// store: in WAL mode it reads the last committed state while the owner
+// writes). Errors as OpenDatabase's; a missing file is one.
+absl::StatusOr<Db> OpenDatabaseReadOnly(const std::string& path);
 
 // Prepares one statement; SqliteError naming the SQL on failure. flags are
 // sqlite3_prepare_v3's (SQLITE_PREPARE_PERSISTENT for a statement kept and

@@ -133,6 +133,16 @@ std::string ChildProcess::Stop(absl::Duration grace) {
   return *ended_;
 }
 
+std::string ChildProcess::Kill() {
+  if (Exited()) return *ended_;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  ended_ = Describe(status);
+  return *ended_;
+}
+
 uint64_t ChildProcess::PeakRssBytes() const {
   if (ended_) return 0;
   std::ifstream f(absl::StrCat("/proc/", pid_, "/status"));

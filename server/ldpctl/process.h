@@ -44,6 +44,9 @@ class ChildProcess {
   // SIGTERM, up to `grace` for it to exit, then SIGKILL; reaps the child.
   // Returns how it ended. Idempotent.
   std::string Stop(absl::Duration grace);
+  // SIGKILL at once (a crash, for churn scenarios) and reaps the child.
+  // Returns how it ended. Idempotent.
+  std::string Kill();
 
   const std::string& name() const { return name_; }
   const std::string& log_path() const { return log_path_; }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -34,6 +35,7 @@
 #include "common/status_macros.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/curator/credentials.h"
+#include "server/ldpctl/churn.h"
 #include "server/ldpctl/commands.h"
 #include "server/ldpctl/connection.h"
 #include "server/ldpctl/dev_tls.h"
@@ -128,6 +130,26 @@ Scenarios (default: off):
                       (default 0). Delays are drawn from --seed (or 1) and
                       the host's index; they change when answers arrive,
                       never what they are
+  --churn F           a fraction F in [0, 1] of the agent hosts (ceil(F x H),
+                      drawn anew for every campaign from --seed or 1) is
+                      killed with SIGKILL once in every campaign: when its
+                      answers pass a fraction drawn in [0.1, 0.6] of its
+                      nodes, or during a neighbour-substitution exchange
+                      (--edges ns1/ns2), a delay drawn in [0.05, 0.5] s after
+                      it opened. Each is restarted with the same arguments
+                      and state folder (its log: agent-H.restart-K.log).
+                      Reported under scenario.churn: kills and restarts; the
+                      acknowledged reports lost (nodes the curator's store
+                      held for the campaign just before a kill, missing from
+                      it at the end); the epsilon spent beyond what the
+                      campaigns asked, per the curator's ledger and per the
+                      hosts' memos (agent.db). Default 0: off
+  --churn-down S      seconds a killed host stays down (default 1)
+  --churn-batch N     under --churn the hosts send N reports per batch
+                      (default 16; else 512), so that a kill lands between
+                      batches as it would on a host whose nodes report one
+                      by one. --churn 0 gives the baseline: no kill, the
+                      same batches
   --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
                       (default: beside ldpctl)
   --work-dir DIR      work folder, empty or new; kept afterwards (default: a
@@ -276,6 +298,12 @@ struct Options {
   double jitter_ms = 0;
   double loss = 0;
   bool network() const { return latency_ms > 0 || jitter_ms > 0 || loss > 0; }
+  // churn: the fraction of hosts killed and restarted in every campaign,
+  // down churn_down_s seconds each time.
+  bool churn_on = false;  // --churn given, even 0
+  double churn = 0;
+  double churn_down_s = 1;
+  int churn_batch = 16;
   std::string bin_dir;
   std::string work_dir;
   bool keep = false;
@@ -365,6 +393,39 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
   return absl::OkStatus();
 }
 
+// --churn and --churn-down.
+absl::Status ParseChurnFlags(const CliArgs& a, Options* options) {
+  ASSIGN_OR_RETURN(auto churn, a.GetDouble("churn"));
+  if (churn) {
+    if (!(*churn >= 0 && *churn <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--churn must be in [0, 1], got ", *churn));
+    }
+    options->churn = *churn;
+    options->churn_on = true;
+  }
+  ASSIGN_OR_RETURN(auto down, a.GetDouble("churn-down"));
+  if (down) {
+    if (!(*down >= 0 && *down < options->timeout_s)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--churn-down must be >= 0 seconds and below --timeout, got ", *down));
+    }
+    if (!options->churn_on) {
+      return absl::InvalidArgumentError("--churn-down applies to --churn F");
+    }
+    options->churn_down_s = *down;
+  }
+  ASSIGN_OR_RETURN(auto batch, a.GetInt("churn-batch"));
+  if (batch) {
+    if (*batch < 1 || *batch > 65536 || !options->churn_on) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--churn-batch must be in [1, 65536], with --churn; got ", *batch));
+    }
+    options->churn_batch = static_cast<int>(*batch);
+  }
+  return absl::OkStatus();
+}
+
 // --dropout, --quorum and --campaign-deadline (after --timeout: a deadline
 // past it would never be reached).
 absl::Status ParseScenarioFlags(const CliArgs& a, Options* options) {
@@ -401,7 +462,7 @@ absl::Status ParseScenarioFlags(const CliArgs& a, Options* options) {
         "--campaign-deadline (", o.deadline_s, " s) must be below --timeout (",
         o.timeout_s, " s)"));
   }
-  return absl::OkStatus();
+  return ParseChurnFlags(a, options);
 }
 
 // --latency, --jitter and --loss: the network scenario.
@@ -442,7 +503,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   } else {
     values.insert(
         {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads",
-         "dropout", "latency", "jitter", "loss"});
+         "dropout", "latency", "jitter", "loss", "churn", "churn-down",
+         "churn-batch"});
     flags.insert({"keep", "keep-running"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
@@ -551,6 +613,13 @@ class Simulation {
   std::string AgentCuratorAddress(int h) const;
   json NetworkJson() const;
   std::string NetworkText(const json& network) const;
+  // Starts agent host h into agents_[h], its log agent-h.log (or
+  // agent-h.restart-K.log for its K-th restart under --churn).
+  absl::Status StartAgent(int h);
+  // --churn: the driver of one campaign's kills (its plan the run's
+  // next), with hooks that kill and restart agents_[h].
+  absl::StatusOr<ChurnDriver> ChurnFor(const std::string& campaign_id,
+                                       bool exchange);
   absl::Status WaitEnrolled();
   // --dropout: the seed of the offline draw (--seed, else 1), and how many
   // nodes it leaves online.
@@ -585,6 +654,8 @@ class Simulation {
   // Collects the graph (with --edges), the features, and the labels (with
   // a label budget), each campaign to quorum.
   absl::StatusOr<Campaigns> CollectAll();
+  // --churn: the figures of scenario.churn once every campaign ran.
+  absl::StatusOr<json> ChurnFigures(const Campaigns& c);
   // The curator's estimate and evaluate stages on what was collected.
   absl::Status Train(const Campaigns& c, v1::StageResult* estimate,
                      v1::StageResult* evaluate);
@@ -623,6 +694,17 @@ class Simulation {
   std::optional<Connection> admin_;
   std::string failure_logs_;
   std::vector<std::pair<std::string, double>> stage_seconds_;
+  // --churn: the campaigns churned so far, each host's restarts, and per
+  // campaign its kills with what the store held just before each.
+  struct ChurnedCampaign {
+    std::string id;
+    std::vector<ChurnKill> kills;
+    std::vector<std::vector<uint32_t>> stored_before_kill;  // per kill
+    std::vector<uint32_t> acked_before_kill;  // GetCampaign's reported
+  };
+  std::vector<ChurnedCampaign> churned_;
+  std::vector<int> restarts_;
+  json churn_figures_;  // null without --churn
 };
 
 absl::Status Simulation::Check() {
@@ -632,7 +714,9 @@ absl::Status Simulation::Check() {
   }
   std::vector<ChildProcess*> all;
   if (curator_) all.push_back(curator_.get());
-  for (auto& a : agents_) all.push_back(a.get());
+  for (auto& a : agents_) {
+    if (a) all.push_back(a.get());  // null: down under --churn
+  }
   for (ChildProcess* p : all) {
     if (auto how = p->Exited()) {
       failure_logs_ = absl::StrCat("last lines of ", p->log_path(), ":\n",
@@ -796,7 +880,14 @@ absl::Status Simulation::StartCurator() {
 }
 
 absl::Status Simulation::StartAgents() {
-  for (int h = 0; h < o_.hosts; ++h) {
+  agents_.resize(o_.hosts);
+  restarts_.assign(o_.hosts, 0);
+  for (int h = 0; h < o_.hosts; ++h) RETURN_IF_ERROR(StartAgent(h));
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::StartAgent(int h) {
+  {
     const auto [begin, end] = Shard(h);
     std::vector<std::string> argv = {
         o_.bin_dir + "/ldpgraph-agent", "--curator", AgentCuratorAddress(h),
@@ -811,16 +902,62 @@ absl::Status Simulation::StartAgents() {
       argv.push_back("--seed");
       argv.push_back(absl::StrCat(pipeline::NoiseSeed(*o_.seed, 0)));
     }
+    if (o_.churn_on) {
+      argv.insert(argv.end(), {"--batch", absl::StrCat(o_.churn_batch)});
+    }
     if (o_.dropout > 0) {
       argv.insert(argv.end(), {"--offline", absl::StrCat(o_.dropout),
                                "--offline-seed", absl::StrCat(DropoutSeed())});
     }
-    ASSIGN_OR_RETURN(auto child,
-                     ChildProcess::Start(absl::StrCat("agent host ", h), argv,
-                                         absl::StrCat(work_, "/agent-", h, ".log")));
-    agents_.push_back(std::move(child));
+    const std::string log =
+        restarts_[h] == 0
+            ? absl::StrCat(work_, "/agent-", h, ".log")
+            : absl::StrCat(work_, "/agent-", h, ".restart-", restarts_[h], ".log");
+    ASSIGN_OR_RETURN(agents_[h], ChildProcess::Start(absl::StrCat("agent host ", h),
+                                                     argv, log));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<ChurnDriver> Simulation::ChurnFor(const std::string& campaign_id,
+                                                 bool exchange) {
+  ASSIGN_OR_RETURN(std::vector<ChurnKill> plan,
+                   PlanChurn(o_.seed.value_or(1), static_cast<int>(churned_.size()),
+                             o_.hosts, o_.churn, exchange));
+  churned_.push_back({campaign_id, {}, {}, {}});
+  const size_t index = churned_.size() - 1;
+  ChurnDriver::Hooks hooks;
+  hooks.before_kill = [this, index](int) -> absl::Status {
+    ChurnedCampaign& cc = churned_[index];
+    grpc::ClientContext ctx;
+    admin_->Prepare(&ctx);
+    v1::GetCampaignRequest get;
+    get.set_campaign_id(cc.id);
+    v1::Campaign c;
+    RETURN_IF_ERROR(FromGrpc(admin_->stub->GetCampaign(&ctx, get, &c),
+                             admin_->address));
+    cc.acked_before_kill.push_back(c.progress().reported());
+    ASSIGN_OR_RETURN(auto stored, StoredReporters(work_ + "/curator", cc.id));
+    cc.stored_before_kill.push_back(std::move(stored));
+    return absl::OkStatus();
+  };
+  hooks.kill = [this, index](int h) {
+    const std::string how = agents_[h]->Kill();
+    agents_[h].reset();
+    progress_.Note(absl::StrFormat("churn: agent host %d %s during %s (%u acknowledged reports)",
+                                   h, how, churned_[index].id,
+                                   churned_[index].acked_before_kill.back()));
+    return absl::OkStatus();
+  };
+  hooks.restart = [this](int h) {
+    ++restarts_[h];
+    RETURN_IF_ERROR(StartAgent(h));
+    progress_.Note(absl::StrFormat("churn: agent host %d restarted (restart %d)",
+                                   h, restarts_[h]));
+    return absl::OkStatus();
+  };
+  return ChurnDriver(std::move(plan), absl::Seconds(o_.churn_down_s),
+                     std::move(hooks));
 }
 
 absl::Status Simulation::WaitEnrolled() {
@@ -909,8 +1046,14 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     RETURN_IF_ERROR(FromGrpc(admin_->stub->CreateCampaign(&ctx, req, &c),
                              admin_->address));
   }
-  const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
+  const absl::Time opened = absl::Now();
+  const absl::Time until = opened + absl::Seconds(o_.timeout_s);
   const std::string stage = absl::StrCat("collecting ", what, " (", c.id(), ")");
+  std::optional<ChurnDriver> churn;
+  if (o_.churn_on) {
+    ASSIGN_OR_RETURN(churn, ChurnFor(c.id(), req.spec().kind() ==
+                                         v1::MECHANISM_KIND_EDGE_SUBSTITUTION));
+  }
   while (true) {
     RETURN_IF_ERROR(Check());
     grpc::ClientContext ctx;
@@ -925,15 +1068,24 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
                                 "%u/%u reports, %u refusals, %u rejected",
                                 p.reported(), p.targeted(), p.refused(), p.rejected()));
     if (answered >= p.targeted() || c.state() == v1::CAMPAIGN_STATE_CLOSED) break;
+    if (churn) {
+      RETURN_IF_ERROR(churn->Poll(answered, p.targeted(), absl::Now() - opened));
+    }
     if (absl::Now() > until) {
       return absl::DeadlineExceededError(absl::StrCat(
           c.id(), ": ", answered, " of ", p.targeted(),
           " nodes answered within --timeout"));
     }
-    absl::SleepFor(absl::Milliseconds(50));
+    // A kill due soon is looked for often: a small campaign is over in a
+    // few tens of milliseconds.
+    absl::SleepFor(absl::Milliseconds(churn && churn->pending() ? 2 : 50));
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  if (churn) {  // hosts still down come back before the next campaign
+    RETURN_IF_ERROR(churn->Finish());
+    churned_.back().kills = churn->kills();
+  }
   progress_.Done(stage, absl::StrFormat("%u reports, %u refusals, %u rejected in %.2f s",
                                         c.progress().reported(), c.progress().refused(),
                                         c.progress().rejected(), secs));
@@ -988,8 +1140,12 @@ void Simulation::StopAll() {
   // Agents first, all at once, so that none reconnects to a curator on its
   // way down; then the admin channel (an open one holds the curator's
   // graceful shutdown until its grace period ends); then the curator.
-  for (auto& a : agents_) a->Terminate();
-  for (auto& a : agents_) a->Stop(absl::Seconds(5));
+  for (auto& a : agents_) {
+    if (a) a->Terminate();
+  }
+  for (auto& a : agents_) {
+    if (a) a->Stop(absl::Seconds(5));
+  }
   proxies_.clear();
   admin_.reset();
   if (curator_) curator_->Stop(absl::Seconds(10));
@@ -1125,12 +1281,107 @@ absl::StatusOr<json> Simulation::Spending(v1::CuratorStatus* status) {
   return json{{"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
 }
 
+absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  // Every campaign's final reporters, from the curator's store.
+  std::vector<CampaignAnswers> answers;
+  std::map<std::string, std::vector<uint32_t>> final_of;
+  for (const v1::Campaign& campaign : c.all) {
+    ASSIGN_OR_RETURN(auto reporters, StoredReporters(work_ + "/curator", campaign.id()));
+    if (reporters.size() != campaign.progress().reported()) {
+      return absl::InternalError(absl::StrCat(
+          campaign.id(), ": the curator counts ", campaign.progress().reported(),
+          " reports but its store holds ", reporters.size()));
+    }
+    final_of[campaign.id()] = reporters;
+    answers.push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
+  }
+  ASSIGN_OR_RETURN(const std::vector<double> expected, ExpectedSpending(answers, n));
+  // The ledger's spend per node.
+  v1::GetBudgetsResponse budgets;
+  grpc::ClientContext ctx;
+  admin_->Prepare(&ctx);
+  RETURN_IF_ERROR(FromGrpc(
+      admin_->stub->GetBudgets(&ctx, v1::GetBudgetsRequest(), &budgets),
+      admin_->address));
+  std::vector<double> ledger(n, 0.0);
+  for (const v1::NodeBudget& b : budgets.budgets()) {
+    if (b.node_id() < n) ledger[b.node_id()] = b.total_spent();
+  }
+  // The hosts' own memos (committed before a report leaves the host).
+  std::vector<double> memo(n, 0.0);
+  uint64_t memo_rows = 0;
+  for (int h = 0; h < o_.hosts; ++h) {
+    RETURN_IF_ERROR(AddMemoSpending(absl::StrCat(work_, "/agent-", h), n, &memo,
+                                    &memo_rows));
+  }
+  uint64_t checked = 0, lost = 0;
+  int kills = 0, restarts = 0;
+  json campaigns = json::array();
+  for (const ChurnedCampaign& cc : churned_) {
+    const std::vector<uint32_t>& final_set = final_of[cc.id];
+    json jk = json::array();
+    for (size_t i = 0; i < cc.kills.size(); ++i) {
+      const ChurnKill& k = cc.kills[i];
+      if (!k.killed) continue;
+      uint64_t missing = 0;
+      for (uint32_t v : cc.stored_before_kill[i]) {
+        missing += !std::binary_search(final_set.begin(), final_set.end(), v);
+      }
+      checked += cc.stored_before_kill[i].size();
+      lost += missing;
+      ++kills;
+      restarts += k.restarted;
+      jk.push_back({{"host", k.host},
+                    {"after_seconds", k.killed_after_s},
+                    {"answered_at_kill", k.answered_at_kill},
+                    {"acknowledged_before_kill", cc.acked_before_kill[i]},
+                    {"stored_before_kill", cc.stored_before_kill[i].size()},
+                    {"lost", missing},
+                    {"down_seconds", k.down_s}});
+    }
+    double secs = 0;
+    for (const v1::Campaign& campaign : c.all) {
+      if (campaign.id() != cc.id) continue;
+      const std::string attr = campaign.attribute() == v1::ATTRIBUTE_LABEL   ? "labels"
+                               : campaign.attribute() == v1::ATTRIBUTE_EDGES ? "edges"
+                                                                             : "features";
+      for (const auto& [stage, v] : stage_seconds_) {
+        if (stage == "collect " + attr) secs = v;
+      }
+    }
+    campaigns.push_back({{"id", cc.id}, {"seconds", secs}, {"kills", jk}});
+  }
+  return json{
+      {"fraction", o_.churn},
+      {"down_seconds", o_.churn_down_s},
+      {"batch", o_.churn_batch},
+      {"kills", kills},
+      {"restarts", restarts},
+      {"campaigns", campaigns},
+      {"acknowledged_reports_checked", checked},
+      {"acknowledged_reports_lost", lost},
+      {"lost_definition",
+       "nodes the curator's store held for the campaign just before a kill "
+       "(a superset of those acknowledged) missing from its final reporters"},
+      {"curator_extra_epsilon_max", MaxExtraEpsilon(ledger, expected)},
+      {"agent_extra_epsilon_max", MaxExtraEpsilon(memo, expected)},
+      {"agent_memo_rows", memo_rows},
+      {"extra_definition",
+       "max over nodes of the epsilon spent (the curator's ledger; the sum of "
+       "the hosts' memo rows) minus the sum over the distinct questions of "
+       "the campaigns the node reported to"}};
+}
+
 absl::StatusOr<json> Simulation::Results(
     const Campaigns& c, const v1::StageResult& estimate,
     const v1::StageResult& evaluate,
     std::chrono::steady_clock::time_point t0) {
   v1::CuratorStatus status;
   ASSIGN_OR_RETURN(const json spent, Spending(&status));
+  if (o_.churn_on) {
+    ASSIGN_OR_RETURN(churn_figures_, ChurnFigures(c));
+  }
   const uint64_t eval_seed = o_.seed.value_or(1);
   json details = json::parse(evaluate.details_json(), nullptr, false);
   if (details.is_discarded()) details = json::object();
@@ -1219,6 +1470,7 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                    {"quorum", o_.quorum},
                    {"campaign_deadline_seconds", o_.deadline_s}};
   if (!o_.attach) d["scenario"]["network"] = NetworkJson();
+  if (!churn_figures_.is_null()) d["scenario"]["churn"] = churn_figures_;
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
@@ -1229,6 +1481,7 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   if (!o_.attach) {  // ldpctl run cannot see another machine's processes
     uint64_t agents_max = 0, agents_total = 0;
     for (const auto& a : agents_) {
+      if (!a) continue;
       agents_max = std::max(agents_max, a->PeakRssBytes());
       agents_total += a->PeakRssBytes();
     }
@@ -1343,6 +1596,24 @@ void Simulation::Report(const json& j) {
   }
   if (sc.contains("network") && sc["network"]["enabled"].get<bool>()) {
     row("network", NetworkText(sc["network"]));
+  }
+  if (sc.contains("churn")) {
+    const json& ch = sc["churn"];
+    row("churn",
+        absl::StrFormat("%g of the hosts: %d kills, %d restarts; %u "
+                        "acknowledged reports lost (of %u checked); extra "
+                        "epsilon %g (ledger), %g (agents' memos)",
+                        ch["fraction"].get<double>(), ch["kills"].get<int>(),
+                        ch["restarts"].get<int>(),
+                        ch["acknowledged_reports_lost"].get<uint64_t>(),
+                        ch["acknowledged_reports_checked"].get<uint64_t>(),
+                        ch["curator_extra_epsilon_max"].get<double>(),
+                        ch["agent_extra_epsilon_max"].get<double>()));
+    for (const json& c : ch["campaigns"]) {
+      row(absl::StrCat("  ", c["id"].get<std::string>()),
+          absl::StrFormat("%u kills, complete in %.2f s",
+                          c["kills"].size(), c["seconds"].get<double>()));
+    }
   }
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",

@@ -104,6 +104,7 @@
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
 #include "server/curator/credentials.h"
+#include "server/ldpctl/churn.h"
 
 namespace {
 
@@ -139,6 +140,12 @@ Fleet:
   --real-agents K         K real ldpgraph-agent processes instead of
                           simulated hosts, on a generated dataset of
                           K * nodes-per-host nodes
+  --churn F               with --real-agents: ceil(F x K) of the agent
+                          processes (drawn from seed 1) are killed with
+                          SIGKILL once mid-campaign, when its answers pass a
+                          fraction drawn in [0.1, 0.6], and restarted on the
+                          same state after 1 s (log agent-A.restart-1.log);
+                          JSON "churn": kills, restarts (default 0: off)
 Campaign:
   --attribute A           label (k-ary randomized response, default) or
                           features (HDS, sampled dimensions: the default)
@@ -397,6 +404,7 @@ struct Options {
   int enrol_concurrency = 0;
   int batch = 512;
   int real_agents = 0;
+  double churn = 0;  // --real-agents: the fraction killed mid-campaign
   std::string attribute = "label";
   double epsilon = 1.0;
   int classes = 6;
@@ -467,8 +475,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       {"hosts", "nodes-per-host", "processes", "enrol-concurrency", "batch", "real-agents",
        "attribute", "epsilon", "classes", "features", "status-interval-ms", "enrol-timeout",
        "fleet-nice",
-       "timeout", "hold", "curator", "agent", "curator-args", "dir", "latency", "jitter", "loss",
-       "dropout", "campaign-deadline"},
+       "timeout", "hold", "churn", "curator", "agent", "curator-args", "dir", "latency",
+       "jitter", "loss", "dropout", "campaign-deadline"},
       {"keep"});
   if (!parsed.ok()) return parsed.status();
   const ldpgraph::CliArgs& a = *parsed;
@@ -503,6 +511,14 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
         get_double("epsilon", &o.epsilon), get_double("enrol-timeout", &o.enrol_timeout),
         get_double("timeout", &o.timeout), get_double("hold", &o.hold)}) {
     if (!s.ok()) return s;
+  }
+  if (auto churn = a.GetDouble("churn"); !churn.ok()) {
+    return churn.status();
+  } else if (*churn) {
+    if (!(**churn >= 0 && **churn <= 1) || o.real_agents == 0) {
+      return absl::InvalidArgumentError("--churn F needs F in [0, 1] and --real-agents");
+    }
+    o.churn = **churn;
   }
   if (o.real_agents > 0) {
     o.nodes_per_host = 100;
@@ -1372,6 +1388,12 @@ class Run {
   bool WaitClosed();
   json ScenarioJson() const;
   std::string ScenarioText() const;
+  // Agent process a, its log agent-a<log_suffix>.log.
+  pid_t StartAgent(int a, const std::string& log_suffix);
+  // --churn: the campaign's kill plan, and one look at it per poll.
+  void StartChurn();
+  void PollChurn(uint64_t answered, uint64_t targeted, double since_open);
+  std::optional<ldpgraph::ldpctl::ChurnDriver> churn_;
   // Every host enrolled and subscribed (or failed, or the timeout).
   void WaitEnrolled();
   void RunCampaign();
@@ -1555,7 +1577,12 @@ bool Run::StartCurator() {
 }
 
 bool Run::StartAgents() {
-  for (int a = 0; a < o_.real_agents; ++a) {
+  for (int a = 0; a < o_.real_agents; ++a) agents_.push_back(StartAgent(a, ""));
+  return true;
+}
+
+pid_t Run::StartAgent(int a, const std::string& log_suffix) {
+  {
     const uint32_t begin = static_cast<uint32_t>(a) * o_.nodes_per_host;
     std::vector<std::string> argv = {
         o_.agent_bin,    "--curator",
@@ -1567,10 +1594,39 @@ bool Run::StartAgents() {
         "--http",        "off",
         "--name",        absl::StrCat("fleet-load-agent-", a)};
     for (const std::string& x : AgentScenarioArgs()) argv.push_back(x);
-    agents_.push_back(
-        Spawn(argv, absl::StrCat(dir_, "/agent-", a, ".log"), o_.fleet_nice));
+    return Spawn(argv, absl::StrCat(dir_, "/agent-", a, log_suffix, ".log"),
+                 o_.fleet_nice);
   }
-  return true;
+}
+
+void Run::StartChurn() {
+  auto plan = ldpgraph::ldpctl::PlanChurn(1, 0, o_.real_agents, o_.churn, /*exchange=*/false);
+  if (!plan.ok()) return Fail(std::string(plan.status().message()));
+  ldpgraph::ldpctl::ChurnDriver::Hooks hooks;
+  hooks.kill = [this](int a) {
+    kill(agents_[a], SIGKILL);
+    int status = 0;
+    while (waitpid(agents_[a], &status, 0) < 0 && errno == EINTR) {
+    }
+    agents_[a] = -1;  // not a failure: SomethingDied skips it
+    progress_.Line(absl::StrCat("churn: agent ", a, " killed (SIGKILL)"));
+    return absl::OkStatus();
+  };
+  hooks.restart = [this](int a) {
+    agents_[a] = StartAgent(a, ".restart-1");
+    progress_.Line(absl::StrCat("churn: agent ", a, " restarted"));
+    return absl::OkStatus();
+  };
+  churn_.emplace(*std::move(plan), absl::Seconds(1), std::move(hooks));
+}
+
+void Run::PollChurn(uint64_t answered, uint64_t targeted, double since_open) {
+  if (!churn_) return;
+  absl::Status s = churn_->Poll(static_cast<uint32_t>(answered),
+                                static_cast<uint32_t>(targeted),
+                                absl::Seconds(since_open));
+  if (s.ok() && answered >= targeted) s = churn_->Finish();
+  if (!s.ok()) Fail(absl::StrCat("churn: ", s.message()));
 }
 
 std::optional<std::string> Run::SomethingDied() {
@@ -1712,6 +1768,7 @@ void Run::RunCampaign() {
   }
   progress_.Line(absl::StrCat("campaign ", campaign_.id(), " created (", o_.attribute, ", ",
                               nodes(), " nodes)"));
+  if (o_.churn > 0) StartChurn();
   const double until = t0 + o_.timeout;
   progress_.Reset();
   int64_t stalled_polls = 0;
@@ -1755,6 +1812,7 @@ void Run::RunCampaign() {
         }
       }
     }
+    PollChurn(answered, p.targeted(), MonoSeconds() - t0);
     // Every online node answered (all of them, without --dropout).
     const uint64_t expected = p.targeted() - offline_;
     if (answered < expected && c.state() == v1::CAMPAIGN_STATE_CLOSED) {
@@ -1919,6 +1977,14 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
   const WorkerCounters& w = f.w;
   json j;
   j["mode"] = real() ? "real-agents" : "simulated";
+  if (churn_) {
+    int kills = 0, restarts = 0;
+    for (const ldpgraph::ldpctl::ChurnKill& k : churn_->kills()) {
+      kills += k.killed;
+      restarts += k.restarted;
+    }
+    j["churn"] = {{"fraction", o_.churn}, {"kills", kills}, {"restarts", restarts}};
+  }
   j["hosts"] = hosts();
   j["nodes_per_host"] = o_.nodes_per_host;
   j["nodes"] = nodes();
