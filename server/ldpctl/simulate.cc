@@ -624,8 +624,9 @@ class Simulation {
   // --dropout: the seed of the offline draw (--seed, else 1), and how many
   // nodes it leaves online.
   uint64_t DropoutSeed() const { return o_.seed.value_or(1); }
-  uint32_t OnlineNodes() const {
+  uint32_t CountOnlineNodes() const {
     const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+    if (o_.dropout == 0) return n;
     uint32_t online = 0;
     for (uint32_t v = 0; v < n; ++v) {
       online += !SimulatedOffline(DropoutSeed(), v, o_.dropout);
@@ -694,6 +695,11 @@ class Simulation {
   std::optional<Connection> admin_;
   std::string failure_logs_;
   std::vector<std::pair<std::string, double>> stage_seconds_;
+  // The nodes --dropout leaves online (all of them without it), and per
+  // campaign the seconds until every one of them had answered (a campaign
+  // that waits for its deadline stays open after that).
+  uint32_t online_nodes_ = 0;
+  std::map<std::string, double> all_online_seconds_;
   // --churn: the campaigns churned so far, each host's restarts, and per
   // campaign its kills with what the store held just before each.
   struct ChurnedCampaign {
@@ -740,6 +746,7 @@ absl::Status Simulation::Configure() {
         "the method's feature scaling needs a public range the dataset does not declare");
   }
   range_ = *range;
+  online_nodes_ = CountOnlineNodes();
   return absl::OkStatus();
 }
 
@@ -962,7 +969,6 @@ absl::StatusOr<ChurnDriver> Simulation::ChurnFor(const std::string& campaign_id,
 
 absl::Status Simulation::WaitEnrolled() {
   const auto t = std::chrono::steady_clock::now();
-  const uint32_t online = o_.dropout > 0 ? OnlineNodes() : 0;
   const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
   v1::CuratorStatus s;
   while (true) {
@@ -1011,7 +1017,7 @@ absl::Status Simulation::WaitEnrolled() {
                                     s.enrolled_nodes(), s.graph_nodes(),
                                     s.task_streams(), o_.hosts));
     const uint32_t want_nodes =
-        o_.dropout > 0 ? online : s.graph_nodes();
+        o_.dropout > 0 ? online_nodes_ : s.graph_nodes();
     if (s.enrolled_nodes() >= want_nodes &&
         static_cast<int>(s.task_streams()) >= want_hosts) {
       hosts_ = o_.attach ? static_cast<int>(s.task_streams()) : o_.hosts;
@@ -1064,6 +1070,9 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
                              admin_->address));
     const auto& p = c.progress();
     const uint32_t answered = p.reported() + p.refused();
+    if (answered >= online_nodes_ && !all_online_seconds_.contains(c.id())) {
+      all_online_seconds_[c.id()] = absl::ToDoubleSeconds(absl::Now() - opened);
+    }
     progress_.Update(stage, absl::StrFormat(
                                 "%u/%u reports, %u refusals, %u rejected",
                                 p.reported(), p.targeted(), p.refused(), p.rejected()));
@@ -1448,6 +1457,9 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                   {"refused", c.progress().refused()},
                   {"close_reason", c.close_reason()},
                   {"rejected", c.progress().rejected()}});
+    if (auto it = all_online_seconds_.find(c.id()); it != all_online_seconds_.end()) {
+      jc.back()["all_online_answered_seconds"] = it->second;
+    }
   }
   json d;
   // Which graph the pipeline ran on (the evaluate stage's record of it).
@@ -1466,7 +1478,7 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   d["tls"] = !status.insecure();
   d["campaigns"] = jc;
   d["scenario"] = {{"dropout", o_.dropout},
-                   {"offline_nodes", o_.dropout > 0 ? n - OnlineNodes() : 0},
+                   {"offline_nodes", n - online_nodes_},
                    {"quorum", o_.quorum},
                    {"campaign_deadline_seconds", o_.deadline_s}};
   if (!o_.attach) d["scenario"]["network"] = NetworkJson();
@@ -1587,11 +1599,17 @@ void Simulation::Report(const json& j) {
     for (const json& c : d["campaigns"]) {
       row(absl::StrCat("  ", c["attribute"].get<std::string>(), " ",
                        c["id"].get<std::string>()),
-          absl::StrFormat("%u of %u answered, closed on %s",
-                          c["reported"].get<uint32_t>() +
-                              c["refused"].get<uint32_t>(),
-                          c["targeted"].get<uint32_t>(),
-                          c["close_reason"].get<std::string>()));
+          absl::StrCat(
+              absl::StrFormat("%u of %u answered, closed on %s",
+                              c["reported"].get<uint32_t>() +
+                                  c["refused"].get<uint32_t>(),
+                              c["targeted"].get<uint32_t>(),
+                              c["close_reason"].get<std::string>()),
+              c.contains("all_online_answered_seconds")
+                  ? absl::StrFormat(
+                        "; every online node in %.2f s",
+                        c["all_online_answered_seconds"].get<double>())
+                  : ""));
     }
   }
   if (sc.contains("network") && sc["network"]["enabled"].get<bool>()) {

@@ -424,6 +424,7 @@ TEST_F(SimulateTest, AChildThatDiesFailsTheRunAndTakesNothingWithIt) {
 TEST_F(SimulateTest, DropoutClosesAtTheDeadlineAndLearnsFromWhoAnswered) {
   constexpr int kNodes = 600;
   constexpr double kDropout = 0.3;
+  constexpr double kDeadline = 3;
   uint32_t offline = 0;
   for (uint32_t v = 0; v < kNodes; ++v) {
     offline += SimulatedOffline(/*seed=*/3, v, kDropout);
@@ -432,7 +433,8 @@ TEST_F(SimulateTest, DropoutClosesAtTheDeadlineAndLearnsFromWhoAnswered) {
   ASSERT_LT(offline, 240u);
   json j = Simulate({"--nodes", absl::StrCat(kNodes), "--hosts", "2", "--method",
                      "lpgnn", "--epsilon", "3", "--label-epsilon", "3", "--dropout",
-                     absl::StrCat(kDropout), "--campaign-deadline", "3",
+                     absl::StrCat(kDropout), "--campaign-deadline",
+                     absl::StrCat(kDeadline),
                      "--seed", "3"});
   ASSERT_FALSE(j.is_discarded());
   const json& d = j["deployment"];
@@ -445,6 +447,9 @@ TEST_F(SimulateTest, DropoutClosesAtTheDeadlineAndLearnsFromWhoAnswered) {
     EXPECT_EQ(c["reported"].get<uint32_t>(), kNodes - offline);
     EXPECT_EQ(c["rejected"].get<uint32_t>(), 0u);
     EXPECT_EQ(c["close_reason"].get<std::string>(), "deadline");
+    // Every online node had answered before the deadline closed it.
+    ASSERT_TRUE(c.contains("all_online_answered_seconds"));
+    EXPECT_LT(c["all_online_answered_seconds"].get<double>(), kDeadline);
   }
   // Offline nodes spent nothing; online ones their two budgets (3 + 3).
   EXPECT_EQ(d["epsilon_spent_per_node"]["min"].get<double>(), 0.0);
