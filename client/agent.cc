@@ -107,7 +107,8 @@ absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
 
 absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
     NodeRecord record, const AgentPolicy& policy,
-    std::unique_ptr<RandomSource> rng) {
+    std::unique_ptr<RandomSource> rng,
+    std::shared_ptr<const poisoning::Adversary> adversary) {
   if (rng == nullptr) {
     return absl::InvalidArgumentError("NodeAgent needs a random source");
   }
@@ -115,18 +116,25 @@ absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
   RETURN_IF_ERROR(ValidateRecord(record));
   ASSIGN_OR_RETURN(std::unique_ptr<PrivacyBudget> budget,
                    PrivacyBudget::Create(policy.caps));
-  return std::unique_ptr<NodeAgent>(new NodeAgent(
-      std::move(record), policy.attributes, std::move(budget), std::move(rng)));
+  return std::unique_ptr<NodeAgent>(
+      new NodeAgent(std::move(record), policy.attributes, std::move(budget),
+                    std::move(rng), std::move(adversary)));
 }
 
 absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
   v1::Report body;
   if (const FeatureMechanism* mech = spec.feature()) {
-    ASSIGN_OR_RETURN(SparseReport report,
-                     mech->Perturb(record_.features, *rng_));
+    // Simulation only: a malicious node's crafted report.
+    ASSIGN_OR_RETURN(
+        SparseReport report,
+        adversary_ != nullptr
+            ? adversary_->CraftFeatureReport(*mech, record_.features, *rng_)
+            : mech->Perturb(record_.features, *rng_));
     *body.mutable_features() = wire::EncodeFeatureReport(report);
   } else if (const LabelRandomizedResponse* rr = spec.label()) {
-    ASSIGN_OR_RETURN(int label, rr->Perturb(*record_.label, *rng_));
+    ASSIGN_OR_RETURN(int label, adversary_ != nullptr
+                                    ? adversary_->CraftLabel(*rr)
+                                    : rr->Perturb(*record_.label, *rng_));
     body.mutable_label()->set_label(static_cast<uint32_t>(label));
   } else if (const EdgeRandomizedResponse* rr = spec.edges();
              rr != nullptr && spec.kind() == v1::MECHANISM_KIND_EDGE_RR) {
@@ -451,7 +459,7 @@ absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer) 
 absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
     std::vector<NodeRecord> records, AgentPolicy policy,
     std::optional<uint64_t> seed, const std::string& state_dir,
-    AgentStateStore::Options store_options) {
+    AgentStateStore::Options store_options, const SimulatedAttack* attack) {
   if (records.empty()) {
     return absl::InvalidArgumentError("an agent shard needs at least one node");
   }
@@ -466,8 +474,13 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
     }
     ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> rng,
                      NodeRandomSource(seed, node));
+    std::shared_ptr<const poisoning::Adversary> adversary;
+    if (attack != nullptr && attack->nodes.contains(node)) {
+      adversary = attack->adversary;
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<NodeAgent> agent,
-                     NodeAgent::Create(std::move(record), policy, std::move(rng)));
+                     NodeAgent::Create(std::move(record), policy, std::move(rng),
+                                       std::move(adversary)));
     agents.emplace(node, std::move(agent));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<AgentStateStore> store,
@@ -694,6 +707,31 @@ absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     records.push_back(std::move(r));
   }
   return records;
+}
+
+absl::StatusOr<SimulatedAttack> LoadSimulatedAttack(
+    const std::string& dataset_dir, FeatureScaling scaling,
+    const poisoning::AttackSettings& s, uint64_t seed,
+    absl::FunctionRef<bool(uint32_t)> offline) {
+  RETURN_IF_ERROR(s.Validate());
+  ASSIGN_OR_RETURN(Dataset d, LoadDataset(dataset_dir));
+  if (s.target_class >= d.meta.classes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the attack class ", s.target_class, " is not one of the ",
+        d.meta.classes, " classes of ", dataset_dir));
+  }
+  const std::vector<uint32_t> nodes = poisoning::MaliciousNodes(
+      static_cast<uint32_t>(d.graph.num_nodes()), seed, s.fraction, offline);
+  const SparseRows x = ScaleFeatures(d.features, scaling);
+  ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
+                   poisoning::TargetDims(x, d.labels, nodes, s.target_class,
+                                         s.target_dims));
+  ASSIGN_OR_RETURN(std::unique_ptr<poisoning::Adversary> adversary,
+                   poisoning::Adversary::Create(s.target_class, std::move(dims)));
+  SimulatedAttack out;
+  out.adversary = std::move(adversary);
+  out.nodes.insert(nodes.begin(), nodes.end());
+  return out;
 }
 
 }  // namespace ldpgraph::agent

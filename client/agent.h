@@ -55,6 +55,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/agent_state.h"
 #include "common/accounting.h"
+#include "common/attacks/poisoning.h"
 #include "common/crypto/sealed.h"
 #include "common/dataset/dataset.h"
 #include "common/random.h"
@@ -102,6 +103,18 @@ using ::ldpgraph::NodeNoiseSeed;
 absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
     std::optional<uint64_t> seed, uint32_t node);
 
+// SIMULATION ONLY (ldpgraph-agent --malicious): the attacker of a simulated
+// data poisoning (common/attacks/poisoning.h) and the nodes of a shard it
+// controls. Those nodes answer feature and label questions with the
+// adversary's crafted reports in place of the mechanism's perturbation,
+// through the same checks, budget and memo as honest answers (so a restart
+// re-sends the same crafted answer); edge questions they answer honestly,
+// with their true neighbours. An honest deployment never builds one.
+struct SimulatedAttack {
+  std::shared_ptr<const poisoning::Adversary> adversary;
+  std::set<uint32_t> nodes;
+};
+
 // One logical agent. Thread-safe: the record is immutable, the budget is
 // thread-safe and the randomness is only drawn inside the budget's lock.
 class NodeAgent {
@@ -119,9 +132,12 @@ class NodeAgent {
   // INVALID_ARGUMENT if the policy is invalid or the record is (a non-finite
   // feature, a negative label, neighbours not strictly ascending or
   // containing the node). rng must not be null.
+  // adversary (simulation only, see SimulatedAttack): set for a node the
+  // attacker controls, whose feature and label answers it crafts.
   static absl::StatusOr<std::unique_ptr<NodeAgent>> Create(
       NodeRecord record, const AgentPolicy& policy,
-      std::unique_ptr<RandomSource> rng);
+      std::unique_ptr<RandomSource> rng,
+      std::shared_ptr<const poisoning::Adversary> adversary = nullptr);
 
   // Answers task for this node (the caller routes: task.node_ids is not
   // consulted). Not for neighbour substitution (FAILED_PRECONDITION: see
@@ -216,11 +232,13 @@ class NodeAgent {
  private:
   NodeAgent(NodeRecord record, std::set<std::string> attributes,
             std::unique_ptr<PrivacyBudget> budget,
-            std::unique_ptr<RandomSource> rng)
+            std::unique_ptr<RandomSource> rng,
+            std::shared_ptr<const poisoning::Adversary> adversary)
       : record_(std::move(record)),
         attributes_(std::move(attributes)),
         budget_(std::move(budget)),
-        rng_(std::move(rng)) {}
+        rng_(std::move(rng)),
+        adversary_(std::move(adversary)) {}
 
   // The body of a fresh answer from spec's mechanism (runs under the
   // budget's lock). spec is a checked feature, label RR or edge RR spec.
@@ -249,6 +267,8 @@ class NodeAgent {
   const std::set<std::string> attributes_;
   const std::unique_ptr<PrivacyBudget> budget_;
   const std::unique_ptr<RandomSource> rng_;  // used under budget_'s lock
+  // Simulation only: the attacker's, for a malicious node; else null.
+  const std::shared_ptr<const poisoning::Adversary> adversary_;
 };
 
 // What RespondAll returns.
@@ -300,11 +320,15 @@ class AgentShard {
   // pair, making (crypto::KeyPair::Generate, OpenSSL's generator even with a
   // seed) and storing the missing ones before it returns. INVALID_ARGUMENT for no
   // records, a repeated node, an invalid record or policy; the store's
-  // errors; NodeAgent::Restore's errors for a damaged memo.
+  // errors; NodeAgent::Restore's errors for a damaged memo. attack
+  // (simulation only): the shard's nodes in attack->nodes answer as the
+  // attacker's (NodeAgent::Create's adversary); nodes it names that the
+  // shard does not hold are ignored.
   static absl::StatusOr<std::unique_ptr<AgentShard>> Create(
       std::vector<NodeRecord> records, AgentPolicy policy,
       std::optional<uint64_t> seed, const std::string& state_dir,
-      AgentStateStore::Options store_options = {});
+      AgentStateStore::Options store_options = {},
+      const SimulatedAttack* attack = nullptr);
 
   // Answers task for every node of task.node_ids the shard holds, then
   // commits every new memo row in ONE transaction BEFORE returning. If the
@@ -376,5 +400,20 @@ class AgentShard {
 absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     const std::string& dataset_dir, FeatureScaling scaling, uint32_t begin,
     uint32_t end);
+
+// SIMULATION ONLY (ldpgraph-agent --malicious): the attacker of a dataset
+// folder. Its nodes: poisoning::MaliciousNodes over the whole dataset
+// (SimulatedMalicious(seed, v, s.fraction), less the nodes offline(v)
+// leaves out), every one of them, not only a shard's: one attacker pools
+// the records of all the nodes it controls, which this simulation reads
+// from the dataset folder as LoadShard does. Its target dimensions:
+// poisoning::TargetDims over those records scaled by `scaling`, so that
+// every agent host (and `ldpgraph eval` with the same seed) derives the
+// same ones. LoadDataset's errors; INVALID_ARGUMENT for invalid settings or
+// an attack class that is not one of the dataset's classes.
+absl::StatusOr<SimulatedAttack> LoadSimulatedAttack(
+    const std::string& dataset_dir, FeatureScaling scaling,
+    const poisoning::AttackSettings& s, uint64_t seed,
+    absl::FunctionRef<bool(uint32_t)> offline);
 
 }  // namespace ldpgraph::agent

@@ -90,6 +90,19 @@ Flags:
                        --offline-seed (default 1) and its id: it never
                        enrols nor answers (ldpctl simulate --dropout)
   --offline-seed S     the seed of --offline's draw
+  --malicious F        SIMULATION of data poisoning: each node of the
+                       dataset is the attacker's with probability F in
+                       [0, 1), drawn from --malicious-seed and its id (a
+                       node also drawn offline is offline). This host's
+                       malicious nodes send the maximal-gain attack's
+                       crafted reports (Cao, Jia and Gong, USENIX Security
+                       2021) in place of their perturbed features and
+                       labels, through the same budget and memo; edge
+                       answers stay honest. Default 0: no attack
+  --malicious-seed S   the seed of --malicious's draw (default 1)
+  --attack-class C     the class the attacker wants predicted (default 0)
+  --attack-dims R      its target dimensions: the R most indicative of C in
+                       the records of all its nodes (default 10)
   --http ADDR          /metrics, /healthz, /readyz (default 0.0.0.0:9091;
                        "off" disables)
   --name NAME          host name for the curator's audit log (default:
@@ -194,7 +207,44 @@ struct Config {
   // Simulated dropout: nodes drawn offline are left out of the shard.
   double offline = 0;
   uint64_t offline_seed = 1;
+  // Simulated poisoning (--malicious): off while attack.fraction is 0.
+  ldpgraph::poisoning::AttackSettings attack;
+  uint64_t malicious_seed = 1;
 };
+
+// --malicious, --malicious-seed, --attack-class and --attack-dims.
+absl::Status ParseAttackFlags(const ldpgraph::CliArgs& a, Config* config) {
+  Config& c = *config;
+  ASSIGN_OR_RETURN(auto fraction, a.GetDouble("malicious"));
+  if (fraction) c.attack.fraction = *fraction;
+  ASSIGN_OR_RETURN(auto seed, a.GetUint("malicious-seed"));
+  if (seed) c.malicious_seed = *seed;
+  ASSIGN_OR_RETURN(auto cls, a.GetInt("attack-class"));
+  if (cls) {
+    if (*cls < 0 || *cls > 1 << 30) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attack-class must be a class >= 0, got ", *cls));
+    }
+    c.attack.target_class = static_cast<int>(*cls);
+  }
+  ASSIGN_OR_RETURN(auto dims, a.GetInt("attack-dims"));
+  if (dims) {
+    if (*dims < 1 || *dims > 1 << 30) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attack-dims must be >= 1, got ", *dims));
+    }
+    c.attack.target_dims = static_cast<int>(*dims);
+  }
+  if (absl::Status s = c.attack.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--malicious: ", s.message()));
+  }
+  if (c.attack.fraction == 0 && (seed || cls || dims)) {
+    return absl::InvalidArgumentError(
+        "--malicious-seed, --attack-class and --attack-dims apply to "
+        "--malicious F with F > 0");
+  }
+  return absl::OkStatus();
+}
 
 // --cap-total, --cap and --attributes, validated.
 absl::StatusOr<ldpgraph::agent::AgentPolicy> ParsePolicy(
@@ -232,7 +282,8 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
                       "dataset", "nodes", "scaling", "state-dir",
                       "cap-total", "cap", "attributes", "seed",
                       "batch", "http", "name", "max-rate", "offline",
-                      "offline-seed"},
+                      "offline-seed", "malicious", "malicious-seed",
+                      "attack-class", "attack-dims"},
                      {"insecure"}));
   Config c;
   for (const char* flag :
@@ -284,6 +335,7 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   }
   ASSIGN_OR_RETURN(auto offline_seed, a.GetUint("offline-seed"));
   if (offline_seed) c.offline_seed = *offline_seed;
+  RETURN_IF_ERROR(ParseAttackFlags(a, &c));
   ASSIGN_OR_RETURN(auto batch, a.GetInt("batch"));
   if (batch) {
     if (*batch < 1 || *batch > 65536) {
@@ -414,9 +466,20 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
                                        config_.dataset, config_.scaling,
                                        claim.begin, claim.end));
     const size_t offline = LeaveOutOffline(records, options.credentials);
+    std::optional<ldpgraph::agent::SimulatedAttack> attack;
+    size_t malicious = 0;
+    if (config_.attack.fraction > 0) {
+      phase_.Set("simulating the attacker");
+      ASSIGN_OR_RETURN(attack, ldpgraph::agent::LoadSimulatedAttack(
+                                   config_.dataset, config_.scaling,
+                                   config_.attack, config_.malicious_seed,
+                                   [&](uint32_t v) { return IsOffline(v); }));
+      for (const auto& r : records) malicious += attack->nodes.contains(r.node);
+    }
     ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
                                      std::move(records), config_.policy,
-                                     config_.seed, state_dir));
+                                     config_.seed, state_dir, {},
+                                     attack ? &*attack : nullptr));
     // Loading parsed the whole dataset to keep one shard of it: hand the
     // freed heap back, so that a host idles at what its shard needs.
     ::malloc_trim(0);
@@ -429,6 +492,11 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
     if (config_.offline > 0) {
       std::cerr << ", " << offline << " nodes offline (simulated dropout)";
     }
+    if (attack) {
+      std::cerr << ", " << malicious
+                << " nodes MALICIOUS (simulated poisoning, attack class "
+                << config_.attack.target_class << ")";
+    }
     if (http_ != nullptr) std::cerr << ", HTTP on port " << http_->port();
     std::cerr << std::endl;
     return std::make_unique<HostRun>(std::move(lock), std::move(host),
@@ -439,14 +507,16 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
   // drawn offline; returns how many.
   size_t LeaveOutOffline(std::vector<ldpgraph::agent::NodeRecord>& records,
                          std::vector<std::pair<uint32_t, std::string>>& creds) {
-    auto offline = [&](uint32_t v) {
-      return ldpgraph::SimulatedOffline(config_.offline_seed, v,
-                                        config_.offline);
-    };
+    auto offline = [&](uint32_t v) { return IsOffline(v); };
     const size_t before = records.size();
     std::erase_if(records, [&](const auto& r) { return offline(r.node); });
     std::erase_if(creds, [&](const auto& e) { return offline(e.first); });
     return before - records.size();
+  }
+
+  // Whether --offline leaves node v out.
+  bool IsOffline(uint32_t v) const {
+    return ldpgraph::SimulatedOffline(config_.offline_seed, v, config_.offline);
   }
 
   // Reports acknowledged by the curator, over every shard run so far.
@@ -525,6 +595,14 @@ int main(int argc, char** argv) {
                                       ParseFlags, &exit_code);
   if (!config) return exit_code;
   if (config->seed) std::cerr << ldpgraph::kSeededWarning << "\n";
+  if (config->attack.fraction > 0) {
+    std::cerr << "ldpgraph-agent: WARNING: --malicious " << config->attack.fraction
+              << ": this host SIMULATES MALICIOUS AGENTS: its nodes drawn "
+                 "malicious send crafted poisoning reports, not their own "
+                 "perturbed data (attack class "
+              << config->attack.target_class << ", "
+              << config->attack.target_dims << " target dimensions)\n";
+  }
   if (config->host.insecure) {
     std::cerr << "ldpgraph-agent: WARNING: --insecure: plaintext gRPC, for "
                  "development only\n";

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/mechanisms/edge_rr.h"
+#include "common/seed_mix.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
 #include "common/testing/shared_datasets.h"
@@ -1018,6 +1019,123 @@ TEST(LoadShardTest, CoraShardAnswersACampaign) {
       MakeTask("cora-edges", v1::ATTRIBUTE_EDGES, EdgeSpec(2.0, 2708), nodes));
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->fresh, 100u);
+}
+
+}  // namespace
+}  // namespace ldpgraph::agent
+
+namespace ldpgraph::agent {
+namespace {
+
+// Simulated poisoning in a shard: the attacker's nodes answer features with
+// crafted reports on its target dimensions (valid for the curator) and
+// labels with its class, spending the budget as honest answers do; a
+// restarted shard re-sends the same crafted answer from its memo; honest
+// nodes and edge answers are untouched.
+TEST(SimulatedAttackTest, MaliciousNodesCraftThroughTheBudgetAndMemo) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  SimulatedAttack attack;
+  auto adversary = poisoning::Adversary::Create(2, {1, 3});
+  ASSERT_TRUE(adversary.ok());
+  attack.adversary = std::move(*adversary);
+  attack.nodes = {2, 7, 99};  // 99: not in the shard, ignored
+  const v1::Task features = MakeTask(
+      "c1", v1::ATTRIBUTE_FEATURES,
+      FeatureSpec(1.0, 4, v1::MECHANISM_KIND_MULTIBIT), {0, 2, 5, 7});
+  const v1::Task labels = LabelTask("c2", 1.0, {0, 2, 5, 7});
+  std::vector<std::string> first;
+  {
+    auto shard = AgentShard::Create(Records({0, 2, 5, 7}), Policy(), 1,
+                                    tmp.path(), {}, &attack);
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    ShardResponse r = MustRespondAll(**shard, features);
+    ASSERT_EQ(r.reports.size(), 4u);
+    EXPECT_EQ(r.fresh, 4u);
+    auto compiled = wire::CompiledSpec::Compile(features.spec());
+    ASSERT_TRUE(compiled.ok());
+    for (const v1::Report& report : r.reports) {
+      auto decoded =
+          wire::DecodeFeatureReport(report.features(), *compiled->feature());
+      ASSERT_TRUE(decoded.ok()) << decoded.status();
+      if (report.node_id() == 2 || report.node_id() == 7) {
+        ASSERT_EQ(decoded->indices.size(), 1u);
+        EXPECT_TRUE(decoded->indices[0] == 1 || decoded->indices[0] == 3);
+        EXPECT_TRUE(decoded->bits[0]);
+      }
+    }
+    ShardResponse l = MustRespondAll(**shard, labels);
+    for (const v1::Report& report : l.reports) {
+      if (report.node_id() == 2 || report.node_id() == 7) {
+        EXPECT_EQ(report.label().label(), 2u);
+      }
+    }
+    EXPECT_DOUBLE_EQ(*(*shard)->spent(2), 2.0);
+    EXPECT_DOUBLE_EQ(*(*shard)->spent(0), 2.0);
+    first = Bodies(r);
+  }
+  // Restarted (even without the attack): the memo answers, no fresh draw.
+  auto again = AgentShard::Create(Records({0, 2, 5, 7}), Policy(), 1,
+                                  tmp.path());
+  ASSERT_TRUE(again.ok()) << again.status();
+  ShardResponse r = MustRespondAll(**again, features);
+  EXPECT_EQ(r.memo_hits, 4u);
+  EXPECT_EQ(Bodies(r), first);
+}
+
+// Honest nodes of a shard with an attack answer exactly as without one
+// (same seed); edge answers of malicious nodes too.
+TEST(SimulatedAttackTest, HonestAnswersAndEdgesAreUnchanged) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  SimulatedAttack attack;
+  attack.adversary = std::move(*poisoning::Adversary::Create(0, {0}));
+  attack.nodes = {5};
+  auto a = AgentShard::Create(Records({0, 5}), Policy(), 3,
+                              tmp.path() + "/with", {}, &attack);
+  auto b = AgentShard::Create(Records({0, 5}), Policy(), 3,
+                              tmp.path() + "/without");
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Edges first: each node's stream is then where an honest node's is.
+  const v1::Task edges = EdgeTask("c3", 1.0, {0, 5});
+  EXPECT_EQ(Bodies(MustRespondAll(**a, edges)),
+            Bodies(MustRespondAll(**b, edges)));
+  const v1::Task features = FeatureTask("c1", 1.0, {0, 5});
+  const std::vector<std::string> fa = Bodies(MustRespondAll(**a, features));
+  const std::vector<std::string> fb = Bodies(MustRespondAll(**b, features));
+  EXPECT_EQ(fa[0], fb[0]);
+  EXPECT_NE(fa[1], fb[1]);
+}
+
+// The attacker of a dataset folder: every malicious node of the dataset
+// (not only a shard's) less the offline ones, and the target dimensions of
+// their records.
+TEST(SimulatedAttackTest, LoadSimulatedAttackPoolsTheDatasetsMaliciousNodes) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  WriteSmallDataset(tmp.path());
+  poisoning::AttackSettings s{0.9, 1, 1};
+  uint64_t seed = 0;
+  // A seed that makes nodes 2 (class 1, feature 0) and 3 malicious.
+  for (; seed < 10000; ++seed) {
+    if (SimulatedMalicious(seed, 2, 0.9) && SimulatedMalicious(seed, 3, 0.9) &&
+        !SimulatedMalicious(seed, 1, 0.9)) {
+      break;
+    }
+  }
+  auto attack = LoadSimulatedAttack(tmp.path(), FeatureScaling::kUnit, s, seed,
+                                    [](uint32_t) { return false; });
+  ASSERT_TRUE(attack.ok()) << attack.status();
+  EXPECT_TRUE(attack->nodes.contains(2) && attack->nodes.contains(3));
+  EXPECT_FALSE(attack->nodes.contains(1));
+  EXPECT_THAT(attack->adversary->target_dims(), ElementsAre(0));
+  auto offline = LoadSimulatedAttack(tmp.path(), FeatureScaling::kUnit, s, seed,
+                                     [](uint32_t v) { return v == 2; });
+  ASSERT_TRUE(offline.ok());
+  EXPECT_FALSE(offline->nodes.contains(2));
+  s.target_class = 2;  // the dataset has 2 classes
+  EXPECT_EQ(LoadSimulatedAttack(tmp.path(), FeatureScaling::kUnit, s, seed,
+                                [](uint32_t) { return false; })
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

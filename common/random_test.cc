@@ -305,4 +305,26 @@ TEST(SimulatedOfflineTest, FractionDeterminismAndSeeds) {
   EXPECT_NEAR(both, 9000.0, 500.0);
 }
 
+// SimulatedMalicious: none at 0, about the fraction otherwise, a fixed
+// answer per (seed, node), another draw under another seed, and independent
+// of SimulatedOffline under the same seed.
+TEST(SimulatedMaliciousTest, FractionDeterminismSeedsAndIndependence) {
+  constexpr uint32_t kNodes = 100000;
+  uint32_t at_zero = 0, malicious = 0, other_seed = 0, also_offline = 0;
+  for (uint32_t v = 0; v < kNodes; ++v) {
+    at_zero += SimulatedMalicious(7, v, 0.0);
+    const bool a = SimulatedMalicious(7, v, 0.2);
+    EXPECT_EQ(a, SimulatedMalicious(7, v, 0.2));
+    malicious += a;
+    other_seed += a && SimulatedMalicious(8, v, 0.2);
+    also_offline += a && SimulatedOffline(7, v, 0.2);
+  }
+  EXPECT_EQ(at_zero, 0u);
+  // Binomial(100000, 0.2): sd 126; 5 sd either side.
+  EXPECT_NEAR(malicious, 20000.0, 640.0);
+  // Independent draws: about 0.04 of the nodes in both.
+  EXPECT_NEAR(other_seed, 4000.0, 350.0);
+  EXPECT_NEAR(also_offline, 4000.0, 350.0);
+}
+
 }  // namespace ldpgraph

@@ -32,4 +32,17 @@ inline bool SimulatedOffline(uint64_t seed, uint32_t node, double fraction) {
   return static_cast<double>(z >> 11) * 0x1.0p-53 < fraction;
 }
 
+// Whether node `node` is controlled by the attacker in a simulation of data
+// poisoning (common/attacks/poisoning.h): each node on its own with
+// probability `fraction`, a fixed answer per (seed, node) in every process.
+// Its own stream, independent of SimulatedOffline's under the same seed, so
+// that dropout and malice are independent draws (a node drawn both is
+// offline: it sends nothing). A simulation's design, public; never a
+// privacy draw.
+inline bool SimulatedMalicious(uint64_t seed, uint32_t node, double fraction) {
+  if (!(fraction > 0)) return false;
+  const uint64_t z = SeedFinalise(SeedMix(seed ^ 0x6d616c6963652121ULL) ^ node);
+  return static_cast<double>(z >> 11) * 0x1.0p-53 < fraction;
+}
+
 }  // namespace ldpgraph

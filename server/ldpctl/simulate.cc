@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/attacks/poisoning.h"
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
@@ -111,6 +112,17 @@ Scenarios (default: off):
                       silent node's estimated features are an empty row, and
                       a node without a label report is left out of the
                       training and validation sets)
+  --malicious F       a fraction F in [0, 1) of the nodes is an attacker's
+                      (drawn like --dropout from --seed or 1, independently;
+                      a node both is offline): their agents send the
+                      maximal-gain poisoning attack's crafted features
+                      (and, with --label-epsilon, labels) through the same
+                      budget; the table and JSON add target_rate, the test
+                      nodes of other classes predicted --attack-class.
+                      Default: off. Seeded, equal to `ldpgraph eval` with
+                      the same flags
+  --attack-class C    the class the attacker wants predicted (default 0)
+  --attack-dims R     its target feature dimensions (default 10)
   --quorum Q          a campaign closes once a fraction Q in (0, 1] of its
                       nodes answered (default 1)
   --campaign-deadline S  ... or S seconds after it opened (default: none;
@@ -304,6 +316,10 @@ struct Options {
   double churn = 0;
   double churn_down_s = 1;
   int churn_batch = 16;
+  // Simulated poisoning (--malicious): unset is off.
+  std::optional<double> malicious;
+  int attack_class = 0;
+  int attack_dims = 10;
   std::string bin_dir;
   std::string work_dir;
   bool keep = false;
@@ -489,6 +505,30 @@ absl::Status ParseNetworkFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
+// --malicious, --attack-class and --attack-dims.
+absl::Status ParseAttackFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
+  ASSIGN_OR_RETURN(o.malicious, a.GetDouble("malicious"));
+  ASSIGN_OR_RETURN(auto cls, a.GetInt("attack-class"));
+  ASSIGN_OR_RETURN(auto dims, a.GetInt("attack-dims"));
+  if (!o.malicious) {
+    if (cls || dims) {
+      return absl::InvalidArgumentError(
+          "--attack-class and --attack-dims apply to --malicious F");
+    }
+    return absl::OkStatus();
+  }
+  if (cls) o.attack_class = static_cast<int>(std::clamp<int64_t>(*cls, -1, 1 << 30));
+  if (dims) o.attack_dims = static_cast<int>(std::clamp<int64_t>(*dims, 0, 1 << 30));
+  absl::Status s = poisoning::AttackSettings{*o.malicious, o.attack_class,
+                                             o.attack_dims}
+                       .Validate();
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--malicious: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                      const std::string& self_path, bool attach) {
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
@@ -504,7 +544,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     values.insert(
         {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads",
          "dropout", "latency", "jitter", "loss", "churn", "churn-down",
-         "churn-batch"});
+         "churn-batch", "malicious", "attack-class", "attack-dims"});
     flags.insert({"keep", "keep-running"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
@@ -552,6 +592,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
   RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
   if (!attach) RETURN_IF_ERROR(ParseNetworkFlags(a, &o));
+  RETURN_IF_ERROR(ParseAttackFlags(a, &o));
   return o;
 }
 
@@ -565,6 +606,11 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
   c.label_epsilon = o.label_epsilon;
   c.secure_noise = !o.seed.has_value();
   c.threads = o.threads;
+  if (o.malicious) {
+    c.attack_fraction = *o.malicious;
+    c.attack_class = o.attack_class;
+    c.attack_dims = o.attack_dims;
+  }
   RETURN_IF_ERROR(pipeline::ValidateConfig(c));
   return c;
 }
@@ -633,6 +679,21 @@ class Simulation {
     }
     return online;
   }
+  // --malicious: the agent hosts' attack flags, and the nodes the attacker
+  // holds (drawn from DropoutSeed(), less the offline ones).
+  std::vector<std::string> AttackArgs() const;
+  uint32_t MaliciousNodes() const {
+    return static_cast<uint32_t>(
+        poisoning::MaliciousNodes(
+            static_cast<uint32_t>(data_.meta.nodes), DropoutSeed(),
+            o_.malicious.value_or(0),
+            [&](uint32_t v) {
+              return SimulatedOffline(DropoutSeed(), v, o_.dropout);
+            })
+            .size());
+  }
+  // --malicious: the attack's measure on the evaluate stage's confusion.
+  void AddTargetRate(const json& details, json* run) const;
   absl::StatusOr<v1::Campaign> Collect(v1::CreateCampaignRequest req,
                                        const std::string& what);
   absl::Status Stage(const std::string& what,
@@ -916,6 +977,8 @@ absl::Status Simulation::StartAgent(int h) {
       argv.insert(argv.end(), {"--offline", absl::StrCat(o_.dropout),
                                "--offline-seed", absl::StrCat(DropoutSeed())});
     }
+    const std::vector<std::string> attack = AttackArgs();
+    argv.insert(argv.end(), attack.begin(), attack.end());
     const std::string log =
         restarts_[h] == 0
             ? absl::StrCat(work_, "/agent-", h, ".log")
@@ -1382,6 +1445,23 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
        "the campaigns the node reported to"}};
 }
 
+std::vector<std::string> Simulation::AttackArgs() const {
+  if (!o_.malicious || *o_.malicious == 0) return {};
+  return {"--malicious",      absl::StrCat(*o_.malicious),
+          "--malicious-seed", absl::StrCat(DropoutSeed()),
+          "--attack-class",   absl::StrCat(o_.attack_class),
+          "--attack-dims",    absl::StrCat(o_.attack_dims)};
+}
+
+void Simulation::AddTargetRate(const json& details, json* run) const {
+  if (!o_.malicious || !details.contains("confusion")) return;
+  (*run)["confusion"] = details["confusion"];
+  auto rate = pipeline::TargetRate(
+      details["confusion"].get<std::vector<std::vector<uint32_t>>>(),
+      o_.attack_class);
+  if (rate.ok()) (*run)["target_rate"] = *rate;
+}
+
 absl::StatusOr<json> Simulation::Results(
     const Campaigns& c, const v1::StageResult& estimate,
     const v1::StageResult& evaluate,
@@ -1411,6 +1491,7 @@ absl::StatusOr<json> Simulation::Results(
     run["label_agreement"] = details["label_agreement"];
     run["label_agreement_raw"] = details.value("label_agreement_raw", 0.0);
   }
+  AddTargetRate(details, &run);
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
@@ -1483,6 +1564,12 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                    {"campaign_deadline_seconds", o_.deadline_s}};
   if (!o_.attach) d["scenario"]["network"] = NetworkJson();
   if (!churn_figures_.is_null()) d["scenario"]["churn"] = churn_figures_;
+  if (o_.malicious) {
+    d["scenario"]["malicious"] = {{"fraction", *o_.malicious},
+                                  {"nodes", MaliciousNodes()},
+                                  {"attack_class", o_.attack_class},
+                                  {"attack_dims", o_.attack_dims}};
+  }
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
@@ -1633,9 +1720,21 @@ void Simulation::Report(const json& j) {
                           c["kills"].size(), c["seconds"].get<double>()));
     }
   }
+  if (sc.contains("malicious")) {
+    const json& m = sc["malicious"];
+    row("scenario: poisoning",
+        absl::StrFormat("malicious %g (%u nodes, simulated), maximal-gain "
+                        "attack on class %d, %d target dimensions",
+                        m["fraction"].get<double>(), m["nodes"].get<uint32_t>(),
+                        o_.attack_class, o_.attack_dims));
+  }
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
+  if (j["per_run"][0].contains("target_rate")) {
+    row(absl::StrCat("target rate (class ", o_.attack_class, ")"),
+        absl::StrFormat("%.4f", j["per_run"][0]["target_rate"].get<double>()));
+  }
   const json& e = d["epsilon_spent_per_node"];
   row("epsilon spent per node",
       absl::StrFormat("mean %g (min %g, max %g)", e["mean"].get<double>(),

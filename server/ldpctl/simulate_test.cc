@@ -215,3 +215,30 @@ TEST_F(SimulateTest, AFailureAfterAProcessStartedKeepsAndNamesTheFolder) {
 
 }  // namespace
 }  // namespace ldpgraph::ldpctl
+
+namespace ldpgraph::ldpctl {
+namespace {
+
+// --malicious and its settings are checked before anything starts.
+TEST(SimulateAttackFlagsTest, BadSettingsAreUsageErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"--malicious", "1"}, "--malicious: the malicious fraction must be in [0, 1), got 1"},
+      {{"--attack-class", "2"}, "--attack-class and --attack-dims apply to --malicious F"},
+      {{"--malicious", "0.1", "--attack-dims", "0"}, "target dimensions must be >= 1"},
+      {{"--malicious", "0.1", "--attack-class", "-1"}, "attack class must be >= 0"},
+  };
+  for (const Case& c : cases) {
+    std::ostringstream out, err;
+    std::vector<std::string> args = {"--nodes", "400"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    EXPECT_EQ(RunSimulate(args, "/nonexistent/ldpctl", out, err), kExitUsage);
+    EXPECT_THAT(err.str(), HasSubstr(c.message));
+  }
+}
+
+}  // namespace
+}  // namespace ldpgraph::ldpctl

@@ -159,6 +159,37 @@ absl::Status ParseSampledAndLabelFlags(const CliArgs& a, PipelineConfig* config)
   return absl::OkStatus();
 }
 
+// --malicious, --attack-class and --attack-dims: the simulated poisoning
+// attack (PipelineConfig::attack_*). --malicious alone attacks class 0;
+// --attack-class alone (or --malicious 0) only measures the target rate.
+absl::Status ParseAttackFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  ASSIGN_OR_RETURN(auto fraction, a.GetDouble("malicious"));
+  ASSIGN_OR_RETURN(auto t, a.GetInt("attack-class"));
+  ASSIGN_OR_RETURN(auto dims, a.GetInt("attack-dims"));
+  if (fraction) {
+    if (!(*fraction >= 0 && *fraction < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--malicious must be in [0, 1), got ", *fraction));
+    }
+    c.attack_fraction = *fraction;
+  }
+  if (t) {
+    ASSIGN_OR_RETURN(int cls, FlagToInt(*t, "attack-class", 0));
+    c.attack_class = cls;
+  } else if (fraction) {
+    c.attack_class = 0;
+  }
+  if (dims) {
+    if (!c.attack_class) {
+      return absl::InvalidArgumentError(
+          "--attack-dims applies to an attack (--malicious F)");
+    }
+    ASSIGN_OR_RETURN(c.attack_dims, FlagToInt(*dims, "attack-dims", 1));
+  }
+  return absl::OkStatus();
+}
+
 // --tune-feature-steps and --tune-label-steps (LPGNN only): the grids of
 // K_x and K_y each run chooses from.
 absl::Status ParseTuneGrids(const CliArgs& a, PipelineConfig* config) {
@@ -417,7 +448,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "seed", "format", "activation", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs",
            "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
-           "sensitivity", "lambda", "mu", "threads"},
+           "sensitivity", "lambda", "mu", "threads", "malicious",
+           "attack-class", "attack-dims"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
            "no-standardize", "help"}));
   EvalOptions o;
@@ -441,6 +473,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   RETURN_IF_ERROR(ParseModelFlags(a, &c));
   RETURN_IF_ERROR(ParseTrainingFlags(a, &c));
   RETURN_IF_ERROR(ParseRunFlags(a, &o));
+  RETURN_IF_ERROR(ParseAttackFlags(a, &c));
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
   // Any of these takes LPGNN's settings into the user's hands: the
@@ -460,13 +493,14 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                                             std::ostream* progress) {
   using nlohmann::json;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<double> values;
+  std::vector<double> values, target_rates;
   json per_run = json::array();
   std::string noise;
   for (int run = 0; run < runs; ++run) {
     ASSIGN_OR_RETURN(pipeline::RunResult r,
                      pipeline::RunPipeline(d, c, seed, run));
     values.push_back(r.metric);
+    if (r.target_rate) target_rates.push_back(*r.target_rate);
     noise = r.noise_source;
     json jr = pipeline::RunResultToJson(r);
     jr["run"] = run;
@@ -494,6 +528,10 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
   j["parameters"] = pipeline::ConfigToJson(c);
   j["noise_source"] = noise;
   j["per_run"] = per_run;
+  if (!target_rates.empty()) {
+    const training::Summary t = training::Summarize(target_rates);
+    j["target_rate"] = {{"mean", t.mean}, {"std", t.std}, {"values", target_rates}};
+  }
   return j;
 }
 
@@ -618,6 +656,25 @@ constexpr char kEvalHelpModel[] = R"(Model:
                          0.001; --lr is the full batch's)
   --split S              node: random (50/25/25; default) or planetoid
 )";
+// the attack simulation;
+constexpr char kEvalHelpAttack[] = R"(Attack simulation (node task; default: off):
+  --malicious F          a fraction F in [0, 1) of the nodes is an attacker's
+                         (each node on its own, drawn from --seed and its
+                         id, the same nodes in every run): they send the
+                         maximal-gain poisoning attack's crafted reports
+                         (Cao, Jia and Gong, USENIX Security 2021) instead
+                         of perturbing: the mechanism's top output on
+                         sampled target dimensions and, with
+                         --label-epsilon, the label --attack-class. Reports
+                         are valid; the budget is spent as honest ones spend
+                         it. Not with laplace (no maximal output)
+  --attack-class C       the class the attacker wants predicted (default
+                         0); given alone (or with --malicious 0) it only
+                         measures: target_rate, the fraction of test nodes
+                         of other classes predicted C
+  --attack-dims R        target dimensions: the R most indicative of C in
+                         the attacker's own records (default 10)
+)";
 // runs, output and examples.
 constexpr char kEvalHelpRuns[] = R"(Runs and output:
   --runs R               runs (default 5)
@@ -628,7 +685,9 @@ constexpr char kEvalHelpRuns[] = R"(Runs and output:
   --format F             table (default) or json: one object with task,
                          metric, mean, std, runs, values, seconds, dataset,
                          parameters (every setting, defaults included) and
-                         per-run figures
+                         per-run figures (node task: confusion, the test
+                         nodes' [true][predicted] counts; target_rate with
+                         an attack class, and its summary target_rate)
   --help                 this text
 
 Examples:
@@ -643,7 +702,7 @@ Examples:
 
 std::string EvalHelp() {
   return absl::StrCat(kEvalHelpPipeline, kEvalHelpRelease, kEvalHelpPropagation,
-                      kEvalHelpModel, kEvalHelpRuns);
+                      kEvalHelpModel, kEvalHelpAttack, kEvalHelpRuns);
 }
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,
@@ -690,6 +749,13 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
                             o.config.epsilon),
       j["metric"].get<std::string>(), 100 * j["mean"].get<double>(),
       100 * j["std"].get<double>(), o.runs, j["seconds"].get<double>());
+  if (j.contains("target_rate")) {
+    out << absl::StrFormat(
+        "  malicious %g, attack class %d: target rate %.2f ± %.2f %%\n",
+        o.config.attack_fraction, *o.config.attack_class,
+        100 * j["target_rate"]["mean"].get<double>(),
+        100 * j["target_rate"]["std"].get<double>());
+  }
   return kExitOk;
 }
 

@@ -133,6 +133,7 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
                                            const PipelineConfig& c,
                                            const Collected* collected,
                                            const SparseRows* given,
+                                           const Poisoning* poisoning,
                                            NoiseStreams& noise, RunResult* r) {
   if (given != nullptr) {
     if (given->rows != d.graph.num_nodes() || given->cols != d.features.cols) {
@@ -167,16 +168,21 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
   ASSIGN_OR_RETURN(auto mech, BuildFeatureMechanism(c, d));
   r->noise_source = std::string(noise.name());
   const auto t = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(SparseRows est,
-                   SimulateFeatureReports(x, *mech, [&](size_t v) -> RandomSource& {
-                     return noise.at(static_cast<NodeId>(v));
-                   }));
+  ASSIGN_OR_RETURN(
+      SparseRows est,
+      SimulateFeatureReports(
+          x, *mech,
+          [&](size_t v) -> RandomSource& {
+            return noise.at(static_cast<NodeId>(v));
+          },
+          poisoning));
   r->perturb_seconds = SecondsSince(t);
   return est;
 }
 
 // The label reports of the training and validation nodes (-1 elsewhere):
-// collected, or each node's true label through k-ary randomized response.
+// collected, or each node's true label through k-ary randomized response
+// (a malicious node's: the attack's label, drawing nothing).
 struct LabelReports {
   std::vector<int32_t> reported;
   Mat<float> transition;  // T[a][b] = P(report b | true a)
@@ -187,6 +193,7 @@ absl::StatusOr<LabelReports> PerturbLabels(const Dataset& d,
                                            const PipelineConfig& c,
                                            int classes,
                                            const Collected* collected,
+                                           const Poisoning* poisoning,
                                            NoiseStreams& noise) {
   ASSIGN_OR_RETURN(auto rr,
                    LabelRandomizedResponse::Create(*c.label_epsilon, classes));
@@ -199,6 +206,8 @@ absl::StatusOr<LabelReports> PerturbLabels(const Dataset& d,
         // The split holds only nodes that reported (RunNode filters it).
         y = (*collected->label_reports)[v];
         RETURN_IF_ERROR(rr->ValidateReport(y));
+      } else if (poisoning != nullptr && poisoning->malicious[v]) {
+        ASSIGN_OR_RETURN(y, poisoning->adversary->CraftLabel(*rr));
       } else {
         ASSIGN_OR_RETURN(y, rr->Perturb(d.labels[v], noise.at(v)));
       }
@@ -383,6 +392,18 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   r.metric = t.test_accuracy;
   r.micro_f1 = t.test_micro_f1;
   r.macro_f1 = t.test_macro_f1;
+  r.confusion.assign(d.meta.classes,
+                     std::vector<uint32_t>(d.meta.classes, 0));
+  for (size_t i = 0; i < t.test_predictions.size(); ++i) {
+    const int32_t truth = data.test_truth[i], pred = t.test_predictions[i];
+    if (truth >= 0 && truth < d.meta.classes && pred >= 0 &&
+        pred < d.meta.classes) {
+      ++r.confusion[truth][pred];
+    }
+  }
+  if (c.attack_class) {
+    ASSIGN_OR_RETURN(r.target_rate, TargetRate(r.confusion, *c.attack_class));
+  }
   r.training = t.training;
   r.train_seconds = t.training.seconds;
   if (t.outputs) r.node_outputs = Posteriors(*t.outputs);
@@ -426,6 +447,15 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                         collected || IsReleaseMethod(c.method)
                                             ? 0
                                             : d.graph.num_nodes()));
+  std::unique_ptr<Poisoning> poisoning;
+  if (collected == nullptr && c.attack_fraction > 0) {
+    if (overrides.features != nullptr) {
+      return absl::InvalidArgumentError(
+          "the poisoning attack is simulated on the run's own reports; it "
+          "does not apply to overriding features");
+    }
+    ASSIGN_OR_RETURN(poisoning, PreparePoisoning(d, c, seed));
+  }
   NodeRunInputs in{&d, &graph, &split, nullptr, nullptr, nullptr};
   DenseMatrix release;
   SparseRows x;
@@ -434,13 +464,14 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     in.release = &release;
   } else {
     ASSIGN_OR_RETURN(x, CollectFeatures(d, c, collected, overrides.features,
-                                        noise, &r));
+                                        poisoning.get(), noise, &r));
     in.x = &x;
   }
   LabelReports labels;
   if (c.label_epsilon) {
     ASSIGN_OR_RETURN(labels, PerturbLabels(d, split, c, classes,
-                                           labels_collected, noise));
+                                           labels_collected, poisoning.get(),
+                                           noise));
     in.labels = &labels;
   }
   const uint64_t model_seed = StageSeed(seed, run, kModel);
@@ -511,7 +542,7 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
                      NoiseStreams::Create(c, NoiseSeed(seed, run),
                                           collected ? 0 : d.graph.num_nodes()));
     ASSIGN_OR_RETURN(SparseRows x,
-                     CollectFeatures(d, c, collected, features, noise, &r));
+                     CollectFeatures(d, c, collected, features, nullptr, noise, &r));
     const auto t_prop = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(z, PprPush(train_graph, x, PprOptionsOf(c)));
     r.propagate_seconds = SecondsSince(t_prop);
@@ -667,7 +698,36 @@ void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c) {
   c->node_model.dropout = t[2];
 }
 
+namespace {
+
+// The attack settings of c (PipelineConfig::attack_*).
+absl::Status ValidateAttack(const PipelineConfig& c) {
+  if (c.attack_class) {
+    RETURN_IF_ERROR((poisoning::AttackSettings{
+        c.attack_fraction, *c.attack_class, c.attack_dims}.Validate()));
+  } else if (c.attack_fraction != 0) {
+    return absl::InvalidArgumentError(
+        "a poisoning attack (attack fraction > 0) needs its target class");
+  }
+  if (!c.attack_class) return absl::OkStatus();
+  if (c.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "the poisoning attack and its target rate apply to node "
+        "classification only");
+  }
+  if (c.attack_fraction > 0 &&
+      (IsReleaseMethod(c.method) || c.mechanism == "none")) {
+    return absl::InvalidArgumentError(
+        "the poisoning attack crafts LDP reports: it needs a feature "
+        "mechanism (not a central release, not mechanism none)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateConfig(const PipelineConfig& c) {
+  RETURN_IF_ERROR(ValidateAttack(c));
   if (c.threads < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "threads must be >= 0 (0 = every core), got ", c.threads));
@@ -814,13 +874,24 @@ absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
 
 absl::StatusOr<SparseRows> SimulateFeatureReports(
     const SparseRows& x, const FeatureMechanism& mech,
-    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row) {
+    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row,
+    const Poisoning* poisoning) {
+  if (poisoning != nullptr && poisoning->malicious.size() != x.rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "poisoning marks ", poisoning->malicious.size(), " nodes for ",
+        x.rows, " feature rows"));
+  }
   SparseRows out;
   out.cols = x.cols;
   std::vector<double> row(x.cols), estimate(x.cols);
   for (size_t v = 0; v < x.rows; ++v) {
     x.RowToDense(v, absl::MakeSpan(row));
-    ASSIGN_OR_RETURN(SparseReport report, mech.Perturb(row, rng_of_row(v)));
+    const bool crafted = poisoning != nullptr && poisoning->malicious[v];
+    ASSIGN_OR_RETURN(
+        SparseReport report,
+        crafted ? poisoning->adversary->CraftFeatureReport(mech, row,
+                                                          rng_of_row(v))
+                : mech.Perturb(row, rng_of_row(v)));
     std::fill(estimate.begin(), estimate.end(), 0.0);
     RETURN_IF_ERROR(mech.Estimate(report, absl::MakeSpan(estimate)));
     // Every non-zero of the estimate is kept: unreported dimensions are not
@@ -828,6 +899,52 @@ absl::StatusOr<SparseRows> SimulateFeatureReports(
     out.AppendDenseRow(estimate);
   }
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<Poisoning>> PreparePoisoning(
+    const Dataset& d, const PipelineConfig& c, uint64_t seed) {
+  if (!(c.attack_fraction > 0)) return nullptr;
+  RETURN_IF_ERROR(ValidateAttack(c));
+  if (*c.attack_class >= d.meta.classes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the attack class ", *c.attack_class, " is not one of dataset '",
+        d.meta.name, "''s ", d.meta.classes, " classes"));
+  }
+  const uint32_t n = static_cast<uint32_t>(d.graph.num_nodes());
+  const std::vector<uint32_t> nodes =
+      poisoning::MaliciousNodes(n, seed, c.attack_fraction);
+  // What the attacker holds: its nodes' records, scaled as every agent's.
+  const SparseRows x = ScaleFeatures(d.features, c.scaling);
+  ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
+                   poisoning::TargetDims(x, d.labels, nodes, *c.attack_class,
+                                         c.attack_dims));
+  auto out = std::make_unique<Poisoning>();
+  ASSIGN_OR_RETURN(out->adversary,
+                   poisoning::Adversary::Create(*c.attack_class, std::move(dims)));
+  out->malicious.assign(n, false);
+  for (uint32_t v : nodes) out->malicious[v] = true;
+  return out;
+}
+
+absl::StatusOr<double> TargetRate(
+    const std::vector<std::vector<uint32_t>>& confusion, int t) {
+  if (t < 0 || static_cast<size_t>(t) >= confusion.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target class ", t, " is not one of the confusion matrix's ",
+        confusion.size(), " classes"));
+  }
+  uint64_t others = 0, to_t = 0;
+  for (size_t a = 0; a < confusion.size(); ++a) {
+    if (confusion[a].size() != confusion.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "confusion matrix row ", a, " has ", confusion[a].size(),
+          " entries, expected ", confusion.size()));
+    }
+    if (a == static_cast<size_t>(t)) continue;
+    for (uint32_t count : confusion[a]) others += count;
+    to_t += confusion[a][t];
+  }
+  return others ? static_cast<double>(to_t) / others : 0.0;
 }
 
 nlohmann::json RunResultToJson(const RunResult& r) {
@@ -844,6 +961,8 @@ nlohmann::json RunResultToJson(const RunResult& r) {
     j["label_agreement"] = *r.label_agreement;
     j["label_agreement_raw"] = r.label_agreement_raw.value_or(0.0);
   }
+  if (!r.confusion.empty()) j["confusion"] = r.confusion;
+  if (r.target_rate) j["target_rate"] = *r.target_rate;
   if (!r.tuning.is_null()) j["tuning"] = r.tuning;
   if (!r.release.is_null()) j["release"] = r.release;
   return j;
@@ -972,6 +1091,12 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                         {"normalisation", KPropNormName(c.kprop_norm)}};
   }
   j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
+  if (c.attack_class) {
+    j["attack"] = {{"kind", "maximal-gain"},
+                   {"fraction", c.attack_fraction},
+                   {"class", *c.attack_class},
+                   {"dims", c.attack_dims}};
+  }
   return j;
 }
 

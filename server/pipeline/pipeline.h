@@ -50,6 +50,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "common/attacks/poisoning.h"
 #include "common/dataset/dataset.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/names.h"
@@ -184,6 +185,20 @@ struct PipelineConfig {
 
   bool secure_noise = false;
 
+  // Simulated data poisoning (common/attacks/poisoning.h), node task with a
+  // feature mechanism only. attack_fraction > 0: the nodes drawn by
+  // SimulatedMalicious(seed, v, attack_fraction), seed the pipeline's seed
+  // (the same set in every run), are the attacker's: their feature reports
+  // are crafted by the maximal-gain attack on the attack_dims dimensions
+  // their own records (scaled features and labels, pooled) find most
+  // indicative of attack_class, and with a label budget their label reports
+  // are attack_class. attack_class set (with any fraction, 0 included)
+  // also measures the attack: RunResult::target_rate. An attack needs
+  // attack_class. All off by default.
+  double attack_fraction = 0;
+  std::optional<int> attack_class;
+  int attack_dims = 10;
+
   // Threads for the stages that run in parallel, 0 (default) for every
   // core (ResolveThreads, common/parallel.h): propagation, PPR push (in
   // place of ppr.threads), KProp over features and labels, and training (in
@@ -235,6 +250,11 @@ struct RunResult {
   // that equal the true label, and the same before denoising.
   std::optional<double> label_agreement;
   std::optional<double> label_agreement_raw;
+  // Node task: the confusion matrix over the test nodes, confusion[true
+  // class][predicted class] (classes x classes counts).
+  std::vector<std::vector<uint32_t>> confusion;
+  // With c.attack_class: TargetRate(confusion, *c.attack_class).
+  std::optional<double> target_rate;
   double perturb_seconds = 0;
   double propagate_seconds = 0;
   double train_seconds = 0;
@@ -250,6 +270,13 @@ struct RunResult {
   // (embedding::Release::details; propagate_seconds is its training time).
   nlohmann::json release;
 };
+
+// The attack's success on a confusion matrix (RunResult::confusion): the
+// fraction of test nodes whose true class is not t that are predicted t; 0
+// when there is no such node. INVALID_ARGUMENT if t is not a class of the
+// matrix or the matrix is not square.
+absl::StatusOr<double> TargetRate(
+    const std::vector<std::vector<uint32_t>>& confusion, int t);
 
 // The seed of run's privacy noise (see Randomness above): what a simulated
 // deployment gives its agents to reproduce run `run` of seed.
@@ -319,7 +346,8 @@ nlohmann::json ConfigToJson(const PipelineConfig& c);
 // per run and the curator records for an evaluate stage. Keys: epochs,
 // best_epoch, validation, seconds_per_epoch, perturb_seconds (0 on
 // collected reports), propagate_seconds, train_seconds, micro_f1 and
-// macro_f1 (0 for the link task); label_agreement and label_agreement_raw
+// macro_f1 (0 for the link task); confusion (node task); target_rate with
+// an attack class; label_agreement and label_agreement_raw
 // with noisy labels; tuning and release when the run has them. The
 // headline metric is left to the caller, which names it its own way.
 nlohmann::json RunResultToJson(const RunResult& r);
@@ -328,12 +356,27 @@ nlohmann::json RunResultToJson(const RunResult& r);
 // Perturb on the agent's side, Estimate on the curator's. Rows of x must lie
 // in the mechanism's range (the agent clips otherwise).
 // The first form draws every row from rng; the second draws row v from
-// rng_of_row(v).
+// rng_of_row(v), and with poisoning, the rows of its malicious nodes are the
+// adversary's crafted reports (from the same rng_of_row(v)) instead.
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
                                                   const FeatureMechanism& mech,
                                                   RandomSource& rng);
+// The attacker of a simulated poisoning: its adversary and which nodes it
+// controls (malicious[v], one entry per row).
+struct Poisoning {
+  std::unique_ptr<poisoning::Adversary> adversary;
+  std::vector<bool> malicious;
+};
 absl::StatusOr<SparseRows> SimulateFeatureReports(
     const SparseRows& x, const FeatureMechanism& mech,
-    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row);
+    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row,
+    const Poisoning* poisoning = nullptr);
+
+// The attacker of c for dataset d and seed (PipelineConfig::attack_*):
+// nullptr when c.attack_fraction is 0. INVALID_ARGUMENT for an attack
+// class that is not one of d's classes; UNIMPLEMENTED (at report time) for
+// a mechanism the attack has no form for.
+absl::StatusOr<std::unique_ptr<Poisoning>> PreparePoisoning(
+    const Dataset& d, const PipelineConfig& c, uint64_t seed);
 
 }  // namespace ldpgraph::pipeline

@@ -547,3 +547,98 @@ TEST(SimulateFeatureReportsTest, MatchesEachAgentsReport) {
 
 }  // namespace
 }  // namespace ldpgraph::pipeline
+
+namespace ldpgraph::pipeline {
+namespace {
+
+// The poisoning attack, offline: with a fifth of the nodes malicious (their
+// features crafted, their label reports the target class), the share of
+// other classes' test nodes predicted as the target rises clearly above the
+// same seeded run's without attack; the confusion matrix counts every test
+// node; without an attack class there is no target rate, and a class alone
+// measures without attacking (the run's metric unchanged).
+TEST(PipelineTest, PoisoningRaisesTheTargetRate) {
+  const Dataset d = Generated(800, 0.8, 3);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
+  c.epsilon = 3;
+  c.label_epsilon = 3;
+  auto plain = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->target_rate);
+  ASSERT_EQ(plain->confusion.size(), static_cast<size_t>(d.meta.classes));
+  uint64_t test_nodes = 0, correct = 0;
+  for (size_t a = 0; a < plain->confusion.size(); ++a) {
+    for (size_t b = 0; b < plain->confusion.size(); ++b) {
+      test_nodes += plain->confusion[a][b];
+      if (a == b) correct += plain->confusion[a][b];
+    }
+  }
+  EXPECT_EQ(test_nodes, 200u);  // the default 50/25/25 split of 800 nodes
+  EXPECT_NEAR(double(correct) / test_nodes, plain->metric, 1e-9);
+
+  c.attack_class = 2;
+  auto measured = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  EXPECT_EQ(measured->metric, plain->metric);
+  ASSERT_TRUE(measured->target_rate);
+  EXPECT_DOUBLE_EQ(*measured->target_rate, *TargetRate(plain->confusion, 2));
+
+  c.attack_fraction = 0.2;
+  auto attacked = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(attacked.ok()) << attacked.status();
+  ASSERT_TRUE(attacked->target_rate);
+  EXPECT_GT(*attacked->target_rate, *measured->target_rate + 0.1);
+  const nlohmann::json j = RunResultToJson(*attacked);
+  EXPECT_EQ(j["target_rate"], *attacked->target_rate);
+  EXPECT_EQ(j["confusion"].size(), static_cast<size_t>(d.meta.classes));
+  const nlohmann::json p = ConfigToJson(c);
+  EXPECT_EQ(p["attack"]["fraction"], 0.2);
+  EXPECT_EQ(p["attack"]["class"], 2);
+  EXPECT_EQ(p["attack"]["dims"], 10);
+  // Seeded: the attack replays exactly.
+  auto again = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->metric, attacked->metric);
+  EXPECT_EQ(again->confusion, attacked->confusion);
+}
+
+TEST(PipelineTest, PoisoningSettingsAreValidated) {
+  const Dataset d = Generated(200, 0.8, 3);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  c.attack_fraction = 0.1;
+  EXPECT_THAT(ValidateConfig(c).message(),
+              ::testing::HasSubstr("needs its target class"));
+  c.attack_class = 0;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.attack_fraction = 1.0;
+  EXPECT_FALSE(ValidateConfig(c).ok());
+  c.attack_fraction = 0.1;
+  c.attack_dims = 0;
+  EXPECT_FALSE(ValidateConfig(c).ok());
+  c.attack_dims = 10;
+  c.attack_class = d.meta.classes;  // one past the last class
+  EXPECT_EQ(RunPipeline(d, c, 1, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  c.attack_class = 0;
+  c.mechanism = "none";
+  EXPECT_FALSE(ValidateConfig(c).ok());
+  c.mechanism = "laplace";
+  EXPECT_EQ(RunPipeline(d, c, 1, 0).status().code(),
+            absl::StatusCode::kUnimplemented);
+  PipelineConfig link =
+      Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK);
+  link.attack_class = 0;
+  EXPECT_FALSE(ValidateConfig(link).ok());
+}
+
+TEST(TargetRateTest, CountsOtherClassesPredictedAsTheTarget) {
+  const std::vector<std::vector<uint32_t>> m = {{5, 1, 0}, {2, 6, 2}, {3, 0, 1}};
+  // Target 0: rows 1 and 2 hold 10 + 4 nodes, 2 + 3 of them predicted 0.
+  EXPECT_DOUBLE_EQ(*TargetRate(m, 0), 5.0 / 14);
+  EXPECT_DOUBLE_EQ(*TargetRate(m, 2), 2.0 / 16);
+  EXPECT_FALSE(TargetRate(m, 3).ok());
+  EXPECT_FALSE(TargetRate({{1, 2}, {3}}, 0).ok());
+}
+
+}  // namespace
+}  // namespace ldpgraph::pipeline

@@ -333,6 +333,7 @@ absl::Status ScoreNodeModel(const NodeTaskData& d, NodeModel& m,
                    MicroF1(pred, d.test_truth, d.classes));
   ASSIGN_OR_RETURN(result->test_macro_f1,
                    MacroF1(pred, d.test_truth, d.classes));
+  result->test_predictions = std::move(pred);
   if (d.keep_outputs) {
     std::vector<uint32_t> all(d.features->rows());
     std::iota(all.begin(), all.end(), 0u);

@@ -89,6 +89,8 @@ struct NodeTaskResult {
   double test_accuracy = 0;
   double test_micro_f1 = 0;
   double test_macro_f1 = 0;
+  // The predicted class of each test node, aligned with data.test.
+  std::vector<int32_t> test_predictions;
   TrainReport training;
   // With keep_outputs: the logits of every node (n x classes, row v = node
   // v), inference mode, from the checkpoint the test set is scored with.

@@ -421,6 +421,54 @@ TEST_F(SimulateTest, AChildThatDiesFailsTheRunAndTakesNothingWithIt) {
 // Dropout: the nodes drawn offline never enrol nor answer, the campaigns
 // close at their deadline with every online node's report, the offline
 // nodes spend nothing, and the pipeline learns from who answered.
+// Simulated poisoning: a fifth of the nodes malicious (their agents send
+// crafted features and labels, valid: nothing is rejected, every node
+// spends its budget); the deployment reports the attack and a target rate
+// above the same seeded run's without attack, and equals `ldpgraph eval`
+// with the same flags (every host derives the attacker's target dimensions
+// from the same pooled records).
+TEST_F(SimulateTest, PoisoningRaisesTheTargetRateAndEqualsTheLibrary) {
+  const std::string data = Generated(600);
+  const std::vector<std::string> flags = {"--method", "lpgnn", "--epsilon", "3",
+                                          "--label-epsilon", "3", "--seed", "3"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--dataset", data, "--hosts", "2"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  json clean = Simulate(with({"--malicious", "0"}));
+  json attacked = Simulate(with({"--malicious", "0.2"}));
+  ASSERT_FALSE(clean.is_discarded() || attacked.is_discarded());
+  uint32_t malicious = 0;
+  for (uint32_t v = 0; v < 600; ++v) malicious += SimulatedMalicious(3, v, 0.2);
+  const json& m = attacked["deployment"]["scenario"]["malicious"];
+  EXPECT_EQ(m["nodes"].get<uint32_t>(), malicious);
+  EXPECT_EQ(m["fraction"].get<double>(), 0.2);
+  EXPECT_EQ(m["attack_class"], 0);
+  EXPECT_EQ(m["attack_dims"], 10);
+  EXPECT_EQ(clean["deployment"]["scenario"]["malicious"]["nodes"], 0);
+  EXPECT_EQ(attacked["deployment"]["rejected"], 0);
+  EXPECT_DOUBLE_EQ(
+      attacked["deployment"]["epsilon_spent_per_node"]["min"].get<double>(), 6.0);
+  const double rate = attacked["per_run"][0]["target_rate"].get<double>();
+  const double base = clean["per_run"][0]["target_rate"].get<double>();
+  EXPECT_GT(rate, base + 0.1) << rate << " vs " << base;
+  std::vector<std::string> eval = flags;
+  eval.insert(eval.end(), {"--malicious", "0.2"});
+  json e = Eval(data, eval);
+  EXPECT_EQ(attacked["mean"].get<double>(), e["mean"].get<double>());
+  EXPECT_EQ(rate, e["per_run"][0]["target_rate"].get<double>());
+  EXPECT_EQ(attacked["parameters"], e["parameters"]);
+  // The table says so.
+  std::vector<std::string> table = {"simulate"};
+  for (const std::string& a : with({"--malicious", "0.2"})) table.push_back(a);
+  CommandResult r = Ldpctl(table);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("maximal-gain attack on class 0"));
+  EXPECT_THAT(r.out, HasSubstr("target rate (class 0)"));
+}
+
 TEST_F(SimulateTest, DropoutClosesAtTheDeadlineAndLearnsFromWhoAnswered) {
   constexpr int kNodes = 600;
   constexpr double kDropout = 0.3;

@@ -1,0 +1,226 @@
+#include "common/attacks/poisoning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "common/mechanisms/hds.h"
+#include "common/mechanisms/multibit.h"
+#include "common/mechanisms/onebit.h"
+#include "common/mechanisms/piecewise.h"
+#include "common/seed_mix.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::poisoning {
+namespace {
+
+// The largest output of a windowed grid: its top point.
+double TopOfGrid(const internal::WindowedGrid& g) {
+  return static_cast<double>(g.half_points()) * g.granularity();
+}
+
+}  // namespace
+
+absl::Status AttackSettings::Validate() const {
+  if (!(fraction >= 0 && fraction < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the malicious fraction must be in [0, 1), got ", fraction));
+  }
+  if (target_class < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the attack class must be >= 0, got ", target_class));
+  }
+  if (target_dims < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the attack's target dimensions must be >= 1, got ", target_dims));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<uint32_t> MaliciousNodes(uint32_t n, uint64_t seed,
+                                     double fraction,
+                                     absl::FunctionRef<bool(uint32_t)> offline) {
+  std::vector<uint32_t> out;
+  for (uint32_t v = 0; v < n; ++v) {
+    if (SimulatedMalicious(seed, v, fraction) && !offline(v)) out.push_back(v);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint32_t>> TargetDims(
+    const SparseRows& x, absl::Span<const int32_t> labels,
+    absl::Span<const uint32_t> nodes, int target_class, int target_dims) {
+  if (labels.size() != x.rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target dimensions: ", labels.size(), " labels for ", x.rows,
+        " feature rows"));
+  }
+  if (target_class < 0 || target_dims < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target dimensions need a class >= 0 and R >= 1, got class ",
+        target_class, " and R ", target_dims));
+  }
+  std::vector<double> in_t(x.cols, 0.0), others(x.cols, 0.0);
+  size_t count_t = 0, count_others = 0;
+  for (uint32_t v : nodes) {
+    if (v >= x.rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "target dimensions: node ", v, " is not below ", x.rows));
+    }
+    if (labels[v] < 0) continue;
+    const bool is_t = labels[v] == target_class;
+    std::vector<double>& sum = is_t ? in_t : others;
+    ++(is_t ? count_t : count_others);
+    const auto idx = x.row_indices(v);
+    const auto val = x.row_values(v);
+    for (size_t p = 0; p < idx.size(); ++p) sum[idx[p]] += val[p];
+  }
+  std::vector<double> score(x.cols);
+  for (size_t j = 0; j < x.cols; ++j) {
+    score[j] = (count_t ? in_t[j] / count_t : 0.0) -
+               (count_others ? others[j] / count_others : 0.0);
+  }
+  std::vector<uint32_t> order(x.cols);
+  std::iota(order.begin(), order.end(), 0u);
+  const size_t r = std::min<size_t>(static_cast<size_t>(target_dims), x.cols);
+  std::partial_sort(order.begin(), order.begin() + r, order.end(),
+                    [&](uint32_t a, uint32_t b) {
+                      return score[a] != score[b] ? score[a] > score[b] : a < b;
+                    });
+  order.resize(r);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+absl::StatusOr<std::unique_ptr<Adversary>> Adversary::Create(
+    int target_class, std::vector<uint32_t> target_dims) {
+  if (target_class < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the attack class must be >= 0, got ", target_class));
+  }
+  if (target_dims.empty()) {
+    return absl::InvalidArgumentError("the attack needs a target dimension");
+  }
+  for (size_t i = 1; i < target_dims.size(); ++i) {
+    if (target_dims[i] <= target_dims[i - 1]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "target dimensions must be strictly ascending: position ", i,
+          " has ", target_dims[i], " after ", target_dims[i - 1]));
+    }
+  }
+  return std::unique_ptr<Adversary>(
+      new Adversary(target_class, std::move(target_dims)));
+}
+
+std::vector<uint32_t> Adversary::ChooseDims(uint32_t d, uint32_t k,
+                                            RandomSource& rng,
+                                            std::vector<bool>* in_target) const {
+  const uint32_t r = static_cast<uint32_t>(target_dims_.size());
+  std::vector<std::pair<uint32_t, bool>> chosen;
+  if (r >= k) {
+    for (uint32_t i : rng.SampleWithoutReplacement(r, k)) {
+      chosen.emplace_back(target_dims_[i], true);
+    }
+  } else {
+    for (uint32_t j : target_dims_) chosen.emplace_back(j, true);
+    // The complement of the targets in 0..d-1, ascending.
+    std::vector<uint32_t> rest;
+    rest.reserve(d - r);
+    for (uint32_t j = 0, t = 0; j < d; ++j) {
+      if (t < r && target_dims_[t] == j) {
+        ++t;
+      } else {
+        rest.push_back(j);
+      }
+    }
+    for (uint32_t i : rng.SampleWithoutReplacement(d - r, k - r)) {
+      chosen.emplace_back(rest[i], false);
+    }
+  }
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<uint32_t> dims;
+  in_target->clear();
+  for (const auto& [j, t] : chosen) {
+    dims.push_back(j);
+    in_target->push_back(t);
+  }
+  return dims;
+}
+
+absl::StatusOr<SparseReport> Adversary::CraftFeatureReport(
+    const FeatureMechanism& mech, absl::Span<const double> x,
+    RandomSource& rng) const {
+  const uint32_t d = static_cast<uint32_t>(mech.dimension());
+  if (x.size() != d) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input has ", x.size(), " values, expected d = ", d));
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      return absl::InvalidArgumentError(absl::StrCat("input[", i, "] is NaN"));
+    }
+  }
+  if (target_dims_.back() >= d) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target dimension ", target_dims_.back(), " is not below d = ", d));
+  }
+  SparseReport r;
+  r.dimension = d;
+  std::vector<bool> in_target;
+  switch (mech.kind()) {
+    case MechanismKind::kSquareWave:
+    case MechanismKind::kHds:
+    case MechanismKind::kPiecewise: {
+      const double top =
+          mech.kind() == MechanismKind::kPiecewise
+              ? TopOfGrid(static_cast<const PiecewiseMechanism&>(mech)
+                              .piecewise()
+                              .grid())
+              : TopOfGrid(
+                    static_cast<const HdsMechanism&>(mech).square_wave().grid());
+      r.indices = ChooseDims(d, static_cast<uint32_t>(mech.sampled()), rng,
+                             &in_target);
+      for (bool t : in_target) r.values.push_back(t ? top : 0.0);
+      break;
+    }
+    case MechanismKind::kMultiBit:
+      r.indices = ChooseDims(d, static_cast<uint32_t>(mech.sampled()), rng,
+                             &in_target);
+      for (bool t : in_target) r.bits.push_back(t || rng.Bernoulli(0.5));
+      break;
+    case MechanismKind::kOneBit: {
+      const auto& one = static_cast<const OneBitMechanism&>(mech);
+      r.dense = true;
+      r.bits.assign(d, false);
+      for (uint32_t j = 0, t = 0; j < d; ++j) {
+        if (t < target_dims_.size() && target_dims_[t] == j) {
+          r.bits[j] = true;
+          ++t;
+        } else {
+          r.bits[j] = rng.Bernoulli(one.ProbabilityOne(mech.Clip(x[j])));
+        }
+      }
+      break;
+    }
+    case MechanismKind::kLaplace:
+      return absl::UnimplementedError(
+          "the maximal-gain attack has no laplace form: its output domain is "
+          "unbounded, so no report is maximal");
+  }
+  // What the curator checks: a crafted report that fails it is a bug here.
+  RETURN_IF_ERROR(mech.ValidateReport(r));
+  return r;
+}
+
+absl::StatusOr<int> Adversary::CraftLabel(
+    const LabelRandomizedResponse& rr) const {
+  if (target_class_ >= rr.classes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the attack class ", target_class_, " is not one of the ",
+        rr.classes(), " classes"));
+  }
+  return target_class_;
+}
+
+}  // namespace ldpgraph::poisoning
