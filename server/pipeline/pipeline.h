@@ -55,6 +55,7 @@
 #include "common/names.h"
 #include "ldpgraph/v1/pipeline.pb.h"
 #include "server/embedding/release.h"
+#include "server/pipeline/report_screen.h"
 #include "server/propagation/propagation.h"
 #include "server/training/tasks.h"
 
@@ -184,6 +185,15 @@ struct PipelineConfig {
 
   bool secure_noise = false;
 
+  // The curator's defence against poisoned feature reports
+  // (report_screen.h): with kScreen the simulated reports are screened at
+  // level screen_alpha before estimation; a flagged node's row is left
+  // empty and the node is left out of training and validation. A no-op for
+  // mechanisms that do not sample dimensions. Needs a feature mechanism
+  // (not "none", not a release method).
+  Defence defence = Defence::kNone;
+  double screen_alpha = kDefaultScreenAlpha;
+
   // Threads for the stages that run in parallel, 0 (default) for every
   // core (ResolveThreads, common/parallel.h): propagation, PPR push (in
   // place of ppr.threads), KProp over features and labels, and training (in
@@ -249,6 +259,9 @@ struct RunResult {
   // SE-PrivGEmb and DPNE: the release's settings and figures
   // (embedding::Release::details; propagate_seconds is its training time).
   nlohmann::json release;
+  // With c.defence kScreen: ScreenToJson of the run's screen (null
+  // otherwise).
+  nlohmann::json screen;
 };
 
 // The seed of run's privacy noise (see Randomness above): what a simulated
@@ -300,6 +313,10 @@ struct Collected {
   // response campaign of budget c.label_epsilon. Unset: the curator uses
   // the dataset's labels for training and validation, as PrivGE assumes.
   std::optional<std::vector<int32_t>> label_reports;
+  // Nodes the curator does not trust (an estimate's report screen flagged
+  // them; their rows in features should be empty): left out of training
+  // and validation, their label reports unused.
+  std::vector<uint32_t> untrusted;
 };
 
 // RunPipeline's propagation, training and test on collected data, run 0
@@ -320,7 +337,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c);
 // best_epoch, validation, seconds_per_epoch, perturb_seconds (0 on
 // collected reports), propagate_seconds, train_seconds, micro_f1 and
 // macro_f1 (0 for the link task); label_agreement and label_agreement_raw
-// with noisy labels; tuning and release when the run has them. The
+// with noisy labels; tuning, release and screen when the run has them. The
 // headline metric is left to the caller, which names it its own way.
 nlohmann::json RunResultToJson(const RunResult& r);
 
@@ -328,12 +345,14 @@ nlohmann::json RunResultToJson(const RunResult& r);
 // Perturb on the agent's side, Estimate on the curator's. Rows of x must lie
 // in the mechanism's range (the agent clips otherwise).
 // The first form draws every row from rng; the second draws row v from
-// rng_of_row(v).
+// rng_of_row(v) and, given dims, adds each report's sampled dimensions
+// there (node v for row v), as the curator decodes them.
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
                                                   const FeatureMechanism& mech,
                                                   RandomSource& rng);
 absl::StatusOr<SparseRows> SimulateFeatureReports(
     const SparseRows& x, const FeatureMechanism& mech,
-    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row);
+    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row,
+    ReportedDims* dims = nullptr);
 
 }  // namespace ldpgraph::pipeline

@@ -161,6 +161,22 @@ absl::StatusOr<ScreenResult> ScreenReports(const ReportedDims& reports,
   return ScreenReports(reports, mech.dimension(), mech.sampled(), alpha);
 }
 
+SparseRows WithEmptyRows(const SparseRows& rows,
+                         absl::Span<const uint32_t> nodes) {
+  SparseRows out;
+  out.cols = rows.cols;
+  size_t next = 0;
+  for (size_t v = 0; v < rows.rows; ++v) {
+    if (next < nodes.size() && nodes[next] == v) {
+      out.AppendRow({}, {});
+      ++next;
+    } else {
+      out.AppendRow(rows.row_indices(v), rows.row_values(v));
+    }
+  }
+  return out;
+}
+
 nlohmann::json ScreenToJson(const ScreenResult& s) {
   nlohmann::json j = {{"screen", s.applicable ? "applied" : "not applicable"},
                       {"alpha", s.alpha},

@@ -51,6 +51,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/matrix.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/names.h"
 
@@ -126,6 +127,11 @@ bool ScreenApplies(const FeatureMechanism& mech);
 absl::StatusOr<ScreenResult> ScreenReports(const ReportedDims& reports,
                                            const FeatureMechanism& mech,
                                            double alpha);
+
+// rows with the rows of the given nodes (ascending, < rows.rows) emptied,
+// as a silent node's row is.
+SparseRows WithEmptyRows(const SparseRows& rows,
+                         absl::Span<const uint32_t> nodes);
 
 // {"screen": "applied" | "not applicable", "alpha", "reports",
 //  "overreported_dims" (count), "overreported" (the dims), "count_threshold",
