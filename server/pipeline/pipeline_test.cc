@@ -594,7 +594,7 @@ TEST(PipelineScreenTest, ScreenIsANoOpWithoutSampling) {
   c.mechanism = "hds";
   c.screen_alpha = 1.5;
   EXPECT_THAT(ValidateConfig(c).message(),
-              ::testing::HasSubstr("screen alpha must be in (0, 1)"));
+              ::testing::HasSubstr("screen-alpha must be in (0, 1)"));
 }
 
 // Collected::untrusted: nodes the curator's screen flagged never train or

@@ -24,7 +24,27 @@ constexpr double kLogMargin = 40.0;
 absl::Status ValidateScreenAlpha(double alpha) {
   if (!(alpha > 0 && alpha < 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("screen alpha must be in (0, 1), got ", alpha));
+        absl::StrCat("screen-alpha must be in (0, 1), got ", alpha));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseDefenceFlags(const CliArgs& a, Defence* defence,
+                               double* alpha) {
+  if (auto d = a.Get("defence")) {
+    ASSIGN_OR_RETURN(*defence, kDefenceNames.Parse(*d, "--defence"));
+  }
+  ASSIGN_OR_RETURN(auto level, a.GetDouble("screen-alpha"));
+  if (level) {
+    if (*defence != Defence::kScreen) {
+      return absl::InvalidArgumentError(
+          "--screen-alpha needs --defence screen");
+    }
+    absl::Status valid = ValidateScreenAlpha(*level);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", valid.message()));
+    }
+    *alpha = *level;
   }
   return absl::OkStatus();
 }

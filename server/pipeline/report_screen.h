@@ -51,6 +51,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/cli_args.h"
 #include "common/matrix.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/names.h"
@@ -67,6 +68,31 @@ inline constexpr auto kDefenceNames = MakeNameTable<Defence>(
 
 // The default level alpha of the screen (--screen-alpha).
 inline constexpr double kDefaultScreenAlpha = 1e-3;
+
+// The --help text of --defence and --screen-alpha, shared by every command
+// that takes them (ldpgraph eval, ldpctl simulate and run).
+inline constexpr char kDefenceHelp[] =
+    R"(  --defence D            the curator's defence against poisoned feature
+                         reports: none (default) or screen: flag reports whose
+                         sampled dimensions sit on dimensions reported more
+                         often than uniform sampling allows (a Binomial test
+                         per dimension at alpha/d); a flagged node's feature
+                         row is left empty and the node is left out of
+                         training and validation. Needs a mechanism that
+                         samples dimensions (hds, multibit; piecewise or
+                         laplace with k < d); a no-op ("not applicable")
+                         otherwise. Does not see label-only attacks
+  --screen-alpha A       the screen's level alpha in (0, 1) (default 1e-3):
+                         with honest reports only, nothing is flagged with
+                         probability >= 1 - alpha
+)";
+
+// Reads --defence (kDefenceNames) and --screen-alpha (ValidateScreenAlpha)
+// from a; leaves *defence and *alpha as they are for a flag not given.
+// INVALID_ARGUMENT naming the flag; --screen-alpha without --defence screen
+// is one.
+absl::Status ParseDefenceFlags(const CliArgs& a, Defence* defence,
+                               double* alpha);
 
 // OK when alpha is in (0, 1); INVALID_ARGUMENT "screen alpha must be in
 // (0, 1), got <alpha>" otherwise.

@@ -200,7 +200,7 @@ TEST(ReportScreenTest, RejectsBadInput) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), testing::HasSubstr("node 7"));
   EXPECT_THAT(ScreenReports(ReportedDims{}, 10, 2, 0).status().message(),
-              testing::HasSubstr("screen alpha must be in (0, 1), got 0"));
+              testing::HasSubstr("screen-alpha must be in (0, 1), got 0"));
   EXPECT_FALSE(ScreenReports(ReportedDims{}, 10, 11, 1e-3).ok());
   EXPECT_EQ(kDefenceNames.Parse("scrn").status().message(),
             "defence must be one of none, screen, got 'scrn'");
