@@ -252,6 +252,10 @@ struct Options {
   double dropout = 0;
   double quorum = 1.0;
   double deadline_s = 0;  // 0: no deadline
+  // The curator's defence against poisoned feature reports (--defence,
+  // --screen-alpha): the estimate stage's report screen.
+  pipeline::Defence defence = pipeline::Defence::kNone;
+  double screen_alpha = pipeline::kDefaultScreenAlpha;
   std::string bin_dir;
   std::string work_dir;
   bool keep = false;
@@ -380,13 +384,50 @@ absl::Status ParseScenarioFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
+// --defence and --screen-alpha into the estimate request.
+void SetDefence(const Options& o, v1::EstimateRequest* req) {
+  if (o.defence == pipeline::Defence::kNone) return;
+  req->set_defence(std::string(pipeline::kDefenceNames.Name(o.defence)));
+  req->set_screen_alpha(o.screen_alpha);
+}
+
+// deployment.scenario.defence: the defence and what the estimate stage's
+// screen found (its details: "screen", "overreported_dims",
+// "flagged_nodes", "flagged").
+json DefenceJson(const Options& o, const v1::StageResult& estimate) {
+  json d = {{"kind", pipeline::kDefenceNames.Name(o.defence)},
+            {"alpha", o.screen_alpha}};
+  const json e = json::parse(estimate.details_json(), nullptr, false);
+  if (e.is_discarded()) return d;
+  for (const char* k : {"screen", "overreported_dims", "overreported",
+                        "flagged_nodes", "flagged"}) {
+    if (e.contains(k)) d[k] = e[k];
+  }
+  return d;
+}
+
+// The table's defence line.
+std::string DefenceRow(const json& d) {
+  if (d.value("screen", "") != "applied") {
+    return absl::StrCat(d["kind"].get<std::string>(),
+                        ": not applicable (the mechanism samples no "
+                        "dimensions)");
+  }
+  return absl::StrFormat(
+      "report screen (alpha %g): %u nodes flagged, %u dimensions "
+      "over-reported",
+      d["alpha"].get<double>(), d["flagged_nodes"].get<uint32_t>(),
+      d["overreported_dims"].get<uint32_t>());
+}
+
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                      const std::string& self_path, bool attach) {
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
                                   "epsilon", "sampled", "label-epsilon", "seed",
                                   "timeout", "format", "edges", "edge-epsilon",
                                   "round-timeout-ms", "quorum",
-                                  "campaign-deadline"};
+                                  "campaign-deadline", "defence",
+                                  "screen-alpha"};
   std::set<std::string> flags = {"json"};
   if (attach) {
     for (const char* f : kConnectionValueFlags) values.insert(f);
@@ -441,6 +482,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
   RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
   RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
+  RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defence, &o.screen_alpha));
   return o;
 }
 
@@ -454,6 +496,8 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
   c.label_epsilon = o.label_epsilon;
   c.secure_noise = !o.seed.has_value();
   c.threads = o.threads;
+  c.defence = o.defence;
+  c.screen_alpha = o.screen_alpha;
   RETURN_IF_ERROR(pipeline::ValidateConfig(c));
   return c;
 }
@@ -1024,6 +1068,7 @@ absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
   RETURN_IF_ERROR(Stage("estimate", [&](grpc::ClientContext* ctx) {
                     v1::EstimateRequest req;
                     req.set_campaign_id(c.features.id());
+                    SetDefence(o_, &req);
                     return admin_->stub->Estimate(ctx, req, estimate);
                   }));
   return Stage("evaluate", [&](grpc::ClientContext* ctx) {
@@ -1159,6 +1204,9 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                    {"offline_nodes", o_.dropout > 0 ? n - OnlineNodes() : 0},
                    {"quorum", o_.quorum},
                    {"campaign_deadline_seconds", o_.deadline_s}};
+  if (o_.defence != pipeline::Defence::kNone) {
+    d["scenario"]["defence"] = DefenceJson(o_, estimate);
+  }
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
@@ -1281,6 +1329,7 @@ void Simulation::Report(const json& j) {
                           c["close_reason"].get<std::string>()));
     }
   }
+  if (sc.contains("defence")) row("defence", DefenceRow(sc["defence"]));
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
@@ -1336,8 +1385,15 @@ absl::Status Simulation::ServeUntilInterrupted() {
 
 }  // namespace
 
-std::string SimulateHelp() { return kHelp; }
-std::string RunHelp() { return kRunHelp; }
+// The defence flags' help, shared with ldpgraph eval.
+constexpr char kDefenceSection[] =
+    "\nDefence (default: off; ldpctl simulate and ldpctl run):\n";
+std::string SimulateHelp() {
+  return absl::StrCat(kHelp, kDefenceSection, pipeline::kDefenceHelp);
+}
+std::string RunHelp() {
+  return absl::StrCat(kRunHelp, kDefenceSection, pipeline::kDefenceHelp);
+}
 
 int RunAttached(const std::vector<std::string>& args, std::ostream& out,
                 std::ostream& err) {
