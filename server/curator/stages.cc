@@ -87,6 +87,46 @@ absl::StatusOr<pipeline::Task> RequestTask(v1::PipelineTask t) {
   return t;
 }
 
+// An estimate request's defence: the screen's level, or none.
+absl::StatusOr<std::optional<double>> RequestScreen(
+    const v1::EstimateRequest& q) {
+  pipeline::Defence defence = pipeline::Defence::kNone;
+  if (!q.defence().empty()) {
+    ASSIGN_OR_RETURN(defence,
+                     pipeline::kDefenceNames.Parse(q.defence(), "defence"));
+  }
+  if (q.screen_alpha() != 0) {
+    if (defence != pipeline::Defence::kScreen) {
+      return absl::InvalidArgumentError(
+          "screen_alpha needs defence \"screen\"");
+    }
+    RETURN_IF_ERROR(pipeline::ValidateScreenAlpha(q.screen_alpha()));
+  }
+  if (defence == pipeline::Defence::kNone) return std::nullopt;
+  return q.screen_alpha() != 0 ? q.screen_alpha()
+                               : pipeline::kDefaultScreenAlpha;
+}
+
+// The nodes an estimate's screen flagged (its details' "flagged"), empty
+// when it was not screened.
+absl::StatusOr<std::vector<uint32_t>> FlaggedNodes(
+    const v1::StageResult& estimate) {
+  const auto details = nlohmann::json::parse(estimate.details_json(), nullptr,
+                                             /*allow_exceptions=*/false);
+  if (details.is_discarded()) {
+    return absl::DataLossError(absl::StrCat(
+        "estimate ", estimate.id(), " has unreadable details"));
+  }
+  std::vector<uint32_t> out;
+  if (details.contains("flagged") && details["flagged"].is_array()) {
+    for (const auto& v : details["flagged"]) {
+      out.push_back(v.get<uint32_t>());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> ParseResultId(absl::string_view id) {
@@ -102,7 +142,7 @@ absl::StatusOr<int64_t> ParseResultId(absl::string_view id) {
 absl::StatusOr<SparseRows> Stages::EstimateRows(
     const v1::Campaign& campaign, uint32_t num_nodes,
     const std::vector<std::pair<uint32_t, v1::Report>>& reports,
-    int threads) {
+    int threads, pipeline::ReportedDims* dims) {
   if (campaign.attribute() != v1::ATTRIBUTE_FEATURES) {
     return absl::FailedPreconditionError(absl::StrCat(
         "campaign ", campaign.id(), " collects ",
@@ -118,6 +158,7 @@ absl::StatusOr<SparseRows> Stages::EstimateRows(
   constexpr size_t kPart = 4096;
   const size_t parts = (reports.size() + kPart - 1) / kPart;
   std::vector<SparseRows> piece(parts);
+  std::vector<pipeline::ReportedDims> piece_dims(dims != nullptr ? parts : 0);
   std::vector<absl::Status> failed(parts);
   ParallelFor(parts, ResolveThreads(threads), [&](int, size_t p) {
     piece[p].cols = d;
@@ -136,9 +177,15 @@ absl::StatusOr<SparseRows> Stages::EstimateRows(
         return;
       }
       piece[p].AppendDenseRow(estimate);
+      if (dims != nullptr && !r->dense) {
+        piece_dims[p].Add(reports[i].first, r->indices);
+      }
     }
   });
   for (const absl::Status& s : failed) RETURN_IF_ERROR(s);
+  for (const pipeline::ReportedDims& p : piece_dims) {
+    for (size_t i = 0; i < p.size(); ++i) dims->Add(p.nodes[i], p.row(i));
+  }
   SparseRows out;
   out.cols = d;
   size_t next = 0;
@@ -298,9 +345,23 @@ absl::StatusOr<v1::StageResult> Stages::Estimate(const v1::EstimateRequest& q) {
     return absl::FailedPreconditionError(
         absl::StrCat("campaign ", q.campaign_id(), " holds no report yet"));
   }
+  ASSIGN_OR_RETURN(const std::optional<double> screen_alpha,
+                   RequestScreen(q));
+  pipeline::ReportedDims dims;
   ASSIGN_OR_RETURN(SparseRows rows,
                    EstimateRows(campaign, curator_->num_nodes(), reports,
-                                pipeline_threads_));
+                                pipeline_threads_,
+                                screen_alpha ? &dims : nullptr));
+  nlohmann::json screen;
+  if (screen_alpha) {
+    ASSIGN_OR_RETURN(MechanismSpec spec,
+                     wire::FromWireFeatureSpec(campaign.spec()));
+    ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
+    ASSIGN_OR_RETURN(pipeline::ScreenResult s,
+                     pipeline::ScreenReports(dims, *mech, *screen_alpha));
+    if (!s.flagged.empty()) rows = pipeline::WithEmptyRows(rows, s.flagged);
+    screen = pipeline::ScreenToJson(s);
+  }
   DenseMatrix m = rows.ToDense();
   v1::StageResult r;
   r.set_stage("estimate");
@@ -312,6 +373,7 @@ absl::StatusOr<v1::StageResult> Stages::Estimate(const v1::EstimateRequest& q) {
       {"reports", reports.size()},
       {"nodes", curator_->num_nodes()},
       {"campaign_state", v1::CampaignState_Name(campaign.state())}};
+  if (!screen.is_null()) details.update(screen);
   r.set_details_json(details.dump());
   r.set_seconds(SecondsSince(t));
   return Record(std::move(r), &m);
@@ -406,14 +468,14 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
     collected.label_reports = std::move(labels);
     c.label_epsilon = lc.spec().epsilon();
   }
-  {
+  v1::StageResult estimate;
+  if (estimate.ParseFromString(input.record)) {
     // LPGNN's settings follow the budgets the reports were collected at:
     // the features campaign's (the estimate's input) and the labels'.
-    v1::StageResult estimate;
-    if (estimate.ParseFromString(input.record)) {
-      auto fc = curator_->GetCampaign(estimate.input());
-      if (fc.ok() && fc->spec().epsilon() > 0) c.epsilon = fc->spec().epsilon();
-    }
+    auto fc = curator_->GetCampaign(estimate.input());
+    if (fc.ok() && fc->spec().epsilon() > 0) c.epsilon = fc->spec().epsilon();
+    // The nodes the estimate's screen flagged are not trusted.
+    ASSIGN_OR_RETURN(collected.untrusted, FlaggedNodes(estimate));
   }
   pipeline::ResolveDatasetSettings(public_data.meta, &c);
   ASSIGN_OR_RETURN(pipeline::RunResult run,
@@ -430,6 +492,9 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   details["label_campaign"] = q.label_campaign_id();
   details.update(graph_details);
   details["seed"] = q.seed();
+  if (!collected.untrusted.empty()) {
+    details["untrusted_nodes"] = collected.untrusted.size();
+  }
   details["metric"] = task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
   details["value"] = run.metric;
   details.update(pipeline::RunResultToJson(run));

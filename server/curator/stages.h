@@ -48,6 +48,7 @@
 #include "common/matrix.h"
 #include "ldpgraph/v1/admin.pb.h"
 #include "server/curator/curator.h"
+#include "server/pipeline/report_screen.h"
 
 namespace ldpgraph::curator {
 
@@ -79,9 +80,13 @@ class Stages {
 
   // The curator's estimate of every node's features from a features
   // campaign's reports (open or closed): row v is the mechanism's estimate
-  // from v's report, zero for a node that did not report.
-  // FAILED_PRECONDITION for a campaign of another attribute or without
-  // reports.
+  // from v's report, zero for a node that did not report. With defence
+  // "screen" the reports are screened first (server/pipeline/
+  // report_screen.h): a flagged node's row is zero too, and the details
+  // name the flagged nodes, which Evaluate on this estimate leaves out of
+  // training and validation. FAILED_PRECONDITION for a campaign of another
+  // attribute or without reports; INVALID_ARGUMENT for a bad defence or
+  // screen_alpha.
   absl::StatusOr<v1::StageResult> Estimate(const v1::EstimateRequest& r);
   absl::StatusOr<v1::StageResult> Propagate(const v1::PropagateRequest& r);
   // INVALID_ARGUMENT naming the field when pipeline_task or pipeline_method
@@ -105,10 +110,12 @@ class Stages {
   // The estimate as the library computes it, without the store: what
   // Estimate writes, for a caller that holds the reports (sorted by node).
   // On `threads` threads (0 = every core); the result does not depend on it.
+  // Given dims, adds each decoded report's sampled dimensions there, in the
+  // reports' order (none for a mechanism whose reports are dense).
   static absl::StatusOr<SparseRows> EstimateRows(
       const v1::Campaign& campaign, uint32_t num_nodes,
       const std::vector<std::pair<uint32_t, v1::Report>>& reports,
-      int threads = 0);
+      int threads = 0, pipeline::ReportedDims* dims = nullptr);
 
   // The graph of an edges campaign's stored reports (open or closed), as
   // the stages assemble it. FAILED_PRECONDITION for a campaign of another

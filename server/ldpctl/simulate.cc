@@ -320,6 +320,10 @@ struct Options {
   std::optional<double> malicious;
   int attack_class = 0;
   int attack_dims = 10;
+  // The curator's defence against poisoned feature reports (--defence,
+  // --screen-alpha): the estimate stage's report screen.
+  pipeline::Defence defence = pipeline::Defence::kNone;
+  double screen_alpha = pipeline::kDefaultScreenAlpha;
   std::string bin_dir;
   std::string work_dir;
   bool keep = false;
@@ -529,13 +533,50 @@ absl::Status ParseAttackFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
+// --defence and --screen-alpha into the estimate request.
+void SetDefence(const Options& o, v1::EstimateRequest* req) {
+  if (o.defence == pipeline::Defence::kNone) return;
+  req->set_defence(std::string(pipeline::kDefenceNames.Name(o.defence)));
+  req->set_screen_alpha(o.screen_alpha);
+}
+
+// deployment.scenario.defence: the defence and what the estimate stage's
+// screen found (its details: "screen", "overreported_dims",
+// "flagged_nodes", "flagged").
+json DefenceJson(const Options& o, const v1::StageResult& estimate) {
+  json d = {{"kind", pipeline::kDefenceNames.Name(o.defence)},
+            {"alpha", o.screen_alpha}};
+  const json e = json::parse(estimate.details_json(), nullptr, false);
+  if (e.is_discarded()) return d;
+  for (const char* k : {"screen", "overreported_dims", "overreported",
+                        "flagged_nodes", "flagged"}) {
+    if (e.contains(k)) d[k] = e[k];
+  }
+  return d;
+}
+
+// The table's defence line.
+std::string DefenceRow(const json& d) {
+  if (d.value("screen", "") != "applied") {
+    return absl::StrCat(d["kind"].get<std::string>(),
+                        ": not applicable (the mechanism samples no "
+                        "dimensions)");
+  }
+  return absl::StrFormat(
+      "report screen (alpha %g): %u nodes flagged, %u dimensions "
+      "over-reported",
+      d["alpha"].get<double>(), d["flagged_nodes"].get<uint32_t>(),
+      d["overreported_dims"].get<uint32_t>());
+}
+
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                      const std::string& self_path, bool attach) {
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
                                   "epsilon", "sampled", "label-epsilon", "seed",
                                   "timeout", "format", "edges", "edge-epsilon",
                                   "round-timeout-ms", "quorum",
-                                  "campaign-deadline"};
+                                  "campaign-deadline", "defence",
+                                  "screen-alpha"};
   std::set<std::string> flags = {"json"};
   if (attach) {
     for (const char* f : kConnectionValueFlags) values.insert(f);
@@ -593,6 +634,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
   if (!attach) RETURN_IF_ERROR(ParseNetworkFlags(a, &o));
   RETURN_IF_ERROR(ParseAttackFlags(a, &o));
+  RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defence, &o.screen_alpha));
   return o;
 }
 
@@ -611,6 +653,8 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
     c.attack_class = o.attack_class;
     c.attack_dims = o.attack_dims;
   }
+  c.defence = o.defence;
+  c.screen_alpha = o.screen_alpha;
   RETURN_IF_ERROR(pipeline::ValidateConfig(c));
   return c;
 }
@@ -1311,6 +1355,7 @@ absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
   RETURN_IF_ERROR(Stage("estimate", [&](grpc::ClientContext* ctx) {
                     v1::EstimateRequest req;
                     req.set_campaign_id(c.features.id());
+                    SetDefence(o_, &req);
                     return admin_->stub->Estimate(ctx, req, estimate);
                   }));
   return Stage("evaluate", [&](grpc::ClientContext* ctx) {
@@ -1570,6 +1615,9 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                                   {"attack_class", o_.attack_class},
                                   {"attack_dims", o_.attack_dims}};
   }
+  if (o_.defence != pipeline::Defence::kNone) {
+    d["scenario"]["defence"] = DefenceJson(o_, estimate);
+  }
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
@@ -1728,6 +1776,7 @@ void Simulation::Report(const json& j) {
                         m["fraction"].get<double>(), m["nodes"].get<uint32_t>(),
                         o_.attack_class, o_.attack_dims));
   }
+  if (sc.contains("defence")) row("defence", DefenceRow(sc["defence"]));
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
@@ -1856,8 +1905,15 @@ absl::Status Simulation::ServeUntilInterrupted() {
 
 }  // namespace
 
-std::string SimulateHelp() { return kHelp; }
-std::string RunHelp() { return kRunHelp; }
+// The defence flags' help, shared with ldpgraph eval.
+constexpr char kDefenceSection[] =
+    "\nDefence (default: off; ldpctl simulate and ldpctl run):\n";
+std::string SimulateHelp() {
+  return absl::StrCat(kHelp, kDefenceSection, pipeline::kDefenceHelp);
+}
+std::string RunHelp() {
+  return absl::StrCat(kRunHelp, kDefenceSection, pipeline::kDefenceHelp);
+}
 
 int RunAttached(const std::vector<std::string>& args, std::ostream& out,
                 std::ostream& err) {

@@ -129,6 +129,21 @@ TEST_F(SimulateTest, NetworkFlagsAreCheckedBeforeAnythingStarts) {
   }
 }
 
+// --defence and --screen-alpha are checked before anything starts.
+TEST_F(SimulateTest, DefenceFlagsAreChecked) {
+  Result r = Simulate({"--nodes", "400", "--defence", "filter"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--defence must be one of none, screen, got "
+                               "'filter'"));
+  r = Simulate({"--nodes", "400", "--screen-alpha", "0.01"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--screen-alpha needs --defence screen"));
+  r = Simulate({"--nodes", "400", "--defence", "screen", "--screen-alpha", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--screen-alpha must be in (0, 1), got 0"));
+  EXPECT_TRUE(fs::is_empty(tmp_));
+}
+
 // A failure before any process starts leaves no log: the default folder
 // goes, and the error names only the cause.
 TEST_F(SimulateTest, EarlyFailureRemovesTheDefaultFolderAndDoesNotNameIt) {

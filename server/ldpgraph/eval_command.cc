@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/status_macros.h"
@@ -449,7 +450,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "negatives", "batch", "release-lr", "release-epochs",
            "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
            "sensitivity", "lambda", "mu", "threads", "malicious",
-           "attack-class", "attack-dims"},
+           "attack-class", "attack-dims", "defence", "screen-alpha"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
            "no-standardize", "help"}));
   EvalOptions o;
@@ -474,6 +475,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   RETURN_IF_ERROR(ParseTrainingFlags(a, &c));
   RETURN_IF_ERROR(ParseRunFlags(a, &o));
   RETURN_IF_ERROR(ParseAttackFlags(a, &c));
+  RETURN_IF_ERROR(
+      pipeline::ParseDefenceFlags(a, &c.defence, &c.screen_alpha));
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
   // Any of these takes LPGNN's settings into the user's hands: the
@@ -700,9 +703,25 @@ Examples:
       --task link --epsilon 2 --runs 3
 )";
 
+// The table's line for --defence screen: flagged nodes and over-reported
+// dimensions per run.
+std::string ScreenSummary(const nlohmann::json& per_run) {
+  std::vector<std::string> runs;
+  for (const auto& r : per_run) {
+    const auto& s = r["screen"];
+    runs.push_back(s["screen"] == "applied"
+                       ? absl::StrFormat("%d flagged, %d dims",
+                                         s["flagged_nodes"].get<int>(),
+                                         s["overreported_dims"].get<int>())
+                       : std::string("not applicable"));
+  }
+  return absl::StrCat("report screen per run: ", absl::StrJoin(runs, "; "));
+}
+
 std::string EvalHelp() {
-  return absl::StrCat(kEvalHelpPipeline, kEvalHelpRelease, kEvalHelpPropagation,
-                      kEvalHelpModel, kEvalHelpAttack, kEvalHelpRuns);
+  return absl::StrCat(kEvalHelpPipeline, pipeline::kDefenceHelp,
+                      kEvalHelpRelease, kEvalHelpPropagation, kEvalHelpModel,
+                      kEvalHelpAttack, kEvalHelpRuns);
 }
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,
@@ -755,6 +774,9 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
         o.config.attack_fraction, *o.config.attack_class,
         100 * j["target_rate"]["mean"].get<double>(),
         100 * j["target_rate"]["std"].get<double>());
+  }
+  if (o.config.defence != pipeline::Defence::kNone) {
+    out << ScreenSummary(j["per_run"]) << "\n";
   }
   return kExitOk;
 }

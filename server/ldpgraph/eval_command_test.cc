@@ -181,6 +181,41 @@ TEST_F(EvalCommandTest, StructureReleasesReportTheirGuarantee) {
   }
 }
 
+// --defence screen: every run records its screen, the parameters the
+// defence; honest seeded reports are (almost) never flagged, and a run that
+// flags nobody is the run without the screen.
+TEST_F(EvalCommandTest, DefenceScreenReportsItsFigures) {
+  const std::vector<std::string> base = {"--dataset", gen(), "--runs", "2",
+                                         "--epochs", "30", "--format", "json"};
+  std::vector<std::string> screened = base;
+  screened.insert(screened.end(), {"--defence", "screen", "--screen-alpha",
+                                   "0.01"});
+  Result plain = Eval(base), with = Eval(screened);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(with.code, 0) << with.err;
+  const auto p = nlohmann::json::parse(plain.out);
+  const auto w = nlohmann::json::parse(with.out);
+  EXPECT_FALSE(p["parameters"].contains("defence"));
+  EXPECT_EQ(w["parameters"]["defence"]["kind"], "screen");
+  EXPECT_EQ(w["parameters"]["defence"]["alpha"], 0.01);
+  for (int run = 0; run < 2; ++run) {
+    const auto& s = w["per_run"][run]["screen"];
+    EXPECT_EQ(s["screen"], "applied");
+    EXPECT_EQ(s["alpha"], 0.01);
+    EXPECT_EQ(s["reports"], 300);
+    EXPECT_FALSE(p["per_run"][run].contains("screen"));
+    if (s["flagged_nodes"] == 0) {
+      EXPECT_EQ(w["values"][run], p["values"][run]);
+    }
+  }
+  Result bad = Eval({"--dataset", gen(), "--defence", "filter"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--defence must be one of none, screen"));
+  bad = Eval({"--dataset", gen(), "--defence", "screen", "--screen-alpha", "2"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--screen-alpha must be in (0, 1), got 2"));
+}
+
 TEST_F(EvalCommandTest, MissingDatasetIsARuntimeError) {
   Result r = Eval({"--dataset", "/nonexistent/ds"});
   EXPECT_EQ(r.code, 1);

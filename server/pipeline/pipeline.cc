@@ -127,14 +127,46 @@ absl::StatusOr<DenseMatrix> RunRelease(const Graph& g, const PipelineConfig& c,
   return std::move(release.embedding);
 }
 
+// The simulated reports of x (the malicious nodes' crafted, with
+// poisoning) estimated, screened when c asks for it: the
+// flagged nodes' rows emptied and added to *untrusted, the screen's
+// figures in r->screen.
+absl::StatusOr<SparseRows> SimulateAndScreen(const SparseRows& x,
+                                             const FeatureMechanism& mech,
+                                             const PipelineConfig& c,
+                                             const Poisoning* poisoning,
+                                             NoiseStreams& noise,
+                                             std::vector<uint32_t>* untrusted,
+                                             RunResult* r) {
+  const bool screen = c.defence == Defence::kScreen;
+  ReportedDims dims;
+  ASSIGN_OR_RETURN(
+      SparseRows est,
+      SimulateFeatureReports(
+          x, mech,
+          [&](size_t v) -> RandomSource& {
+            return noise.at(static_cast<NodeId>(v));
+          },
+          poisoning, screen && ScreenApplies(mech) ? &dims : nullptr));
+  if (!screen) return est;
+  ASSIGN_OR_RETURN(ScreenResult s, ScreenReports(dims, mech, c.screen_alpha));
+  r->screen = ScreenToJson(s);
+  if (s.flagged.empty()) return est;
+  *untrusted = s.flagged;
+  return WithEmptyRows(est, s.flagged);
+}
+
 // The features the curator holds after collection: scaled to the public
-// range, then (unless mechanism is "none") perturbed and estimated.
+// range, then (unless mechanism is "none") perturbed and estimated (and
+// screened: SimulateAndScreen). *untrusted gets the nodes the curator does
+// not trust: the screen's flagged nodes, or collected->untrusted.
 absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
                                            const PipelineConfig& c,
                                            const Collected* collected,
                                            const SparseRows* given,
                                            const Poisoning* poisoning,
-                                           NoiseStreams& noise, RunResult* r) {
+                                           NoiseStreams& noise, RunResult* r,
+                                           std::vector<uint32_t>* untrusted) {
   if (given != nullptr) {
     if (given->rows != d.graph.num_nodes() || given->cols != d.features.cols) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -152,6 +184,7 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
           " rows for a graph of ", d.graph.num_nodes(), " nodes"));
     }
     r->noise_source = "agents";
+    *untrusted = collected->untrusted;
     return collected->features;
   }
   auto range = ScaledRange(c.scaling, d.meta);
@@ -168,14 +201,8 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
   ASSIGN_OR_RETURN(auto mech, BuildFeatureMechanism(c, d));
   r->noise_source = std::string(noise.name());
   const auto t = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(
-      SparseRows est,
-      SimulateFeatureReports(
-          x, *mech,
-          [&](size_t v) -> RandomSource& {
-            return noise.at(static_cast<NodeId>(v));
-          },
-          poisoning));
+  ASSIGN_OR_RETURN(SparseRows est, SimulateAndScreen(x, *mech, c, poisoning,
+                                                     noise, untrusted, r));
   r->perturb_seconds = SecondsSince(t);
   return est;
 }
@@ -410,6 +437,25 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   return r;
 }
 
+// Leaves the untrusted nodes out of the split's training and validation
+// nodes (the test nodes stay: they are scored against the true labels).
+// FAILED_PRECONDITION when none of either is left.
+absl::Status DropUntrusted(const std::vector<uint32_t>& untrusted,
+                           NodeSplit* split) {
+  if (untrusted.empty()) return absl::OkStatus();
+  for (auto* list : {&split->train, &split->validation}) {
+    std::erase_if(*list, [&](NodeId v) {
+      return std::binary_search(untrusted.begin(), untrusted.end(), v);
+    });
+  }
+  if (split->train.empty() || split->validation.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the report screen left no training or validation node (",
+        untrusted.size(), " nodes flagged)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                   const Collected* collected, uint64_t seed,
                                   int run, const RunOverrides& overrides) {
@@ -463,9 +509,11 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     ASSIGN_OR_RETURN(release, RunRelease(graph, c, seed, run, &r));
     in.release = &release;
   } else {
+    std::vector<uint32_t> untrusted;
     ASSIGN_OR_RETURN(x, CollectFeatures(d, c, collected, overrides.features,
-                                        poisoning.get(), noise, &r));
+                                        poisoning.get(), noise, &r, &untrusted));
     in.x = &x;
+    RETURN_IF_ERROR(DropUntrusted(untrusted, &split));
   }
   LabelReports labels;
   if (c.label_epsilon) {
@@ -510,6 +558,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                               false, model_seed));
   t.perturb_seconds = r.perturb_seconds;
   t.noise_source = r.noise_source;
+  t.screen = std::move(r.screen);
   if (IsReleaseMethod(c.method)) {
     t.propagate_seconds = r.propagate_seconds;
     t.release = std::move(r.release);
@@ -541,8 +590,10 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
     ASSIGN_OR_RETURN(NoiseStreams noise,
                      NoiseStreams::Create(c, NoiseSeed(seed, run),
                                           collected ? 0 : d.graph.num_nodes()));
+    std::vector<uint32_t> untrusted;  // rows emptied; no labels to drop
     ASSIGN_OR_RETURN(SparseRows x,
-                     CollectFeatures(d, c, collected, features, nullptr, noise, &r));
+                     CollectFeatures(d, c, collected, features, nullptr, noise,
+                                     &r, &untrusted));
     const auto t_prop = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(z, PprPush(train_graph, x, PprOptionsOf(c)));
     r.propagate_seconds = SecondsSince(t_prop);
@@ -745,6 +796,11 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
           MethodName(c.method), " trains on the curator's labels; no label "
           "budget applies"));
     }
+    if (c.defence != Defence::kNone) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          MethodName(c.method), " collects no feature reports: the report "
+          "screen does not apply"));
+    }
     return embedding::ValidateReleaseConfig(ReleaseFor(c));
   }
   if (c.mechanism != "none") {
@@ -756,6 +812,14 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
     if (!(c.epsilon > 0) || !std::isfinite(c.epsilon)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "epsilon must be finite and > 0, got ", c.epsilon));
+    }
+  }
+  if (c.defence == Defence::kScreen) {
+    RETURN_IF_ERROR(ValidateScreenAlpha(c.screen_alpha));
+    if (c.mechanism == "none") {
+      return absl::InvalidArgumentError(
+          "the report screen (defence screen) needs a feature mechanism; "
+          "mechanism none collects no reports");
     }
   }
   if (c.label_epsilon) {
@@ -875,7 +939,7 @@ absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
 absl::StatusOr<SparseRows> SimulateFeatureReports(
     const SparseRows& x, const FeatureMechanism& mech,
     absl::FunctionRef<RandomSource&(size_t row)> rng_of_row,
-    const Poisoning* poisoning) {
+    const Poisoning* poisoning, ReportedDims* dims) {
   if (poisoning != nullptr && poisoning->malicious.size() != x.rows) {
     return absl::InvalidArgumentError(absl::StrCat(
         "poisoning marks ", poisoning->malicious.size(), " nodes for ",
@@ -892,6 +956,9 @@ absl::StatusOr<SparseRows> SimulateFeatureReports(
         crafted ? poisoning->adversary->CraftFeatureReport(mech, row,
                                                           rng_of_row(v))
                 : mech.Perturb(row, rng_of_row(v)));
+    if (dims != nullptr && !report.dense) {
+      dims->Add(static_cast<uint32_t>(v), report.indices);
+    }
     std::fill(estimate.begin(), estimate.end(), 0.0);
     RETURN_IF_ERROR(mech.Estimate(report, absl::MakeSpan(estimate)));
     // Every non-zero of the estimate is kept: unreported dimensions are not
@@ -965,6 +1032,7 @@ nlohmann::json RunResultToJson(const RunResult& r) {
   if (r.target_rate) j["target_rate"] = *r.target_rate;
   if (!r.tuning.is_null()) j["tuning"] = r.tuning;
   if (!r.release.is_null()) j["release"] = r.release;
+  if (!r.screen.is_null()) j["screen"] = r.screen;
   return j;
 }
 
@@ -1096,6 +1164,10 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                    {"fraction", c.attack_fraction},
                    {"class", *c.attack_class},
                    {"dims", c.attack_dims}};
+  }
+  if (c.defence != Defence::kNone) {
+    j["defence"] = {{"kind", kDefenceNames.Name(c.defence)},
+                    {"alpha", c.screen_alpha}};
   }
   return j;
 }

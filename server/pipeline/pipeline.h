@@ -56,6 +56,7 @@
 #include "common/names.h"
 #include "ldpgraph/v1/pipeline.pb.h"
 #include "server/embedding/release.h"
+#include "server/pipeline/report_screen.h"
 #include "server/propagation/propagation.h"
 #include "server/training/tasks.h"
 
@@ -198,6 +199,14 @@ struct PipelineConfig {
   double attack_fraction = 0;
   std::optional<int> attack_class;
   int attack_dims = 10;
+  // The curator's defence against poisoned feature reports
+  // (report_screen.h): with kScreen the simulated reports are screened at
+  // level screen_alpha before estimation; a flagged node's row is left
+  // empty and the node is left out of training and validation. A no-op for
+  // mechanisms that do not sample dimensions. Needs a feature mechanism
+  // (not "none", not a release method).
+  Defence defence = Defence::kNone;
+  double screen_alpha = kDefaultScreenAlpha;
 
   // Threads for the stages that run in parallel, 0 (default) for every
   // core (ResolveThreads, common/parallel.h): propagation, PPR push (in
@@ -269,6 +278,9 @@ struct RunResult {
   // SE-PrivGEmb and DPNE: the release's settings and figures
   // (embedding::Release::details; propagate_seconds is its training time).
   nlohmann::json release;
+  // With c.defence kScreen: ScreenToJson of the run's screen (null
+  // otherwise).
+  nlohmann::json screen;
 };
 
 // The attack's success on a confusion matrix (RunResult::confusion): the
@@ -327,6 +339,10 @@ struct Collected {
   // response campaign of budget c.label_epsilon. Unset: the curator uses
   // the dataset's labels for training and validation, as PrivGE assumes.
   std::optional<std::vector<int32_t>> label_reports;
+  // Nodes the curator does not trust (an estimate's report screen flagged
+  // them; their rows in features should be empty): left out of training
+  // and validation, their label reports unused.
+  std::vector<uint32_t> untrusted;
 };
 
 // RunPipeline's propagation, training and test on collected data, run 0
@@ -348,7 +364,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c);
 // collected reports), propagate_seconds, train_seconds, micro_f1 and
 // macro_f1 (0 for the link task); confusion (node task); target_rate with
 // an attack class; label_agreement and label_agreement_raw
-// with noisy labels; tuning and release when the run has them. The
+// with noisy labels; tuning, release and screen when the run has them. The
 // headline metric is left to the caller, which names it its own way.
 nlohmann::json RunResultToJson(const RunResult& r);
 
@@ -357,7 +373,9 @@ nlohmann::json RunResultToJson(const RunResult& r);
 // in the mechanism's range (the agent clips otherwise).
 // The first form draws every row from rng; the second draws row v from
 // rng_of_row(v), and with poisoning, the rows of its malicious nodes are the
-// adversary's crafted reports (from the same rng_of_row(v)) instead.
+// adversary's crafted reports (from the same rng_of_row(v)) instead; given
+// dims, it adds each report's sampled dimensions there (node v for row v),
+// as the curator decodes them, crafted reports included.
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
                                                   const FeatureMechanism& mech,
                                                   RandomSource& rng);
@@ -370,7 +388,7 @@ struct Poisoning {
 absl::StatusOr<SparseRows> SimulateFeatureReports(
     const SparseRows& x, const FeatureMechanism& mech,
     absl::FunctionRef<RandomSource&(size_t row)> rng_of_row,
-    const Poisoning* poisoning = nullptr);
+    const Poisoning* poisoning = nullptr, ReportedDims* dims = nullptr);
 
 // The attacker of c for dataset d and seed (PipelineConfig::attack_*):
 // nullptr when c.attack_fraction is 0. INVALID_ARGUMENT for an attack

@@ -640,5 +640,80 @@ TEST(TargetRateTest, CountsOtherClassesPredictedAsTheTarget) {
   EXPECT_FALSE(TargetRate({{1, 2}, {3}}, 0).ok());
 }
 
+// The report screen on an honest seeded run: applied, it flags (almost)
+// nobody, and the accuracy barely moves (with nobody flagged the run is the
+// same run).
+TEST(PipelineScreenTest, ScreenOnAnHonestRunCostsLittle) {
+  const Dataset d = Generated(800, 0.8, 3);
+  for (Method m : {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}) {
+    PipelineConfig c = Quick(m, v1::PIPELINE_TASK_NODE);
+    c.epsilon = 3;
+    if (m == v1::PIPELINE_METHOD_LPGNN) c.label_epsilon = 3;
+    auto plain = RunPipeline(d, c, 5, 0);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_TRUE(plain->screen.is_null());
+    EXPECT_FALSE(ConfigToJson(c).contains("defence"));
+    c.defence = Defence::kScreen;
+    auto screened = RunPipeline(d, c, 5, 0);
+    ASSERT_TRUE(screened.ok()) << screened.status();
+    ASSERT_TRUE(screened->screen.is_object());
+    EXPECT_EQ(screened->screen["screen"], "applied");
+    EXPECT_EQ(screened->screen["reports"], 800);
+    EXPECT_LE(screened->screen["flagged_nodes"].get<int>(), 8);
+    EXPECT_NEAR(screened->metric, plain->metric, 0.03);
+    if (screened->screen["flagged_nodes"] == 0) {
+      EXPECT_EQ(screened->metric, plain->metric);
+    }
+    EXPECT_EQ(RunResultToJson(*screened)["screen"], screened->screen);
+    EXPECT_EQ(ConfigToJson(c)["defence"]["kind"], "screen");
+  }
+}
+
+TEST(PipelineScreenTest, ScreenIsANoOpWithoutSampling) {
+  const Dataset d = Generated(300, 0.8, 4);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  c.mechanism = "onebit";
+  c.defence = Defence::kScreen;
+  auto r = RunPipeline(d, c, 2, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->screen["screen"], "not applicable");
+  c.mechanism = "none";
+  EXPECT_THAT(ValidateConfig(c).message(),
+              ::testing::HasSubstr("needs a feature mechanism"));
+  c.mechanism = "hds";
+  c.screen_alpha = 1.5;
+  EXPECT_THAT(ValidateConfig(c).message(),
+              ::testing::HasSubstr("screen-alpha must be in (0, 1)"));
+}
+
+// Collected::untrusted: nodes the curator's screen flagged never train or
+// select, and their label reports go unused; with every node untrusted
+// nothing is left to train on.
+TEST(PipelineScreenTest, UntrustedNodesLeaveTrainingAndValidation) {
+  const Dataset d = Generated(300, 0.8, 5);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
+  c.label_epsilon = 1;
+  Collected collected;
+  collected.features = ScaleFeatures(d.features, c.scaling);
+  // The odd nodes report a wrong label (the poisoned ones).
+  collected.label_reports = d.labels;
+  for (uint32_t v = 1; v < 300; v += 2) {
+    (*collected.label_reports)[v] = (d.labels[v] + 1) % d.meta.classes;
+  }
+  auto all = RunPipelineOnCollected(d, c, collected, 1);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_LT(*all->label_agreement_raw, 0.6);
+  for (uint32_t v = 1; v < 300; v += 2) collected.untrusted.push_back(v);
+  auto honest = RunPipelineOnCollected(d, c, collected, 1);
+  ASSERT_TRUE(honest.ok()) << honest.status();
+  EXPECT_EQ(*honest->label_agreement_raw, 1.0);
+  for (uint32_t v = 0; v < 300; v += 2) collected.untrusted.push_back(v);
+  std::sort(collected.untrusted.begin(), collected.untrusted.end());
+  auto none = RunPipelineOnCollected(d, c, collected, 1);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.status().message(),
+              ::testing::HasSubstr("left no training or validation node"));
+}
+
 }  // namespace
 }  // namespace ldpgraph::pipeline

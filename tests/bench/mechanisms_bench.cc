@@ -17,6 +17,11 @@
 //       reported as the out_nodes counter.
 //   BM_Estimate/..., BM_ValidateReport/...    curator side, HDS and Multi-bit
 //       reports at d = 1433, k = m = 10 (reports drawn beforehand).
+//   BM_Screen/n:1000000/d:<d>/k:<k>/attacked:<pct>   the curator's report
+//       screen (server/pipeline/report_screen.h) over 10^6 reports' sampled
+//       dimensions (drawn beforehand as HDS draws them; pct % of them the
+//       maximal-gain attack's, on 10 target dimensions). One item is one
+//       report. Counter: flagged = nodes the screen flagged.
 //   BM_RandomSource/<draw>/<source>           Next64, UniformDouble and
 //       SampleWithoutReplacement(1433, 10) through a RandomSource&.
 // <source> is "secure" (SecureRandom, OpenSSL's CSPRNG) or "seeded"
@@ -31,6 +36,7 @@
 // 'seeded'; add --benchmark_repetitions=3 for medians on a noisy machine.
 // CTest runs it only as a smoke test (mechanisms_bench_smoke, label bench).
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,6 +55,7 @@
 #include "common/mechanisms/label_rr.h"
 #include "common/mechanisms/multibit.h"
 #include "common/random.h"
+#include "server/pipeline/report_screen.h"
 
 namespace ldpgraph {
 namespace {
@@ -356,6 +363,51 @@ void RegisterCurator() {
   }
 }
 
+// The screen over n reports' sampled dimensions: k of d uniformly (seeded,
+// as HDS samples them), the first attacked_pct % of the nodes on k of the
+// target dimensions 0..9 instead.
+void BM_Screen(benchmark::State& state, uint32_t n, int d, int k,
+               int attacked_pct) {
+  pipeline::ReportedDims reports;
+  SeededRandomForTesting rng(7);
+  std::vector<uint32_t> target(k);
+  for (uint32_t v = 0; v < n; ++v) {
+    if (v < uint64_t{n} * attacked_pct / 100) {
+      for (int j = 0; j < k; ++j) target[j] = (v + j) % 10;
+      std::sort(target.begin(), target.end());
+      reports.Add(v, target);
+    } else {
+      reports.Add(v, rng.SampleWithoutReplacement(d, k));
+    }
+  }
+  size_t flagged = 0;
+  for (auto _ : state) {
+    auto s = pipeline::ScreenReports(reports, d, k, 1e-3);
+    if (!s.ok()) {
+      state.SkipWithError(std::string(s.status().message()).c_str());
+      return;
+    }
+    flagged = s->flagged.size();
+    benchmark::DoNotOptimize(s->flagged.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.counters["flagged"] = static_cast<double>(flagged);
+}
+
+void RegisterScreen() {
+  constexpr uint32_t kReports = 1000000;
+  for (int k : {1, 10}) {
+    for (int pct : {0, 5}) {
+      benchmark::RegisterBenchmark(
+          absl::StrCat("BM_Screen/n:", kReports, "/d:1433/k:", k,
+                       "/attacked:", pct)
+              .c_str(),
+          BM_Screen, kReports, 1433, k, pct)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
 // --- raw random sources -------------------------------------------------------------
 
 void BM_Next64(benchmark::State& state, Source source) {
@@ -440,6 +492,7 @@ const bool kRegistered = [] {
   RegisterFeatureMechanisms();
   RegisterRandomizedResponse();
   RegisterCurator();
+  RegisterScreen();
   RegisterRandomSources();
   RegisterSealed();
   return true;

@@ -157,6 +157,34 @@ TEST_F(SimulateTest, EqualsTheLibraryWithTheSameSeeds) {
   }
 }
 
+// --defence screen: the curator's estimate stage screens the agents'
+// reports exactly as ldpgraph eval screens the simulated ones (the same
+// flagged nodes, the same metric); the table's JSON carries the figures
+// under deployment.scenario.defence. With a high alpha this seed's honest
+// reports have over-reported dimensions (2, with about 50 nodes flagged),
+// so the flagged lists compared are not empty.
+TEST_F(SimulateTest, DefenceScreenEqualsTheLibrary) {
+  const std::string data = Generated(900);
+  const std::vector<std::string> flags = {
+      "--seed", "18", "--method", "lpgnn", "--epsilon", "2",
+      "--label-epsilon", "1", "--defence", "screen", "--screen-alpha", "0.9"};
+  std::vector<std::string> sim = {"--dataset", data, "--hosts", "2"};
+  sim.insert(sim.end(), flags.begin(), flags.end());
+  json s = Simulate(sim);
+  json e = Eval(data, flags);
+  ASSERT_TRUE(s.is_object() && e.is_object());
+  EXPECT_EQ(s["mean"].get<double>(), e["mean"].get<double>());
+  EXPECT_EQ(s["parameters"], e["parameters"]);
+  const json& d = s["deployment"]["scenario"]["defence"];
+  const json& screen = e["per_run"][0]["screen"];
+  EXPECT_EQ(d["kind"], "screen");
+  EXPECT_EQ(d["alpha"], 0.9);
+  EXPECT_EQ(d["screen"], "applied");
+  EXPECT_EQ(d["flagged"], screen["flagged"]);
+  EXPECT_EQ(d["overreported_dims"], screen["overreported_dims"]);
+  EXPECT_GT(d["flagged_nodes"].get<int>(), 0);
+}
+
 // The curator without the graph (--private-edges): the edges campaign runs
 // first, then features; the pipeline runs over the assembled graph, and the
 // table says so. Neighbour substitution shares the features campaign's
