@@ -268,8 +268,12 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
   const std::string& attribute = key.attribute;
   // A fresh answer is kept as built; only a memo hit is parsed back.
   std::optional<v1::Report> built;
-  absl::StatusOr<Answered> answered =
-      budget_->Answer(key, [&] { return Serialise(perturb(), built); });
+  uint64_t draws = 0;  // the stream's position after a fresh answer
+  absl::StatusOr<Answered> answered = budget_->Answer(key, [&] {
+    absl::StatusOr<std::string> a = Serialise(perturb(), built);
+    draws = rng_->draws();
+    return a;
+  });
   if (!answered.ok()) {
     if (absl::IsResourceExhausted(answered.status())) {
       out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
@@ -296,7 +300,8 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
   out.report = std::move(body);
   out.fresh = !answered->from_memo;
   if (out.fresh) {
-    out.to_persist = MemoRow{record_.node, key, std::move(answered->answer)};
+    out.to_persist =
+        MemoRow{record_.node, key, std::move(answered->answer), draws};
   }
   return out;
 }
@@ -334,9 +339,13 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
   // The features question, answered (memo or fresh) through the budget; a
   // fresh answer is kept as built.
   std::optional<v1::Report> built;
+  uint64_t draws = 0;  // the stream's position after a fresh answer
   auto answer_features = [&]() -> absl::StatusOr<std::optional<Answered>> {
-    absl::StatusOr<Answered> a = budget_->Answer(
-        features_key, [&] { return Serialise(Perturb(feature_spec), built); });
+    absl::StatusOr<Answered> a = budget_->Answer(features_key, [&] {
+      absl::StatusOr<std::string> s = Serialise(Perturb(feature_spec), built);
+      draws = rng_->draws();
+      return s;
+    });
     if (absl::IsResourceExhausted(a.status())) {
       return std::optional<Answered>();
     }
@@ -360,7 +369,7 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
     out.own_feature = std::move(*body.mutable_features());
     if (!a.from_memo) {
       out.fresh = true;
-      out.to_persist = MemoRow{record_.node, features_key, a.answer};
+      out.to_persist = MemoRow{record_.node, features_key, a.answer, draws};
     }
     return absl::OkStatus();
   };
@@ -438,7 +447,8 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::FinishSubstitution(
       });
 }
 
-absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer) {
+absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer,
+                                uint64_t draws) {
   v1::Report body;
   if (!body.ParseFromString(answer) || !BodyMatches(body, key.attribute) ||
       !body.campaign_id().empty() || body.node_id() != 0) {
@@ -451,6 +461,7 @@ absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer) 
     return absl::Status(s.code(), absl::StrCat("node ", record_.node,
                                                ": restore: ", s.message()));
   }
+  rng_->AdvanceTo(draws);
   return absl::OkStatus();
 }
 
@@ -492,7 +503,7 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
       ++counters.foreign_rows;
       return absl::OkStatus();
     }
-    RETURN_IF_ERROR(it->second->Restore(row.key, row.answer));
+    RETURN_IF_ERROR(it->second->Restore(row.key, row.answer, row.draws));
     ++counters.restored;
     return absl::OkStatus();
   }));

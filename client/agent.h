@@ -39,6 +39,7 @@
 // exchange is over.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -113,6 +114,39 @@ absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
 struct SimulatedAttack {
   std::shared_ptr<const poisoning::Adversary> adversary;
   std::set<uint32_t> nodes;
+};
+
+// A node's random source with a count of the words drawn from it: the
+// node's position in its stream, stored with each fresh answer
+// (MemoRow::draws) so that a restarted seeded agent continues its stream
+// where it stopped instead of drawing its first words again (which would
+// make, in a simulation, a label answer reuse the draws of the features
+// answer before it). Not thread-safe, like every RandomSource.
+class CountedRandom final : public RandomSource {
+ public:
+  explicit CountedRandom(std::unique_ptr<RandomSource> inner)
+      : inner_(std::move(inner)) {}
+  uint64_t Next64() override {
+    ++draws_;
+    return inner_->Next64();
+  }
+  bool is_secure() const override { return inner_->is_secure(); }
+  absl::string_view name() const override { return inner_->name(); }
+  uint64_t draws() const { return draws_; }
+  // Moves the count to position if it is behind: a seeded source draws and
+  // discards the words in between (replaying its stream); a secure one only
+  // moves the count (its words are independent whatever came before).
+  void AdvanceTo(uint64_t position) {
+    if (inner_->is_secure()) {
+      draws_ = std::max(draws_, position);
+      return;
+    }
+    while (draws_ < position) Next64();
+  }
+
+ private:
+  std::unique_ptr<RandomSource> inner_;
+  uint64_t draws_ = 0;
 };
 
 // One logical agent. Thread-safe: the record is immutable, the budget is
@@ -222,7 +256,12 @@ class NodeAgent {
   // PrivacyBudget::Restore: no caps checked, idempotent). DATA_LOSS if
   // answer is not a serialised v1::Report body of key's attribute;
   // ALREADY_EXISTS for a different answer to a question already in the memo.
-  absl::Status Restore(const QueryKey& key, const std::string& answer);
+  // draws is the row's MemoRow::draws: a seeded node's source is advanced
+  // to it (see CountedRandom), so that its next fresh answer draws what it
+  // would have drawn had this process answered the restored questions
+  // itself. For startup only: not concurrent with answering.
+  absl::Status Restore(const QueryKey& key, const std::string& answer,
+                       uint64_t draws = 0);
 
   uint32_t node() const { return record_.node; }
   const NodeRecord& record() const { return record_; }
@@ -237,7 +276,7 @@ class NodeAgent {
       : record_(std::move(record)),
         attributes_(std::move(attributes)),
         budget_(std::move(budget)),
-        rng_(std::move(rng)),
+        rng_(std::make_unique<CountedRandom>(std::move(rng))),
         adversary_(std::move(adversary)) {}
 
   // The body of a fresh answer from spec's mechanism (runs under the
@@ -266,7 +305,7 @@ class NodeAgent {
   const NodeRecord record_;
   const std::set<std::string> attributes_;
   const std::unique_ptr<PrivacyBudget> budget_;
-  const std::unique_ptr<RandomSource> rng_;  // used under budget_'s lock
+  const std::unique_ptr<CountedRandom> rng_;  // used under budget_'s lock
   // Simulation only: the attacker's, for a malicious node; else null.
   const std::shared_ptr<const poisoning::Adversary> adversary_;
 };

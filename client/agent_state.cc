@@ -27,6 +27,7 @@ constexpr char kCreateSchema[] =
     "  parameters TEXT NOT NULL,"
     "  epsilon REAL NOT NULL,"
     "  answer BLOB NOT NULL,"
+    "  draws INTEGER NOT NULL DEFAULT 0,"
     "  PRIMARY KEY(node, key));"
     "PRAGMA user_version = 1;";
 
@@ -123,6 +124,16 @@ absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::Open(
   }
   RETURN_IF_ERROR(
       sqlite::Exec(raw, path, kCreateKeys, "create the keys table"));
+  // memo.draws was added to version 1 without a version change.
+  sqlite3_stmt* probe = nullptr;
+  const bool has_draws = sqlite3_prepare_v2(raw, "SELECT draws FROM memo LIMIT 0",
+                                            -1, &probe, nullptr) == SQLITE_OK;
+  sqlite3_finalize(probe);
+  if (!has_draws) {
+    RETURN_IF_ERROR(sqlite::Exec(
+        raw, path, "ALTER TABLE memo ADD COLUMN draws INTEGER NOT NULL DEFAULT 0",
+        "add the memo's draws column"));
+  }
   return store;
 }
 
@@ -135,7 +146,7 @@ absl::Status AgentStateStore::ForEach(
       Statement stmt,
       Prepare(db_, path_,
               "SELECT node, key, attribute, mechanism, parameters, epsilon, "
-              "answer FROM memo ORDER BY node, key"));
+              "answer, draws FROM memo ORDER BY node, key"));
   for (;;) {
     const int rc = sqlite3_step(stmt.get());
     if (rc == SQLITE_DONE) return absl::OkStatus();
@@ -153,6 +164,8 @@ absl::Status AgentStateStore::ForEach(
     row.key.parameters = ColumnText(stmt.get(), 4);
     row.key.epsilon = sqlite3_column_double(stmt.get(), 5);
     row.answer = ColumnBlob(stmt.get(), 6);
+    row.draws = static_cast<uint64_t>(
+        std::max<int64_t>(0, sqlite3_column_int64(stmt.get(), 7)));
     if (row.key.Canonical() != key) {
       return absl::DataLossError(absl::StrCat(
           path_, ": memo row (", node, ", ", key,
@@ -183,7 +196,7 @@ absl::Status AgentStateStore::CommitLocked(const std::vector<MemoRow>& rows) {
       Statement insert,
       Prepare(db_, path_,
               "INSERT INTO memo(node, key, attribute, mechanism, parameters, "
-              "epsilon, answer) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+              "epsilon, answer, draws) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
               "ON CONFLICT(node, key) DO NOTHING"));
   ASSIGN_OR_RETURN(
       Statement select,
@@ -199,7 +212,9 @@ absl::Status AgentStateStore::CommitLocked(const std::vector<MemoRow>& rows) {
                            int64_t{row.node}, Text{key},
                            Text{row.key.attribute}, Text{row.key.mechanism},
                            Text{row.key.parameters}, row.key.epsilon,
-                           Blob{row.answer}));
+                           Blob{row.answer},
+                           static_cast<int64_t>(std::min<uint64_t>(
+                               row.draws, uint64_t{INT64_MAX}))));
       RETURN_IF_ERROR(sqlite::StepDone(db_, path_, insert.get(), operation));
     }
     if (sqlite3_changes(db_) != 0) continue;

@@ -9,7 +9,7 @@
 // AgentShard::RespondAll in client/agent.h). Schema (user_version 1):
 //
 //   memo(node INTEGER, key TEXT, attribute TEXT, mechanism TEXT,
-//        parameters TEXT, epsilon REAL, answer BLOB,
+//        parameters TEXT, epsilon REAL, answer BLOB, draws INTEGER,
 //        PRIMARY KEY(node, key))
 //
 //   keys(node INTEGER PRIMARY KEY, private_key BLOB)
@@ -17,7 +17,9 @@
 // key is QueryKey::Canonical(); attribute, mechanism, parameters and epsilon
 // are the QueryKey's fields, so a restore rebuilds the key from its columns
 // (and checks it against key). answer is opaque here (the agent stores a
-// serialised v1::Report body). A node's spend is not stored: it is the sum
+// serialised v1::Report body). draws is MemoRow::draws; the column was
+// added to version 1 without a version change (Open adds it, 0 for the rows
+// stored before, to a database that lacks it). A node's spend is not stored: it is the sum
 // of the epsilons of its rows, rebuilt by PrivacyBudget::Restore.
 //
 // keys holds each node's X25519 private key (32 bytes) for sealed
@@ -58,6 +60,12 @@ struct MemoRow {
   uint32_t node = 0;
   QueryKey key;
   std::string answer;
+  // How many words the node had drawn from its random source once this
+  // answer was made. A seeded node (a simulation) continues its stream from
+  // the largest of its rows after a restart, so that it draws exactly what
+  // it would have drawn without the restart. Not part of the answer's
+  // identity: operator== ignores it.
+  uint64_t draws = 0;
 
   friend bool operator==(const MemoRow& a, const MemoRow& b) {
     return a.node == b.node && a.key.Canonical() == b.key.Canonical() &&

@@ -327,5 +327,37 @@ TEST(AgentStateStoreTest, OpenAddsTheKeysTableToAnOlderDatabase) {
   EXPECT_EQ(*(*store)->Count(), 1);
 }
 
+// Each row keeps the node's stream position (draws) across reopening; a
+// database made before the column existed gets it (0 for its rows) at the
+// next Open, and takes new rows with their positions.
+TEST(AgentStateStoreTest, DrawsSurviveAndAreAddedToAnOlderDatabase) {
+  TempFolder tmp;
+  MemoRow a = Row(1, "features", 1.0, "x");
+  a.draws = 17;
+  {
+    auto store = AgentStateStore::Open(tmp.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Commit({a}).ok());
+  }
+  {
+    auto store = AgentStateStore::Open(tmp.path());
+    ASSERT_TRUE(store.ok());
+    const std::vector<MemoRow> rows = ReadAll(**store);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].draws, 17u);
+  }
+  // The older schema: memo without draws.
+  SqlOn(tmp.path() + "/agent.db", "ALTER TABLE memo DROP COLUMN draws");
+  auto store = AgentStateStore::Open(tmp.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  MemoRow b = Row(2, "label", 0.5, "y");
+  b.draws = 3;
+  ASSERT_TRUE((*store)->Commit({b}).ok());
+  const std::vector<MemoRow> rows = ReadAll(**store);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].draws, 0u);  // stored before the column existed
+  EXPECT_EQ(rows[1].draws, 3u);
+}
+
 }  // namespace
 }  // namespace ldpgraph::agent

@@ -578,6 +578,48 @@ TEST(AgentShardTest, ARestartedShardRemembersEveryAnswerEvenWithAnotherSeed) {
   EXPECT_EQ(*shard->store().Count(), 12);
 }
 
+// A seeded shard restarted between two questions continues each node's
+// stream where it stopped: its next fresh answers are exactly those of a
+// shard that never restarted (not the stream's first words again, which
+// would tie, say, a node's label answer to the draws of its features).
+TEST(AgentShardTest, ARestartedSeededShardContinuesEachNodesStream) {
+  const std::vector<uint32_t> all = {0, 2, 5, 7};
+  const std::vector<v1::Task> tasks = {FeatureTask("c1", 1.0, all),
+                                       LabelTask("c2", 2.0, all),
+                                       FeatureTask("c3", 0.5, all)};
+  std::vector<std::vector<std::string>> straight;
+  {
+    TempFolder tmp(TempFolder::kLeaveMissing);
+    auto shard = MakeShard(tmp.path(), 9);
+    ASSERT_NE(shard, nullptr);
+    for (const v1::Task& t : tasks) straight.push_back(Bodies(MustRespondAll(*shard, t)));
+  }
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    // A new process for every question: only agent.db carries over.
+    auto shard = MakeShard(tmp.path(), 9);
+    ASSERT_NE(shard, nullptr);
+    EXPECT_EQ(shard->counters().restored, 4 * i);
+    ShardResponse r = MustRespondAll(*shard, tasks[i]);
+    EXPECT_EQ(r.fresh, 4u);
+    EXPECT_EQ(Bodies(r), straight[i]) << "question " << i;
+  }
+  // The draws were stored with the rows: positions grow with each question.
+  auto store = AgentStateStore::Open(tmp.path());
+  ASSERT_TRUE(store.ok());
+  std::map<uint32_t, std::vector<uint64_t>> draws;
+  ASSERT_TRUE((*store)
+                  ->ForEach([&](const MemoRow& row) {
+                    draws[row.node].push_back(row.draws);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  for (uint32_t v : all) {
+    ASSERT_EQ(draws[v].size(), 3u);
+    for (uint64_t d : draws[v]) EXPECT_GT(d, 0u) << "node " << v;
+  }
+}
+
 TEST(AgentShardTest, RestoredSpendOverLoweredCapsRefusesNewQuestionsOnly) {
   TempFolder tmp(TempFolder::kLeaveMissing);
   std::vector<std::string> before;

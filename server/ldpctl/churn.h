@@ -9,14 +9,11 @@
 // drawn from a seed (PublicRandom), never from the privacy noise.
 //
 // Seeded runs: an agent given --seed draws each node's answers in turn from
-// one stream (NodeNoiseSeed) and a restarted one starts that stream again.
-// A node whose first answer comes after the restart draws what it would
-// have; a node that answered a question before the restart and answers
-// another after it draws its second answer from the start of the stream,
-// not from where the first left it, so a seeded run with churn in a second
-// campaign (labels after features) no longer equals `ldpgraph eval`, and
-// that node's two answers reuse the same draws. Secure noise (no --seed)
-// is unaffected: it has no stream to restart.
+// one stream (NodeNoiseSeed). Each memo row stores how far the node's
+// stream had gone (MemoRow::draws, client/agent_state.h), and a restarted
+// host advances each node's stream to it, so a node that answers after a
+// restart draws exactly what it would have drawn without one: a seeded run
+// with churn equals the run without it, and `ldpgraph eval`.
 #pragma once
 
 #include <cstdint>
