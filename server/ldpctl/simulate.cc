@@ -104,6 +104,18 @@ Deployment:
                       (its --pipeline-threads); 0 (default) = every core.
                       Results do not depend on it
   --timeout S         longest wait for enrolment or a campaign (default 600)
+  --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
+                      (default: beside ldpctl)
+  --work-dir DIR      work folder, empty or new; kept afterwards (default: a
+                      new one under $TMPDIR, removed at the end). It holds
+                      the logs, certificates, stores and ldpctl.conf
+  --keep              keep the default work folder (kept anyway on a failure
+                      once processes have started)
+  --keep-running      after the table, leave the deployment up for ldpctl
+                      (ldpctl --config WORK/ldpctl.conf status) until Ctrl-C
+  --format F          table (default) or json: one object with the fields of
+                      `ldpgraph eval --format json` plus the deployment's
+
 Scenarios (default: off):
   --dropout F         a fraction F in [0, 1) of the nodes never comes online:
                       each node on its own with probability F, drawn from
@@ -112,17 +124,6 @@ Scenarios (default: off):
                       silent node's estimated features are an empty row, and
                       a node without a label report is left out of the
                       training and validation sets)
-  --malicious F       a fraction F in [0, 1) of the nodes is an attacker's
-                      (drawn like --dropout from --seed or 1, independently;
-                      a node both is offline): their agents send the
-                      maximal-gain poisoning attack's crafted features
-                      (and, with --label-epsilon, labels) through the same
-                      budget; the table and JSON add target_rate, the test
-                      nodes of other classes predicted --attack-class.
-                      Default: off. Seeded, equal to `ldpgraph eval` with
-                      the same flags
-  --attack-class C    the class the attacker wants predicted (default 0)
-  --attack-dims R     its target feature dimensions (default 10)
   --quorum Q          a campaign closes once a fraction Q in (0, 1] of its
                       nodes answered (default 1)
   --campaign-deadline S  ... or S seconds after it opened (default: none;
@@ -162,19 +163,20 @@ Scenarios (default: off):
                       batches as it would on a host whose nodes report one
                       by one. --churn 0 gives the baseline: no kill, the
                       same batches
-  --bin-dir DIR       where ldpgraph-curator and ldpgraph-agent are
-                      (default: beside ldpctl)
-  --work-dir DIR      work folder, empty or new; kept afterwards (default: a
-                      new one under $TMPDIR, removed at the end). It holds
-                      the logs, certificates, stores and ldpctl.conf
-  --keep              keep the default work folder (kept anyway on a failure
-                      once processes have started)
-  --keep-running      after the table, leave the deployment up for ldpctl
-                      (ldpctl --config WORK/ldpctl.conf status) until Ctrl-C
-  --format F          table (default) or json: one object with the fields of
-                      `ldpgraph eval --format json` plus the deployment's
-
-On failure: once the curator or an agent host has started, the work folder
+  --malicious F       a fraction F in [0, 1) of the nodes is an attacker's
+                      (drawn like --dropout from --seed or 1, independently;
+                      a node both is offline): their agents send the
+                      maximal-gain poisoning attack's crafted features
+                      (and, with --label-epsilon, labels) through the same
+                      budget; the table and JSON add target_rate, the test
+                      nodes of other classes predicted --attack-class.
+                      Default: off. Seeded, equal to `ldpgraph eval` with
+                      the same flags
+  --attack-class C    the class the attacker wants predicted (default 0)
+  --attack-dims R     its target feature dimensions (default 10)
+)";
+// The rest of simulate's help, after the Defence section (SimulateHelp).
+constexpr char kHelpTail[] = R"(On failure: once the curator or an agent host has started, the work folder
 is kept and named (its logs say what went wrong). A run that fails or is
 interrupted before that (the dataset, the binaries, the work folder) has no
 log to read: what it wrote is removed, with the folder unless it existed
@@ -189,6 +191,8 @@ Examples:
   ldpctl simulate --nodes 100000 --hosts 4
   ldpctl simulate --method lpgnn --label-epsilon 1 --dropout 0.3 --campaign-deadline 10
   ldpctl simulate --hosts 4 --latency 200 --jitter 20 --loss 0.05
+  ldpctl simulate --hosts 10 --churn 0.1 --dropout 0.3
+  ldpctl simulate --method lpgnn --epsilon 3 --label-epsilon 3 --malicious 0.1 --defence screen
   ldpctl simulate --method lpgnn --mechanism multibit --epsilon 2 --edges ns1 --edge-epsilon 1
 )";
 
@@ -1909,7 +1913,8 @@ absl::Status Simulation::ServeUntilInterrupted() {
 constexpr char kDefenceSection[] =
     "\nDefence (default: off; ldpctl simulate and ldpctl run):\n";
 std::string SimulateHelp() {
-  return absl::StrCat(kHelp, kDefenceSection, pipeline::kDefenceHelp);
+  return absl::StrCat(kHelp, kDefenceSection, pipeline::kDefenceHelp,
+                      kHelpTail);
 }
 std::string RunHelp() {
   return absl::StrCat(kRunHelp, kDefenceSection, pipeline::kDefenceHelp);
