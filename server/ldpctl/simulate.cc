@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -751,6 +752,10 @@ class Simulation {
   }
   absl::Status Check();  // interrupted? a child died?
   void Report(const json& j);
+  // The table's rows of the scenarios (dropout and closing, network, churn,
+  // poisoning, defence) from the JSON's deployment d; none when all are off.
+  using TableRow = std::function<void(const std::string&, const std::string&)>;
+  void ScenarioRows(const json& d, const TableRow& row) const;
   absl::Status ServeUntilInterrupted();
 
   // What the run's campaigns collected: every campaign in the order it ran,
@@ -1673,58 +1678,7 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   return d;
 }
 
-void Simulation::Report(const json& j) {
-  if (o_.json) {
-    out_ << j.dump(2) << "\n" << std::flush;
-    return;
-  }
-  const json& d = j["deployment"];
-  const bool lpgnn = o_.method == v1::PIPELINE_METHOD_LPGNN;
-  std::string pipeline_text =
-      absl::StrCat(lpgnn ? "LPGNN" : "PrivGE", ", ",
-                   o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
-                                                     : "link prediction",
-                   ", ", config_.mechanism, " epsilon_x ",
-                   absl::StrFormat("%g", config_.epsilon));
-  if (config_.label_epsilon) {
-    absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
-                    absl::StrFormat("%g", *config_.label_epsilon));
-  }
-  auto row = [&](const std::string& k, const std::string& v) {
-    out_ << absl::StrFormat("  %-26s %s\n", k, v);
-  };
-  out_ << (o_.attach ? "\n== ldpctl run: results ==\n"
-                      : "\n== ldpctl simulate: results ==\n");
-  row("dataset", absl::StrCat(j["dataset"].get<std::string>(), " (",
-                              d["nodes"].get<uint32_t>(), " nodes, ",
-                              d["edges"].get<size_t>(), " edges)"));
-  row("deployment",
-      o_.attach ? absl::StrCat("curator ", d["curator"].get<std::string>(), " + ",
-                               hosts_, " agent hosts, gRPC over ",
-                               d["tls"].get<bool>() ? "TLS" : "PLAINTEXT")
-                : absl::StrCat("1 curator + ", o_.hosts,
-                               " agent hosts, gRPC over TLS on 127.0.0.1"));
-  row("pipeline", pipeline_text);
-  {
-    const json& g = d["graph"];
-    if (g["source"] == "curator") {
-      row("graph", absl::StrFormat("the curator's (true edges, %u)",
-                                   g["edges"].get<uint64_t>()));
-    } else {
-      row("graph",
-          absl::StrFormat(
-              "assembled from %s: %s, epsilon_e %g, %s (%u edges)",
-              g["campaign"].get<std::string>(),
-              g["source"] == "rr" ? "edge randomized response"
-                                  : absl::StrCat("neighbour substitution, approach ",
-                                                 g["source"] == "ns1" ? "1" : "2"),
-              g["epsilon"].get<double>(), g["rule"].get<std::string>(),
-              g["edges"].get<uint64_t>()));
-    }
-  }
-  row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
-                                      "): reproducible, NOT private")
-                       : "secure (OpenSSL)");
+void Simulation::ScenarioRows(const json& d, const TableRow& row) const {
   const json& sc = d["scenario"];
   if (sc["dropout"].get<double>() > 0 || o_.quorum < 1 || o_.deadline_s > 0) {
     std::string closing = absl::StrCat("quorum ", o_.quorum);
@@ -1774,13 +1728,68 @@ void Simulation::Report(const json& j) {
   }
   if (sc.contains("malicious")) {
     const json& m = sc["malicious"];
-    row("scenario: poisoning",
+    row("poisoning",
         absl::StrFormat("malicious %g (%u nodes, simulated), maximal-gain "
                         "attack on class %d, %d target dimensions",
                         m["fraction"].get<double>(), m["nodes"].get<uint32_t>(),
-                        o_.attack_class, o_.attack_dims));
+                        m["attack_class"].get<int>(), m["attack_dims"].get<int>()));
   }
   if (sc.contains("defence")) row("defence", DefenceRow(sc["defence"]));
+}
+
+void Simulation::Report(const json& j) {
+  if (o_.json) {
+    out_ << j.dump(2) << "\n" << std::flush;
+    return;
+  }
+  const json& d = j["deployment"];
+  const bool lpgnn = o_.method == v1::PIPELINE_METHOD_LPGNN;
+  std::string pipeline_text =
+      absl::StrCat(lpgnn ? "LPGNN" : "PrivGE", ", ",
+                   o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
+                                                     : "link prediction",
+                   ", ", config_.mechanism, " epsilon_x ",
+                   absl::StrFormat("%g", config_.epsilon));
+  if (config_.label_epsilon) {
+    absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
+                    absl::StrFormat("%g", *config_.label_epsilon));
+  }
+  const TableRow row = [&](const std::string& k, const std::string& v) {
+    out_ << absl::StrFormat("  %-26s %s\n", k, v);
+  };
+  out_ << (o_.attach ? "\n== ldpctl run: results ==\n"
+                      : "\n== ldpctl simulate: results ==\n");
+  row("dataset", absl::StrCat(j["dataset"].get<std::string>(), " (",
+                              d["nodes"].get<uint32_t>(), " nodes, ",
+                              d["edges"].get<size_t>(), " edges)"));
+  row("deployment",
+      o_.attach ? absl::StrCat("curator ", d["curator"].get<std::string>(), " + ",
+                               hosts_, " agent hosts, gRPC over ",
+                               d["tls"].get<bool>() ? "TLS" : "PLAINTEXT")
+                : absl::StrCat("1 curator + ", o_.hosts,
+                               " agent hosts, gRPC over TLS on 127.0.0.1"));
+  row("pipeline", pipeline_text);
+  {
+    const json& g = d["graph"];
+    if (g["source"] == "curator") {
+      row("graph", absl::StrFormat("the curator's (true edges, %u)",
+                                   g["edges"].get<uint64_t>()));
+    } else {
+      row("graph",
+          absl::StrFormat(
+              "assembled from %s: %s, epsilon_e %g, %s (%u edges)",
+              g["campaign"].get<std::string>(),
+              g["source"] == "rr" ? "edge randomized response"
+                                  : absl::StrCat("neighbour substitution, approach ",
+                                                 g["source"] == "ns1" ? "1" : "2"),
+              g["epsilon"].get<double>(), g["rule"].get<std::string>(),
+              g["edges"].get<uint64_t>()));
+    }
+  }
+  row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
+                                      "): reproducible, NOT private")
+                       : "secure (OpenSSL)");
+  ScenarioRows(d, row);
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
