@@ -777,6 +777,8 @@ class Simulation {
   // The ledger's spending per node ({min, mean, max}), and the curator's
   // status into *status.
   absl::StatusOr<json> Spending(v1::CuratorStatus* status);
+  // The ledger: every node's spending (admin GetBudgets).
+  absl::StatusOr<v1::GetBudgetsResponse> Budgets();
   // The results as `ldpgraph eval --format json` prints them, with the
   // deployment's figures under "deployment".
   absl::StatusOr<json> Results(const Campaigns& c,
@@ -1379,20 +1381,25 @@ absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
   });
 }
 
+absl::StatusOr<v1::GetBudgetsResponse> Simulation::Budgets() {
+  v1::GetBudgetsResponse budgets;
+  grpc::ClientContext ctx;
+  admin_->Prepare(&ctx);
+  RETURN_IF_ERROR(FromGrpc(
+      admin_->stub->GetBudgets(&ctx, v1::GetBudgetsRequest(), &budgets),
+      admin_->address));
+  return budgets;
+}
+
 absl::StatusOr<json> Simulation::Spending(v1::CuratorStatus* status) {
   const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   // What the ledger and the curator's counters say.
-  v1::GetBudgetsResponse budgets;
+  ASSIGN_OR_RETURN(const v1::GetBudgetsResponse budgets, Budgets());
   {
     grpc::ClientContext ctx;
     admin_->Prepare(&ctx);
     RETURN_IF_ERROR(FromGrpc(
-        admin_->stub->GetBudgets(&ctx, v1::GetBudgetsRequest(), &budgets),
-        admin_->address));
-    grpc::ClientContext ctx2;
-    admin_->Prepare(&ctx2);
-    RETURN_IF_ERROR(FromGrpc(
-        admin_->stub->GetStatus(&ctx2, v1::GetStatusRequest(), status),
+        admin_->stub->GetStatus(&ctx, v1::GetStatusRequest(), status),
         admin_->address));
   }
   double lo = 0, hi = 0, sum = 0;
@@ -1424,12 +1431,7 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
   }
   ASSIGN_OR_RETURN(const std::vector<double> expected, ExpectedSpending(answers, n));
   // The ledger's spend per node.
-  v1::GetBudgetsResponse budgets;
-  grpc::ClientContext ctx;
-  admin_->Prepare(&ctx);
-  RETURN_IF_ERROR(FromGrpc(
-      admin_->stub->GetBudgets(&ctx, v1::GetBudgetsRequest(), &budgets),
-      admin_->address));
+  ASSIGN_OR_RETURN(const v1::GetBudgetsResponse budgets, Budgets());
   std::vector<double> ledger(n, 0.0);
   for (const v1::NodeBudget& b : budgets.budgets()) {
     if (b.node_id() < n) ledger[b.node_id()] = b.total_spent();
