@@ -567,11 +567,17 @@ std::string DefenceRow(const json& d) {
                         ": not applicable (the mechanism samples no "
                         "dimensions)");
   }
-  return absl::StrFormat(
+  std::string row = absl::StrFormat(
       "report screen (alpha %g): %u nodes flagged, %u dimensions "
       "over-reported",
       d["alpha"].get<double>(), d["flagged_nodes"].get<uint32_t>(),
       d["overreported_dims"].get<uint32_t>());
+  if (d.contains("malicious_flagged")) {
+    absl::StrAppendFormat(&row, "; %u of the %u malicious nodes caught",
+                          d["malicious_flagged"].get<uint32_t>(),
+                          d["malicious"].get<uint32_t>());
+  }
+  return row;
 }
 
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
@@ -731,15 +737,11 @@ class Simulation {
   // --malicious: the agent hosts' attack flags, and the nodes the attacker
   // holds (drawn from DropoutSeed(), less the offline ones).
   std::vector<std::string> AttackArgs() const;
-  uint32_t MaliciousNodes() const {
-    return static_cast<uint32_t>(
-        poisoning::MaliciousNodes(
-            static_cast<uint32_t>(data_.meta.nodes), DropoutSeed(),
-            o_.malicious.value_or(0),
-            [&](uint32_t v) {
-              return SimulatedOffline(DropoutSeed(), v, o_.dropout);
-            })
-            .size());
+  std::vector<uint32_t> MaliciousNodes() const {
+    return poisoning::MaliciousNodes(
+        static_cast<uint32_t>(data_.meta.nodes), DropoutSeed(),
+        o_.malicious.value_or(0),
+        [&](uint32_t v) { return SimulatedOffline(DropoutSeed(), v, o_.dropout); });
   }
   // --malicious: the attack's measure on the evaluate stage's confusion.
   void AddTargetRate(const json& details, json* run) const;
@@ -1622,12 +1624,25 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   if (!churn_figures_.is_null()) d["scenario"]["churn"] = churn_figures_;
   if (o_.malicious) {
     d["scenario"]["malicious"] = {{"fraction", *o_.malicious},
-                                  {"nodes", MaliciousNodes()},
+                                  {"nodes", MaliciousNodes().size()},
                                   {"attack_class", o_.attack_class},
                                   {"attack_dims", o_.attack_dims}};
   }
   if (o_.defence != pipeline::Defence::kNone) {
     d["scenario"]["defence"] = DefenceJson(o_, estimate);
+    json& dj = d["scenario"]["defence"];
+    if (o_.malicious && dj.contains("flagged")) {
+      // How many of the attacker's nodes the screen caught (ldpctl knows
+      // them; the curator does not).
+      const std::vector<uint32_t> malicious = MaliciousNodes();
+      uint32_t caught = 0;
+      for (const json& v : dj["flagged"]) {
+        caught += std::binary_search(malicious.begin(), malicious.end(),
+                                     v.get<uint32_t>());
+      }
+      dj["malicious"] = malicious.size();
+      dj["malicious_flagged"] = caught;
+    }
   }
   d["reports"] = reports;
   d["refusals"] = refusals;

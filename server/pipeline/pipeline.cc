@@ -151,6 +151,14 @@ absl::StatusOr<SparseRows> SimulateAndScreen(const SparseRows& x,
   if (!screen) return est;
   ASSIGN_OR_RETURN(ScreenResult s, ScreenReports(dims, mech, c.screen_alpha));
   r->screen = ScreenToJson(s);
+  if (poisoning != nullptr) {
+    // A simulation knows the attacker's nodes: how many the screen caught.
+    uint32_t malicious = 0, caught = 0;
+    for (bool m : poisoning->malicious) malicious += m;
+    for (uint32_t v : s.flagged) caught += poisoning->malicious[v];
+    r->screen["malicious"] = malicious;
+    r->screen["malicious_flagged"] = caught;
+  }
   if (s.flagged.empty()) return est;
   *untrusted = s.flagged;
   return WithEmptyRows(est, s.flagged);

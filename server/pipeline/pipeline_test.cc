@@ -1,7 +1,10 @@
 #include "server/pipeline/pipeline.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
+#include "common/attacks/poisoning.h"
 #include "common/dataset/generator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -600,6 +603,25 @@ TEST(PipelineTest, PoisoningRaisesTheTargetRate) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->metric, attacked->metric);
   EXPECT_EQ(again->confusion, attacked->confusion);
+
+  // With the report screen the simulation counts the attacker's nodes it
+  // caught: the flagged nodes among SimulatedMalicious(seed 1)'s draw.
+  c.defence = Defence::kScreen;
+  auto screened = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(screened.ok()) << screened.status();
+  const nlohmann::json& s = screened->screen;
+  ASSERT_TRUE(s.contains("malicious_flagged")) << s.dump();
+  const std::vector<uint32_t> malicious =
+      poisoning::MaliciousNodes(800, /*seed=*/1, 0.2);
+  uint32_t caught = 0;
+  for (const nlohmann::json& v : s["flagged"]) {
+    caught += std::binary_search(malicious.begin(), malicious.end(),
+                                 v.get<uint32_t>());
+  }
+  EXPECT_EQ(s["malicious"].get<size_t>(), malicious.size());
+  EXPECT_EQ(s["malicious_flagged"].get<uint32_t>(), caught);
+  EXPECT_GT(caught, 0u);
+  EXPECT_LE(*screened->target_rate, *attacked->target_rate);
 }
 
 TEST(PipelineTest, PoisoningSettingsAreValidated) {
