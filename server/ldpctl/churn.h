@@ -117,12 +117,15 @@ absl::Status AddMemoSpending(const std::string& state_dir, uint32_t nodes,
 struct CampaignAnswers {
   v1::Attribute attribute = v1::ATTRIBUTE_UNSPECIFIED;
   v1::MechanismSpec spec;
+  // The nodes whose answers count: the campaign's reporters (what the
+  // curator's ledger charges), or every node it asked (what their hosts
+  // may charge).
   std::vector<uint32_t> reporters;
 };
 // Per node (`nodes` entries), the epsilon the campaigns asked of it: the sum
 // over the distinct questions (wire::CampaignQuestions: neighbour
 // substitution asks the features question too, which a features campaign
-// of the same spec then shares) of the campaigns it reported to.
+// of the same spec then shares) of the campaigns listing it.
 // INVALID_ARGUMENT for a reporter >= nodes.
 absl::StatusOr<std::vector<double>> ExpectedSpending(
     const std::vector<CampaignAnswers>& campaigns, uint32_t nodes);

@@ -1431,7 +1431,18 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
     final_of[campaign.id()] = reporters;
     answers.push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
   }
+  // The ledger charges what the curator received: the questions of the
+  // campaigns a node reported to. A host charges what it answered, which
+  // can include an answer the curator never received (drawn and memoized,
+  // then the campaign closed at its deadline before the host, restarted,
+  // sent it): the questions of the campaigns that asked the node (every
+  // node: simulate's campaigns target all).
   ASSIGN_OR_RETURN(const std::vector<double> expected, ExpectedSpending(answers, n));
+  std::vector<uint32_t> all(n);
+  for (uint32_t v = 0; v < n; ++v) all[v] = v;
+  std::vector<CampaignAnswers> asked = answers;
+  for (CampaignAnswers& a : asked) a.reporters = all;
+  ASSIGN_OR_RETURN(const std::vector<double> asked_of, ExpectedSpending(asked, n));
   // The ledger's spend per node.
   ASSIGN_OR_RETURN(const v1::GetBudgetsResponse budgets, Budgets());
   std::vector<double> ledger(n, 0.0);
@@ -1495,12 +1506,18 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
        "nodes the curator's store held for the campaign just before a kill "
        "(a superset of those acknowledged) missing from its final reporters"},
       {"curator_extra_epsilon_max", MaxExtraEpsilon(ledger, expected)},
-      {"agent_extra_epsilon_max", MaxExtraEpsilon(memo, expected)},
+      {"agent_extra_epsilon_max", MaxExtraEpsilon(memo, asked_of)},
       {"agent_memo_rows", memo_rows},
       {"extra_definition",
-       "max over nodes of the epsilon spent (the curator's ledger; the sum of "
-       "the hosts' memo rows) minus the sum over the distinct questions of "
-       "the campaigns the node reported to"}};
+       "max over nodes of the epsilon spent beyond the sum over the distinct "
+       "questions asked of it: by the curator's ledger, of the campaigns the "
+       "node reported to; by the hosts' memo rows, of the campaigns that "
+       "asked it"},
+      {"charged_not_received_epsilon_max", MaxExtraEpsilon(memo, ledger)},
+      {"charged_not_received_definition",
+       "max over nodes of the epsilon its host charged (memo rows) for "
+       "answers the curator never received: drawn and kept, not revealed "
+       "(a later identical question gets them again at no cost)"}};
 }
 
 std::vector<std::string> Simulation::AttackArgs() const {
@@ -1737,6 +1754,12 @@ void Simulation::ScenarioRows(const json& d, const TableRow& row) const {
                         ch["acknowledged_reports_checked"].get<uint64_t>(),
                         ch["curator_extra_epsilon_max"].get<double>(),
                         ch["agent_extra_epsilon_max"].get<double>()));
+    if (const double unsent = ch["charged_not_received_epsilon_max"].get<double>();
+        unsent > 0) {
+      row("", absl::StrFormat("a host charged up to %g epsilon for answers the "
+                              "curator never received (closed first)",
+                              unsent));
+    }
     for (const json& c : ch["campaigns"]) {
       row(absl::StrCat("  ", c["id"].get<std::string>()),
           absl::StrFormat("%u kills, complete in %.2f s",

@@ -19,7 +19,7 @@
 #    one SVG chart per method (ldpgraph plot).
 #
 # --quick: the generated 3000-node dataset, one run, fractions 0 and 0.2,
-# campaign deadlines of 5 s instead of 30 (a smoke run; ctest runs it as
+# campaign deadlines of 15 s instead of 30 (a smoke run; ctest runs it as
 # scenario_bench_smoke, label bench). OUT defaults to
 # BUILD_DIR/scenario-bench. The datasets come from ../shared/datasets or
 # $LDPGRAPH_DATASETS; without cora the full run uses the generated dataset.
@@ -59,7 +59,7 @@ deadline=()
 if [ "$quick" = 1 ]; then
   runs=1
   fractions=(0 0.2)
-  deadline=(--campaign-deadline 5)
+  deadline=(--campaign-deadline 15)
 fi
 methods=("privge|" "lpgnn|--method lpgnn --epsilon 3 --label-epsilon 3")
 weather=(--dropout 0.3 --churn 0.1 --latency 200 --jitter 20 --loss 0.05 "${deadline[@]}")
@@ -104,7 +104,9 @@ for name in ("privge", "lpgnn"):
             n = sc["network"]
             print(f"{'':17} {sc['offline_nodes']} nodes offline; "
                   f"{ch.get('kills', 0)} host kills; {n['injected_losses']} of "
-                  f"{n['chunks']} chunks lost and retransmitted")
+                  f"{n['chunks']} chunks lost and retransmitted; "
+                  f"{ch.get('charged_not_received_epsilon_max', 0):g} epsilon "
+                  "charged for answers never received")
 if bad:
     sys.exit("scenario_bench: incomplete or lossy runs: " + ", ".join(bad))
 PY
