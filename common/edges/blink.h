@@ -1,0 +1,226 @@
+// Blink: link local differential privacy by Bayesian estimation (Zhu, Li,
+// Hu, Chen and Xu, "Blink: Link Local Differential Privacy in Graph Neural
+// Networks via Bayesian Estimation", CCS 2023). Each node reports its
+// adjacency row by randomized response and its degree with Laplace noise;
+// the curator fits a beta-model prior to the noisy degrees, combines it with
+// both endpoints' reported bits into a posterior edge probability q_ij for
+// every pair, and releases a graph estimated from the posteriors. No network
+// code: `ldpgraph edges` drives it in memory (graph kind "blink").
+//
+// Budget (node v, total eps, split delta in (0, 1)):
+//   eps_d = delta * eps        the degree
+//   eps_a = (1 - delta) * eps  the adjacency bits
+// delta = 0 (no degree reported, a flat prior) is not supported: the prior
+// is the whole point, and a degree report at delta -> 0 is pure noise.
+//
+// Client (BlinkClient): the n - 1 bits of v's row through randomized
+// response at eps_a (EdgeRandomizedResponse: each bit flipped with
+// probability p = 1 / (1 + e^eps_a)), reported as the ascending list of
+// nodes whose bit reads 1; and deg(v) + Laplace noise of scale 1 / eps_d,
+// drawn as in LaplaceMechanism (a discrete Laplace on a power-of-two grid of
+// granularity g <= 1, so the integer degree lies on the grid and the release
+// is exactly eps_d-DP for sensitivity 1). Adding or removing one edge of v
+// changes one bit and the degree by 1: eps-edge LDP by sequential
+// composition.
+//
+// Curator (EstimateBlinkGraph):
+//  1. d_i = noisy degree clipped to [1, n - 2].
+//  2. Prior by the beta model (Chatterjee, Diaconis and Sly, "Random graphs
+//     with a given degree sequence", 2011), maximum likelihood: the fixed
+//     point of beta <- phi(beta),
+//        phi(beta)_i = log d_i - log sum_{j != i} 1 / (e^-beta_j + e^beta_i),
+//     from beta = 0 (FitBetaModel), which solves
+//        d_i = sum_{j != i} sigmoid(beta_i + beta_j);
+//     prior pi_ij = sigmoid(beta_i + beta_j).
+//  3. Posterior from x = a_ij + a_ji in {0, 1, 2} (both reported bits):
+//        P(x | edge)    = p^2, p(1-p), (1-p)^2   for x = 0, 1, 2
+//        P(x | no edge) = (1-p)^2, p(1-p), p^2
+//        q_ij = P(x|edge) pi / (P(x|edge) pi + P(x|no edge) (1 - pi)),
+//     equivalently logit q_ij = beta_i + beta_j + 2 eps_a (x - 1).
+//  4. The graph (BlinkVariant):
+//        hard  every pair with q_ij > 1/2, i.e. logit > 0;
+//        topk  the K pairs of largest q_ij, K = round(sum over all pairs of
+//              q_ij), the expected number of edges: exactly the pairs whose
+//              logit exceeds the (K+1)-th largest logit, so ties at the
+//              boundary are left out (fewer than K edges then, never more).
+//     Blink's published "hybrid" graph keeps the top-K pairs weighted by
+//     q_ij; ldpgraph's Graph is unweighted, so topk releases them unweighted.
+//
+// Cost without any n x n matrix: pairs with x >= 1 are the union of the
+// reports (sorted pair keys; a pair in both reports has x = 2). A pair with
+// x = 0 has a logit that depends only on beta_i + beta_j, so the x = 0 pairs
+// above a threshold are enumerated output-sensitively over the nodes sorted
+// by beta (skipping reported pairs), their number is counted in O(n) by two
+// pointers, and the topk threshold is found by bisection on that count over
+// the ordered doubles (64 steps, each O(n + reported pairs)). The sum of q
+// over x = 0 pairs is the sum over all pairs (PairSums, as in the prior)
+// minus that over reported pairs. Memory O(n + reported entries + output).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/graph/graph.h"
+#include "common/mechanisms/edge_rr.h"
+#include "common/names.h"
+#include "common/random.h"
+
+namespace ldpgraph::edges {
+
+// How the curator turns posteriors into a graph (see the file comment).
+enum class BlinkVariant { kHard, kTopK };
+inline constexpr auto kBlinkVariantNames = MakeNameTable<BlinkVariant>(
+    "blink variant",
+    {{BlinkVariant::kHard, "hard"}, {BlinkVariant::kTopK, "topk"}});
+
+// The privacy parameters, public configuration.
+struct BlinkParams {
+  double epsilon = 1.0;  // total eps per node, finite and > 0
+  double delta = 0.1;    // the degree's share of eps, in (0, 1)
+
+  // INVALID_ARGUMENT naming the parameter and the rule.
+  absl::Status Validate() const;
+  double degree_epsilon() const { return delta * epsilon; }
+  double adjacency_epsilon() const { return (1.0 - delta) * epsilon; }
+};
+
+// What node v sends the curator.
+struct BlinkReport {
+  std::vector<uint32_t> neighbours;  // nodes whose reported bit is 1, ascending
+  double noisy_degree = 0;           // deg(v) + Laplace(1 / eps_d)
+};
+
+// One node's side. Immutable after Create; thread-compatible (each call
+// takes the caller's RandomSource).
+class BlinkClient {
+ public:
+  // INVALID_ARGUMENT for invalid params or nodes < 3.
+  static absl::StatusOr<std::unique_ptr<BlinkClient>> Create(
+      const BlinkParams& params, uint32_t nodes);
+
+  // v's report given its true neighbours (strictly ascending, in [0, n),
+  // not v; INVALID_ARGUMENT naming the entry otherwise). All noise from rng.
+  absl::StatusOr<BlinkReport> Report(uint32_t v,
+                                     absl::Span<const uint32_t> neighbours,
+                                     RandomSource& rng) const;
+
+  const BlinkParams& params() const { return params_; }
+  // The grid of the noisy degree: a power of two <= 1.
+  double degree_granularity() const { return granularity_; }
+  // p = 1 / (1 + e^eps_a), the flip probability of each bit.
+  double flip_probability() const { return rr_->flip_probability(); }
+
+ private:
+  BlinkClient(const BlinkParams& params,
+              std::unique_ptr<EdgeRandomizedResponse> rr);
+
+  BlinkParams params_;
+  std::unique_ptr<EdgeRandomizedResponse> rr_;
+  double granularity_;
+};
+
+// How sums over all other nodes are evaluated (PairSums, FitBetaModel).
+struct PairSumOptions {
+  // Exact O(n^2) sums up to this many nodes, the histogram above it.
+  uint32_t exact_max_nodes = 8192;
+  // Histogram bins over [min beta, max beta] (>= 1).
+  int bins = 2048;
+};
+
+struct PairSumResult {
+  std::vector<double> sums;
+  bool exact = true;
+  // Histogram only (0 when exact): with h the bin width in beta,
+  //   epsilon_h = e^h (e^h - 1)^2 / 4,
+  // and for every i
+  //   |sums_i - exact_i| <= epsilon_h * (exact_i + 1 / (e^-beta_i + b_i)),
+  // the approximation never exceeding the exact value.
+  double relative_bound = 0;
+};
+
+// sums_i = sum_{j != i} 1 / (e^-beta_j + b_i) for every i (beta and b of
+// equal length n >= 2, all finite, b > 0). Then b_i * sums_i is
+// sum_{j != i} sigmoid(log b_i + beta_j). Exact when n <= exact_max_nodes,
+// O(n^2); otherwise each bin's nodes are replaced by their count at the mean
+// of e^-beta_j in the bin, O(n * bins): by convexity of 1 / (a + b) the error
+// is at most sum_j (a_j - mean)^2 / (a_min + b)^3, which gives the bound
+// above. The caller checks the inputs (an internal building block).
+PairSumResult PairSums(absl::Span<const double> beta,
+                       absl::Span<const double> b,
+                       const PairSumOptions& options);
+
+struct BetaFitOptions {
+  int max_iterations = 200;  // >= 1
+  // Stop when an iteration moves no beta_i by more than this (>= 0).
+  double tolerance = 1e-9;
+  PairSumOptions sums;
+  absl::Status Validate() const;
+};
+
+struct BetaFit {
+  std::vector<double> beta;
+  int iterations = 0;
+  bool converged = false;  // stopped by the tolerance, not the cap
+  bool exact_sums = true;
+  double sum_relative_bound = 0;  // PairSumResult::relative_bound, last step
+  // max_i |d_i - sum_{j != i} sigmoid(beta_i + beta_j)| at the result.
+  double max_degree_residual = 0;
+};
+
+// The beta model's maximum-likelihood fit to degrees (each finite, in
+// [1, n - 2], n >= 3; INVALID_ARGUMENT naming the first that is not) by the
+// fixed-point iteration of the file comment, from beta = 0. Every beta_i is
+// kept in [-50, 50] so that a degree sequence no graph realises (noisy
+// degrees can be one) cannot overflow; such a fit stops at the cap and says
+// so (converged false, a large residual).
+absl::StatusOr<BetaFit> FitBetaModel(absl::Span<const double> degrees,
+                                     const BetaFitOptions& options);
+
+// The posterior of one pair: q = P(x|edge) prior / (P(x|edge) prior +
+// P(x|no edge) (1 - prior)) with flip probability p = 1 / (1 + e^eps_a).
+// x in {0, 1, 2}, prior in [0, 1], eps_a > 0 (the caller's contract).
+double BlinkPosterior(int x, double prior, double adjacency_epsilon);
+
+// logit q_ij = (beta_i + beta_j) + 2 eps_a (x - 1), evaluated in exactly
+// this order everywhere (the sparse and any brute-force construction agree
+// bit for bit).
+inline double BlinkLogit(double beta_i, double beta_j, int x,
+                         double adjacency_epsilon) {
+  return (beta_i + beta_j) + 2.0 * adjacency_epsilon * (x - 1);
+}
+
+struct BlinkEstimateOptions {
+  BlinkVariant variant = BlinkVariant::kTopK;
+  BetaFitOptions beta;
+};
+
+struct BlinkEstimate {
+  Graph graph;
+  BetaFit prior;
+  std::vector<double> degrees;  // the clipped noisy degrees d_i
+  uint32_t clipped_low = 0;     // noisy degrees raised to 1
+  uint32_t clipped_high = 0;    // noisy degrees lowered to n - 2
+  uint64_t reported_pairs = 0;  // pairs with x >= 1
+  uint64_t both_reported_pairs = 0;  // pairs with x = 2
+  double expected_edges = 0;    // sum over all pairs of q_ij
+  uint64_t target_edges = 0;    // topk: K; hard: 0
+  // The logit threshold: the graph is every pair with logit > threshold
+  // (0 for hard).
+  double threshold = 0;
+  uint64_t graph_reported_edges = 0;  // edges of the graph with x >= 1
+};
+
+// The curator's estimate on n = nodes >= 3 from every node's report
+// (reports.size() == n, report v from node v; each list strictly ascending,
+// in [0, n), not the node itself; every noisy degree finite).
+// INVALID_ARGUMENT naming the node and the fault, or the bad parameter.
+absl::StatusOr<BlinkEstimate> EstimateBlinkGraph(
+    const BlinkParams& params, uint32_t nodes,
+    absl::Span<const BlinkReport> reports,
+    const BlinkEstimateOptions& options);
+
+}  // namespace ldpgraph::edges
