@@ -122,7 +122,7 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
                       "similarity", "top-k", "max-dummies", "dummy-mean",
                       "dummy-std", "feature-steps", "label-steps", "epochs",
                       "patience", "max-rr-edges", "threads", "format",
-                      "save-json"},
+                      "save-json", "blink-delta", "blink-variant"},
                      {"secure", "help"}));
   EdgesOptions o;
   auto dataset = a.Get("dataset");
@@ -192,6 +192,18 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
   ASSIGN_OR_RETURN(auto patience, a.GetInt("patience"));
   if (patience) {
     ASSIGN_OR_RETURN(o.patience, FlagToInt(*patience, "patience", 1));
+  }
+  ASSIGN_OR_RETURN(auto blink_delta, a.GetDouble("blink-delta"));
+  if (blink_delta) {
+    if (!(*blink_delta > 0 && *blink_delta < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--blink-delta must be in (0, 1), got ", *blink_delta));
+    }
+    o.blink_delta = *blink_delta;
+  }
+  if (auto v = a.Get("blink-variant")) {
+    ASSIGN_OR_RETURN(o.blink_variant,
+                     edges::kBlinkVariantNames.Parse(*v, "--blink-variant"));
   }
   ASSIGN_OR_RETURN(auto max_rr, a.GetUint("max-rr-edges"));
   if (max_rr) o.max_rr_edges = *max_rr;
@@ -351,6 +363,28 @@ double ExpectedRrEdges(size_t nodes, double eps_e) {
   return pairs / (1.0 + std::exp(eps_e));
 }
 
+namespace {
+
+// Every node's Blink report from its own stream, and the curator's estimate.
+absl::StatusOr<edges::BlinkEstimate> BuildBlinkGraph(double eps_e,
+                                                     const Graph& truth,
+                                                     const EdgesOptions& o,
+                                                     EdgeNoise& noise) {
+  const uint32_t n = static_cast<uint32_t>(truth.num_nodes());
+  const edges::BlinkParams params{.epsilon = eps_e, .delta = o.blink_delta};
+  ASSIGN_OR_RETURN(auto client, edges::BlinkClient::Create(params, n));
+  std::vector<edges::BlinkReport> reports(n);
+  for (uint32_t v = 0; v < n; ++v) {
+    ASSIGN_OR_RETURN(reports[v],
+                     client->Report(v, truth.neighbors(v), *noise.at(v)));
+  }
+  edges::BlinkEstimateOptions eo;
+  eo.variant = o.blink_variant;
+  return edges::EstimateBlinkGraph(params, n, reports, eo);
+}
+
+}  // namespace
+
 absl::StatusOr<PrivateGraph> BuildPrivateGraph(
     EdgeGraph g, double eps_e, const Graph& truth, const EdgesOptions& o,
     std::shared_ptr<const edges::ExchangeFeatures> features,
@@ -376,6 +410,13 @@ absl::StatusOr<PrivateGraph> BuildPrivateGraph(
     ASSIGN_OR_RETURN(out.graph,
                      edges::AssembleGraph(n, reports,
                                           edges::Symmetrisation::kLowerId));
+    out.seconds = SecondsSince(start);
+    return out;
+  }
+  if (g == EdgeGraph::kBlink) {
+    ASSIGN_OR_RETURN(out.blink, BuildBlinkGraph(eps_e, truth, o, noise));
+    out.graph = std::move(out.blink->graph);
+    out.blink->graph = Graph();
     out.seconds = SecondsSince(start);
     return out;
   }
@@ -491,6 +532,15 @@ std::vector<GridRow> Rows(const EdgesOptions& o, size_t nodes) {
               expected, o.max_rr_edges);
         }
       }
+      if (g == EdgeGraph::kBlink) {
+        const double expected =
+            ExpectedRrEdges(nodes, (1 - o.blink_delta) * e);
+        if (expected > static_cast<double>(o.max_rr_edges)) {
+          r.skipped = absl::StrFormat(
+              "Blink reports of ~%.0f pairs (more than --max-rr-edges %d)",
+              expected, o.max_rr_edges);
+        }
+      }
       rows.push_back(r);
     }
   }
@@ -503,7 +553,24 @@ struct Cell {
   std::vector<double> graph_edges, graph_seconds;
   std::vector<double> graph_homophily, true_edges_kept;
   json substitution_runs = json::array();
+  json blink_runs = json::array();
 };
+
+// What the Blink curator found in one run.
+json BlinkJson(const edges::BlinkEstimate& b) {
+  return json{{"iterations", b.prior.iterations},
+              {"converged", b.prior.converged},
+              {"exact_sums", b.prior.exact_sums},
+              {"max_degree_residual", b.prior.max_degree_residual},
+              {"clipped_low", b.clipped_low},
+              {"clipped_high", b.clipped_high},
+              {"reported_pairs", b.reported_pairs},
+              {"both_reported_pairs", b.both_reported_pairs},
+              {"expected_edges", b.expected_edges},
+              {"target_edges", b.target_edges},
+              {"threshold", b.threshold},
+              {"graph_reported_edges", b.graph_reported_edges}};
+}
 
 json StatsJson(const edges::RunStats& s, size_t nodes, double seconds) {
   const double n = static_cast<double>(nodes);
@@ -658,6 +725,14 @@ absl::Status EdgesGrid::RunRow(int run, size_t ri, FeaturePass& f) {
             pg.stats->dropped, pg.stats->substituted, pg.stats->unresolved,
             pg.stats->messages);
       }
+      if (pg.blink) {
+        stats = absl::StrFormat(
+            "; %s, prior after %d iterations (residual %.2g), %d reported "
+            "pairs, %.0f expected edges",
+            edges::kBlinkVariantNames.Name(o_.blink_variant),
+            pg.blink->prior.iterations, pg.blink->prior.max_degree_residual,
+            pg.blink->reported_pairs, pg.blink->expected_edges);
+      }
       *progress_ << absl::StrFormat(
           "[run %d/%d] eps_x=%s %s: graph of %d edges, homophily %.3f%s "
           "(%.2f s)\n",
@@ -710,6 +785,11 @@ absl::Status EdgesGrid::TrainCells(int run, size_t ri, const FeaturePass& f,
         s["run"] = run;
         cl.substitution_runs.push_back(s);
       }
+      if (pg.blink) {
+        json b = BlinkJson(*pg.blink);
+        b["run"] = run;
+        cl.blink_runs.push_back(b);
+      }
       ++done_;
       if (progress_ != nullptr) {
         *progress_ << absl::StrFormat(
@@ -757,6 +837,20 @@ json EdgesGrid::CellJson(size_t mi, size_t ri, size_t xi, size_t yi) const {
     s["per_run"] = cl.substitution_runs;
     j["substitution"] = s;
   }
+  j["blink"] = json(nullptr);
+  if (!cl.blink_runs.empty()) {
+    json b;
+    for (const char* key :
+         {"iterations", "max_degree_residual", "clipped_low", "clipped_high",
+          "reported_pairs", "both_reported_pairs", "expected_edges",
+          "target_edges", "graph_reported_edges"}) {
+      double sum = 0;
+      for (const json& r : cl.blink_runs) sum += r[key].get<double>();
+      b[key] = sum / cl.blink_runs.size();
+    }
+    b["per_run"] = cl.blink_runs;
+    j["blink"] = b;
+  }
   return j;
 }
 
@@ -774,6 +868,8 @@ json EdgesGrid::ParamsJson() const {
       {"dummy_mean", o.dummy_mean},
       {"dummy_std", o.dummy_std},
       {"max_rr_edges", o.max_rr_edges},
+      {"blink_delta", o.blink_delta},
+      {"blink_variant", edges::kBlinkVariantNames.Name(o.blink_variant)},
       {"threads", o.threads},
       {"rr_symmetrisation", edges::SymmetrisationName(edges::Symmetrisation::kLowerId)},
       {"substitution_symmetrisation",
@@ -952,7 +1048,7 @@ KProp steps, a 2-layer GCN or GraphSAGE, hidden 16, SELU, dropout 0.5, lr
 0.01, weight decay 1e-3, 50/25/25 split) on a graph released under edge LDP,
 and an adversary attacks the released model outputs.
 
-Graphs (--graphs, default ns1,ns2,rr,true):
+Graphs (--graphs, default ns1,ns2,rr,true; also blink):
   ns1    degree-preserving neighbour substitution, approach 1 (thesis
          Algorithm 2): each node drops each neighbour with probability
          q = 1/(1 + e^eps_e) and replaces it by the 2-hop candidate (relayed
@@ -963,6 +1059,13 @@ Graphs (--graphs, default ns1,ns2,rr,true):
   rr     randomized response on the neighbour bit vector (Qin et al.): every
          bit flipped with probability q; the curator keeps the lower-id
          endpoint's report of each pair. Dense: about n(n-1)/2 * q edges
+  blink  Blink (Zhu et al., CCS 2023) at total budget eps_e: each node
+         reports its bit vector by randomized response at
+         (1 - delta) eps_e and its degree plus Laplace noise at delta eps_e;
+         the curator fits a beta-model prior to the degrees, takes each
+         pair's posterior from both endpoints' bits and releases the pairs of
+         posterior > 1/2 (hard) or the K most likely pairs, K the expected
+         edge count (topk; unweighted)
   true   the true graph (no edge privacy; does not depend on eps_e, run once
          per eps_x, eps_y and model): the reference
 The nodes exchange the same Multi-bit report the curator trains on (one
@@ -985,9 +1088,15 @@ Substitution (public configuration, never derived from the data):
   --dummy-mean M --dummy-std S   ns1: dummies are raw vectors drawn per
                            dimension from N(M, S^2) clipped to [0, 1], then
                            encoded like a real report (default 0.5, 0.5)
+Blink:
+  --blink-delta D          the degree's share of eps_e, in (0, 1) (default
+                           0.1)
+  --blink-variant V        topk (default) or hard
   --max-rr-edges N         skip an rr graph whose expected edge count
                            n(n-1)/2 * q exceeds N (default 20000000); its
-                           cells say "skipped: RR graph of ~N edges"
+                           cells say "skipped: RR graph of ~N edges"; the
+                           same for blink's reported pairs (q at
+                           (1 - delta) eps_e)
   --threads T              threads for the substitution rounds (default 1;
                            results do not depend on it)
 Learning:
@@ -1024,7 +1133,13 @@ for inf), skipped (null, or why; then expected_edges), accuracy and
 attack_auc ({mean, std, values}), graph_edges, graph_seconds, seconds
 (likewise), and substitution (null but for ns1 and ns2: mean over runs of
 dropped, substituted, unresolved, the same per node, messages,
-message_bytes, vectors_sent, seconds; and per_run).
+message_bytes, vectors_sent, seconds; and per_run), and blink (null but
+for blink: mean over runs of iterations, max_degree_residual (of the beta
+model's fit), clipped_low, clipped_high (noisy degrees clipped to 1 and to
+n - 2), reported_pairs (pairs some report lists), both_reported_pairs,
+expected_edges (sum of the posteriors), target_edges (K for topk),
+graph_reported_edges (edges among the reported pairs); and per_run, which
+also has converged, exact_sums and threshold).
 
 Examples:
   ldpgraph edges --dataset ../shared/datasets/cora

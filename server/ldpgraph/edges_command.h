@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/dataset/dataset.h"
+#include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
@@ -57,13 +58,15 @@ enum class EdgeGraph {
   kNs2,   // neighbour substitution, approach 2 (similarity queries)
   kRr,    // randomized response on the neighbour bit vector, kLowerId
   kTrue,  // the true graph (no edge privacy; independent of eps_e)
+  kBlink,  // Blink (common/edges/blink.h): eps_e is its total budget
 };
-// The graphs' names, "ns1", "ns2", "rr", "true" (--graphs).
+// The graphs' names, "ns1", "ns2", "rr", "true", "blink" (--graphs).
 inline constexpr auto kEdgeGraphNames = MakeNameTable<EdgeGraph>(
     "graph", {{EdgeGraph::kNs1, "ns1"},
               {EdgeGraph::kNs2, "ns2"},
               {EdgeGraph::kRr, "rr"},
-              {EdgeGraph::kTrue, "true"}});
+              {EdgeGraph::kTrue, "true"},
+              {EdgeGraph::kBlink, "blink"}});
 inline absl::string_view EdgeGraphName(EdgeGraph g) {
   return kEdgeGraphNames.Name(g);
 }
@@ -95,8 +98,12 @@ struct EdgesOptions {
   std::optional<int> label_steps;
   std::optional<int> epochs;    // the pipeline's max_epochs when set
   std::optional<int> patience;  // the pipeline's patience when set
+  // Blink: the degree's share of eps_e, in (0, 1), and the graph variant.
+  double blink_delta = 0.1;
+  edges::BlinkVariant blink_variant = edges::BlinkVariant::kTopK;
   // An RR graph whose expected edge count n(n-1)/2 * q exceeds this is not
-  // built; its cells say so.
+  // built; its cells say so. So is a Blink graph whose reports hold more
+  // than this many pairs in expectation, n(n-1)/2 * p at eps_a.
   uint64_t max_rr_edges = 20'000'000;
   int threads = 1;
   bool secure = false;
@@ -146,6 +153,8 @@ struct PrivateGraph {
   std::vector<std::vector<uint32_t>> reports;
   std::vector<edges::SubstitutionStats> node_stats;
   std::optional<edges::RunStats> stats;
+  // Blink only: the curator's estimate (its graph moved to `graph`).
+  std::optional<edges::BlinkEstimate> blink;
   double seconds = 0;
 };
 
@@ -169,7 +178,9 @@ class EdgeNoise {
 };
 
 // The private graph of kind g (not kTrue) at edge budget eps_e. own: every
-// node's round-1 report (substitution only). noise: the per-node sources,
+// node's round-1 report (substitution only). Blink: node v reports through
+// edges::BlinkClient from noise.at(v) (delta o.blink_delta) and the curator
+// estimates the o.blink_variant graph. noise: the per-node sources,
 // used as they are (Reset them first for a replayable graph).
 absl::StatusOr<PrivateGraph> BuildPrivateGraph(
     EdgeGraph g, double eps_e, const Graph& truth, const EdgesOptions& o,

@@ -63,7 +63,13 @@ TEST(EdgesCommandTest, FlagErrorsNameTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "--dataset is required"},
       {{"--dataset", "x", "--graphs", "ns3"},
-       "--graphs must be one of ns1, ns2, rr, true, got 'ns3'"},
+       "--graphs must be one of ns1, ns2, rr, true, blink, got 'ns3'"},
+      {{"--dataset", "x", "--blink-delta", "0"},
+       "--blink-delta must be in (0, 1), got 0"},
+      {{"--dataset", "x", "--blink-delta", "1"},
+       "--blink-delta must be in (0, 1), got 1"},
+      {{"--dataset", "x", "--blink-variant", "soft"},
+       "--blink-variant must be one of hard, topk, got 'soft'"},
       {{"--dataset", "x", "--graphs", "rr,rr"}, "--graphs lists 'rr' twice"},
       {{"--dataset", "x", "--models", "gat"},
        "--models must be gcn or sage, got 'gat'"},
@@ -108,7 +114,9 @@ TEST(EdgesCommandTest, HelpExplainsGraphsAttackAndNoise) {
   EXPECT_EQ(r.code, 0);
   for (const char* s : {"ns1", "ns2", "rr", "true", "cosine similarity",
                         "NOT private", "--secure", "skipped: RR graph of ~N",
-                        "--max-rr-edges", "attack_auc", "substitution"}) {
+                        "--max-rr-edges", "attack_auc", "substitution",
+                        "blink", "--blink-delta", "--blink-variant",
+                        "expected_edges"}) {
     EXPECT_THAT(r.out, HasSubstr(s));
   }
 }
@@ -123,6 +131,15 @@ TEST(EdgesCommandTest, DefaultsAreTheThesisGrid) {
   EXPECT_EQ(o->models.size(), 2u);
   EXPECT_EQ(o->runs, 2);
   EXPECT_EQ(o->max_rr_edges, 20'000'000u);
+  EXPECT_EQ(o->blink_delta, 0.1);
+  EXPECT_EQ(o->blink_variant, edges::BlinkVariant::kTopK);
+  auto b = ParseEdgesOptions({"--dataset", "d", "--graphs", "blink",
+                              "--blink-delta", "0.3", "--blink-variant",
+                              "hard"});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->graphs, std::vector<EdgeGraph>{EdgeGraph::kBlink});
+  EXPECT_EQ(b->blink_delta, 0.3);
+  EXPECT_EQ(b->blink_variant, edges::BlinkVariant::kHard);
   // The substitution defaults are the library's, and the help says which.
   const edges::SubstitutionParams library;
   EXPECT_EQ(o->top_k, library.top_k);
@@ -268,6 +285,81 @@ TEST(EdgesCommandTest, RandomizedResponseKeepsTheLowerEndpointsBit) {
       d.graph.num_edges() * (1 - 2 / (1 + std::exp(1.0)));
   EXPECT_NEAR(pg->graph.num_edges(), expected, 0.05 * expected);
   EXPECT_NEAR(ExpectedRrEdges(19717, 2.0), 23.0e6, 0.2e6);  // pubmed
+}
+
+// Blink's graph is the library's estimate from the nodes' reports, each
+// drawn from the node's edge stream; replayed after Reset.
+TEST(EdgesCommandTest, BlinkGraphIsTheCuratorsEstimateFromTheEdgeStreams) {
+  const Dataset d = Generated(200, 0.8, 5);
+  EdgesOptions o = Quick();
+  o.blink_delta = 0.2;
+  o.blink_variant = edges::BlinkVariant::kHard;
+  auto noise = EdgeNoise::Create(d.graph.num_nodes(), false);
+  ASSERT_TRUE(noise.ok());
+  noise->Reset(1, 0);
+  auto pg = BuildPrivateGraph(EdgeGraph::kBlink, 4.0, d.graph, o, nullptr,
+                              {}, *noise);
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  ASSERT_TRUE(pg->blink.has_value());
+  EXPECT_FALSE(pg->stats.has_value());
+
+  const edges::BlinkParams params{.epsilon = 4.0, .delta = 0.2};
+  auto client = edges::BlinkClient::Create(params, 200);
+  ASSERT_TRUE(client.ok());
+  std::vector<edges::BlinkReport> reports;
+  for (uint32_t v = 0; v < 200; ++v) {
+    SeededRandomForTesting rng(NodeNoiseSeed(EdgeNoiseSeed(1, 0), v));
+    reports.push_back(*(*client)->Report(v, d.graph.neighbors(v), rng));
+  }
+  edges::BlinkEstimateOptions eo;
+  eo.variant = edges::BlinkVariant::kHard;
+  auto direct = edges::EstimateBlinkGraph(params, 200, reports, eo);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  EXPECT_EQ(pg->graph.Edges(), direct->graph.Edges());
+  EXPECT_EQ(pg->blink->expected_edges, direct->expected_edges);
+  EXPECT_GT(pg->graph.num_edges(), d.graph.num_edges() / 3);
+
+  noise->Reset(1, 1);  // another run: other noise, another graph
+  auto other = BuildPrivateGraph(EdgeGraph::kBlink, 4.0, d.graph, o, nullptr,
+                                 {}, *noise);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->graph.Edges(), pg->graph.Edges());
+}
+
+// In the grid: a large budget gives about the true graph (topk: about as
+// many edges), a small one keeps few true edges; the cell says what the
+// curator found.
+TEST(EdgesCommandTest, BlinkCellsReportTheEstimate) {
+  const Dataset d = Generated(300, 0.9, 8);
+  EdgesOptions o = Quick();
+  o.graphs = {EdgeGraph::kBlink};
+  o.edge_epsilons = {0.5, 12};
+  o.feature_epsilons = {kNoPrivacy};
+  o.label_epsilons = {kNoPrivacy};
+  auto grid = RunEdgesGrid(d, o, nullptr);
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  const json& cells = (*grid)["cells"];
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ((*grid)["parameters"]["blink_variant"], "topk");
+  EXPECT_EQ((*grid)["parameters"]["blink_delta"], 0.1);
+  const json& weak = cells[0];
+  const json& strong = cells[1];
+  EXPECT_EQ(strong["graph"], "blink");
+  EXPECT_EQ(strong["edge_epsilon"], 12);
+  EXPECT_TRUE(strong["substitution"].is_null());
+  ASSERT_FALSE(strong["blink"].is_null());
+  EXPECT_GT(strong["true_edges_kept"]["mean"].get<double>(), 0.9);
+  EXPECT_NEAR(strong["graph_edges"]["mean"].get<double>(),
+              d.graph.num_edges(), 0.1 * d.graph.num_edges());
+  EXPECT_NEAR(strong["blink"]["target_edges"].get<double>(),
+              d.graph.num_edges(), 0.1 * d.graph.num_edges());
+  EXPECT_LT(weak["true_edges_kept"]["mean"].get<double>(), 0.5);
+  EXPECT_GT(weak["blink"]["reported_pairs"].get<double>(),
+            strong["blink"]["reported_pairs"].get<double>());
+  EXPECT_EQ(strong["blink"]["per_run"].size(), 1u);
+  EXPECT_TRUE(strong["blink"]["per_run"][0]["converged"].get<bool>());
+  EXPECT_GT(strong["accuracy"]["mean"].get<double>(), 0.6);
+  EXPECT_GT(strong["attack_auc"]["mean"].get<double>(), 0.7);
 }
 
 TEST(EdgesCommandTest, NonEdgesAreDistinctAndReproducible) {
