@@ -14,6 +14,13 @@
 //   BM_AssembleGraph/nodes:<n>    union of the substitution reports.
 //   BM_EdgeRRGraph/nodes:<n>/eps:<e>   every node's randomized response,
 //       then the lower-id assembly; counter edges = assembled edges.
+//   BM_BlinkEstimate/graph:<g>/eps:<e>/variant:<v>   the Blink curator
+//       (common/edges/blink.h, delta 0.1) on every node's report (drawn
+//       beforehand): beta-model prior, posteriors, the hard (v = 0) or topk
+//       (v = 1) graph. g = 0: pubmed ($LDPGRAPH_DATASETS or the shared
+//       datasets; skipped when absent), g > 0: a generated graph of g
+//       nodes. Counters: iterations (of the prior's fit), residual (its
+//       largest degree residual), reported_pairs, edges, maxrss_MiB.
 //
 // Run (optimised build of your own):
 //   cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -22,12 +29,17 @@
 
 #include <sys/resource.h>
 
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "common/dataset/generator.h"
+#include "common/edges/blink.h"
 #include "common/edges/substitution.h"
+#include "common/testing/shared_datasets.h"
 #include "common/mechanisms/edge_rr.h"
 
 namespace ldpgraph::edges {
@@ -155,6 +167,53 @@ void BM_EdgeRRGraph(benchmark::State& state) {
 BENCHMARK(BM_EdgeRRGraph)->ArgNames({"nodes", "eps"})
     ->ArgsProduct({{1000, 16000}, {2, 8}})
     ->Unit(benchmark::kMillisecond);
+
+void BM_BlinkEstimate(benchmark::State& state) {
+  Graph g;
+  if (state.range(0) == 0) {
+    const std::string dir = SharedDatasetsDir() + "/pubmed";
+    auto d = std::filesystem::exists(dir)
+                 ? LoadDataset(dir)
+                 : absl::StatusOr<Dataset>(absl::NotFoundError("pubmed is absent"));
+    if (!d.ok()) {
+      state.SkipWithError(std::string(d.status().message()).c_str());
+      return;
+    }
+    g = std::move(d->graph);
+  } else {
+    g = Get(static_cast<size_t>(state.range(0))).data.graph;
+  }
+  const uint32_t n = static_cast<uint32_t>(g.num_nodes());
+  const BlinkParams params{.epsilon = static_cast<double>(state.range(1)),
+                           .delta = 0.1};
+  auto client = *BlinkClient::Create(params, n);
+  std::vector<BlinkReport> reports(n);
+  for (uint32_t v = 0; v < n; ++v) {
+    SeededRandomForTesting rng(NodeNoiseSeed(5, v));
+    reports[v] = *client->Report(v, g.neighbors(v), rng);
+  }
+  BlinkEstimateOptions o;
+  o.variant = state.range(2) == 0 ? BlinkVariant::kHard : BlinkVariant::kTopK;
+  BlinkEstimate last;
+  for (auto _ : state) {
+    auto est = EstimateBlinkGraph(params, n, reports, o);
+    if (!est.ok()) {
+      state.SkipWithError(std::string(est.status().message()).c_str());
+      return;
+    }
+    last = std::move(*est);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.counters["iterations"] = last.prior.iterations;
+  state.counters["residual"] = last.prior.max_degree_residual;
+  state.counters["reported_pairs"] = static_cast<double>(last.reported_pairs);
+  state.counters["edges"] = static_cast<double>(last.graph.num_edges());
+  state.counters["maxrss_MiB"] = MaxRssMiB();
+}
+BENCHMARK(BM_BlinkEstimate)->ArgNames({"graph", "eps", "variant"})
+    ->ArgsProduct({{0, 1000, 16000}, {4}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace ldpgraph::edges
