@@ -101,6 +101,9 @@ struct EdgesOptions {
   // Blink: the degree's share of eps_e, in (0, 1), and the graph variant.
   double blink_delta = 0.1;
   edges::BlinkVariant blink_variant = edges::BlinkVariant::kTopK;
+  // The cap on the beta model's fixed-point iterations (the library's
+  // default, 200).
+  int blink_iterations = edges::BetaFitOptions().max_iterations;
   // An RR graph whose expected edge count n(n-1)/2 * q exceeds this is not
   // built; its cells say so. So is a Blink graph whose reports hold more
   // than this many pairs in expectation, n(n-1)/2 * p at eps_a.

@@ -68,6 +68,8 @@ TEST(EdgesCommandTest, FlagErrorsNameTheFlag) {
        "--blink-delta must be in (0, 1), got 0"},
       {{"--dataset", "x", "--blink-delta", "1"},
        "--blink-delta must be in (0, 1), got 1"},
+      {{"--dataset", "x", "--blink-iterations", "0"},
+       "--blink-iterations must be an integer >= 1"},
       {{"--dataset", "x", "--blink-variant", "soft"},
        "--blink-variant must be one of hard, topk, got 'soft'"},
       {{"--dataset", "x", "--graphs", "rr,rr"}, "--graphs lists 'rr' twice"},
@@ -135,11 +137,13 @@ TEST(EdgesCommandTest, DefaultsAreTheThesisGrid) {
   EXPECT_EQ(o->blink_variant, edges::BlinkVariant::kTopK);
   auto b = ParseEdgesOptions({"--dataset", "d", "--graphs", "blink",
                               "--blink-delta", "0.3", "--blink-variant",
-                              "hard"});
+                              "hard", "--blink-iterations", "1500"});
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->graphs, std::vector<EdgeGraph>{EdgeGraph::kBlink});
   EXPECT_EQ(b->blink_delta, 0.3);
   EXPECT_EQ(b->blink_variant, edges::BlinkVariant::kHard);
+  EXPECT_EQ(b->blink_iterations, 1500);
+  EXPECT_EQ(o->blink_iterations, 200);
   // The substitution defaults are the library's, and the help says which.
   const edges::SubstitutionParams library;
   EXPECT_EQ(o->top_k, library.top_k);
@@ -358,6 +362,7 @@ TEST(EdgesCommandTest, BlinkCellsReportTheEstimate) {
             strong["blink"]["reported_pairs"].get<double>());
   EXPECT_EQ(strong["blink"]["per_run"].size(), 1u);
   EXPECT_TRUE(strong["blink"]["per_run"][0]["converged"].get<bool>());
+  EXPECT_EQ((*grid)["parameters"]["blink_iterations"], 200);
   EXPECT_GT(strong["accuracy"]["mean"].get<double>(), 0.6);
   EXPECT_GT(strong["attack_auc"]["mean"].get<double>(), 0.7);
 }
