@@ -1,6 +1,8 @@
 #include "common/graph/graph.h"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -25,8 +27,12 @@ size_t SecondOccurrence(absl::Span<const Edge> edges, NodeId a, NodeId b) {
 
 Graph::Graph() : offsets_(1, 0) {}
 
-Graph::Graph(std::vector<uint64_t> offsets, std::vector<NodeId> targets)
-    : offsets_(std::move(offsets)), targets_(std::move(targets)) {
+Graph::Graph(std::vector<uint64_t> offsets, std::vector<NodeId> targets,
+             std::vector<double> weights, bool weighted)
+    : offsets_(std::move(offsets)),
+      targets_(std::move(targets)),
+      weights_(std::move(weights)),
+      weighted_(weighted) {
   const size_t n = offsets_.size() - 1;
   for (NodeId v = 0; v < n; ++v) {
     max_degree_ = std::max(max_degree_, degree(v));
@@ -38,6 +44,31 @@ Graph::Graph(std::vector<uint64_t> offsets, std::vector<NodeId> targets)
 absl::StatusOr<Graph> Graph::FromEdges(size_t num_nodes,
                                        absl::Span<const Edge> edges,
                                        BuildOptions options) {
+  return Build(num_nodes, edges, {}, false, options);
+}
+
+absl::StatusOr<Graph> Graph::FromWeightedEdges(
+    size_t num_nodes, absl::Span<const Edge> edges,
+    absl::Span<const double> weights, BuildOptions options) {
+  if (weights.size() != edges.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("got ", weights.size(), " weights for ", edges.size(),
+                     " edges; there must be one per edge"));
+  }
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!(std::isfinite(weights[i]) && weights[i] > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("edge ", i, " {", edges[i].u, ", ", edges[i].v,
+                       "}: weight must be finite and > 0, got ", weights[i]));
+    }
+  }
+  return Build(num_nodes, edges, weights, true, options);
+}
+
+absl::StatusOr<Graph> Graph::Build(size_t num_nodes,
+                                   absl::Span<const Edge> edges,
+                                   absl::Span<const double> weights,
+                                   bool weighted, BuildOptions options) {
   if (num_nodes >= std::numeric_limits<NodeId>::max()) {
     return absl::InvalidArgumentError(
         absl::StrCat("graph has ", num_nodes, " nodes; at most ",
@@ -65,42 +96,91 @@ absl::StatusOr<Graph> Graph::FromEdges(size_t num_nodes,
   }
   for (size_t v = 0; v < num_nodes; ++v) offsets[v + 1] += offsets[v];
   std::vector<NodeId> targets(offsets[num_nodes]);
+  std::vector<double> w(weighted ? targets.size() : 0);
   {
     std::vector<uint64_t> fill(offsets.begin(), offsets.end() - 1);
-    for (const Edge& e : edges) {
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (weighted) w[fill[e.u]] = weights[i];
       targets[fill[e.u]++] = e.v;
-      if (e.u != e.v) targets[fill[e.v]++] = e.u;
+      if (e.u == e.v) continue;
+      if (weighted) w[fill[e.v]] = weights[i];
+      targets[fill[e.v]++] = e.u;
     }
   }
-  // Sort each list, then drop repeats, compacting in place.
+  // Sort each list (stably with its weights, which keeps repeats in input
+  // order), then drop repeats, compacting in place.
+  std::vector<std::pair<NodeId, double>> list;
   uint64_t write = 0;
   for (size_t v = 0; v < num_nodes; ++v) {
     const uint64_t begin = offsets[v], end = offsets[v + 1];
-    std::sort(targets.begin() + begin, targets.begin() + end);
+    if (weighted) {
+      list.clear();
+      for (uint64_t i = begin; i < end; ++i) list.push_back({targets[i], w[i]});
+      std::stable_sort(list.begin(), list.end(),
+                       [](const auto& a, const auto& b) {
+                         return a.first < b.first;
+                       });
+      for (uint64_t i = begin; i < end; ++i) {
+        targets[i] = list[i - begin].first;
+        w[i] = list[i - begin].second;
+      }
+    } else {
+      std::sort(targets.begin() + begin, targets.begin() + end);
+    }
     offsets[v] = write;
     for (uint64_t i = begin; i < end; ++i) {
       if (i > begin && targets[i] == targets[i - 1]) {
+        const NodeId a = static_cast<NodeId>(v), b = targets[i];
         if (!options.merge_duplicates) {
-          const NodeId a = static_cast<NodeId>(v), b = targets[i];
           return absl::InvalidArgumentError(absl::StrCat(
               "edge ", SecondOccurrence(edges, a, b), " {", a, ", ", b,
               "}: duplicate edge"));
         }
+        if (weighted && w[i] != w[write - 1]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "edge ", SecondOccurrence(edges, a, b), " {", a, ", ", b,
+              "}: weight ", w[i], " differs from the same edge's earlier ",
+              w[write - 1]));
+        }
         continue;
       }
+      if (weighted) w[write] = w[i];
       targets[write++] = targets[i];
     }
   }
   offsets[num_nodes] = write;
   targets.resize(write);
   targets.shrink_to_fit();
-  return Graph(std::move(offsets), std::move(targets));
+  w.resize(weighted ? write : 0);
+  w.shrink_to_fit();
+  return Graph(std::move(offsets), std::move(targets), std::move(w), weighted);
+}
+
+double Graph::weighted_degree(NodeId v) const {
+  if (!weighted_) return static_cast<double>(degree(v));
+  double sum = 0;
+  for (double x : weights(v)) sum += x;
+  return sum;
 }
 
 bool Graph::HasEdge(NodeId u, NodeId v) const {
   if (u >= num_nodes() || v >= num_nodes()) return false;
   auto list = neighbors(u);
   return std::binary_search(list.begin(), list.end(), v);
+}
+
+std::vector<double> Graph::EdgeWeights() const {
+  std::vector<double> out;
+  if (!weighted_) return out;
+  out.reserve(num_edges_);
+  for (NodeId u = 0; u < num_nodes(); ++u) {
+    auto nb = neighbors(u);
+    for (size_t i = 0; i < nb.size(); ++i) {
+      if (u <= nb[i]) out.push_back(weight(u, i));
+    }
+  }
+  return out;
 }
 
 std::vector<Edge> Graph::Edges() const {
@@ -118,17 +198,28 @@ Graph Graph::WithSelfLoops() const {
   const size_t n = num_nodes();
   std::vector<uint64_t> offsets(n + 1, 0);
   std::vector<NodeId> targets;
+  std::vector<double> w;
   targets.reserve(targets_.size() + n - num_self_loops_);
+  if (weighted_) w.reserve(targets_.size() + n - num_self_loops_);
   for (NodeId v = 0; v < n; ++v) {
     auto list = neighbors(v);
     auto pos = std::lower_bound(list.begin(), list.end(), v);
+    const size_t at = pos - list.begin();
     targets.insert(targets.end(), list.begin(), pos);
     targets.push_back(v);
-    if (pos != list.end() && *pos == v) ++pos;
+    const bool had_loop = pos != list.end() && *pos == v;
+    if (weighted_) {
+      auto wv = weights(v);
+      w.insert(w.end(), wv.begin(), wv.begin() + at);
+      w.push_back(had_loop ? wv[at] : 1.0);
+      w.insert(w.end(), wv.begin() + at + (had_loop ? 1 : 0), wv.end());
+    }
+    if (had_loop) ++pos;
     targets.insert(targets.end(), pos, list.end());
     offsets[v + 1] = targets.size();
   }
-  return Graph(std::move(offsets), std::move(targets));
+  return Graph(std::move(offsets), std::move(targets), std::move(w),
+               weighted_);
 }
 
 absl::StatusOr<Graph> Graph::WithoutEdges(
@@ -161,17 +252,23 @@ absl::StatusOr<Graph> Graph::WithoutEdges(
   std::vector<NodeId> targets;
   targets.reserve(targets_.size() - drop.size());
   size_t d = 0;
+  std::vector<double> w;
+  if (weighted_) w.reserve(targets_.size() - drop.size());
   for (NodeId u = 0; u < n; ++u) {
-    for (NodeId v : neighbors(u)) {
+    auto nb = neighbors(u);
+    for (size_t i = 0; i < nb.size(); ++i) {
+      const NodeId v = nb[i];
       if (d < drop.size() && drop[d].u == u && drop[d].v == v) {
         ++d;
         continue;
       }
       targets.push_back(v);
+      if (weighted_) w.push_back(weight(u, i));
     }
     offsets[u + 1] = targets.size();
   }
-  return Graph(std::move(offsets), std::move(targets));
+  return Graph(std::move(offsets), std::move(targets), std::move(w),
+               weighted_);
 }
 
 }  // namespace ldpgraph

@@ -1,5 +1,6 @@
 #include "common/graph/graph.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -158,6 +159,90 @@ TEST(GraphTest, MatchesAdjacencySetOnRandomGraph) {
   }
   EXPECT_EQ(g->num_edges(), m);
   EXPECT_EQ(g->Edges().size(), m);
+}
+
+std::vector<double> Weights(const Graph& g, NodeId v) {
+  auto s = g.weights(v);
+  return std::vector<double>(s.begin(), s.end());
+}
+
+TEST(WeightedGraphTest, StoresWeightsAlignedAndSymmetric) {
+  auto g = Graph::FromWeightedEdges(4, {{2, 0}, {0, 1}, {1, 2}},
+                                    {0.5, 2.0, 0.25});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->weighted());
+  EXPECT_EQ(g->num_edges(), 3u);
+  EXPECT_THAT(Neighbors(*g, 0), ElementsAre(1, 2));
+  EXPECT_THAT(Weights(*g, 0), ElementsAre(2.0, 0.5));
+  EXPECT_THAT(Weights(*g, 1), ElementsAre(2.0, 0.25));
+  EXPECT_THAT(Weights(*g, 2), ElementsAre(0.5, 0.25));
+  EXPECT_THAT(Weights(*g, 3), IsEmpty());
+  EXPECT_EQ(g->weight(0, 1), 0.5);
+  EXPECT_EQ(g->weighted_degree(0), 2.5);
+  EXPECT_EQ(g->weighted_degree(3), 0.0);
+  EXPECT_THAT(g->Edges(), ElementsAre(Edge{0, 1}, Edge{0, 2}, Edge{1, 2}));
+  EXPECT_THAT(g->EdgeWeights(), ElementsAre(2.0, 0.5, 0.25));
+}
+
+TEST(WeightedGraphTest, UnweightedGraphStoresNoWeights) {
+  auto g = Graph::FromEdges(3, {{0, 1}, {1, 2}});
+  ASSERT_TRUE(g.ok());
+  EXPECT_FALSE(g->weighted());
+  EXPECT_THAT(Weights(*g, 1), IsEmpty());
+  EXPECT_THAT(g->all_weights(), IsEmpty());
+  EXPECT_THAT(g->EdgeWeights(), IsEmpty());
+  EXPECT_EQ(g->weight(1, 0), 1.0);
+  EXPECT_EQ(g->weighted_degree(1), 2.0);
+  auto w = Graph::FromWeightedEdges(3, {{0, 1}, {1, 2}}, {1.0, 1.0});
+  ASSERT_TRUE(w.ok());
+  EXPECT_GT(w->MemoryBytes(), g->MemoryBytes());
+  EXPECT_EQ(w->offsets(), g->offsets());
+  EXPECT_EQ(w->targets(), g->targets());
+}
+
+TEST(WeightedGraphTest, RejectsBadWeightsNamingTheEdge) {
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}};
+  for (double bad : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
+    auto g = Graph::FromWeightedEdges(3, edges, {1.0, bad});
+    ASSERT_FALSE(g.ok()) << bad;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(g.status().message(), HasSubstr("edge 1 {1, 2}"));
+  }
+  auto count = Graph::FromWeightedEdges(3, edges, {1.0});
+  EXPECT_THAT(count.status().message(), HasSubstr("1 weights for 2 edges"));
+}
+
+TEST(WeightedGraphTest, MergesEqualRepeatsRejectsDifferentOnes) {
+  auto same = Graph::FromWeightedEdges(3, {{0, 1}, {1, 0}}, {0.5, 0.5});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->num_edges(), 1u);
+  EXPECT_THAT(same->EdgeWeights(), ElementsAre(0.5));
+  auto differ = Graph::FromWeightedEdges(3, {{0, 1}, {1, 2}, {1, 0}},
+                                         {0.5, 1.0, 0.75});
+  ASSERT_FALSE(differ.ok());
+  EXPECT_THAT(differ.status().message(), HasSubstr("edge 2 {"));
+  EXPECT_THAT(differ.status().message(), HasSubstr("differs"));
+}
+
+TEST(WeightedGraphTest, SelfLoopsAndRemovalKeepWeights) {
+  Graph::BuildOptions loops;
+  loops.allow_self_loops = true;
+  auto g = Graph::FromWeightedEdges(3, {{1, 1}, {0, 1}, {1, 2}},
+                                    {3.0, 0.5, 0.25}, loops);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(Weights(*g, 1), ElementsAre(0.5, 3.0, 0.25));
+  const Graph with = g->WithSelfLoops();
+  EXPECT_TRUE(with.weighted());
+  EXPECT_THAT(Neighbors(with, 0), ElementsAre(0, 1));
+  EXPECT_THAT(Weights(with, 0), ElementsAre(1.0, 0.5));
+  EXPECT_THAT(Weights(with, 1), ElementsAre(0.5, 3.0, 0.25));
+  EXPECT_THAT(Weights(with, 2), ElementsAre(0.25, 1.0));
+  auto without = g->WithoutEdges({{1, 0}});
+  ASSERT_TRUE(without.ok());
+  EXPECT_TRUE(without->weighted());
+  EXPECT_THAT(without->Edges(), ElementsAre(Edge{1, 1}, Edge{1, 2}));
+  EXPECT_THAT(without->EdgeWeights(), ElementsAre(3.0, 0.25));
+  EXPECT_THAT(Weights(*without, 2), ElementsAre(0.25));
 }
 
 }  // namespace
