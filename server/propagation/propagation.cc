@@ -44,6 +44,16 @@ absl::Status CheckShape(const Graph& g, size_t rows) {
   return absl::OkStatus();
 }
 
+// Personalised PageRank reads structure only: a weighted graph is refused
+// rather than silently propagated as unweighted.
+absl::Status CheckUnweighted(const Graph& g) {
+  if (g.weighted()) {
+    return absl::UnimplementedError(
+        "personalised PageRank propagation does not support weighted graphs");
+  }
+  return absl::OkStatus();
+}
+
 // Input of push, read in place a block of columns at a time and multiplied
 // by D^-r on the way. ForEachInBlock(j0, w, cursor, f) calls f(v, k, value)
 // for every non-zero x(order[v], j0 + k), k < w, with value = that entry
@@ -592,6 +602,7 @@ absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
                                    PropagationStats* stats) {
   RETURN_IF_ERROR(ValidatePprOptions(options));
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
+  RETURN_IF_ERROR(CheckUnweighted(graph));
   const auto start = Clock::now();
   const std::vector<double> deg_r = DegreePowers(graph, options.r);
   const std::vector<double> deg_neg_r = DegreePowers(graph, -options.r);
@@ -624,6 +635,7 @@ absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
                                      PropagationStats* stats) {
   RETURN_IF_ERROR(ValidatePprOptions(o));
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
+  RETURN_IF_ERROR(CheckUnweighted(graph));
   const auto start = Clock::now();
   const size_t n = graph.num_nodes(), d = x.cols;
   const int threads = ResolveThreads(o.threads);
@@ -687,24 +699,26 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
                                          const DenseMatrix& x) {
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   const size_t n = graph.num_nodes(), d = x.cols;
-  // d~ = degree counting the (possibly added) self loop.
+  // d~ = (weighted) degree counting the (possibly added, weight 1) self loop.
   std::vector<double> inv_sqrt(n);
   std::vector<uint8_t> has_loop(n);
   for (NodeId v = 0; v < n; ++v) {
     has_loop[v] = graph.HasSelfLoop(v);
-    inv_sqrt[v] = 1.0 / std::sqrt(double(graph.degree(v) + (has_loop[v] ? 0 : 1)));
+    inv_sqrt[v] =
+        1.0 / std::sqrt(graph.weighted_degree(v) + (has_loop[v] ? 0 : 1));
   }
   DenseMatrix out(n, d);
   std::vector<double> acc(d);
   for (NodeId v = 0; v < n; ++v) {
     std::fill(acc.begin(), acc.end(), 0.0);
-    auto add = [&](NodeId u) {
-      const double c = inv_sqrt[u];
+    auto add = [&](NodeId u, double w) {
+      const double c = w * inv_sqrt[u];
       const float* xu = x.data.data() + size_t{u} * d;
       for (size_t j = 0; j < d; ++j) acc[j] += c * xu[j];
     };
-    for (NodeId u : graph.neighbors(v)) add(u);
-    if (!has_loop[v]) add(v);
+    auto nb = graph.neighbors(v);
+    for (size_t i = 0; i < nb.size(); ++i) add(nb[i], graph.weight(v, i));
+    if (!has_loop[v]) add(v, 1.0);
     for (size_t j = 0; j < d; ++j) out.at(v, j) = static_cast<float>(inv_sqrt[v] * acc[j]);
   }
   return out;
@@ -723,15 +737,14 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
         "threads must be >= 0 (0 = every core), got ", threads));
   }
   const size_t n = graph.num_nodes(), d = x.cols;
-  // Each node's count of aggregated rows (its degree, plus the self loop
-  // when asked and absent), and for kSymmetric 1/sqrt of it.
-  std::vector<uint32_t> count(n);
+  // Each node's total weight of aggregated rows (its weighted degree, the
+  // degree exactly when unweighted, plus 1 for the self loop when asked and
+  // absent), and for kSymmetric 1/sqrt of it.
+  std::vector<double> count(n);
   std::vector<double> inv_sqrt;
   for (NodeId v = 0; v < n; ++v) {
-    bool saw_self = false;
-    for (NodeId u : graph.neighbors(v)) saw_self |= u == v;
-    count[v] = static_cast<uint32_t>(graph.degree(v)) +
-               (self_loops && !saw_self ? 1 : 0);
+    const bool saw_self = graph.HasSelfLoop(v);
+    count[v] = graph.weighted_degree(v) + (self_loops && !saw_self ? 1 : 0);
   }
   if (norm == KPropNorm::kSymmetric) {
     inv_sqrt.resize(n);
@@ -759,17 +772,20 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
           continue;
         }
         std::fill(acc.begin(), acc.end(), 0.0);
-        auto add = [&](NodeId u) {
+        // Unweighted, edge_weight is 1 and w exactly the unweighted factor.
+        auto add = [&](NodeId u, double edge_weight) {
           const float* xu = cur.data.data() + size_t{u} * d;
-          const double w = inv_sqrt.empty() ? 1.0 : inv_sqrt[u];
+          const double w =
+              edge_weight * (inv_sqrt.empty() ? 1.0 : inv_sqrt[u]);
           for (size_t j = 0; j < d; ++j) acc[j] += w * xu[j];
         };
         bool saw_self = false;
-        for (NodeId u : graph.neighbors(v)) {
-          saw_self |= u == v;
-          add(u);
+        auto nb = graph.neighbors(v);
+        for (size_t i = 0; i < nb.size(); ++i) {
+          saw_self |= nb[i] == v;
+          add(nb[i], graph.weight(v, i));
         }
-        if (self_loops && !saw_self) add(v);
+        if (self_loops && !saw_self) add(v, 1.0);
         if (inv_sqrt.empty()) {
           for (size_t j = 0; j < d; ++j) {
             out[j] = static_cast<float>(acc[j] / count[v]);

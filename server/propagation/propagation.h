@@ -7,6 +7,13 @@
 // once). An isolated node has no neighbours; in D^r and D^-r its degree is
 // taken as 1, which makes its personalised PageRank embedding alpha * x_v,
 // the l = 0 term of the series (the only non-zero one).
+//
+// Weighted graphs (Graph::weighted): GcnAggregate and KProp replace A by
+// the weight matrix A_w and every degree by the weighted degree (an added
+// self loop weighing 1), as stated at each; on an unweighted graph, or one
+// whose weights are all 1, they compute exactly the unweighted formulas.
+// Personalised PageRank (PprPush, PprPower) reads structure only and
+// returns UNIMPLEMENTED for a weighted graph.
 #pragma once
 
 #include <cstdint>
@@ -103,7 +110,8 @@ absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,
 
 // GCN normalised aggregation (Kipf & Welling), self loops added:
 // out(v) = sum_{u in N(v) + v} x_u / sqrt(d~_u d~_v), d~ = degree with the
-// self loop. One step; stack it for more.
+// self loop. One step; stack it for more. Weighted: x_u w_uv /
+// sqrt(d~_u d~_v) with d~ the weighted degree plus the added loop's 1.
 absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
                                          const DenseMatrix& x);
 
@@ -128,7 +136,10 @@ inline absl::string_view KPropNormName(KPropNorm n) {
 // KProp (LPGNN): `steps` rounds of neighbourhood aggregation,
 // h_k(v) = mean_{u in N(v)} h_{k-1}(u) (N(v) + v when self_loops), or with
 // kSymmetric h_k(v) = sum_{u in N(v)} h_{k-1}(u) / sqrt(d_u d_v). A node
-// with no neighbours keeps its value. steps >= 0 (0 returns x). threads:
+// with no neighbours keeps its value. On a weighted graph the mean is
+// weighted, sum_u w_vu h(u) / sum_u w_vu, and kSymmetric sums
+// w_vu h(u) / sqrt(d_u d_v) with d the weighted degree (the loop asked for
+// weighing 1). steps >= 0 (0 returns x). threads:
 // >= 1, or 0 for every core; rows are split between threads, each computed
 // by one, so the result does not depend on it.
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,

@@ -534,5 +534,70 @@ TEST(KPropTest, ThreadsDoNotChangeTheBits) {
   }
 }
 
+// The same graph with every edge weighing 1.
+Graph AllOnes(const Graph& g) {
+  const std::vector<Edge> edges = g.Edges();
+  Graph::BuildOptions o;
+  o.allow_self_loops = true;
+  return *Graph::FromWeightedEdges(g.num_nodes(), edges,
+                                   std::vector<double>(edges.size(), 1.0), o);
+}
+
+TEST(WeightedPropagationTest, AllOneWeightsGiveTheUnweightedBits) {
+  const Graph g = RandomGraph(2000, 6000, 10, 51);
+  const Graph w = AllOnes(g);
+  ASSERT_TRUE(w.weighted());
+  const DenseMatrix x = RandomDense(2000, 8, 53);
+  for (KPropNorm norm : {KPropNorm::kMean, KPropNorm::kSymmetric}) {
+    for (bool loops : {false, true}) {
+      auto a = KProp(g, x, 3, loops, 2, norm);
+      auto b = KProp(w, x, 3, loops, 2, norm);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(a->data, b->data) << KPropNormName(norm) << " " << loops;
+    }
+  }
+  auto a = GcnAggregate(g, x);
+  auto b = GcnAggregate(w, x);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->data, b->data);
+}
+
+TEST(WeightedPropagationTest, WeightedPathByHand) {
+  // 0 -(2)- 1 -(0.5)- 2: weighted degrees 2, 2.5, 0.5.
+  const Graph g = *Graph::FromWeightedEdges(3, {{0, 1}, {1, 2}}, {2.0, 0.5});
+  DenseMatrix x(3, 1);
+  x.data = {1.0f, 2.0f, 4.0f};
+  auto mean = KProp(g, x, 1, false);
+  ASSERT_TRUE(mean.ok());
+  EXPECT_FLOAT_EQ(mean->at(0, 0), 2.0f);
+  EXPECT_FLOAT_EQ(mean->at(1, 0), (2.0f * 1 + 0.5f * 4) / 2.5f);
+  EXPECT_FLOAT_EQ(mean->at(2, 0), 2.0f);
+  auto loops = KProp(g, x, 1, true);
+  ASSERT_TRUE(loops.ok());
+  EXPECT_FLOAT_EQ(loops->at(0, 0), (1.0f + 2.0f * 2) / 3);
+  EXPECT_FLOAT_EQ(loops->at(1, 0), (2.0f * 1 + 2 + 0.5f * 4) / 3.5f);
+  auto sym = KProp(g, x, 1, false, 0, KPropNorm::kSymmetric);
+  ASSERT_TRUE(sym.ok());
+  EXPECT_FLOAT_EQ(sym->at(0, 0), 2.0 * 2 / std::sqrt(2.0 * 2.5));
+  EXPECT_FLOAT_EQ(sym->at(1, 0), 2.0 * 1 / std::sqrt(2.5 * 2) +
+                                     0.5 * 4 / std::sqrt(2.5 * 0.5));
+  auto gcn = GcnAggregate(g, x);  // d~ = 3, 3.5, 1.5
+  ASSERT_TRUE(gcn.ok());
+  EXPECT_FLOAT_EQ(gcn->at(0, 0), 1.0 / 3 + 2.0 * 2 / std::sqrt(3 * 3.5));
+  EXPECT_FLOAT_EQ(gcn->at(2, 0),
+                  0.5 * 2 / std::sqrt(1.5 * 3.5) + 4 / 1.5);
+}
+
+TEST(WeightedPropagationTest, PageRankRefusesWeightedGraphs) {
+  const Graph w = AllOnes(MakeGraph(3, {{0, 1}, {1, 2}}));
+  DenseMatrix x(3, 1);
+  x.data = {1.0f, 2.0f, 4.0f};
+  auto push = PprPush(w, x, PprOptions());
+  EXPECT_EQ(push.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(push.status().message(), HasSubstr("weighted"));
+  auto power = PprPower(w, x, PprOptions());
+  EXPECT_EQ(power.status().code(), absl::StatusCode::kUnimplemented);
+}
+
 }  // namespace
 }  // namespace ldpgraph

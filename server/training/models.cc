@@ -132,17 +132,24 @@ GraphOperators<S> BuildGraphOperators(const Graph& g) {
   mean.reserve(2 * g.num_edges());
   std::vector<double> inv_sqrt(n);
   for (int64_t v = 0; v < n; ++v) {
-    // D~ counts the added self loop (a stored self loop is not doubled).
+    // D~ counts the added self loop of weight 1 (a stored self loop keeps
+    // its weight and is not doubled). Unweighted, weighted_degree is the
+    // degree exactly.
     const bool has_loop = g.HasEdge(v, v);
-    inv_sqrt[v] = 1.0 / std::sqrt(double(g.degree(v) + (has_loop ? 0 : 1)));
+    inv_sqrt[v] = 1.0 / std::sqrt(g.weighted_degree(v) + (has_loop ? 0 : 1));
   }
   for (int64_t v = 0; v < n; ++v) {
     auto nb = g.neighbors(v);
+    // Unweighted, every w is 1 and row_weight the degree: the entries are
+    // bit for bit those of the unweighted formulas.
+    const double row_weight = g.weighted_degree(v);
     bool has_loop = false;
-    for (NodeId u : nb) {
+    for (size_t i = 0; i < nb.size(); ++i) {
+      const NodeId u = nb[i];
+      const double w = g.weight(v, i);
       has_loop |= (u == v);
-      gcn.emplace_back(v, u, S(inv_sqrt[v] * inv_sqrt[u]));
-      mean.emplace_back(v, u, S(1.0 / nb.size()));
+      gcn.emplace_back(v, u, S(w * inv_sqrt[v] * inv_sqrt[u]));
+      mean.emplace_back(v, u, S(w / row_weight));
     }
     if (!has_loop) gcn.emplace_back(v, v, S(inv_sqrt[v] * inv_sqrt[v]));
   }
@@ -159,14 +166,17 @@ SpMat<S> BuildSymmetricOperator(const Graph& g) {
   const int64_t n = g.num_nodes();
   std::vector<double> inv_sqrt(n);
   for (int64_t v = 0; v < n; ++v) {
-    inv_sqrt[v] = g.degree(v) > 0 ? 1.0 / std::sqrt(double(g.degree(v))) : 0.0;
+    inv_sqrt[v] =
+        g.degree(v) > 0 ? 1.0 / std::sqrt(g.weighted_degree(v)) : 0.0;
   }
   std::vector<Eigen::Triplet<S, int64_t>> entries;
   entries.reserve(2 * g.num_edges() + 1);
   for (int64_t v = 0; v < n; ++v) {
     if (g.degree(v) == 0) entries.emplace_back(v, v, S(1));
-    for (NodeId u : g.neighbors(v)) {
-      entries.emplace_back(v, u, S(inv_sqrt[v] * inv_sqrt[u]));
+    auto nb = g.neighbors(v);
+    for (size_t i = 0; i < nb.size(); ++i) {
+      entries.emplace_back(
+          v, nb[i], S(g.weight(v, i) * inv_sqrt[v] * inv_sqrt[nb[i]]));
     }
   }
   SpMat<S> out(n, n);

@@ -87,6 +87,11 @@ absl::Status ValidateGnnConfig(const GnnConfig& c);
 // The operators a graph network multiplies by, built once per graph:
 // GCN's D~^-1/2 (A + I) D~^-1/2 (symmetric), and the neighbour mean
 // D^-1 A (a node with no neighbours gets a zero row) with its transpose.
+// On a weighted graph A is the weight matrix A_w and D the weighted degree
+// (row sums of A_w): GCN's D~^-1/2 (A_w + I) D~^-1/2 with D~ = D + 1 (the
+// added self loop weighing 1; a stored one keeps its weight), and the
+// weighted mean D^-1 A_w. Unweighted graphs give the unweighted operators
+// bit for bit (every weight 1), as does a graph whose weights are all 1.
 template <typename S>
 struct GraphOperators {
   SpMat<S> gcn;
@@ -100,6 +105,7 @@ GraphOperators<S> BuildGraphOperators(const Graph& g);
 // D^-1/2 A D^-1/2 without self loops (LPGNN's label operator: KProp with
 // KPropNorm::kSymmetric as a matrix), except that a node with no neighbours
 // gets a 1 on the diagonal and keeps its value, as KProp does. Symmetric.
+// Weighted: D^-1/2 A_w D^-1/2 with D the weighted degree.
 template <typename S>
 SpMat<S> BuildSymmetricOperator(const Graph& g);
 

@@ -1,6 +1,7 @@
 #include "server/training/models.h"
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "server/training/gradient_check.h"
@@ -121,6 +122,47 @@ TEST(GraphOperatorsTest, MatchDefinitions) {
                   .cwiseAbs()
                   .maxCoeff(),
               0.0, 1e-15);
+}
+
+TEST(GraphOperatorsTest, AllOneWeightsGiveTheUnweightedOperatorsExactly) {
+  const Graph g = SmallGraph();
+  const std::vector<Edge> edges = g.Edges();
+  const Graph w = *Graph::FromWeightedEdges(
+      6, edges, std::vector<double>(edges.size(), 1.0),
+      {.allow_self_loops = true});
+  ASSERT_TRUE(w.weighted());
+  const GraphOperators<float> a = BuildGraphOperators<float>(g);
+  const GraphOperators<float> b = BuildGraphOperators<float>(w);
+  EXPECT_TRUE(Eigen::MatrixXf(a.gcn) == Eigen::MatrixXf(b.gcn));
+  EXPECT_TRUE(Eigen::MatrixXf(a.mean) == Eigen::MatrixXf(b.mean));
+  EXPECT_TRUE(Eigen::MatrixXf(a.mean_transpose) ==
+              Eigen::MatrixXf(b.mean_transpose));
+  EXPECT_TRUE(Eigen::MatrixXf(BuildSymmetricOperator<float>(g)) ==
+              Eigen::MatrixXf(BuildSymmetricOperator<float>(w)));
+}
+
+TEST(GraphOperatorsTest, WeightedThreeNodePath) {
+  // 0 -(2)- 1 -(0.5)- 2: weighted degrees 2, 2.5, 0.5; D~ 3, 3.5, 1.5.
+  const Graph g = *Graph::FromWeightedEdges(3, {{0, 1}, {1, 2}}, {2.0, 0.5});
+  const GraphOperators<double> ops = BuildGraphOperators<double>(g);
+  const Eigen::MatrixXd gcn = Eigen::MatrixXd(ops.gcn);
+  EXPECT_NEAR(gcn(0, 0), 1.0 / 3.0, 1e-15);
+  EXPECT_NEAR(gcn(1, 1), 1.0 / 3.5, 1e-15);
+  EXPECT_NEAR(gcn(2, 2), 1.0 / 1.5, 1e-15);
+  EXPECT_NEAR(gcn(0, 1), 2.0 / std::sqrt(3.0 * 3.5), 1e-15);
+  EXPECT_NEAR(gcn(1, 0), 2.0 / std::sqrt(3.0 * 3.5), 1e-15);
+  EXPECT_NEAR(gcn(1, 2), 0.5 / std::sqrt(3.5 * 1.5), 1e-15);
+  EXPECT_EQ(gcn(0, 2), 0.0);
+  const Eigen::MatrixXd mean = Eigen::MatrixXd(ops.mean);
+  EXPECT_NEAR(mean(0, 1), 1.0, 1e-15);
+  EXPECT_NEAR(mean(1, 0), 0.8, 1e-15);
+  EXPECT_NEAR(mean(1, 2), 0.2, 1e-15);
+  EXPECT_NEAR(mean(2, 1), 1.0, 1e-15);
+  EXPECT_EQ(mean(0, 0), 0.0);
+  const Eigen::MatrixXd sym = Eigen::MatrixXd(BuildSymmetricOperator<double>(g));
+  EXPECT_NEAR(sym(0, 1), 2.0 / std::sqrt(2.0 * 2.5), 1e-15);
+  EXPECT_NEAR(sym(2, 1), 0.5 / std::sqrt(2.5 * 0.5), 1e-15);
+  EXPECT_EQ(sym(0, 0), 0.0);
 }
 
 TEST(GnnTest, GradientsMatchFiniteDifferences) {
