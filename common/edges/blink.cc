@@ -414,7 +414,8 @@ absl::StatusOr<BlinkEstimate> EstimateBlinkGraph(
   out.expected_edges = ExpectedEdges(beta, eps_a, rp, options.beta.sums);
   const ZeroPairs zero(beta, eps_a, rp);
 
-  if (options.variant == BlinkVariant::kTopK) {
+  const bool weighted = options.variant == BlinkVariant::kHybrid;
+  if (options.variant == BlinkVariant::kTopK || weighted) {
     const uint64_t pairs = uint64_t{n} * (n - 1) / 2;
     out.target_edges = std::min<uint64_t>(
         pairs, static_cast<uint64_t>(std::llround(out.expected_edges)));
@@ -425,19 +426,28 @@ absl::StatusOr<BlinkEstimate> EstimateBlinkGraph(
                                   rp, zero);
   }
   std::vector<Edge> edges;
+  std::vector<double> weights;  // hybrid: q_ij of each edge
   for (size_t i = 0; i < rp.keys.size(); ++i) {
     const uint32_t u = KeyLow(rp.keys[i]), v = KeyHigh(rp.keys[i]);
-    if (BlinkLogit(beta[u], beta[v], rp.x[i], eps_a) > out.threshold) {
+    const double logit = BlinkLogit(beta[u], beta[v], rp.x[i], eps_a);
+    if (logit > out.threshold) {
       edges.push_back(Edge{u, v});
+      if (weighted) weights.push_back(Sigmoid(logit));
     }
   }
   out.graph_reported_edges = edges.size();
   zero.Enumerate(out.threshold, [&](uint32_t u, uint32_t v) {
     edges.push_back(Edge{std::min(u, v), std::max(u, v)});
+    if (weighted) weights.push_back(Sigmoid(zero.Logit0(beta[u], beta[v])));
   });
   Graph::BuildOptions build;
   build.merge_duplicates = false;  // each pair is emitted once
-  ASSIGN_OR_RETURN(out.graph, Graph::FromEdges(n, edges, build));
+  if (weighted) {
+    ASSIGN_OR_RETURN(out.graph,
+                     Graph::FromWeightedEdges(n, edges, weights, build));
+  } else {
+    ASSIGN_OR_RETURN(out.graph, Graph::FromEdges(n, edges, build));
+  }
   return out;
 }
 

@@ -43,8 +43,11 @@
 //              q_ij), the expected number of edges: exactly the pairs whose
 //              logit exceeds the (K+1)-th largest logit, so ties at the
 //              boundary are left out (fewer than K edges then, never more).
-//     Blink's published "hybrid" graph keeps the top-K pairs weighted by
-//     q_ij; ldpgraph's Graph is unweighted, so topk releases them unweighted.
+//        hybrid  topk's pairs, each weighted by its posterior q_ij
+//              (Graph::FromWeightedEdges; q_ij = sigmoid(logit) > 0), the
+//              paper's hybrid graph, whose weights a GCN aggregates with
+//              (BuildGraphOperators on a weighted graph).
+//     hard and topk release unweighted graphs.
 //
 // Cost without any n x n matrix: pairs with x >= 1 are the union of the
 // reports (sorted pair keys; a pair in both reports has x = 2). A pair with
@@ -72,10 +75,11 @@
 namespace ldpgraph::edges {
 
 // How the curator turns posteriors into a graph (see the file comment).
-enum class BlinkVariant { kHard, kTopK };
+enum class BlinkVariant { kHard, kTopK, kHybrid };
 inline constexpr auto kBlinkVariantNames = MakeNameTable<BlinkVariant>(
-    "blink variant",
-    {{BlinkVariant::kHard, "hard"}, {BlinkVariant::kTopK, "topk"}});
+    "blink variant", {{BlinkVariant::kHard, "hard"},
+                      {BlinkVariant::kTopK, "topk"},
+                      {BlinkVariant::kHybrid, "hybrid"}});
 
 // The privacy parameters, public configuration.
 struct BlinkParams {
@@ -207,7 +211,7 @@ struct BlinkEstimate {
   uint64_t reported_pairs = 0;  // pairs with x >= 1
   uint64_t both_reported_pairs = 0;  // pairs with x = 2
   double expected_edges = 0;    // sum over all pairs of q_ij
-  uint64_t target_edges = 0;    // topk: K; hard: 0
+  uint64_t target_edges = 0;    // topk and hybrid: K; hard: 0
   // The logit threshold: the graph is every pair with logit > threshold
   // (0 for hard).
   double threshold = 0;

@@ -4,7 +4,8 @@
 // a large budget and falls back on the prior at a small one; the sparse
 // construction equals a dense brute force on 300 nodes; the client's degree
 // noise has the Laplace's moments; bad inputs are refused with messages
-// naming what was wrong.
+// naming what was wrong; the hybrid variant is topk weighted by the
+// posteriors.
 #include "common/edges/blink.h"
 
 #include <algorithm>
@@ -244,6 +245,47 @@ TEST(BlinkTest, SparseConstructionEqualsDenseBruteForce) {
       }
     }
   }
+}
+
+TEST(BlinkTest, HybridIsTopKWeightedByThePosteriors) {
+  const Graph g = Generated(300, 6, 9);
+  BlinkParams params{.epsilon = 4.0, .delta = 0.2};
+  const std::vector<BlinkReport> reports = Reports(g, params, 11);
+  BlinkEstimateOptions o;
+  o.variant = BlinkVariant::kTopK;
+  auto topk = EstimateBlinkGraph(params, 300, reports, o);
+  o.variant = BlinkVariant::kHybrid;
+  auto hybrid = EstimateBlinkGraph(params, 300, reports, o);
+  ASSERT_TRUE(topk.ok() && hybrid.ok());
+  EXPECT_EQ(*kBlinkVariantNames.Parse("hybrid"), BlinkVariant::kHybrid);
+  EXPECT_FALSE(topk->graph.weighted());
+  ASSERT_TRUE(hybrid->graph.weighted());
+  EXPECT_EQ(hybrid->target_edges, topk->target_edges);
+  EXPECT_EQ(hybrid->threshold, topk->threshold);
+  EXPECT_EQ(EdgeSet(hybrid->graph), EdgeSet(topk->graph));
+  // Each weight is the pair's posterior given both reported bits.
+  const std::vector<Edge> edges = hybrid->graph.Edges();
+  const std::vector<double> weights = hybrid->graph.EdgeWeights();
+  ASSERT_EQ(edges.size(), weights.size());
+  const std::vector<double>& beta = hybrid->prior.beta;
+  std::set<int> seen_x;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const uint32_t u = edges[i].u, v = edges[i].v;
+    const auto& ru = reports[u].neighbours;
+    const auto& rv = reports[v].neighbours;
+    const int x = std::binary_search(ru.begin(), ru.end(), v) +
+                  std::binary_search(rv.begin(), rv.end(), u);
+    seen_x.insert(x);
+    const double q = BlinkPosterior(x, Sigmoid(beta[u] + beta[v]),
+                                    params.adjacency_epsilon());
+    EXPECT_NEAR(weights[i], q, 1e-9 * q) << u << " " << v << " x " << x;
+    EXPECT_GT(weights[i], 0.0);
+    EXPECT_LE(weights[i], 1.0);
+  }
+  EXPECT_TRUE(seen_x.count(2)) << "no pair reported by both ends";
+  EXPECT_TRUE(seen_x.count(1)) << "no pair reported by one end";
+  EXPECT_NE(*std::min_element(weights.begin(), weights.end()),
+            *std::max_element(weights.begin(), weights.end()));
 }
 
 TEST(BlinkTest, DegreeNoiseHasTheLaplaceMoments) {

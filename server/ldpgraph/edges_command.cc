@@ -1099,7 +1099,9 @@ Substitution (public configuration, never derived from the data):
 Blink:
   --blink-delta D          the degree's share of eps_e, in (0, 1) (default
                            0.1)
-  --blink-variant V        topk (default) or hard
+  --blink-variant V        topk (default), hard, or hybrid (topk's pairs
+                           weighted by their posteriors; GCN and GraphSAGE
+                           then aggregate with the weights)
   --blink-iterations N     at most N fixed-point iterations for the prior
                            (default 200; it stops earlier once no beta moves
                            by 1e-9). The iteration is slow on hubs: cora
