@@ -71,7 +71,7 @@ TEST(EdgesCommandTest, FlagErrorsNameTheFlag) {
       {{"--dataset", "x", "--blink-iterations", "0"},
        "--blink-iterations must be an integer >= 1"},
       {{"--dataset", "x", "--blink-variant", "soft"},
-       "--blink-variant must be one of hard, topk, got 'soft'"},
+       "--blink-variant must be one of hard, topk, hybrid, got 'soft'"},
       {{"--dataset", "x", "--graphs", "rr,rr"}, "--graphs lists 'rr' twice"},
       {{"--dataset", "x", "--models", "gat"},
        "--models must be gcn or sage, got 'gat'"},
