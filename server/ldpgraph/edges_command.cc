@@ -1101,7 +1101,10 @@ Blink:
                            0.1)
   --blink-variant V        topk (default), hard, or hybrid (topk's pairs
                            weighted by their posteriors; GCN and GraphSAGE
-                           then aggregate with the weights)
+                           then aggregate with the weights). Blink's own
+                           measurements train a plain GCN: add
+                           --feature-steps 0 (16 KProp steps over an
+                           estimated graph cost 1-15 points on cora)
   --blink-iterations N     at most N fixed-point iterations for the prior
                            (default 200; it stops earlier once no beta moves
                            by 1e-9). The iteration is slow on hubs: cora
