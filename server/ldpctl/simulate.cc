@@ -1639,9 +1639,12 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                    {"campaign_deadline_seconds", o_.deadline_s}};
   if (!o_.attach) d["scenario"]["network"] = NetworkJson();
   if (!churn_figures_.is_null()) d["scenario"]["churn"] = churn_figures_;
+  // The attacker's nodes, drawn once for the poisoning and defence figures.
+  const std::vector<uint32_t> malicious =
+      o_.malicious ? MaliciousNodes() : std::vector<uint32_t>();
   if (o_.malicious) {
     d["scenario"]["malicious"] = {{"fraction", *o_.malicious},
-                                  {"nodes", MaliciousNodes().size()},
+                                  {"nodes", malicious.size()},
                                   {"attack_class", o_.attack_class},
                                   {"attack_dims", o_.attack_dims}};
   }
@@ -1651,7 +1654,6 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
     if (o_.malicious && dj.contains("flagged")) {
       // How many of the attacker's nodes the screen caught (ldpctl knows
       // them; the curator does not).
-      const std::vector<uint32_t> malicious = MaliciousNodes();
       uint32_t caught = 0;
       for (const json& v : dj["flagged"]) {
         caught += std::binary_search(malicious.begin(), malicious.end(),
