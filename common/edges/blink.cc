@@ -259,6 +259,105 @@ double ExpectedEdges(const std::vector<double>& beta, double eps_a,
   return std::max(0.0, total);
 }
 
+// Anderson acceleration (type II) of a fixed point x = phi(x), as
+// FitBetaModel's header comment states: Next(g = phi(x), f = g - x, |f|_inf)
+// writes the next iterate. Keeps the last `memory` differences of f and g;
+// gamma solves the normal equations of min ||f - dF gamma||_2 with a
+// relative ridge of 1e-12 (dF's columns can be nearly dependent), by
+// Gaussian elimination with partial pivoting on the m x m system.
+class AndersonMixer {
+ public:
+  AndersonMixer(size_t n, int memory) : n_(n), memory_(memory) {}
+
+  void Next(const std::vector<double>& g, const std::vector<double>& f,
+            double residual, absl::Span<double> x) {
+    if (memory_ == 0 || residual > 2 * best_) {
+      Forget();  // also the plain fixed point's step
+    } else if (!last_g_.empty()) {
+      Push(g, f);
+    }
+    best_ = std::min(best_, residual);
+    last_g_ = g;
+    last_f_ = f;
+    std::copy(g.begin(), g.end(), x.begin());
+    if (df_.empty()) return;
+    const std::vector<double> gamma = Solve(f);
+    for (size_t k = 0; k < df_.size(); ++k) {
+      for (size_t i = 0; i < n_; ++i) x[i] -= gamma[k] * dg_[k][i];
+    }
+    for (size_t i = 0; i < n_; ++i) {
+      if (!std::isfinite(x[i])) {  // never expected; the plain step then
+        std::copy(g.begin(), g.end(), x.begin());
+        Forget();
+        return;
+      }
+    }
+  }
+
+ private:
+  void Forget() {
+    df_.clear();
+    dg_.clear();
+  }
+
+  void Push(const std::vector<double>& g, const std::vector<double>& f) {
+    if (df_.size() == static_cast<size_t>(memory_)) {
+      df_.erase(df_.begin());
+      dg_.erase(dg_.begin());
+    }
+    std::vector<double> a(n_), c(n_);
+    for (size_t i = 0; i < n_; ++i) {
+      a[i] = f[i] - last_f_[i];
+      c[i] = g[i] - last_g_[i];
+    }
+    df_.push_back(std::move(a));
+    dg_.push_back(std::move(c));
+  }
+
+  // gamma = (dF' dF + ridge I)^-1 dF' f.
+  std::vector<double> Solve(const std::vector<double>& f) const {
+    const size_t m = df_.size();
+    std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0.0));
+    double trace = 0;
+    for (size_t p = 0; p < m; ++p) {
+      for (size_t q = p; q < m; ++q) {
+        double s = 0;
+        for (size_t i = 0; i < n_; ++i) s += df_[p][i] * df_[q][i];
+        a[p][q] = a[q][p] = s;
+      }
+      double r = 0;
+      for (size_t i = 0; i < n_; ++i) r += df_[p][i] * f[i];
+      a[p][m] = r;
+      trace += a[p][p];
+    }
+    for (size_t p = 0; p < m; ++p) a[p][p] += 1e-12 * trace + 1e-300;
+    for (size_t col = 0; col < m; ++col) {
+      size_t pivot = col;
+      for (size_t r = col + 1; r < m; ++r) {
+        if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+      }
+      std::swap(a[col], a[pivot]);
+      for (size_t r = col + 1; r < m; ++r) {
+        const double factor = a[r][col] / a[col][col];
+        for (size_t c = col; c <= m; ++c) a[r][c] -= factor * a[col][c];
+      }
+    }
+    std::vector<double> gamma(m);
+    for (size_t p = m; p-- > 0;) {
+      double s = a[p][m];
+      for (size_t c = p + 1; c < m; ++c) s -= a[p][c] * gamma[c];
+      gamma[p] = s / a[p][p];
+    }
+    return gamma;
+  }
+
+  size_t n_;
+  int memory_;
+  double best_ = std::numeric_limits<double>::infinity();
+  std::vector<double> last_g_, last_f_;
+  std::vector<std::vector<double>> df_, dg_;
+};
+
 }  // namespace
 
 absl::Status BlinkParams::Validate() const {
@@ -286,6 +385,11 @@ absl::Status BetaFitOptions::Validate() const {
   if (sums.bins < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("beta model histogram bins must be >= 1, got ", sums.bins));
+  }
+  if (anderson_memory < 0 || anderson_memory > 20) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("beta model anderson_memory must be in [0, 20], got ",
+                     anderson_memory));
   }
   return absl::OkStatus();
 }
@@ -349,27 +453,30 @@ absl::StatusOr<BetaFit> FitBetaModel(absl::Span<const double> degrees,
     }
   }
   BetaFit fit;
-  fit.beta.assign(n, 0.0);
-  std::vector<double> b(n), log_d(n);
+  std::vector<double> x(n, 0.0), g(n), f(n), b(n), log_d(n);
   for (size_t i = 0; i < n; ++i) log_d[i] = std::log(degrees[i]);
+  AndersonMixer mixer(n, options.anderson_memory);
   while (fit.iterations < options.max_iterations) {
-    for (size_t i = 0; i < n; ++i) b[i] = std::exp(fit.beta[i]);
-    const PairSumResult s = PairSums(fit.beta, b, options.sums);
+    for (size_t i = 0; i < n; ++i) b[i] = std::exp(x[i]);
+    const PairSumResult s = PairSums(x, b, options.sums);
     fit.exact_sums = s.exact;
     fit.sum_relative_bound = s.relative_bound;
     double moved = 0;
     for (size_t i = 0; i < n; ++i) {
-      const double next = std::clamp(log_d[i] - std::log(s.sums[i]),
-                                     -kBetaLimit, kBetaLimit);
-      moved = std::max(moved, std::abs(next - fit.beta[i]));
-      fit.beta[i] = next;
+      g[i] = std::clamp(log_d[i] - std::log(s.sums[i]), -kBetaLimit,
+                        kBetaLimit);
+      f[i] = g[i] - x[i];
+      moved = std::max(moved, std::abs(f[i]));
     }
     ++fit.iterations;
     if (moved <= options.tolerance) {
       fit.converged = true;
       break;
     }
+    mixer.Next(g, f, moved, absl::MakeSpan(x));
+    for (double& v : x) v = std::clamp(v, -kBetaLimit, kBetaLimit);
   }
+  fit.beta = std::move(g);
   for (size_t i = 0; i < n; ++i) b[i] = std::exp(fit.beta[i]);
   const PairSumResult s = PairSums(fit.beta, b, options.sums);
   for (size_t i = 0; i < n; ++i) {

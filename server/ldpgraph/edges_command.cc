@@ -1099,17 +1099,19 @@ Substitution (public configuration, never derived from the data):
 Blink:
   --blink-delta D          the degree's share of eps_e, in (0, 1) (default
                            0.1)
-  --blink-variant V        topk (default), hard, or hybrid (topk's pairs
-                           weighted by their posteriors; GCN and GraphSAGE
-                           then aggregate with the weights). Blink's own
+  --blink-variant V        hard (default: the pairs of posterior > 1/2;
+                           at a small eps_e few pairs pass, and the model
+                           learns from the features, as it should), topk,
+                           or hybrid (topk's pairs weighted by their
+                           posteriors; GCN and GraphSAGE then aggregate
+                           with the weights). Blink's own
                            measurements train a plain GCN: add
                            --feature-steps 0 (16 KProp steps over an
                            estimated graph cost 1-15 points on cora)
-  --blink-iterations N     at most N fixed-point iterations for the prior
-                           (default 200; it stops earlier once no beta moves
-                           by 1e-9). The iteration is slow on hubs: cora
-                           needs about 1200, pubmed about 3000 to fit every
-                           degree; the cells report the residual
+  --blink-iterations N     at most N iterations for the prior's fixed point
+                           (default 200; Anderson-accelerated, it stops once
+                           no beta moves by 1e-9: 10-12 iterations on cora;
+                           the cells report them and the residual)
   --max-rr-edges N         skip an rr graph whose expected edge count
                            n(n-1)/2 * q exceeds N (default 20000000); its
                            cells say "skipped: RR graph of ~N edges"; the

@@ -100,7 +100,7 @@ struct EdgesOptions {
   std::optional<int> patience;  // the pipeline's patience when set
   // Blink: the degree's share of eps_e, in (0, 1), and the graph variant.
   double blink_delta = 0.1;
-  edges::BlinkVariant blink_variant = edges::BlinkVariant::kTopK;
+  edges::BlinkVariant blink_variant = edges::BlinkVariant::kHard;
   // The cap on the beta model's fixed-point iterations (the library's
   // default, 200).
   int blink_iterations = edges::BetaFitOptions().max_iterations;

@@ -134,14 +134,14 @@ TEST(EdgesCommandTest, DefaultsAreTheThesisGrid) {
   EXPECT_EQ(o->runs, 2);
   EXPECT_EQ(o->max_rr_edges, 20'000'000u);
   EXPECT_EQ(o->blink_delta, 0.1);
-  EXPECT_EQ(o->blink_variant, edges::BlinkVariant::kTopK);
+  EXPECT_EQ(o->blink_variant, edges::BlinkVariant::kHard);
   auto b = ParseEdgesOptions({"--dataset", "d", "--graphs", "blink",
                               "--blink-delta", "0.3", "--blink-variant",
-                              "hard", "--blink-iterations", "1500"});
+                              "topk", "--blink-iterations", "1500"});
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->graphs, std::vector<EdgeGraph>{EdgeGraph::kBlink});
   EXPECT_EQ(b->blink_delta, 0.3);
-  EXPECT_EQ(b->blink_variant, edges::BlinkVariant::kHard);
+  EXPECT_EQ(b->blink_variant, edges::BlinkVariant::kTopK);
   EXPECT_EQ(b->blink_iterations, 1500);
   EXPECT_EQ(o->blink_iterations, 200);
   // The substitution defaults are the library's, and the help says which.
@@ -340,6 +340,7 @@ TEST(EdgesCommandTest, BlinkCellsReportTheEstimate) {
   o.edge_epsilons = {0.5, 12};
   o.feature_epsilons = {kNoPrivacy};
   o.label_epsilons = {kNoPrivacy};
+  o.blink_variant = edges::BlinkVariant::kTopK;
   auto grid = RunEdgesGrid(d, o, nullptr);
   ASSERT_TRUE(grid.ok()) << grid.status();
   const json& cells = (*grid)["cells"];
