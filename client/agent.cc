@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/edges/blink.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
@@ -142,6 +143,15 @@ absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
                      rr->Perturb(record_.node, record_.neighbours, *rng_));
     body.mutable_edges()->mutable_neighbours()->Assign(reported.begin(),
                                                        reported.end());
+  } else if (const edges::BlinkClient* blink = spec.blink()) {
+    // Blink: the bits at (1 - delta) eps and the degree at delta eps, both
+    // from the node's own stream, one report (budgeted as one question).
+    ASSIGN_OR_RETURN(edges::BlinkReport report,
+                     blink->Report(record_.node, record_.neighbours, *rng_));
+    v1::EdgeReport* e = body.mutable_edges();
+    e->mutable_neighbours()->Assign(report.neighbours.begin(),
+                                    report.neighbours.end());
+    e->set_noisy_degree(report.noisy_degree);
   } else {
     return absl::InternalError("Perturb on an unchecked attribute");
   }

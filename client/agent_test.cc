@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/edges/blink.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/seed_mix.h"
 #include "common/mechanisms/feature_mechanism.h"
@@ -77,6 +78,16 @@ v1::MechanismSpec EdgeSpec(double eps, uint32_t n = kNodes) {
   s.set_kind(v1::MECHANISM_KIND_EDGE_RR);
   s.set_epsilon(eps);
   s.set_dimension(n);
+  return s;
+}
+
+v1::MechanismSpec BlinkSpec(double eps, double delta = 0.1,
+                            uint32_t n = kNodes) {
+  v1::MechanismSpec s;
+  s.set_kind(v1::MECHANISM_KIND_EDGE_BLINK);
+  s.set_epsilon(eps);
+  s.set_dimension(n);
+  s.mutable_blink()->set_degree_share(delta);
   return s;
 }
 
@@ -400,6 +411,73 @@ TEST(NodeRandomSourceTest, SecureWithoutASeedSeededWithOne) {
   EXPECT_FALSE((*seeded)->is_secure());
   SeededRandomForTesting expected(NodeNoiseSeed(5, 3));
   EXPECT_EQ((*seeded)->Next64(), expected.Next64());
+}
+
+// --- Blink ----------------------------------------------------------------
+
+TEST(NodeAgentBlinkTest, AnsweredFromTheNodesStreamThenFromTheMemo) {
+  constexpr uint64_t kSeed = 11;
+  constexpr uint32_t kNode = 5;
+  auto agent = MakeAgent(kNode, Policy(), kSeed);
+  const v1::Task task =
+      MakeTask("c1", v1::ATTRIBUTE_EDGES, BlinkSpec(2.0, 0.25));
+  NodeAgent::Response first = MustRespond(*agent, task);
+  ASSERT_TRUE(first.report.has_edges()) << first.report.DebugString();
+  EXPECT_TRUE(first.fresh);
+  ASSERT_TRUE(first.to_persist.has_value());
+  EXPECT_EQ(first.to_persist->key.mechanism, "edge-blink");
+  EXPECT_DOUBLE_EQ(agent->budget().spent("edges"), 2.0);
+
+  // Exactly BlinkClient::Report on the node's true neighbours, drawn from
+  // the node's seeded stream.
+  auto blink = edges::BlinkClient::Create({.epsilon = 2.0, .delta = 0.25},
+                                          kNodes);
+  ASSERT_TRUE(blink.ok()) << blink.status();
+  SeededRandomForTesting rng(NodeNoiseSeed(kSeed, kNode));
+  auto direct = (*blink)->Report(kNode, Record(kNode).neighbours, rng);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  const v1::EdgeReport& e = first.report.edges();
+  EXPECT_EQ(std::vector<uint32_t>(e.neighbours().begin(),
+                                  e.neighbours().end()),
+            direct->neighbours);
+  EXPECT_EQ(e.noisy_degree(), direct->noisy_degree);
+  // What the curator accepts.
+  EXPECT_TRUE(wire::ValidateEdgeReport(e, task.spec(), kNode).ok())
+      << wire::ValidateEdgeReport(e, task.spec(), kNode);
+
+  // A resend (another campaign, the same question) is the memoized report,
+  // never fresh noise, and spends nothing.
+  v1::Task again = task;
+  again.set_campaign_id("c2");
+  NodeAgent::Response second = MustRespond(*agent, again);
+  EXPECT_FALSE(second.fresh);
+  EXPECT_EQ(Body(second.report), Body(first.report));
+  EXPECT_DOUBLE_EQ(agent->budget().spent("edges"), 2.0);
+}
+
+TEST(NodeAgentBlinkTest, AnotherDeltaIsAnotherQuestionWithinTheCap) {
+  auto agent = MakeAgent(3, Policy(10.0, {{"edges", 1.0}}));
+  ASSERT_TRUE(MustRespond(*agent, MakeTask("c1", v1::ATTRIBUTE_EDGES,
+                                           BlinkSpec(0.75, 0.1)))
+                  .fresh);
+  // The same epsilon with another delta: a second question, over the cap.
+  NodeAgent::Response r = MustRespond(
+      *agent, MakeTask("c2", v1::ATTRIBUTE_EDGES, BlinkSpec(0.75, 0.2)));
+  ExpectRefusal(r, v1::REFUSAL_REASON_BUDGET_EXHAUSTED, "'edges'");
+  EXPECT_DOUBLE_EQ(agent->budget().spent("edges"), 0.75);
+  // The first is still answered, from the memo.
+  NodeAgent::Response memo = MustRespond(
+      *agent, MakeTask("c3", v1::ATTRIBUTE_EDGES, BlinkSpec(0.75, 0.1)));
+  EXPECT_FALSE(memo.report.has_refusal());
+  EXPECT_FALSE(memo.fresh);
+}
+
+TEST(NodeAgentBlinkTest, ABadSpecIsAnInvalidTask) {
+  auto agent = MakeAgent(3, Policy());
+  NodeAgent::Response r = MustRespond(
+      *agent, MakeTask("c1", v1::ATTRIBUTE_EDGES, BlinkSpec(1.0, 1.0)));
+  ExpectRefusal(r, v1::REFUSAL_REASON_INVALID_TASK, "delta");
+  EXPECT_DOUBLE_EQ(agent->budget().spent(), 0.0);
 }
 
 TEST(NodeAgentTest, SeededAnswersEqualPerturbingDirectly) {

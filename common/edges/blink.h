@@ -5,7 +5,10 @@
 // the curator fits a beta-model prior to the noisy degrees, combines it with
 // both endpoints' reported bits into a posterior edge probability q_ij for
 // every pair, and releases a graph estimated from the posteriors. No network
-// code: `ldpgraph edges` drives it in memory (graph kind "blink").
+// code: `ldpgraph edges` drives it in memory (graph kind "blink"); the
+// deployment carries it as MECHANISM_KIND_EDGE_BLINK (the wire codec checks
+// specs and reports with BlinkClient, agents report through it, the
+// curator's stages run EstimateBlinkGraph over the reporting nodes).
 //
 // Budget (node v, total eps, split delta in (0, 1)):
 //   eps_d = delta * eps        the degree

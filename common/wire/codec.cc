@@ -104,6 +104,7 @@ std::string KeyMechanism(v1::MechanismKind kind) {
   }
   if (kind == v1::MECHANISM_KIND_LABEL_RR) return "label-rr";
   if (kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) return "edge-substitution";
+  if (kind == v1::MECHANISM_KIND_EDGE_BLINK) return "edge-blink";
   return "edge-rr";
 }
 
@@ -126,7 +127,36 @@ std::string OtherParameterString(const v1::MechanismSpec& w,
         s.max_dummies(), s.dummy_mean(), s.dummy_std(), s.round_timeout_ms(),
         features->mechanism, features->parameters, s.features().epsilon());
   }
+  if (w.kind() == v1::MECHANISM_KIND_EDGE_BLINK) {
+    return absl::StrFormat("n=%u,delta=%.17g", w.dimension(),
+                           w.blink().degree_share());
+  }
   return absl::StrCat("n=", w.dimension());
+}
+
+// A Blink report's noisy degree: finite and a multiple of the campaign's
+// grid (what BlinkClient::Report can release; anything else is forged).
+absl::Status ValidateBlinkDegree(double degree,
+                                 const v1::MechanismSpec& campaign_spec) {
+  if (!std::isfinite(degree)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("noisy_degree must be finite, got ", degree));
+  }
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<edges::BlinkClient> blink,
+      edges::BlinkClient::Create(
+          edges::BlinkParams{.epsilon = campaign_spec.epsilon(),
+                             .delta = campaign_spec.blink().degree_share()},
+          campaign_spec.dimension()));
+  const double g = blink->degree_granularity();
+  // g is a power of two: degree / g is exact, and an integer on the grid.
+  const double steps = degree / g;
+  if (steps != std::floor(steps)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "noisy_degree %.17g is off the mechanism's grid (multiples of %g)",
+        degree, g));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -149,7 +179,8 @@ absl::StatusOr<std::string> AttributeName(v1::Attribute attribute) {
 v1::Attribute AttributeOf(v1::MechanismKind kind) {
   if (kind == v1::MECHANISM_KIND_LABEL_RR) return v1::ATTRIBUTE_LABEL;
   if (kind == v1::MECHANISM_KIND_EDGE_RR ||
-      kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
+      kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION ||
+      kind == v1::MECHANISM_KIND_EDGE_BLINK) {
     return v1::ATTRIBUTE_EDGES;
   }
   if (IsFeatureKind(kind)) return v1::ATTRIBUTE_FEATURES;
@@ -246,6 +277,23 @@ absl::StatusOr<CompiledSpec> CompiledSpec::Compile(const v1::MechanismSpec& w) {
     const QueryKey features =
         c.substitution_features_->Key(v1::ATTRIBUTE_FEATURES);
     c.parameters_ = OtherParameterString(w, &features);
+  } else if (w.kind() == v1::MECHANISM_KIND_EDGE_BLINK) {
+    if (!w.has_blink()) {
+      return absl::InvalidArgumentError(
+          "spec.blink (its degree_share) is required for "
+          "MECHANISM_KIND_EDGE_BLINK");
+    }
+    const edges::BlinkParams params{.epsilon = w.epsilon(),
+                                    .delta = w.blink().degree_share()};
+    absl::StatusOr<std::unique_ptr<edges::BlinkClient>> blink =
+        edges::BlinkClient::Create(params, w.dimension());
+    if (!blink.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec (Blink: epsilon, blink.degree_share as delta, dimension as "
+          "n): ", blink.status().message()));
+    }
+    c.blink_ = *std::move(blink);
+    c.parameters_ = OtherParameterString(w, nullptr);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.kind must name a mechanism, got ", static_cast<int>(w.kind())));
@@ -413,6 +461,13 @@ absl::Status ValidateEdgeReport(const v1::EdgeReport& w,
        WireParameterString(w.spec()) != WireParameterString(campaign_spec))) {
     return absl::InvalidArgumentError(
         "edge report spec differs from the campaign's");
+  }
+  if (campaign_spec.kind() == v1::MECHANISM_KIND_EDGE_BLINK) {
+    RETURN_IF_ERROR(ValidateBlinkDegree(w.noisy_degree(), campaign_spec));
+  } else if (w.noisy_degree() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "noisy_degree is reported by Blink only, got ", w.noisy_degree(),
+        " for ", v1::MechanismKind_Name(campaign_spec.kind())));
   }
   const uint32_t n = campaign_spec.dimension();
   for (int i = 0; i < w.neighbours_size(); ++i) {

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/edges/blink.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
@@ -30,8 +31,8 @@ namespace ldpgraph::wire {
 absl::StatusOr<std::string> AttributeName(v1::Attribute attribute);
 
 // The attribute a mechanism kind answers about (FEATURES for the six
-// feature mechanisms, LABEL for label RR, EDGES for edge RR and neighbour
-// substitution).
+// feature mechanisms, LABEL for label RR, EDGES for edge RR, neighbour
+// substitution and Blink).
 v1::Attribute AttributeOf(v1::MechanismKind kind);
 
 // The wire kind of a feature mechanism, and back. FromWireFeatureKind fails
@@ -56,6 +57,9 @@ absl::StatusOr<MechanismSpec> FromWireFeatureSpec(const v1::MechanismSpec& w);
 // epsilon (the agents exchange its reports: raw features never leave an
 // agent) and no substitution of its own. (The same rules as
 // edges::FromWire, checked here because ldpgraph_edges links this library.)
+// For Blink (MECHANISM_KIND_EDGE_BLINK) epsilon is the node's total eps,
+// dimension n >= 3 and spec.blink.degree_share (delta) in (0, 1):
+// edges::BlinkParams::Validate and BlinkClient::Create's rules.
 // INVALID_ARGUMENT naming the field. CompiledSpec::Compile checks the same
 // and keeps the mechanism it builds.
 absl::Status ValidateWireSpec(const v1::MechanismSpec& w);
@@ -70,7 +74,8 @@ class CompiledSpec {
   // (INVALID_ARGUMENT naming the field), and builds its mechanism: the
   // feature mechanism of a feature kind, the label or edge randomized
   // response, and for neighbour substitution the edge randomized response
-  // of eps_e and n with the feature question compiled in turn.
+  // of eps_e and n with the feature question compiled in turn, for Blink
+  // its client (eps, delta, n).
   static absl::StatusOr<CompiledSpec> Compile(const v1::MechanismSpec& w);
 
   CompiledSpec(CompiledSpec&&) = default;
@@ -85,10 +90,11 @@ class CompiledSpec {
 
   // The built mechanism: feature() for the six feature kinds, label() for
   // label RR, edges() for edge RR and neighbour substitution (eps_e, n);
-  // nullptr for the other kinds.
+  // blink() for Blink; nullptr for the other kinds.
   const FeatureMechanism* feature() const { return feature_.get(); }
   const LabelRandomizedResponse* label() const { return label_.get(); }
   const EdgeRandomizedResponse* edges() const { return edges_.get(); }
+  const edges::BlinkClient* blink() const { return blink_.get(); }
   // Neighbour substitution: spec.substitution.features, compiled (the
   // feature question its agents answer); nullptr for the other kinds.
   const CompiledSpec* substitution_features() const {
@@ -103,6 +109,7 @@ class CompiledSpec {
   std::unique_ptr<FeatureMechanism> feature_;
   std::unique_ptr<LabelRandomizedResponse> label_;
   std::unique_ptr<EdgeRandomizedResponse> edges_;
+  std::unique_ptr<edges::BlinkClient> blink_;
   std::unique_ptr<CompiledSpec> substitution_features_;
 };
 
@@ -110,12 +117,12 @@ class CompiledSpec {
 // for comparing a report's spec with its campaign's. For neighbour
 // substitution it holds every substitution parameter and the feature
 // question (mechanism, parameters, epsilon), so two specs that differ in
-// any of them are different questions.
+// any of them are different questions. For Blink it holds n and delta.
 std::string WireParameterString(const v1::MechanismSpec& w);
 
 // The budget key of answering a campaign with this spec about attribute.
 // Mechanism names: the feature mechanisms' (hds, multibit, ...), label-rr,
-// edge-rr, edge-substitution. A substitution campaign asks two questions:
+// edge-rr, edge-substitution, edge-blink. A substitution campaign asks two questions:
 // WireQueryKey(ATTRIBUTE_EDGES, spec), charged eps_e, and the features
 // question WireQueryKey(ATTRIBUTE_FEATURES, spec.substitution().features()),
 // the same key as a features campaign with that spec (SubstitutionQuestions).
@@ -144,10 +151,13 @@ absl::StatusOr<SparseReport> DecodeFeatureReport(const v1::FeatureReport& w,
 absl::Status ValidateLabelReport(const v1::LabelReport& w,
                                  const v1::MechanismSpec& campaign_spec);
 
-// Validates an edge report (randomized response or neighbour
-// substitution): neighbours strictly ascending, each < n and never the
-// reporting node; a spec inside the report, if set, must equal the
-// campaign's (kind, epsilon, WireParameterString).
+// Validates an edge report (randomized response, neighbour substitution or
+// Blink): neighbours strictly ascending, each < n and never the reporting
+// node; a spec inside the report, if set, must equal the campaign's (kind,
+// epsilon, WireParameterString). noisy_degree: for Blink finite and on the
+// mechanism's grid (a multiple of BlinkClient::degree_granularity), for
+// every other kind zero. INVALID_ARGUMENT naming the field.
+// campaign_spec must be valid (ValidateWireSpec).
 absl::Status ValidateEdgeReport(const v1::EdgeReport& w,
                                 const v1::MechanismSpec& campaign_spec,
                                 uint32_t node_id);

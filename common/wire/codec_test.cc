@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 #include <vector>
 
+#include "common/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -230,6 +232,16 @@ v1::MechanismSpec SubstitutionSpec() {
   return w;
 }
 
+// A valid Blink spec: eps 2 in all, delta 0.1, n = 300.
+v1::MechanismSpec BlinkSpec() {
+  v1::MechanismSpec w;
+  w.set_kind(v1::MECHANISM_KIND_EDGE_BLINK);
+  w.set_epsilon(2.0);
+  w.set_dimension(300);
+  w.mutable_blink()->set_degree_share(0.1);
+  return w;
+}
+
 TEST(SubstitutionSpecTest, ValidSpecAnswersAboutEdges) {
   const v1::MechanismSpec w = SubstitutionSpec();
   EXPECT_TRUE(ValidateWireSpec(w).ok()) << ValidateWireSpec(w);
@@ -450,6 +462,114 @@ TEST(SubstitutionSpecTest, EdgeReports) {
 
 // A compiled spec holds what the free functions compute from the wire spec,
 // and the mechanism they would build.
+// --- Blink ---------------------------------------------------------------
+
+TEST(BlinkSpecTest, ValidSpecAnswersAboutEdgesAndDeltaIsPartOfTheQuestion) {
+  const v1::MechanismSpec w = BlinkSpec();
+  ASSERT_TRUE(ValidateWireSpec(w).ok()) << ValidateWireSpec(w);
+  EXPECT_EQ(AttributeOf(w.kind()), v1::ATTRIBUTE_EDGES);
+  const QueryKey key = WireQueryKey(v1::ATTRIBUTE_EDGES, w);
+  EXPECT_EQ(key.mechanism, "edge-blink");
+  EXPECT_THAT(key.parameters, HasSubstr("n=300"));
+  EXPECT_THAT(key.parameters, HasSubstr("delta=0.10000000000000001"));
+  v1::MechanismSpec other = w;
+  other.mutable_blink()->set_degree_share(0.2);
+  EXPECT_NE(WireQueryKey(v1::ATTRIBUTE_EDGES, other).Canonical(),
+            key.Canonical());
+  // Not edge RR's question either, at the same n and epsilon.
+  v1::MechanismSpec rr = w;
+  rr.set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  rr.clear_blink();
+  EXPECT_NE(WireQueryKey(v1::ATTRIBUTE_EDGES, rr).Canonical(),
+            key.Canonical());
+  auto c = CompiledSpec::Compile(w);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->blink()->params().delta, 0.1);
+  EXPECT_DOUBLE_EQ(c->blink()->params().epsilon, 2.0);
+}
+
+TEST(BlinkSpecTest, RejectsEachBadField) {
+  struct Case {
+    std::function<void(v1::MechanismSpec&)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](v1::MechanismSpec& w) { w.clear_blink(); }, "spec.blink"},
+      {[](v1::MechanismSpec& w) { w.mutable_blink()->set_degree_share(0); },
+       "delta"},
+      {[](v1::MechanismSpec& w) { w.mutable_blink()->set_degree_share(1); },
+       "delta"},
+      {[](v1::MechanismSpec& w) {
+         w.mutable_blink()->set_degree_share(std::nan(""));
+       },
+       "delta"},
+      {[](v1::MechanismSpec& w) { w.set_epsilon(0); }, "eps"},
+      {[](v1::MechanismSpec& w) {
+         w.set_epsilon(std::numeric_limits<double>::infinity());
+       },
+       "eps"},
+      {[](v1::MechanismSpec& w) { w.set_dimension(2); }, "n >= 3"},
+  };
+  for (const Case& c : cases) {
+    v1::MechanismSpec w = BlinkSpec();
+    c.edit(w);
+    SCOPED_TRACE(w.ShortDebugString());
+    const absl::Status s = ValidateWireSpec(w);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+  }
+}
+
+TEST(BlinkSpecTest, EdgeReports) {
+  const v1::MechanismSpec w = BlinkSpec();
+  auto c = CompiledSpec::Compile(w);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // A real report of node 3 with neighbours 1, 4, 9.
+  SeededRandomForTesting rng(5);
+  const std::vector<uint32_t> truth = {1, 4, 9};
+  auto report = c->blink()->Report(3, truth, rng);
+  ASSERT_TRUE(report.ok()) << report.status();
+  v1::EdgeReport e;
+  e.mutable_neighbours()->Assign(report->neighbours.begin(),
+                                 report->neighbours.end());
+  e.set_noisy_degree(report->noisy_degree);
+  *e.mutable_spec() = w;
+  EXPECT_TRUE(ValidateEdgeReport(e, w, 3).ok()) << ValidateEdgeReport(e, w, 3);
+  // An integer degree is on every grid (g <= 1), zero too.
+  e.set_noisy_degree(-2);
+  EXPECT_TRUE(ValidateEdgeReport(e, w, 3).ok());
+
+  const double g = c->blink()->degree_granularity();
+  for (double bad : {2 + g / 2, std::nan(""),
+                     std::numeric_limits<double>::infinity()}) {
+    SCOPED_TRACE(bad);
+    e.set_noisy_degree(bad);
+    const absl::Status s = ValidateEdgeReport(e, w, 3);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.message()), HasSubstr("noisy_degree"));
+  }
+  e.set_noisy_degree(3);
+  // The neighbour rules are edge RR's.
+  e.add_neighbours(400);
+  EXPECT_THAT(ValidateEdgeReport(e, w, 3).message(), HasSubstr("out of range"));
+  // A report of another delta is another question.
+  e.mutable_neighbours()->RemoveLast();
+  e.mutable_spec()->mutable_blink()->set_degree_share(0.3);
+  EXPECT_THAT(ValidateEdgeReport(e, w, 3).message(), HasSubstr("differs"));
+
+  // A noisy degree on an edge RR report is forged.
+  v1::MechanismSpec rr;
+  rr.set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  rr.set_epsilon(1);
+  rr.set_dimension(10);
+  v1::EdgeReport r;
+  r.add_neighbours(1);
+  r.set_noisy_degree(1);
+  const absl::Status s = ValidateEdgeReport(r, rr, 3);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("noisy_degree"));
+}
+
 TEST(CompiledSpecTest, AgreesWithTheFreeFunctionsForEveryKind) {
   std::vector<v1::MechanismSpec> specs;
   for (MechanismKind kind :
@@ -470,6 +590,7 @@ TEST(CompiledSpecTest, AgreesWithTheFreeFunctionsForEveryKind) {
   edges.set_dimension(300);
   specs.push_back(edges);
   specs.push_back(SubstitutionSpec());
+  specs.push_back(BlinkSpec());
   for (const v1::MechanismSpec& w : specs) {
     SCOPED_TRACE(w.ShortDebugString());
     absl::StatusOr<CompiledSpec> c = CompiledSpec::Compile(w);
@@ -485,7 +606,10 @@ TEST(CompiledSpecTest, AgreesWithTheFreeFunctionsForEveryKind) {
         w.kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
     EXPECT_EQ(c->feature() != nullptr, feature);
     EXPECT_EQ(c->label() != nullptr, w.kind() == v1::MECHANISM_KIND_LABEL_RR);
-    EXPECT_EQ(c->edges() != nullptr, attribute == v1::ATTRIBUTE_EDGES);
+    const bool blink = w.kind() == v1::MECHANISM_KIND_EDGE_BLINK;
+    EXPECT_EQ(c->edges() != nullptr,
+              attribute == v1::ATTRIBUTE_EDGES && !blink);
+    EXPECT_EQ(c->blink() != nullptr, blink);
     EXPECT_EQ(c->substitution_features() != nullptr, substitution);
     if (feature) {
       EXPECT_EQ(c->feature()->ParameterString(), c->parameter_string());
@@ -506,7 +630,7 @@ TEST(CompiledSpecTest, AgreesWithTheFreeFunctionsForEveryKind) {
 
 // Compile fails exactly when ValidateWireSpec does, with its message.
 TEST(CompiledSpecTest, FailsAsValidateWireSpec) {
-  std::vector<v1::MechanismSpec> bad(5);
+  std::vector<v1::MechanismSpec> bad(7);
   bad[1].set_kind(v1::MECHANISM_KIND_HDS);  // epsilon 0
   bad[2].set_kind(v1::MECHANISM_KIND_LABEL_RR);
   bad[2].set_epsilon(1);
@@ -515,6 +639,10 @@ TEST(CompiledSpecTest, FailsAsValidateWireSpec) {
   bad[3].mutable_substitution()->mutable_features()->set_sampled(99);
   bad[4] = SubstitutionSpec();
   bad[4].mutable_substitution()->set_top_k(0);
+  bad[5] = BlinkSpec();
+  bad[5].mutable_blink()->set_degree_share(1.0);
+  bad[6] = BlinkSpec();
+  bad[6].set_dimension(2);
   for (const v1::MechanismSpec& w : bad) {
     SCOPED_TRACE(w.ShortDebugString());
     const absl::Status v = ValidateWireSpec(w);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/npy.h"
 #include "common/parallel.h"
@@ -55,6 +56,86 @@ absl::Status SyncFile(const std::string& path, const std::string& dir) {
     ::close(fd);
   }
   return absl::OkStatus();
+}
+
+// A request's blink_variant for a graph campaign of `kind` (the campaign's
+// mechanism, or UNSPECIFIED for the curator's graph): "" is topk; set for
+// anything but a Blink campaign, or unknown, INVALID_ARGUMENT.
+absl::StatusOr<edges::BlinkVariant> RequestBlinkVariant(
+    absl::string_view variant, v1::MechanismKind kind) {
+  if (kind != v1::MECHANISM_KIND_EDGE_BLINK) {
+    if (variant.empty()) return edges::BlinkVariant::kTopK;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "blink_variant '", variant, "' applies to a Blink graph campaign "
+        "(edge-blink) only, not to ",
+        kind == v1::MECHANISM_KIND_UNSPECIFIED ? "the curator's graph"
+                                               : v1::MechanismKind_Name(kind)));
+  }
+  if (variant.empty()) return edges::BlinkVariant::kTopK;
+  return edges::kBlinkVariantNames.Parse(variant, "blink_variant");
+}
+
+// A Blink campaign's graph on the curator's n nodes: EstimateBlinkGraph
+// over the m nodes that reported (ids remapped to 0..m-1 in ascending
+// order, each list filtered to reporters; a noisy degree still counts the
+// node's neighbours outside them), mapped back, non-reporters isolated.
+// Its figures into details. FAILED_PRECONDITION below 3 reporters.
+absl::StatusOr<Graph> BlinkGraph(
+    const v1::Campaign& campaign, uint32_t n,
+    const std::vector<std::pair<uint32_t, v1::Report>>& reports,
+    edges::BlinkVariant variant, nlohmann::json* details) {
+  std::vector<uint32_t> reporters;  // global ids, ascending
+  constexpr uint32_t kAbsent = std::numeric_limits<uint32_t>::max();
+  std::vector<uint32_t> local(n, kAbsent);
+  for (const auto& [v, report] : reports) {
+    if (v >= n || local[v] != kAbsent) continue;
+    local[v] = static_cast<uint32_t>(reporters.size());
+    reporters.push_back(v);
+  }
+  const uint32_t m = static_cast<uint32_t>(reporters.size());
+  if (m < 3) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "campaign ", campaign.id(), ": Blink estimates from at least 3 "
+        "reporting nodes, it holds ", m));
+  }
+  std::vector<edges::BlinkReport> local_reports(m);
+  for (const auto& [v, report] : reports) {
+    if (v >= n) continue;
+    edges::BlinkReport& r = local_reports[local[v]];
+    r.noisy_degree = report.edges().noisy_degree();
+    r.neighbours.clear();
+    for (uint32_t u : report.edges().neighbours()) {
+      // u < n: the report was validated against the campaign's n.
+      if (u < n && local[u] != kAbsent) r.neighbours.push_back(local[u]);
+    }
+  }
+  const edges::BlinkParams params{
+      .epsilon = campaign.spec().epsilon(),
+      .delta = campaign.spec().blink().degree_share()};
+  edges::BlinkEstimateOptions options;
+  options.variant = variant;
+  ASSIGN_OR_RETURN(edges::BlinkEstimate est,
+                   edges::EstimateBlinkGraph(params, m, local_reports, options));
+  std::vector<Edge> edges = est.graph.Edges();
+  for (Edge& e : edges) e = Edge{reporters[e.u], reporters[e.v]};
+  absl::StatusOr<Graph> g =
+      est.graph.weighted()
+          ? Graph::FromWeightedEdges(n, edges, est.graph.EdgeWeights())
+          : Graph::FromEdges(n, edges);
+  if (!g.ok()) return g.status();
+  (*details)["graph_delta"] = params.delta;
+  (*details)["graph_variant"] = std::string(edges::kBlinkVariantNames.Name(variant));
+  (*details)["graph_reports"] = m;
+  (*details)["graph_nonreporters"] = n - m;
+  (*details)["graph_prior_iterations"] = est.prior.iterations;
+  (*details)["graph_prior_converged"] = est.prior.converged;
+  (*details)["graph_max_degree_residual"] = est.prior.max_degree_residual;
+  (*details)["graph_reported_pairs"] = est.reported_pairs;
+  (*details)["graph_target_edges"] = est.target_edges;
+  (*details)["graph_expected_edges"] = est.expected_edges;
+  (*details)["graph_clipped_low"] = est.clipped_low;
+  (*details)["graph_clipped_high"] = est.clipped_high;
+  return g;
 }
 
 // A request's pipeline_method, which must be one of `among`:
@@ -203,39 +284,62 @@ absl::StatusOr<SparseRows> Stages::EstimateRows(
 }
 
 absl::StatusOr<Graph> Stages::AssembledGraph(
-    absl::string_view campaign_id) const {
+    absl::string_view campaign_id, absl::string_view blink_variant,
+    nlohmann::json* details) const {
   ASSIGN_OR_RETURN(v1::Campaign campaign, curator_->GetCampaign(campaign_id));
   const v1::MechanismKind kind = campaign.spec().kind();
   if (campaign.attribute() != v1::ATTRIBUTE_EDGES ||
       (kind != v1::MECHANISM_KIND_EDGE_RR &&
-       kind != v1::MECHANISM_KIND_EDGE_SUBSTITUTION)) {
+       kind != v1::MECHANISM_KIND_EDGE_SUBSTITUTION &&
+       kind != v1::MECHANISM_KIND_EDGE_BLINK)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "campaign ", campaign_id, " does not collect edges (",
         v1::MechanismKind_Name(kind), "): a graph comes from an edges "
-        "campaign (edge-rr or edge-substitution)"));
+        "campaign (edge-rr, edge-substitution or edge-blink)"));
   }
+  ASSIGN_OR_RETURN(edges::BlinkVariant variant,
+                   RequestBlinkVariant(blink_variant, kind));
   ASSIGN_OR_RETURN(auto reports, curator_->Reports(campaign_id));
   if (reports.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("campaign ", campaign_id, " holds no report yet"));
   }
   const uint32_t n = curator_->num_nodes();
+  nlohmann::json ignored;
+  nlohmann::json& d = details != nullptr ? *details : ignored;
+  d["graph"] = std::string(campaign_id);
+  d["graph_epsilon"] = campaign.spec().epsilon();
+  if (kind == v1::MECHANISM_KIND_EDGE_BLINK) {
+    d["graph_mechanism"] = "edge-blink";
+    return BlinkGraph(campaign, n, reports, variant, &d);
+  }
+  const bool substitution = kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
+  const edges::Symmetrisation rule = substitution
+                                         ? edges::Symmetrisation::kUnion
+                                         : edges::Symmetrisation::kLowerId;
+  d["graph_mechanism"] = substitution ? "edge-substitution" : "edge-rr";
+  if (substitution) {
+    d["graph_approach"] = campaign.spec().substitution().approach();
+  }
+  d["graph_rule"] = std::string(edges::SymmetrisationName(rule));
+  d["graph_reports"] = campaign.progress().reported();
   std::vector<std::vector<uint32_t>> lists(n);
   for (const auto& [v, report] : reports) {
     if (v >= n) continue;
     lists[v].assign(report.edges().neighbours().begin(),
                     report.edges().neighbours().end());
   }
-  return edges::AssembleGraph(n, lists,
-                              kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION
-                                  ? edges::Symmetrisation::kUnion
-                                  : edges::Symmetrisation::kLowerId);
+  return edges::AssembleGraph(n, lists, rule);
 }
 
 absl::StatusOr<Stages::StageGraph> Stages::GraphFor(
-    const std::string& campaign_id, nlohmann::json* details) const {
+    const std::string& campaign_id, const std::string& blink_variant,
+    nlohmann::json* details) const {
   StageGraph out;
   if (campaign_id.empty()) {
+    RETURN_IF_ERROR(RequestBlinkVariant(blink_variant,
+                                        v1::MECHANISM_KIND_UNSPECIFIED)
+                        .status());
     if (private_edges_) {
       return absl::FailedPreconditionError(
           "this curator keeps no edges (--private-edges): give "
@@ -247,21 +351,7 @@ absl::StatusOr<Stages::StageGraph> Stages::GraphFor(
     (*details)["graph_edges"] = data_->graph.num_edges();
     return out;
   }
-  ASSIGN_OR_RETURN(v1::Campaign campaign, curator_->GetCampaign(campaign_id));
-  ASSIGN_OR_RETURN(Graph g, AssembledGraph(campaign_id));
-  const bool substitution =
-      campaign.spec().kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
-  (*details)["graph"] = campaign_id;
-  (*details)["graph_mechanism"] =
-      substitution ? "edge-substitution" : "edge-rr";
-  (*details)["graph_epsilon"] = campaign.spec().epsilon();
-  if (substitution) {
-    (*details)["graph_approach"] = campaign.spec().substitution().approach();
-  }
-  (*details)["graph_rule"] = std::string(edges::SymmetrisationName(
-      substitution ? edges::Symmetrisation::kUnion
-                   : edges::Symmetrisation::kLowerId));
-  (*details)["graph_reports"] = campaign.progress().reported();
+  ASSIGN_OR_RETURN(Graph g, AssembledGraph(campaign_id, blink_variant, details));
   (*details)["graph_edges"] = g.num_edges();
   out.assembled = std::move(g);
   return out;
@@ -385,7 +475,8 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
   ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "propagate"));
   ASSIGN_OR_RETURN(DenseMatrix x, ReadNpy(input.matrix_path));
   nlohmann::json details = {{"input", q.input()}};
-  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(), &details));
+  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(),
+                                           q.blink_variant(), &details));
   const Graph& graph = sg.get();
   DenseMatrix z;
   const std::string method = q.method().empty() ? "ppr" : q.method();
@@ -434,7 +525,8 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
         "classes)");
   }
   nlohmann::json graph_details = nlohmann::json::object();
-  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(), &graph_details));
+  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(),
+                                           q.blink_variant(), &graph_details));
   // The curator's public data with the stage's graph: a copy only when the
   // graph is an assembled one.
   std::optional<Dataset> with_graph;
@@ -582,6 +674,12 @@ absl::StatusOr<v1::ReleaseLedger> Stages::Ledger() const {
 
 absl::StatusOr<v1::StageResult> Stages::Release(const v1::ReleaseRequest& q) {
   const auto t = std::chrono::steady_clock::now();
+  if (q.blink_variant() == edges::kBlinkVariantNames.Name(
+                               edges::BlinkVariant::kHybrid)) {
+    return absl::InvalidArgumentError(
+        "blink_variant 'hybrid' weights the graph by its posteriors, which "
+        "a release ignores (it embeds the structure): use topk or hard");
+  }
   absl::MutexLock lock(&release_mu_);
   embedding::ReleaseConfig c;
   ASSIGN_OR_RETURN(
@@ -631,7 +729,8 @@ absl::StatusOr<v1::StageResult> Stages::Release(const v1::ReleaseRequest& q) {
         release_budget_.delta));
   }
   nlohmann::json details;
-  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(), &details));
+  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(),
+                                           q.blink_variant(), &details));
   ASSIGN_OR_RETURN(auto noise, SecureRandom::Create());
   ASSIGN_OR_RETURN(embedding::Release release,
                    embedding::ReleaseEmbedding(sg.get(), c, *noise, q.seed()));

@@ -14,7 +14,23 @@
 // stored reports (edges::AssembleGraph: neighbour substitution by union,
 // randomized response by the lower node id; a node without a report
 // contributes no list). The result's details say which ("graph": "curator"
-// or the campaign, with its mechanism, rule, reports and edges). A curator
+// or the campaign, with its mechanism, rule, reports and edges).
+//
+// Blink campaigns (edge-blink): the graph is edges::EstimateBlinkGraph's,
+// in the request's blink_variant (hard, topk, hybrid; "" = topk), over the
+// nodes that reported only: their ids remapped to 0..m-1, each neighbour
+// list filtered to reporters (a noisy degree still counts the node's
+// neighbours outside them: an overestimate where many dropped out), the
+// estimate mapped back to the curator's n nodes. Nodes without a report
+// (dropped out, not targeted) are isolated in the graph: their degree is
+// unknown, and a posterior from their neighbours' bits alone would need a
+// prior the curator has not got. The details add graph_delta,
+// graph_variant, graph_reports (m), graph_nonreporters (n - m) and the
+// estimate's figures (graph_prior_iterations, graph_prior_converged,
+// graph_max_degree_residual, graph_reported_pairs, graph_target_edges,
+// graph_expected_edges, graph_clipped_low, graph_clipped_high). hybrid is
+// weighted: PPR propagation refuses it (UNIMPLEMENTED), and so does a
+// release (INVALID_ARGUMENT: embeddings read the structure only). A curator
 // whose edges are private (ldpgraph-curator --private-edges) holds none:
 // there, a stage without graph_campaign_id is FAILED_PRECONDITION.
 //
@@ -118,9 +134,15 @@ class Stages {
       int threads = 0, pipeline::ReportedDims* dims = nullptr);
 
   // The graph of an edges campaign's stored reports (open or closed), as
-  // the stages assemble it. FAILED_PRECONDITION for a campaign of another
-  // attribute or without reports; NOT_FOUND for an unknown campaign.
-  absl::StatusOr<Graph> AssembledGraph(absl::string_view campaign_id) const;
+  // the stages assemble it (see the file comment). blink_variant: a Blink
+  // campaign's variant, "" = topk; INVALID_ARGUMENT when set for another
+  // campaign or unknown. details, if given, receives the graph_* fields
+  // (all but graph_edges). FAILED_PRECONDITION for a campaign of another
+  // attribute or without reports (Blink: fewer than 3); NOT_FOUND for an
+  // unknown campaign.
+  absl::StatusOr<Graph> AssembledGraph(absl::string_view campaign_id,
+                                       absl::string_view blink_variant = "",
+                                       nlohmann::json* details = nullptr) const;
 
  private:
   absl::StatusOr<v1::StageResult> Record(v1::StageResult r,
@@ -132,13 +154,15 @@ class Stages {
                                                 absl::string_view stage) const;
 
   // The graph a stage runs on (see the file comment), and its description
-  // into details.
+  // into details. blink_variant set without a Blink campaign:
+  // INVALID_ARGUMENT.
   struct StageGraph {
     std::optional<Graph> assembled;  // set: the stage's graph
     const Graph* curators = nullptr;  // else this one
     const Graph& get() const { return assembled ? *assembled : *curators; }
   };
   absl::StatusOr<StageGraph> GraphFor(const std::string& campaign_id,
+                                      const std::string& blink_variant,
                                       nlohmann::json* details) const;
 
   // One graph's ledger: its release ids and their composed curve.

@@ -4,10 +4,15 @@
 // 1, maximal values) and a label campaign to which they report a wrong
 // class. With defence "screen" the estimate empties their rows and names
 // them, and the evaluate stage trains on none of their labels.
+//
+// Blink (StagesBlinkTest): a Blink campaign's graph estimated from real
+// reports over the nodes that reported, its variants, and their errors.
 #include "server/curator/stages.h"
 
 #include <nlohmann/json.hpp>
 
+#include "common/edges/blink.h"
+#include "common/random.h"
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -182,6 +187,259 @@ TEST_F(StagesScreenTest, BadDefenceSettingsAreRefused) {
   auto ok = stages_->Estimate(e);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(nlohmann::json::parse(ok->details_json())["alpha"], 0.01);
+}
+
+// --- Blink -------------------------------------------------------------------
+
+// A curator of 60 nodes whose true graph is two rings of 30 with chords;
+// c1 is a Blink campaign (eps 4, delta 0.2) to which nodes 10..59 send
+// their BlinkClient reports (0..9 drop out), c2 edge RR, c3 HDS features.
+class StagesBlinkTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kN = 60;
+  static constexpr uint32_t kFirstReporter = 10;
+  static constexpr double kEps = 4.0, kDelta = 0.2;
+
+  void SetUp() override {
+    auto store = store::CuratorStore::Open(dir_.path(), {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    Curator::Options o;
+    o.num_nodes = kN;
+    o.node_key = kKey;
+    auto c = Curator::Open(std::move(*store), o);
+    ASSERT_TRUE(c.ok()) << c.status();
+    curator_ = std::move(*c);
+    std::vector<Edge> edges;
+    for (uint32_t v = 0; v < kN; ++v) {
+      const uint32_t base = v < 30 ? 0 : 30;
+      edges.push_back({v, base + (v - base + 1) % 30});
+      edges.push_back({v, base + (v - base + 7) % 30});
+    }
+    auto g = Graph::FromEdges(kN, edges);
+    ASSERT_TRUE(g.ok()) << g.status();
+    truth_ = *std::move(g);
+    data_.graph = *Graph::FromEdges(kN, {});  // private edges
+    data_.meta.nodes = kN;
+    data_.meta.classes = 2;
+    for (uint32_t v = 0; v < kN; ++v) data_.labels.push_back(v < 30 ? 0 : 1);
+    data_.features.cols = 4;
+    Collect();
+  }
+
+  void Collect() {
+    v1::EnrolRequest enrol;
+    for (uint32_t v = 0; v < kN; ++v) {
+      auto* n = enrol.add_nodes();
+      n->set_node_id(v);
+      n->set_secret(NodeCredential(kKey, v));
+    }
+    auto session = curator_->Enrol(enrol);
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = *session;
+    v1::CreateCampaignRequest blink;
+    blink.set_attribute(v1::ATTRIBUTE_EDGES);
+    blink.mutable_spec()->set_kind(v1::MECHANISM_KIND_EDGE_BLINK);
+    blink.mutable_spec()->set_epsilon(kEps);
+    blink.mutable_spec()->set_dimension(kN);
+    blink.mutable_spec()->mutable_blink()->set_degree_share(kDelta);
+    blink.mutable_nodes()->set_all(true);
+    ASSERT_TRUE(curator_->CreateCampaign(blink).ok());  // c1
+    v1::CreateCampaignRequest rr = blink;
+    rr.mutable_spec()->set_kind(v1::MECHANISM_KIND_EDGE_RR);
+    rr.mutable_spec()->clear_blink();
+    ASSERT_TRUE(curator_->CreateCampaign(rr).ok());  // c2
+    v1::CreateCampaignRequest hds;
+    hds.set_attribute(v1::ATTRIBUTE_FEATURES);
+    auto* s = hds.mutable_spec();
+    s->set_kind(v1::MECHANISM_KIND_HDS);
+    s->set_epsilon(1);
+    s->set_dimension(4);
+    s->set_sampled(1);
+    s->set_range_low(-1);
+    s->set_range_high(1);
+    hds.mutable_nodes()->set_all(true);
+    ASSERT_TRUE(curator_->CreateCampaign(hds).ok());  // c3
+
+    auto client = edges::BlinkClient::Create({.epsilon = kEps, .delta = kDelta},
+                                             kN);
+    ASSERT_TRUE(client.ok()) << client.status();
+    SeededRandomForTesting rng(3);
+    v1::ReportBatch batch;
+    reports_.assign(kN, {});
+    for (uint32_t v = kFirstReporter; v < kN; ++v) {
+      auto r = (*client)->Report(v, truth_.neighbors(v), rng);
+      ASSERT_TRUE(r.ok()) << r.status();
+      reports_[v] = *r;
+      v1::Report* b = batch.add_reports();
+      b->set_campaign_id("c1");
+      b->set_node_id(v);
+      b->mutable_edges()->mutable_neighbours()->Assign(r->neighbours.begin(),
+                                                       r->neighbours.end());
+      b->mutable_edges()->set_noisy_degree(r->noisy_degree);
+      v1::Report* f = batch.add_reports();
+      f->set_campaign_id("c3");
+      f->set_node_id(v);
+      f->mutable_features()->add_indices(v % 4);
+      f->mutable_features()->add_values(v < 30 ? 0.5 : -0.5);
+    }
+    auto ack = curator_->Ingest(*session_, batch);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    for (const auto& r : ack->results()) ASSERT_EQ(r.code(), 0) << r.message();
+    v1::EstimateRequest e;
+    e.set_campaign_id("c3");
+    stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path(),
+                                       /*private_edges=*/true);
+    auto estimate = stages_->Estimate(e);
+    ASSERT_TRUE(estimate.ok()) << estimate.status();
+    estimate_ = estimate->id();
+  }
+
+  // EstimateBlinkGraph over the reporters (ids shifted down by
+  // kFirstReporter, lists cut to them), its edges shifted back up.
+  std::vector<Edge> ExpectedEdges(edges::BlinkVariant variant) const {
+    const uint32_t m = kN - kFirstReporter;
+    std::vector<edges::BlinkReport> local(m);
+    for (uint32_t v = kFirstReporter; v < kN; ++v) {
+      local[v - kFirstReporter].noisy_degree = reports_[v].noisy_degree;
+      for (uint32_t u : reports_[v].neighbours) {
+        if (u >= kFirstReporter) {
+          local[v - kFirstReporter].neighbours.push_back(u - kFirstReporter);
+        }
+      }
+    }
+    edges::BlinkEstimateOptions options;
+    options.variant = variant;
+    auto est = edges::EstimateBlinkGraph({.epsilon = kEps, .delta = kDelta},
+                                         m, local, options);
+    EXPECT_TRUE(est.ok()) << est.status();
+    std::vector<Edge> out = est->graph.Edges();
+    for (Edge& e : out) e = {e.u + kFirstReporter, e.v + kFirstReporter};
+    return out;
+  }
+
+  absl::StatusOr<v1::StageResult> Propagate(const std::string& method,
+                                            const std::string& graph,
+                                            const std::string& variant) {
+    v1::PropagateRequest p;
+    p.set_input(estimate_);
+    p.set_method(method);
+    p.set_graph_campaign_id(graph);
+    p.set_blink_variant(variant);
+    return stages_->Propagate(p);
+  }
+
+  TempFolder dir_;
+  std::unique_ptr<Curator> curator_;
+  std::shared_ptr<const Session> session_;
+  Graph truth_;
+  Dataset data_;
+  std::vector<edges::BlinkReport> reports_;
+  std::string estimate_;
+  std::unique_ptr<Stages> stages_;
+};
+
+TEST_F(StagesBlinkTest, TheGraphIsTheEstimateOverTheReportersOnly) {
+  for (edges::BlinkVariant variant :
+       {edges::BlinkVariant::kHard, edges::BlinkVariant::kTopK,
+        edges::BlinkVariant::kHybrid}) {
+    const std::string name(edges::kBlinkVariantNames.Name(variant));
+    SCOPED_TRACE(name);
+    nlohmann::json details;
+    auto g = stages_->AssembledGraph("c1", name, &details);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(g->num_nodes(), kN);
+    EXPECT_EQ(g->Edges(), ExpectedEdges(variant));
+    EXPECT_EQ(g->weighted(), variant == edges::BlinkVariant::kHybrid);
+    for (uint32_t v = 0; v < kFirstReporter; ++v) EXPECT_EQ(g->degree(v), 0u);
+    EXPECT_GT(g->num_edges(), 0u);
+    EXPECT_EQ(details["graph_mechanism"], "edge-blink");
+    EXPECT_EQ(details["graph_variant"], name);
+    EXPECT_EQ(details["graph_delta"], kDelta);
+    EXPECT_EQ(details["graph_epsilon"], kEps);
+    EXPECT_EQ(details["graph_reports"], kN - kFirstReporter);
+    EXPECT_EQ(details["graph_nonreporters"], kFirstReporter);
+    EXPECT_GE(details["graph_prior_iterations"].get<int>(), 1);
+    EXPECT_GT(details["graph_reported_pairs"].get<uint64_t>(), 0u);
+    EXPECT_TRUE(details.contains("graph_max_degree_residual"));
+    EXPECT_TRUE(details.contains("graph_clipped_low"));
+    EXPECT_TRUE(details.contains("graph_clipped_high"));
+    EXPECT_TRUE(details.contains("graph_expected_edges"));
+    EXPECT_EQ(details["graph_target_edges"].get<uint64_t>() == 0,
+              variant == edges::BlinkVariant::kHard);
+  }
+  // "" is topk.
+  auto topk = stages_->AssembledGraph("c1");
+  ASSERT_TRUE(topk.ok()) << topk.status();
+  EXPECT_EQ(topk->Edges(), ExpectedEdges(edges::BlinkVariant::kTopK));
+  // At eps 4 most of the estimate is true edges.
+  size_t true_edges = 0;
+  for (const Edge& e : topk->Edges()) true_edges += truth_.HasEdge(e.u, e.v);
+  EXPECT_GT(true_edges * 2, topk->num_edges());
+}
+
+TEST_F(StagesBlinkTest, PropagateNamesTheGraphAndRefusesWhatCannotWork) {
+  auto kprop = Propagate("kprop", "c1", "hybrid");
+  ASSERT_TRUE(kprop.ok()) << kprop.status();
+  const auto details = nlohmann::json::parse(kprop->details_json());
+  EXPECT_EQ(details["graph"], "c1");
+  EXPECT_EQ(details["graph_mechanism"], "edge-blink");
+  EXPECT_EQ(details["graph_variant"], "hybrid");
+  EXPECT_EQ(details["graph_edges"],
+            ExpectedEdges(edges::BlinkVariant::kHybrid).size());
+  // PPR reads structure only: a weighted graph is refused, clearly.
+  auto ppr = Propagate("ppr", "c1", "hybrid");
+  EXPECT_EQ(ppr.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(ppr.status().message(), HasSubstr("weighted"));
+  EXPECT_TRUE(Propagate("ppr", "c1", "topk").ok());
+  // The variant: known, and for a Blink graph only.
+  auto unknown = Propagate("kprop", "c1", "soft");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("blink_variant must be one of hard, topk, hybrid"));
+  EXPECT_THAT(Propagate("kprop", "c2", "topk").status().message(),
+              HasSubstr("MECHANISM_KIND_EDGE_RR"));
+  auto curators = Propagate("kprop", "", "topk");
+  EXPECT_EQ(curators.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(curators.status().message(), HasSubstr("the curator's graph"));
+  // Evaluate: PrivGE on the weighted graph fails cleanly; LPGNN trains.
+  v1::EvaluateRequest q;
+  q.set_input(estimate_);
+  q.set_pipeline_task(v1::PIPELINE_TASK_NODE);
+  q.set_pipeline_method(v1::PIPELINE_METHOD_PRIVGE);
+  q.set_graph_campaign_id("c1");
+  q.set_blink_variant("hybrid");
+  EXPECT_EQ(stages_->Evaluate(q).status().code(),
+            absl::StatusCode::kUnimplemented);
+  q.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
+  q.set_seed(1);
+  auto lpgnn = stages_->Evaluate(q);
+  ASSERT_TRUE(lpgnn.ok()) << lpgnn.status();
+  EXPECT_THAT(lpgnn->details_json(), HasSubstr(R"("graph_variant":"hybrid")"));
+  // A release embeds the structure: hybrid is refused before anything runs.
+  v1::ReleaseRequest release;
+  release.set_pipeline_method(v1::PIPELINE_METHOD_DPNE);
+  release.set_epsilon(1);
+  release.set_graph_campaign_id("c1");
+  release.set_blink_variant("hybrid");
+  auto refused = stages_->Release(release);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("hybrid"));
+}
+
+TEST_F(StagesBlinkTest, AForgedDegreeIsRejectedAtIngest) {
+  v1::ReportBatch batch;
+  v1::Report* b = batch.add_reports();
+  b->set_campaign_id("c1");
+  b->set_node_id(0);
+  b->mutable_edges()->add_neighbours(1);
+  b->mutable_edges()->set_noisy_degree(0x1.0p-40);  // below any grid step
+  auto ack = curator_->Ingest(*session_, batch);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_NE(ack->results(0).code(), 0);
+  EXPECT_THAT(ack->results(0).message(), HasSubstr("noisy_degree"));
+  nlohmann::json details;
+  ASSERT_TRUE(stages_->AssembledGraph("c1", "", &details).ok());
+  EXPECT_EQ(details["graph_nonreporters"], kFirstReporter);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
+#include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
@@ -138,8 +139,9 @@ node has answered.
 create flags:
   --attribute A       features (default), label or edges
   --mechanism M       hds, square-wave, multibit, onebit, piecewise, laplace,
-                      label-rr, edge-rr, edge-substitution
-  --epsilon E         the budget one report spends (edges: eps_e)
+                      label-rr, edge-rr, edge-substitution, edge-blink
+  --epsilon E         the budget one report spends (edges: eps_e; edge-blink:
+                      the node's total, bits and degree)
   --dimension D       features: d; label: classes; edges: number of nodes
                       (default for edges: the curator's node count)
   --sampled K         k or m sampled dimensions (default: the mechanism's)
@@ -171,10 +173,18 @@ a node that answers both spends its feature epsilon once.
   --round-timeout-ms T    a neighbour silent this long in a round counts as
                           absent (default 30000)
 
+edge-blink (Blink, Zhu et al., CCS 2023): each node reports its neighbour
+bits by randomized response at (1 - delta) eps and its degree with Laplace
+noise at delta eps; the curator estimates the graph from both (pipeline
+--graph-campaign, with --blink-variant).
+  --blink-delta D         delta, the degree's share of eps, in (0, 1)
+                          (default 0.1)
+
 Examples:
   ldpctl campaign create --attribute features --mechanism hds --epsilon 1 --dimension 1433 --sampled 10
   ldpctl campaign create --attribute label --mechanism label-rr --epsilon 1 --dimension 7 --nodes 0-1000
   ldpctl campaign create --attribute edges --mechanism edge-rr --epsilon 4
+  ldpctl campaign create --attribute edges --mechanism edge-blink --epsilon 4 --blink-delta 0.1
   ldpctl campaign create --attribute edges --mechanism edge-substitution --epsilon 1 \
       --approach 1 --similarity cosine --top-k 10 --max-dummies 5 \
       --feature-mechanism multibit --feature-epsilon 2 --feature-dimension 1433 \
@@ -203,12 +213,14 @@ Examples:
 Usage:
   ldpctl pipeline run CAMPAIGN [--task node|link] [--method privge|lpgnn]
                                [--labels CAMPAIGN] [--graph-campaign CAMPAIGN]
-                               [--seed S]
+                               [--blink-variant V] [--seed S]
   ldpctl pipeline estimate CAMPAIGN
   ldpctl pipeline propagate RESULT [--method ppr|kprop] [--alpha A] [--steps K]
                                    [--graph-campaign CAMPAIGN]
+                                   [--blink-variant V]
   ldpctl pipeline evaluate RESULT [--task ...] [--method ...] [--labels ...]
-                                  [--graph-campaign ...] [--seed S]
+                                  [--graph-campaign ...] [--blink-variant V]
+                                  [--seed S]
 
 `run` estimates a features campaign's reports and evaluates the method's
 curator-side pipeline on the estimate (propagation, training, test), in one
@@ -219,23 +231,32 @@ go. Each stage records a result (r1, r2, ...) that `results` lists and
   --labels C      a label campaign whose reports replace the curator's
                   training labels (LPGNN's label randomized response)
   --graph-campaign C
-                  an edges campaign (edge-rr or edge-substitution): propagate
-                  and train over the graph assembled from its reports
-                  instead of the curator's (needed when the curator runs
-                  with --private-edges); the result's details name it
+                  an edges campaign (edge-rr, edge-substitution or
+                  edge-blink): propagate and train over the graph assembled
+                  from its reports instead of the curator's (needed when
+                  the curator runs with --private-edges); the result's
+                  details name it. An edge-blink graph is estimated over
+                  the nodes that reported; the others are isolated
+  --blink-variant V
+                  an edge-blink graph campaign only: hard (posterior > 1/2),
+                  topk (the expected number of edges, default) or hybrid
+                  (topk weighted by the posteriors; lpgnn only: PPR and
+                  releases read no weights)
   --seed S        seed of the split and model initialisation (default 1)
 
 Examples:
   ldpctl pipeline run c1
   ldpctl pipeline run c1 --method lpgnn --labels c2 --format json
   ldpctl pipeline run c2 --method lpgnn --graph-campaign c1
+  ldpctl pipeline run c2 --method lpgnn --graph-campaign c3 --blink-variant hybrid
   ldpctl pipeline estimate c1 && ldpctl pipeline propagate r1 --method ppr
 )"},
     {"release", R"(ldpctl release: structure embeddings released under central DP
 
 Usage:
   ldpctl release create --method se-privgemb|dpne --epsilon E
-                        [--graph-campaign C] [--seed S] [--dim D]
+                        [--graph-campaign C] [--blink-variant V]
+                        [--seed S] [--dim D]
                         [--noise-multiplier S] [--max-epochs N]
                         [--proximity deepwalk|degree|uniform] [--batch B]
   ldpctl release ledger
@@ -252,6 +273,7 @@ pass it is refused, and one found over it after training is discarded.
                      perturbation, DPNE: E-DP by its paper's analysis)
   --epsilon E        the release's budget
   --graph-campaign C release the graph assembled from edges campaign C
+  --blink-variant V  an edge-blink campaign C's graph: hard or topk (default)
   --seed S           seed of the public initialisation (default 1)
   --dim D            dimension (se-privgemb 128, dpne 100)
   --noise-multiplier S --max-epochs N --proximity P --batch B
@@ -346,7 +368,8 @@ const std::set<std::string>& CommandValueFlags() {
       "max-dummies", "dummy-mean", "dummy-std", "feature-mechanism",
       "feature-epsilon", "feature-dimension", "feature-sampled",
       "feature-range", "round-timeout-ms", "graph-campaign", "dim",
-      "noise-multiplier", "max-epochs", "proximity", "batch"};
+      "noise-multiplier", "max-epochs", "proximity", "batch", "blink-delta",
+      "blink-variant"};
   return *flags;
 }
 
@@ -418,12 +441,26 @@ absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name) {
   if (name == "label-rr") return v1::MECHANISM_KIND_LABEL_RR;
   if (name == "edge-rr") return v1::MECHANISM_KIND_EDGE_RR;
   if (name == "edge-substitution") return v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
+  if (name == "edge-blink") return v1::MECHANISM_KIND_EDGE_BLINK;
   if (auto feature = ParseMechanismName(name); feature.ok()) {
     return wire::ToWireKind(*feature);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "--mechanism must be hds, square-wave, multibit, onebit, piecewise, "
-      "laplace, label-rr, edge-rr or edge-substitution, got '", name, "'"));
+      "laplace, label-rr, edge-rr, edge-substitution or edge-blink, got '",
+      name, "'"));
+}
+
+absl::StatusOr<std::string> BlinkVariantFromFlags(const CliArgs& a) {
+  if (!a.Has("blink-variant")) return std::string();
+  if (!a.Has("graph-campaign")) {
+    return absl::InvalidArgumentError(
+        "--blink-variant needs --graph-campaign (an edge-blink campaign)");
+  }
+  ASSIGN_OR_RETURN(edges::BlinkVariant v,
+                   edges::kBlinkVariantNames.Parse(*a.Get("blink-variant"),
+                                                   "--blink-variant"));
+  return std::string(edges::kBlinkVariantNames.Name(v));
 }
 
 absl::Status SubstitutionFromFlags(const CliArgs& a, v1::MechanismSpec* spec) {
@@ -505,6 +542,14 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
     RETURN_IF_ERROR(FromGrpc(
         c.stub->GetStatus(&ctx, v1::GetStatusRequest(), &status), c.address));
     spec->set_dimension(status.graph_nodes());
+  }
+  if (kind == v1::MECHANISM_KIND_EDGE_BLINK) {
+    ASSIGN_OR_RETURN(auto delta, a.GetDouble("blink-delta"));
+    spec->mutable_blink()->set_degree_share(
+        delta.value_or(edges::BlinkParams().delta));
+  } else if (a.Has("blink-delta")) {
+    return absl::InvalidArgumentError(
+        "--blink-delta applies to --mechanism edge-blink only");
   }
   if (kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
     RETURN_IF_ERROR(SubstitutionFromFlags(a, spec));
@@ -757,6 +802,7 @@ absl::StatusOr<v1::EvaluateRequest> EvaluateRequestFromFlags(
   req.set_pipeline_method(method);
   req.set_label_campaign_id(a.Get("labels").value_or(""));
   req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));
+  ASSIGN_OR_RETURN(*req.mutable_blink_variant(), BlinkVariantFromFlags(a));
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
   req.set_seed(seed.value_or(1));
   return req;
@@ -814,6 +860,7 @@ absl::Status Pipeline(const std::string& sub, const std::string& id,
     ASSIGN_OR_RETURN(auto steps, a.GetUint("steps"));
     if (steps) req.set_steps(static_cast<uint32_t>(*steps));
     req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));
+    ASSIGN_OR_RETURN(*req.mutable_blink_variant(), BlinkVariantFromFlags(a));
     grpc::ClientContext ctx;
     c.Prepare(&ctx);
     v1::StageResult out;
@@ -844,6 +891,7 @@ absl::StatusOr<v1::ReleaseRequest> ReleaseRequestFromFlags(const CliArgs& a) {
   req.set_pipeline_method(method);
   req.set_epsilon(*eps);
   req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));
+  ASSIGN_OR_RETURN(*req.mutable_blink_variant(), BlinkVariantFromFlags(a));
   ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
   req.set_seed(seed.value_or(1));
   ASSIGN_OR_RETURN(auto dim, a.GetUint("dim"));
@@ -1049,6 +1097,9 @@ absl::Status RunAdmin(const std::string& command, const std::string& sub,
   }
   if (command == "pipeline" && (sub == "run" || sub == "evaluate")) {
     RETURN_IF_ERROR(EvaluateRequestFromFlags(a, id).status());
+  }
+  if (command == "pipeline" && sub == "propagate") {
+    RETURN_IF_ERROR(BlinkVariantFromFlags(a).status());
   }
   ASSIGN_OR_RETURN(ConnectionSettings settings, ResolveConnection(a));
   const Connection c = Connect(settings);

@@ -14,9 +14,15 @@
 
 namespace ldpgraph::ldpctl {
 
-// "hds", "multibit", ... "label-rr", "edge-rr", "edge-substitution" -> the
-// wire kind; INVALID_ARGUMENT listing the names otherwise.
+// "hds", "multibit", ... "label-rr", "edge-rr", "edge-substitution",
+// "edge-blink" -> the wire kind; INVALID_ARGUMENT listing the names
+// otherwise.
 absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name);
+
+// The request field blink_variant from --blink-variant: "" when not given;
+// INVALID_ARGUMENT when given without --graph-campaign or not hard, topk
+// or hybrid. (Whether the campaign is a Blink one, the curator checks.)
+absl::StatusOr<std::string> BlinkVariantFromFlags(const CliArgs& a);
 
 // spec->substitution from `ldpctl campaign create`'s edge-substitution
 // flags (--approach, --similarity, --top-k, --max-dummies, --dummy-mean,

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/dataset/generator.h"
+#include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/npy.h"
 #include "common/testing/temp_folder.h"
@@ -79,6 +80,28 @@ TEST(LdpctlCampaignTest, SubstitutionDefaultsAreTheLibrarys) {
                         "(default ", edges::kDefaultRoundTimeoutMs, ")")));
 }
 
+// Blink's flags: checked before any connection, and documented.
+TEST(LdpctlBlinkTest, UsageErrorsComeBeforeTheConnection) {
+  Result r = Ldpctl({"pipeline", "evaluate", "r1", "--blink-variant", "topk"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--blink-variant needs --graph-campaign"));
+  r = Ldpctl({"pipeline", "propagate", "r1", "--graph-campaign", "c1",
+              "--blink-variant", "soft"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(
+                         "--blink-variant must be one of hard, topk, hybrid"));
+  r = Ldpctl({"release", "create", "--method", "dpne", "--epsilon", "1",
+              "--blink-variant", "hard"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--blink-variant needs --graph-campaign"));
+  EXPECT_EQ(*ParseMechanismKind("edge-blink"), v1::MECHANISM_KIND_EDGE_BLINK);
+  EXPECT_THAT(LdpctlHelp("campaign"),
+              HasSubstr(absl::StrCat("(default ", edges::BlinkParams().delta,
+                                     ")")));
+  EXPECT_THAT(LdpctlHelp("pipeline"), HasSubstr("--blink-variant V"));
+  EXPECT_THAT(LdpctlHelp("release"), HasSubstr("--blink-variant V"));
+}
+
 TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
   TempFolder dir;
   GeneratorOptions g = DefaultGeneratorOptions();
@@ -138,6 +161,25 @@ TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
             "--dim", "4"});
   EXPECT_EQ(r.code, 6) << r.err;
   EXPECT_THAT(r.err, HasSubstr("over the cap of 2"));
+
+  // A Blink campaign (c1) carries its delta; a release of its hybrid graph
+  // is refused by the curator (it embeds no weights).
+  r = with({"campaign", "create", "--attribute", "edges", "--mechanism",
+            "edge-blink", "--epsilon", "4", "--blink-delta", "0.25",
+            "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("MECHANISM_KIND_EDGE_BLINK"));
+  EXPECT_THAT(r.out, HasSubstr(R"("degree_share": 0.25)"));
+  EXPECT_THAT(r.out, HasSubstr(R"("dimension": 200)"));
+  r = with({"campaign", "create", "--attribute", "edges", "--mechanism",
+            "edge-rr", "--epsilon", "1", "--blink-delta", "0.2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("--blink-delta applies to --mechanism edge-blink only"));
+  r = with({"release", "create", "--method", "dpne", "--epsilon", "0.5",
+            "--graph-campaign", "c1", "--blink-variant", "hybrid"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("blink_variant 'hybrid'"));
   (*server)->Shutdown(absl::Seconds(1));
 }
 

@@ -29,6 +29,7 @@
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
+#include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/hex.h"
 #include "common/net/fault_proxy.h"
@@ -81,16 +82,26 @@ Pipeline (the defaults of ldpgraph eval):
   --label-epsilon E   lpgnn: collect labels by randomized response with E
   --edges G           the graph the curator learns over: none (default: the
                       curator knows the graph), rr (edge randomized
-                      response), ns1 or ns2 (neighbour substitution,
-                      approach 1 or 2, the agents exchanging sealed messages
-                      through the curator's relay). With rr/ns the curator
+                      response), blink (Blink: the bits and a noisy degree,
+                      the graph estimated by Bayesian posteriors), ns1 or
+                      ns2 (neighbour substitution, approach 1 or 2, the
+                      agents exchanging sealed messages through the
+                      curator's relay). With rr/blink/ns the curator
                       starts with --private-edges, an edges campaign runs
                       first (ns shares the features campaign's question, so
                       each node spends its feature epsilon once), and the
                       pipeline runs over the graph assembled from it.
                       --seed does not reach the exchange: its randomness
                       comes from each node's key (secure, not replayable)
-  --edge-epsilon E    eps_e of the edges campaign (default 1)
+  --edge-epsilon E    eps_e of the edges campaign (default 1; blink: each
+                      node's total, bits and degree)
+  --blink-delta D     blink: the degree's share of --edge-epsilon, in (0, 1)
+                      (default 0.1)
+  --blink-variant V   blink: the graph from the posteriors: hard (q > 1/2),
+                      topk (the expected number of edges; default) or hybrid
+                      (topk weighted by q; lpgnn only, PPR reads no
+                      weights). Estimated over the nodes that reported: the
+                      others (dropouts) are isolated in the graph
   --round-timeout-ms T  ns: a silent neighbour's timeout per round
                       (default 30000)
   --seed S            seeded noise: reproducible and NOT private; gives
@@ -258,7 +269,7 @@ docker-compose.yml and deploy/k8s runs it.
   --dataset DIR       the deployment's dataset folder; only its meta.json is
                       read (feature count, classes, public feature range)
   --method, --task, --mechanism, --epsilon, --sampled, --label-epsilon,
-  --edges, --edge-epsilon, --round-timeout-ms:
+  --edges, --edge-epsilon, --blink-delta, --blink-variant, --round-timeout-ms:
                       as for ldpctl simulate (the curator's own graph is the
                       deployment's: --private-edges is its flag)
   --seed S            the split and model seed (default 1); the agents' noise
@@ -294,9 +305,12 @@ struct Options {
   double epsilon = 1.0;
   std::optional<int> sampled;
   std::optional<double> label_epsilon;
-  // The graph: "none" (the curator's), "rr", "ns1", "ns2".
+  // The graph: "none" (the curator's), "rr", "blink", "ns1", "ns2".
   std::string edges = "none";
   double edge_epsilon = 1.0;
+  // --edges blink: delta and the curator's variant.
+  double blink_delta = edges::BlinkParams().delta;
+  edges::BlinkVariant blink_variant = edges::BlinkVariant::kTopK;
   uint32_t round_timeout_ms = edges::kDefaultRoundTimeoutMs;
   std::optional<uint64_t> seed;
   int hosts = 4;
@@ -336,23 +350,46 @@ struct Options {
   bool json = false;
 };
 
-// --edges and the edge mechanism's --edge-epsilon and --round-timeout-ms.
+// --edges blink's --blink-delta and --blink-variant (after --edge-epsilon).
+absl::Status ParseBlinkFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
+  for (const char* flag : {"blink-delta", "blink-variant"}) {
+    if (a.Has(flag) && o.edges != "blink") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " applies to --edges blink"));
+    }
+  }
+  ASSIGN_OR_RETURN(auto delta, a.GetDouble("blink-delta"));
+  if (delta) o.blink_delta = *delta;
+  if (a.Has("blink-variant")) {
+    ASSIGN_OR_RETURN(o.blink_variant,
+                     edges::kBlinkVariantNames.Parse(*a.Get("blink-variant"),
+                                                     "--blink-variant"));
+  }
+  if (o.edges != "blink") return absl::OkStatus();
+  return edges::BlinkParams{.epsilon = o.edge_epsilon, .delta = o.blink_delta}
+      .Validate();
+}
+
+// --edges and the edge mechanism's --edge-epsilon, --round-timeout-ms and
+// Blink's flags.
 absl::Status ParseEdgeFlags(const CliArgs& a, Options* options) {
   Options& o = *options;
   o.edges = a.Get("edges").value_or("none");
-  if (o.edges != "none" && o.edges != "rr" && o.edges != "ns1" &&
-      o.edges != "ns2") {
+  if (o.edges != "none" && o.edges != "rr" && o.edges != "blink" &&
+      o.edges != "ns1" && o.edges != "ns2") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--edges must be none, rr, ns1 or ns2, got '", o.edges, "'"));
+        "--edges must be none, rr, blink, ns1 or ns2, got '", o.edges, "'"));
   }
   ASSIGN_OR_RETURN(auto edge_eps, a.GetDouble("edge-epsilon"));
   if (edge_eps) {
     if (o.edges == "none") {
       return absl::InvalidArgumentError(
-          "--edge-epsilon applies to --edges rr, ns1 or ns2");
+          "--edge-epsilon applies to --edges rr, blink, ns1 or ns2");
     }
     o.edge_epsilon = *edge_eps;
   }
+  RETURN_IF_ERROR(ParseBlinkFlags(a, options));
   ASSIGN_OR_RETURN(auto round_timeout, a.GetUint("round-timeout-ms"));
   if (round_timeout) {
     if (o.edges != "ns1" && o.edges != "ns2") {
@@ -585,6 +622,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   std::set<std::string> values = {"dataset", "method", "task", "mechanism",
                                   "epsilon", "sampled", "label-epsilon", "seed",
                                   "timeout", "format", "edges", "edge-epsilon",
+                                  "blink-delta", "blink-variant",
                                   "round-timeout-ms", "quorum",
                                   "campaign-deadline", "defence",
                                   "screen-alpha"};
@@ -1326,6 +1364,10 @@ absl::StatusOr<Simulation::Campaigns> Simulation::CollectAll() {
     if (o_.edges == "rr") {
       edges.set_name("simulate: edges, edge-rr");
       spec->set_kind(v1::MECHANISM_KIND_EDGE_RR);
+    } else if (o_.edges == "blink") {
+      edges.set_name("simulate: edges, edge-blink");
+      spec->set_kind(v1::MECHANISM_KIND_EDGE_BLINK);
+      spec->mutable_blink()->set_degree_share(o_.blink_delta);
     } else {
       edges.set_name(absl::StrCat("simulate: edges, edge-substitution ",
                                   o_.edges == "ns1" ? "approach 1"
@@ -1378,6 +1420,10 @@ absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
     req.set_pipeline_method(o_.method);
     req.set_label_campaign_id(c.label_campaign);
     if (c.graph) req.set_graph_campaign_id(c.graph->id());
+    if (o_.edges == "blink") {
+      req.set_blink_variant(
+          std::string(edges::kBlinkVariantNames.Name(o_.blink_variant)));
+    }
     req.set_seed(o_.seed.value_or(1));
     return admin_->stub->Evaluate(ctx, req, evaluate);
   });
@@ -1622,9 +1668,22 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   json graph = {{"source", o_.edges == "none" ? "curator" : o_.edges}};
   if (graph_campaign) {
     graph["campaign"] = graph_campaign->id();
-    graph["mechanism"] = o_.edges == "rr" ? "edge-rr" : "edge-substitution";
+    graph["mechanism"] = details.value("graph_mechanism", "");
     graph["epsilon"] = o_.edge_epsilon;
-    graph["rule"] = details.value("graph_rule", "");
+    if (o_.edges == "blink") {
+      // The estimate's own figures, from the evaluate stage's details.
+      graph["delta"] = o_.blink_delta;
+      graph["variant"] = details.value("graph_variant", "");
+      for (const char* k :
+           {"reports", "nonreporters", "prior_iterations", "prior_converged",
+            "max_degree_residual", "reported_pairs", "target_edges",
+            "expected_edges", "clipped_low", "clipped_high"}) {
+        const std::string key = absl::StrCat("graph_", k);
+        if (details.contains(key)) graph[k] = details[key];
+      }
+    } else {
+      graph["rule"] = details.value("graph_rule", "");
+    }
   }
   graph["edges"] = details.value("graph_edges", uint64_t{0});
   d["graph"] = graph;
@@ -1816,6 +1875,16 @@ void Simulation::Report(const json& j) {
     if (g["source"] == "curator") {
       row("graph", absl::StrFormat("the curator's (true edges, %u)",
                                    g["edges"].get<uint64_t>()));
+    } else if (g["source"] == "blink") {
+      row("graph",
+          absl::StrFormat(
+              "assembled from %s: Blink, epsilon %g (delta %g), %s over %u "
+              "reporters, %u non-reporters isolated (%u edges)",
+              g["campaign"].get<std::string>(), g["epsilon"].get<double>(),
+              g["delta"].get<double>(), g["variant"].get<std::string>(),
+              g.value("reports", uint64_t{0}),
+              g.value("nonreporters", uint64_t{0}),
+              g["edges"].get<uint64_t>()));
     } else {
       row("graph",
           absl::StrFormat(

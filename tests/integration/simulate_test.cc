@@ -188,8 +188,8 @@ TEST_F(SimulateTest, DefenceScreenEqualsTheLibrary) {
 // The curator without the graph (--private-edges): the edges campaign runs
 // first, then features; the pipeline runs over the assembled graph, and the
 // table says so. Neighbour substitution shares the features campaign's
-// question, so each node spends eps_x + eps_e; randomized response asks
-// nothing more of the features.
+// question, so each node spends eps_x + eps_e; randomized response and
+// Blink (eps_e its total, bits and degree) ask nothing more of the features.
 TEST_F(SimulateTest, PrivateEdgesFromTheAgents) {
   const std::string data = Generated(300);
   struct Case {
@@ -201,6 +201,7 @@ TEST_F(SimulateTest, PrivateEdgesFromTheAgents) {
       {{"--edges", "ns1"}, "edge-substitution", 3.0},
       {{"--edges", "ns2", "--edge-epsilon", "0.5"}, "edge-substitution", 2.5},
       {{"--edges", "rr", "--edge-epsilon", "4"}, "edge-rr", 6.0},
+      {{"--edges", "blink", "--edge-epsilon", "4"}, "edge-blink", 6.0},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrJoin(c.flags, " "));
@@ -217,6 +218,14 @@ TEST_F(SimulateTest, PrivateEdgesFromTheAgents) {
     EXPECT_EQ(d["graph"]["campaign"], "c1");
     EXPECT_EQ(d["graph"]["mechanism"], c.mechanism);
     EXPECT_GT(d["graph"]["edges"].get<int>(), 0);
+    if (c.mechanism == "edge-blink") {
+      // Every node reported: the estimate is over all 300.
+      EXPECT_EQ(d["graph"]["variant"], "topk");
+      EXPECT_EQ(d["graph"]["delta"], 0.1);
+      EXPECT_EQ(d["graph"]["reports"], 300);
+      EXPECT_EQ(d["graph"]["nonreporters"], 0);
+      EXPECT_GT(d["graph"]["target_edges"].get<int>(), 0);
+    }
     ASSERT_EQ(d["campaigns"].size(), 2u);
     EXPECT_EQ(d["campaigns"][0]["attribute"], "edges");
     EXPECT_EQ(d["campaigns"][1]["attribute"], "features");
@@ -243,7 +252,28 @@ TEST_F(SimulateTest, PrivateEdgesFromTheAgents) {
   EXPECT_THAT(r.err, HasSubstr("--edge-epsilon applies to"));
   r = Ldpctl({"simulate", "--edges", "maybe"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--edges must be none, rr, ns1 or ns2"));
+  EXPECT_THAT(r.err, HasSubstr("--edges must be none, rr, blink, ns1 or ns2"));
+  // Blink's flags need --edges blink, and a delta in (0, 1).
+  r = Ldpctl({"simulate", "--edges", "rr", "--blink-variant", "hybrid"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--blink-variant applies to --edges blink"));
+  r = Ldpctl({"simulate", "--blink-delta", "0.2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--blink-delta applies to --edges blink"));
+  r = Ldpctl({"simulate", "--edges", "blink", "--blink-delta", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("delta (the degree's share of epsilon)"));
+  r = Ldpctl({"simulate", "--edges", "blink", "--blink-variant", "soft"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--blink-variant must be one of hard, topk, hybrid"));
+  // The table names Blink's graph.
+  r = Ldpctl({"simulate", "--dataset", data, "--hosts", "2", "--method",
+              "lpgnn", "--edges", "blink", "--edge-epsilon", "2",
+              "--blink-delta", "0.2", "--blink-variant", "hybrid"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("assembled from c1: Blink, epsilon 2 (delta "
+                               "0.2), hybrid over 300 reporters, 0 "
+                               "non-reporters isolated"));
 }
 
 TEST_F(SimulateTest, EqualsTheLibraryOnCora) {
