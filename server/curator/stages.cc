@@ -59,19 +59,19 @@ absl::Status SyncFile(const std::string& path, const std::string& dir) {
 }
 
 // A request's blink_variant for a graph campaign of `kind` (the campaign's
-// mechanism, or UNSPECIFIED for the curator's graph): "" is topk; set for
+// mechanism, or UNSPECIFIED for the curator's graph): "" is hard; set for
 // anything but a Blink campaign, or unknown, INVALID_ARGUMENT.
 absl::StatusOr<edges::BlinkVariant> RequestBlinkVariant(
     absl::string_view variant, v1::MechanismKind kind) {
   if (kind != v1::MECHANISM_KIND_EDGE_BLINK) {
-    if (variant.empty()) return edges::BlinkVariant::kTopK;
+    if (variant.empty()) return edges::BlinkVariant::kHard;
     return absl::InvalidArgumentError(absl::StrCat(
         "blink_variant '", variant, "' applies to a Blink graph campaign "
         "(edge-blink) only, not to ",
         kind == v1::MECHANISM_KIND_UNSPECIFIED ? "the curator's graph"
                                                : v1::MechanismKind_Name(kind)));
   }
-  if (variant.empty()) return edges::BlinkVariant::kTopK;
+  if (variant.empty()) return edges::BlinkVariant::kHard;
   return edges::kBlinkVariantNames.Parse(variant, "blink_variant");
 }
 

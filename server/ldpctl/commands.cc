@@ -238,8 +238,8 @@ go. Each stage records a result (r1, r2, ...) that `results` lists and
                   details name it. An edge-blink graph is estimated over
                   the nodes that reported; the others are isolated
   --blink-variant V
-                  an edge-blink graph campaign only: hard (posterior > 1/2),
-                  topk (the expected number of edges, default) or hybrid
+                  an edge-blink graph campaign only: hard (posterior > 1/2,
+                  default), topk (the expected number of edges) or hybrid
                   (topk weighted by the posteriors; lpgnn only: PPR and
                   releases read no weights)
   --seed S        seed of the split and model initialisation (default 1)
@@ -273,7 +273,7 @@ pass it is refused, and one found over it after training is discarded.
                      perturbation, DPNE: E-DP by its paper's analysis)
   --epsilon E        the release's budget
   --graph-campaign C release the graph assembled from edges campaign C
-  --blink-variant V  an edge-blink campaign C's graph: hard or topk (default)
+  --blink-variant V  an edge-blink campaign C's graph: hard (default) or topk
   --seed S           seed of the public initialisation (default 1)
   --dim D            dimension (se-privgemb 128, dpne 100)
   --noise-multiplier S --max-epochs N --proximity P --batch B

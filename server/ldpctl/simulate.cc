@@ -97,8 +97,8 @@ Pipeline (the defaults of ldpgraph eval):
                       node's total, bits and degree)
   --blink-delta D     blink: the degree's share of --edge-epsilon, in (0, 1)
                       (default 0.1)
-  --blink-variant V   blink: the graph from the posteriors: hard (q > 1/2),
-                      topk (the expected number of edges; default) or hybrid
+  --blink-variant V   blink: the graph from the posteriors: hard (q > 1/2;
+                      default), topk (the expected number of edges) or hybrid
                       (topk weighted by q; lpgnn only, PPR reads no
                       weights). Estimated over the nodes that reported: the
                       others (dropouts) are isolated in the graph
@@ -310,7 +310,7 @@ struct Options {
   double edge_epsilon = 1.0;
   // --edges blink: delta and the curator's variant.
   double blink_delta = edges::BlinkParams().delta;
-  edges::BlinkVariant blink_variant = edges::BlinkVariant::kTopK;
+  edges::BlinkVariant blink_variant = edges::BlinkVariant::kHard;
   uint32_t round_timeout_ms = edges::kDefaultRoundTimeoutMs;
   std::optional<uint64_t> seed;
   int hosts = 4;
