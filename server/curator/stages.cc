@@ -77,9 +77,14 @@ absl::StatusOr<edges::BlinkVariant> RequestBlinkVariant(
 
 // A Blink campaign's graph on the curator's n nodes: EstimateBlinkGraph
 // over the m nodes that reported (ids remapped to 0..m-1 in ascending
-// order, each list filtered to reporters; a noisy degree still counts the
-// node's neighbours outside them), mapped back, non-reporters isolated.
-// Its figures into details. FAILED_PRECONDITION below 3 reporters.
+// order, each list filtered to reporters), mapped back, non-reporters
+// isolated. A noisy degree counts the node's neighbours among all n, of
+// which the estimate sees the reporters only: it is scaled by
+// (m - 1) / (n - 1), the share of a node's possible neighbours that
+// reported (unbiased when reporting does not depend on adjacency; exact, a
+// factor 1, when every node reported). Post-processing of public values,
+// so no privacy cost. Its figures into details. FAILED_PRECONDITION below 3
+// reporters.
 absl::StatusOr<Graph> BlinkGraph(
     const v1::Campaign& campaign, uint32_t n,
     const std::vector<std::pair<uint32_t, v1::Report>>& reports,
@@ -99,10 +104,12 @@ absl::StatusOr<Graph> BlinkGraph(
         "reporting nodes, it holds ", m));
   }
   std::vector<edges::BlinkReport> local_reports(m);
+  const double degree_scale =
+      m == n ? 1.0 : static_cast<double>(m - 1) / static_cast<double>(n - 1);
   for (const auto& [v, report] : reports) {
     if (v >= n) continue;
     edges::BlinkReport& r = local_reports[local[v]];
-    r.noisy_degree = report.edges().noisy_degree();
+    r.noisy_degree = report.edges().noisy_degree() * degree_scale;
     r.neighbours.clear();
     for (uint32_t u : report.edges().neighbours()) {
       // u < n: the report was validated against the campaign's n.
@@ -127,6 +134,7 @@ absl::StatusOr<Graph> BlinkGraph(
   (*details)["graph_variant"] = std::string(edges::kBlinkVariantNames.Name(variant));
   (*details)["graph_reports"] = m;
   (*details)["graph_nonreporters"] = n - m;
+  (*details)["graph_degree_scale"] = degree_scale;
   (*details)["graph_prior_iterations"] = est.prior.iterations;
   (*details)["graph_prior_converged"] = est.prior.converged;
   (*details)["graph_max_degree_residual"] = est.prior.max_degree_residual;

@@ -300,7 +300,9 @@ class StagesBlinkTest : public ::testing::Test {
     const uint32_t m = kN - kFirstReporter;
     std::vector<edges::BlinkReport> local(m);
     for (uint32_t v = kFirstReporter; v < kN; ++v) {
-      local[v - kFirstReporter].noisy_degree = reports_[v].noisy_degree;
+      // Degrees counted among all kN nodes, scaled to the reporters.
+      local[v - kFirstReporter].noisy_degree =
+          reports_[v].noisy_degree * (double(m - 1) / double(kN - 1));
       for (uint32_t u : reports_[v].neighbours) {
         if (u >= kFirstReporter) {
           local[v - kFirstReporter].neighbours.push_back(u - kFirstReporter);
@@ -358,6 +360,8 @@ TEST_F(StagesBlinkTest, TheGraphIsTheEstimateOverTheReportersOnly) {
     EXPECT_EQ(details["graph_epsilon"], kEps);
     EXPECT_EQ(details["graph_reports"], kN - kFirstReporter);
     EXPECT_EQ(details["graph_nonreporters"], kFirstReporter);
+    EXPECT_DOUBLE_EQ(details["graph_degree_scale"].get<double>(),
+                     double(kN - kFirstReporter - 1) / (kN - 1));
     EXPECT_GE(details["graph_prior_iterations"].get<int>(), 1);
     EXPECT_GT(details["graph_reported_pairs"].get<uint64_t>(), 0u);
     EXPECT_TRUE(details.contains("graph_max_degree_residual"));
