@@ -29,13 +29,8 @@ class CuratorTest : public ::testing::Test {
   void Reopen(store::CuratorStore::Options store_options = {}) {
     curator_.reset();
     store_ = nullptr;
-    auto store = store::CuratorStore::Open(dir_.path(), store_options);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = store->get();
-    Curator::Options o;
-    o.num_nodes = kNodes;
-    o.node_key = kKey;
-    auto c = Curator::Open(std::move(*store), o);
+    auto c = requests::OpenTestCurator(dir_.path(), kNodes, kKey,
+                                       store_options, &store_);
     ASSERT_TRUE(c.ok()) << c.status();
     curator_ = std::move(*c);
   }

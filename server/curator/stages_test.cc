@@ -8,6 +8,7 @@
 // Blink (StagesBlinkTest): a Blink campaign's graph estimated from real
 // reports over the nodes that reported, its variants, and their errors.
 #include "server/curator/stages.h"
+#include "server/curator/test_requests.h"
 
 #include <nlohmann/json.hpp>
 
@@ -31,12 +32,7 @@ const std::string kKey(32, 'k');
 class StagesScreenTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto store = store::CuratorStore::Open(dir_.path(), {});
-    ASSERT_TRUE(store.ok()) << store.status();
-    Curator::Options o;
-    o.num_nodes = kNodes;
-    o.node_key = kKey;
-    auto c = Curator::Open(std::move(*store), o);
+    auto c = requests::OpenTestCurator(dir_.path(), kNodes, kKey);
     ASSERT_TRUE(c.ok()) << c.status();
     curator_ = std::move(*c);
     // The curator's public data: a ring, two classes by parity.
@@ -201,12 +197,7 @@ class StagesBlinkTest : public ::testing::Test {
   static constexpr double kEps = 4.0, kDelta = 0.2;
 
   void SetUp() override {
-    auto store = store::CuratorStore::Open(dir_.path(), {});
-    ASSERT_TRUE(store.ok()) << store.status();
-    Curator::Options o;
-    o.num_nodes = kN;
-    o.node_key = kKey;
-    auto c = Curator::Open(std::move(*store), o);
+    auto c = requests::OpenTestCurator(dir_.path(), kN, kKey);
     ASSERT_TRUE(c.ok()) << c.status();
     curator_ = std::move(*c);
     std::vector<Edge> edges;

@@ -1,17 +1,36 @@
 // Requests and reports the curator's unit tests build again and again: a
 // small HDS features campaign, a neighbour substitution campaign whose
 // features question is that HDS campaign's, and valid reports to them.
-// For tests only.
+// For tests only. Also the curator such tests open.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "common/status_macros.h"
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
+#include "server/curator/curator.h"
+#include "server/store/store.h"
 
 namespace ldpgraph::curator::requests {
+
+// A curator over a fresh (or reopened) store in dir for num_nodes nodes
+// with the node key `key`.
+inline absl::StatusOr<std::unique_ptr<Curator>> OpenTestCurator(
+    const std::string& dir, uint32_t num_nodes, const std::string& key,
+    store::CuratorStore::Options store_options = {},
+    store::CuratorStore** store_out = nullptr) {
+  ASSIGN_OR_RETURN(auto store, store::CuratorStore::Open(dir, store_options));
+  if (store_out != nullptr) *store_out = store.get();
+  Curator::Options o;
+  o.num_nodes = num_nodes;
+  o.node_key = key;
+  return Curator::Open(std::move(store), o);
+}
 
 // Features of dimension 4 by HDS (one sampled index, range [-1, 1]) at
 // epsilon eps, every node, quorum 1.
