@@ -1,6 +1,7 @@
 #include "server/training/linkteller.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/parallel.h"
@@ -235,8 +236,13 @@ std::vector<std::pair<uint32_t, double>> LinkTeller::InfluenceOf(
   return out;
 }
 
-absl::StatusOr<std::vector<double>> LinkTeller::Scores(
-    const std::vector<Edge>& pairs, int threads) const {
+absl::StatusOr<std::vector<double>> LinkTeller::DirectedScores(
+    const std::vector<Edge>& pairs, const std::vector<bool>* is_source,
+    int threads) const {
+  if (is_source != nullptr && is_source->size() != n_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the source flags cover ", is_source->size(), " nodes, not ", n_));
+  }
   if (threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("threads must be >= 1, got ", threads));
@@ -255,11 +261,14 @@ absl::StatusOr<std::vector<double>> LinkTeller::Scores(
   }
   std::vector<uint32_t> sources;
   for (uint32_t v = 0; v < n_; ++v) {
-    if (!of[v].empty()) sources.push_back(v);
+    if (!of[v].empty() && (is_source == nullptr || (*is_source)[v])) {
+      sources.push_back(v);
+    }
   }
   // I(u -> v) in slot 2i (u the pair's first node) or 2i + 1: each slot is
   // written by one source, so threads never share one.
-  std::vector<double> directed(2 * pairs.size(), 0.0);
+  std::vector<double> directed(2 * pairs.size(),
+                               std::numeric_limits<double>::quiet_NaN());
   std::vector<Workspace> ws(threads, Workspace(n_));
   std::vector<std::vector<std::pair<uint32_t, double>>> found(threads);
   ParallelFor(sources.size(), threads, [&](int w, size_t s) {
@@ -270,6 +279,13 @@ absl::StatusOr<std::vector<double>> LinkTeller::Scores(
     for (const auto& [v, slot] : of[u]) directed[slot] = dense[v];
     for (const auto& [v, value] : found[w]) dense[v] = 0.0;
   });
+  return directed;
+}
+
+absl::StatusOr<std::vector<double>> LinkTeller::Scores(
+    const std::vector<Edge>& pairs, int threads) const {
+  ASSIGN_OR_RETURN(std::vector<double> directed,
+                   DirectedScores(pairs, nullptr, threads));
   std::vector<double> out(pairs.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
     out[i] = directed[2 * i] + directed[2 * i + 1];

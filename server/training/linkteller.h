@@ -9,7 +9,8 @@
 // move, normalised by delta:
 //   I(u -> v) = || softmax(f(X'))_v - softmax(f(X))_v ||_2 / delta.
 // A pair's score is I(u -> v) + I(v -> u) (the paper's "sum"
-// symmetrisation); edges have large influence.
+// symmetrisation); edges have large influence. DirectedScores keeps the two
+// directions apart, for an adversary that queries a sample of sources only.
 //
 // The model here: `feature_steps` steps of a fixed linear feature operator T
 // (LPGNN's KProp, server/propagation KPropOperator) and then the layers of
@@ -66,10 +67,18 @@ class LinkTeller {
   // 0. u < n.
   std::vector<std::pair<uint32_t, double>> InfluenceOf(uint32_t u) const;
 
-  // The score I(u -> v) + I(v -> u) of each pair (u != v, both < n; else
-  // INVALID_ARGUMENT naming the position). Each source node's influence is
-  // computed once, sources split across `threads` (>= 1); the result does
-  // not depend on the thread count.
+  // Both directions of each pair (u != v, both < n; else INVALID_ARGUMENT
+  // naming the position): slot 2i holds I(u -> v) and slot 2i + 1
+  // I(v -> u) of pairs[i] = (u, v), NaN where the direction's source is not
+  // among `sources` (when given: n flags, true for a source). Each source's
+  // influence is computed once, sources split across `threads` (>= 1); the
+  // result does not depend on the thread count.
+  absl::StatusOr<std::vector<double>> DirectedScores(
+      const std::vector<Edge>& pairs, const std::vector<bool>* sources,
+      int threads) const;
+
+  // The score I(u -> v) + I(v -> u) of each pair (the paper's "sum"
+  // symmetrisation), every node a source; errors as DirectedScores.
   absl::StatusOr<std::vector<double>> Scores(const std::vector<Edge>& pairs,
                                              int threads) const;
 

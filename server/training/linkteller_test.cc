@@ -161,6 +161,24 @@ TEST(LinkTellerTest, SeparatesEdgesOnASparseGraph) {
     auto three = lt->Scores(pairs, 3);
     ASSERT_TRUE(one.ok() && three.ok());
     EXPECT_EQ(*one, *three);  // the thread count changes no bit
+    // Directions apart, from a subset of sources: NaN where the source is
+    // not queried, and the sum of both directions otherwise.
+    std::vector<bool> even(n, false);
+    for (uint32_t v = 0; v < n; v += 2) even[v] = true;
+    auto directed = lt->DirectedScores(pairs, &even, 2);
+    auto all = lt->DirectedScores(pairs, nullptr, 1);
+    ASSERT_TRUE(directed.ok() && all.ok());
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      EXPECT_EQ((*all)[2 * i] + (*all)[2 * i + 1], (*one)[i]);
+      for (int side : {0, 1}) {
+        const uint32_t source = side == 0 ? pairs[i].u : pairs[i].v;
+        if (even[source]) {
+          EXPECT_EQ((*directed)[2 * i + side], (*all)[2 * i + side]);
+        } else {
+          EXPECT_TRUE(std::isnan((*directed)[2 * i + side]));
+        }
+      }
+    }
     std::vector<float> pos(one->begin(), one->begin() + edges.size());
     std::vector<float> neg(one->begin() + edges.size(), one->end());
     for (float s : pos) EXPECT_GT(s, 0.0f);
@@ -215,6 +233,8 @@ TEST(LinkTellerTest, RejectsBadInputs) {
   EXPECT_FALSE(lt->Scores({{0, 0}}, 1).ok());
   EXPECT_FALSE(lt->Scores({{0, 4}}, 1).ok());
   EXPECT_FALSE(lt->Scores({{0, 1}}, 0).ok());
+  const std::vector<bool> short_flags(3, true);
+  EXPECT_FALSE(lt->DirectedScores({{0, 1}}, &short_flags, 1).ok());
 }
 
 }  // namespace
