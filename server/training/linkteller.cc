@@ -186,24 +186,42 @@ void LinkTeller::Influence(uint32_t u, Workspace& ws,
   RowDelta act;  // the change of the previous layer's activation
   for (size_t l = 0; l < layers; ++l) {
     const ModelWeights::Layer& w = weights_.layers[l];
-    // The change of H W_self (and H W_neigh) over the changed rows of H.
-    RowDelta self, neigh;
+    RowDelta pre;
     if (l == 0) {
-      self = {p.rows, p.values * (dx * w.self)};
-      if (mean) neigh = {p.rows, p.values * (dx * w.neigh)};
+      // Rank one per weight: aggregate p's single column, then multiply by
+      // delta x_u W (kMean: column 0 the coefficient of delta x_u W_self,
+      // column 1 of delta x_u W_neigh).
+      if (mean) {
+        const Eigen::Index rows = static_cast<Eigen::Index>(p.rows.size());
+        RowDelta own{p.rows, Mat<double>::Zero(rows, 2)};
+        own.values.col(0) = p.values.col(0);
+        RowDelta spread{p.rows, Mat<double>::Zero(rows, 2)};
+        spread.values.col(1) = p.values.col(0);
+        Accumulate(nullptr, own, ws);
+        Accumulate(&ops_.mean_transpose, spread, ws);
+      } else {
+        Accumulate(weights_.aggregation == LayerAggregation::kGcn ? &ops_.gcn
+                                                                  : nullptr,
+                   p, ws);
+      }
+      RowDelta coef = TakeAccumulated(ws);
+      pre.rows = std::move(coef.rows);
+      pre.values = coef.values.col(0) * (dx * w.self);
+      if (mean) pre.values += coef.values.col(1) * (dx * w.neigh);
     } else {
-      self = {act.rows, act.values * w.self};
+      // The change of H W_self (and H W_neigh) over the changed rows of H.
+      RowDelta self{act.rows, act.values * w.self}, neigh;
       if (mean) neigh = {act.rows, act.values * w.neigh};
+      switch (weights_.aggregation) {
+        case LayerAggregation::kNone: Accumulate(nullptr, self, ws); break;
+        case LayerAggregation::kGcn: Accumulate(&ops_.gcn, self, ws); break;
+        case LayerAggregation::kMean:
+          Accumulate(nullptr, self, ws);
+          Accumulate(&ops_.mean_transpose, neigh, ws);
+          break;
+      }
+      pre = TakeAccumulated(ws);
     }
-    switch (weights_.aggregation) {
-      case LayerAggregation::kNone: Accumulate(nullptr, self, ws); break;
-      case LayerAggregation::kGcn: Accumulate(&ops_.gcn, self, ws); break;
-      case LayerAggregation::kMean:
-        Accumulate(nullptr, self, ws);
-        Accumulate(&ops_.mean_transpose, neigh, ws);
-        break;
-    }
-    RowDelta pre = TakeAccumulated(ws);
     const Eigen::Index rows = static_cast<Eigen::Index>(pre.rows.size());
     // The changed rows' new values.
     Mat<double> moved(rows, pre.values.cols());

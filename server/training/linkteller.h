@@ -21,7 +21,7 @@
 // K-hop ball), and every layer that aggregates widens the changed rows by
 // one hop: the attack computes the change of exactly those rows, never a
 // full forward pass per source, from one full forward pass of the base.
-// Layer 0's change is the rank-one p (delta x_u W). Nodes beyond the
+// Layer 0's change is rank one, (A p) (delta x_u W). Nodes beyond the
 // receptive field (K + the aggregating layers' hops) get influence exactly
 // 0, and an MLP without KProp influences no node but itself.
 #pragma once
