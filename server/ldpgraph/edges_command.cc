@@ -23,6 +23,8 @@
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
 #include "server/ldpgraph/tool_util.h"
+#include "server/propagation/propagation.h"
+#include "server/training/linkteller.h"
 #include "server/training/metrics.h"
 
 namespace ldpgraph::tool {
@@ -36,6 +38,7 @@ using training::NodeModelKind;
 constexpr auto Mix = SeedMix;
 constexpr uint64_t kEdgeTag = 0x6564676573763031ULL;    // "edgesv01"
 constexpr uint64_t kAttackTag = 0x61747461636b7631ULL;  // "attackv1"
+constexpr uint64_t kLinkTellerTag = 0x6c696e6b74656c6cULL;  // "linktell"
 
 absl::string_view ModelName(NodeModelKind k) {
   switch (k) {
@@ -123,7 +126,7 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
                       "dummy-std", "feature-steps", "label-steps", "epochs",
                       "patience", "max-rr-edges", "threads", "format",
                       "save-json", "blink-delta", "blink-variant",
-                      "blink-iterations"},
+                      "blink-iterations", "attacks", "linkteller-sources"},
                      {"secure", "help"}));
   EdgesOptions o;
   auto dataset = a.Get("dataset");
@@ -211,6 +214,20 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
     ASSIGN_OR_RETURN(o.blink_iterations,
                      FlagToInt(*blink_it, "blink-iterations", 1));
   }
+  if (auto list = a.Get("attacks")) {
+    ASSIGN_OR_RETURN(auto idx, ParseChoiceList("attacks", *list,
+                                               {"similarity", "linkteller"}));
+    o.similarity_attack =
+        std::find(idx.begin(), idx.end(), 0) != idx.end();
+    o.linkteller_attack =
+        std::find(idx.begin(), idx.end(), 1) != idx.end();
+  }
+  ASSIGN_OR_RETURN(auto lt_sources, a.GetInt("linkteller-sources"));
+  if (lt_sources) {
+    ASSIGN_OR_RETURN(int count,
+                     FlagToInt(*lt_sources, "linkteller-sources", 0));
+    o.linkteller_sources = static_cast<uint32_t>(count);
+  }
   ASSIGN_OR_RETURN(auto max_rr, a.GetUint("max-rr-edges"));
   if (max_rr) o.max_rr_edges = *max_rr;
   ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
@@ -256,6 +273,11 @@ PipelineConfig CellConfig(const EdgesOptions& o, const DatasetMeta& meta,
   const bool no_label_steps = meta.name == "pubmed" || meta.name == "lastfm";
   c.label_steps = o.label_steps.value_or(no_label_steps ? 0 : 2);
   c.node_model.kind = model;
+  if (model == NodeModelKind::kMlp) {
+    // The graph-free baseline: no KProp of features or labels.
+    c.feature_steps = 0;
+    c.label_steps = 0;
+  }
   // The thesis's pipeline, as these figures were first measured: KProp by
   // the mean, labels by vote, early stopping after 50 epochs.
   c.dataset_settings = false;
@@ -399,8 +421,9 @@ absl::StatusOr<PrivateGraph> BuildPrivateGraph(
   const auto start = std::chrono::steady_clock::now();
   const uint32_t n = static_cast<uint32_t>(truth.num_nodes());
   PrivateGraph out;
-  if (g == EdgeGraph::kTrue) {
-    return absl::InvalidArgumentError("the true graph is not built");
+  if (g == EdgeGraph::kTrue || g == EdgeGraph::kMlp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", EdgeGraphName(g), " row has no private graph to build"));
   }
   if (g == EdgeGraph::kRr) {
     ASSIGN_OR_RETURN(auto rr, EdgeRandomizedResponse::Create(eps_e, n));
@@ -512,6 +535,76 @@ absl::StatusOr<double> SimilarityAttackAuc(const Graph& truth,
   return training::RocAuc(pos, neg);
 }
 
+absl::StatusOr<double> LinkTellerAttackAuc(const Graph& truth,
+                                           const std::vector<Edge>& non_edges,
+                                           const Graph& graph,
+                                           const PipelineConfig& c,
+                                           const pipeline::RunResult& r,
+                                           const std::vector<bool>* sources,
+                                           int threads) {
+  if (r.node_model == nullptr || r.node_features == nullptr) {
+    return absl::InvalidArgumentError(
+        "LinkTeller needs the run's model and features (keep_node_model)");
+  }
+  if (graph.num_nodes() != truth.num_nodes() || non_edges.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LinkTeller: the model's graph has ", graph.num_nodes(),
+        " nodes, the truth ", truth.num_nodes(), "; ", non_edges.size(),
+        " non-edges"));
+  }
+  const DenseMatrix dense = r.node_features->ToDense();
+  const training::Mat<double> x =
+      Eigen::Map<const training::Mat<float>>(
+          dense.data.data(), static_cast<Eigen::Index>(dense.rows),
+          static_cast<Eigen::Index>(dense.cols))
+          .cast<double>();
+  // KProp's step over the graph the model answers on, as the pipeline
+  // propagated (c.feature_self_loops, c.kprop_norm).
+  training::SpMat<double> t;
+  if (c.feature_steps > 0) {
+    std::vector<Eigen::Triplet<double, int64_t>> entries;
+    for (const KPropEntry& e :
+         KPropOperator(graph, c.feature_self_loops, c.kprop_norm)) {
+      entries.emplace_back(e.row, e.col, e.weight);
+    }
+    t.resize(graph.num_nodes(), graph.num_nodes());
+    t.setFromTriplets(entries.begin(), entries.end());
+  }
+  ASSIGN_OR_RETURN(training::LinkTeller attack,
+                   training::LinkTeller::Create(
+                       {r.node_model.get(), &graph, &x, &t, c.feature_steps}));
+  std::vector<Edge> pairs;
+  for (const Edge& e : truth.Edges()) {
+    if (e.u != e.v) pairs.push_back(e);
+  }
+  const size_t positives = pairs.size();
+  pairs.insert(pairs.end(), non_edges.begin(), non_edges.end());
+  ASSIGN_OR_RETURN(std::vector<double> scores,
+                   attack.DirectedScores(pairs, sources, threads));
+  std::vector<float> pos, neg;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (std::isnan(scores[i])) continue;  // its source was not queried
+    (i / 2 < positives ? pos : neg).push_back(static_cast<float>(scores[i]));
+  }
+  if (pos.empty() || neg.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LinkTeller's sources are in ", pos.size(), " edge and ", neg.size(),
+        " non-edge directions: more sources are needed"));
+  }
+  return training::RocAuc(pos, neg);
+}
+
+std::vector<bool> LinkTellerSources(size_t n, uint32_t count, uint64_t seed) {
+  if (count == 0 || count >= n) return std::vector<bool>(n, true);
+  std::vector<bool> out(n, false);
+  PublicRandom rng(Mix(seed ^ kLinkTellerTag));
+  for (uint32_t v :
+       rng.SampleWithoutReplacement(static_cast<uint32_t>(n), count)) {
+    out[v] = true;
+  }
+  return out;
+}
+
 namespace {
 
 // One row of a model's table: a graph, and its edge budget (none for the
@@ -525,7 +618,7 @@ struct GridRow {
 std::vector<GridRow> Rows(const EdgesOptions& o, size_t nodes) {
   std::vector<GridRow> rows;
   for (EdgeGraph g : o.graphs) {
-    if (g == EdgeGraph::kTrue) {
+    if (g == EdgeGraph::kTrue || g == EdgeGraph::kMlp) {
       rows.push_back({g, std::nullopt, std::nullopt});
       continue;
     }
@@ -556,7 +649,8 @@ std::vector<GridRow> Rows(const EdgesOptions& o, size_t nodes) {
 
 // What one cell collects over the runs.
 struct Cell {
-  std::vector<double> accuracy, attack_auc, seconds;
+  std::vector<double> accuracy, attack_auc, linkteller_auc, seconds;
+  std::vector<double> linkteller_seconds;
   std::vector<double> graph_edges, graph_seconds;
   std::vector<double> graph_homophily, true_edges_kept;
   json substitution_runs = json::array();
@@ -617,6 +711,9 @@ class EdgesGrid {
         cells_(nm_ * rows_.size() * nx_ * ny_),
         noise_(std::move(noise)),
         non_edges_(std::move(non_edges)) {
+    no_edges_ = *Graph::FromEdges(n_, {});
+    linkteller_sources_ =
+        LinkTellerSources(n_, o.linkteller_sources, o.seed);
     size_t active_rows = 0;
     for (const GridRow& r : rows_) active_rows += !r.skipped;
     total_ = o.runs * nx_ * active_rows * ny_ * nm_;
@@ -661,12 +758,23 @@ class EdgesGrid {
 
   absl::Status RunFeatures(int run, size_t xi);
   absl::Status RunRow(int run, size_t ri, FeaturePass& f);
+  // One cell's training and attacks, in TrainCells' order.
+  struct CellRun {
+    double accuracy = 0, similarity_auc = 0, linkteller_auc = 0;
+    double seconds = 0, linkteller_seconds = 0;
+    std::string noise_source = "none";
+  };
+  absl::StatusOr<CellRun> TrainCell(int run, const FeaturePass& f,
+                                    const Graph& graph,
+                                    const pipeline::RunOverrides& overrides,
+                                    double eps_y, NodeModelKind model);
   // Trains every (eps_y, model) cell of one private graph and attacks it.
   absl::Status TrainCells(int run, size_t ri, const FeaturePass& f,
                           const Graph& graph, const PrivateGraph& pg,
                           const std::string& label);
   json CellJson(size_t mi, size_t ri, size_t xi, size_t yi) const;
   json ParamsJson() const;
+  json AttacksJson() const;
 
   const Dataset& d_;
   const EdgesOptions& o_;
@@ -678,6 +786,10 @@ class EdgesGrid {
   EdgeNoise noise_;
   // The attack's non-edges: public randomness, the same for every cell.
   const std::vector<Edge> non_edges_;
+  // The mlp row's graph: the n nodes, no edge.
+  Graph no_edges_;
+  // LinkTeller's sources (LinkTellerSources).
+  std::vector<bool> linkteller_sources_;
   std::unique_ptr<SecureRandom> feature_source_;
   bool substitution_ = false;
   size_t total_ = 0, done_ = 0;
@@ -716,9 +828,10 @@ absl::Status EdgesGrid::RunFeatures(int run, size_t xi) {
 absl::Status EdgesGrid::RunRow(int run, size_t ri, FeaturePass& f) {
   const GridRow& row = rows_[ri];
   PrivateGraph pg;
-  const Graph* graph = &d_.graph;
+  const Graph* graph =
+      row.graph == EdgeGraph::kMlp ? &no_edges_ : &d_.graph;
   std::string label(EdgeGraphName(row.graph));
-  if (row.graph != EdgeGraph::kTrue) {
+  if (row.graph != EdgeGraph::kTrue && row.graph != EdgeGraph::kMlp) {
     absl::StrAppend(&label, " eps_e=", Budget(*row.eps_e));
     noise_.Reset(o_.seed, run);
     ASSIGN_OR_RETURN(pg, BuildPrivateGraph(row.graph, *row.eps_e, d_.graph,
@@ -750,6 +863,37 @@ absl::Status EdgesGrid::RunRow(int run, size_t ri, FeaturePass& f) {
   return TrainCells(run, ri, f, *graph, pg, label);
 }
 
+absl::StatusOr<EdgesGrid::CellRun> EdgesGrid::TrainCell(
+    int run, const FeaturePass& f, const Graph& graph,
+    const pipeline::RunOverrides& overrides, double eps_y,
+    NodeModelKind model) {
+  PipelineConfig c = CellConfig(o_, d_.meta, f.eps_x, eps_y, model);
+  c.keep_node_model = o_.linkteller_attack;
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(pipeline::RunResult r,
+                   pipeline::RunPipeline(d_, c, o_.seed, run, overrides));
+  if (!r.node_outputs) {
+    return absl::InternalError("the pipeline kept no node outputs");
+  }
+  CellRun out;
+  out.accuracy = r.metric;
+  out.noise_source = r.noise_source;
+  if (o_.similarity_attack) {
+    ASSIGN_OR_RETURN(out.similarity_auc,
+                     SimilarityAttackAuc(d_.graph, *r.node_outputs,
+                                         non_edges_));
+  }
+  out.seconds = SecondsSince(t);
+  if (o_.linkteller_attack) {
+    const auto t_lt = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(out.linkteller_auc,
+                     LinkTellerAttackAuc(d_.graph, non_edges_, graph, c, r,
+                                         &linkteller_sources_, o_.threads));
+    out.linkteller_seconds = SecondsSince(t_lt);
+  }
+  return out;
+}
+
 absl::Status EdgesGrid::TrainCells(int run, size_t ri, const FeaturePass& f,
                                    const Graph& graph, const PrivateGraph& pg,
                                    const std::string& label) {
@@ -764,25 +908,27 @@ absl::Status EdgesGrid::TrainCells(int run, size_t ri, const FeaturePass& f,
   pipeline::RunOverrides overrides;
   if (row.graph != EdgeGraph::kTrue) overrides.graph = &graph;
   if (f.hand_over) overrides.features = &f.estimates;
+  const bool mlp = row.graph == EdgeGraph::kMlp;
   for (size_t yi = 0; yi < ny_; ++yi) {
     const double eps_y = o_.label_epsilons[yi];
+    CellRun cr;
     for (size_t mi = 0; mi < nm_; ++mi) {
-      const PipelineConfig c =
-          CellConfig(o_, d_.meta, f.eps_x, eps_y, o_.models[mi]);
-      const auto t = std::chrono::steady_clock::now();
-      ASSIGN_OR_RETURN(pipeline::RunResult r,
-                       pipeline::RunPipeline(d_, c, o_.seed, run, overrides));
-      if (!r.node_outputs) {
-        return absl::InternalError("the pipeline kept no node outputs");
+      // The MLP does not depend on --models: trained once, reported in
+      // every model's table.
+      const bool train = !mlp || mi == 0;
+      const NodeModelKind model = mlp ? NodeModelKind::kMlp : o_.models[mi];
+      if (train) {
+        ASSIGN_OR_RETURN(cr, TrainCell(run, f, graph, overrides, eps_y, model));
       }
-      ASSIGN_OR_RETURN(double auc, SimilarityAttackAuc(
-                                       d_.graph, *r.node_outputs, non_edges_));
-      const double seconds = SecondsSince(t);
-      if (r.noise_source != "none") noise_source_ = r.noise_source;
+      if (cr.noise_source != "none") noise_source_ = cr.noise_source;
       Cell& cl = cell(mi, ri, f.xi, yi);
-      cl.accuracy.push_back(r.metric);
-      cl.attack_auc.push_back(auc);
-      cl.seconds.push_back(seconds);
+      cl.accuracy.push_back(cr.accuracy);
+      if (o_.similarity_attack) cl.attack_auc.push_back(cr.similarity_auc);
+      if (o_.linkteller_attack) {
+        cl.linkteller_auc.push_back(cr.linkteller_auc);
+        cl.linkteller_seconds.push_back(cr.linkteller_seconds);
+      }
+      cl.seconds.push_back(cr.seconds);
       cl.graph_edges.push_back(static_cast<double>(graph.num_edges()));
       cl.graph_seconds.push_back(pg.seconds);
       cl.graph_homophily.push_back(homophily);
@@ -798,12 +944,20 @@ absl::Status EdgesGrid::TrainCells(int run, size_t ri, const FeaturePass& f,
         cl.blink_runs.push_back(b);
       }
       ++done_;
-      if (progress_ != nullptr) {
+      if (progress_ != nullptr && train) {
+        std::string attacks;
+        if (o_.similarity_attack) {
+          absl::StrAppendFormat(&attacks, ", similarity AUC %.4f",
+                                cr.similarity_auc);
+        }
+        if (o_.linkteller_attack) {
+          absl::StrAppendFormat(&attacks, ", LinkTeller AUC %.4f (%.1f s)",
+                                cr.linkteller_auc, cr.linkteller_seconds);
+        }
         *progress_ << absl::StrFormat(
-            "  [%zu/%zu] %s %s eps_x=%s eps_y=%s: accuracy %.4f, "
-            "attack AUC %.4f (%.1f s)\n",
-            done_, total_, ModelName(o_.models[mi]), label, Budget(f.eps_x),
-            Budget(eps_y), r.metric, auc, seconds);
+            "  [%zu/%zu] %s %s eps_x=%s eps_y=%s: accuracy %.4f%s (%.1f s)\n",
+            done_, total_, ModelName(model), label, Budget(f.eps_x),
+            Budget(eps_y), cr.accuracy, attacks, cr.seconds);
       }
     }
   }
@@ -824,7 +978,13 @@ json EdgesGrid::CellJson(size_t mi, size_t ri, size_t xi, size_t yi) const {
     return j;
   }
   j["accuracy"] = SummaryJson(cl.accuracy);
-  j["attack_auc"] = SummaryJson(cl.attack_auc);
+  j["attack_auc"] =
+      o_.similarity_attack ? SummaryJson(cl.attack_auc) : json(nullptr);
+  j["linkteller_auc"] =
+      o_.linkteller_attack ? SummaryJson(cl.linkteller_auc) : json(nullptr);
+  j["linkteller_seconds"] = o_.linkteller_attack
+                                ? SummaryJson(cl.linkteller_seconds)
+                                : json(nullptr);
   j["graph_edges"] = SummaryJson(cl.graph_edges);
   j["graph_homophily"] = SummaryJson(cl.graph_homophily);
   j["true_edges_kept"] = SummaryJson(cl.true_edges_kept);
@@ -861,6 +1021,13 @@ json EdgesGrid::CellJson(size_t mi, size_t ri, size_t xi, size_t yi) const {
   return j;
 }
 
+json EdgesGrid::AttacksJson() const {
+  json out = json::array();
+  if (o_.similarity_attack) out.push_back("similarity");
+  if (o_.linkteller_attack) out.push_back("linkteller");
+  return out;
+}
+
 json EdgesGrid::ParamsJson() const {
   const EdgesOptions& o = o_;
   json params = {
@@ -879,6 +1046,21 @@ json EdgesGrid::ParamsJson() const {
       {"blink_variant", edges::kBlinkVariantNames.Name(o.blink_variant)},
       {"blink_iterations", o.blink_iterations},
       {"threads", o.threads},
+      {"attacks", AttacksJson()},
+      {"linkteller",
+       {{"delta", training::kLinkTellerDelta},
+        {"query",
+         "x_u -> (1 + delta) x_u in the curator's estimated features, the "
+         "model answering over its own graph after its KProp steps"},
+        {"score",
+         "I(u -> v) = ||change of v's posteriors|| / delta"},
+        {"sources", o.linkteller_sources},
+        {"sources_drawn",
+         static_cast<size_t>(std::count(linkteller_sources_.begin(),
+                                        linkteller_sources_.end(), true))},
+        {"items",
+         "each direction (source s, other end t) of an evaluated pair with s "
+         "among the sources: I(s -> t)"}}},
       {"rr_symmetrisation", edges::SymmetrisationName(edges::Symmetrisation::kLowerId)},
       {"substitution_symmetrisation",
        edges::SymmetrisationName(edges::Symmetrisation::kUnion)},
@@ -912,6 +1094,7 @@ json EdgesGrid::Json(double seconds) const {
                {{"score", "cosine similarity of the two nodes' class posteriors"},
                 {"positives", d_.graph.num_edges() - d_.graph.num_self_loops()},
                 {"negatives", non_edges_.size()}}},
+              {"attacks", AttacksJson()},
               {"parameters", ParamsJson()},
               {"cells", out_cells},
               {"seconds", seconds}};
@@ -935,6 +1118,25 @@ absl::StatusOr<json> RunEdgesGrid(const Dataset& d, const EdgesOptions& o,
   return grid.Json(SecondsSince(start));
 }
 
+namespace {
+
+// A table cell: `accuracy±std` and the mean AUC of each attack run, in
+// percent.
+std::string CellText(const json& c) {
+  std::string out = absl::StrFormat(
+      "%.1f±%.1f", 100 * c["accuracy"]["mean"].get<double>(),
+      100 * c["accuracy"]["std"].get<double>());
+  for (const char* key : {"attack_auc", "linkteller_auc"}) {
+    if (c.contains(key) && !c[key].is_null()) {
+      absl::StrAppendFormat(&out, " / %.1f",
+                            100 * c[key]["mean"].get<double>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string EdgesTables(const json& grid) {
   std::string out;
   const json& p = grid["parameters"];
@@ -943,12 +1145,21 @@ std::string EdgesTables(const json& grid) {
                        : absl::StrFormat("%g", e.get<double>());
   };
   std::vector<std::string> footnotes;
+  // A grid saved before --attacks ran the similarity attack alone.
+  bool similarity = !grid.contains("attacks"), linkteller = false;
+  for (const json& a : grid.value("attacks", json::array())) {
+    similarity |= a == "similarity";
+    linkteller |= a == "linkteller";
+  }
+  std::string attacks_title;
+  if (similarity) attacks_title += " / similarity attack AUC %";
+  if (linkteller) attacks_title += " / LinkTeller attack AUC %";
   for (const json& model : p["models"]) {
     const std::string name = model.get<std::string>();
     // Rows in order of appearance; columns (eps_x, eps_y).
     std::vector<std::pair<std::string, std::string>> row_keys;
     std::vector<std::vector<std::string>> row_cells;
-    std::vector<std::pair<double, int>> row_graph_s, row_run_s;
+    std::vector<std::pair<double, int>> row_graph_s, row_run_s, row_lt_s;
     std::vector<std::string> columns;
     for (const json& x : p["feature_epsilons"]) {
       for (const json& y : p["label_epsilons"]) {
@@ -965,6 +1176,7 @@ std::string EdgesTables(const json& grid) {
         row_cells.emplace_back();
         row_graph_s.emplace_back(0.0, 0);
         row_run_s.emplace_back(0.0, 0);
+        row_lt_s.emplace_back(0.0, 0);
       }
       if (!c["skipped"].is_null()) {
         row_cells.back().push_back("skipped");
@@ -977,20 +1189,22 @@ std::string EdgesTables(const json& grid) {
         }
         continue;
       }
-      row_cells.back().push_back(absl::StrFormat(
-          "%.1f±%.1f / %.1f", 100 * c["accuracy"]["mean"].get<double>(),
-          100 * c["accuracy"]["std"].get<double>(),
-          100 * c["attack_auc"]["mean"].get<double>()));
+      row_cells.back().push_back(CellText(c));
       row_graph_s.back().first += c["graph_seconds"]["mean"].get<double>();
       ++row_graph_s.back().second;
       row_run_s.back().first += c["seconds"]["mean"].get<double>();
       ++row_run_s.back().second;
+      if (linkteller) {
+        row_lt_s.back().first += c["linkteller_seconds"]["mean"].get<double>();
+        ++row_lt_s.back().second;
+      }
     }
-    std::vector<size_t> width(columns.size() + 4, 0);
+    std::vector<size_t> width(columns.size() + 5, 0);
     std::vector<std::string> header = {"graph", "eps_e"};
     header.insert(header.end(), columns.begin(), columns.end());
     header.push_back("graph s");
     header.push_back("run s");
+    if (linkteller) header.push_back("LT s");
     std::vector<std::vector<std::string>> table;
     table.push_back(header);
     for (size_t r = 0; r < row_keys.size(); ++r) {
@@ -1000,8 +1214,11 @@ std::string EdgesTables(const json& grid) {
         return s.second == 0 ? std::string("-")
                              : absl::StrFormat("%.2f", s.first / s.second);
       };
-      line.push_back(row_keys[r].first == "true" ? "-" : mean(row_graph_s[r]));
+      const bool built =
+          row_keys[r].first != "true" && row_keys[r].first != "mlp";
+      line.push_back(built ? mean(row_graph_s[r]) : "-");
       line.push_back(mean(row_run_s[r]));
+      if (linkteller) line.push_back(mean(row_lt_s[r]));
       table.push_back(line);
     }
     for (const auto& line : table) {
@@ -1012,10 +1229,10 @@ std::string EdgesTables(const json& grid) {
     absl::StrAppend(
         &out,
         absl::StrFormat(
-            "%s on %s: test accuracy %% (mean±std of %d runs) / link-inference "
-            "attack AUC %% (mean)\n",
+            "%s on %s: test accuracy %% (mean±std of %d runs)%s (means)\n",
             name == "gcn" ? "GCN" : "GraphSAGE",
-            grid["dataset"].get<std::string>(), grid["runs"].get<int>()));
+            grid["dataset"].get<std::string>(), grid["runs"].get<int>(),
+            attacks_title));
     for (size_t li = 0; li < table.size(); ++li) {
       std::string text = "|";
       for (size_t i = 0; i < table[li].size(); ++i) {
@@ -1038,14 +1255,16 @@ std::string EdgesTables(const json& grid) {
       absl::StrFormat(
           "x = eps_x (Multi-bit features), y = eps_y (label RR), inf = off; "
           "graph s: seconds to build the private graph; run s: seconds per "
-          "pipeline run and attack. Noise: %s. Total %.0f s.\n",
+          "pipeline run and similarity attack%s. mlp: no graph (an MLP, the "
+          "same in every model's table). Noise: %s. Total %.0f s.\n",
+          linkteller ? "; LT s: seconds per LinkTeller attack" : "",
           grid["noise_source"].get<std::string>(),
           grid["seconds"].get<double>()));
   return out;
 }
 
 std::string EdgesHelp() {
-  return R"(ldpgraph edges: private edges (the edge LDP thesis, "Structural Differential Privacy in Graph Neural Networks"), its grid reproduced, with a link-inference attack
+  return R"(ldpgraph edges: private edges (the edge LDP thesis, "Structural Differential Privacy in Graph Neural Networks"), its grid reproduced, with two link-inference attacks
 
 Usage: ldpgraph edges --dataset DIR [flags]
 
@@ -1054,9 +1273,9 @@ pipeline (Multi-bit features on [0, 1] at eps_x, K_x KProp steps, labels of
 training and validation nodes through randomized response at eps_y with K_y
 KProp steps, a 2-layer GCN or GraphSAGE, hidden 16, SELU, dropout 0.5, lr
 0.01, weight decay 1e-3, 50/25/25 split) on a graph released under edge LDP,
-and an adversary attacks the released model outputs.
+and an adversary attacks the released model.
 
-Graphs (--graphs, default ns1,ns2,rr,true; also blink):
+Graphs (--graphs, default ns1,ns2,rr,true; also blink and mlp):
   ns1    degree-preserving neighbour substitution, approach 1 (thesis
          Algorithm 2): each node drops each neighbour with probability
          q = 1/(1 + e^eps_e) and replaces it by the 2-hop candidate (relayed
@@ -1076,14 +1295,38 @@ Graphs (--graphs, default ns1,ns2,rr,true; also blink):
          edge count (topk; unweighted)
   true   the true graph (no edge privacy; does not depend on eps_e, run once
          per eps_x, eps_y and model): the reference
+  mlp    no graph at all: a 2-layer MLP (hidden 16, SELU, dropout 0.5) on
+         the estimated features and labels, K_x = K_y = 0. Run once per
+         eps_x and eps_y (not per eps_e nor per model; the same numbers in
+         every model's table): what the features alone reveal
 The nodes exchange the same Multi-bit report the curator trains on (one
 report per node, as in a deployment); at eps_x = inf, the raw features.
 
-Attack: after training, every node's class posteriors are released; the
-adversary scores a pair (u, v) by the cosine similarity of their posteriors.
-The attack AUC is the ROC-AUC of the scores of every true edge against as
-many uniformly sampled true non-edges (the same sample for every cell, drawn
-from --seed). 0.5: the outputs reveal nothing about the edges.
+Attacks (--attacks LIST, default similarity,linkteller): each scores the
+same pairs, every true edge against as many uniformly sampled true
+non-edges (the same sample for every cell, drawn from --seed); the AUC is
+the ROC-AUC of the edges' scores against the non-edges'. 0.5: nothing
+revealed about the edges.
+  similarity  every node's class posteriors are released; a pair (u, v)
+              scores the cosine similarity of u's and v's posteriors
+  linkteller  LinkTeller's influence attack (Wu, Yang, Pan and Yuan, IEEE
+              S&P 2022): the adversary queries the released model, which
+              answers over the graph it was trained on (the private graph),
+              with input features of its choice. The input it perturbs is
+              the curator's estimated feature matrix, the one the model
+              trains on, before the model's K_x KProp steps: it scales row
+              u by (1 + delta), delta = 1e-4, and reads how far v's
+              posteriors move, I(u -> v) = ||change|| / delta. The adversary
+              queries a public sample of sources (--linkteller-sources);
+              each direction (s, t) of an evaluated pair whose source s is
+              sampled is one scored item I(s -> t). Computed exactly (in
+              double) over each source's receptive field (K_x + 2 hops; the
+              rest is exactly 0), never a full forward pass per source: its
+              cost grows with K_x and the private graph's density. On an
+              MLP no node influences another: its AUC is exactly 0.5
+  --linkteller-sources N   LinkTeller's sources: N nodes drawn uniformly
+                           once from --seed, the same for every cell
+                           (default 500; 0: every node)
 
 Budgets:
   --edge-epsilons LIST     eps_e for ns1, ns2, rr (default 0.1,1,2,8; > 0)
@@ -1117,8 +1360,9 @@ Blink:
                            cells say "skipped: RR graph of ~N edges"; the
                            same for blink's reported pairs (q at
                            (1 - delta) eps_e)
-  --threads T              threads for the substitution rounds (default 1;
-                           results do not depend on it)
+  --threads T              threads for the substitution rounds and the
+                           LinkTeller attack (default 1; results do not
+                           depend on it)
 Learning:
   --models LIST            gcn,sage (default both)
   --feature-steps K        K_x (default 16, the thesis's)
@@ -1142,16 +1386,20 @@ Runs and output:
   --help                   this text
 
 Table: one per model; rows (graph, eps_e), columns (eps_x, eps_y); each
-cell `accuracy±std / attack AUC` in percent, then the seconds to build the
-private graph and per pipeline run. Progress goes to stderr.
+cell `accuracy±std / similarity AUC / LinkTeller AUC` in percent (the
+attacks asked for), then the seconds to build the private graph, per
+pipeline run (with the similarity attack) and per LinkTeller attack.
+Progress goes to stderr.
 
-JSON: dataset, nodes, edges, seed, runs, noise_source, attack (score,
-positives, negatives), parameters (every setting, the pipeline's included),
-seconds, and cells: one per (model, graph, eps_e, eps_x, eps_y) with model,
-graph, edge_epsilon (null for true), feature_epsilon and label_epsilon (null
-for inf), skipped (null, or why; then expected_edges), accuracy and
-attack_auc ({mean, std, values}), graph_edges, graph_seconds, seconds
-(likewise), and substitution (null but for ns1 and ns2: mean over runs of
+JSON: dataset, nodes, edges, seed, runs, noise_source, attack (the
+similarity score, positives, negatives), attacks (those run), parameters
+(every setting, the pipeline's included; linkteller: delta, query, score,
+sources), seconds, and cells: one per (model, graph, eps_e, eps_x, eps_y)
+with model, graph, edge_epsilon (null for true and mlp), feature_epsilon
+and label_epsilon (null for inf), skipped (null, or why; then
+expected_edges), accuracy, attack_auc (the similarity attack) and
+linkteller_auc ({mean, std, values}; null when not run), graph_edges,
+graph_seconds, seconds, linkteller_seconds (likewise), and substitution (null but for ns1 and ns2: mean over runs of
 dropped, substituted, unresolved, the same per node, messages,
 message_bytes, vectors_sent, seconds; and per_run), and blink (null but
 for blink: mean over runs of iterations, max_degree_residual (of the beta
@@ -1163,6 +1411,8 @@ also has converged, exact_sums and threshold).
 
 Examples:
   ldpgraph edges --dataset ../shared/datasets/cora
+  ldpgraph edges --dataset ../shared/datasets/cora --graphs blink,rr,mlp,true \
+      --edge-epsilons 1,4,8 --models gcn --feature-steps 0 --runs 10
   ldpgraph edges --dataset ../shared/datasets/pubmed --graphs ns1,ns2,true \
       --models gcn --threads 2 --format json
 )";

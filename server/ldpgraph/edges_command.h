@@ -7,10 +7,12 @@
 // neighbour bit vector; the true graph) at each edge budget eps_e, the
 // curator learns with LPGNN's pipeline (server/pipeline: Multi-bit features,
 // KProp, label randomized response, GCN or GraphSAGE) on the private graph,
-// for each label budget eps_y and model. Each cell reports test accuracy and
-// the AUC of a similarity attack that scores a pair of nodes by the cosine
-// similarity of their class posteriors: every true-graph edge against as
-// many true-graph non-edges.
+// for each label budget eps_y and model; an MLP without any graph is the
+// baseline. Each cell reports test accuracy and the AUC of two attacks on
+// the released model, scored on every true-graph edge against as many
+// true-graph non-edges: a similarity attack (the cosine similarity of two
+// nodes' class posteriors) and LinkTeller's influence attack
+// (server/training/linkteller.h), which queries the model.
 //
 // One Multi-bit report per node serves both the neighbours and the curator,
 // as in a deployment. With seeded noise, node v's round-1 report is
@@ -59,14 +61,18 @@ enum class EdgeGraph {
   kRr,    // randomized response on the neighbour bit vector, kLowerId
   kTrue,  // the true graph (no edge privacy; independent of eps_e)
   kBlink,  // Blink (common/edges/blink.h): eps_e is its total budget
+  // No graph: an MLP on the features (K_x = K_y = 0, no edges), the
+  // graph-free baseline; independent of eps_e and of --models.
+  kMlp,
 };
-// The graphs' names, "ns1", "ns2", "rr", "true", "blink" (--graphs).
+// The graphs' names, "ns1", "ns2", "rr", "true", "blink", "mlp" (--graphs).
 inline constexpr auto kEdgeGraphNames = MakeNameTable<EdgeGraph>(
     "graph", {{EdgeGraph::kNs1, "ns1"},
               {EdgeGraph::kNs2, "ns2"},
               {EdgeGraph::kRr, "rr"},
               {EdgeGraph::kTrue, "true"},
-              {EdgeGraph::kBlink, "blink"}});
+              {EdgeGraph::kBlink, "blink"},
+              {EdgeGraph::kMlp, "mlp"}});
 inline absl::string_view EdgeGraphName(EdgeGraph g) {
   return kEdgeGraphNames.Name(g);
 }
@@ -108,6 +114,15 @@ struct EdgesOptions {
   // built; its cells say so. So is a Blink graph whose reports hold more
   // than this many pairs in expectation, n(n-1)/2 * p at eps_a.
   uint64_t max_rr_edges = 20'000'000;
+  // The attacks on every cell's released model (--attacks): the
+  // similarity attack on its posteriors, and LinkTeller's influence attack
+  // (server/training/linkteller.h) querying it. At least one.
+  bool similarity_attack = true;
+  bool linkteller_attack = true;
+  // LinkTeller's sources: this many nodes drawn uniformly once from --seed
+  // (public; the same for every cell), each queried for its influence on
+  // the other end of every evaluated pair it is in; 0: every node.
+  uint32_t linkteller_sources = 500;
   int threads = 1;
   bool secure = false;
   bool json = false;
@@ -122,7 +137,8 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
 // The pipeline configuration of one cell: LPGNN (DefaultConfig), Multi-bit
 // at eps_x on [0, 1] (mechanism "none" for eps_x = inf), label RR at eps_y
 // (unset for inf), K_x and K_y as in o (or the thesis's for d's name), the
-// model, node outputs kept.
+// model, node outputs kept. Model kMlp is the graph-free baseline: K_x =
+// K_y = 0.
 pipeline::PipelineConfig CellConfig(const EdgesOptions& o,
                                     const DatasetMeta& meta, double eps_x,
                                     double eps_y,
@@ -206,6 +222,28 @@ std::vector<Edge> SampleNonEdges(const Graph& g, size_t count, uint64_t seed);
 absl::StatusOr<double> SimilarityAttackAuc(const Graph& truth,
                                            const DenseMatrix& outputs,
                                            const std::vector<Edge>& non_edges);
+
+// LinkTeller's influence attack on a trained cell: the adversary queries
+// the released model (r.node_model over `graph`, after c.feature_steps
+// KProp steps as c propagates) with the curator's estimated features
+// (r.node_features), each source's row scaled in turn. Every direction
+// (source s, other end t) of an evaluated pair whose source is in `sources`
+// (every node when null) is one scored item, I(s -> t): the ROC-AUC of the
+// items of the edges of truth against those of non_edges. INVALID_ARGUMENT
+// if r kept no model or features, if either side has no item, or as
+// SimilarityAttackAuc. threads >= 1 (results do not depend on it).
+absl::StatusOr<double> LinkTellerAttackAuc(const Graph& truth,
+                                           const std::vector<Edge>& non_edges,
+                                           const Graph& graph,
+                                           const pipeline::PipelineConfig& c,
+                                           const pipeline::RunResult& r,
+                                           const std::vector<bool>* sources,
+                                           int threads);
+
+// The flags of LinkTeller's sources: `count` of n nodes drawn uniformly
+// without replacement from PublicRandom(seed-derived), or every node when
+// count is 0 or >= n.
+std::vector<bool> LinkTellerSources(size_t n, uint32_t count, uint64_t seed);
 
 // The whole grid of o on d: the JSON object `--format json` prints
 // (documented in EdgesHelp()). Progress lines go to progress when set.

@@ -24,6 +24,7 @@ namespace ldpgraph::tool {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using nlohmann::json;
 
 struct Result {
@@ -63,7 +64,15 @@ TEST(EdgesCommandTest, FlagErrorsNameTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "--dataset is required"},
       {{"--dataset", "x", "--graphs", "ns3"},
-       "--graphs must be one of ns1, ns2, rr, true, blink, got 'ns3'"},
+       "--graphs must be one of ns1, ns2, rr, true, blink, mlp, got 'ns3'"},
+      {{"--dataset", "x", "--graphs", "mlp,mlp"},
+       "--graphs lists 'mlp' twice"},
+      {{"--dataset", "x", "--attacks", "gradient"},
+       "--attacks must be similarity or linkteller, got 'gradient'"},
+      {{"--dataset", "x", "--attacks", "linkteller,linkteller"},
+       "--attacks lists 'linkteller' twice"},
+      {{"--dataset", "x", "--linkteller-sources", "-1"},
+       "--linkteller-sources must be an integer >= 0"},
       {{"--dataset", "x", "--blink-delta", "0"},
        "--blink-delta must be in (0, 1), got 0"},
       {{"--dataset", "x", "--blink-delta", "1"},
@@ -118,7 +127,10 @@ TEST(EdgesCommandTest, HelpExplainsGraphsAttackAndNoise) {
                         "NOT private", "--secure", "skipped: RR graph of ~N",
                         "--max-rr-edges", "attack_auc", "substitution",
                         "blink", "--blink-delta", "--blink-variant",
-                        "expected_edges"}) {
+                        "expected_edges", "--attacks", "LinkTeller",
+                        "--linkteller-sources", "linkteller_auc",
+                        "linkteller_seconds", "mlp", "(default 500; 0: every",
+                        "exactly 0.5"}) {
     EXPECT_THAT(r.out, HasSubstr(s));
   }
 }
@@ -135,6 +147,18 @@ TEST(EdgesCommandTest, DefaultsAreTheThesisGrid) {
   EXPECT_EQ(o->max_rr_edges, 20'000'000u);
   EXPECT_EQ(o->blink_delta, 0.1);
   EXPECT_EQ(o->blink_variant, edges::BlinkVariant::kHard);
+  EXPECT_TRUE(o->similarity_attack);
+  EXPECT_TRUE(o->linkteller_attack);
+  EXPECT_EQ(o->linkteller_sources, 500u);
+  auto lt = ParseEdgesOptions({"--dataset", "d", "--attacks", "linkteller",
+                               "--linkteller-sources", "0", "--graphs",
+                               "mlp,true"});
+  ASSERT_TRUE(lt.ok()) << lt.status();
+  EXPECT_FALSE(lt->similarity_attack);
+  EXPECT_TRUE(lt->linkteller_attack);
+  EXPECT_EQ(lt->linkteller_sources, 0u);
+  EXPECT_EQ(lt->graphs,
+            (std::vector<EdgeGraph>{EdgeGraph::kMlp, EdgeGraph::kTrue}));
   auto b = ParseEdgesOptions({"--dataset", "d", "--graphs", "blink",
                               "--blink-delta", "0.3", "--blink-variant",
                               "topk", "--blink-iterations", "1500"});
@@ -439,6 +463,87 @@ TEST(EdgesCommandTest, AttackSeesTheTrueGraphMoreThanRandomizedResponse) {
   EXPECT_EQ(cells[1]["accuracy"]["values"][0].get<double>(), eval->metric);
 }
 
+// LinkTeller finds the true graph's edges by querying the model trained on
+// it, much less of them behind dense randomized response, and nothing at
+// all in the graph-free MLP (exactly 0.5, computed). Running it changes no
+// cell's accuracy or similarity AUC.
+TEST(EdgesCommandTest, LinkTellerAndTheGraphFreeBaseline) {
+  const Dataset d = Generated(300, 0.9, 8);
+  EdgesOptions o = Quick();
+  o.graphs = {EdgeGraph::kRr, EdgeGraph::kTrue, EdgeGraph::kMlp};
+  o.models = {training::NodeModelKind::kGcn, training::NodeModelKind::kSage};
+  o.edge_epsilons = {0.1};
+  o.feature_epsilons = {kNoPrivacy};
+  o.label_epsilons = {kNoPrivacy};
+  o.linkteller_sources = 0;
+  auto grid = RunEdgesGrid(d, o, nullptr);
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  const json& cells = (*grid)["cells"];
+  // Per model: rr, true, mlp.
+  ASSERT_EQ(cells.size(), 6u);
+  auto lt = [&](size_t i) {
+    return cells[i]["linkteller_auc"]["mean"].get<double>();
+  };
+  for (size_t m : {0, 3}) {
+    EXPECT_EQ(cells[m + 2]["graph"], "mlp");
+    EXPECT_TRUE(cells[m + 2]["edge_epsilon"].is_null());
+    EXPECT_GT(lt(m + 1), 0.8) << cells[m + 1]["model"];
+    EXPECT_GT(lt(m + 1), lt(m) + 0.1) << cells[m]["model"];
+    EXPECT_EQ(lt(m + 2), 0.5);
+    EXPECT_EQ(cells[m + 2]["graph_edges"]["mean"].get<double>(), 0.0);
+  }
+  // The MLP is trained once and reported in both models' tables.
+  EXPECT_EQ(cells[2]["accuracy"], cells[5]["accuracy"]);
+  EXPECT_EQ(cells[2]["attack_auc"], cells[5]["attack_auc"]);
+  EXPECT_EQ((*grid)["attacks"], json({"similarity", "linkteller"}));
+
+  o.linkteller_attack = false;
+  auto plain = RunEdgesGrid(d, o, nullptr);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const json& c = (*plain)["cells"][i];
+    EXPECT_EQ(c["accuracy"], cells[i]["accuracy"]) << i;
+    EXPECT_EQ(c["attack_auc"], cells[i]["attack_auc"]) << i;
+    EXPECT_TRUE(c["linkteller_auc"].is_null());
+  }
+  const std::string table = EdgesTables(*plain);
+  EXPECT_THAT(table, HasSubstr("| mlp"));
+  EXPECT_THAT(table, Not(HasSubstr("LinkTeller")));
+  EXPECT_THAT(EdgesTables(*grid), HasSubstr("LinkTeller attack AUC"));
+
+  // A sample of sources scores fewer directions, the same way.
+  o.linkteller_attack = true;
+  o.similarity_attack = false;
+  o.graphs = {EdgeGraph::kTrue};
+  o.models = {training::NodeModelKind::kGcn};
+  o.linkteller_sources = 100;
+  auto sampled = RunEdgesGrid(d, o, nullptr);
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  const json& cell = (*sampled)["cells"][0];
+  EXPECT_TRUE(cell["attack_auc"].is_null());
+  EXPECT_GT(cell["linkteller_auc"]["mean"].get<double>(), 0.8);
+  EXPECT_EQ((*sampled)["parameters"]["linkteller"]["sources_drawn"], 100);
+}
+
+TEST(EdgesCommandTest, LinkTellerSourcesAndErrors) {
+  const std::vector<bool> all = LinkTellerSources(50, 0, 1);
+  EXPECT_EQ(std::count(all.begin(), all.end(), true), 50);
+  EXPECT_EQ(LinkTellerSources(50, 80, 1), all);
+  const std::vector<bool> ten = LinkTellerSources(50, 10, 1);
+  EXPECT_EQ(std::count(ten.begin(), ten.end(), true), 10);
+  EXPECT_EQ(LinkTellerSources(50, 10, 1), ten);  // public, reproducible
+  EXPECT_NE(LinkTellerSources(50, 10, 2), ten);
+  // A run that kept no model cannot be queried.
+  const Dataset d = Generated(60, 0.8, 3);
+  const std::vector<Edge> non_edges = SampleNonEdges(d.graph, 10, 1);
+  pipeline::RunResult r;
+  const auto c = CellConfig(Quick(), d.meta, kNoPrivacy, kNoPrivacy,
+                            training::NodeModelKind::kGcn);
+  auto auc = LinkTellerAttackAuc(d.graph, non_edges, d.graph, c, r, nullptr, 1);
+  ASSERT_FALSE(auc.ok());
+  EXPECT_THAT(auc.status().message(), HasSubstr("keep_node_model"));
+}
+
 TEST(EdgesCommandTest, JsonHasTheDocumentedKeysAndSaysWhatWasSkipped) {
   TempFolder tmp;
   Dataset d = Generated(120, 0.8, 9);
@@ -451,7 +556,8 @@ TEST(EdgesCommandTest, JsonHasTheDocumentedKeysAndSaysWhatWasSkipped) {
              "2", "--format", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("NOT differentially private"));
-  EXPECT_THAT(r.err, HasSubstr("attack AUC"));
+  EXPECT_THAT(r.err, HasSubstr("similarity AUC"));
+  EXPECT_THAT(r.err, HasSubstr("LinkTeller AUC"));
   const json j = json::parse(r.out);
   for (const char* key : {"dataset", "nodes", "edges", "seed", "runs",
                           "noise_source", "attack", "parameters", "cells",
@@ -481,7 +587,8 @@ TEST(EdgesCommandTest, JsonHasTheDocumentedKeysAndSaysWhatWasSkipped) {
       EXPECT_FALSE(c.contains("accuracy"));
       continue;
     }
-    for (const char* key : {"accuracy", "attack_auc", "graph_edges",
+    for (const char* key : {"accuracy", "attack_auc", "linkteller_auc",
+                            "linkteller_seconds", "graph_edges",
                             "graph_seconds", "seconds"}) {
       ASSERT_TRUE(c.contains(key)) << key;
       EXPECT_EQ(c[key]["values"].size(), 2u) << key;

@@ -390,6 +390,7 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   data.graph = &graph;
   data.classes = d.meta.classes;
   data.keep_outputs = c.keep_node_outputs && !tuning;
+  data.keep_model = c.keep_node_model && !tuning;
   data.train.assign(split.train.begin(), split.train.end());
   data.validation.assign(split.validation.begin(), split.validation.end());
   data.test.assign(split.test.begin(), split.test.end());
@@ -442,6 +443,10 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   r.training = t.training;
   r.train_seconds = t.training.seconds;
   if (t.outputs) r.node_outputs = Posteriors(*t.outputs);
+  if (t.model) {
+    r.node_model =
+        std::make_shared<const training::ModelWeights>(std::move(*t.model));
+  }
   return r;
 }
 
@@ -564,6 +569,9 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                    PropagateNode(in, c, feature_steps));
   ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(in, c, features, label_steps,
                                               false, model_seed));
+  if (c.keep_node_model && in.x != nullptr) {
+    t.node_features = std::make_shared<const SparseRows>(std::move(x));
+  }
   t.perturb_seconds = r.perturb_seconds;
   t.noise_source = r.noise_source;
   t.screen = std::move(r.screen);

@@ -220,6 +220,10 @@ struct PipelineConfig {
   // (for attacks on released outputs, `ldpgraph edges`). Not a setting of
   // the learning itself: ConfigToJson leaves it out.
   bool keep_node_outputs = false;
+  // Node task: keep the trained model and the features it answers over in
+  // RunResult::node_model and node_features (for attacks that query the
+  // released model, `ldpgraph edges`). Not a setting of the learning.
+  bool keep_node_model = false;
 };
 
 // The defaults of a method and task. SE-PrivGEmb and DPNE: mechanism
@@ -272,6 +276,13 @@ struct RunResult {
   // every node (rows = nodes, cols = classes), from the checkpoint the test
   // set is scored with, inference mode (no dropout).
   std::optional<DenseMatrix> node_outputs;
+  // With c.keep_node_model (LPGNN and PrivGE's node task): the trained
+  // model's parameters (that same checkpoint), and the curator's estimated
+  // features before propagation (rows = nodes), the input of the released
+  // model: KProp's feature_steps steps (LPGNN) over the run's graph, then
+  // the model over that graph.
+  std::shared_ptr<const training::ModelWeights> node_model;
+  std::shared_ptr<const SparseRows> node_features;
   // With tuning: {"candidates": [{feature_steps, label_steps, validation,
   // epochs}...], "feature_steps", "label_steps"} (the pair kept).
   nlohmann::json tuning;

@@ -724,6 +724,63 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
   return out;
 }
 
+namespace {
+
+// Each node's total weight of aggregated rows (its weighted degree, the
+// degree exactly when unweighted, plus 1 for the self loop when asked and
+// absent), and for kSymmetric 1/sqrt of it (empty for kMean).
+struct KPropScales {
+  std::vector<double> count;
+  std::vector<double> inv_sqrt;
+};
+
+KPropScales ComputeKPropScales(const Graph& graph, bool self_loops,
+                               KPropNorm norm) {
+  const size_t n = graph.num_nodes();
+  KPropScales s;
+  s.count.resize(n);
+  for (NodeId v = 0; v < n; ++v) {
+    const bool saw_self = graph.HasSelfLoop(v);
+    s.count[v] = graph.weighted_degree(v) + (self_loops && !saw_self ? 1 : 0);
+  }
+  if (norm == KPropNorm::kSymmetric) {
+    s.inv_sqrt.resize(n);
+    for (NodeId v = 0; v < n; ++v) {
+      s.inv_sqrt[v] =
+          s.count[v] > 0 ? 1.0 / std::sqrt(double(s.count[v])) : 0.0;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<KPropEntry> KPropOperator(const Graph& graph, bool self_loops,
+                                      KPropNorm norm) {
+  const KPropScales s = ComputeKPropScales(graph, self_loops, norm);
+  std::vector<KPropEntry> out;
+  out.reserve(2 * graph.num_edges() + graph.num_nodes());
+  for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+    if (s.count[v] == 0) {
+      out.push_back({v, v, 1.0});
+      continue;
+    }
+    auto weight = [&](NodeId u, double edge_weight) {
+      return s.inv_sqrt.empty()
+                 ? edge_weight / s.count[v]
+                 : edge_weight * s.inv_sqrt[u] * s.inv_sqrt[v];
+    };
+    bool saw_self = false;
+    auto nb = graph.neighbors(v);
+    for (size_t i = 0; i < nb.size(); ++i) {
+      saw_self |= nb[i] == v;
+      out.push_back({v, nb[i], weight(nb[i], graph.weight(v, i))});
+    }
+    if (self_loops && !saw_self) out.push_back({v, v, weight(v, 1.0)});
+  }
+  return out;
+}
+
 absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
                                   int steps, bool self_loops, int threads,
                                   KPropNorm norm) {
@@ -737,21 +794,9 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
         "threads must be >= 0 (0 = every core), got ", threads));
   }
   const size_t n = graph.num_nodes(), d = x.cols;
-  // Each node's total weight of aggregated rows (its weighted degree, the
-  // degree exactly when unweighted, plus 1 for the self loop when asked and
-  // absent), and for kSymmetric 1/sqrt of it.
-  std::vector<double> count(n);
-  std::vector<double> inv_sqrt;
-  for (NodeId v = 0; v < n; ++v) {
-    const bool saw_self = graph.HasSelfLoop(v);
-    count[v] = graph.weighted_degree(v) + (self_loops && !saw_self ? 1 : 0);
-  }
-  if (norm == KPropNorm::kSymmetric) {
-    inv_sqrt.resize(n);
-    for (NodeId v = 0; v < n; ++v) {
-      inv_sqrt[v] = count[v] > 0 ? 1.0 / std::sqrt(double(count[v])) : 0.0;
-    }
-  }
+  const KPropScales scales = ComputeKPropScales(graph, self_loops, norm);
+  const std::vector<double>& count = scales.count;
+  const std::vector<double>& inv_sqrt = scales.inv_sqrt;
   DenseMatrix cur = x, next(n, d);
   // Rows in chunks, each row computed by one thread: the same bits for any
   // thread count.

@@ -146,4 +146,19 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
                                   int steps, bool self_loops, int threads = 0,
                                   KPropNorm norm = KPropNorm::kMean);
 
+// One entry of KProp's step as a matrix: h_k(row) gets weight * h_{k-1}(col).
+struct KPropEntry {
+  NodeId row;
+  NodeId col;
+  double weight;
+};
+
+// KProp's step as a sparse matrix T (KProp(graph, x, 1, ...) = T x up to
+// float rounding), the same weights KProp uses: w_vu / count_v (kMean) or
+// w_vu / sqrt(count_u count_v) (kSymmetric), the added self loop weighing 1,
+// and T_vv = 1 for a node with no neighbours. Entries row by row, each
+// row's columns in neighbour order (the added loop last).
+std::vector<KPropEntry> KPropOperator(const Graph& graph, bool self_loops,
+                                      KPropNorm norm);
+
 }  // namespace ldpgraph

@@ -522,6 +522,40 @@ TEST(KPropTest, SymmetricNormalisationByHand) {
   EXPECT_FALSE(ParseKPropNorm("sum").ok());
 }
 
+TEST(KPropTest, OperatorIsOneStep) {
+  // A random graph with isolated nodes and a stored self loop: T x matches
+  // one KProp step for both normalisations, with and without self loops.
+  Graph g = MakeGraph(7, {{0, 1}, {1, 2}, {2, 0}, {2, 3}, {3, 3}, {4, 5}},
+                      true);
+  DenseMatrix x = RandomDense(7, 3, 7);
+  for (KPropNorm norm : {KPropNorm::kMean, KPropNorm::kSymmetric}) {
+    for (bool loops : {false, true}) {
+      auto one = KProp(g, x, 1, loops, 1, norm);
+      ASSERT_TRUE(one.ok());
+      std::vector<double> tx(7 * 3, 0.0);
+      for (const KPropEntry& e : KPropOperator(g, loops, norm)) {
+        for (size_t j = 0; j < 3; ++j) {
+          tx[e.row * 3 + j] += e.weight * x.at(e.col, j);
+        }
+      }
+      for (size_t i = 0; i < tx.size(); ++i) {
+        EXPECT_NEAR(one->data[i], tx[i], 1e-6)
+            << KPropNormName(norm) << " loops " << loops << " at " << i;
+      }
+    }
+  }
+  // Node 6 is isolated: T_66 = 1 and nothing else in its row.
+  int row6 = 0;
+  for (const KPropEntry& e : KPropOperator(g, false, KPropNorm::kMean)) {
+    if (e.row == 6) {
+      ++row6;
+      EXPECT_EQ(e.col, 6u);
+      EXPECT_EQ(e.weight, 1.0);
+    }
+  }
+  EXPECT_EQ(row6, 1);
+}
+
 TEST(KPropTest, ThreadsDoNotChangeTheBits) {
   Graph g = RandomGraph(3000, 9000, 20, 41);
   DenseMatrix x = RandomDense(3000, 24, 43);

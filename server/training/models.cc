@@ -124,6 +124,18 @@ std::vector<Param<S>*> Mlp<S>::Params() {
 }
 
 template <typename S>
+ModelWeights Mlp<S>::Weights() const {
+  ModelWeights w;
+  w.aggregation = LayerAggregation::kNone;
+  w.activation = config_.activation;
+  for (const Linear<S>& l : linear_) {
+    w.layers.push_back({l.weight().value.template cast<double>(), {},
+                        l.bias().value.row(0).template cast<double>()});
+  }
+  return w;
+}
+
+template <typename S>
 GraphOperators<S> BuildGraphOperators(const Graph& g) {
   const int64_t n = g.num_nodes();
   GraphOperators<S> ops;
@@ -299,6 +311,22 @@ std::vector<Param<S>*> Gnn<S>::Params() {
     if (config_.kind == GnnKind::kSage) out.push_back(&neigh_[l].weight());
   }
   return out;
+}
+
+template <typename S>
+ModelWeights Gnn<S>::Weights() const {
+  ModelWeights w;
+  const bool sage = config_.kind == GnnKind::kSage;
+  w.aggregation = sage ? LayerAggregation::kMean : LayerAggregation::kGcn;
+  w.activation = config_.activation;
+  for (size_t l = 0; l < self_.size(); ++l) {
+    ModelWeights::Layer layer{self_[l].weight().value.template cast<double>(),
+                              {},
+                              self_[l].bias().value.row(0).template cast<double>()};
+    if (sage) layer.neigh = neigh_[l].weight().value.template cast<double>();
+    w.layers.push_back(std::move(layer));
+  }
+  return w;
 }
 
 template class Mlp<float>;

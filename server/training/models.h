@@ -38,6 +38,29 @@ struct MlpConfig {
 // dropout outside [0, 1).
 absl::Status ValidateMlpConfig(const MlpConfig& c);
 
+// How a layer of a released model mixes its input rows (ModelWeights).
+enum class LayerAggregation {
+  kNone,  // an MLP layer: H W + b, every row on its own
+  kGcn,   // A_gcn (H W) + b (GraphOperators::gcn)
+  kMean,  // H W_self + (A_mean H) W_neigh + b (GraphOperators::mean)
+};
+
+// A trained model's parameters in double, for analyses that evaluate it
+// outside training (the LinkTeller attack, server/training/linkteller.h).
+// Layer l maps H (n x in) to aggregation(H) as above, then the activation
+// on every layer but the last, whose output is the logits. Inference mode:
+// no dropout.
+struct ModelWeights {
+  LayerAggregation aggregation = LayerAggregation::kNone;
+  Activation activation = Activation::kRelu;
+  struct Layer {
+    Mat<double> self;   // in x out: W (kNone, kGcn) or W_self (kMean)
+    Mat<double> neigh;  // in x out for kMean, empty otherwise
+    RowVec<double> bias;  // 1 x out
+  };
+  std::vector<Layer> layers;
+};
+
 template <typename S>
 class Mlp {
  public:
@@ -55,6 +78,8 @@ class Mlp {
 
   std::vector<Param<S>*> Params();
   const MlpConfig& config() const { return config_; }
+  // The current parameters (aggregation kNone).
+  ModelWeights Weights() const;
 
  private:
   MlpConfig config_;
@@ -121,6 +146,9 @@ class Gnn {
   const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng);
   void Backward(const Mat<S>& d_output, Mat<S>* d_x = nullptr);
   std::vector<Param<S>*> Params();
+  // The current parameters (aggregation kGcn or kMean); they answer over
+  // the operators of the graph this model was built with.
+  ModelWeights Weights() const;
 
  private:
   // GraphSAGE layer l aggregates its input before W_neigh when the input is

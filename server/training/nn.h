@@ -266,6 +266,8 @@ class Linear {
   }
   Param<S>& weight() { return weight_; }
   Param<S>& bias() { return bias_; }
+  const Param<S>& weight() const { return weight_; }
+  const Param<S>& bias() const { return bias_; }
   int threads() const { return threads_; }
 
  private:

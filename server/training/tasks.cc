@@ -339,6 +339,9 @@ absl::Status ScoreNodeModel(const NodeTaskData& d, NodeModel& m,
     std::iota(all.begin(), all.end(), 0u);
     result->outputs = m.hooks.predict(all);
   }
+  if (d.keep_model) {
+    result->model = m.mlp != nullptr ? m.mlp->Weights() : m.gnn->Weights();
+  }
   return absl::OkStatus();
 }
 

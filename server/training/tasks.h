@@ -82,6 +82,9 @@ struct NodeTaskData {
   // Return every node's logits (NodeTaskResult::outputs); off by default, so
   // other callers pay nothing.
   bool keep_outputs = false;
+  // Return the trained model's parameters (NodeTaskResult::model); off by
+  // default.
+  bool keep_model = false;
 };
 
 struct NodeTaskResult {
@@ -95,6 +98,9 @@ struct NodeTaskResult {
   // With keep_outputs: the logits of every node (n x classes, row v = node
   // v), inference mode, from the checkpoint the test set is scored with.
   std::optional<Mat<float>> outputs;
+  // With keep_model: the parameters of that same checkpoint (kNone for the
+  // MLP, kGcn or kMean for the graph models over data.graph).
+  std::optional<ModelWeights> model;
 };
 
 // Validates data and config (INVALID_ARGUMENT naming what is wrong), trains
