@@ -1326,7 +1326,9 @@ revealed about the edges.
               MLP no node influences another: its AUC is exactly 0.5
   --linkteller-sources N   LinkTeller's sources: N nodes drawn uniformly
                            once from --seed, the same for every cell
-                           (default 500; 0: every node)
+                           (default 100, about 800 scored edge directions
+                           on cora; 0: every node). Each source costs up
+                           to 0.1 s on a dense RR graph with K_x = 16
 
 Budgets:
   --edge-epsilons LIST     eps_e for ns1, ns2, rr (default 0.1,1,2,8; > 0)
@@ -1399,14 +1401,15 @@ with model, graph, edge_epsilon (null for true and mlp), feature_epsilon
 and label_epsilon (null for inf), skipped (null, or why; then
 expected_edges), accuracy, attack_auc (the similarity attack) and
 linkteller_auc ({mean, std, values}; null when not run), graph_edges,
-graph_seconds, seconds, linkteller_seconds (likewise), and substitution (null but for ns1 and ns2: mean over runs of
-dropped, substituted, unresolved, the same per node, messages,
-message_bytes, vectors_sent, seconds; and per_run), and blink (null but
-for blink: mean over runs of iterations, max_degree_residual (of the beta
-model's fit), clipped_low, clipped_high (noisy degrees clipped to 1 and to
-n - 2), reported_pairs (pairs some report lists), both_reported_pairs,
-expected_edges (sum of the posteriors), target_edges (K for topk),
-graph_reported_edges (edges among the reported pairs); and per_run, which
+graph_seconds, seconds, linkteller_seconds (likewise), and substitution
+(null but for ns1 and ns2: mean over runs of dropped, substituted,
+unresolved, the same per node, messages, message_bytes, vectors_sent,
+seconds; and per_run), and blink (null but for blink: mean over runs of
+iterations, max_degree_residual (of the beta model's fit), clipped_low,
+clipped_high (noisy degrees clipped to 1 and to n - 2), reported_pairs
+(pairs some report lists), both_reported_pairs, expected_edges (sum of the
+posteriors), target_edges (K for topk), graph_reported_edges (edges among
+the reported pairs); and per_run, which
 also has converged, exact_sums and threshold).
 
 Examples:

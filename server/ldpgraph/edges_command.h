@@ -122,7 +122,7 @@ struct EdgesOptions {
   // LinkTeller's sources: this many nodes drawn uniformly once from --seed
   // (public; the same for every cell), each queried for its influence on
   // the other end of every evaluated pair it is in; 0: every node.
-  uint32_t linkteller_sources = 500;
+  uint32_t linkteller_sources = 100;
   int threads = 1;
   bool secure = false;
   bool json = false;

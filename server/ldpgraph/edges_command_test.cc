@@ -129,7 +129,7 @@ TEST(EdgesCommandTest, HelpExplainsGraphsAttackAndNoise) {
                         "blink", "--blink-delta", "--blink-variant",
                         "expected_edges", "--attacks", "LinkTeller",
                         "--linkteller-sources", "linkteller_auc",
-                        "linkteller_seconds", "mlp", "(default 500; 0: every",
+                        "linkteller_seconds", "mlp", "(default 100, about 800 scored",
                         "exactly 0.5"}) {
     EXPECT_THAT(r.out, HasSubstr(s));
   }
@@ -149,7 +149,7 @@ TEST(EdgesCommandTest, DefaultsAreTheThesisGrid) {
   EXPECT_EQ(o->blink_variant, edges::BlinkVariant::kHard);
   EXPECT_TRUE(o->similarity_attack);
   EXPECT_TRUE(o->linkteller_attack);
-  EXPECT_EQ(o->linkteller_sources, 500u);
+  EXPECT_EQ(o->linkteller_sources, 100u);
   auto lt = ParseEdgesOptions({"--dataset", "d", "--attacks", "linkteller",
                                "--linkteller-sources", "0", "--graphs",
                                "mlp,true"});
