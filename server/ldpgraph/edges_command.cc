@@ -1409,8 +1409,8 @@ iterations, max_degree_residual (of the beta model's fit), clipped_low,
 clipped_high (noisy degrees clipped to 1 and to n - 2), reported_pairs
 (pairs some report lists), both_reported_pairs, expected_edges (sum of the
 posteriors), target_edges (K for topk), graph_reported_edges (edges among
-the reported pairs); and per_run, which
-also has converged, exact_sums and threshold).
+the reported pairs); and per_run, which also has converged, exact_sums and
+threshold).
 
 Examples:
   ldpgraph edges --dataset ../shared/datasets/cora
