@@ -113,6 +113,44 @@ json SummaryJson(const std::vector<double>& values) {
   return json{{"mean", s.mean}, {"std", s.std}, {"values", values}};
 }
 
+// --blink-delta, --blink-variant, --blink-iterations, --attacks and
+// --linkteller-sources into *out.
+absl::Status ParseBlinkAndAttackFlags(const CliArgs& a, EdgesOptions* out) {
+  EdgesOptions& o = *out;
+  ASSIGN_OR_RETURN(auto blink_delta, a.GetDouble("blink-delta"));
+  if (blink_delta) {
+    if (!(*blink_delta > 0 && *blink_delta < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--blink-delta must be in (0, 1), got ", *blink_delta));
+    }
+    o.blink_delta = *blink_delta;
+  }
+  if (auto v = a.Get("blink-variant")) {
+    ASSIGN_OR_RETURN(o.blink_variant,
+                     edges::kBlinkVariantNames.Parse(*v, "--blink-variant"));
+  }
+  ASSIGN_OR_RETURN(auto blink_it, a.GetInt("blink-iterations"));
+  if (blink_it) {
+    ASSIGN_OR_RETURN(o.blink_iterations,
+                     FlagToInt(*blink_it, "blink-iterations", 1));
+  }
+  if (auto list = a.Get("attacks")) {
+    ASSIGN_OR_RETURN(auto idx, ParseChoiceList("attacks", *list,
+                                               {"similarity", "linkteller"}));
+    o.similarity_attack =
+        std::find(idx.begin(), idx.end(), 0) != idx.end();
+    o.linkteller_attack =
+        std::find(idx.begin(), idx.end(), 1) != idx.end();
+  }
+  ASSIGN_OR_RETURN(auto lt_sources, a.GetInt("linkteller-sources"));
+  if (lt_sources) {
+    ASSIGN_OR_RETURN(int count,
+                     FlagToInt(*lt_sources, "linkteller-sources", 0));
+    o.linkteller_sources = static_cast<uint32_t>(count);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<EdgesOptions> ParseEdgesOptions(
@@ -197,37 +235,7 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
   if (patience) {
     ASSIGN_OR_RETURN(o.patience, FlagToInt(*patience, "patience", 1));
   }
-  ASSIGN_OR_RETURN(auto blink_delta, a.GetDouble("blink-delta"));
-  if (blink_delta) {
-    if (!(*blink_delta > 0 && *blink_delta < 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--blink-delta must be in (0, 1), got ", *blink_delta));
-    }
-    o.blink_delta = *blink_delta;
-  }
-  if (auto v = a.Get("blink-variant")) {
-    ASSIGN_OR_RETURN(o.blink_variant,
-                     edges::kBlinkVariantNames.Parse(*v, "--blink-variant"));
-  }
-  ASSIGN_OR_RETURN(auto blink_it, a.GetInt("blink-iterations"));
-  if (blink_it) {
-    ASSIGN_OR_RETURN(o.blink_iterations,
-                     FlagToInt(*blink_it, "blink-iterations", 1));
-  }
-  if (auto list = a.Get("attacks")) {
-    ASSIGN_OR_RETURN(auto idx, ParseChoiceList("attacks", *list,
-                                               {"similarity", "linkteller"}));
-    o.similarity_attack =
-        std::find(idx.begin(), idx.end(), 0) != idx.end();
-    o.linkteller_attack =
-        std::find(idx.begin(), idx.end(), 1) != idx.end();
-  }
-  ASSIGN_OR_RETURN(auto lt_sources, a.GetInt("linkteller-sources"));
-  if (lt_sources) {
-    ASSIGN_OR_RETURN(int count,
-                     FlagToInt(*lt_sources, "linkteller-sources", 0));
-    o.linkteller_sources = static_cast<uint32_t>(count);
-  }
+  RETURN_IF_ERROR(ParseBlinkAndAttackFlags(a, &o));
   ASSIGN_OR_RETURN(auto max_rr, a.GetUint("max-rr-edges"));
   if (max_rr) o.max_rr_edges = *max_rr;
   ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
