@@ -691,6 +691,11 @@ CampaignBook::Tally CampaignBook::Count() const {
     t.open += c->open() ? 1 : 0;
     t.reports += c->reported;
     t.refusals += c->refused;
+    if (c->open()) {
+      t.open_targeted += c->targeted;
+      t.open_reports += c->reported;
+      t.open_refusals += c->refused;
+    }
   }
   t.closed = static_cast<uint32_t>(campaigns_.size()) - t.open;
   return t;

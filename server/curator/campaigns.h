@@ -135,6 +135,9 @@ class CampaignBook {
   struct Tally {
     uint32_t open = 0, closed = 0;
     uint64_t reports = 0, refusals = 0;  // stored
+    // The open campaigns' progress: nodes they target (a node once per
+    // campaign), and the reports and refusals stored for them.
+    uint64_t open_targeted = 0, open_reports = 0, open_refusals = 0;
   };
   Tally Count() const;
   int open_campaigns() const;

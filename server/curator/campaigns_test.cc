@@ -116,6 +116,12 @@ TEST_F(CampaignBookTest, CreateStoresAuditsAndBumpsTheGeneration) {
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].id(), "c2");  // newest first
   EXPECT_EQ(book_->open_campaigns(), 2);
+  const CampaignBook::Tally t = book_->Count();
+  EXPECT_EQ(t.open, 2u);
+  EXPECT_EQ(t.open_targeted, 40u);
+  EXPECT_EQ(t.open_reports + t.open_refusals, 0u);
+  ASSERT_TRUE(book_->Close("c1").ok());
+  EXPECT_EQ(book_->Count().open_targeted, 20u);
 }
 
 TEST_F(CampaignBookTest, CreateRefusesWhatANodeWithCapsCannotAfford) {

@@ -299,6 +299,10 @@ absl::StatusOr<std::vector<store::AuditRow>> Curator::ListAudit(
 
 int Curator::open_campaigns() const { return campaigns_->open_campaigns(); }
 
+CampaignBook::Tally Curator::CampaignTally() const {
+  return campaigns_->Count();
+}
+
 v1::CuratorStatus Curator::Status() const {
   v1::CuratorStatus s;
   s.set_graph_nodes(options_.num_nodes);
@@ -307,7 +311,7 @@ v1::CuratorStatus Curator::Status() const {
   s.set_sessions(sessions_.sessions());
   s.set_enrolled_nodes(sessions_.enrolled_nodes());
   s.set_task_streams(static_cast<uint32_t>(std::max(0, task_streams_.load())));
-  const CampaignBook::Tally tally = campaigns_->Count();
+  const CampaignBook::Tally tally = CampaignTally();
   s.set_open_campaigns(tally.open);
   s.set_closed_campaigns(tally.closed);
   s.set_stored_reports(tally.reports);

@@ -164,6 +164,9 @@ class Curator {
 
   // Number of open campaigns (a gauge).
   int open_campaigns() const;
+  // Campaigns by state, stored answers, and the open campaigns' progress
+  // (CampaignBook::Tally), counted now.
+  CampaignBook::Tally CampaignTally() const;
   // What the core knows for GetStatus: sessions, enrolled nodes, task
   // streams, campaigns by state, stored answers and the ingest counters.
   // The caller fills the rest (start time, graph, results, insecure).

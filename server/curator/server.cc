@@ -173,6 +173,38 @@ int CuratorServer::http_port() const {
   return internals_->http ? internals_->http->port() : 0;
 }
 
+namespace {
+
+// The campaign gauges: open campaigns and their progress, read from
+// `curator` (which must outlive `registry`) at every scrape.
+absl::Status RegisterCampaignMetrics(observability::MetricsRegistry& registry,
+                                     Curator* curator) {
+  RETURN_IF_ERROR(registry.AddGaugeCallback(
+      "ldpgraph_curator_open_campaigns", "Campaigns accepting reports.",
+      [curator] { return static_cast<double>(curator->open_campaigns()); }));
+  // The open campaigns' progress: (reports + refusals) / targets is the
+  // share of their questions answered. A campaign leaves all three when it
+  // closes.
+  auto progress = [&registry, curator](const char* name, const char* help,
+                                       uint64_t CampaignBook::Tally::*field) {
+    return registry.AddGaugeCallback(name, help, [curator, field] {
+      return static_cast<double>(curator->CampaignTally().*field);
+    });
+  };
+  RETURN_IF_ERROR(progress("ldpgraph_curator_open_campaign_targets",
+                           "Nodes the open campaigns target (a node once per "
+                           "campaign).",
+                           &CampaignBook::Tally::open_targeted));
+  RETURN_IF_ERROR(progress("ldpgraph_curator_open_campaign_reports",
+                           "Reports stored for the open campaigns.",
+                           &CampaignBook::Tally::open_reports));
+  return progress("ldpgraph_curator_open_campaign_refusals",
+                  "Refusals stored for the open campaigns.",
+                  &CampaignBook::Tally::open_refusals);
+}
+
+}  // namespace
+
 absl::Status CuratorServer::RegisterMetrics() {
   using observability::HistogramSnapshot;
   using observability::MetricsRegistry;
@@ -239,9 +271,7 @@ absl::Status CuratorServer::RegisterMetrics() {
         return out;
       }));
   Curator* curator = curator_.get();
-  RETURN_IF_ERROR(m.AddGaugeCallback(
-      "ldpgraph_curator_open_campaigns", "Campaigns accepting reports.",
-      [curator] { return static_cast<double>(curator->open_campaigns()); }));
+  RETURN_IF_ERROR(RegisterCampaignMetrics(m, curator));
 
   // The ledger, in one pass per scrape (Curator::PrivacySummary): the
   // histogram's callback takes the summary and leaves the at-cap count for

@@ -5,8 +5,8 @@
 //
 //   ReportsRefusalsRejectionsAndTheLedger  counters typed counter and named
 //       _total, refusals by reason, rejections by code, the epsilon
-//       histogram per attribute and the nodes at their cap, against what
-//       was sent.
+//       histogram per attribute, the nodes at their cap and the open
+//       campaigns' progress, against what was sent.
 //   AgentHostCountersAfterACampaign        the agent host's counters while
 //       it answers a campaign, and the curator's histogram counting its
 //       nodes.
@@ -249,6 +249,7 @@ TEST_F(CuratorMetricsTest, ReportsRefusalsRejectionsAndTheLedger) {
             0);
   EXPECT_EQ(Sample(text, "ldpgraph_curator_epsilon_spent_count{attribute=\"edges\"}"), 0);
   EXPECT_EQ(Sample(text, "ldpgraph_curator_nodes_at_cap"), 0);
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaign_targets"), 0);
 
   // Nodes 0, 1: total cap 1. Nodes 2..5: room. Nodes 6, 7: room, but a cap
   // of 0.5 on label.
@@ -343,6 +344,20 @@ TEST_F(CuratorMetricsTest, ReportsRefusalsRejectionsAndTheLedger) {
   EXPECT_EQ(Sample(text, "ldpgraph_curator_epsilon_spent_count{attribute=\"edges\"}"), 0);
   // At a cap: 0 and 1 in total, 6 and 7 on label.
   EXPECT_EQ(Sample(text, "ldpgraph_curator_nodes_at_cap"), 4);
+
+  // Campaign progress: c2 closed at its quorum; c1 is open, 8 targets, 5
+  // reports (0, 1, 2, 3, 6) and 2 refusals (4, 5); node 7's was rejected.
+  EXPECT_THAT(text, HasSubstr("# TYPE ldpgraph_curator_open_campaign_targets gauge\n"));
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaigns"), 1);
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaign_targets"), 8);
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaign_reports"), 5);
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaign_refusals"), 2);
+  ASSERT_TRUE(admin_->Close(c1).ok());
+  text = Scrape(server_->http_port());
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaigns"), 0);
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaign_targets"), 0);
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaign_reports"), 0);
+  EXPECT_EQ(Sample(text, "ldpgraph_curator_open_campaign_refusals"), 0);
 }
 
 TEST_F(CuratorMetricsTest, AgentHostCountersAfterACampaign) {
