@@ -23,6 +23,9 @@ if [ -z "$engine" ]; then
   if command -v podman >/dev/null; then engine=podman; else engine=docker; fi
 fi
 project=ldpgraph
+# What `up` starts without a profile. Named on every `up`: podman-compose
+# 1.0.3 ignores `profiles` and would start the monitoring profile too.
+default_services="init curator agent campaign"
 
 # Removes every container and volume of the compose project, however many
 # agents it had (podman-compose's down only knows the replicas it is told).
@@ -80,7 +83,7 @@ compose_run() {
   # everything as soon as init, itself a one-shot, exits.)
   # LDPGRAPH_AGENTS for podman-compose 1.0.3, which ignores --scale.
   LDPGRAPH_AGENTS="$n" compose up -d --no-build --scale agent="$n" \
-    > /tmp/ldpgraph-compose.log 2>&1 || {
+    $default_services > /tmp/ldpgraph-compose.log 2>&1 || {
     echo "compose: up failed; see /tmp/ldpgraph-compose.log" >&2
     tail -30 /tmp/ldpgraph-compose.log >&2
     compose_purge "$n"
@@ -158,14 +161,30 @@ check() {
   docker-compose -f docker-compose.yml config -q
   # `--scale agent=N` works without editing only if nothing in the agent
   # service is per-container: no container_name, no published host port.
+  # A service without `profiles` always starts: the default `up` must start
+  # exactly the deployment, and Prometheus only in the monitoring profile.
   docker-compose -f docker-compose.yml config | python3 -c '
 import sys, yaml
-agent = yaml.safe_load(sys.stdin)["services"]["agent"]
+services = yaml.safe_load(sys.stdin)["services"]
+agent = services["agent"]
 bad = [k for k in ("container_name", "ports", "hostname") if k in agent]
 if bad:
     sys.exit("compose: the agent service sets %s, which breaks --scale" % ", ".join(bad))
-'
+default = sorted(n for n, s in services.items() if not s.get("profiles"))
+if default != sorted(sys.argv[1].split()):
+    sys.exit("compose: the default up starts %s, not %s" % (default, sys.argv[1]))
+if services.get("prometheus", {}).get("profiles") != ["monitoring"]:
+    sys.exit("compose: prometheus must be in the monitoring profile only")
+' "$default_services"
   echo "compose config: ok"
+  # The scrape configuration, with Debian's promtool when prometheus is
+  # installed (the dashboard's test checks its targets against this file).
+  if command -v promtool >/dev/null; then
+    echo "== promtool check config deploy/prometheus/prometheus.yml"
+    promtool check config deploy/prometheus/prometheus.yml
+  else
+    echo "== promtool: not installed (apt-get install prometheus); skipped"
+  fi
   echo "== Kubernetes manifests"
   bash deploy/k8s/validate.sh
   echo "== the validator rejects broken manifests"
