@@ -19,7 +19,6 @@
 //       that serves /metrics is scraped.
 #include <httplib.h>
 
-#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -67,11 +66,15 @@ struct MetricUse {
   std::vector<std::string> inside;
 };
 
-bool IsIdentStart(char c) { return std::isalpha(c) || c == '_' || c == ':'; }
-bool IsIdent(char c) { return std::isalnum(c) || c == '_' || c == ':'; }
+// ASCII only (a byte of a UTF-8 sequence is neither).
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool IsIdentStart(char c) { return IsAlpha(c) || c == '_' || c == ':'; }
+bool IsIdent(char c) { return IsIdentStart(c) || IsDigit(c); }
 
 size_t SkipSpaces(const std::string& q, size_t at) {
-  while (at < q.size() && std::isspace(q[at])) ++at;
+  while (at < q.size() && IsSpace(q[at])) ++at;
   return at;
 }
 
@@ -122,8 +125,8 @@ std::vector<MetricUse> MetricsOf(const std::string& q) {
       } else {
         while (i < q.size() && IsIdent(q[i])) ++i;
       }
-    } else if (std::isdigit(c) || c == '.') {
-      while (i < q.size() && (std::isalnum(q[i]) || q[i] == '.')) ++i;
+    } else if (IsDigit(c) || c == '.') {
+      while (i < q.size() && (IsIdent(q[i]) || q[i] == '.')) ++i;
     } else if (c == '(') {
       stack.push_back("");
       ++i;
