@@ -22,6 +22,12 @@ using nlohmann::json;
 constexpr const char* kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
                                     "#E69F00", "#56B4E9", "#000000", "#F0E442"};
 
+// Palette entry `fixed` (>= 0), else `position`, cycled.
+const char* Colour(int fixed, size_t position) {
+  const size_t n = std::size(kColours);
+  return kColours[fixed >= 0 ? static_cast<size_t>(fixed) % n : position % n];
+}
+
 std::string Escape(const std::string& s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"},
                                  {"<", "&lt;"},
@@ -285,12 +291,12 @@ absl::StatusOr<std::string> RenderSvg(const LineChart& c) {
   // References take the colours after the series', and lie under them.
   for (size_t k = 0; k < c.references.size(); ++k) {
     const size_t i = c.series.size() + k;
-    const char* colour = kColours[i % std::size(kColours)];
+    const char* colour = Colour(c.references[k].colour, i);
     DrawReference(c.references[k], colour, f, &out);
     DrawLegendEntry(c, f, i, c.references[k].name, colour, true, &out);
   }
   for (size_t i = 0; i < c.series.size(); ++i) {
-    const char* colour = kColours[i % std::size(kColours)];
+    const char* colour = Colour(c.series[i].colour, i);
     DrawSeries(c.series[i], colour, f, &out);
     DrawLegendEntry(c, f, i, c.series[i].name, colour, false, &out);
   }

@@ -22,7 +22,7 @@
 // entry. Points may carry labels (drawn beside their markers: the budget of
 // each point of an accuracy-vs-attack-AUC curve), and x may be drawn on a
 // log scale (privacy budgets from 0.01 to 1000). The legend takes two
-// columns beyond four entries. A chart of at most four series without
+// columns beyond four entries; a series or reference may fix its colour. A chart of at most four series without
 // these renders to the same bytes as before they existed.
 //
 // ChartFromJson reads the same chart from JSON, the form scripts write:
@@ -46,6 +46,9 @@ struct Series {
   std::vector<double> error;
   // Empty, or one text per point, drawn beside its marker.
   std::vector<std::string> labels;
+  // The palette entry (modulo its 8 colours) for a colour that means the
+  // same in several charts; -1: the series' position.
+  int colour = -1;
 };
 
 // A horizontal line at y across the plot, dashed, with a legend entry;
@@ -54,6 +57,7 @@ struct ReferenceLine {
   std::string name;
   double y = 0;
   double error = 0;
+  int colour = -1;  // as Series::colour; -1: after the series' colours
 };
 
 struct LineChart {

@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/testing/svg_shape.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace ldpgraph::plot {
@@ -186,6 +188,21 @@ TEST(RenderSvgTest, ManyEntriesTakeTwoLegendColumns) {
   EXPECT_EQ(y_of(a), y_of(b));
 }
 
+TEST(RenderSvgTest, AFixedColourOverridesThePosition) {
+  LineChart c = Budgets();
+  auto svg = RenderSvg(c);
+  ASSERT_TRUE(svg.ok());
+  EXPECT_TRUE(absl::StrContains(*svg, "stroke=\"#0072B2\" stroke-width=\"2\"/>"));
+  c.series[0].colour = 2 + 8;  // cycled
+  c.references[0].colour = 6;
+  svg = RenderSvg(c);
+  ASSERT_TRUE(svg.ok());
+  EXPECT_TRUE(absl::StrContains(*svg, "fill=\"none\" stroke=\"#009E73\""));
+  EXPECT_FALSE(absl::StrContains(*svg, "#0072B2"));
+  EXPECT_TRUE(absl::StrContains(*svg, "stroke=\"#000000\" stroke-width=\"2\" "
+                                      "stroke-dasharray"));
+}
+
 TEST(RenderSvgTest, RejectsBadAdditions) {
   LineChart c = Budgets();
   c.series[0].labels.pop_back();
@@ -211,6 +228,21 @@ TEST(RenderSvgTest, RejectsBadAdditions) {
   c.series[0].error.clear();
   c.series[0].labels.clear();
   EXPECT_TRUE(absl::StrContains(RenderSvg(c).status().message(), "no points"));
+}
+
+TEST(SvgShapeTest, ReadsRenderedChartsAndRejectsBrokenOnes) {
+  const std::string svg = *RenderSvg(Budgets());
+  const testing::SvgShape shape = testing::ReadSvgShape(svg);
+  EXPECT_TRUE(shape.well_formed);
+  EXPECT_EQ(shape.polylines, 1);
+  EXPECT_EQ(shape.dashed, 4);
+  EXPECT_THAT(shape.texts, ::testing::Contains("edge budget epsilon_e"));
+  EXPECT_FALSE(testing::ReadSvgShape(svg.substr(0, svg.size() - 3)).well_formed);
+  EXPECT_FALSE(testing::ReadSvgShape("<svg ><text>a < b</text></svg>\n").well_formed);
+  EXPECT_FALSE(testing::ReadSvgShape("<svg ><text>a & b</text></svg>\n").well_formed);
+  EXPECT_FALSE(testing::ReadSvgShape("<svg ><text>a</svg>\n").well_formed);
+  EXPECT_FALSE(testing::ReadSvgShape("<svg ><svg ></svg>\n").well_formed);
+  EXPECT_TRUE(testing::ReadSvgShape("<svg ><text>a &amp; b</text></svg>\n").well_formed);
 }
 
 TEST(ChartFileNameTest, SuffixGoesBeforeTheExtension) {
