@@ -164,10 +164,13 @@ void DrawSeries(const Series& s, const char* colour, const Frame& f,
                           "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n",
                           f.X(x), f.Y(y), colour);
     if (!s.labels.empty() && !s.labels[i].empty()) {
+      // Right of the marker, or left of it near the plot's right edge.
+      const bool left = f.X(x) > f.right - 60;
       absl::StrAppendFormat(
           out,
-          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">%s</text>\n",
-          f.X(x) + 6, f.Y(y) - 6, colour, Escape(s.labels[i]));
+          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\"%s>%s</text>\n",
+          f.X(x) + (left ? -6 : 6), f.Y(y) - 6, colour,
+          left ? " text-anchor=\"end\"" : "", Escape(s.labels[i]));
     }
   }
 }

@@ -131,7 +131,7 @@ LineChart Budgets() {
   c.y_label = "accuracy";
   c.log_x = true;
   c.series.push_back(
-      {"rr", {{1, 0.3}, {2, 0.4}, {8, 0.8}}, {0.01, 0.02, 0.03}, {"1", "2", "<8>"}});
+      {"rr", {{1, 0.3}, {2, 0.4}, {9, 0.8}}, {0.01, 0.02, 0.03}, {"1", "2", "<9>"}});
   c.references.push_back({"true graph", 0.85, 0.01});
   c.references.push_back({"mlp", 0.6, 0});
   return c;
@@ -152,7 +152,11 @@ TEST(RenderSvgTest, ReferencesAreDashedLinesInTheLegendAndTheRange) {
   // Log ticks labelled as numbers; labels beside points, escaped.
   EXPECT_TRUE(absl::StrContains(*svg, ">5</text>"));
   EXPECT_TRUE(absl::StrContains(*svg, ">10</text>"));
-  EXPECT_TRUE(absl::StrContains(*svg, ">&lt;8&gt;</text>"));
+  EXPECT_TRUE(absl::StrContains(*svg, ">&lt;9&gt;</text>"));
+  // The label of the point at the left edge lies right of it; near the
+  // right edge, left of it.
+  EXPECT_TRUE(absl::StrContains(*svg, "fill=\"#0072B2\">1</text>"));
+  EXPECT_TRUE(absl::StrContains(*svg, "text-anchor=\"end\">&lt;9&gt;</text>"));
   EXPECT_EQ(*svg, *RenderSvg(Budgets()));
 }
 
