@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "server/ldpgraph/tool_util.h"
 
 namespace ldpgraph::tool {
 namespace {
@@ -21,12 +22,6 @@ using plot::Series;
 struct MeanStd {
   double mean = 0, std = 0;
 };
-
-// A budget as the tables print it: null is inf.
-std::string BudgetText(const json& e) {
-  return e.is_null() ? std::string("inf")
-                     : absl::StrFormat("%g", e.get<double>());
-}
 
 // j[key] of the cell `where`: a string.
 absl::StatusOr<std::string> GetString(const json& j, const char* key,
@@ -118,6 +113,11 @@ absl::StatusOr<std::vector<ReproCell>> ReadReproCells(const json& report) {
 }
 
 }  // namespace
+
+std::string BudgetText(const json& e) {
+  return e.is_null() ? std::string("inf")
+                     : absl::StrFormat("%g", e.get<double>());
+}
 
 absl::StatusOr<Charts> ReproCharts(const json& report) {
   if (!report.is_object()) {
@@ -368,12 +368,12 @@ int WritePlot(absl::string_view command, const std::string& file,
   if (!written.ok()) {
     err << "ldpgraph " << command << ": --plot " << file << ": "
         << written.status().message() << "\n";
-    return 1;
+    return kExitRuntimeError;
   }
   for (const std::string& f : *written) {
     err << "ldpgraph " << command << ": wrote " << f << "\n";
   }
-  return 0;
+  return kExitOk;
 }
 
 absl::Status CheckPlotPath(const std::string& file) {

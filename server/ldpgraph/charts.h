@@ -59,6 +59,9 @@ absl::StatusOr<Charts> EdgesCharts(const nlohmann::json& grid);
 int WritePlot(absl::string_view command, const std::string& file,
               const absl::StatusOr<Charts>& charts, std::ostream& err);
 
+// A budget as the tables and charts print it: "inf" for null, else %g.
+std::string BudgetText(const nlohmann::json& e);
+
 // --plot FILE checked before any work: FILE not empty and its directory
 // (the current one for a bare name) an existing directory. INVALID_ARGUMENT
 // saying which.

@@ -1160,10 +1160,7 @@ std::string CellText(const json& c) {
 std::string EdgesTables(const json& grid) {
   std::string out;
   const json& p = grid["parameters"];
-  auto budget = [](const json& e) {
-    return e.is_null() ? std::string("inf")
-                       : absl::StrFormat("%g", e.get<double>());
-  };
+  const auto budget = BudgetText;
   std::vector<std::string> footnotes;
   // A grid saved before --attacks ran the similarity attack alone.
   bool similarity = !grid.contains("attacks"), linkteller = false;
@@ -1410,14 +1407,15 @@ Runs and output:
                            eps_y): FILE, test accuracy against eps_e (log
                            axis), one line per private graph, error bars the
                            std over runs, true and mlp as dashed reference
-                           lines; FILE-attack-similarity and
-                           FILE-attack-linkteller (the attacks run), the
-                           attack's AUC against eps_e; FILE-tradeoff-
-                           similarity and FILE-tradeoff-linkteller, accuracy
-                           against the attack's AUC, each point labelled
-                           with its eps_e. With several (model, eps_x,
-                           eps_y), each name gets MODEL-xEPS_X-yEPS_Y before
-                           the extension: out.svg gives out-gcn-x1-yinf.svg,
+                           lines; for each attack run,
+                             FILE-attack-similarity (or -linkteller): the
+                             attack's AUC against eps_e, likewise;
+                             FILE-tradeoff-similarity (or -linkteller):
+                             accuracy against the attack's AUC, each point
+                             labelled with its eps_e.
+                           With several (model, eps_x, eps_y), each name gets
+                           MODEL-xEPS_X-yEPS_Y before the extension: out.svg
+                           gives out-gcn-x1-yinf.svg,
                            out-gcn-x1-yinf-attack-similarity.svg, ... Needs
                            a graph with eps_e (ns1, ns2, rr or blink) and
                            FILE's directory; a chart that cannot be written
