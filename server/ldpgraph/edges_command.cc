@@ -22,6 +22,7 @@
 #include "common/seed_mix.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
+#include "server/ldpgraph/charts.h"
 #include "server/ldpgraph/tool_util.h"
 #include "server/propagation/propagation.h"
 #include "server/training/linkteller.h"
@@ -164,7 +165,8 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
                       "dummy-std", "feature-steps", "label-steps", "epochs",
                       "patience", "max-rr-edges", "threads", "format",
                       "save-json", "blink-delta", "blink-variant",
-                      "blink-iterations", "attacks", "linkteller-sources"},
+                      "blink-iterations", "attacks", "linkteller-sources",
+                      "plot"},
                      {"secure", "help"}));
   EdgesOptions o;
   auto dataset = a.Get("dataset");
@@ -250,6 +252,16 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
       return absl::InvalidArgumentError("--save-json needs a file name");
     }
     o.save_json = *f;
+  }
+  if (auto f = a.Get("plot")) {
+    RETURN_IF_ERROR(CheckPlotPath(*f));
+    if (std::all_of(o.graphs.begin(), o.graphs.end(), [](EdgeGraph g) {
+          return g == EdgeGraph::kTrue || g == EdgeGraph::kMlp;
+        })) {
+      return absl::InvalidArgumentError(
+          "--plot draws against eps_e: --graphs needs ns1, ns2, rr or blink");
+    }
+    o.plot = *f;
   }
   // The substitution parameters, checked once by the library's validator.
   edges::SubstitutionParams p;
@@ -1148,10 +1160,7 @@ std::string CellText(const json& c) {
 std::string EdgesTables(const json& grid) {
   std::string out;
   const json& p = grid["parameters"];
-  auto budget = [](const json& e) {
-    return e.is_null() ? std::string("inf")
-                       : absl::StrFormat("%g", e.get<double>());
-  };
+  const auto budget = BudgetText;
   std::vector<std::string> footnotes;
   // A grid saved before --attacks ran the similarity attack alone.
   bool similarity = !grid.contains("attacks"), linkteller = false;
@@ -1393,6 +1402,24 @@ Runs and output:
   --format F               table (default) or json
   --save-json FILE         also write the JSON object to FILE (a long
                            grid's full record beside its table)
+  --plot FILE              also draw the grid as SVG charts (default: none),
+                           after the table or JSON. For each (model, eps_x,
+                           eps_y): FILE, test accuracy against eps_e (log
+                           axis), one line per private graph, error bars the
+                           std over runs, true and mlp as dashed reference
+                           lines; for each attack run,
+                             FILE-attack-similarity (or -linkteller): the
+                             attack's AUC against eps_e, likewise;
+                             FILE-tradeoff-similarity (or -linkteller):
+                             accuracy against the attack's AUC, each point
+                             labelled with its eps_e.
+                           With several (model, eps_x, eps_y), each name gets
+                           MODEL-xEPS_X-yEPS_Y before the extension: out.svg
+                           gives out-gcn-x1-yinf.svg,
+                           out-gcn-x1-yinf-attack-similarity.svg, ... Needs
+                           a graph with eps_e (ns1, ns2, rr or blink) and
+                           FILE's directory; a chart that cannot be written
+                           is an error (exit 1) after the output
   --help                   this text
 
 Table: one per model; rows (graph, eps_e), columns (eps_x, eps_y); each
@@ -1466,6 +1493,10 @@ int RunEdges(const std::vector<std::string>& args, std::ostream& out,
     out << grid->dump() << "\n";
   } else {
     out << EdgesTables(*grid);
+  }
+  if (!o.plot.empty()) {
+    out.flush();
+    return WritePlot("edges", o.plot, EdgesCharts(*grid), err);
   }
   return kExitOk;
 }

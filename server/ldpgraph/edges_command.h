@@ -127,6 +127,9 @@ struct EdgesOptions {
   bool secure = false;
   bool json = false;
   std::string save_json;  // also write the JSON here when not empty
+  // When not empty, the charts of EdgesCharts (server/ldpgraph/charts.h)
+  // go to this file and its siblings, after the table or JSON.
+  std::string plot;
 };
 
 // Parses the flags (without the subcommand name). INVALID_ARGUMENT naming

@@ -9,6 +9,7 @@
 #include "server/ldpgraph/edges_command.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -17,6 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/dataset/generator.h"
+#include "common/files.h"
+#include "common/testing/svg_shape.h"
 #include "common/testing/temp_folder.h"
 #include "common/wire/codec.h"
 
@@ -104,6 +107,11 @@ TEST(EdgesCommandTest, FlagErrorsNameTheFlag) {
        "--format must be table or json, got 'csv'"},
       {{"--dataset", "x", "--max-rr-edges", "-3"}, "max-rr-edges"},
       {{"--dataset", "x", "--edge-epsilon", "1"}, "edge-epsilon"},
+      {{"--dataset", "x", "--plot", ""}, "--plot needs a file name"},
+      {{"--dataset", "x", "--plot", "/nonexistent/ldpgraph/e.svg"},
+       "--plot /nonexistent/ldpgraph/e.svg: no directory '/nonexistent/ldpgraph'"},
+      {{"--dataset", "x", "--graphs", "true,mlp", "--plot", "e.svg"},
+       "--plot draws against eps_e: --graphs needs ns1, ns2, rr or blink"},
   };
   for (const auto& [args, message] : cases) {
     const Result r = Edges(args);
@@ -628,6 +636,50 @@ TEST(EdgesCommandTest, JsonHasTheDocumentedKeysAndSaysWhatWasSkipped) {
   EXPECT_THAT(t.out, HasSubstr("skipped"));
   EXPECT_THAT(t.out,
               HasSubstr("rr eps_e=1: skipped: RR graph of ~1920 edges"));
+}
+
+TEST(EdgesCommandTest, PlotWritesTheChartsAfterTheOutput) {
+  TempFolder tmp;
+  Dataset d = Generated(120, 0.8, 9);
+  ASSERT_TRUE(WriteDataset(d, tmp.File("gen")).ok());
+  const std::vector<std::string> grid = {
+      "--dataset", tmp.File("gen"), "--graphs", "rr,ns1,true,mlp",
+      "--edge-epsilons", "4,8", "--feature-epsilons", "inf",
+      "--label-epsilons", "inf", "--models", "gcn", "--runs", "1",
+      "--epochs", "5", "--feature-steps", "1", "--linkteller-sources", "20"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = grid;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const Result r = Edges(with({"--plot", tmp.File("e.svg")}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("| rr"));  // the table, as without --plot
+  // Polylines: rr and ns1 by eps_e; rr, ns1, true and mlp by attack AUC.
+  const std::vector<std::pair<std::string, int>> files = {
+      {"e.svg", 2}, {"e-attack-similarity.svg", 2}, {"e-attack-linkteller.svg", 2},
+      {"e-tradeoff-similarity.svg", 4}, {"e-tradeoff-linkteller.svg", 4}};
+  for (const auto& [name, polylines] : files) {
+    EXPECT_THAT(r.err, HasSubstr("ldpgraph edges: wrote " + tmp.File(name)));
+    auto svg = ReadFileToString(tmp.File(name));
+    ASSERT_TRUE(svg.ok()) << name;
+    const testing::SvgShape shape = testing::ReadSvgShape(*svg);
+    EXPECT_TRUE(shape.well_formed) << name;
+    EXPECT_EQ(shape.polylines, polylines) << name;
+    EXPECT_THAT(shape.texts, ::testing::Contains(HasSubstr("epsilon"))) << name;
+    EXPECT_THAT(shape.texts, ::testing::Contains("true graph")) << name;
+  }
+  // true and mlp as dashed references, in the plot and the legend.
+  EXPECT_EQ(testing::ReadSvgShape(*ReadFileToString(tmp.File("e.svg"))).dashed, 4);
+
+  // A chart that cannot be written (its name is a folder's): the JSON is
+  // printed whole, then the error, exit 1.
+  std::filesystem::create_directories(tmp.File("taken.svg"));
+  const Result bad =
+      Edges(with({"--plot", tmp.File("taken.svg"), "--format", "json"}));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(json::accept(bad.out)) << bad.out;
+  EXPECT_THAT(bad.err, HasSubstr("ldpgraph edges: --plot " + tmp.File("taken.svg")));
 }
 
 }  // namespace

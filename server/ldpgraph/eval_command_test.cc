@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dataset/generator.h"
+#include "common/files.h"
+#include "common/testing/svg_shape.h"
 #include "common/random.h"
 
 namespace ldpgraph::tool {
@@ -343,6 +345,47 @@ TEST_F(EvalCommandTest, ReproUsageErrors) {
   r = Repro({"--paper", "privge", "--dataset", gen(), "--label-epsilons",
              "1"});
   EXPECT_THAT(r.err, HasSubstr("--label-epsilons is for --paper lpgnn"));
+  r = Repro({"--paper", "privge", "--dataset", gen(), "--epsilons", "inf",
+             "--plot", "r.svg"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--plot draws against epsilon"));
+  r = Repro({"--paper", "privge", "--dataset", gen(), "--plot",
+             "/nonexistent/ldpgraph/r.svg"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no directory '/nonexistent/ldpgraph'"));
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(EvalCommandTest, ReproPlotDrawsEachRowAgainstEpsilon) {
+  const std::vector<std::string> grid = {
+      "--paper", "privge", "--dataset", gen(), "--mechanisms", "hds,laplace",
+      "--epsilons", "1,4,inf", "--runs", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = grid;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string file = *dir_ + "/repro.svg";
+  Result r = Repro(with({"--plot", file}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("hds"));  // the table, as without --plot
+  EXPECT_THAT(r.err, HasSubstr("ldpgraph repro: wrote " + file));
+  auto svg = ReadFileToString(file);
+  ASSERT_TRUE(svg.ok());
+  const testing::SvgShape shape = testing::ReadSvgShape(*svg);
+  EXPECT_TRUE(shape.well_formed);
+  EXPECT_EQ(shape.polylines, 2);  // hds and laplace
+  EXPECT_EQ(shape.dashed, 2);     // raw features, in the plot and the legend
+  EXPECT_THAT(shape.texts, ::testing::Contains(HasSubstr("epsilon")));
+  EXPECT_THAT(shape.texts, ::testing::Contains("hds"));
+  EXPECT_THAT(shape.texts, ::testing::Contains("raw features (non-private)"));
+  // A chart that cannot be written (its name is a folder's): the JSON is
+  // printed whole, then the error, exit 1.
+  fs::create_directories(*dir_ + "/taken.svg");
+  r = Repro(with({"--plot", *dir_ + "/taken.svg", "--format", "json"}));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(nlohmann::json::accept(r.out)) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("ldpgraph repro: --plot " + *dir_ + "/taken.svg"));
 }
 
 }  // namespace

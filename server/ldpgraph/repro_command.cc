@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/status_macros.h"
+#include "server/ldpgraph/charts.h"
 #include "server/ldpgraph/eval_command.h"
 #include "server/ldpgraph/tool_util.h"
 
@@ -141,6 +142,7 @@ struct ReproOptions {
   int runs = 5;
   uint64_t seed = 1;
   bool json = false;
+  std::string plot;  // --plot: the chart's file when not empty
 };
 
 absl::StatusOr<std::vector<double>> ParseBudgets(absl::string_view flag,
@@ -166,7 +168,7 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
                    CliArgs::Parse(args,
                                   {"paper", "dataset", "task", "mechanisms",
                                    "epsilons", "label-epsilons", "runs", "seed",
-                                   "format"},
+                                   "format", "plot"},
                                   {"help"}));
   ReproOptions o;
   ASSIGN_OR_RETURN(o.paper,
@@ -230,6 +232,15 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
     ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
     o.json = i == 1;
   }
+  if (auto f = a.Get("plot")) {
+    RETURN_IF_ERROR(CheckPlotPath(*f));
+    if (std::all_of(o.epsilons.begin(), o.epsilons.end(),
+                    [](double e) { return std::isinf(e); })) {
+      return absl::InvalidArgumentError(
+          "--plot draws against epsilon: --epsilons needs a finite budget");
+    }
+    o.plot = *f;
+  }
   return o;
 }
 
@@ -263,6 +274,14 @@ Usage: ldpgraph repro --paper privge|lpgnn|dpne --dataset DIR [flags]
   --runs R           runs per cell (default 5; the papers use 10)
   --seed S           base seed (default 1); noise is seeded: NOT private
   --format F         table (default) or json
+  --plot FILE        also draw the grid as an SVG chart in FILE (default:
+                     none), after the table or JSON: the metric against
+                     epsilon (log axis), one line per table row, error bars
+                     the std over runs, the eps = inf cells as dashed
+                     reference lines. One file: a run covers one dataset
+                     and task. Needs a finite budget and FILE's directory;
+                     a chart that cannot be written is an error (exit 1)
+                     after the output
   --help             this text
 
 Every cell is `ldpgraph eval` with the paper's defaults (see its --help); the
@@ -452,20 +471,24 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
   }
   const std::string metric =
       o.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
+  const nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
+                            {"dataset", name},
+                            {"task", pipeline::TaskName(o.task)},
+                            {"metric", metric},
+                            {"runs", o.runs},
+                            {"seed", o.seed},
+                            {"cells", table->cells},
+                            {"seconds", SecondsSince(start)}};
   if (o.json) {
-    nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
-                        {"dataset", name},
-                        {"task", pipeline::TaskName(o.task)},
-                        {"metric", metric},
-                        {"runs", o.runs},
-                        {"seed", o.seed},
-                        {"cells", table->cells},
-                        {"seconds", SecondsSince(start)}};
     out << j.dump() << "\n";
-    return kExitOk;
+  } else {
+    PrintTable(o, name, metric, table->rows, out);
+    out << absl::StrFormat("(%.0f s)\n", j["seconds"].get<double>());
   }
-  PrintTable(o, name, metric, table->rows, out);
-  out << absl::StrFormat("(%.0f s)\n", SecondsSince(start));
+  if (!o.plot.empty()) {
+    out.flush();
+    return WritePlot("repro", o.plot, ReproCharts(j), err);
+  }
   return kExitOk;
 }
 

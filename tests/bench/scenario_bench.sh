@@ -2,7 +2,7 @@
 # A deployment's weather, measured: what dropout, churn, a slow lossy
 # network and malicious agents cost a real LDP deployment on cora.
 #
-#   bash tests/bench/scenario_bench.sh [BUILD_DIR] [--quick] [--out DIR]
+#   bash tests/bench/scenario_bench.sh [BUILD_DIR] [--quick] [--out DIR] [--plot DIR]
 #
 # 1. Weather (ldpctl simulate, 10 agent hosts): each method once on a calm
 #    deployment and once with 30 % dropout, 10 % of the hosts killed
@@ -16,22 +16,31 @@
 #    10, 20 %), with and without the curator's report screen, for PrivGE
 #    (HDS, labels known to the curator) and LPGNN (Multi-bit and label
 #    randomized response). Writes OUT/poisoning.json, OUT/poisoning.md and
-#    one SVG chart per method (ldpgraph plot).
+#    one SVG chart per method (ldpgraph plot): PLOT/poisoning-privge.svg and
+#    PLOT/poisoning-lpgnn.svg, accuracy and target rate against the
+#    malicious fraction, error bars the std over runs.
 #
 # --quick: the generated 3000-node dataset, one run, fractions 0 and 0.2,
 # campaign deadlines of 15 s instead of 30 (a smoke run; ctest runs it as
 # scenario_bench_smoke, label bench). OUT defaults to
-# BUILD_DIR/scenario-bench. The datasets come from ../shared/datasets or
+# BUILD_DIR/scenario-bench; PLOT, the charts' folder (created), defaults to
+# OUT: unlike `ldpgraph repro` and `ldpgraph edges`, whose --plot FILE is
+# optional, the benchmark always draws its charts, and --plot only says
+# where. The datasets come from ../shared/datasets or
 # $LDPGRAPH_DATASETS; without cora the full run uses the generated dataset.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=build
 quick=0
 out=""
+plot=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
-    --out) out="$2"; shift ;;
+    --out|--plot)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "scenario_bench: $1 needs a directory" >&2; exit 2; }
+      if [ "$1" = --out ]; then out="$2"; else plot="$2"; fi
+      shift ;;
     *) build="$1" ;;
   esac
   shift
@@ -42,7 +51,8 @@ for b in "$ctl" "$tool"; do
   [ -x "$b" ] || { echo "no $b: build first (bash tests/run.sh)" >&2; exit 1; }
 done
 out=${out:-$build/scenario-bench}
-mkdir -p "$out"
+plot=${plot:-$out}
+mkdir -p "$out" "$plot"
 datasets=${LDPGRAPH_DATASETS:-../shared/datasets}
 runs=${RUNS:-5}
 fractions=(0 0.01 0.05 0.1 0.2)
@@ -123,9 +133,9 @@ for m in "${methods[@]}"; do
     done
   done
 done
-LDPGRAPH_TOOL="$tool" /usr/bin/python3 - "$out" "$label" "$runs" "${fractions[@]}" <<'PY'
+LDPGRAPH_TOOL="$tool" /usr/bin/python3 - "$out" "$plot" "$label" "$runs" "${fractions[@]}" <<'PY'
 import json, os, subprocess, sys
-out, label, runs, fractions = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+out, plot, label, runs, fractions = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 titles = {"privge": "PrivGE (HDS eps 1, labels known to the curator)",
           "lpgnn": "LPGNN (Multi-bit eps 3, label RR eps 3)"}
 cells, md = {}, []
@@ -165,7 +175,10 @@ for name in ("privge", "lpgnn"):
              "y_label": "share of test nodes", "series": series}
     path = f"{out}/poisoning-{name}.json"
     json.dump(chart, open(path, "w"))
+    svg = f"{plot}/poisoning-{name}.svg"
     subprocess.run([os.environ["LDPGRAPH_TOOL"], "plot", "--input", path,
-                    "--output", f"{out}/poisoning-{name}.svg"], check=True)
-    print(f"wrote {out}/poisoning-{name}.svg")
+                    "--output", svg], check=True)
+    if not open(svg).read().startswith("<svg "):
+        sys.exit(f"scenario_bench: {svg} is not an SVG document")
+    print(f"wrote {svg}")
 PY
