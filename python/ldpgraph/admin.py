@@ -104,6 +104,59 @@ def _kind(mechanism: str) -> int:
                          "piecewise, laplace, square_wave or label_rr") from None
 
 
+def _varint(data: bytes, pos: int) -> Tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def parse_chunk(data: bytes) -> Tuple[int, int, int, np.ndarray]:
+    """An EmbeddingChunk's wire bytes as (rows, cols, first_row, values).
+
+    Reads the values (field 4, packed floats as every proto3 encoder writes
+    them; unpacked ones too) straight into a float32 array: converting the
+    protobuf message's repeated field costs a Python object per value, 40
+    times slower. Unknown fields are skipped; ValueError if malformed.
+    """
+    head = [0, 0, 0]
+    parts: List[np.ndarray] = []
+    pos = 0
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+            if 1 <= field <= 3:
+                head[field - 1] = value
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            if pos + size > len(data):
+                raise ValueError("truncated length-delimited field")
+            if field == 4:
+                if size % 4:
+                    raise ValueError("packed floats whose length is not a multiple of 4")
+                parts.append(np.frombuffer(data, dtype="<f4", count=size // 4, offset=pos))
+            pos += size
+        elif wire in (1, 5):
+            width = 8 if wire == 1 else 4
+            if pos + width > len(data):
+                raise ValueError("truncated fixed-width field")
+            if field == 4 and wire == 5:
+                parts.append(np.frombuffer(data, dtype="<f4", count=1, offset=pos))
+            pos += width
+        else:
+            raise ValueError(f"wire type {wire} of field {field} is not supported")
+    values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+    return head[0], head[1], head[2], values.astype(np.float32, copy=False)
+
+
 class Admin:
     """The curator's admin API over one gRPC channel.
 
@@ -145,6 +198,11 @@ class Admin:
         self._metadata = (("authorization", "Bearer " + _token(token)),)
         self._timeout = timeout
         self._stub = admin_pb2_grpc.AdminServiceStub(self._channel)
+        # Export's chunks as raw bytes, parsed by parse_chunk.
+        self._export = self._channel.unary_stream(
+            "/ldpgraph.v1.AdminService/ExportEmbeddings",
+            request_serializer=admin_pb2.ExportEmbeddingsRequest.SerializeToString,
+            response_deserializer=None)
 
     @classmethod
     def from_config(cls, path: Optional[str] = None, **kwargs) -> "Admin":
@@ -239,24 +297,25 @@ class Admin:
         method = "ExportEmbeddings"
         X = None
         try:
-            stream = self._stub.ExportEmbeddings(
-                admin_pb2.ExportEmbeddingsRequest(result_id=result_id),
-                metadata=self._metadata)
-            for chunk in stream:
+            stream = self._export(admin_pb2.ExportEmbeddingsRequest(result_id=result_id),
+                                  metadata=self._metadata)
+            for data in stream:
+                try:
+                    rows, cols, begin, values = parse_chunk(data)
+                except ValueError as e:
+                    stream.cancel()
+                    raise AdminError(method, grpc.StatusCode.DATA_LOSS,
+                                     f"malformed chunk: {e}") from None
                 if X is None:
-                    X = np.zeros((chunk.rows, chunk.cols), dtype=np.float32)
-                values = np.asarray(chunk.values, dtype=np.float32)
-                if chunk.cols == 0:
-                    continue
-                begin = chunk.first_row
-                rows = values.size // chunk.cols
-                if ((chunk.rows, chunk.cols) != X.shape or values.size % chunk.cols
-                        or begin + rows > X.shape[0]):
+                    X = np.zeros((rows, cols), dtype=np.float32)
+                n = values.size // cols if cols else 0
+                if ((rows, cols) != X.shape or (cols and values.size % cols)
+                        or begin + n > rows):
                     stream.cancel()
                     raise AdminError(method, grpc.StatusCode.DATA_LOSS,
                                      f"chunk at row {begin} disagrees with the "
                                      f"{X.shape[0]} x {X.shape[1]} matrix")
-                X[begin:begin + rows] = values.reshape(rows, chunk.cols)
+                X[begin:begin + n] = values.reshape(n, cols)
         except grpc.RpcError as e:
             raise AdminError(method, e.code(), e.details()) from None
         if X is None:
