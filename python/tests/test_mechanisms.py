@@ -19,7 +19,10 @@ def _data(n, d, low=-1.0, high=1.0):
 def test_estimate_of_the_mean_is_unbiased(mechanism, kwargs):
     low, high = kwargs.get("low", -1.0), kwargs.get("high", 1.0)
     n, d = 40000, 6
-    X = _data(n, d, low, high)
+    # Column means spread over the range (not all at its centre, where a
+    # wrong scale of the estimate would go unseen).
+    u = np.clip(RNG.normal(np.linspace(0.1, 0.9, d), 0.15, size=(n, d)), 0, 1)
+    X = low + (high - low) * u
     reports = ldpgraph.perturb(X, mechanism, **kwargs)  # secure noise
     rows = ldpgraph.estimate(reports, mechanism, **kwargs)
     assert rows.shape == (n, d)
