@@ -9,8 +9,8 @@ set -eu
 python=$1 venv=$2 source=$3
 rm -rf "$venv"
 "$python" -m venv --system-site-packages "$venv"
-# pip builds in a copy of SOURCE's parent's files it reaches through
-# setup.py; its own build folder is kept out of the source tree.
+# pip builds in SOURCE itself (setup.py reads ../proto and ../CMakeLists.txt);
+# setuptools leaves SOURCE/build and SOURCE/ldpgraph.egg-info, ignored by git.
 "$venv/bin/python" -m pip install --no-index --no-deps --no-build-isolation \
   --disable-pip-version-check --quiet "$source"
 "$venv/bin/python" -c 'import ldpgraph, sys; print("installed ldpgraph", ldpgraph.__version__, "from", ldpgraph.__file__)'
