@@ -11,6 +11,8 @@ packages=(
   libsqlite3-dev libcpp-httplib-dev nlohmann-json3-dev
   libopenblas-pthread-dev
   python3 python3-numpy
+  python3-dev pybind11-dev python3-grpcio python3-protobuf python3-pytest
+  python3-venv python3-pip python3-setuptools python3-wheel
 )
 
 missing=()

@@ -111,6 +111,12 @@ class FeatureMechanism {
   absl::Status Estimate(const SparseReport& report,
                         absl::Span<double> out) const;
 
+  // The shape of this mechanism's reports: dense (every dimension, in
+  // order, no indices) or sparse, and bits (one-bit, Multi-bit) or values.
+  // Fixed at construction; ValidateReport enforces both.
+  virtual bool dense_reports() const { return false; }
+  virtual bool bit_reports() const { return false; }
+
   // x clipped to the public range [alpha, beta] (infinities included), as
   // Perturb clips every value it uses.
   double Clip(double x) const {
@@ -141,9 +147,6 @@ class FeatureMechanism {
   // The report is valid; out is zero-filled, length d.
   virtual void EstimateValid(const SparseReport& report,
                              absl::Span<double> out) const = 0;
-  // Whether reports are dense and whether they carry bits.
-  virtual bool dense_reports() const { return false; }
-  virtual bool bit_reports() const { return false; }
 
   // Maps x in [alpha, beta] to [-1, 1].
   double ToCanonical(double x) const {
