@@ -21,7 +21,8 @@ from typing import Iterable, List, Optional, Sequence, Tuple, Union
 import grpc
 import numpy as np
 
-from ._proto.ldpgraph.v1 import admin_pb2, admin_pb2_grpc, agent_pb2, mechanism_pb2
+from ._proto.ldpgraph.v1 import (admin_pb2, admin_pb2_grpc, agent_pb2, mechanism_pb2,
+                                 pipeline_pb2)
 
 # Curator messages are large (exports stream in chunks, but results and
 # audit lists grow): as ldpctl, accept up to 256 MiB.
@@ -288,6 +289,46 @@ class Admin:
         export); ``defence`` "" or "screen"."""
         return self._call("Estimate", admin_pb2.EstimateRequest(
             campaign_id=campaign_id, defence=defence))
+
+    def propagate(self, estimate_id: str, method: str = "ppr", *, alpha: float = 0.0,
+                  r: float = 0.0, rmax: float = 0.0, steps: int = 0,
+                  graph_campaign: str = "", blink_variant: str = "") -> admin_pb2.StageResult:
+        """Propagates an estimate result over the graph: ``method`` "ppr"
+        (PrivGE's personalised PageRank; alpha, r, rmax, 0 for its defaults)
+        or "kprop" (LPGNN; ``steps``, 0 for 16). ``graph_campaign``: an edges
+        campaign whose reports make the graph (needed when the curator keeps
+        no edges); ``blink_variant`` "hard", "topk" or "hybrid" for a Blink
+        campaign ("" is hard). Returns the result, a matrix to export."""
+        return self._call("Propagate", admin_pb2.PropagateRequest(
+            input=estimate_id, method=method, alpha=alpha, r=r, rmax=rmax, steps=steps,
+            graph_campaign_id=graph_campaign, blink_variant=blink_variant))
+
+    def evaluate(self, estimate_id: str, method: str = "privge", task: str = "node", *,
+                 label_campaign: str = "", seed: int = 1, graph_campaign: str = "",
+                 blink_variant: str = "") -> admin_pb2.StageResult:
+        """Trains and tests the pipeline on an estimate result: ``method``
+        "privge" or "lpgnn", ``task`` "node" (the metric is test accuracy) or
+        "link" (test ROC-AUC). ``label_campaign``: a label campaign whose
+        reports are the training labels (lpgnn); ``seed`` the split and the
+        model's initialisation. The headline figure is ``.metric``, every
+        other one in ``json.loads(.details_json)``."""
+        methods = {"privge": pipeline_pb2.PIPELINE_METHOD_PRIVGE,
+                   "lpgnn": pipeline_pb2.PIPELINE_METHOD_LPGNN}
+        tasks = {"node": pipeline_pb2.PIPELINE_TASK_NODE,
+                 "link": pipeline_pb2.PIPELINE_TASK_LINK}
+        if method not in methods:
+            raise ValueError(f"method must be one of {sorted(methods)}, got {method!r}")
+        if task not in tasks:
+            raise ValueError(f"task must be one of {sorted(tasks)}, got {task!r}")
+        return self._call("Evaluate", admin_pb2.EvaluateRequest(
+            input=estimate_id, pipeline_method=methods[method], pipeline_task=tasks[task],
+            label_campaign_id=label_campaign, seed=seed, graph_campaign_id=graph_campaign,
+            blink_variant=blink_variant))
+
+    def refusals(self, campaign_id: str) -> List[admin_pb2.RefusalRecord]:
+        """The nodes that refused a campaign, with their reasons."""
+        return list(self._call("ListRefusals", admin_pb2.ListRefusalsRequest(
+            campaign_id=campaign_id)).refusals)
 
     def export(self, result_id: str) -> Tuple[np.ndarray, np.ndarray]:
         """An estimate, propagate or release result as NumPy arrays:

@@ -2,6 +2,7 @@
 --hosts 2 --keep-running` (a curator over TLS and two agent host processes),
 then status, campaigns, budgets, results, export to NumPy (checked against
 `ldpctl export`), a campaign created and answered, and the errors."""
+import json
 import signal
 import subprocess
 import time
@@ -98,6 +99,27 @@ def test_create_wait_estimate_export_close(admin):
     # nodes outside the campaign have none.
     assert np.all(np.count_nonzero(X[:100], axis=1) <= 2)
     assert np.count_nonzero(X[:100]) > 0 and np.count_nonzero(X[100:]) == 0
+
+
+def test_propagate_and_evaluate_repeat_the_deployment(admin):
+    results = admin.results()
+    first = next(r for r in results if r.stage == "evaluate")
+    # The simulation's own evaluation, asked again from Python with its seed,
+    # gives exactly its metric.
+    again = admin.evaluate(first.input, "privge", "node", seed=5)
+    assert again.stage == "evaluate" and again.input == first.input
+    assert again.metric == first.metric and 0 < again.metric <= 1
+    assert json.loads(again.details_json)["graph"] == "curator"
+    z = admin.propagate(first.input, "ppr")
+    ids, Z = admin.export(z.id)
+    assert Z.shape == (NODES, z.cols) and np.array_equal(ids, np.arange(NODES))
+    assert np.isfinite(Z).all() and np.count_nonzero(Z) > 0
+    assert admin.refusals("c1") == []
+    with pytest.raises(ValueError, match="method must be one of"):
+        admin.evaluate(first.input, "gcn")
+    with pytest.raises(ldpgraph.AdminError) as e:
+        admin.propagate("r999")
+    assert e.value.code == grpc.StatusCode.NOT_FOUND
 
 
 def test_errors_carry_the_grpc_code(admin, deployment):
