@@ -408,11 +408,13 @@ absl::StatusOr<std::unique_ptr<BlinkClient>> BlinkClient::Create(
 
 BlinkClient::BlinkClient(const BlinkParams& params,
                          std::unique_ptr<EdgeRandomizedResponse> rr)
-    : params_(params), rr_(std::move(rr)) {
-  // As LaplaceMechanism: g ~ lambda 2^-30, here at most 1 so that every
-  // integer degree is on the grid.
-  const double lambda = 1.0 / params.degree_epsilon();
-  granularity_ = std::min(1.0, internal::PowerOfTwoAtLeast(lambda * 0x1.0p-30));
+    : params_(params),
+      rr_(std::move(rr)),
+      granularity_(params.degree_granularity()) {}
+
+double BlinkParams::degree_granularity() const {
+  const double lambda = 1.0 / degree_epsilon();
+  return std::min(1.0, internal::PowerOfTwoAtLeast(lambda * 0x1.0p-30));
 }
 
 absl::StatusOr<BlinkReport> BlinkClient::Report(

@@ -93,6 +93,10 @@ struct BlinkParams {
   absl::Status Validate() const;
   double degree_epsilon() const { return delta * epsilon; }
   double adjacency_epsilon() const { return (1.0 - delta) * epsilon; }
+  // The grid of the noisy degree, as LaplaceMechanism's: the power of two
+  // at least (1 / eps_d) 2^-30, at most 1 so that every integer degree is
+  // on it. Valid params only (Validate).
+  double degree_granularity() const;
 };
 
 // What node v sends the curator.

@@ -142,13 +142,12 @@ absl::Status ValidateBlinkDegree(double degree,
     return absl::InvalidArgumentError(
         absl::StrCat("noisy_degree must be finite, got ", degree));
   }
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<edges::BlinkClient> blink,
-      edges::BlinkClient::Create(
-          edges::BlinkParams{.epsilon = campaign_spec.epsilon(),
-                             .delta = campaign_spec.blink().degree_share()},
-          campaign_spec.dimension()));
-  const double g = blink->degree_granularity();
+  // campaign_spec is valid (the contract): its params need no check, and
+  // the grid is computed without building a client per report.
+  const double g =
+      edges::BlinkParams{.epsilon = campaign_spec.epsilon(),
+                         .delta = campaign_spec.blink().degree_share()}
+          .degree_granularity();
   // g is a power of two: degree / g is exact, and an integer on the grid.
   const double steps = degree / g;
   if (steps != std::floor(steps)) {
