@@ -17,15 +17,16 @@
 // or the campaign, with its mechanism, rule, reports and edges).
 //
 // Blink campaigns (edge-blink): the graph is edges::EstimateBlinkGraph's,
-// in the request's blink_variant (hard, topk, hybrid; "" = topk), over the
+// in the request's blink_variant (hard, topk, hybrid; "" = hard), over the
 // nodes that reported only: their ids remapped to 0..m-1, each neighbour
-// list filtered to reporters (a noisy degree still counts the node's
-// neighbours outside them: an overestimate where many dropped out), the
-// estimate mapped back to the curator's n nodes. Nodes without a report
+// list filtered to reporters, each noisy degree (which counts neighbours
+// among all n) scaled by (m - 1) / (n - 1), the estimate mapped back to
+// the curator's n nodes. Nodes without a report
 // (dropped out, not targeted) are isolated in the graph: their degree is
 // unknown, and a posterior from their neighbours' bits alone would need a
 // prior the curator has not got. The details add graph_delta,
-// graph_variant, graph_reports (m), graph_nonreporters (n - m) and the
+// graph_variant, graph_reports (m), graph_nonreporters (n - m),
+// graph_degree_scale and the
 // estimate's figures (graph_prior_iterations, graph_prior_converged,
 // graph_max_degree_residual, graph_reported_pairs, graph_target_edges,
 // graph_expected_edges, graph_clipped_low, graph_clipped_high). hybrid is
@@ -135,7 +136,7 @@ class Stages {
 
   // The graph of an edges campaign's stored reports (open or closed), as
   // the stages assemble it (see the file comment). blink_variant: a Blink
-  // campaign's variant, "" = topk; INVALID_ARGUMENT when set for another
+  // campaign's variant, "" = hard; INVALID_ARGUMENT when set for another
   // campaign or unknown. details, if given, receives the graph_* fields
   // (all but graph_edges). FAILED_PRECONDITION for a campaign of another
   // attribute or without reports (Blink: fewer than 3); NOT_FOUND for an
