@@ -574,6 +574,13 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
     // the features campaign's (the estimate's input) and the labels'.
     auto fc = curator_->GetCampaign(estimate.input());
     if (fc.ok() && fc->spec().epsilon() > 0) c.epsilon = fc->spec().epsilon();
+    // And the mechanism the reports came from (LPGNN unbiases HDS's).
+    if (fc.ok()) {
+      if (auto spec = wire::FromWireFeatureSpec(fc->spec()); spec.ok()) {
+        c.mechanism = std::string(MechanismName(spec->kind));
+        c.sampled = spec->sampled;
+      }
+    }
     // The nodes the estimate's screen flagged are not trusted.
     ASSIGN_OR_RETURN(collected.untrusted, FlaggedNodes(estimate));
   }

@@ -233,11 +233,28 @@ absl::Status ParseTuneGrids(const CliArgs& a, PipelineConfig* config) {
 absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
   PipelineConfig& c = *config;
   const Method method = c.method;
+  if (auto p = a.Get("propagation")) {
+    if (method != v1::PIPELINE_METHOD_PRIVGE ||
+        c.task != v1::PIPELINE_TASK_NODE) {
+      return absl::InvalidArgumentError(
+          "--propagation applies to --method privge on --task node");
+    }
+    ASSIGN_OR_RETURN(c.propagation, pipeline::kNodePropagationNames.Parse(
+                                        *p, "--propagation"));
+  }
+  // KProp runs for LPGNN, and for PrivGE's node task unless PPR alone.
+  const bool kprop = method == v1::PIPELINE_METHOD_LPGNN ||
+                     (method == v1::PIPELINE_METHOD_PRIVGE &&
+                      c.task == v1::PIPELINE_TASK_NODE &&
+                      c.propagation != pipeline::NodePropagation::kPpr);
+  const char* kprop_runs =
+      "KProp (--method lpgnn, or privge on the node task with --propagation "
+      "kprop or auto)";
   ASSIGN_OR_RETURN(auto feature_steps, a.GetInt("feature-steps"));
   if (feature_steps) {
-    if (method != v1::PIPELINE_METHOD_LPGNN) {
+    if (!kprop) {
       return absl::InvalidArgumentError(
-          "--feature-steps applies to --method lpgnn (KProp)");
+          absl::StrCat("--feature-steps applies to ", kprop_runs));
     }
     ASSIGN_OR_RETURN(c.feature_steps,
                      FlagToInt(*feature_steps, "feature-steps", 0));
@@ -259,9 +276,9 @@ absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
   }
   RETURN_IF_ERROR(ParseTuneGrids(a, &c));
   if (auto kn = a.Get("kprop-norm")) {
-    if (method != v1::PIPELINE_METHOD_LPGNN) {
+    if (!kprop) {
       return absl::InvalidArgumentError(
-          "--kprop-norm applies to --method lpgnn (KProp)");
+          absl::StrCat("--kprop-norm applies to ", kprop_runs));
     }
     ASSIGN_OR_RETURN(c.kprop_norm, kKPropNormNames.Parse(*kn, "--kprop-norm"));
   }
@@ -440,7 +457,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       CliArgs::Parse(
           args,
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
-           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
+           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha", "propagation",
            "label-denoising", "kprop-norm", "tune-feature-steps",
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
@@ -562,7 +579,10 @@ Pipeline:
 Privacy:
   --mechanism M          hds (privge default), multibit (lpgnn default),
                          piecewise, laplace, onebit, square-wave, or none
-                         (raw features: the non-private baseline)
+                         (raw features: the non-private baseline). lpgnn
+                         learns from unbiased estimates: it divides HDS's
+                         and the square wave's reports (C x, PrivGE's, used
+                         as they are) by C
   --epsilon E            feature budget per node (default 1)
   --k K / --m M          sampled dimensions (mechanism default when omitted)
   --label-epsilon E      node task: labels of training and validation nodes
@@ -621,18 +641,27 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
   --scale S              symmetric ([-1,1], privge default), unit ([0,1],
                          lpgnn default and with --mechanism none) or none
                          (meta.json's feature_range)
+  --propagation P        privge, node task: ppr (the paper's personalised
+                         PageRank), kprop (--feature-steps KProp steps,
+                         default 16) or auto (default: both, and each run
+                         keeps the one with the better validation accuracy;
+                         PPR on a tie). PPR cannot separate the classes from
+                         the noise on large graphs whatever --alpha (README:
+                         "Accuracy as the graph grows"). The link task uses
+                         PPR
   --alpha A --r R --rmax T   privge PPR (defaults 0.05, 0.5, 1e-4)
   --standardize / --no-standardize   privge: scale each column of Z to zero
                          mean, unit variance before the classifier (default
                          on for the node task, off with --mechanism none)
-  --feature-steps K      K_x: lpgnn KProp steps over the features (default:
+  --feature-steps K      K_x: KProp steps over the features (privge with
+                         --propagation kprop or auto: default 16; lpgnn:
                          LPGNN's published value for the dataset and
                          budgets, e.g. 2 on cora at eps_x = eps_y = 1, 16
-                         with clean labels). Giving --feature-steps,
-                         --label-steps, --lr, --weight-decay or --dropout
-                         turns that table off: the others keep cora's
-                         eps_x = eps_y = 1 values.
-  --kprop-norm N         lpgnn: symmetric (default, D^-1/2 A D^-1/2 as
+                         with clean labels). For lpgnn, giving
+                         --feature-steps, --label-steps, --lr,
+                         --weight-decay or --dropout turns that table off:
+                         the others keep cora's eps_x = eps_y = 1 values.
+  --kprop-norm N         KProp: symmetric (default, D^-1/2 A D^-1/2 as
                          LPGNN's code) or mean (D^-1 A, as its paper writes)
   --feature-self-loops   include a node in its own KProp aggregation
 )";

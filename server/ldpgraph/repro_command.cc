@@ -360,6 +360,8 @@ absl::StatusOr<ReproTable> MeasureCells(const ReproOptions& o,
     row.label = lpgnn ? absl::StrCat("eps_y=", row_keys[ri]) : row_keys[ri];
     for (double eps : o.epsilons) {
       PipelineConfig c = pipeline::DefaultConfig(method, o.task);
+      // The paper's method: PrivGE propagates by PPR alone.
+      c.propagation = pipeline::NodePropagation::kPpr;
       const std::string mechanism =
           std::isinf(eps) ? "none" : (lpgnn ? o.mechanisms[0] : row_keys[ri]);
       c.mechanism = mechanism;

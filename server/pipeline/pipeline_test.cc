@@ -196,6 +196,73 @@ TEST(PipelineTest, StepTuningKeepsTheBestCandidate) {
   EXPECT_EQ(direct->metric, r->metric);
 }
 
+TEST(PipelineTest, PrivGeAutoKeepsTheBetterPropagation) {
+  const Dataset d = Generated(600, 0.9, 5);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  ASSERT_EQ(c.propagation, NodePropagation::kAuto);  // PrivGE's default
+  auto r = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& cands = r->tuning["candidates"];
+  ASSERT_EQ(cands.size(), 2u);
+  EXPECT_EQ(cands[0]["propagation"], "ppr");
+  EXPECT_EQ(cands[1]["propagation"], "kprop");
+  const std::string kept =
+      cands[1]["validation"].get<double>() > cands[0]["validation"].get<double>()
+          ? "kprop"
+          : "ppr";
+  EXPECT_EQ(r->tuning["propagation"], kept);
+  // The kept candidate is the run with that propagation alone.
+  PipelineConfig fixed = c;
+  auto parsed = ParseNodePropagation(kept);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  fixed.propagation = *parsed;
+  auto direct = RunPipeline(d, fixed, 1, 0);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  EXPECT_EQ(direct->metric, r->metric);
+  EXPECT_EQ(direct->training.best_validation, r->training.best_validation);
+  EXPECT_TRUE(direct->tuning.is_null());
+  // The link task propagates by PPR whatever the node task's setting.
+  EXPECT_EQ(ConfigToJson(c)["propagation"]["method"], "auto");
+  EXPECT_EQ(ConfigToJson(DefaultConfig(v1::PIPELINE_METHOD_PRIVGE,
+                                       v1::PIPELINE_TASK_LINK))
+                ["propagation"]["method"],
+            "ppr-push");
+}
+
+// PPR's gain on the classes against the noise is bounded whatever alpha
+// (README, "Accuracy as the graph grows"); K steps of KProp are not. On a
+// graph whose classes PPR cannot separate from HDS's noise, 16 steps do.
+TEST(PipelineTest, KPropStepsSeparateWherePprCannot) {
+  const Dataset d = Generated(3000, 0.8, 7);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  c.propagation = NodePropagation::kPpr;
+  auto ppr = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(ppr.ok()) << ppr.status();
+  c.propagation = NodePropagation::kKProp;
+  c.feature_steps = 16;
+  auto kprop = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(kprop.ok()) << kprop.status();
+  EXPECT_GT(kprop->metric, 0.85);
+  EXPECT_GT(kprop->metric, ppr->metric + 0.15)
+      << "kprop " << kprop->metric << ", ppr " << ppr->metric;
+}
+
+// LPGNN's model learns from unbiased estimates; HDS's reports (C * x, C
+// about 0.008 here) left it at chance until the curator unbiased them.
+TEST(PipelineTest, LpgnnLearnsFromHdsReports) {
+  const Dataset d = Generated(1000, 0.8, 1);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
+  c.feature_steps = 8;
+  auto multibit = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(multibit.ok()) << multibit.status();
+  c.mechanism = "hds";
+  auto hds = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(hds.ok()) << hds.status();
+  EXPECT_GT(hds->metric, 0.6);  // chance is about 1/6
+  EXPECT_GT(hds->metric, multibit->metric - 0.15)
+      << "hds " << hds->metric << ", multibit " << multibit->metric;
+}
+
 TEST(PipelineTest, DatasetSettingsFollowLpgnnsPublishedTable) {
   DatasetMeta pubmed, cora;
   pubmed.name = "pubmed";
