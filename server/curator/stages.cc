@@ -569,6 +569,7 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
     c.label_epsilon = lc.spec().epsilon();
   }
   v1::StageResult estimate;
+  std::string input_mechanism;  // the features campaign's, when known
   if (estimate.ParseFromString(input.record)) {
     // LPGNN's settings follow the budgets the reports were collected at:
     // the features campaign's (the estimate's input) and the labels'.
@@ -579,6 +580,7 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
       if (auto spec = wire::FromWireFeatureSpec(fc->spec()); spec.ok()) {
         c.mechanism = std::string(MechanismName(spec->kind));
         c.sampled = spec->sampled;
+        input_mechanism = c.mechanism;
       }
     }
     // The nodes the estimate's screen flagged are not trusted.
@@ -593,6 +595,8 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   // The reports came from the agents; these settings were theirs.
   details["noise"] = "agents";
   details.erase("mechanism");
+  // What the reports were: LPGNN unbiases HDS's (pipeline.h).
+  if (!input_mechanism.empty()) details["input_mechanism"] = input_mechanism;
   details.erase("epsilon");
   details.erase("sampled");
   details.erase("scale");

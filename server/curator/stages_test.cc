@@ -158,6 +158,8 @@ TEST_F(StagesScreenTest, EstimateEmptiesFlaggedRowsAndEvaluateDropsThem) {
   ASSERT_TRUE(poisoned.ok()) << poisoned.status();
   EXPECT_LT((*poisoned)["label_agreement_raw"].get<double>(), 1.0);
   EXPECT_FALSE(poisoned->contains("untrusted_nodes"));
+  // The campaign's mechanism reaches the pipeline (LPGNN unbiases HDS).
+  EXPECT_EQ((*poisoned)["input_mechanism"], "hds");
   auto clean = EvaluateDetails(screened->id());
   ASSERT_TRUE(clean.ok()) << clean.status();
   EXPECT_EQ((*clean)["label_agreement_raw"].get<double>(), 1.0);

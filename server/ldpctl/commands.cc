@@ -227,7 +227,9 @@ curator-side pipeline on the estimate (propagation, training, test), in one
 go. Each stage records a result (r1, r2, ...) that `results` lists and
 `export` writes out. Post-processing: no stage spends budget.
   --task T        node (classification, default) or link (prediction)
-  --method M      privge (PPR + MLP, default) or lpgnn (KProp + GCN)
+  --method M      privge (default: PPR or 16 KProp steps, whichever
+                  validates better on the node task; PPR for links; MLP)
+                  or lpgnn (KProp + GraphSAGE)
   --labels C      a label campaign whose reports replace the curator's
                   training labels (LPGNN's label randomized response)
   --graph-campaign C
