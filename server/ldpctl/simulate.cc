@@ -1612,6 +1612,8 @@ absl::StatusOr<json> Simulation::Results(
     run["label_agreement"] = details["label_agreement"];
     run["label_agreement_raw"] = details.value("label_agreement_raw", 0.0);
   }
+  // PrivGE's node task: the propagations tried and the one kept.
+  if (details.contains("tuning")) run["tuning"] = details["tuning"];
   AddTargetRate(details, &run);
   const double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)

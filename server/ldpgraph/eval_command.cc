@@ -661,8 +661,9 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          --feature-steps, --label-steps, --lr,
                          --weight-decay or --dropout turns that table off:
                          the others keep cora's eps_x = eps_y = 1 values.
-  --kprop-norm N         KProp: symmetric (default, D^-1/2 A D^-1/2 as
-                         LPGNN's code) or mean (D^-1 A, as its paper writes)
+  --kprop-norm N         KProp: symmetric (D^-1/2 A D^-1/2 as LPGNN's code;
+                         lpgnn's default) or mean (D^-1 A, as its paper
+                         writes; privge's default)
   --feature-self-loops   include a node in its own KProp aggregation
 )";
 // the model and its training;

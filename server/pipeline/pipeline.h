@@ -127,7 +127,7 @@ inline absl::string_view LabelDenoisingName(LabelDenoising d) {
 // PrivGE's propagation of the estimates on the node task.
 //  kPpr: the paper's: personalised PageRank by backward push (ppr).
 //  kKProp: feature_steps KProp steps (kprop_norm, feature_self_loops), as
-//    LPGNN propagates.
+//    LPGNN propagates (PrivGE's default weights: the random walk D^-1 A).
 //  kAuto (PrivGE's default): every run trains on both and keeps the one
 //    whose selected epoch scores best on the validation nodes (PPR on a
 //    tie); RunResult::tuning records both. Why: PPR's gain on the classes

@@ -36,10 +36,10 @@ printf 'family\tnodes\trow\tmean\tstd\tkept\tseconds\tpeak_mib\n' > "$tsv"
 
 flags_of() {
   case "$1" in
-    privge) echo "--method privge" ;;
-    privge-ppr) echo "--method privge --propagation ppr" ;;
-    lpgnn) echo "--method lpgnn" ;;
-    lpgnn-hds) echo "--method lpgnn --mechanism hds" ;;
+    privge) echo "--method privge --epsilon 1" ;;
+    privge-ppr) echo "--method privge --propagation ppr --epsilon 1" ;;
+    lpgnn) echo "--method lpgnn --epsilon 1" ;;
+    lpgnn-hds) echo "--method lpgnn --mechanism hds --epsilon 1" ;;
     raw) echo "--method privge --mechanism none --scale symmetric --standardize" ;;
     *) echo "unknown row $1" >&2; exit 2 ;;
   esac
@@ -51,11 +51,11 @@ for family in $families; do
     data="$work/$family-$n"
     gen=(--out "$data" --nodes "$n" --seed 1)
     [ "$family" = plain ] && gen+=(--degree-exponent 0)
-    "$tool" generate "${gen[@]}" > /dev/null
+    "$tool" generate "${gen[@]}" > /dev/null 2>&1
     for row in $rows; do
       # shellcheck disable=SC2046
       /usr/bin/time -f '%e %M' -o "$work/time" \
-        "$tool" eval --dataset "$data" --task node --epsilon 1 --runs "$runs" \
+        "$tool" eval --dataset "$data" --task node --runs "$runs" \
         --seed 1 --format json $(flags_of "$row") > "$work/eval.json" 2> "$work/eval.err" ||
         { echo "eval failed ($family $n $row):" >&2; cat "$work/eval.err" >&2; exit 1; }
       /usr/bin/python3 - "$family" "$n" "$row" "$work/eval.json" "$work/time" "$tsv" <<'PY'

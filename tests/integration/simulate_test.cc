@@ -129,6 +129,10 @@ TEST_F(SimulateTest, EqualsTheLibraryWithTheSameSeeds) {
     EXPECT_EQ(s["task"], e["task"]);
     EXPECT_EQ(s["noise_source"], "seeded-not-private");
     EXPECT_EQ(s["parameters"], e["parameters"]);
+    // PrivGE's node task: the same propagations tried, the same one kept.
+    EXPECT_EQ(s["per_run"][0].value("tuning", json()),
+              e["per_run"][0].value("tuning", json()));
+    EXPECT_EQ(s["per_run"][0].contains("tuning"), c.flags.size() == 2);
     const json& d = s["deployment"];
     EXPECT_EQ(d["hosts"], 3);
     EXPECT_EQ(d["reports"].get<int>(), 900 * c.campaigns);
