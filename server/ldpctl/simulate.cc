@@ -1872,6 +1872,19 @@ void Simulation::Report(const json& j) {
                 : absl::StrCat("1 curator + ", o_.hosts,
                                " agent hosts, gRPC over TLS on 127.0.0.1"));
   row("pipeline", pipeline_text);
+  if (const json& r = j["per_run"][0]; r.contains("tuning") &&
+                                       r["tuning"].contains("candidates")) {
+    // PrivGE's node task: which propagation the validation nodes chose.
+    std::string tried;
+    for (const json& c : r["tuning"]["candidates"]) {
+      absl::StrAppend(&tried, tried.empty() ? "" : ", ",
+                      c["propagation"].get<std::string>(), " ",
+                      absl::StrFormat("%.3f", c["validation"].get<double>()));
+    }
+    row("propagation",
+        absl::StrCat(r["tuning"]["propagation"].get<std::string>(),
+                     " (kept by validation accuracy: ", tried, ")"));
+  }
   {
     const json& g = d["graph"];
     if (g["source"] == "curator") {
