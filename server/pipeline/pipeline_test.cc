@@ -29,6 +29,8 @@ PipelineConfig Quick(Method m, Task t) {
   c.link_model.train.patience = 30;
   c.feature_steps = 2;
   c.dataset_settings = false;  // the tests set K_x and K_y themselves
+  // One training per run: the tests of auto (both) set it themselves.
+  c.propagation = NodePropagation::kPpr;
   return c;
 }
 
@@ -198,8 +200,11 @@ TEST(PipelineTest, StepTuningKeepsTheBestCandidate) {
 
 TEST(PipelineTest, PrivGeAutoKeepsTheBetterPropagation) {
   const Dataset d = Generated(600, 0.9, 5);
+  ASSERT_EQ(DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE)
+                .propagation,
+            NodePropagation::kAuto);  // PrivGE's default
   PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
-  ASSERT_EQ(c.propagation, NodePropagation::kAuto);  // PrivGE's default
+  c.propagation = NodePropagation::kAuto;
   auto r = RunPipeline(d, c, 1, 0);
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& cands = r->tuning["candidates"];
@@ -233,7 +238,7 @@ TEST(PipelineTest, PrivGeAutoKeepsTheBetterPropagation) {
 // (README, "Accuracy as the graph grows"); K steps of KProp are not. On a
 // graph whose classes PPR cannot separate from HDS's noise, 16 steps do.
 TEST(PipelineTest, KPropStepsSeparateWherePprCannot) {
-  const Dataset d = Generated(3000, 0.8, 7);
+  const Dataset d = Generated(2000, 0.8, 7);
   PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.propagation = NodePropagation::kPpr;
   auto ppr = RunPipeline(d, c, 1, 0);
