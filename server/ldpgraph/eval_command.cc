@@ -457,8 +457,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       CliArgs::Parse(
           args,
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
-           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha", "propagation",
-           "label-denoising", "kprop-norm", "tune-feature-steps",
+           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
+           "propagation", "label-denoising", "kprop-norm", "tune-feature-steps",
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",

@@ -1247,31 +1247,30 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
       j["release"]["noised_rows"] =
           s.noised_rows == embedding::NoisedRows::kTouched ? "touched" : "all";
     }
-  } else if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
-    const NodePropagation p = c.task == v1::PIPELINE_TASK_NODE
-                                  ? c.propagation
-                                  : NodePropagation::kPpr;
-    j["propagation"] = {{"method", p == NodePropagation::kPpr ? "ppr-push"
-                                   : p == NodePropagation::kKProp
-                                       ? "kprop"
-                                       : "auto"},
-                        {"standardize", c.standardize}};
+  } else {
+    // PrivGE's link task propagates by PPR whatever c.propagation; LPGNN by
+    // KProp.
+    const NodePropagation p =
+        c.method == v1::PIPELINE_METHOD_LPGNN ? NodePropagation::kKProp
+        : c.task == v1::PIPELINE_TASK_NODE    ? c.propagation
+                                              : NodePropagation::kPpr;
+    json& prop = j["propagation"];
+    prop["method"] =
+        p == NodePropagation::kPpr ? "ppr-push" : NodePropagationName(p);
     if (p != NodePropagation::kKProp) {
-      j["propagation"]["alpha"] = c.ppr.alpha;
-      j["propagation"]["r"] = c.ppr.r;
-      j["propagation"]["rmax"] = c.ppr.rmax;
-      j["propagation"]["rmax_scaled_by_max_abs_input"] = c.ppr.relative_rmax;
+      prop["alpha"] = c.ppr.alpha;
+      prop["r"] = c.ppr.r;
+      prop["rmax"] = c.ppr.rmax;
+      prop["rmax_scaled_by_max_abs_input"] = c.ppr.relative_rmax;
     }
     if (p != NodePropagation::kPpr) {
-      j["propagation"]["steps"] = c.feature_steps;
-      j["propagation"]["self_loops"] = c.feature_self_loops;
-      j["propagation"]["normalisation"] = KPropNormName(c.kprop_norm);
+      prop["steps"] = c.feature_steps;
+      prop["self_loops"] = c.feature_self_loops;
+      prop["normalisation"] = KPropNormName(c.kprop_norm);
     }
-  } else {
-    j["propagation"] = {{"method", "kprop"},
-                        {"steps", c.feature_steps},
-                        {"self_loops", c.feature_self_loops},
-                        {"normalisation", KPropNormName(c.kprop_norm)}};
+    if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
+      prop["standardize"] = c.standardize;
+    }
   }
   j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
   if (c.attack_class) {
