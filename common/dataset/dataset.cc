@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset/device_index.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 
@@ -254,6 +255,34 @@ absl::StatusOr<DatasetMeta> ParseMeta(const std::string& path,
     }
     meta.feature_range = std::make_pair(lo, hi);
   }
+  if (const Json* ranges = Find(root, "feature_ranges"); ranges != nullptr) {
+    const std::string expected = absl::StrCat(
+        "an array of ", meta.features,
+        " (features) pairs [lo, hi] of finite numbers with lo <= hi");
+    if (meta.feature_range.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": both \"feature_range\" and \"feature_ranges\": give one "
+          "range for all features or one per feature, not both"));
+    }
+    if (!ranges->is_array() || ranges->size() != meta.features) {
+      return KeyError(path, "feature_ranges", expected, ranges);
+    }
+    meta.feature_ranges.reserve(meta.features);
+    for (size_t j = 0; j < ranges->size(); ++j) {
+      const Json& r = (*ranges)[j];
+      const bool ok = r.is_array() && r.size() == 2 && r[0].is_number() &&
+                      r[1].is_number() && std::isfinite(r[0].get<double>()) &&
+                      std::isfinite(r[1].get<double>()) &&
+                      r[0].get<double>() <= r[1].get<double>();
+      if (!ok) {
+        return KeyError(path, absl::StrCat("feature_ranges[", j, "]"),
+                        "[lo, hi] with finite numbers lo <= hi", &r);
+      }
+      meta.feature_ranges.emplace_back(r[0].get<double>(), r[1].get<double>());
+    }
+  }
+  RETURN_IF_ERROR(
+      ReadOptionalString(path, root, "feature_schema", &meta.feature_schema));
   if (const Json* gen = Find(root, "generator"); gen != nullptr) {
     if (!gen->is_object()) {
       return KeyError(path, "generator", "a JSON object", gen);
@@ -381,6 +410,68 @@ absl::Status LabelError(const std::string& path, size_t line,
                                 classes, ")"));
 }
 
+// What a node line is checked against, worked out once per file.
+struct NodeLineRules {
+  explicit NodeLineRules(const DatasetMeta& m)
+      : meta(m),
+        check_range(m.feature_range.has_value()),
+        range(check_range ? FloatRange(*m.feature_range)
+                          : std::pair<float, float>(0.0f, 0.0f)),
+        num_features(m.features),
+        max_label(static_cast<int64_t>(m.classes) - 1) {}
+  const DatasetMeta& meta;
+  const bool check_range;
+  const std::pair<float, float> range;
+  const uint64_t num_features;
+  const int64_t max_label;
+};
+
+// One node line: its label, and its non-zeros appended to indices/values.
+absl::Status ParseNodeLineWith(const std::string& path, size_t number,
+                               absl::string_view line,
+                               const NodeLineRules& rules, int32_t* label,
+                               std::vector<uint32_t>* indices,
+                               std::vector<float>* values) {
+  Tokenizer tokens(line);
+  absl::string_view token;
+  if (!tokens.Next(&token)) {
+    return LineError(path, number,
+                     "missing label (each line starts with the node's "
+                     "label)");
+  }
+  int64_t parsed_label;
+  if (!ParseSigned(token, &parsed_label) || parsed_label < -1 ||
+      parsed_label > rules.max_label) {
+    return LabelError(path, number, token, rules.meta.classes);
+  }
+  *label = static_cast<int32_t>(parsed_label);
+  int64_t previous = 0;  // last index, 1-based; 0 before the first
+  while (tokens.Next(&token)) {
+    const char* begin = token.data();
+    const char* end = begin + token.size();
+    uint64_t index;
+    auto [colon, ec] = std::from_chars(begin, end, index);
+    bool ok = ec == std::errc() && colon != begin && colon < end &&
+              *colon == ':' && index > static_cast<uint64_t>(previous) &&
+              index <= rules.num_features;
+    float value = 0.0f;
+    if (ok) {
+      auto [vend, vec] = std::from_chars(colon + 1, end, value);
+      ok = vec == std::errc() && vend == end && colon + 1 < end &&
+           std::isfinite(value) &&
+           (!rules.check_range ||
+            (value >= rules.range.first && value <= rules.range.second));
+    }
+    if (!ok) return PairError(path, number, token, rules.meta, previous);
+    previous = static_cast<int64_t>(index);
+    if (value != 0.0f) {
+      indices->push_back(static_cast<uint32_t>(index - 1));
+      values->push_back(value);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseNodes(const std::string& path, absl::string_view text,
                         const DatasetMeta& meta, std::vector<int32_t>* labels,
                         SparseRows* features) {
@@ -398,13 +489,7 @@ absl::Status ParseNodes(const std::string& path, absl::string_view text,
   features->indices.reserve(max_pairs);
   features->values.reserve(max_pairs);
 
-  const bool check_range = meta.feature_range.has_value();
-  const auto [range_lo, range_hi] =
-      check_range ? FloatRange(*meta.feature_range)
-                  : std::pair<float, float>(0.0f, 0.0f);
-  const uint64_t num_features = meta.features;
-  const int64_t max_label = static_cast<int64_t>(meta.classes) - 1;
-
+  const NodeLineRules rules(meta);
   absl::string_view line;
   while (lines.Next(&line)) {
     const size_t number = lines.number();
@@ -415,41 +500,10 @@ absl::Status ParseNodes(const std::string& path, absl::string_view text,
                        " but the file has ", number + lines.Remaining(),
                        " lines"));
     }
-    Tokenizer tokens(line);
-    absl::string_view token;
-    if (!tokens.Next(&token)) {
-      return LineError(path, number,
-                       "missing label (each line starts with the node's "
-                       "label)");
-    }
-    int64_t label;
-    if (!ParseSigned(token, &label) || label < -1 || label > max_label) {
-      return LabelError(path, number, token, meta.classes);
-    }
-    labels->push_back(static_cast<int32_t>(label));
-    int64_t previous = 0;  // last index, 1-based; 0 before the first
-    while (tokens.Next(&token)) {
-      const char* begin = token.data();
-      const char* end = begin + token.size();
-      uint64_t index;
-      auto [colon, ec] = std::from_chars(begin, end, index);
-      bool ok = ec == std::errc() && colon != begin && colon < end &&
-                *colon == ':' && index > static_cast<uint64_t>(previous) &&
-                index <= num_features;
-      float value = 0.0f;
-      if (ok) {
-        auto [vend, vec] = std::from_chars(colon + 1, end, value);
-        ok = vec == std::errc() && vend == end && colon + 1 < end &&
-             std::isfinite(value) &&
-             (!check_range || (value >= range_lo && value <= range_hi));
-      }
-      if (!ok) return PairError(path, number, token, meta, previous);
-      previous = static_cast<int64_t>(index);
-      if (value != 0.0f) {
-        features->indices.push_back(static_cast<uint32_t>(index - 1));
-        features->values.push_back(value);
-      }
-    }
+    int32_t label;
+    RETURN_IF_ERROR(ParseNodeLineWith(path, number, line, rules, &label,
+                                      &features->indices, &features->values));
+    labels->push_back(label);
     features->offsets.push_back(features->indices.size());
     ++features->rows;
   }
@@ -642,6 +696,22 @@ absl::Status ValidateForWrite(const Dataset& d) {
     }
     range = FloatRange(*d.meta.feature_range);
   }
+  if (!d.meta.feature_ranges.empty()) {
+    if (range.has_value() || d.meta.feature_ranges.size() != x.cols) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "meta.feature_ranges has ", d.meta.feature_ranges.size(),
+          " ranges for ", x.cols, " features",
+          range.has_value() ? " and meta.feature_range is set too" : ""));
+    }
+    for (size_t j = 0; j < x.cols; ++j) {
+      const auto [lo, hi] = d.meta.feature_ranges[j];
+      if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo <= hi)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "meta.feature_ranges[", j, "] = [", FormatDouble(lo), ", ",
+            FormatDouble(hi), "] is not finite with lo <= hi"));
+      }
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     if (x.offsets[i + 1] < x.offsets[i]) {
       return absl::InvalidArgumentError(
@@ -728,6 +798,14 @@ std::string MetaText(const Dataset& d) {
     j["feature_range"] =
         Json::array({d.meta.feature_range->first, d.meta.feature_range->second});
   }
+  if (!d.meta.feature_ranges.empty()) {
+    Json ranges = Json::array();
+    for (const auto& [lo, hi] : d.meta.feature_ranges) {
+      ranges.push_back(Json::array({lo, hi}));
+    }
+    j["feature_ranges"] = std::move(ranges);
+  }
+  if (!d.meta.feature_schema.empty()) j["feature_schema"] = d.meta.feature_schema;
   j["source"] = d.meta.source;
   j["license"] = d.meta.license;
   j["notes"] = d.meta.notes;
@@ -757,6 +835,14 @@ absl::StatusOr<DatasetMeta> LoadDatasetMeta(const std::string& dir) {
   const std::string meta_path = JoinPath(dir, kMetaFile);
   ASSIGN_OR_RETURN(std::string meta_text, ReadFileToString(meta_path));
   return ParseMeta(meta_path, meta_text);
+}
+
+absl::Status ParseNodeLine(const std::string& path, size_t line_number,
+                           absl::string_view line, const DatasetMeta& meta,
+                           int32_t* label, std::vector<uint32_t>* indices,
+                           std::vector<float>* values) {
+  return ParseNodeLineWith(path, line_number, line, NodeLineRules(meta), label,
+                           indices, values);
 }
 
 absl::StatusOr<Dataset> LoadDataset(const std::string& dir) {
@@ -798,7 +884,8 @@ absl::Status WriteDataset(const Dataset& d, const std::string& dir) {
   // meta.json last: a reader never sees new counts beside old data files.
   RETURN_IF_ERROR(nodes.Commit());
   RETURN_IF_ERROR(edges.Commit());
-  return meta.Commit();
+  RETURN_IF_ERROR(meta.Commit());
+  return WriteDeviceIndex(dir, d.graph);
 }
 
 absl::StatusOr<Graph> LoadEdgeList(const std::string& path,
@@ -882,77 +969,6 @@ std::optional<std::pair<double, double>> ScaledRange(FeatureScaling s,
       return std::make_pair(-1.0, 1.0);
   }
   return std::nullopt;
-}
-
-SparseRows ScaleFeatures(const SparseRows& x, FeatureScaling s) {
-  if (s == FeatureScaling::kNone) return x;
-  const auto [lo, hi] = *ScaledRange(s, DatasetMeta());
-  const size_t d = x.cols;
-  // Per column: min and max of the stored values, and how many rows store
-  // it; a column some row leaves out also takes the value 0.
-  std::vector<double> min(d, std::numeric_limits<double>::infinity());
-  std::vector<double> max(d, -std::numeric_limits<double>::infinity());
-  std::vector<uint64_t> stored(d, 0);
-  for (size_t p = 0; p < x.indices.size(); ++p) {
-    const uint32_t j = x.indices[p];
-    const double v = x.values[p];
-    min[j] = std::min(min[j], v);
-    max[j] = std::max(max[j], v);
-    ++stored[j];
-  }
-  for (size_t j = 0; j < d; ++j) {
-    if (stored[j] < x.rows || stored[j] == 0) {
-      min[j] = std::min(min[j], 0.0);
-      max[j] = std::max(max[j], 0.0);
-    }
-  }
-  auto scale = [&](size_t j, double v) -> float {
-    if (!(max[j] > min[j])) return static_cast<float>(lo);
-    const double t = (v - min[j]) / (max[j] - min[j]);
-    return static_cast<float>(std::clamp(lo + (hi - lo) * t, lo, hi));
-  };
-  // Columns whose absent entries (0) map to a non-zero value.
-  std::vector<uint32_t> dense;
-  std::vector<float> dense_value;
-  for (size_t j = 0; j < d; ++j) {
-    if (stored[j] < x.rows) {
-      const float z = scale(j, 0.0);
-      if (z != 0.0f) {
-        dense.push_back(static_cast<uint32_t>(j));
-        dense_value.push_back(z);
-      }
-    }
-  }
-  SparseRows out;
-  out.rows = x.rows;
-  out.cols = d;
-  out.offsets.reserve(x.rows + 1);
-  const size_t capacity = x.indices.size() + x.rows * dense.size();
-  out.indices.reserve(capacity);
-  out.values.reserve(capacity);
-  for (size_t i = 0; i < x.rows; ++i) {
-    const uint64_t end = x.offsets[i + 1];
-    uint64_t p = x.offsets[i];
-    size_t q = 0;
-    while (p < end || q < dense.size()) {
-      if (q == dense.size() || (p < end && x.indices[p] <= dense[q])) {
-        const uint32_t j = x.indices[p];
-        if (q < dense.size() && dense[q] == j) ++q;
-        const float v = scale(j, x.values[p]);
-        if (v != 0.0f) {
-          out.indices.push_back(j);
-          out.values.push_back(v);
-        }
-        ++p;
-      } else {
-        out.indices.push_back(dense[q]);
-        out.values.push_back(dense_value[q]);
-        ++q;
-      }
-    }
-    out.offsets.push_back(out.indices.size());
-  }
-  return out;
 }
 
 }  // namespace ldpgraph

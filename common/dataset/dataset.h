@@ -3,8 +3,13 @@
 // A dataset folder holds three files (the format of ../shared/datasets):
 //   meta.json  {"name", "nodes", "edges", "features", "classes", "source",
 //               "license", "notes"}, plus optional keys ldpgraph writes:
-//               "feature_range": [lo, hi] (every stored value lies in it) and
+//               "feature_range": [lo, hi] (every stored value lies in it),
+//               or "feature_ranges": [[lo, hi], ...] (one per feature): the
+//               public feature schema (common/dataset/feature_schema.h);
+//               "feature_schema": where the schema comes from (text);
 //               "generator": {...} (the parameters that generated it).
+//   devices.idx optional: the device index (common/dataset/device_index.h)
+//               an agent host reads its own nodes' records through.
 //   edges.txt  one undirected edge "u v" per line, 0-based, u < v, sorted,
 //               no repeats and no self loops. The writer produces exactly
 //               that; the reader also accepts any line order and either
@@ -47,6 +52,13 @@ struct DatasetMeta {
   // and writer enforce it (against the bounds rounded to float, so a value
   // computed in double inside [lo, hi] and stored as float always passes).
   std::optional<std::pair<double, double>> feature_range;
+  // Or one public range per feature (feature_ranges), lo <= hi each: values
+  // outside a feature's range are clamped into it when scaled. At most one
+  // of feature_range and feature_ranges is set.
+  std::vector<std::pair<double, double>> feature_ranges;
+  // Where the declared schema comes from ("generator", or "central: ..."
+  // for one computed from every node's values by ldpgraph prepare).
+  std::string feature_schema;
   // The generator's parameters as a JSON object text, for generated data.
   std::string generator_json;
 };
@@ -76,13 +88,25 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& dir);
 // campaign from, without reading any node's record.
 absl::StatusOr<DatasetMeta> LoadDatasetMeta(const std::string& dir);
 
+// One line of nodes.svm (without its '\n'; a trailing '\r' is ignored), with
+// LoadDataset's checks and errors ("<path>:<line_number>: ..."): the node's
+// label (-1 for none) and its stored non-zeros (0-based indices, ascending)
+// appended to *indices and *values. What an agent host parses of its own
+// nodes' lines (common/dataset/device_index.h).
+absl::Status ParseNodeLine(const std::string& path, size_t line_number,
+                           absl::string_view line, const DatasetMeta& meta,
+                           int32_t* label, std::vector<uint32_t>* indices,
+                           std::vector<float>* values);
+
 // Writes the three files of d into dir (created if missing). Each file is
 // written to "<name>.tmp" and renamed (nodes.svm, edges.txt, then meta.json),
 // so a failure (a full disk) leaves no half-written file under the final
 // name and no temporary file; the error names the path and strerror.
 // meta.json's nodes, edges and features come from d.graph and d.features,
 // not from d.meta; keys in the order name, nodes, edges, features, classes,
-// feature_range (if set), source, license, notes, generator (if set).
+// feature_range or feature_ranges (if set), feature_schema (if set),
+// source, license, notes, generator (if set). Also writes devices.idx
+// (WriteDeviceIndex) after the three files.
 // Feature values are written as the shortest text that reads back as the
 // same float; stored zeros are not written. INVALID_ARGUMENT, before any
 // file is touched, for a dataset the format cannot hold: self loops, a
@@ -107,11 +131,11 @@ struct EdgeListOptions {
 absl::StatusOr<Graph> LoadEdgeList(const std::string& path,
                                    const EdgeListOptions& options);
 
-// Feature scaling, a documented and reproducible preprocessing step of a
-// dataset (as the papers do it) that fixes the public range every agent's
-// features lie in. Per column j, over all nodes, absent entries counting as
-// 0: x' = lo + (hi - lo) * (x - min_j) / (max_j - min_j); a constant column
-// maps to lo. kUnit is [0, 1] (LPGNN, one-bit), kSymmetric [-1, 1] (PrivGE).
+// Feature scaling: maps each feature from its public range (the dataset's
+// feature schema, common/dataset/feature_schema.h) onto a common one, so
+// that every agent's input lies in the range its mechanism expects. kUnit is
+// [0, 1] (LPGNN, one-bit), kSymmetric [-1, 1] (PrivGE); kNone keeps values as
+// stored.
 enum class FeatureScaling { kNone, kUnit, kSymmetric };
 
 // "none", "unit" or "0,1", "symmetric" or "-1,1"; INVALID_ARGUMENT otherwise.
@@ -121,14 +145,5 @@ absl::string_view FeatureScalingName(FeatureScaling s);  // "none", "unit", ...
 // set, else nullopt (the caller must configure one).
 std::optional<std::pair<double, double>> ScaledRange(FeatureScaling s,
                                                      const DatasetMeta& meta);
-
-// Applies the scaling. A column counts as fully stored only if every row
-// stores it; otherwise 0 takes part in its min and max. Each value is
-// computed in double and stored as float. Entries whose scaled value is 0
-// are dropped, so non-negative sparse data scaled to [0, 1] stays sparse; a
-// column whose zero maps elsewhere becomes dense (every row that does not
-// store it gets that value). kNone returns a copy. Deterministic; O(nnz + d
-// + rows * dense columns).
-SparseRows ScaleFeatures(const SparseRows& x, FeatureScaling s);
 
 }  // namespace ldpgraph

@@ -486,6 +486,8 @@ void DescribeGenerated(const GeneratorOptions& o, const EdgePlan& plan,
       "labelled. The \"generator\" key holds the parameters; ldpgraph's "
       "common/dataset/generator.h describes the model.");
   meta.feature_range = std::make_pair(0.0, 1.0);
+  meta.feature_schema =
+      "generator: every value is drawn from (0, 1], so [0, 1] is public";
   meta.generator_json = OptionsJson(o);
 }
 
