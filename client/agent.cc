@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/dataset/device_index.h"
+#include "common/dataset/feature_schema.h"
 #include "common/edges/blink.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/mechanisms/feature_mechanism.h"
@@ -701,30 +703,23 @@ size_t AgentShard::pending_rows() const {
 absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     const std::string& dataset_dir, FeatureScaling scaling, uint32_t begin,
     uint32_t end) {
-  if (begin >= end) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the shard [", begin, ", ", end, ") of ", dataset_dir, " is empty"));
+  ASSIGN_OR_RETURN(const DatasetMeta meta, LoadDatasetMeta(dataset_dir));
+  ASSIGN_OR_RETURN(std::vector<DeviceRecord> stored,
+                   ReadDeviceRecords(dataset_dir, meta, begin, end));
+  FeatureSchema schema;
+  if (scaling != FeatureScaling::kNone) {
+    ASSIGN_OR_RETURN(schema, DeclaredFeatureSchema(meta, dataset_dir));
+  } else {
+    schema.ranges.assign(meta.features, {0.0, 0.0});  // unused: as stored
   }
-  ASSIGN_OR_RETURN(Dataset d, LoadDataset(dataset_dir));
-  const size_t n = d.graph.num_nodes();
-  if (end > n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the shard [", begin, ", ", end, ") of ", dataset_dir,
-                     " goes beyond its ", n, " nodes"));
-  }
-  const SparseRows x = ScaleFeatures(d.features, scaling);
   std::vector<NodeRecord> records;
-  records.reserve(end - begin);
-  for (uint32_t v = begin; v < end; ++v) {
+  records.reserve(stored.size());
+  for (DeviceRecord& s : stored) {
     NodeRecord r;
-    r.node = v;
-    r.features.assign(x.cols, 0.0);
-    const auto idx = x.row_indices(v);
-    const auto val = x.row_values(v);
-    for (size_t p = 0; p < idx.size(); ++p) r.features[idx[p]] = val[p];
-    if (d.labels[v] >= 0) r.label = d.labels[v];
-    const auto nb = d.graph.neighbors(v);
-    r.neighbours.assign(nb.begin(), nb.end());
+    r.node = s.node;
+    r.features = ScaleFeatureRow(s.indices, s.values, schema, scaling);
+    if (s.label >= 0) r.label = s.label;
+    r.neighbours = std::move(s.neighbours);
     records.push_back(std::move(r));
   }
   return records;
@@ -743,7 +738,7 @@ absl::StatusOr<SimulatedAttack> LoadSimulatedAttack(
   }
   const std::vector<uint32_t> nodes = poisoning::MaliciousNodes(
       static_cast<uint32_t>(d.graph.num_nodes()), seed, s.fraction, offline);
-  const SparseRows x = ScaleFeatures(d.features, scaling);
+  const SparseRows x = ScaleDatasetFeatures(d, scaling);
   ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
                    poisoning::TargetDims(x, d.labels, nodes, s.target_class,
                                          s.target_dims));

@@ -428,14 +428,16 @@ class AgentShard {
   ShardCounters counters_ ABSL_GUARDED_BY(mu_);
 };
 
-// The simulation's way of handing each logical agent its private record:
-// loads the dataset folder, scales the features of ALL nodes (public
-// preprocessing fixed by the dataset, as the README describes; kNone keeps
-// them as stored), and returns the records of nodes [begin, end): dense
-// feature rows, labels (-1 becomes nullopt) and neighbour lists from the
-// graph. In a real deployment each agent reads its own record instead.
-// LoadDataset's errors; INVALID_ARGUMENT for an empty range or end beyond
-// the node count.
+// The records of nodes [begin, end) of a dataset folder, as their devices
+// hold them: reads only those nodes' lines of nodes.svm and their neighbour
+// lists, through the folder's device index (common/dataset/device_index.h),
+// and scales each node's features with the folder's public feature schema
+// alone (common/dataset/feature_schema.h; kNone keeps them as stored and
+// needs no schema). Dense feature rows, labels (-1 becomes nullopt),
+// ascending neighbour lists. Memory and time grow with the shard, not the
+// dataset. FAILED_PRECONDITION naming `ldpgraph prepare` for a folder
+// without a schema (unless kNone) or a device index; ReadDeviceRecords'
+// other errors.
 absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     const std::string& dataset_dir, FeatureScaling scaling, uint32_t begin,
     uint32_t end);
@@ -445,8 +447,9 @@ absl::StatusOr<std::vector<NodeRecord>> LoadShard(
 // (SimulatedMalicious(seed, v, s.fraction), less the nodes offline(v)
 // leaves out), every one of them, not only a shard's: one attacker pools
 // the records of all the nodes it controls, which this simulation reads
-// from the dataset folder as LoadShard does. Its target dimensions:
-// poisoning::TargetDims over those records scaled by `scaling`, so that
+// from the whole dataset folder (unlike LoadShard). Its target dimensions:
+// poisoning::TargetDims over those records scaled by `scaling` (as
+// ScaleDatasetFeatures does), so that
 // every agent host (and `ldpgraph eval` with the same seed) derives the
 // same ones. LoadDataset's errors; INVALID_ARGUMENT for invalid settings or
 // an attack class that is not one of the dataset's classes.

@@ -16,7 +16,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset/device_index.h"
+#include "common/dataset/generator.h"
+#include "common/dataset/prepare.h"
 #include "common/edges/blink.h"
+#include "common/files.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/seed_mix.h"
 #include "common/mechanisms/feature_mechanism.h"
@@ -864,6 +868,8 @@ void WriteSmallDataset(const std::string& dir) {
   d.features.AppendRow(i1, v1);   // node 1: (0, 4)
   d.features.AppendRow(i0, v2);   // node 2: (3, 0)
   d.features.AppendRow(i01, v3);  // node 3: (2, 2)
+  // The published schema: feature 0 in [0, 3], feature 1 in [0, 4].
+  d.meta.feature_ranges = {{0.0, 3.0}, {0.0, 4.0}};
   ASSERT_TRUE(WriteDataset(d, dir).ok());
 }
 
@@ -1105,12 +1111,91 @@ TEST(LoadShardTest, RejectsAnEmptyOrOutOfRangeShard) {
             absl::StatusCode::kNotFound);
 }
 
+TEST(LoadShardTest, RefusesAFolderWithoutSchemaOrIndexNamingTheCommand) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  WriteSmallDataset(tmp.path());
+  auto meta = LoadDatasetMeta(tmp.path());
+  ASSERT_TRUE(meta.ok());
+  meta->feature_ranges.clear();
+  auto d = LoadDataset(tmp.path());
+  ASSERT_TRUE(d.ok());
+  d->meta = *meta;
+  ASSERT_TRUE(WriteDataset(*d, tmp.path()).ok());
+  auto refused = LoadShard(tmp.path(), FeatureScaling::kUnit, 0, 2);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("ldpgraph prepare --dataset " + tmp.path()));
+  // Stored values need no schema.
+  EXPECT_TRUE(LoadShard(tmp.path(), FeatureScaling::kNone, 0, 2).ok());
+  fs::remove(tmp.File(kDeviceIndexFile));
+  EXPECT_THAT(LoadShard(tmp.path(), FeatureScaling::kNone, 0, 2)
+                  .status()
+                  .message(),
+              HasSubstr("no device index"));
+}
+
+// A host reads only its own nodes' lines: over a copy of the dataset whose
+// every line outside the shard is garbage (nodes.svm, all of edges.txt),
+// the same seed gives the same reports, byte for byte.
+TEST(LoadShardTest, GarbageOutsideTheShardChangesNoReport) {
+  TempFolder tmp;
+  GeneratorOptions o = DefaultGeneratorOptions();
+  o.nodes = 400;
+  o.features = 32;
+  auto d = GenerateDataset(o, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string clean = tmp.File("clean"), dirty = tmp.File("dirty");
+  ASSERT_TRUE(WriteDataset(*d, clean).ok());
+  ASSERT_TRUE(WriteDataset(*d, dirty).ok());
+  const uint32_t begin = 200, end = 240;
+  {
+    std::string svm = ReadFileToString(dirty + "/nodes.svm").value();
+    size_t line = 0;
+    for (size_t at = 0; at < svm.size(); at = svm.find('\n', at) + 1, ++line) {
+      if (line >= begin && line < end) continue;
+      for (size_t k = at; svm[k] != '\n'; ++k) svm[k] = '~';
+    }
+    std::ofstream(dirty + "/nodes.svm", std::ios::trunc) << svm;
+    std::string edges = ReadFileToString(dirty + "/edges.txt").value();
+    for (char& c : edges) c = c == '\n' ? c : '~';
+    std::ofstream(dirty + "/edges.txt", std::ios::trunc) << edges;
+  }
+  ASSERT_FALSE(LoadDataset(dirty).ok());
+  std::vector<uint32_t> nodes;
+  for (uint32_t v = begin; v < end; ++v) nodes.push_back(v);
+  std::vector<std::string> answers[2];
+  for (int k = 0; k < 2; ++k) {
+    auto records =
+        LoadShard(k == 0 ? clean : dirty, FeatureScaling::kSymmetric, begin, end);
+    ASSERT_TRUE(records.ok()) << records.status();
+    auto shard = AgentShard::Create(std::move(*records), Policy(), 11,
+                                    tmp.File(absl::StrCat("state", k)));
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    v1::MechanismSpec spec = FeatureSpec(1.0, 32);
+    spec.set_sampled(4);
+    for (const auto& task :
+         {MakeTask("f", v1::ATTRIBUTE_FEATURES, spec, nodes),
+          MakeTask("e", v1::ATTRIBUTE_EDGES, EdgeSpec(2.0, 400), nodes)}) {
+      auto r = (*shard)->RespondAll(task);
+      ASSERT_TRUE(r.ok()) << r.status();
+      for (const auto& report : r->reports) {
+        answers[k].push_back(report.SerializeAsString());
+      }
+    }
+  }
+  ASSERT_EQ(answers[0].size(), 2u * (end - begin));
+  EXPECT_EQ(answers[0], answers[1]);
+}
+
 TEST(LoadShardTest, CoraShardAnswersACampaign) {
-  const std::string cora = SharedDatasetsDir() + "/cora";
-  if (!fs::exists(cora + "/meta.json")) {
-    GTEST_SKIP() << "no dataset at " << cora
+  const std::string shared_cora = SharedDatasetsDir() + "/cora";
+  if (!fs::exists(shared_cora + "/meta.json")) {
+    GTEST_SKIP() << "no dataset at " << shared_cora
                  << " (set LDPGRAPH_DATASETS to the datasets folder)";
   }
+  TempFolder prepared;
+  const std::string cora = prepared.File("cora");
+  ASSERT_TRUE(PrepareDataset(shared_cora, cora).ok());
   auto records = LoadShard(cora, FeatureScaling::kUnit, 1000, 1100);
   ASSERT_TRUE(records.ok()) << records.status();
   ASSERT_EQ(records->size(), 100u);
