@@ -29,6 +29,7 @@
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
+#include "common/dataset/prepare.h"
 #include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/hex.h"
@@ -955,6 +956,20 @@ absl::Status Simulation::Prepare() {
     progress_.Update("preparing", absl::StrCat("loading ", o_.dataset_dir));
     dataset_dir_ = fs::absolute(o_.dataset_dir).string();
     ASSIGN_OR_RETURN(data_, LoadDataset(dataset_dir_));
+    if (!DatasetPrepared(dataset_dir_, data_.meta, /*needs_schema=*/true)) {
+      // The agents scale with a public schema and read their own records
+      // through the device index: a copy with both (ldpgraph prepare).
+      progress_.Update("preparing",
+                       absl::StrCat(o_.dataset_dir,
+                                    " declares no feature schema or has no "
+                                    "device index: preparing a copy (the "
+                                    "papers' central schema) in ",
+                                    work_, "/dataset"));
+      ASSIGN_OR_RETURN(PreparedDataset prepared,
+                       PrepareDataset(dataset_dir_, work_ + "/dataset"));
+      dataset_dir_ = work_ + "/dataset";
+      data_.meta = std::move(prepared.meta);
+    }
   }
   data_.features = SparseRows();  // the agents hold them, not ldpctl
   if (data_.meta.nodes < static_cast<size_t>(o_.hosts)) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
+#include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
 #include "common/dataset/splits.h"
 #include "common/mechanisms/edge_rr.h"
@@ -335,7 +336,7 @@ absl::StatusOr<std::vector<v1::FeatureReport>> NodeFeatureReports(
     const Dataset& d, const PipelineConfig& c,
     const edges::ExchangeFeatures& features, uint64_t seed, int run,
     RandomSource* secure, SparseRows* estimates) {
-  const SparseRows x = ScaleFeatures(d.features, c.scaling);
+  const SparseRows x = ScaleDatasetFeatures(d, c.scaling);
   std::unique_ptr<FeatureMechanism> mech;
   if (c.mechanism != "none") {
     ASSIGN_OR_RETURN(mech, pipeline::BuildFeatureMechanism(c, d));

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
 #include "common/files.h"
 #include "common/testing/svg_shape.h"
@@ -226,7 +227,7 @@ TEST(EdgesCommandTest, FeatureReportsAreThePipelinesDraw) {
 
   auto mech = pipeline::BuildFeatureMechanism(c, d);
   ASSERT_TRUE(mech.ok()) << mech.status();
-  const SparseRows x = ScaleFeatures(d.features, c.scaling);
+  const SparseRows x = ScaleDatasetFeatures(d, c.scaling);
   std::vector<SeededRandomForTesting> streams;
   for (uint32_t v = 0; v < d.graph.num_nodes(); ++v) {
     streams.emplace_back(NodeNoiseSeed(pipeline::NoiseSeed(seed, run), v));

@@ -8,6 +8,7 @@
 #include "server/ldpgraph/eval_command.h"
 #include "server/ldpgraph/generate_command.h"
 #include "server/ldpgraph/plot_command.h"
+#include "server/ldpgraph/prepare_command.h"
 #include "server/ldpgraph/propagate_command.h"
 #include "server/ldpgraph/sample_command.h"
 
@@ -22,6 +23,9 @@ Commands:
              summarise moments against the formulas
   generate   write a synthetic dataset folder (planted classes, heavy-tailed
              degrees, class-correlated sparse features), deterministic by seed
+  prepare    ready a dataset folder for agent hosts: its public feature
+             schema (computed centrally if it declares none) and the device
+             index each host reads its own nodes' records through
   propagate  perturb each node's features (optional), then propagate them:
              personalised PageRank by push or power iteration, GCN, KProp;
              writes a .npy file
@@ -55,6 +59,9 @@ int main(int argc, char** argv) {
   }
   if (command == "generate") {
     return ldpgraph::tool::RunGenerate(args, std::cout, std::cerr);
+  }
+  if (command == "prepare") {
+    return ldpgraph::tool::RunPrepare(args, std::cout, std::cerr);
   }
   if (command == "propagate") {
     return ldpgraph::tool::RunPropagate(args, std::cout, std::cerr);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
+#include "common/dataset/feature_schema.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/names.h"
 #include "common/npy.h"
@@ -357,7 +358,7 @@ int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
                     "--scale symmetric or unit")),
                 kExitUsageError);
   }
-  SparseRows features = ScaleFeatures(dataset->features, o.scaling);
+  SparseRows features = ScaleDatasetFeatures(*dataset, o.scaling);
   dataset->features = SparseRows();
   t.load = SecondsSince(t_load);
 

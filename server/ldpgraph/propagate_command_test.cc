@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/dataset/dataset.h"
+#include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/npy.h"
@@ -468,7 +469,7 @@ TEST_F(PropagateCommandTest, RawPushIsBitIdenticalToTheLibrary) {
     std::vector<std::string> args = {"--scale", flag};
     if (std::string(flag) == "symmetric") args.clear();  // the default
     const DenseMatrix z = RunMatrix("z.npy", args);
-    auto want = PprPush(d.graph, ScaleFeatures(d.features, scaling),
+    auto want = PprPush(d.graph, ScaleDatasetFeatures(d, scaling),
                         PprOptions());
     ASSERT_TRUE(want.ok()) << want.status();
     ExpectSameMatrix(z, *want);
@@ -482,12 +483,11 @@ TEST_F(PropagateCommandTest, RawPushIsBitIdenticalToTheLibrary) {
   const DenseMatrix z =
       RunMatrix("custom.npy", {"--alpha", "0.3", "--r", "0.2", "--rmax",
                                "1e-3", "--block-columns", "1"});
-  auto want = PprPush(d.graph, ScaleFeatures(d.features,
-                                             FeatureScaling::kSymmetric), o);
+  auto want = PprPush(d.graph, ScaleDatasetFeatures(d, FeatureScaling::kSymmetric), o);
   ASSERT_TRUE(want.ok()) << want.status();
   ExpectSameMatrix(z, *want);
   auto default_push = PprPush(
-      d.graph, ScaleFeatures(d.features, FeatureScaling::kSymmetric),
+      d.graph, ScaleDatasetFeatures(d, FeatureScaling::kSymmetric),
       PprOptions());
   ASSERT_TRUE(default_push.ok());
   EXPECT_NE(z.data, default_push->data);
@@ -516,7 +516,7 @@ TEST_F(PropagateCommandTest, PowerAgreesWithPushWithinTheBound) {
   EXPECT_LE(worst, 1.0);
   // And power equals the library's reference.
   auto want = PprPower(
-      d.graph, ScaleFeatures(d.features, FeatureScaling::kSymmetric).ToDense(),
+      d.graph, ScaleDatasetFeatures(d, FeatureScaling::kSymmetric).ToDense(),
       PprOptions());
   ASSERT_TRUE(want.ok()) << want.status();
   ExpectSameMatrix(power, *want);
@@ -546,7 +546,7 @@ TEST_F(PropagateCommandTest, ThreadsDoNotChangeTheBytes) {
 TEST_F(PropagateCommandTest, GcnMatchesRepeatedGcnAggregate) {
   const Dataset d = Load(dataset());
   const DenseMatrix x =
-      ScaleFeatures(d.features, FeatureScaling::kSymmetric).ToDense();
+      ScaleDatasetFeatures(d, FeatureScaling::kSymmetric).ToDense();
   for (int steps : {0, 1, 3}) {
     SCOPED_TRACE(steps);
     PropagateRun r;
@@ -573,7 +573,7 @@ TEST_F(PropagateCommandTest, GcnMatchesRepeatedGcnAggregate) {
 TEST_F(PropagateCommandTest, KPropMatchesTheLibrary) {
   const Dataset d = Load(dataset());
   const DenseMatrix x =
-      ScaleFeatures(d.features, FeatureScaling::kSymmetric).ToDense();
+      ScaleDatasetFeatures(d, FeatureScaling::kSymmetric).ToDense();
   struct Case {
     std::vector<std::string> args;
     int steps;
@@ -721,7 +721,7 @@ TEST_F(PropagateCommandTest, PropagatesTheCuratorsEstimateOfTheReports) {
       }
     }
     const DenseMatrix estimates =
-        CuratorEstimates(ScaleFeatures(d.features, c.scaling), spec, 11);
+        CuratorEstimates(ScaleDatasetFeatures(d, c.scaling), spec, 11);
     ASSERT_EQ(estimates.rows, kNodes);
 
     auto args = c.args;

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <filesystem>
 #include <string>
 
 #include "absl/status/status.h"
@@ -60,6 +61,30 @@ int UsageError(absl::string_view command, const absl::Status& s,
   err << "ldpgraph " << command << ": " << s.message()
       << "\n(run `ldpgraph " << command << " --help` for usage)\n";
   return kExitUsageError;
+}
+
+absl::Status CheckOutFolder(const std::string& dir, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  if (!fs::exists(st)) return absl::OkStatus();
+  if (!fs::is_directory(st)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--out ", dir, " exists and is not a folder"));
+  }
+  const bool empty = fs::is_empty(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--out ", dir, ": cannot read the folder: ",
+                     ec.message()));
+  }
+  if (!empty && !force) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--out ", dir,
+        " is not empty; refusing to overwrite it (give --force to replace "
+        "its meta.json, edges.txt and nodes.svm)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ldpgraph::tool

@@ -52,4 +52,9 @@ int UsageError(absl::string_view command, const absl::Status& s,
 // Peak resident set size of this process so far, in bytes (getrusage).
 uint64_t PeakRssBytes();
 
+// For --out of a command that writes a dataset folder: OK if dir does not
+// exist or is an empty folder, or (with force) any folder.
+// FAILED_PRECONDITION otherwise, saying why.
+absl::Status CheckOutFolder(const std::string& dir, bool force);
+
 }  // namespace ldpgraph::tool

@@ -9,6 +9,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
+#include "common/dataset/feature_schema.h"
 #include "common/dataset/splits.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/hds.h"
@@ -202,7 +203,7 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
         absl::StrCat("scaling none needs a public feature range and dataset '",
                      d.meta.name, "' declares none"));
   }
-  SparseRows x = ScaleFeatures(d.features, c.scaling);
+  SparseRows x = ScaleDatasetFeatures(d, c.scaling);
   if (c.mechanism == "none") {
     r->noise_source = "none";
     return x;
@@ -1083,7 +1084,7 @@ absl::StatusOr<std::unique_ptr<Poisoning>> PreparePoisoning(
   const std::vector<uint32_t> nodes =
       poisoning::MaliciousNodes(n, seed, c.attack_fraction);
   // What the attacker holds: its nodes' records, scaled as every agent's.
-  const SparseRows x = ScaleFeatures(d.features, c.scaling);
+  const SparseRows x = ScaleDatasetFeatures(d, c.scaling);
   ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
                    poisoning::TargetDims(x, d.labels, nodes, *c.attack_class,
                                          c.attack_dims));

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/attacks/poisoning.h"
+#include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -788,7 +789,7 @@ TEST(PipelineScreenTest, UntrustedNodesLeaveTrainingAndValidation) {
   PipelineConfig c = Quick(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
   c.label_epsilon = 1;
   Collected collected;
-  collected.features = ScaleFeatures(d.features, c.scaling);
+  collected.features = ScaleDatasetFeatures(d, c.scaling);
   // The odd nodes report a wrong label (the poisoned ones).
   collected.label_reports = d.labels;
   for (uint32_t v = 1; v < 300; v += 2) {

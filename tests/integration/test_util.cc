@@ -4,6 +4,7 @@
 
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
+#include "common/dataset/prepare.h"
 #include "common/cli_args.h"
 
 #include <arpa/inet.h>
@@ -38,17 +39,23 @@ namespace fs = std::filesystem;
 std::string DatasetsDir() { return SharedDatasetsDir(); }
 
 std::string CoraDir() {
-  const std::string cora = DatasetsDir() + "/cora";
-  if (fs::exists(cora + "/meta.json")) return cora;
-  // No shared datasets (a fresh CI machine): a generated dataset of cora's
-  // shape (2708 nodes, 7 classes, 1433 features), written once per process,
-  // so that the deployment is still tested end to end.
   // Removed when the test process exits.
   struct Generated {
     std::string dir;
     ~Generated() { RemoveTempDir(dir); }
   };
   static const Generated generated{[]() -> std::string {
+    const std::string cora = DatasetsDir() + "/cora";
+    if (fs::exists(cora + "/meta.json")) {
+      // Agents need the public schema and the device index:
+      // `ldpgraph prepare --out`, once per process.
+      const std::string dir = NewTempDir("cora-prepared");
+      if (!PrepareDataset(cora, dir).ok()) return std::string();
+      return dir;
+    }
+    // No shared datasets (a fresh CI machine): a generated dataset of cora's
+    // shape (2708 nodes, 7 classes, 1433 features), so that the deployment
+    // is still tested end to end.
     GeneratorOptions o = DefaultGeneratorOptions();
     o.nodes = 2708;
     o.classes = 7;

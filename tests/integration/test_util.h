@@ -21,7 +21,8 @@ namespace ldpgraph::integration {
 
 // The datasets folder: $LDPGRAPH_DATASETS if set, else LDPGRAPH_DATASETS_DIR.
 std::string DatasetsDir();
-// DatasetsDir()/cora if it holds a dataset (meta.json); otherwise a
+// A prepared copy of DatasetsDir()/cora (PrepareDataset: its central
+// feature schema and the device index) if that holds a dataset; otherwise a
 // generated dataset of cora's shape (2708 nodes, 7 classes, 1433 features),
 // written once per process under the test temp dir; empty only if that
 // fails.
