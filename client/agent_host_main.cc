@@ -62,7 +62,10 @@ Flags:
   --insecure           plaintext gRPC: development only
   --credentials FILE   lines "node<TAB>hex secret" (ldpctl credentials)
   --dataset DIR        dataset folder holding the shard's private records
-                       (a simulation's stand-in for each node's own data)
+                       (a simulation's stand-in for each node's own data);
+                       the host reads only its nodes' lines, through the
+                       folder's device index, and scales with its public
+                       feature schema (ldpgraph prepare writes both)
   --nodes A-B          the shard: nodes A..B-1
   --nodes from-curator for hosts that are interchangeable replicas (docker
                        compose --scale, a Kubernetes StatefulSet): the host
@@ -480,8 +483,8 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
                                      std::move(records), config_.policy,
                                      config_.seed, state_dir, {},
                                      attack ? &*attack : nullptr));
-    // Loading parsed the whole dataset to keep one shard of it: hand the
-    // freed heap back, so that a host idles at what its shard needs.
+    // Hand the loading's scratch heap back, so that a host idles at what
+    // its shard needs.
     ::malloc_trim(0);
     const uint64_t restored = shard->counters().restored;
     ASSIGN_OR_RETURN(std::unique_ptr<AgentHost> host,
