@@ -73,6 +73,10 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
   ASSIGN_OR_RETURN(c->campaigns_, CampaignBook::Open(s, &c->ledger_, book));
   RETURN_IF_ERROR(c->LoadCaps());
   ASSIGN_OR_RETURN(c->keys_, KeyDirectory::Open(s, num_nodes));
+  CheckInDesk::Options desk = c->options_.check_in;
+  desk.num_nodes = num_nodes;
+  RETURN_IF_ERROR(desk.Validate());
+  c->desk_ = std::make_unique<CheckInDesk>(desk);
   RETURN_IF_ERROR(c->CloseExpired(absl::Now()).status());
   return c;
 }
@@ -185,6 +189,78 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   session->Index();
   sessions_.Open(session);
   return std::shared_ptr<const Session>(session);
+}
+
+absl::Status Curator::RecordCapsAndKeys(
+    const google::protobuf::RepeatedPtrField<v1::NodeCredential>& nodes,
+    const std::string& actor) {
+  std::vector<std::pair<uint32_t, std::string>> caps, keys;
+  for (const auto& n : nodes) {
+    if (n.has_caps() && !ledger_.HasCaps(n.node_id(), n.caps())) {
+      caps.emplace_back(n.node_id(), n.caps().SerializeAsString());
+    }
+    if (!n.sealing_key().empty()) keys.emplace_back(n.node_id(), n.sealing_key());
+  }
+  ASSIGN_OR_RETURN(const KeyDirectory::Change changed, keys_->Put(keys, actor));
+  if (caps.empty() && changed.added == 0 && changed.replaced.empty()) {
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(store_->PutCapsAndAudit(
+      caps, actor, "check-in",
+      absl::StrFormat(R"({"nodes":%d,"first":%u,"caps":%d,"new_keys":%d,"replaced_keys":%d})",
+                      nodes.size(), nodes.Get(0).node_id(), caps.size(),
+                      changed.added, changed.replaced.size())));
+  for (const auto& n : nodes) {
+    if (n.has_caps()) ledger_.SetCaps(n.node_id(), n.caps());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Curator::CheckInResult> Curator::CheckIn(
+    const v1::CheckInRequest& request, absl::Time now) {
+  if (request.nodes_size() == 0) {
+    return absl::InvalidArgumentError("check-in lists no node");
+  }
+  if (request.nodes_size() > kMaxCheckInNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "check-in lists ", request.nodes_size(), " nodes, at most ",
+        kMaxCheckInNodes, " allowed (a host of many nodes enrols instead)"));
+  }
+  auto session = std::make_shared<Session>();
+  session->host_name = request.device_name().substr(0, 256);
+  for (const auto& n : request.nodes()) {
+    RETURN_IF_ERROR(CheckCredential(n));
+    if (n.has_caps()) RETURN_IF_ERROR(ValidateCaps(n.caps(), n.node_id()));
+    if (!n.sealing_key().empty()) {
+      RETURN_IF_ERROR(KeyDirectory::ValidateKey(n.node_id(), n.sealing_key()));
+    }
+    session->nodes.push_back(n.node_id());
+  }
+  std::sort(session->nodes.begin(), session->nodes.end());
+  if (auto twice = std::adjacent_find(session->nodes.begin(), session->nodes.end());
+      twice != session->nodes.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("node ", *twice, " listed twice"));
+  }
+  CheckInResult result;
+  if (!desk_->Admit(session->nodes, now, &result.retry_after)) {
+    result.outcome = CheckInDesk::Outcome::kPaced;
+    return result;
+  }
+  RETURN_IF_ERROR(RecordCapsAndKeys(request.nodes(),
+                                    absl::StrCat("device:", session->host_name)));
+  session->Index();
+  result.tasks = campaigns_->PendingTasks(*session);
+  if (result.tasks.empty()) {
+    result.outcome = CheckInDesk::Outcome::kIdle;
+  } else {
+    result.outcome = CheckInDesk::Outcome::kServed;
+    ASSIGN_OR_RETURN(session->token, NewToken());
+    session->expires = now + desk_->options().session_ttl;
+    sessions_.Open(session);
+    result.session = session;
+  }
+  result.retry_after = desk_->Finish(result.outcome);
+  return result;
 }
 
 absl::StatusOr<std::shared_ptr<const Session>> Curator::FindSession(
@@ -324,6 +400,13 @@ v1::CuratorStatus Curator::Status() const {
   for (const auto& r : counters.rejected) rejected += r.load(relaxed);
   s.set_reports_rejected(rejected);
   s.set_report_bytes_received(counters.report_bytes.load(relaxed));
+  const CheckInDesk::Counters desk = desk_->counters();
+  s.set_check_ins(desk.check_ins);
+  s.set_devices_seen(desk.devices_seen);
+  s.set_check_ins_served(desk.served);
+  s.set_check_ins_idle(desk.idle);
+  s.set_check_ins_paced(desk.paced);
+  s.set_check_in_sessions(sessions_.lapsing());
   return s;
 }
 

@@ -46,6 +46,7 @@
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
 #include "server/curator/campaigns.h"
+#include "server/curator/check_ins.h"
 #include "server/curator/fleet.h"
 #include "server/curator/key_directory.h"
 #include "server/curator/ledger.h"
@@ -71,6 +72,9 @@ class Curator {
     absl::Duration fleet_settle = absl::Seconds(5);
     absl::Duration fleet_lease = absl::Seconds(30);
     size_t fleet_min_hosts = 1;
+    // Devices in check-in mode: pacing, intervals, session TTL
+    // (check_ins.h); num_nodes is taken from above.
+    CheckInDesk::Options check_in;
   };
 
   // Opens the curator over an opened store: loads campaigns, rebuilds the
@@ -91,6 +95,24 @@ class Curator {
   // no enrolment under way; a failed part ends its enrolment.
   absl::StatusOr<std::shared_ptr<const Session>> Enrol(
       const v1::EnrolRequest& request);
+  // A device's check-in (agent.proto CheckIn) at `now`: verifies every
+  // credential as Enrol does (nothing recorded on a failure;
+  // INVALID_ARGUMENT for no nodes, more than kMaxCheckInNodes or a node
+  // twice), records caps and keys that changed (audited as "check-in"; an
+  // unchanged device writes nothing), then asks the desk: PACED (nothing
+  // opened), IDLE (no task waits for the nodes), or SERVED with the tasks
+  // and a session that lapses after the desk's session TTL.
+  static constexpr int kMaxCheckInNodes = 1000;
+  struct CheckInResult {
+    CheckInDesk::Outcome outcome = CheckInDesk::Outcome::kIdle;
+    std::shared_ptr<const Session> session;  // kServed only
+    std::vector<v1::Task> tasks;             // kServed only
+    absl::Duration retry_after;
+  };
+  absl::StatusOr<CheckInResult> CheckIn(const v1::CheckInRequest& request,
+                                        absl::Time now);
+  const CheckInDesk& check_in_desk() const { return *desk_; }
+
   // The session of a token; UNAUTHENTICATED if unknown (issued before a
   // restart, or replaced).
   absl::StatusOr<std::shared_ptr<const Session>> FindSession(
@@ -216,6 +238,11 @@ class Curator {
   // A node credential: INVALID_ARGUMENT for a node outside the graph,
   // UNAUTHENTICATED if the secret is not the node's.
   absl::Status CheckCredential(const v1::NodeCredential& credential) const;
+  // Records the caps and keys of `nodes` that changed, with one audit
+  // entry `action` when anything did (curator.cc).
+  absl::Status RecordCapsAndKeys(
+      const google::protobuf::RepeatedPtrField<v1::NodeCredential>& nodes,
+      const std::string& actor);
 
   const Options options_;
   // Declared before the components, so destroyed after them: they point
@@ -228,6 +255,7 @@ class Curator {
   std::unique_ptr<KeyDirectory> keys_;
   std::unique_ptr<RelayMailbox> relay_;
   std::unique_ptr<FleetPlanner> fleet_;
+  std::unique_ptr<CheckInDesk> desk_;
 };
 
 }  // namespace ldpgraph::curator

@@ -73,6 +73,17 @@ Flags:
                        to the fleet's size when it is known
   --fleet-lease S      a shard whose host has not renewed for S seconds
                        (default 30) goes to a spare host
+  --check-in-rate R    devices in check-in mode (ldpgraph-agent --check-in)
+                       served per second; beyond it a check-in is PACED:
+                       told the next free slot of a queue that drains at R,
+                       so paced devices return spread out (default 0: no
+                       limit)
+  --check-in-interval S  when a served or idle device checks in next
+                       (default 60), jittered by --check-in-jitter
+  --check-in-jitter F  each interval drawn from S x [1 - F, 1 + F], F in
+                       [0, 1) (default 0.2), so devices told at once do not
+                       return at once
+  --check-in-session S how long a served check-in may Submit (default 60)
   --ready-file FILE    once serving, write {"grpc_port": P, "http_port": H,
                        "pid": N} to FILE (atomically: written beside it,
                        then renamed), so that a supervisor can use port 0
@@ -96,7 +107,9 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
                       "admin-token", "node-key", "tls-cert", "tls-key",
                       "sync", "max-threads", "ready-file", "fleet-settle",
                       "fleet-lease", "fleet-min-hosts", "release-epsilon",
-                      "release-delta", "pipeline-threads"},
+                      "release-delta", "pipeline-threads", "check-in-rate",
+                      "check-in-interval", "check-in-jitter",
+                      "check-in-session"},
                      {"insecure", "private-edges"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
@@ -186,6 +199,24 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
       return absl::InvalidArgumentError("--release-delta must be in (0, 1)");
     }
     o.release_budget.delta = *release_delta;
+  }
+  ASSIGN_OR_RETURN(auto rate, a.GetDouble("check-in-rate"));
+  if (rate) o.check_in.max_per_second = *rate;
+  ASSIGN_OR_RETURN(auto jitter, a.GetDouble("check-in-jitter"));
+  if (jitter) o.check_in.jitter = *jitter;
+  for (auto [flag, out] :
+       {std::pair{"check-in-interval", &o.check_in.interval},
+        std::pair{"check-in-session", &o.check_in.session_ttl}}) {
+    ASSIGN_OR_RETURN(auto seconds, a.GetDouble(flag));
+    if (!seconds) continue;
+    if (!(*seconds > 0 && *seconds <= 86400)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " must be in (0, 86400] seconds"));
+    }
+    *out = absl::Seconds(*seconds);
+  }
+  if (absl::Status s = o.check_in.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", s.message()));
   }
   ASSIGN_OR_RETURN(auto min_hosts, a.GetInt("fleet-min-hosts"));
   if (min_hosts) {

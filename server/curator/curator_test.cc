@@ -61,6 +61,123 @@ class CuratorTest : public ::testing::Test {
 };
 
 // The credentials themselves: credentials_test.
+// --- check-ins -------------------------------------------------------------
+
+v1::CheckInRequest CheckInOf(std::vector<uint32_t> nodes, double cap_total = 4,
+                             const std::string& key = kKey) {
+  v1::CheckInRequest req;
+  req.set_device_name("phone");
+  for (uint32_t v : nodes) {
+    auto* n = req.add_nodes();
+    n->set_node_id(v);
+    n->set_secret(NodeCredential(key, v));
+    n->mutable_caps()->set_total(cap_total);
+  }
+  return req;
+}
+
+TEST_F(CuratorTest, ACheckInIsServedItsTasksThenFindsNothingOnceAnswered) {
+  const absl::Time now = absl::Now();
+  auto idle = curator_->CheckIn(CheckInOf({3}), now);
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  EXPECT_EQ(idle->outcome, CheckInDesk::Outcome::kIdle);
+  EXPECT_EQ(idle->session, nullptr);
+  auto campaign = curator_->CreateCampaign(Hds(1));
+  ASSERT_TRUE(campaign.ok()) << campaign.status();
+  auto served = curator_->CheckIn(CheckInOf({3}), now);
+  ASSERT_TRUE(served.ok()) << served.status();
+  ASSERT_EQ(served->outcome, CheckInDesk::Outcome::kServed);
+  ASSERT_EQ(served->tasks.size(), 1u);
+  EXPECT_THAT(served->tasks[0].node_ids(), ::testing::ElementsAre(3));
+  EXPECT_GT(served->retry_after, absl::Seconds(40));  // 60 s +- 20 %
+  // The session submits for its node, and for no other.
+  auto session = curator_->FindSession(served->session->token);
+  ASSERT_TRUE(session.ok()) << session.status();
+  v1::ReportBatch batch;
+  *batch.add_reports() = Report(campaign->id(), 3, 0.5);
+  *batch.add_reports() = Report(campaign->id(), 4, 0.5);
+  auto ack = curator_->Ingest(**session, batch);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->results(0).code(), 0);
+  EXPECT_EQ(ack->results(1).code(), int(absl::StatusCode::kPermissionDenied));
+  auto again = curator_->CheckIn(CheckInOf({3}), now);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outcome, CheckInDesk::Outcome::kIdle);
+  const v1::CuratorStatus st = curator_->Status();
+  EXPECT_EQ(st.check_ins(), 3u);
+  EXPECT_EQ(st.devices_seen(), 1u);
+  EXPECT_EQ(st.check_ins_served(), 1u);
+  EXPECT_EQ(st.check_ins_idle(), 2u);
+  EXPECT_EQ(st.check_in_sessions(), 1u);
+}
+
+TEST_F(CuratorTest, ACheckInWithABadCredentialRecordsNothing) {
+  auto bad = curator_->CheckIn(CheckInOf({2}, 4, std::string(32, 'x')),
+                               absl::Now());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(bad.status().message(), HasSubstr("node 2"));
+  EXPECT_EQ(curator_->Status().check_ins(), 0u);
+  EXPECT_THAT(curator_->CheckIn(CheckInOf({1, 1}), absl::Now()).status().message(),
+              HasSubstr("node 1 listed twice"));
+  EXPECT_EQ(curator_->CheckIn(CheckInOf({}), absl::Now()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A device checking in again with its policy unchanged costs no store
+// write: its caps are recorded (and audited) once.
+TEST_F(CuratorTest, AnUnchangedDeviceChecksInWithoutAStoreWrite) {
+  const auto audit_rows = [&] { return curator_->ListAudit(0, 100000)->size(); };
+  const size_t before = audit_rows();
+  ASSERT_TRUE(curator_->CheckIn(CheckInOf({5}, 3), absl::Now()).ok());
+  EXPECT_EQ(audit_rows(), before + 1);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(curator_->CheckIn(CheckInOf({5}, 3), absl::Now()).ok());
+  }
+  EXPECT_EQ(audit_rows(), before + 1);
+  ASSERT_TRUE(curator_->CheckIn(CheckInOf({5}, 2), absl::Now()).ok());
+  EXPECT_EQ(audit_rows(), before + 2);
+  auto budgets = curator_->GetBudgets({5});
+  ASSERT_EQ(budgets.size(), 1u);
+  EXPECT_EQ(budgets[0].caps().total(), 2);
+}
+
+TEST_F(CuratorTest, CheckInsBeyondTheRateArePacedAndOpenNothing) {
+  CheckInDesk::Options desk;
+  desk.max_per_second = 2;
+  desk.session_ttl = absl::Milliseconds(200);
+  curator_.reset();
+  auto c = requests::OpenTestCurator(dir_.path(), kNodes, kKey, {}, nullptr,
+                                     desk);
+  ASSERT_TRUE(c.ok()) << c.status();
+  curator_ = std::move(*c);
+  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  const absl::Time now = absl::Now();
+  std::vector<std::string> tokens;
+  for (uint32_t v = 0; v < 2; ++v) {
+    auto r = curator_->CheckIn(CheckInOf({v}), now);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->outcome, CheckInDesk::Outcome::kServed);
+    tokens.push_back(r->session->token);
+  }
+  auto paced = curator_->CheckIn(CheckInOf({2}), now);
+  ASSERT_TRUE(paced.ok());
+  EXPECT_EQ(paced->outcome, CheckInDesk::Outcome::kPaced);
+  EXPECT_EQ(paced->retry_after, absl::Milliseconds(500));
+  EXPECT_TRUE(paced->tasks.empty());
+  EXPECT_EQ(curator_->Status().check_in_sessions(), 2u);
+  EXPECT_EQ(curator_->Status().check_ins_paced(), 1u);
+  // Sessions lapse after their TTL: refused, then forgotten. (600 ms: past
+  // the paced device's slot, and a token has accrued again.)
+  absl::SleepFor(absl::Milliseconds(600));
+  auto lapsed = curator_->FindSession(tokens[0]);
+  EXPECT_EQ(lapsed.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(lapsed.status().message(), HasSubstr("lapsed"));
+  auto next = curator_->CheckIn(CheckInOf({2}), absl::Now());
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->outcome, CheckInDesk::Outcome::kServed);
+  EXPECT_EQ(curator_->Status().check_in_sessions(), 1u);
+}
+
 TEST_F(CuratorTest, EnrolRefusesAnotherNodesCredential) {
   v1::EnrolRequest req;
   auto* n = req.add_nodes();

@@ -1,5 +1,7 @@
 #include "server/curator/ledger.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
@@ -40,6 +42,13 @@ void Ledger::SetCaps(uint32_t node, const v1::BudgetCaps& caps) {
   NodeLedger& l = nodes_[node];
   l.caps = caps;
   l.caps_known = true;
+}
+
+bool Ledger::HasCaps(uint32_t node, const v1::BudgetCaps& caps) const {
+  absl::MutexLock lock(&mu_);
+  const NodeLedger& l = nodes_[node];
+  return l.caps_known &&
+         google::protobuf::util::MessageDifferencer::Equals(l.caps, caps);
 }
 
 void Ledger::Charge(uint32_t node, absl::Span<const Question> questions) {

@@ -77,6 +77,9 @@ class Ledger {
   // Records the caps a node declared, replacing earlier ones. The caller
   // validated them (finite, > 0) and node < num_nodes().
   void SetCaps(uint32_t node, const v1::BudgetCaps& caps);
+  // Whether node's recorded caps are exactly `caps` (a device checking in
+  // again with its policy unchanged needs no store write).
+  bool HasCaps(uint32_t node, const v1::BudgetCaps& caps) const;
 
   // Charges `node` each of `questions` it has not been charged yet (a
   // question charged before costs nothing). node < num_nodes().

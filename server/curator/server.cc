@@ -85,6 +85,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   co.fleet_settle = options.fleet_settle;
   co.fleet_lease = options.fleet_lease;
   co.fleet_min_hosts = static_cast<size_t>(options.fleet_min_hosts);
+  co.check_in = options.check_in;
   co.max_enrol = options.max_enrol;
   ASSIGN_OR_RETURN(s->curator_, Curator::Open(std::move(store), co));
   s->stages_ = std::make_unique<Stages>(s->curator_.get(), &s->public_data_,
@@ -131,6 +132,13 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   builder.RegisterService(s->internals_->admin.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // A connection that has not finished its handshake in 10 s is dropped
+  // (gRPC's default: 120 s). A fleet starting at once on a loaded machine
+  // retries handshakes its clients gave up on; each abandoned one held a
+  // socket here until its own timeout, and 1,000 TLS agents starting on two
+  // cores ran the curator out of file descriptors ("accept4: Too many open
+  // files") with 129 of them enrolled.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10000);
   grpc::ResourceQuota quota("ldpgraph-curator");
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);
@@ -272,6 +280,23 @@ absl::Status CuratorServer::RegisterMetrics() {
       }));
   Curator* curator = curator_.get();
   RETURN_IF_ERROR(RegisterCampaignMetrics(m, curator));
+  // Devices in check-in mode (check_ins.h): check-ins by outcome, distinct
+  // devices seen, check-in sessions live.
+  RETURN_IF_ERROR(m.AddCounterCallback(
+      "ldpgraph_curator_check_ins_total",
+      "Device check-ins, by outcome: served (tasks given), idle (nothing "
+      "waited), paced (told to come back later: the curator at its rate).",
+      {"outcome"}, [curator] {
+        const CheckInDesk::Counters c = curator->check_in_desk().counters();
+        return MetricsRegistry::CounterSamples{{{"served"}, double(c.served)},
+                                               {{"idle"}, double(c.idle)},
+                                               {{"paced"}, double(c.paced)}};
+      }));
+  RETURN_IF_ERROR(m.AddGaugeCallback(
+      "ldpgraph_curator_devices_seen",
+      "Distinct devices (nodes) that checked in since start.", [curator] {
+        return double(curator->check_in_desk().counters().devices_seen);
+      }));
 
   // The ledger, in one pass per scrape (Curator::PrivacySummary): the
   // histogram's callback takes the summary and leaves the at-cap count for

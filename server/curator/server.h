@@ -63,6 +63,8 @@ struct ServerOptions {
   absl::Duration fleet_lease = absl::Seconds(30);
   // Fewest hosts a plan waits for (fleet.h).
   int fleet_min_hosts = 1;
+  // Devices in check-in mode: pacing and intervals (check_ins.h).
+  CheckInDesk::Options check_in;
   // Most nodes one Enrol call may list (Curator::Options::max_enrol);
   // lowered by tests of enrolment in parts.
   int max_enrol = 100000;

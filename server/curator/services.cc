@@ -540,6 +540,47 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ClaimShard(
       });
 }
 
+grpc::ServerUnaryReactor* AgentServiceImpl::CheckIn(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Unary<v1::CheckInRequest, v1::CheckInResponse>(
+      ctx, req, resp, observe_, "CheckIn", pool_.get(),
+      [this](const v1::CheckInRequest& r, v1::CheckInResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(Curator::CheckInResult result,
+                         curator_->CheckIn(r, absl::Now()));
+        using Outcome = CheckInDesk::Outcome;
+        switch (result.outcome) {
+          case Outcome::kServed:
+            out->set_outcome(v1::CHECK_IN_OUTCOME_SERVED);
+            out->set_session_token(result.session->token);
+            out->set_session_ttl_ms(absl::ToInt64Milliseconds(
+                curator_->check_in_desk().options().session_ttl));
+            for (v1::Task& t : result.tasks) *out->add_tasks() = std::move(t);
+            break;
+          case Outcome::kIdle:
+            out->set_outcome(v1::CHECK_IN_OUTCOME_IDLE);
+            break;
+          case Outcome::kPaced:
+            out->set_outcome(v1::CHECK_IN_OUTCOME_PACED);
+            break;
+        }
+        out->set_retry_after_ms(
+            std::max<int64_t>(1, absl::ToInt64Milliseconds(result.retry_after)));
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::Submit(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Unary<v1::ReportBatch, v1::ReportAck>(
+      ctx, req, resp, observe_, "Submit", pool_.get(),
+      [this, ctx](const v1::ReportBatch& r, v1::ReportAck* out) -> absl::Status {
+        ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
+        return curator_->Ingest(*session, r, out);
+      });
+}
+
 grpc::ServerUnaryReactor* AgentServiceImpl::FetchSealed(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {

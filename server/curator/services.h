@@ -49,7 +49,9 @@ class AgentServiceImpl final
                       v1::AgentService::WithRawCallbackMethod_FetchSealed<
                           v1::AgentService::WithRawCallbackMethod_PublicKeys<
                               v1::AgentService::WithRawCallbackMethod_ClaimShard<
-                                  v1::AgentService::Service>>>>>>> {
+                                  v1::AgentService::WithRawCallbackMethod_CheckIn<
+                                      v1::AgentService::WithRawCallbackMethod_Submit<
+                                          v1::AgentService::Service>>>>>>>>> {
  public:
   AgentServiceImpl(Curator* curator, RpcObserver observer);
   ~AgentServiceImpl() override;
@@ -77,6 +79,12 @@ class AgentServiceImpl final
   grpc::ServerUnaryReactor* PublicKeys(grpc::CallbackServerContext* ctx,
                                        const grpc::ByteBuffer* req,
                                        grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* CheckIn(grpc::CallbackServerContext* ctx,
+                                    const grpc::ByteBuffer* req,
+                                    grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx,
+                                   const grpc::ByteBuffer* req,
+                                   grpc::ByteBuffer* resp) override;
 
  private:
   absl::StatusOr<std::shared_ptr<const Session>> Authenticate(

@@ -20,12 +20,31 @@ void SessionTable::DropLocked(const std::string& token) {
   for (uint32_t v : it->second->nodes) {
     if (--cover_[v] == 0) --enrolled_;
   }
+  if (it->second->expires != absl::InfiniteFuture()) --lapsing_live_;
   by_token_.erase(it);
+}
+
+void SessionTable::DropExpiredLocked(absl::Time now) {
+  while (!lapsing_.empty() && lapsing_.front().first <= now) {
+    const std::string& token = lapsing_.front().second;
+    auto it = by_token_.find(token);
+    if (it != by_token_.end() && it->second->expires <= now) {
+      const uint64_t fp = Fingerprint(it->second->nodes);
+      DropLocked(token);
+      auto same = by_nodes_.find(fp);
+      if (same != by_nodes_.end()) {
+        std::erase(same->second, token);
+        if (same->second.empty()) by_nodes_.erase(same);
+      }
+    }
+    lapsing_.pop_front();
+  }
 }
 
 int SessionTable::Open(std::shared_ptr<const Session> session) {
   const uint64_t fp = Fingerprint(session->nodes);
   absl::MutexLock lock(&mu_);
+  DropExpiredLocked(absl::Now());
   int dropped = 0;
   std::vector<std::string>& same = by_nodes_[fp];
   for (auto it = same.begin(); it != same.end();) {
@@ -43,6 +62,10 @@ int SessionTable::Open(std::shared_ptr<const Session> session) {
   same.push_back(session->token);
   for (uint32_t v : session->nodes) {
     if (cover_[v]++ == 0) ++enrolled_;
+  }
+  if (session->expires != absl::InfiniteFuture()) {
+    lapsing_.emplace_back(session->expires, session->token);
+    ++lapsing_live_;
   }
   by_token_[session->token] = std::move(session);
   replaced_ += static_cast<uint64_t>(dropped);
@@ -103,6 +126,10 @@ absl::StatusOr<std::shared_ptr<const Session>> SessionTable::Find(
         "unknown session (the curator restarted, or the host enrolled again "
         "and this token was replaced): enrol again");
   }
+  if (it->second->expires <= absl::Now()) {
+    return absl::UnauthenticatedError(
+        "the check-in's session lapsed: check in again");
+  }
   return it->second;
 }
 
@@ -114,6 +141,11 @@ uint32_t SessionTable::sessions() const {
 uint32_t SessionTable::enrolled_nodes() const {
   absl::MutexLock lock(&mu_);
   return enrolled_;
+}
+
+uint32_t SessionTable::lapsing() const {
+  absl::MutexLock lock(&mu_);
+  return lapsing_live_;
 }
 
 uint64_t SessionTable::replaced() const {

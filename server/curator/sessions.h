@@ -12,10 +12,15 @@
 // Resume), where Find does not see it, so it authenticates nothing and
 // replaces nothing until its last part is in and it is Opened.
 //
+// Sessions of check-ins (Session::expires set) lapse: the table drops them
+// as later sessions open, so it holds the check-ins of the last TTL, not
+// every device ever seen.
+//
 // Thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +41,10 @@ struct Session {
   std::string host_name;
   // Ascending, no repeats, not empty.
   std::vector<uint32_t> nodes;
+  // A check-in's session (agent.proto CheckIn) lapses at this time: Find
+  // no longer knows it, and the table forgets it. Enrolled sessions never
+  // lapse.
+  absl::Time expires = absl::InfiniteFuture();
 
   // Call once `nodes` is final: indexes it for Covers.
   void Index() {
@@ -63,11 +72,11 @@ class SessionTable {
                         absl::Duration hold_for = absl::Minutes(2));
 
   // Registers `session` (its token must be new and its nodes in range and
-  // ascending). Drops an earlier session of exactly the same nodes and
-  // returns how many were dropped (0 or 1).
+  // ascending). Drops an earlier session of exactly the same nodes, and the
+  // sessions lapsed as of now, and returns how many were replaced (0 or 1).
   int Open(std::shared_ptr<const Session> session);
   // The session of a token; UNAUTHENTICATED if unknown (issued before a
-  // restart, or replaced).
+  // restart, replaced, or lapsed).
   absl::StatusOr<std::shared_ptr<const Session>> Find(
       absl::string_view token) const;
 
@@ -87,11 +96,14 @@ class SessionTable {
   uint32_t enrolled_nodes() const;
   // Sessions dropped because a later enrolment replaced them (monotonic).
   uint64_t replaced() const;
+  // Live sessions that lapse (check-ins').
+  uint32_t lapsing() const;
 
  private:
   static uint64_t Fingerprint(const std::vector<uint32_t>& nodes);
   void DropLocked(const std::string& token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLapsedLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropExpiredLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   struct Held {
     std::shared_ptr<Session> session;
@@ -109,6 +121,10 @@ class SessionTable {
   std::vector<uint32_t> cover_ ABSL_GUARDED_BY(mu_);
   uint32_t enrolled_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t replaced_ ABSL_GUARDED_BY(mu_) = 0;
+  // Sessions that lapse, in the order they lapse (their TTL is one
+  // constant), and how many of them are live.
+  std::deque<std::pair<absl::Time, std::string>> lapsing_ ABSL_GUARDED_BY(mu_);
+  uint32_t lapsing_live_ ABSL_GUARDED_BY(mu_) = 0;
   // Enrolments in parts between two parts, by token, and their nodes.
   const absl::Duration hold_for_;
   absl::flat_hash_map<std::string, Held> held_ ABSL_GUARDED_BY(mu_);

@@ -23,12 +23,14 @@ namespace ldpgraph::curator::requests {
 inline absl::StatusOr<std::unique_ptr<Curator>> OpenTestCurator(
     const std::string& dir, uint32_t num_nodes, const std::string& key,
     store::CuratorStore::Options store_options = {},
-    store::CuratorStore** store_out = nullptr) {
+    store::CuratorStore** store_out = nullptr,
+    CheckInDesk::Options check_in = {}) {
   ASSIGN_OR_RETURN(auto store, store::CuratorStore::Open(dir, store_options));
   if (store_out != nullptr) *store_out = store.get();
   Curator::Options o;
   o.num_nodes = num_nodes;
   o.node_key = key;
+  o.check_in = check_in;
   return Curator::Open(std::move(store), o);
 }
 

@@ -683,6 +683,13 @@ absl::Status Status(const Connection& c, const Output& o) {
   row("nodes enrolled", absl::StrFormat("%u of %u (%.1f%%)", s.enrolled_nodes(),
                                         s.graph_nodes(),
                                         s.graph_nodes() ? 100.0 * s.enrolled_nodes() / s.graph_nodes() : 0.0));
+  if (s.check_ins() > 0) {
+    row("devices (check-in)",
+        absl::StrCat(s.devices_seen(), " seen; ", s.check_ins(),
+                     " check-ins: ", s.check_ins_served(), " served, ",
+                     s.check_ins_idle(), " idle, ", s.check_ins_paced(),
+                     " paced; ", s.check_in_sessions(), " sessions live"));
+  }
   row("campaigns", absl::StrCat(s.open_campaigns(), " open, ",
                                 s.closed_campaigns(), " closed"));
   row("answers stored", absl::StrCat(s.stored_reports(), " reports, ",
