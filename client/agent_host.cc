@@ -155,8 +155,8 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
       new AgentHost(std::move(options), std::move(shard)));
 }
 
-std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options) {
-  grpc::ChannelArguments args;
+std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options,
+                                                  grpc::ChannelArguments args) {
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
@@ -167,11 +167,13 @@ std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& option
   // restarting behind a dropped address, or a port bound before it serves)
   // left a host away for about 20 s after a curator restart. Attempt every
   // 100 ms growing to at most 500 ms (plus 20 % jitter), and give up an
-  // attempt after 1 s, which still leaves a TLS handshake on a loaded
-  // machine time to finish: a host is back within about 0.6 s of the
-  // curator being ready, 1.1 s at worst.
+  // attempt after 5 s: a refused connection fails at once, so a host is
+  // back within about 0.6 s of the curator being ready; an attempt that
+  // hangs costs at most 5 s. Not less: with 1 s, 1,000 agents starting at
+  // once on two cores gave up TLS handshakes the curator was still doing
+  // and retried them, a storm in which only 129 ever enrolled.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (options.insecure) {

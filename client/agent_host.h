@@ -83,8 +83,10 @@ struct AgentHostCounters {
 };
 
 // The gRPC channel to the curator that options describe (TLS unless
-// insecure; keepalives; 64 MiB messages).
-std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options);
+// insecure; keepalives; 64 MiB messages), added to `args`.
+std::shared_ptr<grpc::Channel> MakeCuratorChannel(
+    const AgentHostOptions& options,
+    grpc::ChannelArguments args = grpc::ChannelArguments());
 
 // The curator's side of the shard protocol (ShardLeases, client/shard_loop.h)
 // over gRPC, for hosts started with --nodes from-curator: they hold every

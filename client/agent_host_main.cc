@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/agent_host.h"
 #include "client/agent_host_metrics.h"
+#include "client/check_in.h"
 #include "client/shard_loop.h"
 #include "common/cli_args.h"
 #include "common/hex.h"
@@ -48,6 +49,7 @@ constexpr char kUsage[] = R"(ldpgraph-agent: an agent host of an ldpgraph deploy
 Usage: ldpgraph-agent --curator HOST:PORT (--ca FILE | --insecure)
                       --credentials FILE --dataset DIR
                       --nodes (A-B | from-curator) --state-dir DIR [flags]
+       ldpgraph-agent --check-in [check-in flags] (same flags, --nodes A-B)
 
 Each node of the shard is one logical agent: it holds its private record,
 perturbs locally, and is the authority on its own budget. It refuses a task
@@ -106,6 +108,20 @@ Flags:
   --attack-class C     the class the attacker wants predicted (default 0)
   --attack-dims R      its target dimensions: the R most indicative of C in
                        the records of all its nodes (default 10)
+Check-in mode (a device of a cross-device fleet, not a host holding a
+stream open): each visit connects, checks in with the nodes' credentials,
+answers the tasks it is given (same budget, memo and exactly-once), submits,
+and leaves; it comes back when the curator's reply says (its interval with
+jitter, or, when it paces, its slot). Neighbour substitution is not
+answered in this mode.
+  --check-in           check-in mode
+  --check-in-interval S  until the curator says otherwise, and as the most
+                       a failed visit backs off to (default 60)
+  --check-in-jitter F  F in [0, 1): each wait drawn from x [1 - F, 1 + F]
+                       (default 0.2)
+  --check-ins N        stop after N check-ins (default: until a signal)
+  --exit-when-idle     stop after the first check-in that finds nothing to
+                       answer
   --http ADDR          /metrics, /healthz, /readyz (default 0.0.0.0:9091;
                        "off" disables)
   --name NAME          host name for the curator's audit log (default:
@@ -213,7 +229,54 @@ struct Config {
   // Simulated poisoning (--malicious): off while attack.fraction is 0.
   ldpgraph::poisoning::AttackSettings attack;
   uint64_t malicious_seed = 1;
+  // --check-in: a device that visits instead of a host with a stream.
+  bool check_in = false;
+  ldpgraph::agent::CheckInOptions visits;
 };
+
+// --check-in and its flags.
+absl::Status ParseCheckInFlags(const ldpgraph::CliArgs& a, Config* config) {
+  Config& c = *config;
+  c.check_in = a.Flag("check-in");
+  const bool any = a.Has("check-in-interval") || a.Has("check-in-jitter") ||
+                   a.Has("check-ins") || a.Flag("exit-when-idle");
+  if (!c.check_in) {
+    if (any) {
+      return absl::InvalidArgumentError(
+          "--check-in-interval, --check-in-jitter, --check-ins and "
+          "--exit-when-idle apply to --check-in");
+    }
+    return absl::OkStatus();
+  }
+  if (c.from_curator) {
+    return absl::InvalidArgumentError(
+        "--check-in needs a fixed --nodes A-B: a device knows its own nodes");
+  }
+  ASSIGN_OR_RETURN(auto interval, a.GetDouble("check-in-interval"));
+  if (interval) {
+    if (!(*interval > 0 && *interval <= 86400)) {
+      return absl::InvalidArgumentError(
+          "--check-in-interval must be in (0, 86400] seconds");
+    }
+    c.visits.interval = absl::Seconds(*interval);
+    c.visits.backoff = std::min(c.visits.backoff, c.visits.interval);
+  }
+  ASSIGN_OR_RETURN(auto jitter, a.GetDouble("check-in-jitter"));
+  if (jitter) c.visits.jitter = *jitter;
+  ASSIGN_OR_RETURN(auto count, a.GetInt("check-ins"));
+  if (count) {
+    if (*count < 1 || *count > 1 << 30) {
+      return absl::InvalidArgumentError("--check-ins must be >= 1");
+    }
+    c.visits.max_check_ins = static_cast<int>(*count);
+  }
+  c.visits.exit_when_idle = a.Flag("exit-when-idle");
+  if (c.attack.fraction > 0) {
+    return absl::InvalidArgumentError(
+        "--malicious is simulated for streaming hosts only, not --check-in");
+  }
+  return absl::OkStatus();
+}
 
 // --malicious, --malicious-seed, --attack-class and --attack-dims.
 absl::Status ParseAttackFlags(const ldpgraph::CliArgs& a, Config* config) {
@@ -286,8 +349,9 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
                       "cap-total", "cap", "attributes", "seed",
                       "batch", "http", "name", "max-rate", "offline",
                       "offline-seed", "malicious", "malicious-seed",
-                      "attack-class", "attack-dims"},
-                     {"insecure"}));
+                      "attack-class", "attack-dims", "check-in-interval",
+                      "check-in-jitter", "check-ins"},
+                     {"insecure", "check-in", "exit-when-idle"}));
   Config c;
   for (const char* flag :
        {"curator", "credentials", "dataset", "nodes", "state-dir"}) {
@@ -351,6 +415,7 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
     if (*rate <= 0) return absl::InvalidArgumentError("--max-rate must be > 0");
     c.host.max_reports_per_second = *rate;
   }
+  RETURN_IF_ERROR(ParseCheckInFlags(a, &c));
   c.http = a.Get("http").value_or(c.http);
   if (c.http == "off") c.http.clear();
   if (a.Has("name")) {
@@ -464,11 +529,8 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
                                "-of-", claim.shards);
     }
     ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(state_dir));
-    phase_.Set("loading the shard's records");
-    ASSIGN_OR_RETURN(auto records, ldpgraph::agent::LoadShard(
-                                       config_.dataset, config_.scaling,
-                                       claim.begin, claim.end));
-    const size_t offline = LeaveOutOffline(records, options.credentials);
+    size_t offline = 0;
+    ASSIGN_OR_RETURN(auto records, LoadRecords(claim, options, &offline));
     std::optional<ldpgraph::agent::SimulatedAttack> attack;
     size_t malicious = 0;
     if (config_.attack.fraction > 0) {
@@ -504,6 +566,19 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
     std::cerr << std::endl;
     return std::make_unique<HostRun>(std::move(lock), std::move(host),
                                      running_, acked_);
+  }
+
+  // The records of the claim's nodes, less those drawn offline (whose
+  // credentials leave `options` too; *offline counts them).
+  absl::StatusOr<std::vector<ldpgraph::agent::NodeRecord>> LoadRecords(
+      const ldpgraph::agent::ShardClaim& claim, AgentHostOptions& options,
+      size_t* offline) {
+    phase_.Set("loading the shard's records");
+    ASSIGN_OR_RETURN(auto records, ldpgraph::agent::LoadShard(
+                                       config_.dataset, config_.scaling,
+                                       claim.begin, claim.end));
+    *offline = LeaveOutOffline(records, options.credentials);
+    return records;
   }
 
   // Simulated dropout: removes the records and credentials of the nodes
@@ -544,6 +619,50 @@ absl::Status RunFixedShard(const Config& config, ShardHost& runner) {
   return running->Stop();
 }
 
+// --check-in: the device's visits (client/check_in.h) until a signal, its
+// visit count, an idle check-in (--exit-when-idle) or a permanent error.
+absl::Status RunCheckIns(const Config& config, ShardHost& runner,
+                         std::atomic<const ldpgraph::agent::CheckInLoop*>& live) {
+  ldpgraph::agent::ShardClaim claim;
+  claim.begin = config.begin;
+  claim.end = config.end;
+  ldpgraph::agent::CheckInOptions options = config.visits;
+  options.host = config.host;
+  ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(config.state_dir));
+  size_t offline = 0;
+  ASSIGN_OR_RETURN(auto records, runner.LoadRecords(claim, options.host, &offline));
+  if (records.empty()) {
+    std::cerr << "ldpgraph-agent: every node is offline (simulated dropout)\n";
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
+                                   std::move(records), config.policy,
+                                   config.seed, config.state_dir));
+  const std::string name = config.host.host_name;
+  options.log = [name](const std::string& line) {
+    std::cerr << "ldpgraph-agent: " << name << ": " << line << std::endl;
+  };
+  ASSIGN_OR_RETURN(auto loop, ldpgraph::agent::CheckInLoop::Create(
+                                  std::move(options), std::move(shard)));
+  live.store(loop.get());
+  absl::Status result;
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    result = loop->Run();
+    done.store(true);
+  });
+  if (WaitForSignalOr([&] { return done.load(); })) loop->Stop();
+  worker.join();
+  live.store(nullptr);
+  const auto& c = loop->counters();
+  std::cerr << "ldpgraph-agent: " << name << ": " << c.check_ins.load()
+            << " check-ins (" << c.served.load() << " served, " << c.idle.load()
+            << " idle, " << c.paced.load() << " paced, " << c.failed.load()
+            << " failed), " << c.reports_acked.load() << " reports acknowledged ("
+            << c.duplicates.load() << " duplicates)" << std::endl;
+  return result;
+}
+
 // --nodes from-curator: the shard loop (client/shard_loop.h) over the
 // curator's ClaimShard until a signal or a permanent error.
 absl::Status RunFromCurator(const Config& config, ShardHost& runner,
@@ -577,10 +696,16 @@ absl::Status RunFromCurator(const Config& config, ShardHost& runner,
 absl::StatusOr<std::unique_ptr<ldpgraph::observability::HttpEndpoint>>
 StartHttp(const std::pair<std::string, int>& address,
           ldpgraph::observability::MetricsRegistry& metrics,
-          std::atomic<AgentHost*>& running, Phase& phase) {
+          std::atomic<AgentHost*>& running,
+          std::atomic<const ldpgraph::agent::CheckInLoop*>& checking_in,
+          Phase& phase) {
   return ldpgraph::observability::HttpEndpoint::Start(
       address.first, address.second, &metrics,
-      [&running, &phase]() -> absl::Status {
+      [&running, &checking_in, &phase]() -> absl::Status {
+        if (const auto* loop = checking_in.load()) {
+          if (loop->ready()) return absl::OkStatus();
+          return absl::UnavailableError("no check-in has succeeded yet");
+        }
         AgentHost* h = running.load();
         if (h == nullptr) return absl::UnavailableError(phase.Get());
         if (h->ready()) return absl::OkStatus();
@@ -616,6 +741,7 @@ int main(int argc, char** argv) {
   // A shard's host runs once the shard is known and loaded; until then the
   // metrics read zeros and /readyz says what the host waits for.
   std::atomic<AgentHost*> running{nullptr};
+  std::atomic<const ldpgraph::agent::CheckInLoop*> checking_in{nullptr};
   Phase phase;
   ldpgraph::observability::MetricsRegistry metrics;
   if (absl::Status s = ldpgraph::agent::RegisterAgentHostMetrics(
@@ -630,15 +756,16 @@ int main(int argc, char** argv) {
       std::cerr << "ldpgraph-agent: --http: " << hp.status().message() << "\n";
       return 2;
     }
-    auto endpoint = StartHttp(*hp, metrics, running, phase);
+    auto endpoint = StartHttp(*hp, metrics, running, checking_in, phase);
     if (!endpoint.ok()) return Fail(endpoint.status());
     http = std::move(*endpoint);
   }
 
   ShardHost runner(*config, config->from_curator, running, phase, http.get());
-  const absl::Status result = config->from_curator
-                                  ? RunFromCurator(*config, runner, phase)
-                                  : RunFixedShard(*config, runner);
+  const absl::Status result =
+      config->check_in       ? RunCheckIns(*config, runner, checking_in)
+      : config->from_curator ? RunFromCurator(*config, runner, phase)
+                             : RunFixedShard(*config, runner);
   if (http) http->Stop();
   if (!result.ok()) return Fail(result);
   std::cerr << "ldpgraph-agent: stopped (" << runner.reports_acked()
