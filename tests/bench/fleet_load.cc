@@ -1,7 +1,8 @@
 // fleet_load: the curator under a fleet of agent hosts, measured.
 //
-// Starts a real ldpgraph-curator (plaintext on 127.0.0.1, its state in a
-// temporary folder) and puts a fleet in front of it, in one of two modes:
+// Starts a real ldpgraph-curator (on 127.0.0.1, plaintext or with --tls real
+// TLS, its state in a temporary folder) and puts a fleet in front of it, in
+// one of two modes:
 //
 //  * simulated hosts (default): --hosts H agent hosts, each with its own
 //    gRPC channel and TCP connection, owning --nodes-per-host nodes with
@@ -104,6 +105,9 @@
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
 #include "server/curator/credentials.h"
+#include "server/ldpctl/dev_tls.h"
+#include "tests/bench/check_in_load.h"
+#include "tests/bench/load_util.h"
 #include "server/ldpctl/churn.h"
 
 namespace {
@@ -116,8 +120,11 @@ constexpr char kUsage[] = R"(fleet_load: the curator under a fleet of agent host
 
 Usage: fleet_load [--hosts H] [--nodes-per-host N] [--processes P] [flags]
        fleet_load --real-agents K [--nodes-per-host N] [flags]
+       fleet_load --check-in [--devices N] [--window S] [flags]
+                  (devices that check in and leave: fleet_load --check-in --help)
 
-Starts ldpgraph-curator (plaintext, 127.0.0.1, state in a temporary folder),
+Starts ldpgraph-curator (127.0.0.1, plaintext or --tls, state in a temporary
+folder),
 enrols a fleet, subscribes it, runs one campaign over every node and
 measures. Simulated hosts (default) each have their own gRPC channel and TCP
 connection and answer like ldpgraph-agent; --real-agents starts real
@@ -187,6 +194,11 @@ Programs and files:
   --dir DIR               work folder, empty or new (default: a new one under
                           $TMPDIR or /tmp, removed at the end unless --keep
                           or a failure)
+  --tls                   real TLS: the curator serves a certificate of a
+                          development CA made for the run, and every
+                          simulated host's channel (its own connection) and
+                          every real agent does its own TLS handshake, with
+                          its node credentials as without TLS
   --keep                  keep the work folder (logs, stores)
   -h, --help              this text
 
@@ -198,197 +210,20 @@ Examples:
   fleet_load --hosts 500 --dropout 0.2 --campaign-deadline 10
 )";
 
-// --- small utilities ----------------------------------------------------------
+// --- small utilities: tests/bench/load_util.h ---------------------------------
 
-using Clock = std::chrono::steady_clock;
+using namespace ldpgraph::bench;  // NOLINT: the load tools' shared toolbox
 
-// Seconds on the monotonic clock, comparable across processes of the machine
-// (steady_clock is CLOCK_MONOTONIC).
-double MonoSeconds() {
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
+// --tls: the run's development CA (PEM), which every channel trusts; empty:
+// plaintext. Set before the workers fork, so they inherit it.
+std::string g_tls_ca_pem;  // NOLINT: one per process, set once
+// The name the curator's certificate is made for and checked against.
+constexpr char kTlsName[] = "localhost";
 
-volatile std::sig_atomic_t g_interrupted = 0;
-void OnInterrupt(int) { g_interrupted = 1; }
-
-std::string OneLine(std::string s, size_t max = 300) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  if (s.size() > max) s = s.substr(0, max) + "...";
-  return s;
-}
-
-std::string GrpcError(const grpc::Status& s) {
-  // clang-format off
-  static const char* const kNames[] = {
-      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-      "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
-  // clang-format on
-  const int code = static_cast<int>(s.error_code());
-  return absl::StrCat(code >= 0 && code <= 16 ? kNames[code] : "code ",
-                      code >= 0 && code <= 16 ? "" : absl::StrCat(code), ": ",
-                      OneLine(s.error_message()));
-}
-
-// What /proc says about a process.
-struct ProcStats {
-  bool ok = false;
-  double cpu_seconds = 0;  // utime + stime
-  long rss_kib = 0;        // VmRSS
-  long hwm_kib = 0;        // VmHWM: peak RSS
-  // From smaps_rollup: the process's proportional share of its pages (a
-  // page shared by k processes counts 1/k: what a fleet of them really
-  // costs), and its private pages.
-  long pss_kib = 0;
-  long private_kib = 0;
-  int threads = 0;
-};
-
-ProcStats ReadProc(pid_t pid) {
-  ProcStats p;
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return p;
-  std::vector<std::string> f = absl::StrSplit(text.substr(close + 2), ' ');
-  // After "pid (comm) ": field 3 (state) is f[0]; utime is field 14, stime 15.
-  if (f.size() < 13) return p;
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  p.cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / tick;
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    auto value = [&](const char* key) -> std::optional<long> {
-      const size_t n = std::strlen(key);
-      if (line.compare(0, n, key) != 0) return std::nullopt;
-      return std::atol(line.c_str() + n);
-    };
-    if (auto v = value("VmRSS:")) p.rss_kib = *v;
-    if (auto v = value("VmHWM:")) p.hwm_kib = *v;
-    if (auto v = value("Threads:")) p.threads = static_cast<int>(*v);
-  }
-  std::ifstream rollup(absl::StrCat("/proc/", pid, "/smaps_rollup"));
-  while (std::getline(rollup, line)) {
-    auto value = [&](const char* key) -> std::optional<long> {
-      const size_t n = std::strlen(key);
-      if (line.compare(0, n, key) != 0) return std::nullopt;
-      return std::atol(line.c_str() + n);
-    };
-    if (auto v = value("Pss:")) p.pss_kib = *v;
-    if (auto v = value("Private_Clean:")) p.private_kib += *v;
-    if (auto v = value("Private_Dirty:")) p.private_kib += *v;
-  }
-  p.ok = true;
-  return p;
-}
-
-double Mib(long kib) { return kib / 1024.0; }
-
-// A child process running argv, stdout and stderr appended to log; it dies
-// with this process (PR_SET_PDEATHSIG) and inherits no descriptor but 0-2.
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& log,
-            int nice = 0) {
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (nice > 0) setpriority(PRIO_PROCESS, 0, nice);
-  const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  const int in = open("/dev/null", O_RDONLY);
-  if (out >= 0) {
-    dup2(out, 1);
-    dup2(out, 2);
-  }
-  if (in >= 0) dup2(in, 0);
-  syscall(SYS_close_range, 3, ~0U, 0);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  execv(cargv[0], cargv.data());
-  std::fprintf(stderr, "fleet_load: cannot run %s: %s\n", cargv[0], std::strerror(errno));
-  _exit(127);
-}
-
-// Whether pid has exited (reaped if so), with how.
-std::optional<std::string> ExitedHow(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
-  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
-  return "ended";
-}
-
-// SIGTERM, up to grace for the exit, then SIGKILL; reaps.
-void StopProcess(pid_t pid, double grace_seconds) {
-  if (pid <= 0) return;
-  kill(pid, SIGTERM);
-  const double until = MonoSeconds() + grace_seconds;
-  while (MonoSeconds() < until) {
-    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-}
-
-std::string LogTail(const std::string& path, size_t bytes = 2000) {
-  std::ifstream f(path);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
-}
-
-std::string RandomHex(size_t bytes) {
-  auto raw = ldpgraph::SecureRandomBytes(bytes);
-  if (!raw.ok()) {
-    std::cerr << "fleet_load: " << raw.status().message() << "\n";
-    std::exit(1);
-  }
-  return ldpgraph::ToHex(*raw);
-}
-
-bool WriteFile(const std::string& path, const std::string& text, mode_t mode) {
-  std::ofstream f(path, std::ios::trunc);
-  f << text;
-  f.close();
-  chmod(path.c_str(), mode);
-  return static_cast<bool>(f);
-}
-
-// The program beside this one, or one or two folders up.
-std::string FindProgram(const std::string& name) {
-  std::error_code ec;
-  fs::path dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (int up = 0; up < 3 && !dir.empty(); ++up, dir = dir.parent_path()) {
-    if (fs::exists(dir / name)) return (dir / name).string();
-  }
-  return name;
-}
-
-struct Percentiles {
-  size_t samples = 0;
-  double p50 = 0, p90 = 0, p99 = 0, max = 0;  // milliseconds
-};
-Percentiles Summarise(std::vector<double> ms) {
-  Percentiles p;
-  p.samples = ms.size();
-  if (ms.empty()) return p;
-  std::sort(ms.begin(), ms.end());
-  auto rank = [&](double q) {  // nearest rank
-    size_t i = static_cast<size_t>(std::ceil(q * ms.size()));
-    return ms[std::min(ms.size() - 1, i == 0 ? 0 : i - 1)];
-  };
-  p.p50 = rank(0.50);
-  p.p90 = rank(0.90);
-  p.p99 = rank(0.99);
-  p.max = ms.back();
-  return p;
-}
-json ToJson(const Percentiles& p) {
-  return {{"samples", p.samples}, {"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}};
+// A channel to target with the run's security (TLS or plaintext).
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           grpc::ChannelArguments args) {
+  return ldpgraph::bench::MakeChannel(target, g_tls_ca_pem, kTlsName, std::move(args));
 }
 
 // --- options --------------------------------------------------------------------
@@ -417,6 +252,7 @@ struct Options {
   std::vector<std::string> curator_args;
   std::string dir;
   bool keep = false;
+  bool tls = false;
   // Scenarios: the network (no proxy when all three are 0) and dropout.
   double latency_ms = 0, jitter_ms = 0, loss = 0;
   double dropout = 0;
@@ -477,7 +313,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
        "fleet-nice",
        "timeout", "hold", "churn", "curator", "agent", "curator-args", "dir", "latency",
        "jitter", "loss", "dropout", "campaign-deadline"},
-      {"keep"});
+      {"keep", "tls"});
   if (!parsed.ok()) return parsed.status();
   const ldpgraph::CliArgs& a = *parsed;
   Options o;
@@ -564,6 +400,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   }
   o.dir = a.Get("dir").value_or("");
   o.keep = a.Flag("keep");
+  o.tls = a.Flag("tls");
   if (absl::Status s = ParseScenario(a, &o); !s.ok()) return s;
   return o;
 }
@@ -833,65 +670,16 @@ void Worker::Answer(Host& h, const v1::Task& task) {
     }
     h.answered.push_back(task.campaign_id());
   }
-  // The reports, perturbed as an agent would (the "private" values are made
-  // up: node v's label is v mod classes, its features uniform in the range).
-  std::vector<v1::Report> reports;
-  reports.reserve(task.node_ids_size());
-  std::unique_ptr<ldpgraph::LabelRandomizedResponse> rr;
-  std::unique_ptr<ldpgraph::FeatureMechanism> mech;
-  std::string failure;
-  if (task.attribute() == v1::ATTRIBUTE_LABEL) {
-    auto m = ldpgraph::LabelRandomizedResponse::Create(task.spec().epsilon(),
-                                                       static_cast<int>(task.spec().dimension()));
-    if (m.ok())
-      rr = *std::move(m);
-    else
-      failure = m.status().ToString();
-  } else if (task.attribute() == v1::ATTRIBUTE_FEATURES) {
-    auto spec = ldpgraph::wire::FromWireFeatureSpec(task.spec());
-    auto m = spec.ok() ? ldpgraph::CreateFeatureMechanism(*spec)
-                       : absl::StatusOr<std::unique_ptr<ldpgraph::FeatureMechanism>>(spec.status());
-    if (m.ok())
-      mech = *std::move(m);
-    else
-      failure = m.status().ToString();
-  } else {
-    failure = absl::StrCat("attribute ", v1::Attribute_Name(task.attribute()), " is not simulated");
-  }
-  std::vector<double> x;
-  for (uint32_t v : task.node_ids()) {
-    v1::Report r;
-    r.set_campaign_id(task.campaign_id());
-    r.set_node_id(v);
-    if (rr) {
-      auto label = rr->Perturb(static_cast<int>(v % rr->classes()), Rng());
-      if (!label.ok()) {
-        failure = label.status().ToString();
-        break;
-      }
-      r.mutable_label()->set_label(static_cast<uint32_t>(*label));
-    } else if (mech) {
-      const auto& s = mech->spec();
-      x.resize(s.dimension);
-      for (double& xi : x) xi = s.alpha + Rng().UniformDouble() * (s.beta - s.alpha);
-      auto out = mech->Perturb(x, Rng());
-      if (!out.ok()) {
-        failure = out.status().ToString();
-        break;
-      }
-      *r.mutable_features() = ldpgraph::wire::EncodeFeatureReport(*out);
-    } else {
-      break;
-    }
-    reports.push_back(std::move(r));
-  }
-  if (!failure.empty()) {
+  // The reports, perturbed as an agent would (load_util.h).
+  auto simulated = SimulatedReports(task, Rng());
+  if (!simulated.ok()) {
     Error(nullptr, "other",
           absl::StrCat("host ", h.index, ": campaign ", task.campaign_id(),
-                       ": cannot answer: ", failure));
+                       ": cannot answer: ", simulated.status().ToString()));
     Dead(h);
     return;
   }
+  std::vector<v1::Report> reports = *std::move(simulated);
   if (reports.empty()) return;
   h.pending_nodes.fetch_add(static_cast<int64_t>(reports.size()));
   std::vector<v1::ReportBatch> batches;
@@ -970,7 +758,7 @@ void Worker::Run() {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("ldpgraph.fleet_load.host", i);
     args.SetMaxReceiveMessageSize(64 << 20);
-    h->channel = grpc::CreateCustomChannel(c_.target, grpc::InsecureChannelCredentials(), args);
+    h->channel = MakeChannel(c_.target, args);
     h->stub = v1::AgentService::NewStub(h->channel);
     h->enrol_req.set_host_name(absl::StrCat("fleet-load-", i));
     for (uint32_t v = h->first_node; v < h->first_node + h->count; ++v) {
@@ -1242,7 +1030,7 @@ std::shared_ptr<grpc::Channel> AdminChannel(const std::string& target, const cha
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetString("ldpgraph.fleet_load.admin", role);
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  return MakeChannel(target, args);
 }
 
 class Admin {
@@ -1483,6 +1271,18 @@ bool Run::Prepare() {
     return false;
   }
   node_key_ = *raw;
+  if (o_.tls) {
+    auto tls = ldpgraph::ldpctl::MakeDevTlsMaterial({kTlsName, "127.0.0.1"});
+    if (!tls.ok()) {
+      Fail(absl::StrCat("making the run's TLS certificates: ", tls.status().message()));
+      return false;
+    }
+    if (auto s = ldpgraph::ldpctl::WriteDevTlsMaterial(*tls, dir_); !s.ok()) {
+      Fail(std::string(s.message()));
+      return false;
+    }
+    g_tls_ca_pem = tls->ca_cert_pem;
+  }
   if (real()) {
     // The agents' private records: a generated dataset with the generator's
     // defaults but the size, and one credentials file per agent.
@@ -1529,9 +1329,14 @@ bool Run::StartCurator() {
                                    dir_ + "/admin.token",
                                    "--node-key",
                                    dir_ + "/node.key",
-                                   "--insecure",
                                    "--ready-file",
                                    ready};
+  if (o_.tls) {
+    argv.insert(argv.end(), {"--tls-cert", dir_ + "/curator.pem", "--tls-key",
+                             dir_ + "/curator.key"});
+  } else {
+    argv.push_back("--insecure");
+  }
   if (real()) {
     argv.insert(argv.end(), {"--graph", dataset_});
   } else {
@@ -1586,13 +1391,18 @@ pid_t Run::StartAgent(int a, const std::string& log_suffix) {
     const uint32_t begin = static_cast<uint32_t>(a) * o_.nodes_per_host;
     std::vector<std::string> argv = {
         o_.agent_bin,    "--curator",
-        agent_target_,   "--insecure",
+        agent_target_,
         "--credentials", absl::StrCat(dir_, "/agent-", a, ".credentials"),
         "--dataset",     dataset_,
         "--nodes",       absl::StrCat(begin, "-", begin + o_.nodes_per_host),
         "--state-dir",   absl::StrCat(dir_, "/agent-", a),
         "--http",        "off",
         "--name",        absl::StrCat("fleet-load-agent-", a)};
+    if (o_.tls) {
+      argv.insert(argv.end(), {"--ca", dir_ + "/ca.pem", "--server-name", kTlsName});
+    } else {
+      argv.push_back("--insecure");
+    }
     for (const std::string& x : AgentScenarioArgs()) argv.push_back(x);
     return Spawn(argv, absl::StrCat(dir_, "/agent-", a, log_suffix, ".log"),
                  o_.fleet_nice);
@@ -1977,6 +1787,7 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
   const WorkerCounters& w = f.w;
   json j;
   j["mode"] = real() ? "real-agents" : "simulated";
+  j["tls"] = o_.tls;
   if (churn_) {
     int kills = 0, restarts = 0;
     for (const ldpgraph::ldpctl::ChurnKill& k : churn_->kills()) {
@@ -2056,7 +1867,8 @@ std::string Run::Table(const Figures& f, bool show_dir) const {
   const WorkerCounters& w = f.w;
   auto secs = [](double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f s", s); };
   std::ostringstream t;
-  t << "\n== fleet_load: " << (real() ? "real agents" : "simulated hosts") << " ==\n";
+  t << "\n== fleet_load: " << (real() ? "real agents" : "simulated hosts")
+    << (o_.tls ? ", TLS" : ", plaintext") << " ==\n";
   auto row = [&](const std::string& k, const std::string& v) {
     t << absl::StrFormat("  %-30s %s\n", k, v);
   };
@@ -2252,6 +2064,22 @@ void Run::Finish(int exit_code) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (auto it = std::find(args.begin(), args.end(), "--check-in"); it != args.end()) {
+    args.erase(it);
+    if (ldpgraph::WantsHelp(args)) {
+      std::cout << ldpgraph::bench::CheckInLoadUsage();
+      return 0;
+    }
+    rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    std::signal(SIGINT, OnInterrupt);
+    std::signal(SIGTERM, OnInterrupt);
+    std::signal(SIGPIPE, SIG_IGN);
+    return ldpgraph::bench::RunCheckInLoad(args);
+  }
   if (ldpgraph::WantsHelp(args)) {
     std::cout << kUsage;
     return 0;
