@@ -47,6 +47,7 @@ struct Options {
   double window = 300;
   int processes = 2;
   int threads = 32;  // per worker process
+  int visits = 1;    // check-ins per device: a population that returns
   bool tls = true;
   bool resume = true;
   double rate = 0;  // the curator's --check-in-rate
@@ -64,7 +65,7 @@ absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
   ASSIGN_OR_RETURN(
       CliArgs a,
       CliArgs::Parse(args,
-                     {"devices", "window", "processes", "threads", "check-in-rate",
+                     {"devices", "window", "processes", "threads", "check-in-rate", "visits",
                       "epsilon", "classes", "fleet-nice", "timeout", "curator",
                       "curator-args", "dir"},
                      {"plaintext", "no-resume", "keep", "tls"}));
@@ -82,6 +83,7 @@ absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(get_int("devices", &o.devices, 1, 10000000));
   RETURN_IF_ERROR(get_int("processes", &o.processes, 1, 64));
   RETURN_IF_ERROR(get_int("threads", &o.threads, 1, 1024));
+  RETURN_IF_ERROR(get_int("visits", &o.visits, 1, 1000));
   RETURN_IF_ERROR(get_int("classes", &o.classes, 2, 1000));
   RETURN_IF_ERROR(get_int("fleet-nice", &o.fleet_nice, 0, 19));
   for (auto [flag, out] : {std::pair{"window", &o.window}, std::pair{"check-in-rate", &o.rate},
@@ -105,7 +107,7 @@ absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
   if (a.Has("curator-args")) {
     o.curator_args = absl::StrSplit(*a.Get("curator-args"), ' ', absl::SkipEmpty());
   }
-  if (o.timeout == 0) o.timeout = o.window + 300;
+  if (o.timeout == 0) o.timeout = 2 * o.window + 300;
   return o;
 }
 
@@ -114,6 +116,7 @@ absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
 struct WorkerConfig {
   uint32_t first = 0, end = 0;
   int threads = 32;
+  int visits = 1;
   bool resume = true;
   double window = 300;
   std::string node_key, ca_pem;
@@ -223,7 +226,8 @@ class Worker {
   }
 
   // One visit of device v: connect, check in, answer, submit, leave. The
-  // seconds until its next visit when paced; nullopt when it is done.
+  // seconds until its next visit (paced, or visits left); nullopt when it
+  // is done.
   std::optional<double> Visit(uint32_t v) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
@@ -255,14 +259,28 @@ class Worker {
       Count("paced");
       return reply.retry_after_ms() / 1000.0;
     }
-    Cache(v, true);
+    // Visits that were not paced, this one included.
+    int done;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      done = ++visits_[v];
+    }
+    std::optional<double> next;
+    if (done < c_.visits) {
+      next = reply.retry_after_ms() / 1000.0;
+    } else {
+      Cache(v, true);
+    }
     if (reply.outcome() != v1::CHECK_IN_OUTCOME_SERVED) {
       Count("idle");
-      Error(absl::StrCat("device ", v, ": nothing to answer (",
-                         v1::CheckInOutcome_Name(reply.outcome()), ")"));
-      return std::nullopt;
+      if (done == 1) {
+        Error(absl::StrCat("device ", v, ": nothing to answer (",
+                           v1::CheckInOutcome_Name(reply.outcome()), ")"));
+      }
+      return next;
     }
     Count("served");
+    if (done > 1) Error(absl::StrCat("device ", v, ": served again at visit ", done));
     thread_local std::unique_ptr<SecureRandom> rng;
     if (!rng) rng = *SecureRandom::Create();
     for (const v1::Task& task : reply.tasks()) {
@@ -291,7 +309,7 @@ class Worker {
         }
       }
     }
-    return std::nullopt;
+    return next;
   }
 
   const WorkerConfig c_;
@@ -304,6 +322,7 @@ class Worker {
   std::vector<std::string> errors_;
   std::vector<double> latencies_;
   std::map<uint32_t, grpc_ssl_session_cache*> caches_;
+  std::map<uint32_t, int> visits_;
 };
 
 // --- the run ---------------------------------------------------------------------
@@ -341,6 +360,10 @@ Flags:
   --check-in-rate R  the curator's --check-in-rate (default 0: no pacing)
   --processes P      worker processes the devices are spread over (default 2)
   --threads T        concurrent visits per worker process (default 32)
+  --visits K         check-ins per device (default 1): a device served
+                     comes back when the curator says (its interval is set
+                     to S / K) and finds nothing more to answer (IDLE): a
+                     population that returns, resuming its TLS sessions
   --plaintext        no TLS (compare)
   --no-resume        no TLS session cache: every visit a full handshake
   --epsilon E        the campaign's epsilon (default 1)
@@ -401,6 +424,7 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
     c.first = static_cast<uint32_t>(int64_t{o.devices} * w / o.processes);
     c.end = static_cast<uint32_t>(int64_t{o.devices} * (w + 1) / o.processes);
     c.threads = o.threads;
+    c.visits = o.visits;
     c.resume = o.resume;
     c.window = o.window;
     c.node_key = node_key;
@@ -427,7 +451,8 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
       o.curator_bin, "--listen", "127.0.0.1:0", "--http", "off", "--data-dir",
       dir + "/curator", "--admin-token", dir + "/admin.token", "--node-key",
       dir + "/node.key", "--nodes", absl::StrCat(o.devices), "--ready-file", ready,
-      "--check-in-interval", absl::StrCat(std::max(3600.0, 4 * o.window)),
+      "--check-in-interval",
+      absl::StrCat(o.visits > 1 ? o.window / o.visits : std::max(3600.0, 4 * o.window)),
       "--check-in-rate", absl::StrCat(o.rate)};
   if (o.tls) {
     argv.insert(argv.end(), {"--tls-cert", dir + "/curator.pem", "--tls-key", dir + "/curator.key"});
@@ -506,7 +531,8 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
     }
     running = 0;
     for (Child& w : workers) {
-      if (w.pid > 0 && !ExitedHow(w.pid)) ++running;
+      if (w.pid > 0 && ExitedHow(w.pid)) w.pid = -1;  // reaped
+      if (w.pid > 0) ++running;
     }
     if (MonoSeconds() - last_line >= 10) {
       last_line = MonoSeconds();
@@ -563,12 +589,15 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
 
   const double cpu = at_end.cpu_seconds - at_go.cpu_seconds;
   const int64_t errs = fleet.value("errors", int64_t{0}) + static_cast<int64_t>(!b.ok());
-  const bool complete = st.stored_reports() == static_cast<uint64_t>(o.devices);
+  const bool complete =
+      st.stored_reports() == static_cast<uint64_t>(o.devices) &&
+      st.check_ins() - st.check_ins_paced() == static_cast<uint64_t>(o.devices) * o.visits;
   json j;
   j["mode"] = "check-in";
   j["tls"] = o.tls;
   j["tls_resumption"] = o.tls && o.resume;
   j["devices"] = o.devices;
+  j["visits_per_device"] = o.visits;
   j["window_seconds"] = o.window;
   j["check_in_rate"] = o.rate;
   j["elapsed_seconds"] = elapsed;
