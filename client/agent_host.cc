@@ -9,13 +9,14 @@
 #include "common/status_macros.h"
 
 namespace ldpgraph::agent {
-namespace {
 
 absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
                       absl::StrCat(what, ": ", s.error_message()));
 }
+
+namespace {
 
 // Marks an error of Enrol that retrying cannot fix.
 constexpr absl::string_view kPermanent = "enrolment refused";

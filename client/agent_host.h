@@ -82,6 +82,10 @@ struct AgentHostCounters {
   std::atomic<uint64_t> reconnects{0};
 };
 
+// A call's gRPC status as an absl::Status (the codes are the same), its
+// message prefixed with what ("what: message").
+absl::Status FromGrpc(const grpc::Status& s, absl::string_view what);
+
 // The gRPC channel to the curator that options describe (TLS unless
 // insecure; keepalives; 64 MiB messages), added to `args`.
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(
