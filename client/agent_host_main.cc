@@ -768,7 +768,9 @@ int main(int argc, char** argv) {
                              : RunFixedShard(*config, runner);
   if (http) http->Stop();
   if (!result.ok()) return Fail(result);
-  std::cerr << "ldpgraph-agent: stopped (" << runner.reports_acked()
-            << " reports acknowledged)" << std::endl;
+  if (!config->check_in) {  // check-in mode printed its own totals
+    std::cerr << "ldpgraph-agent: stopped (" << runner.reports_acked()
+              << " reports acknowledged)" << std::endl;
+  }
   return 0;
 }
