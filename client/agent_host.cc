@@ -156,6 +156,21 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
       new AgentHost(std::move(options), std::move(shard)));
 }
 
+void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
+                    uint32_t node, const std::string& secret,
+                    v1::NodeCredential* out) {
+  out->set_node_id(node);
+  out->set_secret(secret);
+  out->mutable_caps()->set_total(options.caps.total);
+  for (const auto& [attribute, cap] : options.caps.per_attribute) {
+    (*out->mutable_caps()->mutable_per_attribute())[attribute] = cap;
+  }
+  // Only the public half of the node's key pair ever leaves the host.
+  if (const crypto::KeyPair* key = shard.key_pair(node)) {
+    out->set_sealing_key(key->public_key());
+  }
+}
+
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options,
                                                   grpc::ChannelArguments args) {
   args.SetMaxReceiveMessageSize(64 << 20);
@@ -303,17 +318,7 @@ absl::StatusOr<std::string> AgentHost::Enrol(v1::AgentService::Stub& stub) {
     enrol.mutable_nodes()->Reserve(static_cast<int>(last - first));
     for (size_t i = first; i < last; ++i) {
       const auto& [node, secret] = options_.credentials[i];
-      v1::NodeCredential* c = enrol.add_nodes();
-      c->set_node_id(node);
-      c->set_secret(secret);
-      c->mutable_caps()->set_total(options_.caps.total);
-      for (const auto& [attribute, cap] : options_.caps.per_attribute) {
-        (*c->mutable_caps()->mutable_per_attribute())[attribute] = cap;
-      }
-      // Only the public half of the node's key pair ever leaves the host.
-      if (const crypto::KeyPair* key = shard_->key_pair(node)) {
-        c->set_sealing_key(key->public_key());
-      }
+      FillCredential(options_, *shard_, node, secret, enrol.add_nodes());
     }
     v1::EnrolResponse enrolled;
     grpc::ClientContext ctx;

@@ -86,6 +86,13 @@ struct AgentHostCounters {
 // message prefixed with what ("what: message").
 absl::Status FromGrpc(const grpc::Status& s, absl::string_view what);
 
+// One node's credential as the curator is sent it (Enrol, CheckIn): the
+// secret, the caps of options, and the public half of the node's sealing
+// key pair when the shard holds one.
+void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
+                    uint32_t node, const std::string& secret,
+                    v1::NodeCredential* out);
+
 // The gRPC channel to the curator that options describe (TLS unless
 // insecure; keepalives; 64 MiB messages), added to `args`.
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(

@@ -65,17 +65,7 @@ CheckInLoop::CheckInLoop(CheckInOptions options,
   }
   request_.set_device_name(options_.host.host_name);
   for (const auto& [node, secret] : options_.host.credentials) {
-    v1::NodeCredential* c = request_.add_nodes();
-    c->set_node_id(node);
-    c->set_secret(secret);
-    c->mutable_caps()->set_total(options_.host.caps.total);
-    for (const auto& [attribute, cap] : options_.host.caps.per_attribute) {
-      (*c->mutable_caps()->mutable_per_attribute())[attribute] = cap;
-    }
-    // Only the public half of the node's key pair ever leaves the device.
-    if (const crypto::KeyPair* key = shard_->key_pair(node)) {
-      c->set_sealing_key(key->public_key());
-    }
+    FillCredential(options_.host, *shard_, node, secret, request_.add_nodes());
   }
 }
 

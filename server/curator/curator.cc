@@ -104,6 +104,15 @@ absl::Status Curator::CheckCredential(const v1::NodeCredential& c) const {
   return absl::OkStatus();
 }
 
+absl::Status Curator::CheckNode(const v1::NodeCredential& n) const {
+  RETURN_IF_ERROR(CheckCredential(n));
+  if (n.has_caps()) RETURN_IF_ERROR(ValidateCaps(n.caps(), n.node_id()));
+  if (!n.sealing_key().empty()) {
+    RETURN_IF_ERROR(KeyDirectory::ValidateKey(n.node_id(), n.sealing_key()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FleetPlanner::Grant> Curator::ClaimShard(
     const v1::ClaimShardRequest& request, absl::Time now) {
   if (absl::Status s = CheckCredential(request.proof()); !s.ok()) {
@@ -137,16 +146,10 @@ absl::StatusOr<std::shared_ptr<const Session>> Curator::Enrol(
   const size_t earlier = session->nodes.size();
   std::vector<std::pair<uint32_t, std::string>> caps, keys;
   for (const auto& n : request.nodes()) {
-    RETURN_IF_ERROR(CheckCredential(n));
+    RETURN_IF_ERROR(CheckNode(n));
     session->nodes.push_back(n.node_id());
-    if (n.has_caps()) {
-      RETURN_IF_ERROR(ValidateCaps(n.caps(), n.node_id()));
-      caps.emplace_back(n.node_id(), n.caps().SerializeAsString());
-    }
-    if (!n.sealing_key().empty()) {
-      RETURN_IF_ERROR(KeyDirectory::ValidateKey(n.node_id(), n.sealing_key()));
-      keys.emplace_back(n.node_id(), n.sealing_key());
-    }
+    if (n.has_caps()) caps.emplace_back(n.node_id(), n.caps().SerializeAsString());
+    if (!n.sealing_key().empty()) keys.emplace_back(n.node_id(), n.sealing_key());
   }
   const auto part = session->nodes.begin() + static_cast<ptrdiff_t>(earlier);
   std::sort(part, session->nodes.end());
@@ -229,11 +232,7 @@ absl::StatusOr<Curator::CheckInResult> Curator::CheckIn(
   auto session = std::make_shared<Session>();
   session->host_name = request.device_name().substr(0, 256);
   for (const auto& n : request.nodes()) {
-    RETURN_IF_ERROR(CheckCredential(n));
-    if (n.has_caps()) RETURN_IF_ERROR(ValidateCaps(n.caps(), n.node_id()));
-    if (!n.sealing_key().empty()) {
-      RETURN_IF_ERROR(KeyDirectory::ValidateKey(n.node_id(), n.sealing_key()));
-    }
+    RETURN_IF_ERROR(CheckNode(n));
     session->nodes.push_back(n.node_id());
   }
   std::sort(session->nodes.begin(), session->nodes.end());

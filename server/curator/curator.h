@@ -238,6 +238,9 @@ class Curator {
   // A node credential: INVALID_ARGUMENT for a node outside the graph,
   // UNAUTHENTICATED if the secret is not the node's.
   absl::Status CheckCredential(const v1::NodeCredential& credential) const;
+  // What Enrol and CheckIn check of each node: its credential, then its
+  // caps and sealing key when given.
+  absl::Status CheckNode(const v1::NodeCredential& node) const;
   // Records the caps and keys of `nodes` that changed, with one audit
   // entry `action` when anything did (curator.cc).
   absl::Status RecordCapsAndKeys(
