@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -18,6 +19,8 @@
 #include "common/status_macros.h"
 #include "server/store/answer_index.h"
 #include "server/store/answer_log.h"
+#include "server/store/log_core.h"
+#include "server/store/postgres_store.h"
 
 namespace ldpgraph::store {
 namespace {
@@ -103,12 +106,12 @@ absl::Status CheckLimit(int limit) {
 
 }  // namespace
 
-struct CuratorStore::Impl {
+struct SqliteImpl {
   // Statements prepared once at Open (SQLITE_PREPARE_PERSISTENT) and reused.
   struct Statements {
     Stmt begin, begin_read, commit, rollback;
     Stmt insert_campaign, set_campaign_record, update_campaign, list_campaigns;
-    Stmt insert_log, log_after, log_row;
+    Stmt insert_log, log_after, log_row, closed_campaigns;
     Stmt put_caps, all_caps;
     Stmt clear_fleet, put_fleet, get_fleet;
     Stmt insert_audit, list_audit;
@@ -117,8 +120,14 @@ struct CuratorStore::Impl {
     Stmt insert_result, set_result_record, list_results, get_result;
   };
 
-  explicit Impl(std::string path) : path(std::move(path)) {}
+  explicit SqliteImpl(std::string path) : core(path), path(std::move(path)) {}
 
+  // The answer log's engine-free logic and its in-memory index
+  // (log_core.h). Built at Open, extended after each commit of
+  // AppendAnswers, and caught up (CatchUp) at the start of each
+  // AppendAnswers transaction with the rows another connection may have
+  // added.
+  LogCore core;
   // The database file, for messages.
   const std::string path;
   absl::Mutex mu;
@@ -126,11 +135,6 @@ struct CuratorStore::Impl {
   Db db ABSL_GUARDED_BY(mu);
   Statements stmts ABSL_GUARDED_BY(mu);
 
-  // The in-memory index of answer_log (server/store/answer_index.h). Built
-  // at Open, extended after each commit of AppendAnswers, and caught up
-  // (CatchUp) at the start of each AppendAnswers transaction with the rows
-  // another connection may have added.
-  AnswerIndex index ABSL_GUARDED_BY(mu);
 
   // The failure rc of SQLite as a status (common/sqlite.h's SqliteError:
   // RESOURCE_EXHAUSTED for SQLITE_FULL, UNAVAILABLE for SQLITE_BUSY and
@@ -184,6 +188,10 @@ struct CuratorStore::Impl {
     ASSIGN_OR_RETURN(s.log_row,
                      Prepare("SELECT id, campaign, answers FROM answer_log "
                              "WHERE id = ?1"));
+    ASSIGN_OR_RETURN(
+        s.closed_campaigns,
+        Prepare("SELECT id FROM campaigns WHERE open = 0 AND "
+                "id IN (SELECT value FROM json_each(?1))"));
     ASSIGN_OR_RETURN(s.put_caps,
                      Prepare("INSERT INTO caps(node, caps) VALUES(?1, ?2) "
                              "ON CONFLICT(node) DO UPDATE SET "
@@ -316,57 +324,107 @@ struct CuratorStore::Impl {
     return StepDone(operation, stmt);
   }
 
-  absl::Status CorruptRow(int64_t id, int64_t campaign, absl::string_view what)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return absl::DataLossError(absl::StrCat("curator store ", path,
-                                            ": answer_log row ", id,
-                                            " (campaign ", campaign,
-                                            "): ", what));
-  }
+  // answer_log inside this store's current transaction, for LogCore.
+  class Rows final : public LogRows {
+   public:
+    Rows(SqliteImpl& s, absl::string_view operation)
+        : s_(s), operation_(operation) {}
 
-  // Checks the column types of a row of answer_log read as (id, campaign,
-  // answers): DATA_LOSS naming the row unless they are what this store
-  // writes.
-  absl::Status CheckLogRow(sqlite3_stmt* stmt)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const int64_t id = sqlite3_column_int64(stmt, 0);
-    if (sqlite3_column_type(stmt, 1) != SQLITE_INTEGER) {
-      return absl::DataLossError(
-          absl::StrCat("curator store ", path, ": answer_log row ", id,
-                       ": campaign is not an integer"));
+    absl::Status ReadAfter(
+        int64_t after,
+        absl::FunctionRef<absl::Status(int64_t, int64_t, absl::string_view)> fn)
+        override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      sqlite3_stmt* stmt = s_.stmts.log_after.get();
+      ScopedReset reset(stmt);
+      RETURN_IF_ERROR(s_.BindOrError(operation_, stmt, after));
+      int rc;
+      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        RETURN_IF_ERROR(CheckLogRow(stmt));
+        RETURN_IF_ERROR(fn(sqlite3_column_int64(stmt, 0),
+                           sqlite3_column_int64(stmt, 1), ColumnView(stmt, 2)));
+      }
+      if (rc != SQLITE_DONE) return s_.Error(operation_, rc);
+      return absl::OkStatus();
     }
-    if (sqlite3_column_type(stmt, 2) != SQLITE_BLOB) {
-      return CorruptRow(id, sqlite3_column_int64(stmt, 1),
-                        "answers is not a blob");
-    }
-    return absl::OkStatus();
-  }
 
-  // Adds the rows of answer_log after index.last_row() to the index: all of them
-  // at Open, those another connection committed since otherwise. A row that
-  // does not parse, or repeats an indexed answer, is DATA_LOSS naming it;
-  // the rows before it stay indexed.
-  absl::Status CatchUp(absl::string_view operation)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    sqlite3_stmt* stmt = stmts.log_after.get();
-    ScopedReset reset(stmt);
-    RETURN_IF_ERROR(BindOrError(operation, stmt, index.last_row()));
-    std::vector<LogEntry> entries;
-    int rc;
-    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    absl::Status ReadRow(int64_t id, int64_t* campaign, std::string* blob)
+        override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      sqlite3_stmt* stmt = s_.stmts.log_row.get();
+      ScopedReset reset(stmt);
+      RETURN_IF_ERROR(s_.BindOrError(operation_, stmt, id));
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) {
+        return absl::DataLossError(absl::StrCat(
+            "curator store ", s_.path, ": answer_log row ", id, " is gone"));
+      }
+      if (rc != SQLITE_ROW) return s_.Error(operation_, rc);
       RETURN_IF_ERROR(CheckLogRow(stmt));
-      const int64_t id = sqlite3_column_int64(stmt, 0);
-      const int64_t campaign = sqlite3_column_int64(stmt, 1);
-      entries.clear();
-      absl::Status status =
-          LogReader(ColumnView(stmt, 2)).Read([&](const LogEntry& e) {
-            entries.push_back(e);
-          });
-      if (status.ok()) status = index.AddLoggedRow(id, campaign, entries);
-      if (!status.ok()) return CorruptRow(id, campaign, status.message());
+      *campaign = sqlite3_column_int64(stmt, 1);
+      { const absl::string_view v = ColumnView(stmt, 2); blob->assign(v.data(), v.size()); }
+      return absl::OkStatus();
     }
-    if (rc != SQLITE_DONE) return Error(operation, rc);
-    return absl::OkStatus();
+
+    absl::Status ReadBytes(int64_t id, uint32_t offset, uint32_t length,
+                           std::string& out) override
+        ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return s_.ReadLogBytes(operation_, blob_, &blob_row_, id, offset, length,
+                             out);
+    }
+
+    absl::StatusOr<int64_t> Insert(int64_t campaign, absl::string_view blob)
+        override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      sqlite3_stmt* insert = s_.stmts.insert_log.get();
+      ScopedReset reset(insert);
+      RETURN_IF_ERROR(s_.BindOrError(operation_, insert, campaign, Blob{blob}));
+      RETURN_IF_ERROR(s_.StepDone(operation_, insert));
+      return sqlite3_last_insert_rowid(s_.db.get());
+    }
+
+    absl::StatusOr<absl::flat_hash_set<int64_t>> Closed(
+        const std::vector<int64_t>& campaigns) override
+        ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const std::string ids =
+          absl::StrCat("[", absl::StrJoin(campaigns, ","), "]");
+      sqlite3_stmt* stmt = s_.stmts.closed_campaigns.get();
+      ScopedReset reset(stmt);
+      RETURN_IF_ERROR(s_.BindOrError(operation_, stmt, Text{ids}));
+      absl::flat_hash_set<int64_t> closed;
+      int rc;
+      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        closed.insert(sqlite3_column_int64(stmt, 0));
+      }
+      if (rc != SQLITE_DONE) return s_.Error(operation_, rc);
+      return closed;
+    }
+
+   private:
+    // DATA_LOSS naming the row unless its columns are (id, campaign,
+    // answers) as this store writes them.
+    absl::Status CheckLogRow(sqlite3_stmt* stmt) {
+      const int64_t id = sqlite3_column_int64(stmt, 0);
+      if (sqlite3_column_type(stmt, 1) != SQLITE_INTEGER) {
+        return absl::DataLossError(
+            absl::StrCat("curator store ", s_.path, ": answer_log row ", id,
+                         ": campaign is not an integer"));
+      }
+      if (sqlite3_column_type(stmt, 2) != SQLITE_BLOB) {
+        return absl::DataLossError(absl::StrCat(
+            "curator store ", s_.path, ": answer_log row ", id, " (campaign ",
+            sqlite3_column_int64(stmt, 1), "): answers is not a blob"));
+      }
+      return absl::OkStatus();
+    }
+
+    SqliteImpl& s_;
+    const absl::string_view operation_;
+    BlobHandle blob_;  // for ReadBytes
+    int64_t blob_row_ = 0;
+  };
+
+  absl::Status CatchUp(absl::string_view operation, bool initial = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    Rows rows(*this, operation);
+    return core.CatchUp(rows, initial);
   }
 
   // Reads bytes [offset, offset + length) of the blob of answer_log row
@@ -402,77 +460,6 @@ struct CuratorStore::Impl {
             : Error(operation, rc);
     handle.reset();
     return error;
-  }
-
-  // Calls fn with the answers of `campaign` (indexed in c), ordered by node,
-  // until fn returns false (then *stopped). Reads the campaign's rows of
-  // answer_log into memory, each once.
-  absl::Status EmitCampaign(absl::string_view operation, int64_t campaign,
-                            const CampaignIndex& c,
-                            absl::FunctionRef<bool(const AnswerRow&)> fn,
-                            bool* stopped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    struct Ref {
-      uint32_t row;  // index in c.rows and blobs
-      LogEntry entry;
-    };
-    std::vector<std::string> blobs;
-    blobs.reserve(c.rows.size());
-    std::vector<Ref> refs;
-    refs.reserve(c.count());
-    sqlite3_stmt* stmt = stmts.log_row.get();
-    for (size_t i = 0; i < c.rows.size(); ++i) {
-      const int64_t id = c.rows[i];
-      ScopedReset reset(stmt);
-      RETURN_IF_ERROR(BindOrError(operation, stmt, id));
-      const int rc = sqlite3_step(stmt);
-      if (rc == SQLITE_DONE) {
-        return absl::DataLossError(
-            absl::StrCat("curator store ", path, ": answer_log row ", id,
-                         " of campaign ", campaign, " is gone"));
-      }
-      if (rc != SQLITE_ROW) return Error(operation, rc);
-      RETURN_IF_ERROR(CheckLogRow(stmt));
-      if (sqlite3_column_int64(stmt, 1) != campaign) {
-        return CorruptRow(id, sqlite3_column_int64(stmt, 1),
-                          absl::StrCat("indexed as a row of campaign ",
-                                       campaign));
-      }
-      blobs.emplace_back(ColumnView(stmt, 2));
-      const auto row = static_cast<uint32_t>(i);
-      if (absl::Status status =
-              LogReader(blobs.back()).Read([&](const LogEntry& e) {
-                refs.push_back(Ref{row, e});
-              });
-          !status.ok()) {
-        return CorruptRow(id, campaign, status.message());
-      }
-    }
-    const auto by_node = [](const Ref& a, const Ref& b) {
-      return a.entry.node < b.entry.node;
-    };
-    if (!std::is_sorted(refs.begin(), refs.end(), by_node)) {
-      std::sort(refs.begin(), refs.end(), by_node);
-    }
-    AnswerRow answer;
-    answer.campaign = campaign;
-    for (size_t i = 0; i < refs.size(); ++i) {
-      const Ref& r = refs[i];
-      if (i > 0 && refs[i - 1].entry.node == r.entry.node) {
-        return CorruptRow(c.rows[r.row], campaign,
-                          absl::StrCat("a second answer of node ",
-                                       r.entry.node, " (the first is in row ",
-                                       c.rows[refs[i - 1].row], ")"));
-      }
-      answer.node = r.entry.node;
-      answer.refusal = r.entry.refusal;
-      answer.unix_ms = r.entry.unix_ms;
-      answer.payload.assign(blobs[r.row], r.entry.offset, r.entry.length);
-      if (!fn(answer)) {
-        *stopped = true;
-        return absl::OkStatus();
-      }
-    }
-    return absl::OkStatus();
   }
 
   // Runs body in one read transaction, after catching the index up with
@@ -517,6 +504,66 @@ struct CuratorStore::Impl {
   }
 };
 
+// The SQLite store: the methods of CuratorStore over one SqliteImpl.
+class SqliteStore final : public CuratorStore {
+ public:
+  explicit SqliteStore(std::unique_ptr<SqliteImpl> impl)
+      : impl_(std::move(impl)) {}
+
+  absl::StatusOr<int64_t> CreateCampaign(
+      absl::FunctionRef<std::string(int64_t id)> record_for_id) override;
+  absl::Status UpdateCampaign(const CampaignRow& row) override;
+  absl::Status UpdateCampaignAndAudit(const CampaignRow& row,
+                                      const std::string& actor,
+                                      const std::string& action,
+                                      const std::string& details_json) override;
+  absl::StatusOr<std::vector<CampaignRow>> ListCampaigns() override;
+  absl::StatusOr<std::vector<AppendOutcome>> AppendAnswers(
+      const std::vector<AnswerRow>& answers) override;
+  absl::Status ForEachAnswer(
+      int64_t campaign, absl::FunctionRef<bool(const AnswerRow&)> fn) override;
+  absl::Status ForEachAnswer(
+      absl::FunctionRef<bool(const AnswerRow&)> fn) override;
+  absl::Status ForEachAnswerKey(
+      absl::FunctionRef<void(int64_t, uint32_t, bool)> fn) override;
+  absl::Status PutCaps(
+      const std::vector<std::pair<uint32_t, std::string>>& caps) override;
+  absl::Status PutCapsAndAudit(
+      const std::vector<std::pair<uint32_t, std::string>>& caps,
+      const std::string& actor, const std::string& action,
+      const std::string& details_json) override;
+  absl::Status ForEachCaps(
+      absl::FunctionRef<void(uint32_t, const std::string&)> fn) override;
+  absl::Status PutFleetPlan(const std::vector<std::string>& holders) override;
+  absl::StatusOr<std::vector<std::string>> GetFleetPlan() override;
+  absl::Status Audit(const std::string& actor, const std::string& action,
+                     const std::string& details_json) override;
+  absl::StatusOr<std::vector<AuditRow>> ListAudit(int64_t after_sequence,
+                                                  int limit) override;
+  absl::Status PutSealed(const std::vector<SealedRow>& messages) override;
+  absl::StatusOr<std::vector<SealedRow>> FetchSealed(
+      const std::vector<uint32_t>& to_nodes, int64_t after, int limit,
+      const std::string& campaign) override;
+  absl::Status PutNodeKeys(
+      const std::vector<std::pair<uint32_t, std::string>>& keys) override;
+  absl::Status ForEachNodeKey(
+      absl::FunctionRef<void(uint32_t, const std::string&)> fn) override;
+  absl::StatusOr<int64_t> AddResult(
+      absl::FunctionRef<std::string(int64_t id)> record_for_id,
+      const std::string& matrix_path) override;
+  absl::StatusOr<std::vector<ResultRow>> ListResults() override;
+  absl::StatusOr<ResultRow> GetResult(int64_t id) override;
+  absl::Status ForEachNewAnswerKey(
+      absl::FunctionRef<void(int64_t, uint32_t, bool)> fn) override;
+  absl::StatusOr<bool> TryOperatorLease() override { return true; }
+  std::string Describe() const override {
+    return absl::StrCat("sqlite ", impl_->path);
+  }
+
+ private:
+  std::unique_ptr<SqliteImpl> impl_;
+};
+
 absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
     const std::string& dir, Options options) {
   if (options.max_bytes < 0) {
@@ -536,7 +583,7 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
                      ec ? absl::StrCat(" (", ec.message(), ")") : ""));
   }
   auto impl =
-      std::make_unique<Impl>((std::filesystem::path(dir) / kFileName).string());
+      std::make_unique<SqliteImpl>((std::filesystem::path(dir) / kFileName).string());
   absl::MutexLock lock(&impl->mu);
   ASSIGN_OR_RETURN(impl->db, sqlite::OpenDatabase(impl->path));
   sqlite3* db = impl->db.get();
@@ -594,18 +641,15 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
     return sqlite::Exec(db, impl->path, kAdditiveSchema, "adding tables");
   }));
   RETURN_IF_ERROR(impl->PrepareAll());
-  RETURN_IF_ERROR(impl->CatchUp("indexing the answer log"));
-  return std::unique_ptr<CuratorStore>(new CuratorStore(std::move(impl)));
+  RETURN_IF_ERROR(impl->CatchUp("indexing the answer log", /*initial=*/true));
+  return std::unique_ptr<CuratorStore>(new SqliteStore(std::move(impl)));
 }
-
-CuratorStore::CuratorStore(std::unique_ptr<Impl> impl)
-    : impl_(std::move(impl)) {}
 
 CuratorStore::~CuratorStore() = default;
 
-absl::StatusOr<int64_t> CuratorStore::CreateCampaign(
+absl::StatusOr<int64_t> SqliteStore::CreateCampaign(
     absl::FunctionRef<std::string(int64_t id)> record_for_id) {
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   return s.InsertWithId(
       "creating a campaign", s.stmts.insert_campaign.get(),
@@ -613,8 +657,8 @@ absl::StatusOr<int64_t> CuratorStore::CreateCampaign(
       record_for_id);
 }
 
-absl::Status CuratorStore::UpdateCampaign(const CampaignRow& row) {
-  Impl& s = *impl_;
+absl::Status SqliteStore::UpdateCampaign(const CampaignRow& row) {
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   const std::string operation = absl::StrCat("updating campaign ", row.id);
   return s.InTransaction(
@@ -623,11 +667,11 @@ absl::Status CuratorStore::UpdateCampaign(const CampaignRow& row) {
       });
 }
 
-absl::Status CuratorStore::UpdateCampaignAndAudit(
+absl::Status SqliteStore::UpdateCampaignAndAudit(
     const CampaignRow& row, const std::string& actor,
     const std::string& action, const std::string& details_json) {
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   const std::string operation =
       absl::StrCat("updating campaign ", row.id, " and auditing ", action);
@@ -638,8 +682,8 @@ absl::Status CuratorStore::UpdateCampaignAndAudit(
       });
 }
 
-absl::StatusOr<std::vector<CampaignRow>> CuratorStore::ListCampaigns() {
-  Impl& s = *impl_;
+absl::StatusOr<std::vector<CampaignRow>> SqliteStore::ListCampaigns() {
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   sqlite3_stmt* stmt = s.stmts.list_campaigns.get();
   ScopedReset reset(stmt);
@@ -655,199 +699,74 @@ absl::StatusOr<std::vector<CampaignRow>> CuratorStore::ListCampaigns() {
   return rows;
 }
 
-absl::StatusOr<std::vector<AppendOutcome>> CuratorStore::AppendAnswers(
+absl::StatusOr<std::vector<AppendOutcome>> SqliteStore::AppendAnswers(
     const std::vector<AnswerRow>& answers) {
   std::vector<AppendOutcome> outcomes;
   if (answers.empty()) return outcomes;
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "appending answers";
   std::vector<NewRow> new_rows;
   RETURN_IF_ERROR(s.InTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        RETURN_IF_ERROR(s.CatchUp(kOperation));
-        // The answers the batch stores, grouped by campaign (in order of
-        // first appearance), as indices in `answers`.
-        struct Group {
-          int64_t campaign;
-          const CampaignIndex* indexed;  // null: nothing stored yet
-          std::vector<uint32_t> stored;
-          // Whether the nodes in `stored` ascend strictly (the usual case),
-          // so that none repeats.
-          bool ascending = true;
-        };
-        std::vector<Group> groups;
-        absl::flat_hash_map<int64_t, uint32_t> group_of;
-        outcomes.assign(answers.size(), AppendOutcome::kStored);
-        BlobHandle blob;  // for reading stored payloads
-        int64_t blob_row = 0;
-        std::string stored_payload;
-        uint32_t g = 0;
-        for (uint32_t i = 0; i < answers.size(); ++i) {
-          const AnswerRow& a = answers[i];
-          if (groups.empty() || groups[g].campaign != a.campaign) {
-            const auto [it, inserted] = group_of.try_emplace(
-                a.campaign, static_cast<uint32_t>(groups.size()));
-            if (inserted) {
-              groups.push_back(Group{a.campaign, s.index.Find(a.campaign), {}});
-            }
-            g = it->second;
-          }
-          Group& group = groups[g];
-          if (group.indexed != nullptr) {
-            if (const AnswerLoc* found = group.indexed->Find(a.node)) {
-              // Stored earlier: the same answer or not?
-              const AnswerLoc& loc = *found;
-              const uint32_t length = loc.length();
-              bool same = loc.refusal() == a.refusal &&
-                          length == a.payload.size();
-              if (same && length > 0) {
-                RETURN_IF_ERROR(s.ReadLogBytes(
-                    kOperation, blob, &blob_row, group.indexed->rows[loc.row],
-                    loc.offset, length, stored_payload));
-                same = std::memcmp(stored_payload.data(), a.payload.data(),
-                                   length) == 0;
-              }
-              outcomes[i] =
-                  same ? AppendOutcome::kDuplicate : AppendOutcome::kConflict;
-              continue;
-            }
-          }
-          if (!group.stored.empty() &&
-              answers[group.stored.back()].node >= a.node) {
-            group.ascending = false;
-          }
-          group.stored.push_back(i);
-        }
-        blob.reset();
-        // A second answer for a node in the batch is compared with the
-        // first.
-        for (Group& group : groups) {
-          if (group.ascending) continue;
-          absl::flat_hash_map<uint32_t, uint32_t> first;  // node -> answer
-          first.reserve(group.stored.size());
-          size_t kept = 0;
-          for (const uint32_t i : group.stored) {
-            const AnswerRow& a = answers[i];
-            const auto [it, inserted] = first.try_emplace(a.node, i);
-            if (inserted) {
-              group.stored[kept++] = i;
-              continue;
-            }
-            const AnswerRow& earlier = answers[it->second];
-            outcomes[i] = earlier.refusal == a.refusal &&
-                                  earlier.payload == a.payload
-                              ? AppendOutcome::kDuplicate
-                              : AppendOutcome::kConflict;
-          }
-          group.stored.resize(kept);
-        }
-
-        // One row per campaign (more if its answers pass kMaxLogBlobBytes).
-        sqlite3_stmt* insert = s.stmts.insert_log.get();
-        std::string bytes;
-        for (const Group& group : groups) {
-          size_t payload_bytes = 0;
-          for (const uint32_t i : group.stored) {
-            payload_bytes += answers[i].payload.size();
-          }
-          size_t k = 0;
-          while (k < group.stored.size()) {
-            bytes.reserve(std::min(
-                kMaxLogBlobBytes,
-                kLogHeaderBytes + payload_bytes +
-                    (group.stored.size() - k) * kMaxEntryOverhead));
-            StartLogBlob(bytes);
-            NewRow& row = new_rows.emplace_back();
-            row.campaign = group.campaign;
-            row.entries.reserve(group.stored.size() - k);
-            int64_t previous_ms = 0;
-            for (; k < group.stored.size(); ++k) {
-              const AnswerRow& a = answers[group.stored[k]];
-              if (!row.entries.empty() &&
-                  bytes.size() + kMaxEntryOverhead + a.payload.size() >
-                      kMaxLogBlobBytes) {
-                break;
-              }
-              const int64_t ms = a.unix_ms != 0 ? a.unix_ms : now_ms;
-              const size_t offset = EncodeEntry(bytes, a.node, a.refusal,
-                                                a.payload, ms, previous_ms);
-              previous_ms = ms;
-              // (Offsets and lengths past 32 bits fail below: SQLite takes
-              // no value of 2^31 bytes or more.)
-              row.entries.push_back(NewEntry{
-                  a.node, static_cast<uint32_t>(offset),
-                  static_cast<uint32_t>(a.payload.size() << 1 |
-                                        (a.refusal ? 1 : 0))});
-            }
-            FinishLogBlob(bytes, static_cast<uint32_t>(row.entries.size()));
-            ScopedReset reset(insert);
-            RETURN_IF_ERROR(
-                s.BindOrError(kOperation, insert, group.campaign, Blob{bytes}));
-            RETURN_IF_ERROR(s.StepDone(kOperation, insert));
-            row.id = sqlite3_last_insert_rowid(s.db.get());
-          }
-        }
+        SqliteImpl::Rows rows(s, kOperation);
+        RETURN_IF_ERROR(s.core.CatchUp(rows));
+        ASSIGN_OR_RETURN(outcomes,
+                         s.core.Append(rows, answers, now_ms, &new_rows));
         return absl::OkStatus();
       }));
-  s.index.AddNewRows(new_rows);
+  s.core.Commit(new_rows);
   return outcomes;
 }
 
-absl::Status CuratorStore::ForEachAnswer(
+absl::Status SqliteStore::ForEachAnswer(
     int64_t campaign, absl::FunctionRef<bool(const AnswerRow&)> fn) {
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   const std::string operation =
       absl::StrCat("reading the answers of campaign ", campaign);
   return s.InReadTransaction(
       operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        const CampaignIndex* c = s.index.Find(campaign);
-        if (c == nullptr) return absl::OkStatus();
+        SqliteImpl::Rows rows(s, operation);
         bool stopped = false;
-        return s.EmitCampaign(operation, campaign, *c, fn, &stopped);
+        return s.core.Emit(rows, campaign, fn, &stopped);
       });
 }
 
-absl::Status CuratorStore::ForEachAnswer(
+absl::Status SqliteStore::ForEachAnswer(
     absl::FunctionRef<bool(const AnswerRow&)> fn) {
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "reading all answers";
   return s.InReadTransaction(
       kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        SqliteImpl::Rows rows(s, kOperation);
         bool stopped = false;
-        for (const int64_t campaign : s.index.Campaigns()) {
-          RETURN_IF_ERROR(s.EmitCampaign(
-              kOperation, campaign, *s.index.Find(campaign), fn, &stopped));
+        for (const int64_t campaign : s.core.index().Campaigns()) {
+          RETURN_IF_ERROR(s.core.Emit(rows, campaign, fn, &stopped));
           if (stopped) break;
         }
         return absl::OkStatus();
       });
 }
 
-absl::Status CuratorStore::ForEachAnswerKey(
+absl::Status SqliteStore::ForEachAnswerKey(
     absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)> fn) {
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   return s.InReadTransaction(
       "reading the answer index",
       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        for (const int64_t campaign : s.index.Campaigns()) {
-          s.index.Find(campaign)->ForEach(
-              [&](uint32_t node, const AnswerLoc& loc) {
-                fn(campaign, node, loc.refusal());
-              });
-        }
+        s.core.ForEachKey(fn);
         return absl::OkStatus();
       });
 }
 
-absl::Status CuratorStore::PutCaps(
+absl::Status SqliteStore::PutCaps(
     const std::vector<std::pair<uint32_t, std::string>>& caps) {
   if (caps.empty()) return absl::OkStatus();
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "storing caps";
   return s.InTransaction(
@@ -856,12 +775,12 @@ absl::Status CuratorStore::PutCaps(
       });
 }
 
-absl::Status CuratorStore::PutCapsAndAudit(
+absl::Status SqliteStore::PutCapsAndAudit(
     const std::vector<std::pair<uint32_t, std::string>>& caps,
     const std::string& actor, const std::string& action,
     const std::string& details_json) {
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   const std::string operation = absl::StrCat("storing caps and auditing ", action);
   return s.InTransaction(
@@ -871,9 +790,9 @@ absl::Status CuratorStore::PutCapsAndAudit(
       });
 }
 
-absl::Status CuratorStore::ForEachCaps(
+absl::Status SqliteStore::ForEachCaps(
     absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn) {
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   sqlite3_stmt* stmt = s.stmts.all_caps.get();
   ScopedReset reset(stmt);
@@ -886,8 +805,8 @@ absl::Status CuratorStore::ForEachCaps(
   return absl::OkStatus();
 }
 
-absl::Status CuratorStore::PutFleetPlan(const std::vector<std::string>& holders) {
-  Impl& s = *impl_;
+absl::Status SqliteStore::PutFleetPlan(const std::vector<std::string>& holders) {
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "storing the fleet plan";
   return s.InTransaction(
@@ -904,8 +823,8 @@ absl::Status CuratorStore::PutFleetPlan(const std::vector<std::string>& holders)
       });
 }
 
-absl::StatusOr<std::vector<std::string>> CuratorStore::GetFleetPlan() {
-  Impl& s = *impl_;
+absl::StatusOr<std::vector<std::string>> SqliteStore::GetFleetPlan() {
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   sqlite3_stmt* stmt = s.stmts.get_fleet.get();
   ScopedReset reset(stmt);
@@ -923,11 +842,11 @@ absl::StatusOr<std::vector<std::string>> CuratorStore::GetFleetPlan() {
   return holders;
 }
 
-absl::Status CuratorStore::Audit(const std::string& actor,
+absl::Status SqliteStore::Audit(const std::string& actor,
                                  const std::string& action,
                                  const std::string& details_json) {
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "appending to the audit log";
   return s.InTransaction(
@@ -936,10 +855,10 @@ absl::Status CuratorStore::Audit(const std::string& actor,
       });
 }
 
-absl::StatusOr<std::vector<AuditRow>> CuratorStore::ListAudit(
+absl::StatusOr<std::vector<AuditRow>> SqliteStore::ListAudit(
     int64_t after_sequence, int limit) {
   RETURN_IF_ERROR(CheckLimit(limit));
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "reading the audit log";
   sqlite3_stmt* stmt = s.stmts.list_audit.get();
@@ -960,9 +879,9 @@ absl::StatusOr<std::vector<AuditRow>> CuratorStore::ListAudit(
   return rows;
 }
 
-absl::Status CuratorStore::PutSealed(const std::vector<SealedRow>& messages) {
+absl::Status SqliteStore::PutSealed(const std::vector<SealedRow>& messages) {
   if (messages.empty()) return absl::OkStatus();
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "storing sealed messages";
   return s.InTransaction(
@@ -979,7 +898,7 @@ absl::Status CuratorStore::PutSealed(const std::vector<SealedRow>& messages) {
       });
 }
 
-absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
+absl::StatusOr<std::vector<SealedRow>> SqliteStore::FetchSealed(
     const std::vector<uint32_t>& to_nodes, int64_t after, int limit,
     const std::string& campaign) {
   RETURN_IF_ERROR(CheckLimit(limit));
@@ -987,7 +906,7 @@ absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
   if (to_nodes.empty()) return rows;
   const std::string nodes_json =
       absl::StrCat("[", absl::StrJoin(to_nodes, ","), "]");
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "fetching sealed messages";
   sqlite3_stmt* stmt = campaign.empty() ? s.stmts.fetch_sealed.get()
@@ -1013,10 +932,10 @@ absl::StatusOr<std::vector<SealedRow>> CuratorStore::FetchSealed(
   return rows;
 }
 
-absl::Status CuratorStore::PutNodeKeys(
+absl::Status SqliteStore::PutNodeKeys(
     const std::vector<std::pair<uint32_t, std::string>>& keys) {
   if (keys.empty()) return absl::OkStatus();
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "storing node keys";
   return s.InTransaction(
@@ -1032,9 +951,9 @@ absl::Status CuratorStore::PutNodeKeys(
       });
 }
 
-absl::Status CuratorStore::ForEachNodeKey(
+absl::Status SqliteStore::ForEachNodeKey(
     absl::FunctionRef<void(uint32_t node, const std::string& key)> fn) {
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   sqlite3_stmt* stmt = s.stmts.all_node_keys.get();
   ScopedReset reset(stmt);
@@ -1047,10 +966,10 @@ absl::Status CuratorStore::ForEachNodeKey(
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> CuratorStore::AddResult(
+absl::StatusOr<int64_t> SqliteStore::AddResult(
     absl::FunctionRef<std::string(int64_t id)> record_for_id,
     const std::string& matrix_path) {
-  Impl& s = *impl_;
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "adding a result";
   sqlite3_stmt* insert = s.stmts.insert_result.get();
@@ -1062,8 +981,8 @@ absl::StatusOr<int64_t> CuratorStore::AddResult(
       s.stmts.set_result_record.get(), record_for_id);
 }
 
-absl::StatusOr<std::vector<ResultRow>> CuratorStore::ListResults() {
-  Impl& s = *impl_;
+absl::StatusOr<std::vector<ResultRow>> SqliteStore::ListResults() {
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   sqlite3_stmt* stmt = s.stmts.list_results.get();
   ScopedReset reset(stmt);
@@ -1079,8 +998,8 @@ absl::StatusOr<std::vector<ResultRow>> CuratorStore::ListResults() {
   return rows;
 }
 
-absl::StatusOr<ResultRow> CuratorStore::GetResult(int64_t id) {
-  Impl& s = *impl_;
+absl::StatusOr<ResultRow> SqliteStore::GetResult(int64_t id) {
+  SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   const std::string operation = absl::StrCat("reading result ", id);
   sqlite3_stmt* stmt = s.stmts.get_result.get();
@@ -1096,6 +1015,44 @@ absl::StatusOr<ResultRow> CuratorStore::GetResult(int64_t id) {
   row.record = ColumnBlob(stmt, 1);
   row.matrix_path = ColumnBlob(stmt, 2);
   return row;
+}
+
+}  // namespace ldpgraph::store
+
+namespace ldpgraph::store {
+
+absl::Status SqliteStore::ForEachNewAnswerKey(
+    absl::FunctionRef<void(int64_t, uint32_t, bool)> fn) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  RETURN_IF_ERROR(s.InReadTransaction("reading new answers",
+                                      [] { return absl::OkStatus(); }));
+  s.core.TakeForeign(fn);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::OpenUrl(
+    const std::string& url, const std::string& password_file,
+    const std::string& dir, Options options) {
+  if (url.empty() || url == "sqlite") {
+    if (!password_file.empty()) {
+      return absl::InvalidArgumentError(
+          "a password file applies to a postgres:// store, not to SQLite");
+    }
+    return Open(dir, options);
+  }
+  if (absl::StartsWith(url, "postgres://") ||
+      absl::StartsWith(url, "postgresql://")) {
+    PostgresStore::Options pg;
+    pg.url = url;
+    pg.password_file = password_file;
+    pg.synchronous_full = options.synchronous_full;
+    return PostgresStore::Open(std::move(pg));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--store must be sqlite (the file under the data directory) or a "
+      "postgres://USER@HOST:PORT/DATABASE URL, got '",
+      url, "'"));
 }
 
 }  // namespace ldpgraph::store

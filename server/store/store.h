@@ -81,6 +81,8 @@ enum class AppendOutcome {
   kDuplicate,  // an identical answer (same refusal flag, same payload
                // bytes) was already stored: nothing changed
   kConflict,   // a different answer is stored for (campaign, node): kept
+  kClosed,     // new, but the store holds its campaign closed (another
+               // curator process closed it): not stored
 };
 
 struct AuditRow {
@@ -135,25 +137,33 @@ class CuratorStore {
   // any other failure.
   static absl::StatusOr<std::unique_ptr<CuratorStore>> Open(
       const std::string& dir, Options options);
-  ~CuratorStore();
+  // Opens the store a --store flag names (see StoreUrlHelp): "sqlite" (or
+  // empty) for the SQLite file under dir, with options; a postgres:// URL
+  // for a PostgreSQL database (postgres_store.h), its password read from
+  // password_file (may be empty if the server needs none). INVALID_ARGUMENT
+  // for another scheme, a password in the URL, or an unreadable file.
+  static absl::StatusOr<std::unique_ptr<CuratorStore>> OpenUrl(
+      const std::string& url, const std::string& password_file,
+      const std::string& dir, Options options);
+  virtual ~CuratorStore();
 
   // Campaigns. CreateCampaign assigns the id (1, 2, ...; never reused) and
   // stores the campaign open; record_for_id builds the record once the id is
   // known (the record embeds it), inside the transaction.
-  absl::StatusOr<int64_t> CreateCampaign(
-      absl::FunctionRef<std::string(int64_t id)> record_for_id);
+  virtual absl::StatusOr<int64_t> CreateCampaign(
+      absl::FunctionRef<std::string(int64_t id)> record_for_id) = 0;
   // Replaces the record and state of an existing campaign (NOT_FOUND if
   // none).
-  absl::Status UpdateCampaign(const CampaignRow& row);
+  virtual absl::Status UpdateCampaign(const CampaignRow& row) = 0;
   // UpdateCampaign and Audit in one transaction: both are stored or neither
   // (NOT_FOUND for no such campaign, RESOURCE_EXHAUSTED for a full disk,
   // ...), so a campaign's change of state is never without its audit entry.
-  absl::Status UpdateCampaignAndAudit(const CampaignRow& row,
+  virtual absl::Status UpdateCampaignAndAudit(const CampaignRow& row,
                                       const std::string& actor,
                                       const std::string& action,
-                                      const std::string& details_json);
+                                      const std::string& details_json) = 0;
   // All campaigns, by ascending id.
-  absl::StatusOr<std::vector<CampaignRow>> ListCampaigns();
+  virtual absl::StatusOr<std::vector<CampaignRow>> ListCampaigns() = 0;
 
   // Stores a batch of answers in one transaction and reports each outcome,
   // in order. Within a batch, a second answer for the same (campaign, node)
@@ -161,83 +171,101 @@ class CuratorStore {
   // error nothing of the batch is stored (nor indexed). The store does not
   // check that the campaign exists. This is the ingest hot path: batch
   // answers. A batch of only duplicates and conflicts writes nothing.
-  absl::StatusOr<std::vector<AppendOutcome>> AppendAnswers(
-      const std::vector<AnswerRow>& answers);
+  virtual absl::StatusOr<std::vector<AppendOutcome>> AppendAnswers(
+      const std::vector<AnswerRow>& answers) = 0;
   // Every stored answer of `campaign`, ordered by node. `fn` returning
   // false stops the scan (still OK). Holds the campaign's answers in memory
   // while it runs.
-  absl::Status ForEachAnswer(int64_t campaign,
-                             absl::FunctionRef<bool(const AnswerRow&)> fn);
+  virtual absl::Status ForEachAnswer(int64_t campaign,
+                             absl::FunctionRef<bool(const AnswerRow&)> fn) = 0;
   // Every answer of every campaign, ordered by (campaign, node); one
   // campaign's answers in memory at a time.
-  absl::Status ForEachAnswer(absl::FunctionRef<bool(const AnswerRow&)> fn);
+  virtual absl::Status ForEachAnswer(absl::FunctionRef<bool(const AnswerRow&)> fn) = 0;
   // The key of every stored answer, (campaign, node, refusal), read from the
   // in-memory index without touching the payloads: what a restarted curator
   // needs to rebuild its progress and ledger. Ordered by campaign; within a
   // campaign, in no particular order.
-  absl::Status ForEachAnswerKey(
+  virtual absl::Status ForEachAnswerKey(
       absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)>
-          fn);
+          fn) = 0;
 
   // Caps a node declared (serialised v1::BudgetCaps), replacing any earlier;
   // one transaction. ForEachCaps: by ascending node.
-  absl::Status PutCaps(const std::vector<std::pair<uint32_t, std::string>>& caps);
+  virtual absl::Status PutCaps(const std::vector<std::pair<uint32_t, std::string>>& caps) = 0;
   // PutCaps and Audit(actor, action, details_json) in one transaction (one
   // sync to disk, not two): both or neither. An enrolment's write.
-  absl::Status PutCapsAndAudit(
+  virtual absl::Status PutCapsAndAudit(
       const std::vector<std::pair<uint32_t, std::string>>& caps,
       const std::string& actor, const std::string& action,
-      const std::string& details_json);
-  absl::Status ForEachCaps(
-      absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn);
+      const std::string& details_json) = 0;
+  virtual absl::Status ForEachCaps(
+      absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn) = 0;
 
   // The fleet plan (server/curator/fleet.h): shard i's holder is
   // holders[i]. PutFleetPlan replaces the whole plan in one transaction
   // (an empty vector clears it); GetFleetPlan returns it by shard, empty if
   // none was stored.
-  absl::Status PutFleetPlan(const std::vector<std::string>& holders);
-  absl::StatusOr<std::vector<std::string>> GetFleetPlan();
+  virtual absl::Status PutFleetPlan(const std::vector<std::string>& holders) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> GetFleetPlan() = 0;
 
   // Audit log: append-only; rows are stamped with the time of the call.
   // ListAudit: rows with sequence > after_sequence, ascending, at most
   // limit (> 0, INVALID_ARGUMENT otherwise).
-  absl::Status Audit(const std::string& actor, const std::string& action,
-                     const std::string& details_json);
-  absl::StatusOr<std::vector<AuditRow>> ListAudit(int64_t after_sequence,
-                                                  int limit);
+  virtual absl::Status Audit(const std::string& actor, const std::string& action,
+                     const std::string& details_json) = 0;
+  virtual absl::StatusOr<std::vector<AuditRow>> ListAudit(int64_t after_sequence,
+                                                  int limit) = 0;
 
   // Sealed messages in transit, stored in order (one transaction).
-  absl::Status PutSealed(const std::vector<SealedRow>& messages);
+  virtual absl::Status PutSealed(const std::vector<SealedRow>& messages) = 0;
   // Messages to any of `to_nodes` with sequence > after, ascending, at most
   // limit (> 0, INVALID_ARGUMENT otherwise); only `campaign`'s when it is
   // not empty. Nothing is deleted.
-  absl::StatusOr<std::vector<SealedRow>> FetchSealed(
+  virtual absl::StatusOr<std::vector<SealedRow>> FetchSealed(
       const std::vector<uint32_t>& to_nodes, int64_t after, int limit,
-      const std::string& campaign = "");
+      const std::string& campaign = "") = 0;
 
   // Nodes' sealing public keys (opaque bytes here), replacing any earlier
   // key of the node; one transaction. ForEachNodeKey: by ascending node.
-  absl::Status PutNodeKeys(
-      const std::vector<std::pair<uint32_t, std::string>>& keys);
-  absl::Status ForEachNodeKey(
-      absl::FunctionRef<void(uint32_t node, const std::string& key)> fn);
+  virtual absl::Status PutNodeKeys(
+      const std::vector<std::pair<uint32_t, std::string>>& keys) = 0;
+  virtual absl::Status ForEachNodeKey(
+      absl::FunctionRef<void(uint32_t node, const std::string& key)> fn) = 0;
 
   // Pipeline results. AddResult assigns the id (1, 2, ...) and calls
   // record_for_id with it inside the transaction. ListResults: ascending id.
   // GetResult: NOT_FOUND for an unknown id.
-  absl::StatusOr<int64_t> AddResult(
+  virtual absl::StatusOr<int64_t> AddResult(
       absl::FunctionRef<std::string(int64_t id)> record_for_id,
-      const std::string& matrix_path);
-  absl::StatusOr<std::vector<ResultRow>> ListResults();
-  absl::StatusOr<ResultRow> GetResult(int64_t id);
+      const std::string& matrix_path) = 0;
+  virtual absl::StatusOr<std::vector<ResultRow>> ListResults() = 0;
+  virtual absl::StatusOr<ResultRow> GetResult(int64_t id) = 0;
+
+  // --- several curator processes on one store -------------------------------
+  // (The frontends and operator of server/curator/roles.h on a PostgreSQL
+  // database; or SQLite stores on one directory.) Each store's index of the
+  // answer log catches up with what the others committed at every
+  // AppendAnswers and ForEachAnswer; this reads what they committed since,
+  // and calls fn with the key of every answer another connection stored that
+  // this store has not yet reported, once each, in log order. A curator
+  // calls it periodically to keep its progress and ledger in step.
+  virtual absl::Status ForEachNewAnswerKey(
+      absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)>
+          fn) = 0;
+  // The operator lease: at most one store over a database holds it at a
+  // time. True if this store holds it (taking it if free), false if another
+  // does. A store that lost it (its database connection broke) says false
+  // until it takes it again. A SQLite store serves one curator: always true.
+  virtual absl::StatusOr<bool> TryOperatorLease() = 0;
+  // What the store is, for logs and status: "sqlite <path>", or
+  // "postgres <host>:<port>/<database>" (never a password).
+  virtual std::string Describe() const = 0;
 
   CuratorStore(const CuratorStore&) = delete;
   CuratorStore& operator=(const CuratorStore&) = delete;
 
- private:
-  struct Impl;
-  explicit CuratorStore(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+ protected:
+  CuratorStore() = default;
 };
 
 }  // namespace ldpgraph::store
