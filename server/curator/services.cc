@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <deque>
+#include <optional>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
@@ -15,7 +17,9 @@
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 #include "google/protobuf/arena.h"
+#include "google/protobuf/stubs/logging.h"
 #include "server/curator/credentials.h"
+#include "server/curator/log_limiter.h"
 
 namespace ldpgraph::curator {
 namespace {
@@ -116,19 +120,51 @@ class WorkPool {
 
 namespace {
 
+// How often the log may say that a malformed request was refused.
+constexpr absl::Duration kMalformedLogInterval = absl::Minutes(1);
+
+// Writes s (a refusal of a malformed request) to the log, at most once per
+// kMalformedLogInterval for the whole process, whichever service or caller:
+// a caller can send such requests at will. The line names the method, the
+// type and the size, never the caller's bytes.
+void LogMalformed(const absl::Status& s) {
+  static LogLimiter* const limiter = new LogLimiter(kMalformedLogInterval);
+  const std::optional<uint64_t> held = limiter->Admit(absl::Now());
+  if (!held.has_value()) return;
+  std::string line =
+      absl::StrCat("ldpgraph-curator: refused a malformed request: ",
+                   s.message());
+  if (*held > 0) {
+    absl::StrAppend(&line, " (and ", *held,
+                    " more since the last line like this one)");
+  }
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stderr);  // one write, one line
+}
+
 // Parses a raw request; INVALID_ARGUMENT naming the method and the type when
-// the bytes are not a message of that type.
+// the bytes are not a message of that type (and LogMalformed).
 template <typename Message>
 absl::Status ParseRequest(const grpc::ByteBuffer& raw, absl::string_view method,
                           Message* out) {
   grpc::ByteBuffer copy(raw);  // shares the slices; parsing consumes them
   const size_t bytes = copy.Length();
-  grpc::Status s =
-      grpc::SerializationTraits<Message>::Deserialize(&copy, out);
+  grpc::Status s;
+  {
+    // protobuf's parser writes a line of its own for every string field
+    // that is not UTF-8, which any caller could repeat at will; the status
+    // below tells the caller, LogMalformed the operator. (The silencer holds
+    // back protobuf's non-fatal lines process-wide while one lives: for the
+    // length of a parse.)
+    google::protobuf::LogSilencer quiet;
+    s = grpc::SerializationTraits<Message>::Deserialize(&copy, out);
+  }
   if (!s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    absl::Status refused = absl::InvalidArgumentError(absl::StrCat(
         method, ": the request (", bytes, " bytes) is not a valid ",
         Message::descriptor()->full_name(), " message"));
+    LogMalformed(refused);
+    return refused;
   }
   return absl::OkStatus();
 }
@@ -647,147 +683,189 @@ absl::Status AdminServiceImpl::Authorize(grpc::CallbackServerContext* ctx) const
   return absl::OkStatus();
 }
 
+template <typename Request, typename Response, typename Fn>
 grpc::ServerUnaryReactor* AdminServiceImpl::Serve(
     absl::string_view method, grpc::CallbackServerContext* ctx,
-    std::function<absl::Status()> fn) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    const grpc::ByteBuffer* raw_request, grpc::ByteBuffer* raw_response,
+    Fn fn) {
   absl::Status auth = Authorize(ctx);
-  auto run = [this, reactor, method, auth, fn = std::move(fn)]() {
-    RpcTimer timer(observe_, method);
-    absl::Status s = auth;
-    if (s.ok()) s = fn();
-    reactor->Finish(timer.Done(s));
-  };
-  if (auth.ok()) {
-    pool_->Submit(std::move(run));
-  } else {
-    run();  // a refusal does not wait for a thread
+  if (auth.ok() && status_only_ && method != "GetStatus") {
+    auth = absl::FailedPreconditionError(absl::StrCat(
+        "this curator is a frontend: it serves the agents and GetStatus; ",
+        method, " is the operator's (--role operator)"));
   }
-  return reactor;
+  if (!auth.ok()) {
+    // Before the bytes are looked at; a refusal does not wait for a thread.
+    RpcTimer timer(observe_, method);
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(timer.Done(auth));
+    return reactor;
+  }
+  return Unary<Request, Response>(ctx, raw_request, raw_response, observe_,
+                                  method, pool_.get(), std::move(fn));
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateCampaign(
-    grpc::CallbackServerContext* ctx, const v1::CreateCampaignRequest* req,
-    v1::Campaign* resp) {
-  return Serve("CreateCampaign", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, curator_->CreateCampaign(*req));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::CreateCampaignRequest, v1::Campaign>(
+      "CreateCampaign", ctx, req, resp,
+      [this](const v1::CreateCampaignRequest& r,
+             v1::Campaign* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, curator_->CreateCampaign(r));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
-    grpc::CallbackServerContext* ctx, const v1::ListCampaignsRequest*,
-    v1::ListCampaignsResponse* resp) {
-  return Serve("ListCampaigns", ctx, [=, this]() -> absl::Status {
-    for (auto& c : curator_->ListCampaigns()) {
-      *resp->add_campaigns() = std::move(c);
-    }
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::ListCampaignsRequest, v1::ListCampaignsResponse>(
+      "ListCampaigns", ctx, req, resp,
+      [this](const v1::ListCampaignsRequest&,
+             v1::ListCampaignsResponse* out) -> absl::Status {
+        for (auto& c : curator_->ListCampaigns()) {
+          *out->add_campaigns() = std::move(c);
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
-    grpc::CallbackServerContext* ctx, const v1::GetCampaignRequest* req,
-    v1::Campaign* resp) {
-  return Serve("GetCampaign", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, curator_->GetCampaign(req->campaign_id()));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::GetCampaignRequest, v1::Campaign>(
+      "GetCampaign", ctx, req, resp,
+      [this](const v1::GetCampaignRequest& r,
+             v1::Campaign* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, curator_->GetCampaign(r.campaign_id()));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::CloseCampaign(
-    grpc::CallbackServerContext* ctx, const v1::CloseCampaignRequest* req,
-    v1::Campaign* resp) {
-  return Serve("CloseCampaign", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, curator_->CloseCampaign(req->campaign_id()));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::CloseCampaignRequest, v1::Campaign>(
+      "CloseCampaign", ctx, req, resp,
+      [this](const v1::CloseCampaignRequest& r,
+             v1::Campaign* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, curator_->CloseCampaign(r.campaign_id()));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
-    grpc::CallbackServerContext* ctx, const v1::ListRefusalsRequest* req,
-    v1::ListRefusalsResponse* resp) {
-  return Serve("ListRefusals", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(auto refusals, curator_->ListRefusals(req->campaign_id()));
-    for (auto& r : refusals) *resp->add_refusals() = std::move(r);
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::ListRefusalsRequest, v1::ListRefusalsResponse>(
+      "ListRefusals", ctx, req, resp,
+      [this](const v1::ListRefusalsRequest& r,
+             v1::ListRefusalsResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(auto refusals,
+                         curator_->ListRefusals(r.campaign_id()));
+        for (auto& refusal : refusals) {
+          *out->add_refusals() = std::move(refusal);
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
-    grpc::CallbackServerContext* ctx, const v1::GetBudgetsRequest* req,
-    v1::GetBudgetsResponse* resp) {
-  return Serve("GetBudgets", ctx, [=, this]() -> absl::Status {
-    std::vector<uint32_t> nodes(req->node_ids().begin(),
-                                req->node_ids().end());
-    for (auto& b : curator_->GetBudgets(nodes)) {
-      *resp->add_budgets() = std::move(b);
-    }
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::GetBudgetsRequest, v1::GetBudgetsResponse>(
+      "GetBudgets", ctx, req, resp,
+      [this](const v1::GetBudgetsRequest& r,
+             v1::GetBudgetsResponse* out) -> absl::Status {
+        std::vector<uint32_t> nodes(r.node_ids().begin(), r.node_ids().end());
+        for (auto& b : curator_->GetBudgets(nodes)) {
+          *out->add_budgets() = std::move(b);
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::Estimate(
-    grpc::CallbackServerContext* ctx, const v1::EstimateRequest* req,
-    v1::StageResult* resp) {
-  return Serve("Estimate", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, stages_->Estimate(*req));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::EstimateRequest, v1::StageResult>(
+      "Estimate", ctx, req, resp,
+      [this](const v1::EstimateRequest& r,
+             v1::StageResult* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, stages_->Estimate(r));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::Propagate(
-    grpc::CallbackServerContext* ctx, const v1::PropagateRequest* req,
-    v1::StageResult* resp) {
-  return Serve("Propagate", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, stages_->Propagate(*req));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::PropagateRequest, v1::StageResult>(
+      "Propagate", ctx, req, resp,
+      [this](const v1::PropagateRequest& r,
+             v1::StageResult* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, stages_->Propagate(r));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::Evaluate(
-    grpc::CallbackServerContext* ctx, const v1::EvaluateRequest* req,
-    v1::StageResult* resp) {
-  return Serve("Evaluate", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, stages_->Evaluate(*req));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::EvaluateRequest, v1::StageResult>(
+      "Evaluate", ctx, req, resp,
+      [this](const v1::EvaluateRequest& r,
+             v1::StageResult* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, stages_->Evaluate(r));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::Release(
-    grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
-    v1::StageResult* resp) {
-  return Serve("Release", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, stages_->Release(*req));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::ReleaseRequest, v1::StageResult>(
+      "Release", ctx, req, resp,
+      [this](const v1::ReleaseRequest& r,
+             v1::StageResult* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, stages_->Release(r));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::GetReleaseLedger(
-    grpc::CallbackServerContext* ctx, const v1::GetReleaseLedgerRequest*,
-    v1::ReleaseLedger* resp) {
-  return Serve("GetReleaseLedger", ctx, [=, this]() -> absl::Status {
-    ASSIGN_OR_RETURN(*resp, stages_->Ledger());
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::GetReleaseLedgerRequest, v1::ReleaseLedger>(
+      "GetReleaseLedger", ctx, req, resp,
+      [this](const v1::GetReleaseLedgerRequest&,
+             v1::ReleaseLedger* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, stages_->Ledger());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListResults(
-    grpc::CallbackServerContext* ctx, const v1::ListResultsRequest*,
-    v1::ListResultsResponse* resp) {
-  return Serve("ListResults", ctx, [=, this]() -> absl::Status {
-    for (auto& r : stages_->List()) *resp->add_results() = std::move(r);
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::ListResultsRequest, v1::ListResultsResponse>(
+      "ListResults", ctx, req, resp,
+      [this](const v1::ListResultsRequest&,
+             v1::ListResultsResponse* out) -> absl::Status {
+        for (auto& r : stages_->List()) *out->add_results() = std::move(r);
+        return absl::OkStatus();
+      });
 }
 
 // Streams a result matrix in chunks of about 1 MiB of floats, whole rows:
 // the matrix is loaded on the admin pool, then each chunk is written when
 // the previous one is done.
 class EmbeddingExport final
-    : public grpc::ServerWriteReactor<v1::EmbeddingChunk> {
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  EmbeddingExport(const RpcObserver& observer) : timer_(observer, "ExportEmbeddings") {}
+  explicit EmbeddingExport(const RpcObserver& observer)
+      : timer_(observer, "ExportEmbeddings") {}
 
   // Called once, from the pool, with the matrix or the error.
   void Start(absl::StatusOr<DenseMatrix> m) {
@@ -825,7 +903,11 @@ class EmbeddingExport final
                                     m_.data.begin() + last * m_.cols);
     // An empty matrix is one chunk with no values.
     first_ = std::max(last, first_ + 1);
-    StartWrite(&chunk_);
+    if (absl::Status s = SerializeResponse(chunk_, &out_); !s.ok()) {
+      Finish(timer_.Done(s));
+      return;
+    }
+    StartWrite(&out_);
   }
 
   RpcTimer timer_;
@@ -833,52 +915,74 @@ class EmbeddingExport final
   size_t rows_per_chunk_ = 1;
   size_t first_ = 0;
   v1::EmbeddingChunk chunk_;
+  grpc::ByteBuffer out_;
 };
 
-grpc::ServerWriteReactor<v1::EmbeddingChunk>* AdminServiceImpl::ExportEmbeddings(
-    grpc::CallbackServerContext* ctx, const v1::ExportEmbeddingsRequest* req) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* AdminServiceImpl::ExportEmbeddings(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req) {
   auto* stream = new EmbeddingExport(observe_);
+  // As Serve: authentication before the bytes are looked at, and a refusal
+  // does not wait for a thread.
   absl::Status auth = Authorize(ctx);
+  if (auth.ok() && status_only_) {
+    auth = absl::FailedPreconditionError(
+        "this curator is a frontend: ExportEmbeddings is the operator's "
+        "(--role operator)");
+  }
   if (!auth.ok()) {
     stream->Start(auth);
     return stream;
   }
-  const std::string id = req->result_id();
-  pool_->Submit([this, stream, id] { stream->Start(stages_->Matrix(id)); });
+  // The request lives until the stream's OnDone, which comes after Start.
+  pool_->Submit([this, stream, req] {
+    v1::ExportEmbeddingsRequest request;
+    absl::Status s = ParseRequest(*req, "ExportEmbeddings", &request);
+    if (!s.ok()) {
+      stream->Start(s);
+      return;
+    }
+    stream->Start(stages_->Matrix(request.result_id()));
+  });
   return stream;
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
-    grpc::CallbackServerContext* ctx, const v1::ListAuditRequest* req,
-    v1::ListAuditResponse* resp) {
-  return Serve("ListAudit", ctx, [=, this]() -> absl::Status {
-    const int limit = req->limit() == 0 || req->limit() > 10000
-                          ? 1000
-                          : static_cast<int>(req->limit());
-    ASSIGN_OR_RETURN(auto rows,
-                     curator_->ListAudit(
-                         static_cast<int64_t>(req->after_sequence()), limit));
-    for (const auto& r : rows) {
-      v1::AuditEntry* e = resp->add_entries();
-      e->set_sequence(static_cast<uint64_t>(r.sequence));
-      e->set_unix_ms(r.unix_ms);
-      e->set_actor(r.actor);
-      e->set_action(r.action);
-      e->set_details_json(r.details_json);
-    }
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::ListAuditRequest, v1::ListAuditResponse>(
+      "ListAudit", ctx, req, resp,
+      [this](const v1::ListAuditRequest& r,
+             v1::ListAuditResponse* out) -> absl::Status {
+        const int limit = r.limit() == 0 || r.limit() > 10000
+                              ? 1000
+                              : static_cast<int>(r.limit());
+        ASSIGN_OR_RETURN(auto rows,
+                         curator_->ListAudit(
+                             static_cast<int64_t>(r.after_sequence()), limit));
+        for (const auto& row : rows) {
+          v1::AuditEntry* e = out->add_entries();
+          e->set_sequence(static_cast<uint64_t>(row.sequence));
+          e->set_unix_ms(row.unix_ms);
+          e->set_actor(row.actor);
+          e->set_action(row.action);
+          e->set_details_json(row.details_json);
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::GetStatus(
-    grpc::CallbackServerContext* ctx, const v1::GetStatusRequest*,
-    v1::CuratorStatus* resp) {
-  return Serve("GetStatus", ctx, [=, this]() -> absl::Status {
-    *resp = base_status_;
-    resp->MergeFrom(curator_->Status());
-    resp->set_results(static_cast<uint32_t>(stages_->ResultCount()));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::GetStatusRequest, v1::CuratorStatus>(
+      "GetStatus", ctx, req, resp,
+      [this](const v1::GetStatusRequest&,
+             v1::CuratorStatus* out) -> absl::Status {
+        *out = base_status_;
+        out->MergeFrom(curator_->Status());
+        out->set_results(static_cast<uint32_t>(stages_->ResultCount()));
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace ldpgraph::curator

@@ -28,6 +28,21 @@ using RpcObserver =
 class TaskStreamHub;
 class WorkPool;
 
+// WithMethods<S, M1, M2, ...> is M1<M2<...<S>>>: gRPC's per-method mixins
+// (WithRawCallbackMethod_X) applied to a generated service, listed rather
+// than nested by hand.
+template <typename Service, template <typename> class... Mixins>
+struct WithMethodsOf {
+  using type = Service;
+};
+template <typename Service, template <typename> class First,
+          template <typename> class... Rest>
+struct WithMethodsOf<Service, First, Rest...> {
+  using type = First<typename WithMethodsOf<Service, Rest...>::type>;
+};
+template <typename Service, template <typename> class... Mixins>
+using WithMethods = typename WithMethodsOf<Service, Mixins...>::type;
+
 // The agent service on gRPC's callback API: no call holds a server thread
 // while it waits. A Subscribe stream is a reactor parked in the TaskStreamHub
 // until a campaign opens or closes; a Report stream reads a batch, ingests it
@@ -40,18 +55,21 @@ class WorkPool;
 // Every method takes its request as raw bytes and parses it here, so that a
 // request that is not a valid message ends the call with INVALID_ARGUMENT
 // naming the method and the message type (gRPC's own parser would end a
-// stream with OK, or a unary call with an empty INTERNAL).
+// stream with OK, or a unary call with an empty INTERNAL). The log learns
+// of such requests at most once a minute (as AdminServiceImpl says), since
+// Enrol, ClaimShard and CheckIn take requests from anyone.
 class AgentServiceImpl final
-    : public v1::AgentService::WithRawCallbackMethod_Enrol<
-          v1::AgentService::WithRawCallbackMethod_Subscribe<
-              v1::AgentService::WithRawCallbackMethod_Report<
-                  v1::AgentService::WithRawCallbackMethod_Relay<
-                      v1::AgentService::WithRawCallbackMethod_FetchSealed<
-                          v1::AgentService::WithRawCallbackMethod_PublicKeys<
-                              v1::AgentService::WithRawCallbackMethod_ClaimShard<
-                                  v1::AgentService::WithRawCallbackMethod_CheckIn<
-                                      v1::AgentService::WithRawCallbackMethod_Submit<
-                                          v1::AgentService::Service>>>>>>>>> {
+    : public WithMethods<
+          v1::AgentService::Service,
+          v1::AgentService::WithRawCallbackMethod_Enrol,
+          v1::AgentService::WithRawCallbackMethod_Subscribe,
+          v1::AgentService::WithRawCallbackMethod_Report,
+          v1::AgentService::WithRawCallbackMethod_Relay,
+          v1::AgentService::WithRawCallbackMethod_FetchSealed,
+          v1::AgentService::WithRawCallbackMethod_PublicKeys,
+          v1::AgentService::WithRawCallbackMethod_ClaimShard,
+          v1::AgentService::WithRawCallbackMethod_CheckIn,
+          v1::AgentService::WithRawCallbackMethod_Submit> {
  public:
   AgentServiceImpl(Curator* curator, RpcObserver observer);
   ~AgentServiceImpl() override;
@@ -105,9 +123,48 @@ class AgentServiceImpl final
 // The admin service on gRPC's callback API too. Every call runs on the
 // admin service's own pool of at most max_threads threads, which agent
 // traffic never uses (even GetStatus waits on the core's lock, which ingest
-// holds across a store write). So ldpctl stays responsive whatever the fleet does, and a long
-// Evaluate never holds a thread that an agent stream needs.
-class AdminServiceImpl final : public v1::AdminService::CallbackService {
+// holds across a store write). So ldpctl stays responsive whatever the fleet
+// does, and a long Evaluate never holds a thread that an agent stream needs.
+//
+// Every method takes its request as raw bytes, and every call goes the same
+// way (Serve):
+//  1. Authentication first, from the request metadata alone
+//     (authorization: Bearer <admin token>): without it, or with a wrong
+//     one, the call ends at once with UNAUTHENTICATED, whatever its bytes;
+//     they are never parsed, and the refusal takes no pool thread.
+//  2. Then, on the pool, the bytes are parsed: bytes that are not a message
+//     of the method's request type (truncated, invalid UTF-8 in a string
+//     field, ...) end the call with INVALID_ARGUMENT naming the method and
+//     the type (gRPC's own parser answered UNIMPLEMENTED with no message).
+//  3. Then the handler runs and its response is serialised.
+// Logging: a refused authentication writes nothing to the log (the metric
+// ldpgraph_curator_rpcs_total counts it by method and code). A malformed
+// request writes at most one line a minute, with the number held back since
+// the last one (one bound for the whole process, the agent service's
+// requests included); protobuf's own line for a string that is not UTF-8 is
+// silenced. So no request, whatever its bytes or credential, makes the log
+// grow faster than that. (gRPC's own transport lines, such as one per failed
+// TLS handshake, come before any request and are not this service's.)
+//
+// Thread-safe; the curator and stages are not owned and must outlive it.
+class AdminServiceImpl final
+    : public WithMethods<
+          v1::AdminService::Service,
+          v1::AdminService::WithRawCallbackMethod_CreateCampaign,
+          v1::AdminService::WithRawCallbackMethod_ListCampaigns,
+          v1::AdminService::WithRawCallbackMethod_GetCampaign,
+          v1::AdminService::WithRawCallbackMethod_CloseCampaign,
+          v1::AdminService::WithRawCallbackMethod_ListRefusals,
+          v1::AdminService::WithRawCallbackMethod_GetBudgets,
+          v1::AdminService::WithRawCallbackMethod_Estimate,
+          v1::AdminService::WithRawCallbackMethod_Propagate,
+          v1::AdminService::WithRawCallbackMethod_Evaluate,
+          v1::AdminService::WithRawCallbackMethod_ListResults,
+          v1::AdminService::WithRawCallbackMethod_ExportEmbeddings,
+          v1::AdminService::WithRawCallbackMethod_Release,
+          v1::AdminService::WithRawCallbackMethod_GetReleaseLedger,
+          v1::AdminService::WithRawCallbackMethod_ListAudit,
+          v1::AdminService::WithRawCallbackMethod_GetStatus> {
  public:
   // admin_token: the bearer token every call must carry. base_status: the
   // fields of GetStatus the core does not know (start time, graph edges and
@@ -117,59 +174,71 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
                    RpcObserver observer, v1::CuratorStatus base_status = {},
                    int max_threads = 16);
   ~AdminServiceImpl() override;
+  // A frontend's (roles.h): GetStatus only; every other method is
+  // FAILED_PRECONDITION naming the operator, after authentication.
+  void ServeStatusOnly() { status_only_ = true; }
 
+  // Each takes the bytes of its ldpgraph.v1 request and answers the bytes of
+  // its response (admin.proto), as the class comment says.
   grpc::ServerUnaryReactor* CreateCampaign(grpc::CallbackServerContext* ctx,
-                                           const v1::CreateCampaignRequest* req,
-                                           v1::Campaign* resp) override;
+                                           const grpc::ByteBuffer* req,
+                                           grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* ListCampaigns(grpc::CallbackServerContext* ctx,
-                                          const v1::ListCampaignsRequest* req,
-                                          v1::ListCampaignsResponse* resp) override;
+                                          const grpc::ByteBuffer* req,
+                                          grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetCampaign(grpc::CallbackServerContext* ctx,
-                                        const v1::GetCampaignRequest* req,
-                                        v1::Campaign* resp) override;
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* CloseCampaign(grpc::CallbackServerContext* ctx,
-                                          const v1::CloseCampaignRequest* req,
-                                          v1::Campaign* resp) override;
+                                          const grpc::ByteBuffer* req,
+                                          grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* ListRefusals(grpc::CallbackServerContext* ctx,
-                                         const v1::ListRefusalsRequest* req,
-                                         v1::ListRefusalsResponse* resp) override;
+                                         const grpc::ByteBuffer* req,
+                                         grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetBudgets(grpc::CallbackServerContext* ctx,
-                                       const v1::GetBudgetsRequest* req,
-                                       v1::GetBudgetsResponse* resp) override;
+                                       const grpc::ByteBuffer* req,
+                                       grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Estimate(grpc::CallbackServerContext* ctx,
-                                     const v1::EstimateRequest* req,
-                                     v1::StageResult* resp) override;
+                                     const grpc::ByteBuffer* req,
+                                     grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Propagate(grpc::CallbackServerContext* ctx,
-                                      const v1::PropagateRequest* req,
-                                      v1::StageResult* resp) override;
+                                      const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx,
-                                     const v1::EvaluateRequest* req,
-                                     v1::StageResult* resp) override;
+                                     const grpc::ByteBuffer* req,
+                                     grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx,
-                                    const v1::ReleaseRequest* req,
-                                    v1::StageResult* resp) override;
-  grpc::ServerUnaryReactor* GetReleaseLedger(
-      grpc::CallbackServerContext* ctx, const v1::GetReleaseLedgerRequest* req,
-      v1::ReleaseLedger* resp) override;
+                                    const grpc::ByteBuffer* req,
+                                    grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* GetReleaseLedger(grpc::CallbackServerContext* ctx,
+                                             const grpc::ByteBuffer* req,
+                                             grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* ListResults(grpc::CallbackServerContext* ctx,
-                                        const v1::ListResultsRequest* req,
-                                        v1::ListResultsResponse* resp) override;
-  grpc::ServerWriteReactor<v1::EmbeddingChunk>* ExportEmbeddings(
-      grpc::CallbackServerContext* ctx,
-      const v1::ExportEmbeddingsRequest* req) override;
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override;
+  // A stream of EmbeddingChunk messages; authentication, parsing and their
+  // errors as for the unary methods, before the first chunk.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* ExportEmbeddings(
+      grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req) override;
   grpc::ServerUnaryReactor* ListAudit(grpc::CallbackServerContext* ctx,
-                                      const v1::ListAuditRequest* req,
-                                      v1::ListAuditResponse* resp) override;
+                                      const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
-                                      const v1::GetStatusRequest* req,
-                                      v1::CuratorStatus* resp) override;
+                                      const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override;
 
  private:
+  bool status_only_ = false;
+  // OK, or UNAUTHENTICATED: from ctx's metadata only.
   absl::Status Authorize(grpc::CallbackServerContext* ctx) const;
-  // Authorizes, runs fn on the pool, observes, finishes.
+  // Every unary method: authorizes (a refusal finishes at once), then on the
+  // pool parses the request, runs fn(request, &response), serialises the
+  // response; observes and finishes. Defined in services.cc, its only user.
+  template <typename Request, typename Response, typename Fn>
   grpc::ServerUnaryReactor* Serve(absl::string_view method,
                                   grpc::CallbackServerContext* ctx,
-                                  std::function<absl::Status()> fn);
+                                  const grpc::ByteBuffer* raw_request,
+                                  grpc::ByteBuffer* raw_response, Fn fn);
   Curator* curator_;
   Stages* stages_;
   std::string token_;
