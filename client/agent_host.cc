@@ -1,10 +1,16 @@
 #include "client/agent_host.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
 
@@ -121,6 +127,10 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
   if (options.curator.empty()) {
     return absl::InvalidArgumentError("the curator's address is missing");
   }
+  {
+    std::string tls_name;
+    RETURN_IF_ERROR(CuratorTarget(options.curator, &tls_name).status());
+  }
   if (!options.insecure && options.ca_pem.empty()) {
     return absl::InvalidArgumentError(
         "TLS needs the CA certificate that signed the curator's (or, for "
@@ -171,6 +181,57 @@ void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
   }
 }
 
+absl::StatusOr<std::string> CuratorTarget(const std::string& curator,
+                                          std::string* tls_name) {
+  const std::vector<std::string> entries =
+      absl::StrSplit(curator, ',', absl::SkipWhitespace());
+  if (entries.size() <= 1) {
+    *tls_name = "";
+    return curator;
+  }
+  std::vector<std::string> v4, v6;
+  for (const std::string& entry : entries) {
+    const size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon + 1 == entry.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--curator: '", entry, "' has no port (want HOST:PORT,HOST:PORT,...)"));
+    }
+    std::string host = entry.substr(0, colon);
+    const std::string port = entry.substr(colon + 1);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    if (tls_name->empty()) *tls_name = host;
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+    if (rc != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--curator: cannot resolve '", host, "': ", gai_strerror(rc)));
+    }
+    for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      char text[INET6_ADDRSTRLEN] = {};
+      if (a->ai_family == AF_INET) {
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr,
+                  text, sizeof(text));
+        v4.push_back(absl::StrCat(text, ":", port));
+      } else if (a->ai_family == AF_INET6) {
+        inet_ntop(AF_INET6,
+                  &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, text,
+                  sizeof(text));
+        v6.push_back(absl::StrCat("[", text, "]:", port));
+      }
+    }
+    freeaddrinfo(found);
+  }
+  // One scheme per target: IPv4 when any host has an IPv4 address.
+  std::vector<std::string>& list = v4.empty() ? v6 : v4;
+  list.erase(std::unique(list.begin(), list.end()), list.end());
+  return absl::StrCat(v4.empty() ? "ipv6:" : "ipv4:", absl::StrJoin(list, ","));
+}
+
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options,
                                                   grpc::ChannelArguments args) {
   args.SetMaxReceiveMessageSize(64 << 20);
@@ -191,6 +252,15 @@ std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& option
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  std::string tls_name;
+  absl::StatusOr<std::string> target = CuratorTarget(options.curator, &tls_name);
+  if (!target.ok()) {
+    // Checked when the options are (AgentHost::Create): a channel to
+    // nowhere, whose calls fail naming the target.
+    std::cerr << "ldpgraph-agent: " << target.status().message() << std::endl;
+    target = options.curator;
+  }
+  if (!tls_name.empty()) args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, tls_name);
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (options.insecure) {
     creds = grpc::InsecureChannelCredentials();
@@ -200,9 +270,11 @@ std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& option
     creds = grpc::SslCredentials(ssl);
     if (!options.server_name.empty()) {
       args.SetSslTargetNameOverride(options.server_name);
+    } else if (!tls_name.empty()) {
+      args.SetSslTargetNameOverride(tls_name);
     }
   }
-  return grpc::CreateCustomChannel(options.curator, creds, args);
+  return grpc::CreateCustomChannel(*target, creds, args);
 }
 
 GrpcShardLeases::GrpcShardLeases(const AgentHostOptions& options,

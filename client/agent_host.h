@@ -39,7 +39,9 @@
 namespace ldpgraph::agent {
 
 struct AgentHostOptions {
-  // host:port of the curator.
+  // host:port of the curator, or of its frontends as a comma-separated
+  // list (server/curator/roles.h): the channel keeps to one and moves to
+  // the next live one when it goes (CuratorTarget).
   std::string curator;
   // TLS: the CA that signed the curator's certificate (PEM); an optional
   // override of the name checked against it. insecure: plaintext (dev only).
@@ -95,6 +97,17 @@ void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
 
 // The gRPC channel to the curator that options describe (TLS unless
 // insecure; keepalives; 64 MiB messages), added to `args`.
+// The gRPC target for --curator: one address as given (a host name, or a
+// Kubernetes Service name, is resolved by gRPC); a list host:port,... as
+// one "ipv4:" (or "ipv6:") target of every address the hosts resolve to
+// now, which gRPC's pick_first policy walks in order, moving to the next
+// live one when the one in use fails. *tls_name: the first host, the name
+// a TLS certificate is checked against unless --server-name says otherwise.
+// INVALID_ARGUMENT for an entry without a port, or a host that does not
+// resolve (naming it).
+absl::StatusOr<std::string> CuratorTarget(const std::string& curator,
+                                          std::string* tls_name);
+
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(
     const AgentHostOptions& options,
     grpc::ChannelArguments args = grpc::ChannelArguments());

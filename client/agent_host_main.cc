@@ -57,7 +57,10 @@ that would exceed its caps, and answers a repeated identical question from
 its memo (no fresh randomness, no extra epsilon). Raw data never leaves it.
 
 Flags:
-  --curator ADDR       the curator's gRPC address
+  --curator ADDR       the curator's gRPC address, or its frontends' as a
+                       list HOST:PORT,HOST:PORT,... (a host moves to the
+                       next live one when the one it uses goes; a
+                       Kubernetes Service name is one address)
   --ca FILE            CA certificate (PEM) that signed the curator's
   --server-name NAME   name to check the curator's certificate against
                        (default: the host part of --curator)

@@ -657,6 +657,11 @@ absl::Status CampaignBook::ApplyLocked(const v1::ReportBatch& batch,
               "node ", row.node, " already answered campaign ",
               CampaignName(row.campaign), " with a different report"));
           break;
+        case store::AppendOutcome::kClosed:
+          // Another curator process closed it; Sync brings the close here.
+          s = absl::FailedPreconditionError(absl::StrCat(
+              "campaign ", CampaignName(row.campaign), " is closed"));
+          break;
       }
     }
     if (!s.ok()) {
@@ -674,12 +679,81 @@ absl::Status CampaignBook::ApplyLocked(const v1::ReportBatch& batch,
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   for (CampaignState* c : touched) {
     const double quorum = c->record.quorum();
-    if (c->open() && quorum > 0 &&
+    if (options_.close_on_quorum && c->open() && quorum > 0 &&
         c->reported + c->refused >= std::ceil(quorum * c->targeted - 1e-9)) {
       RETURN_IF_ERROR(CloseLocked(*c, "quorum", absl::Now()));
     }
   }
   return absl::OkStatus();
+}
+
+// --- several curator processes ----------------------------------------------
+
+absl::StatusOr<CampaignBook::SyncCounts> CampaignBook::Sync() {
+  // Read the store before taking the lock: ingest waits on it only while
+  // the outcomes are applied.
+  ASSIGN_OR_RETURN(std::vector<store::CampaignRow> rows,
+                   store_->ListCampaigns());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  SyncCounts counts;
+  absl::MutexLock lock(&mu_);
+  for (const store::CampaignRow& row : rows) {
+    CampaignState* c = FindLocked(row.id);
+    if (c == nullptr) {
+      ASSIGN_OR_RETURN(auto state, Restore(row));
+      campaigns_.push_back(std::move(state));
+      ++counts.campaigns_opened;
+      ++generation_;
+      continue;
+    }
+    if (c->open() && !row.open) {
+      v1::Campaign record;
+      if (!record.ParseFromString(row.record)) {
+        return absl::DataLossError(
+            absl::StrCat("campaign ", row.id, ": stored record does not parse"));
+      }
+      c->record = std::move(record);
+      ++counts.campaigns_closed;
+      ++generation_;
+    }
+  }
+  absl::Status status;
+  std::vector<Ledger::Debit> debits;
+  RETURN_IF_ERROR(store_->ForEachNewAnswerKey(
+      [&](int64_t campaign, uint32_t node, bool refusal)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            CampaignState* c = FindLocked(campaign);
+            if (c == nullptr || node >= options_.num_nodes) {
+              if (status.ok()) {
+                status = absl::DataLossError(
+                    absl::StrCat("stored answer of node ", node,
+                                 " to unknown campaign ", campaign));
+              }
+              return;
+            }
+            ++counts.answers;
+            if (ApplyAnswerLocked(*c, node, refusal)) {
+              debits.push_back(Ledger::Debit{node, c->charges});
+            }
+          }));
+  ledger_->Charge(debits);
+  RETURN_IF_ERROR(status);
+  return counts;
+}
+
+absl::StatusOr<int> CampaignBook::CloseQuorate(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  int closed = 0;
+  for (auto& c : campaigns_) {
+    const double quorum = c->record.quorum();
+    if (c->open() && quorum > 0 &&
+        c->reported + c->refused >= std::ceil(quorum * c->targeted - 1e-9)) {
+      RETURN_IF_ERROR(CloseLocked(*c, "quorum", now));
+      ++closed;
+    }
+  }
+  return closed;
 }
 
 // --- status -----------------------------------------------------------------

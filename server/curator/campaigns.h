@@ -74,6 +74,10 @@ class CampaignBook {
     uint32_t num_nodes = 0;
     // Largest batch accepted (reports); larger batches fail whole.
     int max_batch = 65536;
+    // Whether Ingest closes a campaign that reaches its quorum. A frontend
+    // (roles.h) does not: it sees only the reports it took until a Sync,
+    // and the operator closes (CloseQuorate).
+    bool close_on_quorum = true;
   };
 
   // Loads the campaigns of `store`, and rebuilds their progress and the
@@ -130,6 +134,22 @@ class CampaignBook {
   // batch was stored and nothing was acknowledged.
   absl::Status Ingest(const Session& session, const v1::ReportBatch& batch,
                       v1::ReportAck* ack);
+
+  // --- several curator processes on one store -------------------------------
+  // Brings in what other processes stored (roles.h): campaigns created or
+  // closed, and answers (their progress, and the ledger's charges, each
+  // answer once). What a frontend does to learn of new tasks, and the
+  // operator to see every frontend's reports. DATA_LOSS for a record that
+  // does not parse or an answer to an unknown campaign; store errors.
+  struct SyncCounts {
+    int campaigns_opened = 0, campaigns_closed = 0;
+    uint64_t answers = 0;
+  };
+  absl::StatusOr<SyncCounts> Sync();
+  // Closes every open campaign that reached its quorum (reason "quorum"):
+  // the operator's check after a Sync, since a frontend closes only on the
+  // reports it took. Returns how many.
+  absl::StatusOr<int> CloseQuorate(absl::Time now);
 
   // --- status ---------------------------------------------------------------
   struct Tally {

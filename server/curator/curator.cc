@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
   CampaignBook::Options book;
   book.num_nodes = num_nodes;
   book.max_batch = c->options_.max_batch;
+  book.close_on_quorum = c->options_.close_on_quorum;
   ASSIGN_OR_RETURN(c->campaigns_, CampaignBook::Open(s, &c->ledger_, book));
   RETURN_IF_ERROR(c->LoadCaps());
   ASSIGN_OR_RETURN(c->keys_, KeyDirectory::Open(s, num_nodes));
@@ -306,10 +307,24 @@ absl::StatusOr<std::vector<v1::NodeKey>> Curator::PublicKeys(
   return keys_->Get(nodes);
 }
 
+// --- several processes on one store ----------------------------------------
+
+absl::StatusOr<CampaignBook::SyncCounts> Curator::Sync(bool close_quorate) {
+  ASSIGN_OR_RETURN(CampaignBook::SyncCounts counts, campaigns_->Sync());
+  if (close_quorate) RETURN_IF_ERROR(campaigns_->CloseQuorate(absl::Now()).status());
+  return counts;
+}
+
 // --- operator ---------------------------------------------------------------
 
 absl::StatusOr<v1::Campaign> Curator::CreateCampaign(
     const v1::CreateCampaignRequest& request) {
+  if (options_.shared_store) {
+    // Caps nodes declared to the frontends, and their spending, for the
+    // ledger's check.
+    RETURN_IF_ERROR(LoadCaps());
+    RETURN_IF_ERROR(campaigns_->Sync().status());
+  }
   return campaigns_->Create(request);
 }
 

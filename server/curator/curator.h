@@ -75,6 +75,13 @@ class Curator {
     // Devices in check-in mode: pacing, intervals, session TTL
     // (check_ins.h); num_nodes is taken from above.
     CheckInDesk::Options check_in;
+    // The store is shared with other curator processes (roles.h): Sync
+    // brings in what they stored, and CreateCampaign reads the caps nodes
+    // declared to any of them before its ledger check.
+    bool shared_store = false;
+    // Whether ingest closes a campaign at its quorum (a frontend does not:
+    // the operator closes, after a Sync).
+    bool close_on_quorum = true;
   };
 
   // Opens the curator over an opened store: loads campaigns, rebuilds the
@@ -158,6 +165,17 @@ class Curator {
   // the graph. Any session may ask: the keys are public.
   absl::StatusOr<std::vector<v1::NodeKey>> PublicKeys(
       const Session& session, const std::vector<uint32_t>& nodes) const;
+
+  // --- several processes on one store (roles.h) ------------------------------
+  // Brings in campaigns other processes opened or closed and the answers
+  // they stored (CampaignBook::Sync); with close_quorate, then closes the
+  // campaigns that reached their quorum. Store errors.
+  absl::StatusOr<CampaignBook::SyncCounts> Sync(bool close_quorate);
+  // Whether this process holds the store's operator lease (store.h,
+  // TryOperatorLease; taking it if free).
+  absl::StatusOr<bool> HoldsOperatorLease() { return store_->TryOperatorLease(); }
+  // The store, for logs: "sqlite <path>" or "postgres <host:port/db>".
+  std::string DescribeStore() const { return store_->Describe(); }
 
   // --- operator -------------------------------------------------------------
   // Validates the request (INVALID_ARGUMENT naming what is wrong), refuses

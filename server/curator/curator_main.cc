@@ -31,8 +31,9 @@ Usage: ldpgraph-curator --data-dir DIR (--graph DATASET | --nodes N)
 
 The curator is untrusted for raw data: it holds the graph, runs collection
 campaigns, stores the agents' perturbed reports durably (SQLite, WAL, under
---data-dir), keeps the privacy ledger and runs the learning pipeline.
-A restarted curator resumes its open campaigns.
+--data-dir; or a PostgreSQL database shared by several curator processes),
+keeps the privacy ledger and runs the learning pipeline. A restarted
+curator resumes its open campaigns.
 
 Flags:
   --listen ADDR        gRPC address (default 0.0.0.0:7443)
@@ -56,6 +57,22 @@ Flags:
   --tls-cert FILE      PEM certificate chain of the curator
   --tls-key FILE       PEM private key
   --insecure           plaintext gRPC: development only
+  --store STORE        sqlite (default: curator.db under --data-dir) or
+                       postgres://USER@HOST:PORT/DATABASE[?sslmode=...]: a
+                       PostgreSQL database that several curator processes
+                       share (see --role). Never put the password in it
+  --store-password-file FILE
+                       the database password (first line of FILE)
+  --role ROLE          all (default: one process does everything),
+                       frontend (serves agents only; run any number on one
+                       postgres store) or operator (admin API, campaign
+                       lifecycle, pipeline; one active at a time, holding a
+                       lease in the store: a second one waits as a standby
+                       and takes over when the first goes). An operator
+                       that loses its lease exits with status 3
+  --sync-interval S    how often a process on a shared store reads what the
+                       others stored: new campaigns, closes, reports
+                       (default 0.2)
   --sync MODE          full (default: every acknowledged report is on disk)
                        or normal (survives a crash of the process, not of
                        the machine; faster)
@@ -109,7 +126,8 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
                       "fleet-lease", "fleet-min-hosts", "release-epsilon",
                       "release-delta", "pipeline-threads", "check-in-rate",
                       "check-in-interval", "check-in-jitter",
-                      "check-in-session"},
+                      "check-in-session", "store", "store-password-file",
+                      "role", "sync-interval"},
                      {"insecure", "private-edges"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
@@ -160,6 +178,18 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
   }
   o.synchronous_full = sync == "full";
   g_ready_file = a.Get("ready-file").value_or("");
+  o.store_url = a.Get("store").value_or("");
+  o.store_password_file = a.Get("store-password-file").value_or("");
+  ASSIGN_OR_RETURN(o.role, ldpgraph::curator::ParseRole(
+                               a.Get("role").value_or("all")));
+  ASSIGN_OR_RETURN(auto sync_interval, a.GetDouble("sync-interval"));
+  if (sync_interval) {
+    if (!(*sync_interval >= 0.01 && *sync_interval <= 60)) {
+      return absl::InvalidArgumentError(
+          "--sync-interval must be in [0.01, 60] seconds");
+    }
+    o.sync_interval = absl::Seconds(*sync_interval);
+  }
   ASSIGN_OR_RETURN(auto threads, a.GetInt("max-threads"));
   if (threads) {
     if (*threads < 4 || *threads > 100000) {
@@ -255,6 +285,12 @@ int main(int argc, char** argv) {
     std::cerr << "ldpgraph-curator: WARNING: --insecure: plaintext gRPC, "
                  "for development only\n";
   }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  options->log = [](const std::string& line) {
+    std::cerr << "ldpgraph-curator: " << line << std::endl;
+  };
+  options->cancelled = [] { return g_signal != 0; };
   auto server = ldpgraph::curator::CuratorServer::Start(*options);
   if (!server.ok()) {
     std::cerr << "ldpgraph-curator: " << server.status().message() << "\n";
@@ -264,12 +300,12 @@ int main(int argc, char** argv) {
   if ((*server)->http_port() > 0) {
     std::cerr << ", HTTP on port " << (*server)->http_port();
   }
-  std::cerr << " (" << (*server)->curator().num_nodes() << " nodes, "
+  std::cerr << " (role " << ldpgraph::curator::RoleName(options->role) << ", "
+            << (*server)->curator().DescribeStore() << ", "
+            << (*server)->curator().num_nodes() << " nodes, "
             << (options->private_edges ? "edges private, " : "")
             << (*server)->curator().open_campaigns() << " open campaigns)"
             << std::endl;
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
   if (!g_ready_file.empty()) {
     absl::Status written = ldpgraph::WriteFileAtomically(
         g_ready_file,
@@ -282,8 +318,14 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  while (g_signal == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (g_signal == 0 && !(*server)->lost_lease()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if ((*server)->lost_lease()) {
+    std::cerr << "ldpgraph-curator: stopping: lost the operator lease"
+              << std::endl;
+    (*server)->Shutdown(absl::Seconds(1));
+    return 3;
   }
   std::cerr << "ldpgraph-curator: signal " << g_signal << ", shutting down"
             << std::endl;

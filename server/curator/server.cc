@@ -78,8 +78,38 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
 
   store::CuratorStore::Options so;
   so.synchronous_full = options.synchronous_full;
-  ASSIGN_OR_RETURN(auto store, store::CuratorStore::Open(options.data_dir, so));
+  ASSIGN_OR_RETURN(auto store, store::CuratorStore::OpenUrl(
+                                   options.store_url, options.store_password_file,
+                                   options.data_dir, so));
+  const bool shared = !(options.store_url.empty() || options.store_url == "sqlite");
+  if (!shared && options.role != Role::kAll) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--role ", RoleName(options.role),
+        " needs a store shared with the other roles (--store postgres://...); "
+        "over SQLite one process does everything (--role all)"));
+  }
+  if (ServesAdmin(options.role)) {
+    // One operator at a time: wait for the lease (roles.h).
+    bool said = false;
+    while (true) {
+      absl::StatusOr<bool> held = store->TryOperatorLease();
+      if (held.ok() && *held) break;
+      if (!said && options.log) {
+        options.log(held.ok() ? "standby: another operator holds the lease; "
+                                "waiting for it"
+                              : absl::StrCat("standby: ", held.status().message()));
+        said = true;
+      }
+      if (options.cancelled && options.cancelled()) {
+        return absl::CancelledError("stopped while waiting for the operator lease");
+      }
+      absl::SleepFor(absl::Milliseconds(250));
+    }
+    if (said && options.log) options.log("took the operator lease");
+  }
   Curator::Options co;
+  co.shared_store = shared;
+  co.close_on_quorum = options.role != Role::kFrontend;
   co.num_nodes = nodes;
   co.node_key = options.node_key;
   co.fleet_settle = options.fleet_settle;
@@ -128,7 +158,12 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
     creds = grpc::SslServerCredentials(ssl);
   }
   builder.AddListeningPort(options.listen, creds, &s->port_);
-  builder.RegisterService(s->internals_->agent.get());
+  if (ServesAgents(options.role)) {
+    builder.RegisterService(s->internals_->agent.get());
+  }
+  // A frontend answers GetStatus too (its sessions and streams, which only
+  // it knows), and nothing else of the admin API.
+  if (!ServesAdmin(options.role)) s->internals_->admin->ServeStatusOnly();
   builder.RegisterService(s->internals_->admin.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
@@ -172,11 +207,39 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   }
   // Campaign deadlines are enforced on every report; this closes them in
   // the store too, so that operators and subscribers see the transition.
+  // On a shared store, every sync_interval: what the other processes
+  // stored; the operator then closes quorate campaigns and checks that it
+  // still holds the lease.
   Internals* in = s->internals_.get();
   Curator* curator = s->curator_.get();
-  in->ticker = std::thread([in, curator] {
-    while (!in->stop_ticker.WaitForNotificationWithTimeout(absl::Seconds(1))) {
-      curator->CloseExpired(absl::Now()).IgnoreError();
+  CuratorServer* self = s.get();
+  const absl::Duration tick =
+      shared ? std::min(options.sync_interval, absl::Seconds(1))
+             : absl::Seconds(1);
+  in->ticker = std::thread([in, curator, self, tick, shared,
+                            role = options.role, log = options.log] {
+    absl::Time last_close = absl::InfinitePast();
+    absl::Time last_lease = absl::Now();
+    while (!in->stop_ticker.WaitForNotificationWithTimeout(tick)) {
+      const absl::Time now = absl::Now();
+      if (shared) {
+        absl::Status synced =
+            curator->Sync(/*close_quorate=*/ServesAdmin(role)).status();
+        if (!synced.ok() && log) log(absl::StrCat("sync: ", synced.message()));
+      }
+      if (ServesAdmin(role) && now - last_close >= absl::Seconds(1)) {
+        curator->CloseExpired(now).IgnoreError();
+        last_close = now;
+      }
+      if (shared && ServesAdmin(role) && now - last_lease >= absl::Seconds(1)) {
+        last_lease = now;
+        absl::StatusOr<bool> held = curator->HoldsOperatorLease();
+        if (held.ok() && !*held) {
+          if (log) log("lost the operator lease: another operator holds it");
+          self->lost_lease_.store(true);
+          return;
+        }
+      }
     }
   });
   return s;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
 #include "server/curator/curator.h"
+#include "server/curator/roles.h"
 #include "server/curator/stages.h"
 
 namespace ldpgraph::curator {
@@ -48,6 +50,21 @@ struct ServerOptions {
   std::string http_listen;
   // Store durability (store.h).
   bool synchronous_full = true;
+  // The store: empty or "sqlite" for curator.db under data_dir, or a
+  // postgres:// URL (postgres_store.h) with its password in
+  // store_password_file.
+  std::string store_url;
+  std::string store_password_file;
+  // What this process does (roles.h), and how often a process on a shared
+  // store brings in what the others stored (CampaignBook::Sync).
+  Role role = Role::kAll;
+  absl::Duration sync_interval = absl::Milliseconds(200);
+  // An operator waiting for the lease logs this once, and is told when it
+  // took it (for tests and the binary's log).
+  std::function<void(const std::string&)> log;
+  // A standby operator polls this while it waits for the lease; true ends
+  // the wait (Start returns CANCELLED).
+  std::function<bool()> cancelled;
   // Largest gRPC message accepted, bytes.
   int max_message_bytes = 64 << 20;
   // Bound on the admin service's own threads, which run every admin call
@@ -85,6 +102,9 @@ class CuratorServer {
   void Shutdown(absl::Duration grace = absl::Seconds(5));
   // Blocks until Shutdown.
   void Wait();
+  // An operator that found another process holds the lease it had
+  // (roles.h): it must stop at once. The binary exits with status 3.
+  bool lost_lease() const { return lost_lease_.load(); }
 
   Curator& curator() { return *curator_; }
   Stages& stages() { return *stages_; }
@@ -100,6 +120,7 @@ class CuratorServer {
   std::unique_ptr<Internals> internals_;
   std::unique_ptr<grpc::Server> server_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> lost_lease_{false};
   int port_ = 0;
 };
 

@@ -21,6 +21,7 @@
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -45,6 +46,8 @@
 #include "server/ldpctl/dev_tls.h"
 #include "server/ldpctl/process.h"
 #include "server/pipeline/pipeline.h"
+#include "server/store/local_postgres.h"
+#include "server/store/store.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
@@ -171,6 +174,21 @@ Scenarios (default: off):
                       campaigns asked, per the curator's ledger and per the
                       hosts' memos (agent.db). Default 0: off
   --churn-down S      seconds a killed host stays down (default 1)
+  --store KIND        sqlite (default: the curator's embedded store) or
+                      postgres: a PostgreSQL server started for the run
+                      (initdb into WORK/postgres, as a non-root user, stopped
+                      at the end), shared by the curator processes
+  --frontends N       with --store postgres: N frontends serve the agents
+                      (each host lists them all, starting at a different
+                      one) and an operator serves ldpctl (default 0: one
+                      curator of role all)
+  --frontend-kills K  SIGKILL a frontend K times during the features
+                      campaign (round robin, when its answers pass
+                      k/(K+1) of the nodes), each restarted at once on its
+                      port. Reported under scenario.frontend_kills as
+                      --churn's: acknowledged reports lost, extra epsilon
+                      (ledger, agents' memos). Hosts send --churn-batch
+                      reports per batch
   --churn-batch N     under --churn the hosts send N reports per batch
                       (default 16; else 512), so that a kill lands between
                       batches as it would on a host whose nodes report one
@@ -205,6 +223,7 @@ Examples:
   ldpctl simulate --method lpgnn --label-epsilon 1 --dropout 0.3 --campaign-deadline 10
   ldpctl simulate --hosts 4 --latency 200 --jitter 20 --loss 0.05
   ldpctl simulate --hosts 10 --churn 0.1 --dropout 0.3
+  ldpctl simulate --store postgres --frontends 3 --frontend-kills 10
   ldpctl simulate --method lpgnn --epsilon 3 --label-epsilon 3 --malicious 0.1 --defence screen
   ldpctl simulate --method lpgnn --mechanism multibit --epsilon 2 --edges ns1 --edge-epsilon 1
 )";
@@ -336,6 +355,13 @@ struct Options {
   double churn = 0;
   double churn_down_s = 1;
   int churn_batch = 16;
+  // The server side: "sqlite" (one curator, its embedded store) or
+  // "postgres" (a local PostgreSQL server, an operator and `frontends`
+  // frontends; none: one curator of role all on PostgreSQL), and SIGKILLs
+  // of frontends during the features campaign.
+  std::string store = "sqlite";
+  int frontends = 0;
+  int frontend_kills = 0;
   // Simulated poisoning (--malicious): unset is off.
   std::optional<double> malicious;
   int attack_class = 0;
@@ -424,6 +450,31 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
           " (each node's total epsilon: a node with none can answer nothing)"));
     }
     o.cap = *cap;
+  }
+  o.store = a.Get("store").value_or("sqlite");
+  if (o.store != "sqlite" && o.store != "postgres") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--store must be sqlite or postgres, got '", o.store, "'"));
+  }
+  ASSIGN_OR_RETURN(auto frontends, a.GetInt("frontends"));
+  if (frontends) {
+    if (*frontends < 0 || *frontends > 64) {
+      return absl::InvalidArgumentError("--frontends must be in [0, 64]");
+    }
+    if (o.store != "postgres" && *frontends > 0) {
+      return absl::InvalidArgumentError(
+          "--frontends needs --store postgres (frontends share its database)");
+    }
+    o.frontends = static_cast<int>(*frontends);
+  }
+  ASSIGN_OR_RETURN(auto kills, a.GetInt("frontend-kills"));
+  if (kills) {
+    if (*kills < 0 || *kills > 1000 || (*kills > 0 && o.frontends < 2)) {
+      return absl::InvalidArgumentError(
+          "--frontend-kills must be in [0, 1000], with --frontends 2 or more "
+          "(the agents need a live one to move to)");
+    }
+    o.frontend_kills = static_cast<int>(*kills);
   }
   o.sync = a.Get("sync").value_or("full");
   if (o.sync != "full" && o.sync != "normal") {
@@ -635,7 +686,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     values.insert(
         {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads",
          "dropout", "latency", "jitter", "loss", "churn", "churn-down",
-         "churn-batch", "malicious", "attack-class", "attack-dims"});
+         "churn-batch", "malicious", "attack-class", "attack-dims", "store",
+         "frontends", "frontend-kills"});
     flags.insert({"keep", "keep-running"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
@@ -683,6 +735,11 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
   RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
   if (!attach) RETURN_IF_ERROR(ParseNetworkFlags(a, &o));
+  if (o.network() && o.frontends > 0) {
+    return absl::InvalidArgumentError(
+        "--latency, --jitter and --loss put one proxy per host in front of "
+        "one curator; they do not combine with --frontends");
+  }
   RETURN_IF_ERROR(ParseAttackFlags(a, &o));
   RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defence, &o.screen_alpha));
   return o;
@@ -868,6 +925,40 @@ class Simulation {
   std::vector<ChurnedCampaign> churned_;
   std::vector<int> restarts_;
   json churn_figures_;  // null without --churn
+
+  // --store postgres: the server, a store on it that ldpctl reads the
+  // stored reporters from (as it reads curator.db for --churn), the
+  // frontends and their fixed ports; --frontend-kills: each kill.
+  std::unique_ptr<store::LocalPostgres> postgres_;
+  std::unique_ptr<store::CuratorStore> observer_;
+  std::vector<std::unique_ptr<ChildProcess>> frontends_;
+  std::vector<int> frontend_ports_;
+  std::vector<int> frontend_restarts_;
+  std::vector<Connection> frontend_admin_;  // GetStatus of each frontend
+  struct FrontendKill {
+    int frontend = 0;
+    double after_seconds = 0;
+    uint32_t answered_at_kill = 0;
+    uint32_t acked_before_kill = 0;
+    std::vector<uint32_t> stored_before_kill;
+    double restart_seconds = 0;
+  };
+  std::string killed_campaign_;
+  std::vector<FrontendKill> frontend_kills_;
+  json frontend_figures_;  // null without --frontend-kills
+  // The curator processes' arguments for the store (--store ... or none).
+  std::vector<std::string> StoreArgs() const;
+  absl::Status StartPostgres();
+  // Starts frontend i (on `port`, 0: any) and waits until it serves.
+  absl::Status StartFrontend(int i, int port);
+  // Waits for a curator process's ready file; its gRPC port.
+  absl::StatusOr<int> WaitReady(ChildProcess* p, const std::string& ready,
+                                const std::string& what);
+  // The nodes that reported to campaign `id`, from the store.
+  absl::StatusOr<std::vector<uint32_t>> Reporters(const std::string& id);
+  // --frontend-kills: kills due at `answered` of `targeted`.
+  absl::Status KillFrontends(const v1::Campaign& c, absl::Duration since_open);
+  absl::StatusOr<json> FrontendFigures(const Campaigns& c);
 };
 
 absl::Status Simulation::Check() {
@@ -877,6 +968,9 @@ absl::Status Simulation::Check() {
   }
   std::vector<ChildProcess*> all;
   if (curator_) all.push_back(curator_.get());
+  for (auto& f : frontends_) {
+    if (f) all.push_back(f.get());
+  }
   for (auto& a : agents_) {
     if (a) all.push_back(a.get());  // null: down under --churn
   }
@@ -1001,11 +1095,94 @@ absl::Status Simulation::Prepare() {
   return absl::OkStatus();
 }
 
+std::vector<std::string> Simulation::StoreArgs() const {
+  if (postgres_ == nullptr) return {};
+  return {"--store", postgres_->url(), "--store-password-file",
+          postgres_->password_file()};
+}
+
+absl::Status Simulation::StartPostgres() {
+  progress_.Update("starting", "PostgreSQL (initdb)");
+  // The server runs as an unprivileged user when ldpctl runs as root: it
+  // must be able to pass through the work folder (the secrets in it stay
+  // 0600), into a folder of its own.
+  chmod(work_.c_str(), 0711);
+  store::LocalPostgres::Options pg;
+  pg.dir = work_ + "/postgres";
+  pg.fsync = o_.sync == "full";
+  pg.max_connections = std::max(100, 4 * (o_.frontends + 2) + 20);
+  ASSIGN_OR_RETURN(postgres_, store::LocalPostgres::Start(pg));
+  ASSIGN_OR_RETURN(observer_, store::CuratorStore::OpenUrl(
+                                  postgres_->url(), postgres_->password_file(),
+                                  "", {}));
+  progress_.Note(absl::StrCat("PostgreSQL on 127.0.0.1:", postgres_->port(),
+                              " (", pg.dir, ", log postgres.log)"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Simulation::WaitReady(ChildProcess* p, const std::string& ready,
+                                          const std::string& what) {
+  const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
+  while (true) {
+    RETURN_IF_ERROR(Check());
+    if (auto how = p->Exited()) {
+      failure_logs_ = absl::StrCat("last lines of ", p->log_path(), ":\n",
+                                   p->LogTail(15));
+      return absl::InternalError(absl::StrCat(p->name(), " ", *how));
+    }
+    if (fs::exists(ready)) {
+      auto text = ReadFileToString(ready);
+      if (text.ok()) {
+        json j = json::parse(*text, nullptr, false);
+        if (!j.is_discarded() && j.contains("grpc_port")) {
+          return j["grpc_port"].get<int>();
+        }
+      }
+    }
+    if (absl::Now() > until) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the ", what, " did not start in --timeout"));
+    }
+    progress_.Update("starting", what);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+absl::Status Simulation::StartFrontend(int i, int port) {
+  const std::string tls = work_ + "/tls";
+  const std::string ready = absl::StrCat(work_, "/frontend-", i, ".ready");
+  std::error_code ec;
+  fs::remove(ready, ec);
+  std::vector<std::string> argv = {
+      o_.bin_dir + "/ldpgraph-curator", "--role", "frontend", "--listen",
+      absl::StrCat("127.0.0.1:", port), "--http", "off", "--data-dir",
+      absl::StrCat(work_, "/frontend-", i), "--graph", dataset_dir_,
+      "--admin-token", tls + "/admin.token", "--node-key", tls + "/node.key",
+      "--tls-cert", tls + "/curator.pem", "--tls-key", tls + "/curator.key",
+      "--sync", o_.sync, "--ready-file", ready};
+  const std::vector<std::string> store = StoreArgs();
+  argv.insert(argv.end(), store.begin(), store.end());
+  if (o_.edges != "none") argv.push_back("--private-edges");
+  const std::string log =
+      frontend_restarts_[i] == 0
+          ? absl::StrCat(work_, "/frontend-", i, ".log")
+          : absl::StrCat(work_, "/frontend-", i, ".restart-",
+                         frontend_restarts_[i], ".log");
+  ASSIGN_OR_RETURN(frontends_[i],
+                   ChildProcess::Start(absl::StrCat("frontend ", i),
+                                       std::move(argv), log));
+  ASSIGN_OR_RETURN(frontend_ports_[i],
+                   WaitReady(frontends_[i].get(), ready,
+                             absl::StrCat("frontend ", i)));
+  return absl::OkStatus();
+}
+
 absl::Status Simulation::StartCurator() {
   if (o_.attach) {
     admin_ = Connect(o_.connection);
     return absl::OkStatus();
   }
+  if (o_.store == "postgres") RETURN_IF_ERROR(StartPostgres());
   const std::string tls = work_ + "/tls";
   const std::string ready = work_ + "/curator.ready";
   std::vector<std::string> argv = {
@@ -1016,29 +1193,19 @@ absl::Status Simulation::StartCurator() {
       "--sync", o_.sync, "--max-threads",
       absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--pipeline-threads",
       absl::StrCat(o_.threads), "--ready-file", ready};
+  const std::vector<std::string> store = StoreArgs();
+  argv.insert(argv.end(), store.begin(), store.end());
+  if (o_.frontends > 0) argv.insert(argv.end(), {"--role", "operator"});
   // The curator learns the graph from the agents' reports only.
   if (o_.edges != "none") argv.push_back("--private-edges");
-  ASSIGN_OR_RETURN(curator_, ChildProcess::Start("curator", std::move(argv),
+  const std::string what = o_.frontends > 0 ? "operator" : "curator";
+  ASSIGN_OR_RETURN(curator_, ChildProcess::Start(what, std::move(argv),
                                                  work_ + "/curator.log"));
-  const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
-  while (true) {
-    RETURN_IF_ERROR(Check());
-    if (fs::exists(ready)) {
-      auto text = ReadFileToString(ready);
-      if (text.ok()) {
-        json j = json::parse(*text, nullptr, false);
-        if (!j.is_discarded() && j.contains("grpc_port")) {
-          port_ = j["grpc_port"].get<int>();
-          break;
-        }
-      }
-    }
-    if (absl::Now() > until) {
-      return absl::DeadlineExceededError("the curator did not start in --timeout");
-    }
-    progress_.Update("starting", "curator");
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  ASSIGN_OR_RETURN(port_, WaitReady(curator_.get(), ready, what));
+  frontends_.resize(o_.frontends);
+  frontend_ports_.assign(o_.frontends, 0);
+  frontend_restarts_.assign(o_.frontends, 0);
+  for (int i = 0; i < o_.frontends; ++i) RETURN_IF_ERROR(StartFrontend(i, 0));
   ConnectionSettings s;
   s.curator = absl::StrCat("127.0.0.1:", port_);
   s.server_name = "localhost";
@@ -1047,6 +1214,11 @@ absl::Status Simulation::StartCurator() {
   while (!token.empty() && (token.back() == '\n')) token.pop_back();
   s.admin_token_hex = token;
   admin_ = Connect(s);
+  for (int port : frontend_ports_) {
+    ConnectionSettings f = s;
+    f.curator = absl::StrCat("127.0.0.1:", port);
+    frontend_admin_.push_back(Connect(f));
+  }
   // For the operator: ldpctl --config WORK/ldpctl.conf <command>.
   return WriteNewFile(
       work_ + "/ldpctl.conf",
@@ -1080,7 +1252,7 @@ absl::Status Simulation::StartAgent(int h) {
       argv.push_back("--seed");
       argv.push_back(absl::StrCat(pipeline::NoiseSeed(*o_.seed, 0)));
     }
-    if (o_.churn_on) {
+    if (o_.churn_on || o_.frontend_kills > 0) {
       argv.insert(argv.end(), {"--batch", absl::StrCat(o_.churn_batch)});
     }
     if (o_.dropout > 0) {
@@ -1117,7 +1289,7 @@ absl::StatusOr<ChurnDriver> Simulation::ChurnFor(const std::string& campaign_id,
     RETURN_IF_ERROR(FromGrpc(admin_->stub->GetCampaign(&ctx, get, &c),
                              admin_->address));
     cc.acked_before_kill.push_back(c.progress().reported());
-    ASSIGN_OR_RETURN(auto stored, StoredReporters(work_ + "/curator", cc.id));
+    ASSIGN_OR_RETURN(auto stored, Reporters(cc.id));
     cc.stored_before_kill.push_back(std::move(stored));
     return absl::OkStatus();
   };
@@ -1164,6 +1336,23 @@ absl::Status Simulation::WaitEnrolled() {
       continue;
     }
     if (!g.ok()) return FromGrpc(g, admin_->address);
+    if (!frontend_admin_.empty()) {
+      // Sessions are each frontend's own: add up theirs.
+      uint32_t enrolled = 0, streams = 0;
+      for (const Connection& f : frontend_admin_) {
+        grpc::ClientContext fctx;
+        f.Prepare(&fctx);
+        fctx.set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(10));
+        v1::CuratorStatus fs;
+        grpc::Status fg = f.stub->GetStatus(&fctx, v1::GetStatusRequest(), &fs);
+        if (!fg.ok()) return FromGrpc(fg, f.address);
+        enrolled += fs.enrolled_nodes();
+        streams += fs.task_streams();
+      }
+      s.set_enrolled_nodes(enrolled);
+      s.set_task_streams(streams);
+    }
     if (o_.attach && s.graph_nodes() != data_.meta.nodes) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the curator's graph has ", s.graph_nodes(), " nodes but ",
@@ -1253,6 +1442,9 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     if (churn) {
       RETURN_IF_ERROR(churn->Poll(answered, p.targeted(), absl::Now() - opened));
     }
+    if (o_.frontend_kills > 0 && what == "features") {
+      RETURN_IF_ERROR(KillFrontends(c, absl::Now() - opened));
+    }
     if (absl::Now() > until) {
       return absl::DeadlineExceededError(absl::StrCat(
           c.id(), ": ", answered, " of ", p.targeted(),
@@ -1260,7 +1452,11 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     }
     // A kill due soon is looked for often: a small campaign is over in a
     // few tens of milliseconds.
-    absl::SleepFor(absl::Milliseconds(churn && churn->pending() ? 2 : 50));
+    const bool kill_due =
+        o_.frontend_kills > 0 && what == "features" &&
+        frontend_kills_.size() < static_cast<size_t>(o_.frontend_kills);
+    absl::SleepFor(
+        absl::Milliseconds((churn && churn->pending()) || kill_due ? 2 : 50));
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -1330,7 +1526,21 @@ void Simulation::StopAll() {
   }
   proxies_.clear();
   admin_.reset();
+  frontend_admin_.clear();
+  for (auto& f : frontends_) {
+    if (f) f->Terminate();
+  }
+  for (auto& f : frontends_) {
+    if (f) f->Stop(absl::Seconds(10));
+  }
   if (curator_) curator_->Stop(absl::Seconds(10));
+  observer_.reset();
+  if (postgres_) {
+    if (absl::Status s = postgres_->Stop(); !s.ok()) {
+      err_ << "ldpctl simulate: stopping PostgreSQL: " << s.message() << "\n";
+    }
+    postgres_.reset();
+  }
 }
 
 absl::Status Simulation::Run() {
@@ -1483,7 +1693,7 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
   std::vector<CampaignAnswers> answers;
   std::map<std::string, std::vector<uint32_t>> final_of;
   for (const v1::Campaign& campaign : c.all) {
-    ASSIGN_OR_RETURN(auto reporters, StoredReporters(work_ + "/curator", campaign.id()));
+    ASSIGN_OR_RETURN(auto reporters, Reporters(campaign.id()));
     if (reporters.size() != campaign.progress().reported()) {
       return absl::InternalError(absl::StrCat(
           campaign.id(), ": the curator counts ", campaign.progress().reported(),
@@ -1607,6 +1817,9 @@ absl::StatusOr<json> Simulation::Results(
   if (o_.churn_on) {
     ASSIGN_OR_RETURN(churn_figures_, ChurnFigures(c));
   }
+  if (o_.frontend_kills > 0) {
+    ASSIGN_OR_RETURN(frontend_figures_, FrontendFigures(c));
+  }
   const uint64_t eval_seed = o_.seed.value_or(1);
   json details = json::parse(evaluate.details_json(), nullptr, false);
   if (details.is_discarded()) details = json::object();
@@ -1715,6 +1928,10 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                    {"campaign_deadline_seconds", o_.deadline_s}};
   if (!o_.attach) d["scenario"]["network"] = NetworkJson();
   if (!churn_figures_.is_null()) d["scenario"]["churn"] = churn_figures_;
+  if (!frontend_figures_.is_null()) {
+    d["scenario"]["frontend_kills"] = frontend_figures_;
+  }
+  d["store"] = {{"kind", o_.store}, {"frontends", o_.frontends}};
   // The attacker's nodes, drawn once for the poisoning and defence figures.
   const std::vector<uint32_t> malicious =
       o_.malicious ? MaliciousNodes() : std::vector<uint32_t>();
@@ -1742,9 +1959,18 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
-  d["report_bytes"] = status.report_bytes_received();
-  d["report_bytes_per_report"] =
-      reports ? double(status.report_bytes_received()) / reports : 0.0;
+  uint64_t report_bytes = status.report_bytes_received();
+  for (const Connection& f : frontend_admin_) {
+    // The frontends took the reports (a restarted one counts since then).
+    grpc::ClientContext fctx;
+    f.Prepare(&fctx);
+    v1::CuratorStatus fs;
+    if (f.stub->GetStatus(&fctx, v1::GetStatusRequest(), &fs).ok()) {
+      report_bytes += fs.report_bytes_received();
+    }
+  }
+  d["report_bytes"] = report_bytes;
+  d["report_bytes_per_report"] = reports ? double(report_bytes) / reports : 0.0;
   d["epsilon_spent_per_node"] = spent;
   if (!o_.attach) {  // ldpctl run cannot see another machine's processes
     uint64_t agents_max = 0, agents_total = 0;
@@ -1754,11 +1980,17 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
       agents_total += a->PeakRssBytes();
     }
     constexpr double kMiB = 1 << 20;
-    const uint64_t curator = curator_->PeakRssBytes();
+    uint64_t curator = curator_->PeakRssBytes();
+    uint64_t frontends = 0;
+    for (const auto& f : frontends_) {
+      if (f) frontends += f->PeakRssBytes();
+    }
+    curator += frontends;
     const uint64_t self = SelfPeakRssBytes();
     // Each process's own peak, summed: an upper bound on what the
     // deployment held at any one moment (the peaks need not coincide).
     d["peak_rss_mib"] = {{"curator", curator / kMiB},
+                         {"frontends", frontends / kMiB},
                          {"agent_host_max", agents_max / kMiB},
                          {"agent_hosts_total", agents_total / kMiB},
                          {"ldpctl", self / kMiB},
@@ -1819,6 +2051,18 @@ void Simulation::ScenarioRows(const json& d, const TableRow& row) const {
   }
   if (sc.contains("network") && sc["network"]["enabled"].get<bool>()) {
     row("network", NetworkText(sc["network"]));
+  }
+  if (sc.contains("frontend_kills")) {
+    const json& fk = sc["frontend_kills"];
+    row("frontend kills",
+        absl::StrFormat("%d of %d frontends' SIGKILLs; %u acknowledged "
+                        "reports lost (of %u checked); extra epsilon %g "
+                        "(ledger), %g (agents' memos)",
+                        fk["kills"].get<int>(), o_.frontends,
+                        fk["acknowledged_reports_lost"].get<uint64_t>(),
+                        fk["acknowledged_reports_checked"].get<uint64_t>(),
+                        fk["curator_extra_epsilon_max"].get<double>(),
+                        fk["agent_extra_epsilon_max"].get<double>()));
   }
   if (sc.contains("churn")) {
     const json& ch = sc["churn"];
@@ -1884,8 +2128,15 @@ void Simulation::Report(const json& j) {
       o_.attach ? absl::StrCat("curator ", d["curator"].get<std::string>(), " + ",
                                hosts_, " agent hosts, gRPC over ",
                                d["tls"].get<bool>() ? "TLS" : "PLAINTEXT")
-                : absl::StrCat("1 curator + ", o_.hosts,
-                               " agent hosts, gRPC over TLS on 127.0.0.1"));
+                : o_.store == "postgres"
+                      ? absl::StrCat(o_.frontends > 0
+                                         ? absl::StrCat("operator + ", o_.frontends,
+                                                        " frontends")
+                                         : std::string("1 curator"),
+                                     " on PostgreSQL + ", o_.hosts,
+                                     " agent hosts, gRPC over TLS on 127.0.0.1")
+                      : absl::StrCat("1 curator + ", o_.hosts,
+                                     " agent hosts, gRPC over TLS on 127.0.0.1"));
   row("pipeline", pipeline_text);
   if (const json& r = j["per_run"][0]; r.contains("tuning") &&
                                        r["tuning"].contains("candidates")) {
@@ -1953,10 +2204,14 @@ void Simulation::Report(const json& j) {
   if (d.contains("peak_rss_mib")) {
     const json& mem = d["peak_rss_mib"];
     row("peak memory", absl::StrFormat(
-                           "%.0f MiB in all: curator %.0f MiB, agent hosts "
+                           "%.0f MiB in all: curator %.0f MiB%s, agent hosts "
                            "%.0f MiB (largest %.0f), ldpctl %.0f MiB",
                            mem["all_processes"].get<double>(),
                            mem["curator"].get<double>(),
+                           o_.frontends > 0
+                               ? absl::StrFormat(" (frontends %.0f)",
+                                                 mem["frontends"].get<double>())
+                               : std::string(),
                            mem["agent_hosts_total"].get<double>(),
                            mem["agent_host_max"].get<double>(),
                            mem["ldpctl"].get<double>()));
@@ -1998,7 +2253,121 @@ absl::Status Simulation::StartNetwork() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<uint32_t>> Simulation::Reporters(
+    const std::string& id) {
+  if (observer_ == nullptr) return StoredReporters(work_ + "/curator", id);
+  int64_t n = 0;
+  if (id.size() < 2 || id[0] != 'c' || !absl::SimpleAtoi(id.substr(1), &n)) {
+    return absl::InvalidArgumentError(absl::StrCat("not a campaign id: ", id));
+  }
+  std::vector<uint32_t> nodes;
+  RETURN_IF_ERROR(observer_->ForEachAnswer(n, [&](const store::AnswerRow& a) {
+    if (!a.refusal) nodes.push_back(a.node);
+    return true;
+  }));
+  return nodes;  // ascending (ForEachAnswer orders by node)
+}
+
+absl::Status Simulation::KillFrontends(const v1::Campaign& c,
+                                       absl::Duration since_open) {
+  const int k = static_cast<int>(frontend_kills_.size());
+  if (k >= o_.frontend_kills) return absl::OkStatus();
+  const uint32_t answered = c.progress().reported() + c.progress().refused();
+  // Kill k is due when the answers pass (k + 1) / (K + 1) of the targets.
+  if (static_cast<uint64_t>(answered) * (o_.frontend_kills + 1) <
+      static_cast<uint64_t>(c.progress().targeted()) * (k + 1)) {
+    return absl::OkStatus();
+  }
+  killed_campaign_ = c.id();
+  FrontendKill kill;
+  kill.frontend = k % o_.frontends;
+  kill.after_seconds = absl::ToDoubleSeconds(since_open);
+  kill.answered_at_kill = answered;
+  kill.acked_before_kill = c.progress().reported();
+  ASSIGN_OR_RETURN(kill.stored_before_kill, Reporters(c.id()));
+  const int i = kill.frontend;
+  const std::string how = frontends_[i]->Kill();
+  frontends_[i].reset();
+  progress_.Note(absl::StrFormat(
+      "frontend kill %d: frontend %d %s during %s (%u reports stored)", k + 1,
+      i, how, c.id(), kill.stored_before_kill.size()));
+  const absl::Time t = absl::Now();
+  ++frontend_restarts_[i];
+  RETURN_IF_ERROR(StartFrontend(i, frontend_ports_[i]));
+  kill.restart_seconds = absl::ToDoubleSeconds(absl::Now() - t);
+  frontend_kills_.push_back(std::move(kill));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json> Simulation::FrontendFigures(const Campaigns& c) {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  std::vector<CampaignAnswers> answers;
+  std::vector<uint32_t> final_set;
+  for (const v1::Campaign& campaign : c.all) {
+    ASSIGN_OR_RETURN(auto reporters, Reporters(campaign.id()));
+    if (campaign.id() == killed_campaign_) final_set = reporters;
+    answers.push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
+  }
+  ASSIGN_OR_RETURN(const std::vector<double> expected, ExpectedSpending(answers, n));
+  std::vector<uint32_t> all(n);
+  for (uint32_t v = 0; v < n; ++v) all[v] = v;
+  std::vector<CampaignAnswers> asked = answers;
+  for (CampaignAnswers& a : asked) a.reporters = all;
+  ASSIGN_OR_RETURN(const std::vector<double> asked_of, ExpectedSpending(asked, n));
+  ASSIGN_OR_RETURN(const v1::GetBudgetsResponse budgets, Budgets());
+  std::vector<double> ledger(n, 0.0);
+  for (const v1::NodeBudget& b : budgets.budgets()) {
+    if (b.node_id() < n) ledger[b.node_id()] = b.total_spent();
+  }
+  std::vector<double> memo(n, 0.0);
+  uint64_t memo_rows = 0;
+  for (int h = 0; h < o_.hosts; ++h) {
+    RETURN_IF_ERROR(AddMemoSpending(absl::StrCat(work_, "/agent-", h), n, &memo,
+                                    &memo_rows));
+  }
+  uint64_t checked = 0, lost = 0;
+  json kills = json::array();
+  for (const FrontendKill& k : frontend_kills_) {
+    uint64_t missing = 0;
+    for (uint32_t v : k.stored_before_kill) {
+      missing += !std::binary_search(final_set.begin(), final_set.end(), v);
+    }
+    checked += k.stored_before_kill.size();
+    lost += missing;
+    kills.push_back({{"frontend", k.frontend},
+                     {"after_seconds", k.after_seconds},
+                     {"answered_at_kill", k.answered_at_kill},
+                     {"acknowledged_before_kill", k.acked_before_kill},
+                     {"stored_before_kill", k.stored_before_kill.size()},
+                     {"lost", missing},
+                     {"restart_seconds", k.restart_seconds}});
+  }
+  return json{
+      {"frontends", o_.frontends},
+      {"campaign", killed_campaign_},
+      {"kills", static_cast<int>(frontend_kills_.size())},
+      {"each", kills},
+      {"acknowledged_reports_checked", checked},
+      {"acknowledged_reports_lost", lost},
+      {"lost_definition",
+       "nodes the store held for the campaign just before a kill (a superset "
+       "of those acknowledged) missing from its final reporters"},
+      {"curator_extra_epsilon_max", MaxExtraEpsilon(ledger, expected)},
+      {"agent_extra_epsilon_max", MaxExtraEpsilon(memo, asked_of)},
+      {"memo_rows", memo_rows}};
+}
+
 std::string Simulation::AgentCuratorAddress(int h) const {
+  if (!frontend_ports_.empty()) {
+    // Every frontend, starting at a different one per host: each host keeps
+    // to the first live one of its list.
+    std::vector<std::string> list;
+    const int n = static_cast<int>(frontend_ports_.size());
+    for (int k = 0; k < n; ++k) {
+      list.push_back(absl::StrCat("127.0.0.1:", frontend_ports_[(h + k) % n]));
+    }
+    return absl::StrJoin(list, ",");
+  }
   return absl::StrCat("127.0.0.1:", proxies_.empty() ? port_
                                                       : proxies_[h]->port());
 }
