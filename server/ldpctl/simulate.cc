@@ -531,9 +531,11 @@ absl::Status ParseChurnFlags(const CliArgs& a, Options* options) {
   }
   ASSIGN_OR_RETURN(auto batch, a.GetInt("churn-batch"));
   if (batch) {
-    if (*batch < 1 || *batch > 65536 || !options->churn_on) {
+    if (*batch < 1 || *batch > 65536 ||
+        !(options->churn_on || options->frontend_kills > 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--churn-batch must be in [1, 65536], with --churn; got ", *batch));
+          "--churn-batch must be in [1, 65536], with --churn or "
+          "--frontend-kills; got ", *batch));
     }
     options->churn_batch = static_cast<int>(*batch);
   }

@@ -9,15 +9,26 @@
 // measured across the ingest alone, so the figure is the curator's cost,
 // not the client's.
 //
+// With --store postgres the curator's store is a PostgreSQL database on a
+// server the benchmark starts (LocalPostgres, in the --dir folder); the
+// curator's CPU is still its own process's (libpq's client side included),
+// not the database server's, which the figure reports separately.
+//
 //   build/bench/ingest_bench --mechanism hds --nodes 100000 --batch 512
 //   build/bench/ingest_bench --mechanism multibit --sync normal --tls
+//   build/bench/ingest_bench --store postgres --nodes 100000
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -36,6 +47,7 @@
 #include "ldpgraph/v1/agent.grpc.pb.h"
 #include "server/curator/credentials.h"
 #include "server/curator/server.h"
+#include "server/store/local_postgres.h"
 
 namespace {
 
@@ -68,7 +80,49 @@ struct Options {
   bool own_dir = false;  // removed at the end
   std::string certs;
   bool own_certs = false;  // made by deploy/dev-certs.sh
+  std::string store = "sqlite";  // or postgres
+  std::string store_url, store_password_file;  // postgres: its server's
 };
+
+// The CPU seconds (user + system) of process `pid` and its threads so far,
+// from /proc (0 if unreadable).
+double ProcessCpuSeconds(pid_t pid) {
+  const std::string stat = Slurp(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::vector<std::string> f;
+  size_t i = paren + 2;
+  while (i < stat.size()) {
+    const size_t j = stat.find(' ', i);
+    f.push_back(stat.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  // Fields after the name: state is f[0]; utime f[11], stime f[12]; and
+  // the reaped children's cutime f[13], cstime f[14] (postgres backends).
+  if (f.size() < 15) return 0;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return (std::stod(f[11]) + std::stod(f[12]) + std::stod(f[13]) +
+          std::stod(f[14])) / tick;
+}
+
+// The CPU seconds of every process whose parent is `pid` (a postmaster's
+// live backends and workers) plus its own.
+double TreeCpuSeconds(pid_t pid) {
+  double total = ProcessCpuSeconds(pid);
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = Slurp(e.path().string() + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    int ppid = 0;
+    if (sscanf(stat.c_str() + paren + 2, "%*c %d", &ppid) == 1 && ppid == pid) {
+      total += ProcessCpuSeconds(std::stoi(name));
+    }
+  }
+  return total;
+}
 
 // The campaign's mechanism on cora's width: HDS over [-1, 1] or Multi-bit
 // over [0, 1], both sampling 10 of 1433 dimensions at epsilon 1.
@@ -127,6 +181,8 @@ pid_t ForkCurator(const Options& o, const std::string& node_key,
     so.tls_cert_pem = cert;
     so.tls_key_pem = key;
     so.synchronous_full = o.full;
+    so.store_url = o.store_url;
+    so.store_password_file = o.store_password_file;
     auto server = ldpgraph::curator::CuratorServer::Start(so);
     int p = server.ok() ? (*server)->port() : 0;
     if (!server.ok()) std::cerr << server.status() << "\n";
@@ -223,12 +279,13 @@ bool StreamBatches(v1::AgentService::Stub& agent, const std::string& token,
 bool ParseFlags(int argc, char** argv, Options* o, int* exit_code) {
   std::vector<std::string> args(argv + 1, argv + argc);
   auto parsed = ldpgraph::CliArgs::Parse(
-      args, {"mechanism", "nodes", "batch", "sync", "window", "certs", "dir"},
+      args,
+      {"mechanism", "nodes", "batch", "sync", "window", "certs", "dir", "store"},
       {"tls", "help"});
   if (!parsed.ok() || parsed->Flag("help")) {
     std::cerr << "usage: ingest_bench [--mechanism hds|multibit] [--nodes N] "
                  "[--batch B] [--window W] [--sync full|normal] [--tls "
-                 "--certs DIR] [--dir TMP]\n";
+                 "--certs DIR] [--dir TMP] [--store sqlite|postgres]\n";
     *exit_code = parsed.ok() ? 0 : 2;
     return false;
   }
@@ -240,6 +297,12 @@ bool ParseFlags(int argc, char** argv, Options* o, int* exit_code) {
   o->full = a.Get("sync").value_or("full") == "full";
   o->tls = a.Flag("tls");
   o->dir = a.Get("dir").value_or("");
+  o->store = a.Get("store").value_or("sqlite");
+  if (o->store != "sqlite" && o->store != "postgres") {
+    std::cerr << "ingest_bench: --store must be sqlite or postgres\n";
+    *exit_code = 2;
+    return false;
+  }
   o->own_dir = !a.Has("dir");
   if (o->tls) {
     o->own_certs = !a.Has("certs");
@@ -258,6 +321,18 @@ int main(int argc, char** argv) {
     char tmpl[] = "/tmp/ingest_bench.XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return Fail("mkdtemp");
     o.dir = tmpl;
+  }
+  std::unique_ptr<ldpgraph::store::LocalPostgres> pg;
+  if (o.store == "postgres") {
+    chmod(o.dir.c_str(), 0755);  // the server may run as another user
+    ldpgraph::store::LocalPostgres::Options po;
+    po.dir = o.dir + "/pg";
+    po.fsync = o.full;
+    auto started = ldpgraph::store::LocalPostgres::Start(po);
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    pg = std::move(*started);
+    o.store_url = pg->url();
+    o.store_password_file = pg->password_file();
   }
   ldpgraph::MechanismSpec spec;
   if (!MechanismSpecOf(o.mechanism, &spec)) {
@@ -314,6 +389,7 @@ int main(int argc, char** argv) {
   }
 
   char go = 'g';
+  const double db_cpu0 = pg ? TreeCpuSeconds(pg->pid()) : 0;
   (void)!write(to_child[1], &go, 1);
   Ingested in;
   std::string error;
@@ -321,6 +397,7 @@ int main(int argc, char** argv) {
     return Fail(error);
   }
   (void)!write(to_child[1], &go, 1);
+  const double db_cpu = pg ? TreeCpuSeconds(pg->pid()) - db_cpu0 : 0;
   double curator_cpu = 0;
   (void)!read(to_parent[0], &curator_cpu, sizeof curator_cpu);
   waitpid(child, nullptr, 0);
@@ -334,11 +411,13 @@ int main(int argc, char** argv) {
       "\"sync\":\"%s\",\"tls\":%s,\"acked\":%u,\"rejected\":%u,"
       "\"wall_seconds\":%.3f,\"curator_cpu_seconds\":%.3f,"
       "\"reports_per_second\":%.0f,\"reports_per_curator_cpu_second\":%.0f,"
-      "\"wire_bytes_per_report\":%.1f,\"store_bytes_per_report\":%.1f}\n",
+      "\"wire_bytes_per_report\":%.1f,\"store_bytes_per_report\":%.1f,"
+      "\"store\":\"%s\",\"database_server_cpu_seconds\":%.3f}\n",
       o.mechanism, o.nodes, o.batch, o.window, o.full ? "full" : "normal",
       o.tls ? "true" : "false", in.acked, in.rejected, in.wall, curator_cpu,
       in.acked / in.wall, in.acked / curator_cpu, double(wire_bytes) / o.nodes,
-      double(db_bytes) / o.nodes);
+      pg ? -1.0 : double(db_bytes) / o.nodes, o.store, db_cpu);
+  pg.reset();
   if (o.own_dir) {
     std::system(("rm -rf " + o.dir).c_str());
   }

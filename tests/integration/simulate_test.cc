@@ -693,6 +693,48 @@ TEST_F(SimulateTest, ChurnLosesNothingAndSpendsNothingTwice) {
   EXPECT_THAT(r.err, HasSubstr("--churn-down applies to --churn"));
 }
 
+// The server side on PostgreSQL: an operator and three frontends, two of
+// them killed (SIGKILL) and restarted during the features campaign. The
+// agents move to a live frontend and resend; nothing acknowledged is lost,
+// nothing is charged twice (ledger and memos), and the seeded metric is the
+// SQLite run's.
+TEST_F(SimulateTest, FrontendsOnPostgresEqualSqliteAndLoseNothing) {
+  const std::vector<std::string> base = {"--nodes", "1500", "--hosts", "3",
+                                         "--seed", "5"};
+  json sqlite = Simulate(base);
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--store", "postgres", "--frontends", "3",
+                           "--frontend-kills", "2", "--churn-batch", "8"});
+  json pg = Simulate(args);
+  ASSERT_FALSE(sqlite.is_discarded() || pg.is_discarded());
+  EXPECT_EQ(pg["mean"].get<double>(), sqlite["mean"].get<double>());
+  const json& d = pg["deployment"];
+  EXPECT_EQ(d["store"]["kind"], "postgres");
+  EXPECT_EQ(d["store"]["frontends"], 3);
+  const json& fk = d["scenario"]["frontend_kills"];
+  SCOPED_TRACE(fk.dump());
+  EXPECT_GE(fk["kills"].get<int>(), 1);
+  EXPECT_GT(fk["acknowledged_reports_checked"].get<uint64_t>(), 0u);
+  EXPECT_EQ(fk["acknowledged_reports_lost"].get<uint64_t>(), 0u);
+  EXPECT_EQ(fk["curator_extra_epsilon_max"].get<double>(), 0.0);
+  EXPECT_EQ(fk["agent_extra_epsilon_max"].get<double>(), 0.0);
+  for (const json& c : d["campaigns"]) {
+    EXPECT_EQ(c["reported"].get<uint32_t>(), c["targeted"].get<uint32_t>());
+    EXPECT_EQ(c["rejected"].get<uint32_t>(), 0u);
+  }
+
+  CommandResult r = Ldpctl({"simulate", "--frontends", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--frontends needs --store postgres"));
+  r = Ldpctl({"simulate", "--store", "postgres", "--frontends", "1",
+              "--frontend-kills", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--frontends 2 or more"));
+  r = Ldpctl({"simulate", "--store", "mysql"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--store must be sqlite or postgres"));
+}
+
 // Churn during a neighbour-substitution exchange: every host killed while
 // the sealed messages flow and restarted; the exchange replays its part
 // (its randomness comes from the node keys kept in agent.db), completes,
