@@ -190,8 +190,7 @@ struct SqliteImpl {
                              "WHERE id = ?1"));
     ASSIGN_OR_RETURN(
         s.closed_campaigns,
-        Prepare("SELECT id FROM campaigns WHERE open = 0 AND "
-                "id IN (SELECT value FROM json_each(?1))"));
+        Prepare("SELECT open FROM campaigns WHERE id = ?1"));
     ASSIGN_OR_RETURN(s.put_caps,
                      Prepare("INSERT INTO caps(node, caps) VALUES(?1, ?2) "
                              "ON CONFLICT(node) DO UPDATE SET "
@@ -383,17 +382,19 @@ struct SqliteImpl {
     absl::StatusOr<absl::flat_hash_set<int64_t>> Closed(
         const std::vector<int64_t>& campaigns) override
         ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      const std::string ids =
-          absl::StrCat("[", absl::StrJoin(campaigns, ","), "]");
+      // One primary-key lookup per campaign (a batch has one or two).
       sqlite3_stmt* stmt = s_.stmts.closed_campaigns.get();
-      ScopedReset reset(stmt);
-      RETURN_IF_ERROR(s_.BindOrError(operation_, stmt, Text{ids}));
       absl::flat_hash_set<int64_t> closed;
-      int rc;
-      while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        closed.insert(sqlite3_column_int64(stmt, 0));
+      for (const int64_t id : campaigns) {
+        ScopedReset reset(stmt);
+        RETURN_IF_ERROR(s_.BindOrError(operation_, stmt, id));
+        const int rc = sqlite3_step(stmt);
+        if (rc == SQLITE_ROW) {
+          if (sqlite3_column_int(stmt, 0) == 0) closed.insert(id);
+        } else if (rc != SQLITE_DONE) {
+          return s_.Error(operation_, rc);
+        }
       }
-      if (rc != SQLITE_DONE) return s_.Error(operation_, rc);
       return closed;
     }
 
