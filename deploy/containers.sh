@@ -26,6 +26,8 @@ project=ldpgraph
 # What `up` starts without a profile. Named on every `up`: podman-compose
 # 1.0.3 ignores `profiles` and would start the monitoring profile too.
 default_services="init curator agent campaign"
+# The replicas profile (curators on PostgreSQL), also named on its `up`.
+replicas_services="init postgres operator operator-standby frontend-1 frontend-2 frontend-3 agent-1 agent-2 agent-3 campaign-replicas"
 
 # Removes every container and volume of the compose project, however many
 # agents it had (podman-compose's down only knows the replicas it is told).
@@ -162,7 +164,8 @@ check() {
   # `--scale agent=N` works without editing only if nothing in the agent
   # service is per-container: no container_name, no published host port.
   # A service without `profiles` always starts: the default `up` must start
-  # exactly the deployment, and Prometheus only in the monitoring profile.
+  # exactly the deployment, Prometheus only in the monitoring profile, and
+  # the replicas profile's services only in it (init, shared, aside).
   docker-compose -f docker-compose.yml config | python3 -c '
 import sys, yaml
 services = yaml.safe_load(sys.stdin)["services"]
@@ -175,7 +178,11 @@ if default != sorted(sys.argv[1].split()):
     sys.exit("compose: the default up starts %s, not %s" % (default, sys.argv[1]))
 if services.get("prometheus", {}).get("profiles") != ["monitoring"]:
     sys.exit("compose: prometheus must be in the monitoring profile only")
-' "$default_services"
+replicas = sorted(n for n, s in services.items() if s.get("profiles") == ["replicas"])
+want = sorted(n for n in sys.argv[2].split() if n != "init")
+if replicas != want:
+    sys.exit("compose: the replicas profile holds %s, not %s" % (replicas, want))
+' "$default_services" "$replicas_services"
   echo "compose config: ok"
   # The scrape configuration, with Debian's promtool when prometheus is
   # installed (the dashboard's test checks its targets against this file).

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Generates the development secrets of the Kubernetes deployment and puts
-# each workload's share where overlays/local's secretGenerator reads it:
+# each workload's share where the overlay's secretGenerator reads it
+# (OVERLAY below; overlays/local by default):
 #
-#   overlays/local/secrets/curator/  curator.pem curator.key admin.token node.key
-#   overlays/local/secrets/agent/    ca.pem nodes.credentials
-#   overlays/local/secrets/admin/    ca.pem admin.token
+#   overlays/OVERLAY/secrets/curator/  curator.pem curator.key admin.token node.key
+#   overlays/OVERLAY/secrets/agent/    ca.pem nodes.credentials
+#   overlays/OVERLAY/secrets/admin/    ca.pem admin.token
+#   overlays/replicas/secrets/db/      db.password (OVERLAY=replicas only)
 #
-# (git ignores that folder.) Least privilege: the curator gets its TLS key
+# (git ignores those folders.) Least privilege: the curator gets its TLS key
 # pair, the admin token and the node key; the agents get the CA certificate
 # and the node credentials; the campaign Job gets the CA certificate and the
-# admin token. ca.key, the development CA's private key, is put in no
-# Secret: it is deleted with the temporary folder.
+# admin token; PostgreSQL and the curators get the database password (a
+# random one: 32 bytes, hex). ca.key, the development CA's private key, is
+# put in no Secret: it is deleted with the temporary folder. The
+# certificate names the curator's Services of both overlays
+# (ldpgraph-curator, ldpgraph-curator-frontend) in both namespaces.
 #
 # Usage:
 #   deploy/k8s/make-secrets.sh [LDPCTL] [LDPGRAPH]
@@ -20,6 +25,10 @@
 #                     name is looked up in PATH)
 #
 # Environment:
+#   OVERLAY         local (default) or replicas: whose secrets/ to fill.
+#                   For an external database (replicas), write its password
+#                   to overlays/replicas/secrets/db/db.password yourself
+#                   afterwards (FORCE=1 replaces everything, that too).
 #   LDPGRAPH_NODES  node count (default: LDPGRAPH_NODES of
 #                   base/configmap.yaml, else 3000). It must match the
 #                   deployment's: nodes.credentials holds one credential per
@@ -33,7 +42,15 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-out="$here/overlays/local/secrets"
+overlay="${OVERLAY:-local}"
+case "$overlay" in
+  local | replicas) ;;
+  *)
+    echo "make-secrets.sh: OVERLAY must be local or replicas, got '$overlay'" >&2
+    exit 2
+    ;;
+esac
+out="$here/overlays/$overlay/secrets"
 
 usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -85,17 +102,28 @@ fi
   exit 1
 }
 
-# Every name agents and ldpctl may dial: the Service's short name (what the
-# manifests use), its namespace-qualified forms for the `ldpgraph`
-# namespace, and localhost for a port-forward.
-tls_names="ldpgraph-curator,ldpgraph-curator.ldpgraph,ldpgraph-curator.ldpgraph.svc,ldpgraph-curator.ldpgraph.svc.cluster.local,localhost,127.0.0.1"
+# Every name agents and ldpctl may dial: the Services' short names (what
+# the manifests use: ldpgraph-curator, and overlays/replicas' frontends
+# ldpgraph-curator-frontend), their namespace-qualified forms for the
+# overlays' namespaces (ldpgraph, ldpgraph-replicas), and localhost for a
+# port-forward.
+tls_names="ldpgraph-curator,ldpgraph-curator-frontend"
+for ns in ldpgraph ldpgraph-replicas; do
+  for svc in ldpgraph-curator ldpgraph-curator-frontend; do
+    tls_names="$tls_names,$svc.$ns,$svc.$ns.svc,$svc.$ns.svc.cluster.local"
+  done
+done
+tls_names="$tls_names,localhost,127.0.0.1"
 
 files_curator=(curator.pem curator.key admin.token node.key)
 files_agent=(ca.pem nodes.credentials)
 files_admin=(ca.pem admin.token)
+files_db=()
+[[ "$overlay" == replicas ]] && files_db=(db.password)
 
 existing=()
-for f in "${files_curator[@]/#/curator/}" "${files_agent[@]/#/agent/}" "${files_admin[@]/#/admin/}"; do
+for f in "${files_curator[@]/#/curator/}" "${files_agent[@]/#/agent/}" "${files_admin[@]/#/admin/}" \
+  "${files_db[@]/#/db/}"; do
   [[ -e "$out/$f" ]] && existing+=("$f")
 done
 if [[ ${#existing[@]} -gt 0 && "${FORCE:-}" != 1 ]]; then
@@ -103,7 +131,7 @@ if [[ ${#existing[@]} -gt 0 && "${FORCE:-}" != 1 ]]; then
     echo "make-secrets.sh: secrets already exist in $out (${existing[*]})."
     echo "  New secrets mean a new CA, admin token and node credentials: a running"
     echo "  deployment and a curator store that enrolled nodes with the old ones"
-    echo "  will not accept them. To replace them anyway: FORCE=1 $0 $*"
+    echo "  will not accept them. To replace them anyway: FORCE=1 OVERLAY=$overlay $0 $*"
   } >&2
   exit 1
 fi
@@ -137,8 +165,15 @@ copy_to() {
 copy_to curator "${files_curator[@]}"
 copy_to agent "${files_agent[@]}"
 copy_to admin "${files_admin[@]}"
+if [[ ${#files_db[@]} -gt 0 ]]; then
+  # The first line is the password (initdb --pwfile and the curators'
+  # --store-password-file read that).
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/secrets/db.password"
+  echo >>"$tmp/secrets/db.password"
+  copy_to db "${files_db[@]}"
+fi
 
 echo "wrote:"
-(cd "$here" && find "overlays/local/secrets" -type f ! -name .gitignore | sort | sed 's/^/  /')
+(cd "$here" && find "overlays/$overlay/secrets" -type f ! -name .gitignore | sort | sed 's/^/  /')
 echo "ca.key was not kept (it belongs in no Secret). Next:"
-echo "  kubectl apply -k $(realpath --relative-to="$PWD" "$here/overlays/local" 2>/dev/null || echo "$here/overlays/local")"
+echo "  kubectl apply -k $(realpath --relative-to="$PWD" "$here/overlays/$overlay" 2>/dev/null || echo "$here/overlays/$overlay")"

@@ -27,25 +27,29 @@ fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
 # ---------------------------------------------------------------- renders
 render "$K8S_DIR/base" "$tmp/base.yaml"
-overlay="$(placeholder_tree local "$tmp")"
+overlay="$(placeholder_tree local "$tmp/local")"
 render "$overlay" "$tmp/local.yaml"
+overlay="$(placeholder_tree replicas "$tmp/replicas")"
+render "$overlay" "$tmp/replicas.yaml"
 
 # The real manifests pass.
-if node "$K8S_DIR/validate.mjs" "base=$tmp/base.yaml" "overlays/local=$tmp/local.yaml" >"$tmp/real.log" 2>&1; then
-  pass "the rendered base and overlays/local pass ($(tail -n1 "$tmp/real.log"))"
+if node "$K8S_DIR/validate.mjs" "base=$tmp/base.yaml" "overlays/local=$tmp/local.yaml" \
+  "overlays/replicas=$tmp/replicas.yaml" >"$tmp/real.log" 2>&1; then
+  pass "the rendered base, overlays/local and overlays/replicas pass ($(tail -n1 "$tmp/real.log"))"
 else
   fail "the rendered manifests should pass:"
   sed 's/^/    /' "$tmp/real.log"
 fi
 
 # ------------------------------------------------------- broken variants
-# mutate OBJECT OP... : writes the object Kind/name of the rendered overlay,
-# with the edits applied, to stdout. OPs (paths are JSON pointers):
+# mutate OBJECT OP... : writes the object Kind/name of the rendered overlay
+# (overlays/local, or the file MUTATE_FROM names), with the edits applied,
+# to stdout. OPs (paths are JSON pointers):
 #   set PATH JSON      set a value
 #   del PATH           delete a field or array element
 #   rename PATH NAME   rename the field at PATH to NAME (same parent)
 mutate() {
-  node - "$tmp/local.yaml" "$@" <<'EOF'
+  node - "${MUTATE_FROM:-$tmp/local.yaml}" "$@" <<'EOF'
 const { createRequire } = require("node:module");
 const req = createRequire(process.env.VALIDATOR_PACKAGE_JSON);
 const YAML = req("yaml");
@@ -168,6 +172,23 @@ case_mutation "privilege escalation allowed" $AGENT \
   "allowPrivilegeEscalation must be false" set $C0/securityContext/allowPrivilegeEscalation true
 case_mutation "missing part-of label" Service/ldpgraph-curator \
   "missing label app.kubernetes.io/part-of" del '/metadata/labels/app.kubernetes.io~1part-of'
+
+# The replicas overlay's own kinds and components.
+case_replicas() { MUTATE_FROM="$tmp/replicas.yaml" case_mutation "$@"; }
+case_replicas "operator without readinessProbe" Deployment/ldpgraph-curator-operator \
+  "readinessProbe is required for the operator" del $C0/readinessProbe
+case_replicas "frontend without startupProbe" Deployment/ldpgraph-curator-frontend \
+  "startupProbe is required for the frontend" del $C0/startupProbe
+case_replicas "database without livenessProbe" StatefulSet/ldpgraph-postgres \
+  "livenessProbe is required for the database" del $C0/livenessProbe
+case_replicas "postgres may escalate privileges" StatefulSet/ldpgraph-postgres \
+  "allowPrivilegeEscalation must be false" set $C0/securityContext/allowPrivilegeEscalation true
+case_replicas "typo'd HPA field" HorizontalPodAutoscaler/ldpgraph-curator-frontend \
+  "spec.minReplica: unknown field" rename /spec/minReplicas minReplica
+case_replicas "HPA replicas as a string" HorizontalPodAutoscaler/ldpgraph-curator-frontend \
+  "spec.maxReplicas: must be integer" set /spec/maxReplicas '"10"'
+case_replicas "typo'd PDB field" PodDisruptionBudget/ldpgraph-curator-frontend \
+  "spec.minAvailabe: unknown field" rename /spec/minAvailable minAvailabe
 
 # Hand-written documents.
 cat >"$tmp/dup.yaml" <<'EOF'

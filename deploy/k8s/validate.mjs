@@ -30,8 +30,8 @@
 //     no lookups at all and are left alone; maps (labels, resources.limits)
 //     are iterated by the validator, so all their keys count as read.
 //   - a project rule (see projectRules below): resources on every container,
-//     probes on the curator and agent, non-root and hardened security
-//     contexts, the app.kubernetes.io labels.
+//     probes on the curator, agent, operator, frontend and database, non-root
+//     and hardened security contexts, the app.kubernetes.io labels.
 //
 // Output: one line per object ("Kind/name: ok" or "Kind/name: FAILED" with
 // the reasons indented below), then "N passed, M failed". Exit status 1 if
@@ -222,10 +222,17 @@ const WORKLOAD_POD_TEMPLATE = {
 const REQUIRED_LABELS = ["app.kubernetes.io/name", "app.kubernetes.io/component", "app.kubernetes.io/part-of"];
 
 // Components whose main containers must have probes. The curator also needs
-// a startup probe: it may take a while to load a large store.
+// a startup probe: it may take a while to load a large store; so do the
+// frontends (overlays/replicas) and the database (initdb on its first
+// start). The operator (overlays/replicas) has no startup probe on purpose:
+// its standby listens nowhere until it takes the lease, which may take any
+// time, and its liveness probe passes while it waits.
 const PROBED_COMPONENTS = {
   curator: ["readinessProbe", "livenessProbe", "startupProbe"],
   agent: ["readinessProbe", "livenessProbe"],
+  operator: ["readinessProbe", "livenessProbe"],
+  frontend: ["readinessProbe", "livenessProbe", "startupProbe"],
+  database: ["readinessProbe", "livenessProbe", "startupProbe"],
 };
 
 function isObject(v) {
