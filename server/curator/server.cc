@@ -220,12 +220,19 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
                             role = options.role, log = options.log] {
     absl::Time last_close = absl::InfinitePast();
     absl::Time last_lease = absl::Now();
+    bool failing = false;  // logged once when syncs start and stop failing
     while (!in->stop_ticker.WaitForNotificationWithTimeout(tick)) {
       const absl::Time now = absl::Now();
       if (shared) {
         absl::Status synced =
             curator->Sync(/*close_quorate=*/ServesAdmin(role)).status();
-        if (!synced.ok() && log) log(absl::StrCat("sync: ", synced.message()));
+        if (!synced.ok() && !failing && log) {
+          log(absl::StrCat("sync failing (retried every interval): ",
+                           synced.message()));
+        } else if (synced.ok() && failing && log) {
+          log("sync: the store answers again");
+        }
+        failing = !synced.ok();
       }
       if (ServesAdmin(role) && now - last_close >= absl::Seconds(1)) {
         curator->CloseExpired(now).IgnoreError();
