@@ -704,7 +704,7 @@ TEST_F(SimulateTest, FrontendsOnPostgresEqualSqliteAndLoseNothing) {
   json sqlite = Simulate(base);
   std::vector<std::string> args = base;
   args.insert(args.end(), {"--store", "postgres", "--frontends", "3",
-                           "--frontend-kills", "2", "--churn-batch", "8"});
+                           "--frontend-kills", "2", "--churn-batch", "2"});
   json pg = Simulate(args);
   ASSERT_FALSE(sqlite.is_discarded() || pg.is_discarded());
   EXPECT_EQ(pg["mean"].get<double>(), sqlite["mean"].get<double>());
