@@ -138,20 +138,31 @@ absl::Status CampaignBook::Load() {
   RETURN_IF_ERROR(store_->ForEachAnswerKey(
       [&](int64_t campaign, uint32_t node, bool refusal)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            CampaignState* c = FindLocked(campaign);
-            if (c == nullptr || node >= options_.num_nodes) {
-              if (status.ok()) {
-                status = absl::DataLossError(
-                    absl::StrCat("stored answer of node ", node,
-                                 " to unknown campaign ", campaign));
-              }
-              return;
-            }
-            if (ApplyAnswerLocked(*c, node, refusal)) {
+            if (CampaignState* c =
+                    ApplyStoredLocked(campaign, node, refusal, &status)) {
               ledger_->Charge(node, c->charges);
             }
           }));
   return status;
+}
+
+CampaignBook::CampaignState* CampaignBook::ApplyStoredLocked(
+    int64_t campaign, uint32_t node, bool refusal, absl::Status* status) {
+  CampaignState* c = FindLocked(campaign);
+  if (c == nullptr || node >= options_.num_nodes) {
+    if (status->ok()) {
+      *status = absl::DataLossError(absl::StrCat(
+          "stored answer of node ", node, " to unknown campaign ", campaign));
+    }
+    return nullptr;
+  }
+  return ApplyAnswerLocked(*c, node, refusal) ? c : nullptr;
+}
+
+bool CampaignBook::QuorateLocked(const CampaignState& c) const {
+  const double quorum = c.record.quorum();
+  return c.open() && quorum > 0 &&
+         c.reported + c.refused >= std::ceil(quorum * c.targeted - 1e-9);
 }
 
 // --- lookups ----------------------------------------------------------------
@@ -678,9 +689,7 @@ absl::Status CampaignBook::ApplyLocked(const v1::ReportBatch& batch,
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
   for (CampaignState* c : touched) {
-    const double quorum = c->record.quorum();
-    if (options_.close_on_quorum && c->open() && quorum > 0 &&
-        c->reported + c->refused >= std::ceil(quorum * c->targeted - 1e-9)) {
+    if (options_.close_on_quorum && QuorateLocked(*c)) {
       RETURN_IF_ERROR(CloseLocked(*c, "quorum", absl::Now()));
     }
   }
@@ -723,17 +732,9 @@ absl::StatusOr<CampaignBook::SyncCounts> CampaignBook::Sync() {
   RETURN_IF_ERROR(store_->ForEachNewAnswerKey(
       [&](int64_t campaign, uint32_t node, bool refusal)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            CampaignState* c = FindLocked(campaign);
-            if (c == nullptr || node >= options_.num_nodes) {
-              if (status.ok()) {
-                status = absl::DataLossError(
-                    absl::StrCat("stored answer of node ", node,
-                                 " to unknown campaign ", campaign));
-              }
-              return;
-            }
             ++counts.answers;
-            if (ApplyAnswerLocked(*c, node, refusal)) {
+            if (CampaignState* c =
+                    ApplyStoredLocked(campaign, node, refusal, &status)) {
               debits.push_back(Ledger::Debit{node, c->charges});
             }
           }));
@@ -746,9 +747,7 @@ absl::StatusOr<int> CampaignBook::CloseQuorate(absl::Time now) {
   absl::MutexLock lock(&mu_);
   int closed = 0;
   for (auto& c : campaigns_) {
-    const double quorum = c->record.quorum();
-    if (c->open() && quorum > 0 &&
-        c->reported + c->refused >= std::ceil(quorum * c->targeted - 1e-9)) {
+    if (QuorateLocked(*c)) {
       RETURN_IF_ERROR(CloseLocked(*c, "quorum", now));
       ++closed;
     }

@@ -195,6 +195,15 @@ class CampaignBook {
   // recorded now (the ledger is then due its charges).
   bool ApplyAnswerLocked(CampaignState& c, uint32_t node, bool refusal)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An answer read from the store (Load, Sync): recorded as above. The
+  // campaign when the ledger is due its charges, else null; an answer of an
+  // unknown campaign or node sets *status to DATA_LOSS (once) and is skipped.
+  CampaignState* ApplyStoredLocked(int64_t campaign, uint32_t node,
+                                   bool refusal, absl::Status* status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Open, with a quorum, and heard from enough of its targets.
+  bool QuorateLocked(const CampaignState& c) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CloseLocked(CampaignState& c, absl::string_view reason,
                            absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Campaign ToProto(const CampaignState& c) const

@@ -19,20 +19,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/wait_status.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
-
-std::string Describe(int status) {
-  if (WIFEXITED(status)) {
-    return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return "ended";
-}
 
 sigset_t SupervisedSignals() {
   sigset_t set;
@@ -105,7 +95,7 @@ std::optional<std::string> ChildProcess::Exited() {
   int status = 0;
   const pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == pid_) {
-    ended_ = Describe(status);
+    ended_ = DescribeWaitStatus(status);
   } else if (r < 0 && errno == ECHILD) {
     ended_ = "ended (already reaped)";
   }
@@ -128,7 +118,7 @@ std::string ChildProcess::Stop(absl::Duration grace) {
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
-  ended_ = Describe(status) + " after " + absl::FormatDuration(grace) +
+  ended_ = DescribeWaitStatus(status) + " after " + absl::FormatDuration(grace) +
            " without exiting on SIGTERM";
   return *ended_;
 }
@@ -139,7 +129,7 @@ std::string ChildProcess::Kill() {
   int status = 0;
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
-  ended_ = Describe(status);
+  ended_ = DescribeWaitStatus(status);
   return *ended_;
 }
 

@@ -961,6 +961,14 @@ class Simulation {
   // --frontend-kills: kills due at `answered` of `targeted`.
   absl::Status KillFrontends(const v1::Campaign& c, absl::Duration since_open);
   absl::StatusOr<json> FrontendFigures(const Campaigns& c);
+  // What --churn and --frontend-kills check of the spending, for the
+  // campaigns' final reporters: the most any node spent beyond what it was
+  // asked, by the curator's ledger and by the hosts' memos, and what a host
+  // charged for answers the curator never received.
+  absl::StatusOr<json> SpendingChecks(const std::vector<CampaignAnswers>& answers);
+  // How many of `stored` are not in `final_set` (ascending).
+  static uint64_t MissingFrom(const std::vector<uint32_t>& stored,
+                              const std::vector<uint32_t>& final_set);
 };
 
 absl::Status Simulation::Check() {
@@ -1690,7 +1698,6 @@ absl::StatusOr<json> Simulation::Spending(v1::CuratorStatus* status) {
 }
 
 absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
-  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   // Every campaign's final reporters, from the curator's store.
   std::vector<CampaignAnswers> answers;
   std::map<std::string, std::vector<uint32_t>> final_of;
@@ -1704,6 +1711,61 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
     final_of[campaign.id()] = reporters;
     answers.push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
   }
+  ASSIGN_OR_RETURN(json spending, SpendingChecks(answers));
+  uint64_t checked = 0, lost = 0;
+  int kills = 0, restarts = 0;
+  json campaigns = json::array();
+  for (const ChurnedCampaign& cc : churned_) {
+    const std::vector<uint32_t>& final_set = final_of[cc.id];
+    json jk = json::array();
+    for (size_t i = 0; i < cc.kills.size(); ++i) {
+      const ChurnKill& k = cc.kills[i];
+      if (!k.killed) continue;
+      const uint64_t missing = MissingFrom(cc.stored_before_kill[i], final_set);
+      checked += cc.stored_before_kill[i].size();
+      lost += missing;
+      ++kills;
+      restarts += k.restarted;
+      jk.push_back({{"host", k.host},
+                    {"after_seconds", k.killed_after_s},
+                    {"answered_at_kill", k.answered_at_kill},
+                    {"acknowledged_before_kill", cc.acked_before_kill[i]},
+                    {"stored_before_kill", cc.stored_before_kill[i].size()},
+                    {"lost", missing},
+                    {"down_seconds", k.down_s}});
+    }
+    double secs = 0;
+    for (const v1::Campaign& campaign : c.all) {
+      if (campaign.id() != cc.id) continue;
+      const std::string attr = campaign.attribute() == v1::ATTRIBUTE_LABEL   ? "labels"
+                               : campaign.attribute() == v1::ATTRIBUTE_EDGES ? "edges"
+                                                                             : "features";
+      for (const auto& [stage, v] : stage_seconds_) {
+        if (stage == "collect " + attr) secs = v;
+      }
+    }
+    campaigns.push_back({{"id", cc.id}, {"seconds", secs}, {"kills", jk}});
+  }
+  json figures{
+      {"fraction", o_.churn},
+      {"down_seconds", o_.churn_down_s},
+      {"batch", o_.churn_batch},
+      {"kills", kills},
+      {"restarts", restarts},
+      {"campaigns", campaigns},
+      {"acknowledged_reports_checked", checked},
+      {"acknowledged_reports_lost", lost},
+      {"lost_definition",
+       "nodes the curator's store held for the campaign just before a kill "
+       "(a superset of those acknowledged) missing from its final reporters"},
+  };
+  figures.update(spending);
+  return figures;
+}
+
+absl::StatusOr<json> Simulation::SpendingChecks(
+    const std::vector<CampaignAnswers>& answers) {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   // The ledger charges what the curator received: the questions of the
   // campaigns a node reported to. A host charges what it answered, which
   // can include an answer the curator never received (drawn and memoized,
@@ -1729,55 +1791,7 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
     RETURN_IF_ERROR(AddMemoSpending(absl::StrCat(work_, "/agent-", h), n, &memo,
                                     &memo_rows));
   }
-  uint64_t checked = 0, lost = 0;
-  int kills = 0, restarts = 0;
-  json campaigns = json::array();
-  for (const ChurnedCampaign& cc : churned_) {
-    const std::vector<uint32_t>& final_set = final_of[cc.id];
-    json jk = json::array();
-    for (size_t i = 0; i < cc.kills.size(); ++i) {
-      const ChurnKill& k = cc.kills[i];
-      if (!k.killed) continue;
-      uint64_t missing = 0;
-      for (uint32_t v : cc.stored_before_kill[i]) {
-        missing += !std::binary_search(final_set.begin(), final_set.end(), v);
-      }
-      checked += cc.stored_before_kill[i].size();
-      lost += missing;
-      ++kills;
-      restarts += k.restarted;
-      jk.push_back({{"host", k.host},
-                    {"after_seconds", k.killed_after_s},
-                    {"answered_at_kill", k.answered_at_kill},
-                    {"acknowledged_before_kill", cc.acked_before_kill[i]},
-                    {"stored_before_kill", cc.stored_before_kill[i].size()},
-                    {"lost", missing},
-                    {"down_seconds", k.down_s}});
-    }
-    double secs = 0;
-    for (const v1::Campaign& campaign : c.all) {
-      if (campaign.id() != cc.id) continue;
-      const std::string attr = campaign.attribute() == v1::ATTRIBUTE_LABEL   ? "labels"
-                               : campaign.attribute() == v1::ATTRIBUTE_EDGES ? "edges"
-                                                                             : "features";
-      for (const auto& [stage, v] : stage_seconds_) {
-        if (stage == "collect " + attr) secs = v;
-      }
-    }
-    campaigns.push_back({{"id", cc.id}, {"seconds", secs}, {"kills", jk}});
-  }
   return json{
-      {"fraction", o_.churn},
-      {"down_seconds", o_.churn_down_s},
-      {"batch", o_.churn_batch},
-      {"kills", kills},
-      {"restarts", restarts},
-      {"campaigns", campaigns},
-      {"acknowledged_reports_checked", checked},
-      {"acknowledged_reports_lost", lost},
-      {"lost_definition",
-       "nodes the curator's store held for the campaign just before a kill "
-       "(a superset of those acknowledged) missing from its final reporters"},
       {"curator_extra_epsilon_max", MaxExtraEpsilon(ledger, expected)},
       {"agent_extra_epsilon_max", MaxExtraEpsilon(memo, asked_of)},
       {"agent_memo_rows", memo_rows},
@@ -1791,6 +1805,15 @@ absl::StatusOr<json> Simulation::ChurnFigures(const Campaigns& c) {
        "max over nodes of the epsilon its host charged (memo rows) for "
        "answers the curator never received: drawn and kept, not revealed "
        "(a later identical question gets them again at no cost)"}};
+}
+
+uint64_t Simulation::MissingFrom(const std::vector<uint32_t>& stored,
+                                 const std::vector<uint32_t>& final_set) {
+  uint64_t missing = 0;
+  for (uint32_t v : stored) {
+    missing += !std::binary_search(final_set.begin(), final_set.end(), v);
+  }
+  return missing;
 }
 
 std::vector<std::string> Simulation::AttackArgs() const {
@@ -2312,7 +2335,6 @@ absl::Status Simulation::KillFrontends(const v1::Campaign& c,
 }
 
 absl::StatusOr<json> Simulation::FrontendFigures(const Campaigns& c) {
-  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
   std::vector<CampaignAnswers> answers;
   std::vector<uint32_t> final_set;
   for (const v1::Campaign& campaign : c.all) {
@@ -2320,30 +2342,11 @@ absl::StatusOr<json> Simulation::FrontendFigures(const Campaigns& c) {
     if (campaign.id() == killed_campaign_) final_set = reporters;
     answers.push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
   }
-  ASSIGN_OR_RETURN(const std::vector<double> expected, ExpectedSpending(answers, n));
-  std::vector<uint32_t> all(n);
-  for (uint32_t v = 0; v < n; ++v) all[v] = v;
-  std::vector<CampaignAnswers> asked = answers;
-  for (CampaignAnswers& a : asked) a.reporters = all;
-  ASSIGN_OR_RETURN(const std::vector<double> asked_of, ExpectedSpending(asked, n));
-  ASSIGN_OR_RETURN(const v1::GetBudgetsResponse budgets, Budgets());
-  std::vector<double> ledger(n, 0.0);
-  for (const v1::NodeBudget& b : budgets.budgets()) {
-    if (b.node_id() < n) ledger[b.node_id()] = b.total_spent();
-  }
-  std::vector<double> memo(n, 0.0);
-  uint64_t memo_rows = 0;
-  for (int h = 0; h < o_.hosts; ++h) {
-    RETURN_IF_ERROR(AddMemoSpending(absl::StrCat(work_, "/agent-", h), n, &memo,
-                                    &memo_rows));
-  }
+  ASSIGN_OR_RETURN(json spending, SpendingChecks(answers));
   uint64_t checked = 0, lost = 0;
   json kills = json::array();
   for (const FrontendKill& k : frontend_kills_) {
-    uint64_t missing = 0;
-    for (uint32_t v : k.stored_before_kill) {
-      missing += !std::binary_search(final_set.begin(), final_set.end(), v);
-    }
+    const uint64_t missing = MissingFrom(k.stored_before_kill, final_set);
     checked += k.stored_before_kill.size();
     lost += missing;
     kills.push_back({{"frontend", k.frontend},
@@ -2354,7 +2357,7 @@ absl::StatusOr<json> Simulation::FrontendFigures(const Campaigns& c) {
                      {"lost", missing},
                      {"restart_seconds", k.restart_seconds}});
   }
-  return json{
+  json figures{
       {"frontends", o_.frontends},
       {"campaign", killed_campaign_},
       {"kills", static_cast<int>(frontend_kills_.size())},
@@ -2363,10 +2366,9 @@ absl::StatusOr<json> Simulation::FrontendFigures(const Campaigns& c) {
       {"acknowledged_reports_lost", lost},
       {"lost_definition",
        "nodes the store held for the campaign just before a kill (a superset "
-       "of those acknowledged) missing from its final reporters"},
-      {"curator_extra_epsilon_max", MaxExtraEpsilon(ledger, expected)},
-      {"agent_extra_epsilon_max", MaxExtraEpsilon(memo, asked_of)},
-      {"memo_rows", memo_rows}};
+       "of those acknowledged) missing from its final reporters"}};
+  figures.update(spending);
+  return figures;
 }
 
 std::string Simulation::AgentCuratorAddress(int h) const {

@@ -37,6 +37,7 @@
 #include "common/hex.h"
 #include "common/random.h"
 #include "common/status_macros.h"
+#include "common/wait_status.h"
 
 namespace ldpgraph::store {
 namespace {
@@ -73,17 +74,6 @@ struct PgResultDeleter {
 };
 using PgConn = std::unique_ptr<PGconn, PgConnDeleter>;
 using PgResult = std::unique_ptr<PGresult, PgResultDeleter>;
-
-std::string Describe(int status) {
-  if (WIFEXITED(status)) {
-    return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return "ended";
-}
 
 std::string Join(const std::vector<std::string>& argv) {
   return absl::StrJoin(argv, " ");
@@ -310,7 +300,7 @@ std::string PgConfigBinDir(std::string* note) {
   int status = 0;
   WaitPid(*pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *note = absl::StrCat(pg_config, " --bindir ", Describe(status));
+    *note = absl::StrCat(pg_config, " --bindir ", DescribeWaitStatus(status));
     return "";
   }
   return std::string(absl::StripAsciiWhitespace(out));
@@ -834,7 +824,7 @@ absl::Status LocalPostgres::RunInitdb() {
   RETURN_IF_ERROR(status.status());
   if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return absl::OkStatus();
   const std::string message = absl::StrCat(
-      "LocalPostgres: initdb ", Describe(*status),
+      "LocalPostgres: initdb ", DescribeWaitStatus(*status),
       "\n  command: ", Join(spec.argv), "\n  as user: ", user_.name,
       "\n  log (", log, "), last lines:\n", FileTail(log, 0, kLogLines));
   if (WIFEXITED(*status) && WEXITSTATUS(*status) == kExitCannotEnter) {
@@ -997,7 +987,7 @@ bool LocalPostgres::running() {
   const pid_t r = WaitPid(pid_, &status, WNOHANG);
   if (r == 0) return true;
   if (r == pid_) {
-    ended_ = Describe(status);
+    ended_ = DescribeWaitStatus(status);
     ended_status_ = status;
   } else {
     ended_ = "ended (reaped elsewhere)";
