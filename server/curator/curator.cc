@@ -421,7 +421,35 @@ v1::CuratorStatus Curator::Status() const {
   s.set_check_ins_idle(desk.idle);
   s.set_check_ins_paced(desk.paced);
   s.set_check_in_sessions(sessions_.lapsing());
+  if (options_.add_frontend_status) {
+    auto published = store_->FreshFrontendStatus(absl::Seconds(2));
+    if (published.ok()) {
+      for (const std::string& bytes : *published) {
+        v1::CuratorStatus f;
+        if (!f.ParseFromString(bytes)) continue;
+        s.set_frontends(s.frontends() + 1);
+        s.set_sessions(s.sessions() + f.sessions());
+        s.set_enrolled_nodes(s.enrolled_nodes() + f.enrolled_nodes());
+        s.set_task_streams(s.task_streams() + f.task_streams());
+        s.set_reports_accepted(s.reports_accepted() + f.reports_accepted());
+        s.set_reports_duplicate(s.reports_duplicate() + f.reports_duplicate());
+        s.set_reports_rejected(s.reports_rejected() + f.reports_rejected());
+        s.set_report_bytes_received(s.report_bytes_received() +
+                                    f.report_bytes_received());
+        s.set_check_ins(s.check_ins() + f.check_ins());
+        s.set_devices_seen(s.devices_seen() + f.devices_seen());
+        s.set_check_ins_served(s.check_ins_served() + f.check_ins_served());
+        s.set_check_ins_idle(s.check_ins_idle() + f.check_ins_idle());
+        s.set_check_ins_paced(s.check_ins_paced() + f.check_ins_paced());
+        s.set_check_in_sessions(s.check_in_sessions() + f.check_in_sessions());
+      }
+    }
+  }
   return s;
+}
+
+absl::Status Curator::PublishStatus(const std::string& name) {
+  return store_->PutFrontendStatus(name, Status().SerializeAsString());
 }
 
 LedgerSummary Curator::PrivacySummary() const { return ledger_.Summary(); }

@@ -82,6 +82,9 @@ class Curator {
     // Whether ingest closes a campaign at its quorum (a frontend does not:
     // the operator closes, after a Sync).
     bool close_on_quorum = true;
+    // An operator's Status adds up the frontends' published status
+    // (PublishStatus), those of the last 2 s.
+    bool add_frontend_status = false;
   };
 
   // Opens the curator over an opened store: loads campaigns, rebuilds the
@@ -171,6 +174,9 @@ class Curator {
   // they stored (CampaignBook::Sync); with close_quorate, then closes the
   // campaigns that reached their quorum. Store errors.
   absl::StatusOr<CampaignBook::SyncCounts> Sync(bool close_quorate);
+  // A frontend's Status, stored under `name` for the operator's
+  // (store.h, PutFrontendStatus).
+  absl::Status PublishStatus(const std::string& name);
   // Whether this process holds the store's operator lease (store.h,
   // TryOperatorLease; taking it if free).
   absl::StatusOr<bool> HoldsOperatorLease() { return store_->TryOperatorLease(); }
@@ -208,7 +214,9 @@ class Curator {
   // (CampaignBook::Tally), counted now.
   CampaignBook::Tally CampaignTally() const;
   // What the core knows for GetStatus: sessions, enrolled nodes, task
-  // streams, campaigns by state, stored answers and the ingest counters.
+  // streams, campaigns by state, stored answers and the ingest counters;
+  // with add_frontend_status, plus the frontends' (admin.proto,
+  // CuratorStatus.frontends; a store error leaves them out).
   // The caller fills the rest (start time, graph, results, insecure).
   v1::CuratorStatus Status() const;
   // Task streams open now; the Subscribe service counts them.

@@ -1,5 +1,7 @@
 #include "server/curator/server.h"
 
+#include <unistd.h>
+
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -110,6 +112,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   Curator::Options co;
   co.shared_store = shared;
   co.close_on_quorum = options.role != Role::kFrontend;
+  co.add_frontend_status = options.role == Role::kOperator;
   co.num_nodes = nodes;
   co.node_key = options.node_key;
   co.fleet_settle = options.fleet_settle;
@@ -216,7 +219,12 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   const absl::Duration tick =
       shared ? std::min(options.sync_interval, absl::Seconds(1))
              : absl::Seconds(1);
-  in->ticker = std::thread([in, curator, self, tick, shared,
+  // A frontend publishes its status under a name of its own, this
+  // process's: a restarted one is a new row, the old one goes stale.
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const std::string name = absl::StrCat(host, " pid ", getpid());
+  in->ticker = std::thread([in, curator, self, tick, shared, name,
                             role = options.role, log = options.log] {
     absl::Time last_close = absl::InfinitePast();
     absl::Time last_lease = absl::Now();
@@ -231,6 +239,9 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
                            synced.message()));
         } else if (synced.ok() && failing && log) {
           log("sync: the store answers again");
+        }
+        if (synced.ok() && role == Role::kFrontend) {
+          synced = curator->PublishStatus(name);
         }
         failing = !synced.ok();
       }

@@ -936,7 +936,6 @@ class Simulation {
   std::vector<std::unique_ptr<ChildProcess>> frontends_;
   std::vector<int> frontend_ports_;
   std::vector<int> frontend_restarts_;
-  std::vector<Connection> frontend_admin_;  // GetStatus of each frontend
   struct FrontendKill {
     int frontend = 0;
     double after_seconds = 0;
@@ -1224,11 +1223,6 @@ absl::Status Simulation::StartCurator() {
   while (!token.empty() && (token.back() == '\n')) token.pop_back();
   s.admin_token_hex = token;
   admin_ = Connect(s);
-  for (int port : frontend_ports_) {
-    ConnectionSettings f = s;
-    f.curator = absl::StrCat("127.0.0.1:", port);
-    frontend_admin_.push_back(Connect(f));
-  }
   // For the operator: ldpctl --config WORK/ldpctl.conf <command>.
   return WriteNewFile(
       work_ + "/ldpctl.conf",
@@ -1346,23 +1340,6 @@ absl::Status Simulation::WaitEnrolled() {
       continue;
     }
     if (!g.ok()) return FromGrpc(g, admin_->address);
-    if (!frontend_admin_.empty()) {
-      // Sessions are each frontend's own: add up theirs.
-      uint32_t enrolled = 0, streams = 0;
-      for (const Connection& f : frontend_admin_) {
-        grpc::ClientContext fctx;
-        f.Prepare(&fctx);
-        fctx.set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(10));
-        v1::CuratorStatus fs;
-        grpc::Status fg = f.stub->GetStatus(&fctx, v1::GetStatusRequest(), &fs);
-        if (!fg.ok()) return FromGrpc(fg, f.address);
-        enrolled += fs.enrolled_nodes();
-        streams += fs.task_streams();
-      }
-      s.set_enrolled_nodes(enrolled);
-      s.set_task_streams(streams);
-    }
     if (o_.attach && s.graph_nodes() != data_.meta.nodes) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the curator's graph has ", s.graph_nodes(), " nodes but ",
@@ -1536,7 +1513,6 @@ void Simulation::StopAll() {
   }
   proxies_.clear();
   admin_.reset();
-  frontend_admin_.clear();
   for (auto& f : frontends_) {
     if (f) f->Terminate();
   }
@@ -1984,16 +1960,9 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   d["reports"] = reports;
   d["refusals"] = refusals;
   d["rejected"] = rejected;
-  uint64_t report_bytes = status.report_bytes_received();
-  for (const Connection& f : frontend_admin_) {
-    // The frontends took the reports (a restarted one counts since then).
-    grpc::ClientContext fctx;
-    f.Prepare(&fctx);
-    v1::CuratorStatus fs;
-    if (f.stub->GetStatus(&fctx, v1::GetStatusRequest(), &fs).ok()) {
-      report_bytes += fs.report_bytes_received();
-    }
-  }
+  // An operator's status adds up its frontends' (a restarted one counts
+  // since its restart).
+  const uint64_t report_bytes = status.report_bytes_received();
   d["report_bytes"] = report_bytes;
   d["report_bytes_per_report"] = reports ? double(report_bytes) / reports : 0.0;
   d["epsilon_spent_per_node"] = spent;

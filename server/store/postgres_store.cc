@@ -78,6 +78,13 @@ CREATE TABLE results(
     R"sql(
 ALTER TABLE answer_log ALTER COLUMN answers SET STORAGE EXTERNAL;
 )sql",
+    // 3: the status frontends publish for the operator (roles.h).
+    R"sql(
+CREATE TABLE frontends(
+  name BYTEA PRIMARY KEY,
+  status BYTEA NOT NULL,
+  unix_ms BIGINT NOT NULL);
+)sql",
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 
@@ -713,6 +720,41 @@ class PgStore final : public CuratorStore {
     row.record = std::string(GetBytes(r.get(), 0, 1));
     row.matrix_path = std::string(GetBytes(r.get(), 0, 2));
     return row;
+  }
+
+  absl::Status PutFrontendStatus(const std::string& name,
+                                 const std::string& status) override {
+    const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+    absl::MutexLock lock(&mu_);
+    constexpr absl::string_view kOperation = "storing a frontend's status";
+    return c_.InTransaction(kOperation, [&]() -> absl::Status {
+      RETURN_IF_ERROR(c_.Exec(kOperation,
+                              "DELETE FROM frontends WHERE unix_ms < $1",
+                              {Int8(now_ms - 3600000)})
+                          .status());
+      return c_.Exec(kOperation,
+                     "INSERT INTO frontends(name, status, unix_ms) "
+                     "VALUES($1, $2, $3) ON CONFLICT(name) DO UPDATE SET "
+                     "status = excluded.status, unix_ms = excluded.unix_ms",
+                     {Bytes(name), Bytes(status), Int8(now_ms)})
+          .status();
+    });
+  }
+
+  absl::StatusOr<std::vector<std::string>> FreshFrontendStatus(
+      absl::Duration within) override {
+    const int64_t since = absl::ToUnixMillis(absl::Now() - within);
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(c_.Ensure());
+    ASSIGN_OR_RETURN(Result r, c_.Exec("reading frontends' status",
+                                       "SELECT status FROM frontends WHERE "
+                                       "unix_ms >= $1 ORDER BY name",
+                                       {Int8(since)}));
+    std::vector<std::string> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      out.emplace_back(GetBytes(r.get(), i, 0));
+    }
+    return out;
   }
 
   absl::StatusOr<bool> TryOperatorLease() override {

@@ -67,6 +67,6 @@ class PostgresStore {
 };
 
 // The schema version this build creates and reads.
-inline constexpr int kPostgresSchemaVersion = 2;
+inline constexpr int kPostgresSchemaVersion = 3;
 
 }  // namespace ldpgraph::store

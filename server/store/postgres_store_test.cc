@@ -343,6 +343,19 @@ TEST_F(PostgresStoreTest, OneOperatorLeaseAtATime) {
   EXPECT_TRUE(taken);
 }
 
+TEST_F(PostgresStoreTest, FrontendsPublishTheirStatus) {
+  auto a = OpenOrDie();
+  auto b = OpenOrDie();
+  ASSERT_TRUE(a->PutFrontendStatus("f1", "one").ok());
+  ASSERT_TRUE(a->PutFrontendStatus("f1", "uno").ok());  // replaced
+  ASSERT_TRUE(b->PutFrontendStatus("f2", "two").ok());
+  auto fresh = a->FreshFrontendStatus(absl::Seconds(5));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_THAT(*fresh, ElementsAre("uno", "two"));
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_TRUE(a->FreshFrontendStatus(absl::Milliseconds(10))->empty());
+}
+
 TEST_F(PostgresStoreTest, RefusesPasswordsInTheUrlAndBadUrls) {
   PostgresStore::Options o;
   o.url = absl::StrCat("postgres://", pg_->user(), ":secret@127.0.0.1:",

@@ -76,7 +76,8 @@ CREATE TABLE IF NOT EXISTS results(
 )sql";
 
 // Added to version 2 without a version change, so run at every Open (after
-// kSchema for a new file): node_keys holds each node's sealing public key
+// kSchema for a new file): frontends holds the status curator frontends
+// publish (roles.h); node_keys holds each node's sealing public key
 // (AgentService.PublicKeys), the latest one it enrolled with; the index
 // serves FetchSealed of one campaign's messages (an exchange reading its
 // campaign from sequence 0) without scanning other campaigns' traffic.
@@ -85,6 +86,10 @@ CREATE TABLE IF NOT EXISTS node_keys(
   node INTEGER PRIMARY KEY,
   public_key BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS sealed_campaign_to_node ON sealed(campaign, to_node);
+CREATE TABLE IF NOT EXISTS frontends(
+  name BLOB PRIMARY KEY,
+  status BLOB NOT NULL,
+  unix_ms INTEGER NOT NULL);
 )sql";
 
 using sqlite::Blob;
@@ -117,6 +122,7 @@ struct SqliteImpl {
     Stmt insert_audit, list_audit;
     Stmt insert_sealed, fetch_sealed, fetch_sealed_campaign;
     Stmt put_node_key, all_node_keys;
+    Stmt put_frontend, drop_frontends, fresh_frontends;
     Stmt insert_result, set_result_record, list_results, get_result;
   };
 
@@ -236,6 +242,16 @@ struct SqliteImpl {
     ASSIGN_OR_RETURN(s.all_node_keys,
                      Prepare("SELECT node, public_key FROM node_keys "
                              "ORDER BY node"));
+    ASSIGN_OR_RETURN(s.put_frontend,
+                     Prepare("INSERT INTO frontends(name, status, unix_ms) "
+                             "VALUES(?1, ?2, ?3) ON CONFLICT(name) DO UPDATE "
+                             "SET status = excluded.status, "
+                             "unix_ms = excluded.unix_ms"));
+    ASSIGN_OR_RETURN(s.drop_frontends,
+                     Prepare("DELETE FROM frontends WHERE unix_ms < ?1"));
+    ASSIGN_OR_RETURN(s.fresh_frontends,
+                     Prepare("SELECT status FROM frontends WHERE unix_ms >= ?1 "
+                             "ORDER BY name"));
     ASSIGN_OR_RETURN(s.insert_result,
                      Prepare("INSERT INTO results(record, matrix_path) "
                              "VALUES(x'', ?1)"));
@@ -556,6 +572,10 @@ class SqliteStore final : public CuratorStore {
   absl::StatusOr<ResultRow> GetResult(int64_t id) override;
   absl::Status ForEachNewAnswerKey(
       absl::FunctionRef<void(int64_t, uint32_t, bool)> fn) override;
+  absl::Status PutFrontendStatus(const std::string& name,
+                                 const std::string& status) override;
+  absl::StatusOr<std::vector<std::string>> FreshFrontendStatus(
+      absl::Duration within) override;
   absl::StatusOr<bool> TryOperatorLease() override { return true; }
   std::string Describe() const override {
     return absl::StrCat("sqlite ", impl_->path);
@@ -1030,6 +1050,43 @@ absl::Status SqliteStore::ForEachNewAnswerKey(
                                       [] { return absl::OkStatus(); }));
   s.core.TakeForeign(fn);
   return absl::OkStatus();
+}
+
+absl::Status SqliteStore::PutFrontendStatus(const std::string& name,
+                                             const std::string& status) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "storing a frontend's status";
+  return s.InTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        {
+          sqlite3_stmt* stmt = s.stmts.drop_frontends.get();
+          ScopedReset reset(stmt);
+          RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, now_ms - 3600000));
+          RETURN_IF_ERROR(s.StepDone(kOperation, stmt));
+        }
+        sqlite3_stmt* stmt = s.stmts.put_frontend.get();
+        ScopedReset reset(stmt);
+        RETURN_IF_ERROR(
+            s.BindOrError(kOperation, stmt, Blob{name}, Blob{status}, now_ms));
+        return s.StepDone(kOperation, stmt);
+      });
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::FreshFrontendStatus(
+    absl::Duration within) {
+  const int64_t since = absl::ToUnixMillis(absl::Now() - within);
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  sqlite3_stmt* stmt = s.stmts.fresh_frontends.get();
+  ScopedReset reset(stmt);
+  RETURN_IF_ERROR(s.BindOrError("reading frontends' status", stmt, since));
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) out.push_back(ColumnBlob(stmt, 0));
+  if (rc != SQLITE_DONE) return s.Error("reading frontends' status", rc);
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::OpenUrl(

@@ -55,6 +55,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace ldpgraph::store {
 
@@ -252,6 +253,14 @@ class CuratorStore {
   virtual absl::Status ForEachNewAnswerKey(
       absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)>
           fn) = 0;
+  // Frontends' published status (roles.h): PutFrontendStatus replaces the
+  // row of `name` (a serialised v1::CuratorStatus), stamped now, and drops
+  // rows not renewed for an hour (frontends that went); FreshFrontendStatus
+  // returns those stamped within `within` of now.
+  virtual absl::Status PutFrontendStatus(const std::string& name,
+                                         const std::string& status) = 0;
+  virtual absl::StatusOr<std::vector<std::string>> FreshFrontendStatus(
+      absl::Duration within) = 0;
   // The operator lease: at most one store over a database holds it at a
   // time. True if this store holds it (taking it if free), false if another
   // does. A store that lost it (its database connection broke) says false

@@ -135,6 +135,22 @@ TEST(CuratorStoreTest, FleetPlanIsReplacedWholeAndSurvivesReopen) {
   EXPECT_THAT(*store->GetFleetPlan(), IsEmpty());
 }
 
+TEST(CuratorStoreTest, FrontendStatusIsReplacedAndSurvivesReopen) {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path());
+    ASSERT_TRUE(store->PutFrontendStatus("f1", "one").ok());
+    ASSERT_TRUE(store->PutFrontendStatus("f1", std::string("u\0o", 3)).ok());
+    ASSERT_TRUE(store->PutFrontendStatus("f2", "two").ok());
+  }
+  auto store = OpenOrDie(dir.path());
+  auto fresh = store->FreshFrontendStatus(absl::Seconds(60));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_THAT(*fresh, ElementsAre(std::string("u\0o", 3), "two"));
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_THAT(*store->FreshFrontendStatus(absl::Milliseconds(10)), IsEmpty());
+}
+
 TEST(CuratorStoreTest, CreatesListsAndUpdatesCampaigns) {
   TempDir dir;
   auto store = OpenOrDie(dir.path());

@@ -153,6 +153,13 @@ TEST_F(ReplicasTest, AFrontendAnswersStatusOnlyAndSeesTheOperatorsCampaigns) {
   auto status = frontend_admin.Status();
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->open_campaigns(), 0u);
+  // The operator counts the frontend, which publishes its status.
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        auto s = operator_admin.Status();
+        return s.ok() && s->frontends() == 1;
+      },
+      absl::Seconds(10)));
   v1::Campaign created;
   grpc::Status g = frontend_admin.Create(Features(), &created);
   EXPECT_EQ(g.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
