@@ -136,7 +136,7 @@ absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
     *body.mutable_features() = wire::EncodeFeatureReport(report);
   } else if (const LabelRandomizedResponse* rr = spec.label()) {
     ASSIGN_OR_RETURN(int label, adversary_ != nullptr
-                                    ? adversary_->CraftLabel(*rr)
+                                    ? adversary_->CraftLabel(*rr, *rng_)
                                     : rr->Perturb(*record_.label, *rng_));
     body.mutable_label()->set_label(static_cast<uint32_t>(label));
   } else if (const EdgeRandomizedResponse* rr = spec.edges();

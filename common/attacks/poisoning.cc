@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "common/dp/tails.h"
 #include "common/mechanisms/hds.h"
 #include "common/mechanisms/multibit.h"
 #include "common/mechanisms/onebit.h"
@@ -23,6 +24,9 @@ double TopOfGrid(const internal::WindowedGrid& g) {
 }  // namespace
 
 absl::Status AttackSettings::Validate() const {
+  if (!kAttackNames.Contains(kind)) {
+    return absl::InvalidArgumentError("unknown attack kind");
+  }
   if (!(fraction >= 0 && fraction < 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the malicious fraction must be in [0, 1), got ", fraction));
@@ -48,18 +52,17 @@ std::vector<uint32_t> MaliciousNodes(uint32_t n, uint64_t seed,
   return out;
 }
 
-absl::StatusOr<std::vector<uint32_t>> TargetDims(
+absl::StatusOr<std::vector<uint32_t>> RankDims(
     const SparseRows& x, absl::Span<const int32_t> labels,
-    absl::Span<const uint32_t> nodes, int target_class, int target_dims) {
+    absl::Span<const uint32_t> nodes, int target_class) {
   if (labels.size() != x.rows) {
     return absl::InvalidArgumentError(absl::StrCat(
         "target dimensions: ", labels.size(), " labels for ", x.rows,
         " feature rows"));
   }
-  if (target_class < 0 || target_dims < 1) {
+  if (target_class < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "target dimensions need a class >= 0 and R >= 1, got class ",
-        target_class, " and R ", target_dims));
+        "target dimensions need a class >= 0, got class ", target_class));
   }
   std::vector<double> in_t(x.cols, 0.0), others(x.cols, 0.0);
   size_t count_t = 0, count_others = 0;
@@ -83,18 +86,46 @@ absl::StatusOr<std::vector<uint32_t>> TargetDims(
   }
   std::vector<uint32_t> order(x.cols);
   std::iota(order.begin(), order.end(), 0u);
-  const size_t r = std::min<size_t>(static_cast<size_t>(target_dims), x.cols);
-  std::partial_sort(order.begin(), order.begin() + r, order.end(),
-                    [&](uint32_t a, uint32_t b) {
-                      return score[a] != score[b] ? score[a] > score[b] : a < b;
-                    });
-  order.resize(r);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return score[a] > score[b];
+  });
+  return order;
+}
+
+absl::StatusOr<std::vector<uint32_t>> TargetDims(
+    const SparseRows& x, absl::Span<const int32_t> labels,
+    absl::Span<const uint32_t> nodes, int target_class, int target_dims) {
+  if (target_class < 0 || target_dims < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target dimensions need a class >= 0 and R >= 1, got class ",
+        target_class, " and R ", target_dims));
+  }
+  ASSIGN_OR_RETURN(std::vector<uint32_t> order,
+                   RankDims(x, labels, nodes, target_class));
+  order.resize(std::min<size_t>(static_cast<size_t>(target_dims), x.cols));
   std::sort(order.begin(), order.end());
   return order;
 }
 
+int AdaptiveTargetCount(uint64_t n, uint64_t malicious, int d, int k,
+                        double alpha, int r) {
+  if (k >= d) return r;
+  const double q = static_cast<double>(k) / d;
+  const double threshold =
+      static_cast<double>(BinomialUpperQuantile(n, q, alpha / d));
+  const double honest = static_cast<double>(n - malicious);
+  const double mean = honest * q, var = honest * q * (1 - q);
+  for (int rr = std::max(1, std::min(r, d)); rr < d; ++rr) {
+    const double p = std::min(1.0, static_cast<double>(k) / rr);
+    const double a = static_cast<double>(malicious) * p;
+    if (mean + a + 3 * std::sqrt(var + a * (1 - p)) <= threshold) return rr;
+  }
+  return d;
+}
+
 absl::StatusOr<std::unique_ptr<Adversary>> Adversary::Create(
-    int target_class, std::vector<uint32_t> target_dims) {
+    int target_class, std::vector<uint32_t> target_dims, AttackKind kind,
+    std::optional<AdaptivePlan> plan) {
   if (target_class < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the attack class must be >= 0, got ", target_class));
@@ -109,26 +140,62 @@ absl::StatusOr<std::unique_ptr<Adversary>> Adversary::Create(
           " has ", target_dims[i], " after ", target_dims[i - 1]));
     }
   }
-  return std::unique_ptr<Adversary>(
-      new Adversary(target_class, std::move(target_dims)));
+  if (kind == AttackKind::kAdaptive) {
+    if (!plan) {
+      return absl::InvalidArgumentError(
+          "the adaptive attack needs its plan (n, its nodes, alpha, ranking)");
+    }
+    if (plan->malicious > plan->nodes || !(plan->alpha > 0 && plan->alpha < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the adaptive attack's plan needs malicious <= nodes and alpha in "
+          "(0, 1), got ", plan->malicious, " of ", plan->nodes, ", alpha ",
+          plan->alpha));
+    }
+    std::vector<uint32_t> head(
+        plan->ranking.begin(),
+        plan->ranking.begin() +
+            std::min(plan->ranking.size(), target_dims.size()));
+    std::sort(head.begin(), head.end());
+    if (head != target_dims) {
+      return absl::InvalidArgumentError(
+          "the adaptive attack's ranking must start with its targets");
+    }
+  }
+  return std::unique_ptr<Adversary>(new Adversary(
+      target_class, std::move(target_dims), kind, std::move(plan)));
 }
 
-std::vector<uint32_t> Adversary::ChooseDims(uint32_t d, uint32_t k,
-                                            RandomSource& rng,
-                                            std::vector<bool>* in_target) const {
-  const uint32_t r = static_cast<uint32_t>(target_dims_.size());
+std::vector<uint32_t> Adversary::TargetsFor(const FeatureMechanism& mech) const {
+  if (kind_ != AttackKind::kAdaptive) return target_dims_;
+  const int d = mech.dimension();
+  std::vector<uint32_t> below;
+  for (uint32_t j : plan_->ranking) {
+    if (j < static_cast<uint32_t>(d)) below.push_back(j);
+  }
+  const int r = AdaptiveTargetCount(
+      plan_->nodes, plan_->malicious, d, mech.sampled(), plan_->alpha,
+      static_cast<int>(target_dims_.size()));
+  below.resize(std::min(below.size(), static_cast<size_t>(r)));
+  std::sort(below.begin(), below.end());
+  return below;
+}
+
+std::vector<uint32_t> Adversary::ChooseDims(
+    const std::vector<uint32_t>& targets, uint32_t d, uint32_t k,
+    RandomSource& rng, std::vector<bool>* in_target) {
+  const uint32_t r = static_cast<uint32_t>(targets.size());
   std::vector<std::pair<uint32_t, bool>> chosen;
   if (r >= k) {
     for (uint32_t i : rng.SampleWithoutReplacement(r, k)) {
-      chosen.emplace_back(target_dims_[i], true);
+      chosen.emplace_back(targets[i], true);
     }
   } else {
-    for (uint32_t j : target_dims_) chosen.emplace_back(j, true);
+    for (uint32_t j : targets) chosen.emplace_back(j, true);
     // The complement of the targets in 0..d-1, ascending.
     std::vector<uint32_t> rest;
     rest.reserve(d - r);
     for (uint32_t j = 0, t = 0; j < d; ++j) {
-      if (t < r && target_dims_[t] == j) {
+      if (t < r && targets[t] == j) {
         ++t;
       } else {
         rest.push_back(j);
@@ -165,6 +232,17 @@ absl::StatusOr<SparseReport> Adversary::CraftFeatureReport(
     return absl::InvalidArgumentError(absl::StrCat(
         "target dimension ", target_dims_.back(), " is not below d = ", d));
   }
+  switch (kind_) {
+    case AttackKind::kMaximalGain:
+    case AttackKind::kAdaptive:
+      break;
+    case AttackKind::kLabelsOnly:
+      return mech.Perturb(x, rng);
+    case AttackKind::kInput:
+    case AttackKind::kFakeEdges:
+      return mech.Perturb(FakeRecord(mech), rng);
+  }
+  const std::vector<uint32_t> targets = TargetsFor(mech);
   SparseReport r;
   r.dimension = d;
   std::vector<bool> in_target;
@@ -179,14 +257,14 @@ absl::StatusOr<SparseReport> Adversary::CraftFeatureReport(
                               .grid())
               : TopOfGrid(
                     static_cast<const HdsMechanism&>(mech).square_wave().grid());
-      r.indices = ChooseDims(d, static_cast<uint32_t>(mech.sampled()), rng,
-                             &in_target);
+      r.indices = ChooseDims(targets, d, static_cast<uint32_t>(mech.sampled()),
+                             rng, &in_target);
       for (bool t : in_target) r.values.push_back(t ? top : 0.0);
       break;
     }
     case MechanismKind::kMultiBit:
-      r.indices = ChooseDims(d, static_cast<uint32_t>(mech.sampled()), rng,
-                             &in_target);
+      r.indices = ChooseDims(targets, d, static_cast<uint32_t>(mech.sampled()),
+                             rng, &in_target);
       for (bool t : in_target) r.bits.push_back(t || rng.Bernoulli(0.5));
       break;
     case MechanismKind::kOneBit: {
@@ -194,7 +272,7 @@ absl::StatusOr<SparseReport> Adversary::CraftFeatureReport(
       r.dense = true;
       r.bits.assign(d, false);
       for (uint32_t j = 0, t = 0; j < d; ++j) {
-        if (t < target_dims_.size() && target_dims_[t] == j) {
+        if (t < targets.size() && targets[t] == j) {
           r.bits[j] = true;
           ++t;
         } else {
@@ -213,12 +291,30 @@ absl::StatusOr<SparseReport> Adversary::CraftFeatureReport(
   return r;
 }
 
-absl::StatusOr<int> Adversary::CraftLabel(
-    const LabelRandomizedResponse& rr) const {
+std::vector<double> Adversary::FakeRecord(const FeatureMechanism& mech) const {
+  const MechanismSpec& spec = mech.spec();
+  std::vector<double> x(static_cast<size_t>(mech.dimension()), spec.alpha);
+  for (uint32_t j : target_dims_) {
+    if (j < x.size()) x[j] = spec.beta;
+  }
+  return x;
+}
+
+absl::StatusOr<int> Adversary::CraftLabel(const LabelRandomizedResponse& rr,
+                                          RandomSource& rng) const {
   if (target_class_ >= rr.classes()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the attack class ", target_class_, " is not one of the ",
         rr.classes(), " classes"));
+  }
+  switch (kind_) {
+    case AttackKind::kInput:
+    case AttackKind::kFakeEdges:
+      return rr.Perturb(target_class_, rng);
+    case AttackKind::kMaximalGain:
+    case AttackKind::kAdaptive:
+    case AttackKind::kLabelsOnly:
+      break;
   }
   return target_class_;
 }

@@ -232,12 +232,13 @@ TEST(AdversaryTest, LabelIsAlwaysTheTarget) {
   auto rr = LabelRandomizedResponse::Create(1.0, 7);
   ASSERT_TRUE(rr.ok());
   auto adv = MakeAdversary(5, {0});
-  auto y = adv->CraftLabel(**rr);
+  SeededRandomForTesting rng(3);
+  auto y = adv->CraftLabel(**rr, rng);
   ASSERT_TRUE(y.ok());
   EXPECT_EQ(*y, 5);
   EXPECT_TRUE((*rr)->ValidateReport(*y).ok());
   auto far = MakeAdversary(7, {0});
-  EXPECT_EQ(far->CraftLabel(**rr).status().code(),
+  EXPECT_EQ(far->CraftLabel(**rr, rng).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

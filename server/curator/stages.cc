@@ -179,19 +179,23 @@ absl::StatusOr<pipeline::Task> RequestTask(v1::PipelineTask t) {
 // An estimate request's defence: the screen's level, or none.
 absl::StatusOr<std::optional<double>> RequestScreen(
     const v1::EstimateRequest& q) {
-  pipeline::Defence defence = pipeline::Defence::kNone;
+  pipeline::Defences defences;
   if (!q.defence().empty()) {
-    ASSIGN_OR_RETURN(defence,
-                     pipeline::kDefenceNames.Parse(q.defence(), "defence"));
+    ASSIGN_OR_RETURN(defences, pipeline::ParseDefences(q.defence(), "defence"));
+  }
+  if (defences.robust || defences.edge_consistency) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an estimate applies the screen only, got defence '", q.defence(),
+        "' (robust belongs to evaluate, edge-consistency to the graph)"));
   }
   if (q.screen_alpha() != 0) {
-    if (defence != pipeline::Defence::kScreen) {
+    if (!defences.screen) {
       return absl::InvalidArgumentError(
           "screen_alpha needs defence \"screen\"");
     }
     RETURN_IF_ERROR(pipeline::ValidateScreenAlpha(q.screen_alpha()));
   }
-  if (defence == pipeline::Defence::kNone) return std::nullopt;
+  if (!defences.screen) return std::nullopt;
   return q.screen_alpha() != 0 ? q.screen_alpha()
                                : pipeline::kDefaultScreenAlpha;
 }

@@ -368,7 +368,7 @@ struct Options {
   int attack_dims = 10;
   // The curator's defence against poisoned feature reports (--defence,
   // --screen-alpha): the estimate stage's report screen.
-  pipeline::Defence defence = pipeline::Defence::kNone;
+  pipeline::Defences defences;
   double screen_alpha = pipeline::kDefaultScreenAlpha;
   std::string bin_dir;
   std::string work_dir;
@@ -631,8 +631,8 @@ absl::Status ParseAttackFlags(const CliArgs& a, Options* options) {
 
 // --defence and --screen-alpha into the estimate request.
 void SetDefence(const Options& o, v1::EstimateRequest* req) {
-  if (o.defence == pipeline::Defence::kNone) return;
-  req->set_defence(std::string(pipeline::kDefenceNames.Name(o.defence)));
+  if (!o.defences.screen) return;
+  req->set_defence("screen");
   req->set_screen_alpha(o.screen_alpha);
 }
 
@@ -640,7 +640,7 @@ void SetDefence(const Options& o, v1::EstimateRequest* req) {
 // screen found (its details: "screen", "overreported_dims",
 // "flagged_nodes", "flagged").
 json DefenceJson(const Options& o, const v1::StageResult& estimate) {
-  json d = {{"kind", pipeline::kDefenceNames.Name(o.defence)},
+  json d = {{"kind", pipeline::DefencesName(o.defences)},
             {"alpha", o.screen_alpha}};
   const json e = json::parse(estimate.details_json(), nullptr, false);
   if (e.is_discarded()) return d;
@@ -743,7 +743,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
         "one curator; they do not combine with --frontends");
   }
   RETURN_IF_ERROR(ParseAttackFlags(a, &o));
-  RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defence, &o.screen_alpha));
+  RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defences, &o.screen_alpha));
   return o;
 }
 
@@ -762,7 +762,7 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
     c.attack_class = o.attack_class;
     c.attack_dims = o.attack_dims;
   }
-  c.defence = o.defence;
+  c.defences = o.defences;
   c.screen_alpha = o.screen_alpha;
   RETURN_IF_ERROR(pipeline::ValidateConfig(c));
   return c;
@@ -1942,7 +1942,7 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
                                   {"attack_class", o_.attack_class},
                                   {"attack_dims", o_.attack_dims}};
   }
-  if (o_.defence != pipeline::Defence::kNone) {
+  if (o_.defences.any()) {
     d["scenario"]["defence"] = DefenceJson(o_, estimate);
     json& dj = d["scenario"]["defence"];
     if (o_.malicious && dj.contains("flagged")) {

@@ -168,6 +168,14 @@ absl::Status ParseAttackFlags(const CliArgs& a, PipelineConfig* config) {
   ASSIGN_OR_RETURN(auto fraction, a.GetDouble("malicious"));
   ASSIGN_OR_RETURN(auto t, a.GetInt("attack-class"));
   ASSIGN_OR_RETURN(auto dims, a.GetInt("attack-dims"));
+  if (auto kind = a.Get("attack")) {
+    if (!fraction) {
+      return absl::InvalidArgumentError(
+          "--attack applies to an attack (--malicious F)");
+    }
+    ASSIGN_OR_RETURN(c.attack_kind,
+                     poisoning::kAttackNames.Parse(*kind, "--attack"));
+  }
   if (fraction) {
     if (!(*fraction >= 0 && *fraction < 1)) {
       return absl::InvalidArgumentError(
@@ -467,7 +475,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "negatives", "batch", "release-lr", "release-epochs",
            "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
            "sensitivity", "lambda", "mu", "threads", "malicious",
-           "attack-class", "attack-dims", "defence", "screen-alpha"},
+           "attack-class", "attack-dims", "attack", "defence",
+           "screen-alpha"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
            "no-standardize", "help"}));
   EvalOptions o;
@@ -493,7 +502,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   RETURN_IF_ERROR(ParseRunFlags(a, &o));
   RETURN_IF_ERROR(ParseAttackFlags(a, &c));
   RETURN_IF_ERROR(
-      pipeline::ParseDefenceFlags(a, &c.defence, &c.screen_alpha));
+      pipeline::ParseDefenceFlags(a, &c.defences, &c.screen_alpha));
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
   // Any of these takes LPGNN's settings into the user's hands: the
@@ -693,15 +702,14 @@ constexpr char kEvalHelpModel[] = R"(Model:
 constexpr char kEvalHelpAttack[] = R"(Attack simulation (node task; default: off):
   --malicious F          a fraction F in [0, 1) of the nodes is an attacker's
                          (each node on its own, drawn from --seed and its
-                         id, the same nodes in every run): they send the
-                         maximal-gain poisoning attack's crafted reports
-                         (Cao, Jia and Gong, USENIX Security 2021) instead
-                         of perturbing: the mechanism's top output on
-                         sampled target dimensions and, with
-                         --label-epsilon, the label --attack-class. Reports
-                         are valid; the budget is spent as honest ones spend
-                         it. Not with laplace (no maximal output)
-  --attack-class C       the class the attacker wants predicted (default
+                         id, the same nodes in every run): they send what
+                         --attack says in place of honest answers (Cao, Jia
+                         and Gong, USENIX Security 2021). Reports are valid;
+                         the budget is spent as honest ones spend it.
+                         maximal-gain and adaptive: not with laplace (no
+                         maximal output)
+)";
+constexpr char kEvalHelpAttackTarget[] = R"(  --attack-class C       the class the attacker wants predicted (default
                          0); given alone (or with --malicious 0) it only
                          measures: target_rate, the fraction of test nodes
                          of other classes predicted C
@@ -751,7 +759,8 @@ std::string ScreenSummary(const nlohmann::json& per_run) {
 std::string EvalHelp() {
   return absl::StrCat(kEvalHelpPipeline, pipeline::kDefenceHelp,
                       kEvalHelpRelease, kEvalHelpPropagation, kEvalHelpModel,
-                      kEvalHelpAttack, kEvalHelpRuns);
+                      kEvalHelpAttack, poisoning::kAttackHelp,
+                      kEvalHelpAttackTarget, kEvalHelpRuns);
 }
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,
@@ -805,7 +814,7 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
         100 * j["target_rate"]["mean"].get<double>(),
         100 * j["target_rate"]["std"].get<double>());
   }
-  if (o.config.defence != pipeline::Defence::kNone) {
+  if (o.config.defences.screen) {
     out << ScreenSummary(j["per_run"]) << "\n";
   }
   return kExitOk;

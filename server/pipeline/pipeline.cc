@@ -140,7 +140,7 @@ absl::StatusOr<SparseRows> SimulateAndScreen(const SparseRows& x,
                                              NoiseStreams& noise,
                                              std::vector<uint32_t>* untrusted,
                                              RunResult* r) {
-  const bool screen = c.defence == Defence::kScreen;
+  const bool screen = c.defences.screen;
   ReportedDims dims;
   ASSIGN_OR_RETURN(
       SparseRows est,
@@ -244,7 +244,7 @@ absl::StatusOr<LabelReports> PerturbLabels(const Dataset& d,
         y = (*collected->label_reports)[v];
         RETURN_IF_ERROR(rr->ValidateReport(y));
       } else if (poisoning != nullptr && poisoning->malicious[v]) {
-        ASSIGN_OR_RETURN(y, poisoning->adversary->CraftLabel(*rr));
+        ASSIGN_OR_RETURN(y, poisoning->adversary->CraftLabel(*rr, noise.at(v)));
       } else {
         ASSIGN_OR_RETURN(y, rr->Perturb(d.labels[v], noise.at(v)));
       }
@@ -899,10 +899,10 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
           MethodName(c.method), " trains on the curator's labels; no label "
           "budget applies"));
     }
-    if (c.defence != Defence::kNone) {
+    if (c.defences.any()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          MethodName(c.method), " collects no feature reports: the report "
-          "screen does not apply"));
+          MethodName(c.method), " collects no reports: defence ",
+          DefencesName(c.defences), " does not apply"));
     }
     return embedding::ValidateReleaseConfig(ReleaseFor(c));
   }
@@ -917,7 +917,11 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
           "epsilon must be finite and > 0, got ", c.epsilon));
     }
   }
-  if (c.defence == Defence::kScreen) {
+  if (c.defences.robust && c.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "the robust defence retrains a node classifier: node task only");
+  }
+  if (c.defences.screen) {
     RETURN_IF_ERROR(ValidateScreenAlpha(c.screen_alpha));
     if (c.mechanism == "none") {
       return absl::InvalidArgumentError(
@@ -1085,12 +1089,22 @@ absl::StatusOr<std::unique_ptr<Poisoning>> PreparePoisoning(
       poisoning::MaliciousNodes(n, seed, c.attack_fraction);
   // What the attacker holds: its nodes' records, scaled as every agent's.
   const SparseRows x = ScaleDatasetFeatures(d, c.scaling);
-  ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
-                   poisoning::TargetDims(x, d.labels, nodes, *c.attack_class,
-                                         c.attack_dims));
+  ASSIGN_OR_RETURN(std::vector<uint32_t> ranking,
+                   poisoning::RankDims(x, d.labels, nodes, *c.attack_class));
+  std::vector<uint32_t> dims(
+      ranking.begin(),
+      ranking.begin() + std::min<size_t>(ranking.size(), c.attack_dims));
+  std::sort(dims.begin(), dims.end());
+  std::optional<poisoning::AdaptivePlan> plan;
+  if (c.attack_kind == poisoning::AttackKind::kAdaptive) {
+    // The attacker knows the screen's public settings: n and alpha.
+    plan = poisoning::AdaptivePlan{n, nodes.size(), c.screen_alpha,
+                                   std::move(ranking)};
+  }
   auto out = std::make_unique<Poisoning>();
   ASSIGN_OR_RETURN(out->adversary,
-                   poisoning::Adversary::Create(*c.attack_class, std::move(dims)));
+                   poisoning::Adversary::Create(*c.attack_class, std::move(dims),
+                                                c.attack_kind, std::move(plan)));
   out->malicious.assign(n, false);
   for (uint32_t v : nodes) out->malicious[v] = true;
   return out;
@@ -1275,14 +1289,14 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
   }
   j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
   if (c.attack_class) {
-    j["attack"] = {{"kind", "maximal-gain"},
+    j["attack"] = {{"kind", poisoning::kAttackNames.Name(c.attack_kind)},
                    {"fraction", c.attack_fraction},
                    {"class", *c.attack_class},
                    {"dims", c.attack_dims}};
   }
-  if (c.defence != Defence::kNone) {
-    j["defence"] = {{"kind", kDefenceNames.Name(c.defence)},
-                    {"alpha", c.screen_alpha}};
+  if (c.defences.any()) {
+    j["defence"] = {{"kind", DefencesName(c.defences)}};
+    if (c.defences.screen) j["defence"]["alpha"] = c.screen_alpha;
   }
   return j;
 }

@@ -217,23 +217,28 @@ struct PipelineConfig {
   // Simulated data poisoning (common/attacks/poisoning.h), node task with a
   // feature mechanism only. attack_fraction > 0: the nodes drawn by
   // SimulatedMalicious(seed, v, attack_fraction), seed the pipeline's seed
-  // (the same set in every run), are the attacker's: their feature reports
-  // are crafted by the maximal-gain attack on the attack_dims dimensions
-  // their own records (scaled features and labels, pooled) find most
-  // indicative of attack_class, and with a label budget their label reports
-  // are attack_class. attack_class set (with any fraction, 0 included)
-  // also measures the attack: RunResult::target_rate. An attack needs
-  // attack_class. All off by default.
+  // (the same set in every run), are the attacker's, answering as
+  // attack_kind says (poisoning::AttackKind: maximal-gain crafts feature
+  // reports on the attack_dims dimensions their own records (scaled
+  // features and labels, pooled) find most indicative of attack_class, and
+  // with a label budget label reports attack_class; input, adaptive,
+  // labels-only and fake-edges as documented there: fake-edges' edge reports
+  // are crafted where the caller builds the private graph it passes in
+  // RunOverrides::graph, `ldpgraph eval --edges`). attack_class set (with any
+  // fraction, 0 included) also measures the attack: RunResult::target_rate.
+  // An attack needs attack_class. All off by default.
   double attack_fraction = 0;
   std::optional<int> attack_class;
   int attack_dims = 10;
-  // The curator's defence against poisoned feature reports
-  // (report_screen.h): with kScreen the simulated reports are screened at
-  // level screen_alpha before estimation; a flagged node's row is left
-  // empty and the node is left out of training and validation. A no-op for
-  // mechanisms that do not sample dimensions. Needs a feature mechanism
-  // (not "none", not a release method).
-  Defence defence = Defence::kNone;
+  poisoning::AttackKind attack_kind = poisoning::AttackKind::kMaximalGain;
+  // The curator's defences (report_screen.h): screen: the simulated feature
+  // reports are screened at level screen_alpha before estimation; a flagged
+  // node's row is left empty and the node is left out of training and
+  // validation (a no-op for mechanisms that do not sample dimensions; needs
+  // a feature mechanism). robust: trimmed-label retraining (robust.h), node
+  // task. edge-consistency: applies to a private graph built by the caller
+  // (RunOverrides), recorded here.
+  Defences defences;
   double screen_alpha = kDefaultScreenAlpha;
 
   // Threads for the stages that run in parallel, 0 (default) for every

@@ -679,7 +679,7 @@ TEST(PipelineTest, PoisoningRaisesTheTargetRate) {
 
   // With the report screen the simulation counts the attacker's nodes it
   // caught: the flagged nodes among SimulatedMalicious(seed 1)'s draw.
-  c.defence = Defence::kScreen;
+  c.defences.screen = true;
   auto screened = RunPipeline(d, c, 1, 0);
   ASSERT_TRUE(screened.ok()) << screened.status();
   const nlohmann::json& s = screened->screen;
@@ -748,7 +748,7 @@ TEST(PipelineScreenTest, ScreenOnAnHonestRunCostsLittle) {
     ASSERT_TRUE(plain.ok()) << plain.status();
     EXPECT_TRUE(plain->screen.is_null());
     EXPECT_FALSE(ConfigToJson(c).contains("defence"));
-    c.defence = Defence::kScreen;
+    c.defences.screen = true;
     auto screened = RunPipeline(d, c, 5, 0);
     ASSERT_TRUE(screened.ok()) << screened.status();
     ASSERT_TRUE(screened->screen.is_object());
@@ -768,7 +768,7 @@ TEST(PipelineScreenTest, ScreenIsANoOpWithoutSampling) {
   const Dataset d = Generated(300, 0.8, 4);
   PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.mechanism = "onebit";
-  c.defence = Defence::kScreen;
+  c.defences.screen = true;
   auto r = RunPipeline(d, c, 2, 0);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->screen["screen"], "not applicable");

@@ -4,23 +4,13 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::pipeline {
-namespace {
-
-// log C(n, k).
-double LogChoose(double n, double k) {
-  return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1);
-}
-
-// Terms of the binomial tail are summed until they fall this far (in log)
-// below the level; the rest is bounded geometrically.
-constexpr double kLogMargin = 40.0;
-
-}  // namespace
-
 absl::Status ValidateScreenAlpha(double alpha) {
   if (!(alpha > 0 && alpha < 1)) {
     return absl::InvalidArgumentError(
@@ -29,14 +19,55 @@ absl::Status ValidateScreenAlpha(double alpha) {
   return absl::OkStatus();
 }
 
-absl::Status ParseDefenceFlags(const CliArgs& a, Defence* defence,
+absl::StatusOr<Defences> ParseDefences(absl::string_view list,
+                                       absl::string_view flag) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": defence must be a comma list of ", kDefenceList, ", got '",
+        list, "'", why.empty() ? "" : ": ", why));
+  };
+  Defences d;
+  bool none = false;
+  int count = 0;
+  for (absl::string_view name : absl::StrSplit(list, ',')) {
+    name = absl::StripAsciiWhitespace(name);
+    ++count;
+    bool* flag_of = nullptr;
+    if (name == "none") {
+      if (none) return bad("none twice");
+      none = true;
+      continue;
+    }
+    if (name == "screen") flag_of = &d.screen;
+    if (name == "robust") flag_of = &d.robust;
+    if (name == "edge-consistency") flag_of = &d.edge_consistency;
+    if (flag_of == nullptr) {
+      return bad(name.empty() ? "an empty name"
+                              : absl::StrCat("unknown '", name, "'"));
+    }
+    if (*flag_of) return bad(absl::StrCat("'", name, "' twice"));
+    *flag_of = true;
+  }
+  if (none && count > 1) return bad("none with another defence");
+  return d;
+}
+
+std::string DefencesName(const Defences& d) {
+  std::vector<absl::string_view> names;
+  if (d.screen) names.push_back("screen");
+  if (d.robust) names.push_back("robust");
+  if (d.edge_consistency) names.push_back("edge-consistency");
+  return names.empty() ? "none" : absl::StrJoin(names, ",");
+}
+
+absl::Status ParseDefenceFlags(const CliArgs& a, Defences* defences,
                                double* alpha) {
   if (auto d = a.Get("defence")) {
-    ASSIGN_OR_RETURN(*defence, kDefenceNames.Parse(*d, "--defence"));
+    ASSIGN_OR_RETURN(*defences, ParseDefences(*d, "--defence"));
   }
   ASSIGN_OR_RETURN(auto level, a.GetDouble("screen-alpha"));
   if (level) {
-    if (*defence != Defence::kScreen) {
+    if (!defences->screen) {
       return absl::InvalidArgumentError(
           "--screen-alpha needs --defence screen");
     }
@@ -47,53 +78,6 @@ absl::Status ParseDefenceFlags(const CliArgs& a, Defence* defence,
     *alpha = *level;
   }
   return absl::OkStatus();
-}
-
-uint64_t BinomialUpperQuantile(uint64_t n, double p, double level) {
-  if (n == 0 || p <= 0) return 0;
-  if (p >= 1) return n;
-  const double mean = n * p, sd = std::sqrt(mean * (1 - p));
-  // Below mean - 10 sd the lower tail is < e^-50: P(X >= start) is 1 for any
-  // level this is asked about, so the quantile lies above start.
-  const uint64_t start = static_cast<uint64_t>(std::max(0.0, mean - 10 * sd));
-  const double lp = std::log(p), lq = std::log1p(-p);
-  const double log_level = std::log(level);
-  std::vector<double> pmf;  // pmf[i] = P(X = start + i)
-  double rest = 0;          // bound on P(X > start + pmf.size() - 1)
-  for (uint64_t i = start;; ++i) {
-    const double lpmf = LogChoose(static_cast<double>(n), static_cast<double>(i)) +
-                        i * lp + (n - i) * lq;
-    pmf.push_back(std::exp(lpmf));
-    if (i == n) break;
-    // Past the mode the ratio pmf(i+1)/pmf(i) falls with i: the terms left
-    // out are at most pmf(i) r / (1 - r), r the ratio at i.
-    const double r = static_cast<double>(n - i) / (i + 1) * p / (1 - p);
-    if (i > mean && r < 1 && lpmf < log_level - kLogMargin) {
-      rest = pmf.back() * r / (1 - r);
-      break;
-    }
-  }
-  // Walk down from the top: tail = P(X > start + i).
-  double tail = rest;
-  uint64_t t = start + pmf.size() - 1;
-  for (size_t i = pmf.size() - 1; i > 0; --i) {
-    const double above = tail + pmf[i];  // P(X > start + i - 1)
-    if (above > level) break;
-    tail = above;
-    t = start + i - 1;
-  }
-  return t;
-}
-
-double HypergeometricTailAtLeast(int d, int m, int k, int h) {
-  const int top = std::min(m, k);
-  if (h <= std::max(0, k - (d - m))) return 1.0;
-  double sum = 0;
-  const double total = LogChoose(d, k);
-  for (int j = h; j <= top; ++j) {
-    sum += std::exp(LogChoose(m, j) + LogChoose(d - m, k - j) - total);
-  }
-  return std::min(1.0, sum);
 }
 
 absl::StatusOr<ScreenResult> ScreenReports(const ReportedDims& reports, int d,

@@ -45,26 +45,56 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/cli_args.h"
+#include "common/dp/tails.h"
 #include "common/matrix.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/names.h"
 
 namespace ldpgraph::pipeline {
 
-// The curator's defence against poisoned feature reports: kNone (default,
-// reports are used as they come) or kScreen (the screen above).
-enum class Defence { kNone, kScreen };
-// The names "none" and "screen" (--defence); Parse fails with
-// INVALID_ARGUMENT "defence must be one of none, screen, got '<name>'".
-inline constexpr auto kDefenceNames = MakeNameTable<Defence>(
-    "defence", {{Defence::kNone, "none"}, {Defence::kScreen, "screen"}});
+// The curator's defences against poisoning, any combination (--defence, a
+// comma list): none, or any of
+//  screen            this file's screen of the feature reports' sampled
+//                    dimensions (the estimate stage);
+//  robust            trimmed-label retraining (server/pipeline/robust.h): a
+//                    first model's confident disagreements with a training
+//                    or validation node's label are taken as poisoned or
+//                    flipped, the node left out, the model trained again;
+//  edge-consistency  the edge reports checked against themselves
+//                    (server/pipeline/edge_screen.h): a node whose noisy
+//                    degree disagrees with its reported bits, or that claims
+//                    improbably many edges its other ends deny, is not
+//                    trusted.
+struct Defences {
+  bool screen = false;
+  bool robust = false;
+  bool edge_consistency = false;
+
+  bool any() const { return screen || robust || edge_consistency; }
+  bool operator==(const Defences&) const = default;
+};
+
+// The names of the defences, in their canonical order.
+inline constexpr char kDefenceList[] = "none, screen, robust, edge-consistency";
+
+// A comma list of defence names ("none" alone, or one or more of screen,
+// robust, edge-consistency, each at most once; spaces around names allowed).
+// INVALID_ARGUMENT "<flag>: defence must be a comma list of none, screen,
+// robust, edge-consistency, got '<list>'" naming what is wrong.
+absl::StatusOr<Defences> ParseDefences(absl::string_view list,
+                                       absl::string_view flag = "--defence");
+
+// "none", or the set's names in canonical order joined by ",".
+std::string DefencesName(const Defences& d);
 
 // The default level alpha of the screen (--screen-alpha).
 inline constexpr double kDefaultScreenAlpha = 1e-3;
@@ -72,26 +102,35 @@ inline constexpr double kDefaultScreenAlpha = 1e-3;
 // The --help text of --defence and --screen-alpha, shared by every command
 // that takes them (ldpgraph eval, ldpctl simulate and run).
 inline constexpr char kDefenceHelp[] =
-    R"(  --defence D            the curator's defence against poisoned feature
-                         reports: none (default) or screen: flag reports whose
-                         sampled dimensions sit on dimensions reported more
-                         often than uniform sampling allows (a Binomial test
-                         per dimension at alpha/d); a flagged node's feature
-                         row is left empty and the node is left out of
-                         training and validation. Needs a mechanism that
-                         samples dimensions (hds, multibit; piecewise or
-                         laplace with k < d); a no-op ("not applicable")
-                         otherwise. Does not see label-only attacks
+    R"(  --defence D[,D...]     the curator's defences against poisoning, a comma
+                         list (default none):
+                         screen: flag feature reports whose sampled
+                         dimensions sit on dimensions reported more often
+                         than uniform sampling allows (a Binomial test per
+                         dimension at alpha/d); a flagged node's feature row
+                         is left empty and the node is left out of training
+                         and validation. Needs a mechanism that samples
+                         dimensions (hds, multibit; piecewise or laplace
+                         with k < d); a no-op ("not applicable") otherwise.
+                         Does not see label-only or spread-out attacks
+                         robust: train, then leave out the training and
+                         validation nodes whose label the first model
+                         confidently contradicts (poisoned or flipped
+                         labels), and train again; node task
+                         edge-consistency: with --edges rr or blink, distrust
+                         a node whose noisy degree disagrees with its
+                         reported bits, or that claims improbably many edges
+                         the other ends deny: its edge reports are dropped
   --screen-alpha A       the screen's level alpha in (0, 1) (default 1e-3):
                          with honest reports only, nothing is flagged with
                          probability >= 1 - alpha
 )";
 
-// Reads --defence (kDefenceNames) and --screen-alpha (ValidateScreenAlpha)
-// from a; leaves *defence and *alpha as they are for a flag not given.
-// INVALID_ARGUMENT naming the flag; --screen-alpha without --defence screen
-// is one.
-absl::Status ParseDefenceFlags(const CliArgs& a, Defence* defence,
+// Reads --defence (ParseDefences) and --screen-alpha (ValidateScreenAlpha)
+// from a; leaves *defences and *alpha as they are for a flag not given.
+// INVALID_ARGUMENT naming the flag; --screen-alpha without screen among the
+// defences is one.
+absl::Status ParseDefenceFlags(const CliArgs& a, Defences* defences,
                                double* alpha);
 
 // OK when alpha is in (0, 1); INVALID_ARGUMENT "screen alpha must be in
@@ -165,13 +204,8 @@ SparseRows WithEmptyRows(const SparseRows& rows,
 // last six only when applied.
 nlohmann::json ScreenToJson(const ScreenResult& s);
 
-// The smallest t >= 0 with P(X > t) <= level for X ~ Binomial(n, p), p in
-// [0, 1], level in (0, 1): exact up to the geometric bound described above,
-// which can only raise t.
-uint64_t BinomialUpperQuantile(uint64_t n, double p, double level);
-
-// P(H >= h) for H ~ Hypergeometric(population d, successes m, draws k),
-// m, k <= d.
-double HypergeometricTailAtLeast(int d, int m, int k, int h);
+// The tails the screen is built on (common/dp/tails.h).
+using ::ldpgraph::BinomialUpperQuantile;
+using ::ldpgraph::HypergeometricTailAtLeast;
 
 }  // namespace ldpgraph::pipeline
