@@ -16,6 +16,17 @@
 namespace ldpgraph::poisoning {
 namespace {
 
+// P(X > t) for X ~ Poisson(lambda), lambda > 0.
+double PoissonTailAbove(double lambda, uint64_t t) {
+  // P(X > t) = 1 - sum_{i <= t} pmf(i), summed in log space.
+  double below = 0;
+  for (uint64_t i = 0; i <= t; ++i) {
+    below += std::exp(i * std::log(lambda) - lambda - std::lgamma(i + 1.0));
+  }
+  return std::max(0.0, 1.0 - below);
+}
+
+
 // The largest output of a windowed grid: its top point.
 double TopOfGrid(const internal::WindowedGrid& g) {
   return static_cast<double>(g.half_points()) * g.granularity();
@@ -111,14 +122,12 @@ int AdaptiveTargetCount(uint64_t n, uint64_t malicious, int d, int k,
                         double alpha, int r) {
   if (k >= d) return r;
   const double q = static_cast<double>(k) / d;
-  const double threshold =
-      static_cast<double>(BinomialUpperQuantile(n, q, alpha / d));
-  const double honest = static_cast<double>(n - malicious);
-  const double mean = honest * q, var = honest * q * (1 - q);
+  const uint64_t threshold = BinomialUpperQuantile(n, q, alpha / d);
+  const double mean = static_cast<double>(n - malicious) * q;
   for (int rr = std::max(1, std::min(r, d)); rr < d; ++rr) {
     const double p = std::min(1.0, static_cast<double>(k) / rr);
-    const double a = static_cast<double>(malicious) * p;
-    if (mean + a + 3 * std::sqrt(var + a * (1 - p)) <= threshold) return rr;
+    const double lambda = mean + static_cast<double>(malicious) * p;
+    if (rr * PoissonTailAbove(lambda, threshold) <= kAdaptiveRisk) return rr;
   }
   return d;
 }

@@ -151,15 +151,20 @@ absl::StatusOr<std::vector<uint32_t>> TargetDims(
     const SparseRows& x, absl::Span<const int32_t> labels,
     absl::Span<const uint32_t> nodes, int target_class, int target_dims);
 
+// The risk the adaptive attacker accepts that any of its targets is marked
+// over-reported.
+inline constexpr double kAdaptiveRisk = 0.05;
+
 // The number of target dimensions the adaptive attacker uses: the smallest
 // R' >= r (capped at d) such that its `malicious` reports, each on k of the
-// R' targets, give every target an expected count of at most
-//    cap = T - (n - malicious) k / d - 3 sqrt(v),
-// T = BinomialUpperQuantile(n, k/d, alpha/d) the screen's count threshold
-// and v the variance of a target's count (honest Binomial plus crafted);
-// d when cap <= 0 or no R' < d meets it (the reports then spread over every
-// dimension). n >= malicious, 1 <= k <= d, alpha in (0, 1); k == d: r
-// (nothing is screened).
+// R' targets, leave every target under the screen's count threshold
+// T = BinomialUpperQuantile(n, k/d, alpha/d) but for a risk of kAdaptiveRisk
+// over all R' targets: R' P(C > T) <= kAdaptiveRisk, a target's count C
+// taken as Poisson with mean (n - malicious) k/d + malicious min(1, k/R')
+// (a sum of binomials has a smaller variance: the bound is conservative);
+// d when no R' < d meets it (the reports then spread over every dimension).
+// n >= malicious, 1 <= k <= d, alpha in (0, 1); k == d: r (nothing is
+// screened).
 int AdaptiveTargetCount(uint64_t n, uint64_t malicious, int d, int k,
                         double alpha, int r);
 

@@ -5,6 +5,8 @@
 // dimensions from a toy record set.
 #include "common/attacks/poisoning.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <vector>
@@ -12,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/dp/tails.h"
 #include "common/mechanisms/hds.h"
 #include "common/mechanisms/multibit.h"
 #include "common/mechanisms/piecewise.h"
@@ -291,6 +294,117 @@ TEST(MaliciousNodesTest, DrawsSimulatedMaliciousMinusOffline) {
   EXPECT_FALSE((AttackSettings{1.0, 0, 10}.Validate().ok()));
   EXPECT_FALSE((AttackSettings{0.2, -1, 10}.Validate().ok()));
   EXPECT_FALSE((AttackSettings{0.2, 0, 0}.Validate().ok()));
+}
+
+}  // namespace
+}  // namespace ldpgraph::poisoning
+
+namespace ldpgraph::poisoning {
+namespace {
+
+// The other attackers: labels-only perturbs the node's own record as an
+// honest agent would (the same report from the same stream); input perturbs
+// the fake record (top of the range on the targets, bottom elsewhere), so
+// its reports pass the curator's checks and lean to the targets; its label
+// goes through randomized response.
+TEST(AttackKindsTest, LabelsOnlyAndInputPerturbHonestly) {
+  auto mech = Make(MechanismKind::kMultiBit, 50, 5, 3, 0, 1);
+  std::vector<double> x(50, 0.2);
+  auto labels_only = Adversary::Create(2, kTargets, AttackKind::kLabelsOnly);
+  auto input = Adversary::Create(2, kTargets, AttackKind::kInput);
+  ASSERT_TRUE(labels_only.ok() && input.ok());
+  SeededRandomForTesting a(9), b(9);
+  auto crafted = (*labels_only)->CraftFeatureReport(*mech, x, a);
+  auto honest = mech->Perturb(x, b);
+  ASSERT_TRUE(crafted.ok() && honest.ok());
+  EXPECT_EQ(crafted->indices, honest->indices);
+  EXPECT_EQ(crafted->bits, honest->bits);
+
+  const std::vector<double> fake = (*input)->FakeRecord(*mech);
+  for (uint32_t j = 0; j < 50; ++j) {
+    const bool target = std::binary_search(kTargets.begin(), kTargets.end(), j);
+    EXPECT_EQ(fake[j], target ? 1.0 : 0.0) << j;
+  }
+  // Over many reports a target dimension's bit is +1 far more often than
+  // another's: the input attack leans, within the mechanism's output.
+  SeededRandomForTesting rng(4);
+  int on_target = 0, target_ones = 0, off_target = 0, off_ones = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = (*input)->CraftFeatureReport(*mech, x, rng);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(mech->ValidateReport(*r).ok());
+    for (size_t p = 0; p < r->indices.size(); ++p) {
+      const bool t = std::binary_search(kTargets.begin(), kTargets.end(),
+                                        r->indices[p]);
+      (t ? on_target : off_target) += 1;
+      (t ? target_ones : off_ones) += r->bits[p];
+    }
+  }
+  ASSERT_GT(on_target, 500);
+  // Multi-bit at eps 3 over m = 5: a bit is its value's sign with
+  // probability e^(eps/m) / (1 + e^(eps/m)).
+  const double keep = std::exp(0.6) / (1 + std::exp(0.6));
+  EXPECT_NEAR(double(target_ones) / on_target, keep, 0.03);
+  EXPECT_NEAR(double(off_ones) / off_target, 1 - keep, 0.03);
+  // The dimensions stay uniform: about k/d of reports hold each one.
+  EXPECT_NEAR(double(on_target) / (2000 * 5), 10.0 / 50, 0.02);
+
+  auto rr = LabelRandomizedResponse::Create(1.0, 7);
+  ASSERT_TRUE(rr.ok());
+  int kept = 0;
+  for (int i = 0; i < 4000; ++i) {
+    auto y = (*input)->CraftLabel(**rr, rng);
+    ASSERT_TRUE(y.ok());
+    kept += *y == 2;
+  }
+  EXPECT_NEAR(kept / 4000.0, (*rr)->keep_probability(), 0.03);
+  SeededRandomForTesting s(1);
+  EXPECT_EQ(*(*labels_only)->CraftLabel(**rr, s), 2);
+}
+
+// The adaptive attacker's target count: it grows with the attacker's nodes,
+// the crafted counts stay under the screen's threshold at the accepted risk,
+// and without sampling (k = d) nothing is widened.
+TEST(AttackKindsTest, AdaptiveTargetsStayUnderTheThreshold) {
+  const int few = AdaptiveTargetCount(2708, 27, 1433, 1, 1e-3, 10);
+  const int many = AdaptiveTargetCount(2708, 270, 1433, 1, 1e-3, 10);
+  EXPECT_GE(few, 10);
+  EXPECT_GT(many, few);
+  EXPECT_LT(many, 1433);
+  EXPECT_EQ(AdaptiveTargetCount(2708, 270, 50, 50, 1e-3, 10), 10);
+  EXPECT_EQ(AdaptiveTargetCount(1000, 999, 10, 1, 1e-3, 3), 10);  // no room
+
+  // Simulated: 270 attackers over `many` targets next to 2438 honest
+  // reports (k = 1 of 1433); the screen marks no target in most trials.
+  const uint64_t threshold =
+      BinomialUpperQuantile(2708, 1.0 / 1433, 1e-3 / 1433);
+  SeededRandomForTesting rng(5);
+  int marked_trials = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<int> count(1433, 0);
+    for (int i = 0; i < 2438; ++i) ++count[rng.UniformInt(1433)];
+    for (int i = 0; i < 270; ++i) ++count[rng.UniformInt(many)];
+    bool marked = false;
+    for (int j = 0; j < many; ++j) marked |= count[j] > int(threshold);
+    marked_trials += marked;
+  }
+  EXPECT_LE(marked_trials, 6);  // kAdaptiveRisk 5 %: 2 expected of 40
+
+  AdaptivePlan plan{2708, 270, 1e-3, {}};
+  for (uint32_t j = 0; j < 50; ++j) plan.ranking.push_back(49 - j);
+  auto adv = Adversary::Create(0, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49},
+                               AttackKind::kAdaptive, plan);
+  ASSERT_TRUE(adv.ok()) << adv.status();
+  auto mech = Make(MechanismKind::kMultiBit, 50, 1, 3, 0, 1);
+  const std::vector<uint32_t> targets = (*adv)->TargetsFor(*mech);
+  EXPECT_GE(targets.size(), 10u);
+  EXPECT_EQ(targets.back(), 49u);
+  EXPECT_FALSE(Adversary::Create(0, {1, 2}, AttackKind::kAdaptive).ok());
+  plan.ranking = {5, 6, 7};
+  EXPECT_THAT(Adversary::Create(0, {1, 2}, AttackKind::kAdaptive, plan)
+                  .status()
+                  .message(),
+              HasSubstr("must start with its targets"));
 }
 
 }  // namespace

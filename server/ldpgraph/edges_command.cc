@@ -25,6 +25,7 @@
 #include "common/wire/codec.h"
 #include "server/ldpgraph/charts.h"
 #include "server/ldpgraph/tool_util.h"
+#include "server/pipeline/private_edges.h"
 #include "server/propagation/propagation.h"
 #include "server/training/linkteller.h"
 #include "server/training/metrics.h"
@@ -38,7 +39,6 @@ using training::NodeModelKind;
 
 // Independent seeds, by splitmix64 steps (common/seed_mix.h).
 constexpr auto Mix = SeedMix;
-constexpr uint64_t kEdgeTag = 0x6564676573763031ULL;    // "edgesv01"
 constexpr uint64_t kAttackTag = 0x61747461636b7631ULL;  // "attackv1"
 constexpr uint64_t kLinkTellerTag = 0x6c696e6b74656c6cULL;  // "linktell"
 
@@ -313,7 +313,7 @@ PipelineConfig CellConfig(const EdgesOptions& o, const DatasetMeta& meta,
 }
 
 uint64_t EdgeNoiseSeed(uint64_t seed, int run) {
-  return Mix(pipeline::NoiseSeed(seed, run) ^ kEdgeTag);
+  return pipeline::EdgeNoiseSeed(seed, run);
 }
 
 absl::StatusOr<std::shared_ptr<const edges::ExchangeFeatures>>
@@ -412,29 +412,6 @@ double ExpectedRrEdges(size_t nodes, double eps_e) {
   return pairs / (1.0 + std::exp(eps_e));
 }
 
-namespace {
-
-// Every node's Blink report from its own stream, and the curator's estimate.
-absl::StatusOr<edges::BlinkEstimate> BuildBlinkGraph(double eps_e,
-                                                     const Graph& truth,
-                                                     const EdgesOptions& o,
-                                                     EdgeNoise& noise) {
-  const uint32_t n = static_cast<uint32_t>(truth.num_nodes());
-  const edges::BlinkParams params{.epsilon = eps_e, .delta = o.blink_delta};
-  ASSIGN_OR_RETURN(auto client, edges::BlinkClient::Create(params, n));
-  std::vector<edges::BlinkReport> reports(n);
-  for (uint32_t v = 0; v < n; ++v) {
-    ASSIGN_OR_RETURN(reports[v],
-                     client->Report(v, truth.neighbors(v), *noise.at(v)));
-  }
-  edges::BlinkEstimateOptions eo;
-  eo.variant = o.blink_variant;
-  eo.beta.max_iterations = o.blink_iterations;
-  return edges::EstimateBlinkGraph(params, n, reports, eo);
-}
-
-}  // namespace
-
 absl::StatusOr<PrivateGraph> BuildPrivateGraph(
     EdgeGraph g, double eps_e, const Graph& truth, const EdgesOptions& o,
     std::shared_ptr<const edges::ExchangeFeatures> features,
@@ -446,28 +423,24 @@ absl::StatusOr<PrivateGraph> BuildPrivateGraph(
     return absl::InvalidArgumentError(absl::StrCat(
         "the ", EdgeGraphName(g), " row has no private graph to build"));
   }
-  if (g == EdgeGraph::kRr) {
-    ASSIGN_OR_RETURN(auto rr, EdgeRandomizedResponse::Create(eps_e, n));
-    std::vector<std::vector<uint32_t>> reports(n);
-    for (uint32_t v = 0; v < n; ++v) {
-      ASSIGN_OR_RETURN(reports[v], rr->Perturb(v, truth.neighbors(v),
-                                               *noise.at(v)));
-      // The curator keeps the lower endpoint's bit of each pair: the rest
-      // of the row is never used, so it is not kept either.
-      auto& r = reports[v];
-      r.erase(r.begin(), std::upper_bound(r.begin(), r.end(), v));
-      r.shrink_to_fit();
-    }
-    ASSIGN_OR_RETURN(out.graph,
-                     edges::AssembleGraph(n, reports,
-                                          edges::Symmetrisation::kLowerId));
-    out.seconds = SecondsSince(start);
-    return out;
-  }
-  if (g == EdgeGraph::kBlink) {
-    ASSIGN_OR_RETURN(out.blink, BuildBlinkGraph(eps_e, truth, o, noise));
-    out.graph = std::move(out.blink->graph);
-    out.blink->graph = Graph();
+  if (g == EdgeGraph::kRr || g == EdgeGraph::kBlink) {
+    // Every node's report from its own stream, and the curator's estimate
+    // (rr: the lower endpoint's bit of each pair; blink: EstimateBlinkGraph).
+    pipeline::PrivateEdgesConfig pc;
+    pc.kind = g == EdgeGraph::kRr ? pipeline::EdgeMechanism::kRr
+                                  : pipeline::EdgeMechanism::kBlink;
+    pc.epsilon = eps_e;
+    pc.blink_delta = o.blink_delta;
+    pc.blink_variant = o.blink_variant;
+    pc.blink_iterations = o.blink_iterations;
+    pc.max_reported_pairs = o.max_rr_edges;
+    ASSIGN_OR_RETURN(
+        pipeline::PrivateEdges pe,
+        pipeline::BuildPrivateEdges(
+            truth, pc, /*adversary=*/nullptr,
+            [&](uint32_t v) -> RandomSource& { return *noise.at(v); }));
+    out.graph = std::move(pe.graph);
+    out.blink = std::move(pe.blink);
     out.seconds = SecondsSince(start);
     return out;
   }

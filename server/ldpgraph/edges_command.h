@@ -150,6 +150,8 @@ pipeline::PipelineConfig CellConfig(const EdgesOptions& o,
 // The seed of the edge mechanisms' per-node streams of run `run`: node v
 // draws its drops, dummies and shuffles (or its RR bits) from
 // SeededRandomForTesting(NodeNoiseSeed(EdgeNoiseSeed(seed, run), v)).
+// pipeline::EdgeNoiseSeed (server/pipeline/private_edges.h), which `ldpgraph
+// eval --edges` draws from too.
 uint64_t EdgeNoiseSeed(uint64_t seed, int run);
 
 // The vectors the nodes exchange under configuration c: the Multi-bit
@@ -200,9 +202,11 @@ class EdgeNoise {
 };
 
 // The private graph of kind g (not kTrue) at edge budget eps_e. own: every
-// node's round-1 report (substitution only). Blink: node v reports through
-// edges::BlinkClient from noise.at(v) (delta o.blink_delta) and the curator
-// estimates the o.blink_variant graph. noise: the per-node sources,
+// node's round-1 report (substitution only). rr and blink run
+// pipeline::BuildPrivateEdges (no attacker, no screen; the cap
+// o.max_rr_edges): Blink: node v reports through edges::BlinkClient from
+// noise.at(v) (delta o.blink_delta) and the curator estimates the
+// o.blink_variant graph. noise: the per-node sources,
 // used as they are (Reset them first for a replayable graph).
 absl::StatusOr<PrivateGraph> BuildPrivateGraph(
     EdgeGraph g, double eps_e, const Graph& truth, const EdgesOptions& o,

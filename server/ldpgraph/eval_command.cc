@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/status_macros.h"
+#include "server/ldpgraph/eval_edges.h"
 #include "server/ldpgraph/tool_util.h"
 #include "server/training/metrics.h"
 
@@ -27,6 +28,7 @@ struct EvalOptions {
   int runs = 5;
   uint64_t seed = 1;
   bool json = false;
+  EvalEdgesOptions edges;  // --edges (eval_edges.h)
 };
 
 absl::Status FlagError(absl::string_view flag, const absl::Status& s) {
@@ -476,7 +478,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
            "sensitivity", "lambda", "mu", "threads", "malicious",
            "attack-class", "attack-dims", "attack", "defence",
-           "screen-alpha"},
+           "screen-alpha", "edges", "edge-epsilon", "blink-delta",
+           "blink-variant", "attack-edges"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
            "no-standardize", "help"}));
   EvalOptions o;
@@ -503,6 +506,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   RETURN_IF_ERROR(ParseAttackFlags(a, &c));
   RETURN_IF_ERROR(
       pipeline::ParseDefenceFlags(a, &c.defences, &c.screen_alpha));
+  ASSIGN_OR_RETURN(o.edges, ParseEvalEdgesFlags(a, c));
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
   // Any of these takes LPGNN's settings into the user's hands: the
@@ -519,21 +523,26 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
 absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                                             const PipelineConfig& c, int runs,
                                             uint64_t seed,
-                                            std::ostream* progress) {
+                                            std::ostream* progress,
+                                            const EvalEdgesOptions& edges) {
   using nlohmann::json;
   const auto start = std::chrono::steady_clock::now();
   std::vector<double> values, target_rates;
   json per_run = json::array();
   std::string noise;
   for (int run = 0; run < runs; ++run) {
+    ASSIGN_OR_RETURN(EvalRunGraph run_edges,
+                     BuildEvalRunGraph(d, c, edges, seed, run));
     ASSIGN_OR_RETURN(pipeline::RunResult r,
-                     pipeline::RunPipeline(d, c, seed, run));
+                     pipeline::RunPipeline(d, c, seed, run,
+                                           run_edges.overrides()));
     values.push_back(r.metric);
     if (r.target_rate) target_rates.push_back(*r.target_rate);
     noise = r.noise_source;
     json jr = pipeline::RunResultToJson(r);
     jr["run"] = run;
     jr["metric"] = r.metric;
+    run_edges.AddTo(&jr);
     per_run.push_back(jr);
     if (progress != nullptr) {
       *progress << absl::StrFormat(
@@ -555,6 +564,7 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
   j["dataset"] = d.meta.name;
   j["seed"] = seed;
   j["parameters"] = pipeline::ConfigToJson(c);
+  AddEdgesSettings(edges, c, &j["parameters"]);
   j["noise_source"] = noise;
   j["per_run"] = per_run;
   if (!target_rates.empty()) {
@@ -760,7 +770,7 @@ std::string EvalHelp() {
   return absl::StrCat(kEvalHelpPipeline, pipeline::kDefenceHelp,
                       kEvalHelpRelease, kEvalHelpPropagation, kEvalHelpModel,
                       kEvalHelpAttack, poisoning::kAttackHelp,
-                      kEvalHelpAttackTarget, kEvalHelpRuns);
+                      kEvalHelpAttackTarget, kEvalEdgesHelp, kEvalHelpRuns);
 }
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,
@@ -781,7 +791,8 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
   if (!o.config.secure_noise && o.config.mechanism != "none") {
     err << kSeededWarning << "\n";
   }
-  auto result = EvaluateRuns(*dataset, o.config, o.runs, o.seed, &err);
+  auto result =
+      EvaluateRuns(*dataset, o.config, o.runs, o.seed, &err, o.edges);
   if (!result.ok()) {
     err << "ldpgraph eval: " << result.status().message() << "\n";
     return result.status().code() == absl::StatusCode::kInvalidArgument ||
@@ -817,6 +828,7 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
   if (o.config.defences.screen) {
     out << ScreenSummary(j["per_run"]) << "\n";
   }
+  if (o.edges.enabled()) out << EdgesSummary(o.edges, j["per_run"]) << "\n";
   return kExitOk;
 }
 

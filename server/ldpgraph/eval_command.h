@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
+#include "server/ldpgraph/eval_edges.h"
 #include "server/pipeline/pipeline.h"
 
 namespace ldpgraph::tool {
@@ -27,10 +28,13 @@ std::string ReproHelp();
 // R runs of c on d, seeds (seed, 0..R-1); progress lines go to err when
 // progress is set. The JSON object `ldpgraph eval --format json` prints:
 // task, metric, mean, std, runs, values, seconds, dataset, seed,
-// parameters, and per-run figures.
+// parameters, and per-run figures. With edges enabled, each run learns on
+// the private graph of BuildEvalRunGraph (eval_edges.h): per-run "edges", and
+// parameters' "edges".
 absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                                             const pipeline::PipelineConfig& c,
                                             int runs, uint64_t seed,
-                                            std::ostream* progress);
+                                            std::ostream* progress,
+                                            const EvalEdgesOptions& edges = {});
 
 }  // namespace ldpgraph::tool

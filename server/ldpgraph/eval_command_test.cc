@@ -219,7 +219,7 @@ TEST_F(EvalCommandTest, DefenceScreenReportsItsFigures) {
   }
   Result bad = Eval({"--dataset", gen(), "--defence", "filter"});
   EXPECT_EQ(bad.code, 2);
-  EXPECT_THAT(bad.err, HasSubstr("--defence must be one of none, screen"));
+  EXPECT_THAT(bad.err, HasSubstr("--defence: defence must be a comma list of none, screen, robust, edge-consistency"));
   bad = Eval({"--dataset", gen(), "--defence", "screen", "--screen-alpha", "2"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_THAT(bad.err, HasSubstr("--screen-alpha must be in (0, 1), got 2"));

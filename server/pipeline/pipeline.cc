@@ -457,6 +457,83 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   return r;
 }
 
+// The robust defence (robust.h) after a first training `first` (its
+// node_outputs kept): the training and validation nodes whose label it
+// contradicts are left out and the model trained again on `propagated`
+// with c (which says whether to keep outputs). The figures go to
+// RunResult::robust; the first model is kept when nothing is dropped or
+// nothing would be left to train or select on (robust "retrained": false).
+absl::StatusOr<RunResult> RobustRetrain(const NodeRunInputs& in,
+                                        const PipelineConfig& c,
+                                        const NodeFeatures& propagated,
+                                        int label_steps, uint64_t model_seed,
+                                        const Poisoning* poisoning,
+                                        RunResult first) {
+  if (in.labels == nullptr) {
+    // The curator's own labels: nothing for an attacker to report.
+    if (!c.keep_node_outputs) first.node_outputs.reset();
+    first.robust = {{"robust", "not applicable"}};
+    return first;
+  }
+  const std::vector<int32_t>& labels = in.labels->reported;
+  std::vector<uint32_t> candidates(in.split->train.begin(),
+                                   in.split->train.end());
+  candidates.insert(candidates.end(), in.split->validation.begin(),
+                    in.split->validation.end());
+  if (!first.node_outputs) {
+    return absl::InternalError("robust: the first model kept no outputs");
+  }
+  // Randomized response's probabilities.
+  double keep = 1, other = 0;
+  if (in.labels->transition.rows() > 1) {
+    keep = in.labels->transition(0, 0);
+    other = in.labels->transition(0, 1);
+  }
+  ASSIGN_OR_RETURN(const std::vector<int> overreported,
+                   OverReportedClasses(*first.node_outputs, candidates, labels,
+                                       keep, other, kRobustAlpha));
+  ASSIGN_OR_RETURN(std::vector<uint32_t> contradicted,
+                   ContradictedNodes(*first.node_outputs, candidates, labels));
+  std::vector<uint32_t> dropped;
+  for (uint32_t v : contradicted) {
+    if (std::binary_search(overreported.begin(), overreported.end(),
+                           labels[v])) {
+      dropped.push_back(v);
+    }
+  }
+  NodeSplit split = *in.split;
+  auto drop = [&](std::vector<NodeId>* list) {
+    const size_t before = list->size();
+    std::erase_if(*list, [&](NodeId v) {
+      return std::binary_search(dropped.begin(), dropped.end(), v);
+    });
+    return before - list->size();
+  };
+  const size_t dropped_train = drop(&split.train);
+  const size_t dropped_validation = drop(&split.validation);
+  nlohmann::json figures = RobustToJson(
+      dropped, dropped_train, dropped_validation,
+      first.training.best_validation, overreported,
+      poisoning != nullptr ? poisoning->malicious : std::vector<bool>());
+  if (dropped.empty() || split.train.empty() || split.validation.empty()) {
+    figures["robust"] = "applied";
+    figures["retrained"] = false;
+    if (!c.keep_node_outputs) first.node_outputs.reset();
+    first.robust = std::move(figures);
+    return first;
+  }
+  NodeRunInputs retrain = in;
+  retrain.split = &split;
+  ASSIGN_OR_RETURN(RunResult second,
+                   TrainNodeOnce(retrain, c, propagated, label_steps, false,
+                                 model_seed));
+  figures["robust"] = "applied";
+  figures["retrained"] = true;
+  second.robust = std::move(figures);
+  second.train_seconds += first.train_seconds;
+  return second;
+}
+
 // Leaves the untrusted nodes out of the split's training and validation
 // nodes (the test nodes stay: they are scored against the true labels).
 // FAILED_PRECONDITION when none of either is left.
@@ -566,6 +643,13 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                         poisoning.get(), noise, &r, &untrusted));
     RETURN_IF_ERROR(UnbiasHdsForLpgnn(d, c, &x));
     in.x = &x;
+    if (overrides.untrusted != nullptr) {
+      std::vector<uint32_t> both;
+      std::set_union(untrusted.begin(), untrusted.end(),
+                     overrides.untrusted->begin(), overrides.untrusted->end(),
+                     std::back_inserter(both));
+      untrusted = std::move(both);
+    }
     RETURN_IF_ERROR(DropUntrusted(untrusted, &split));
   }
   LabelReports labels;
@@ -606,6 +690,10 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     }
   }
   RunResult t;
+  // The robust defence reads the first model's posteriors.
+  PipelineConfig chosen = c;
+  if (c.defences.robust) chosen.keep_node_outputs = true;
+  std::optional<NodeFeatures> kept_features;
   if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
       c.propagation == NodePropagation::kAuto && in.release == nullptr) {
     // Both propagations on this run's split and reports, each trained as
@@ -614,9 +702,9 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     NodePropagation kept = NodePropagation::kPpr;
     tuning = nlohmann::json::array();
     for (NodePropagation p : {NodePropagation::kPpr, NodePropagation::kKProp}) {
-      PipelineConfig candidate = c;
+      PipelineConfig candidate = chosen;
       candidate.propagation = p;
-      ASSIGN_OR_RETURN(const NodeFeatures features,
+      ASSIGN_OR_RETURN(NodeFeatures features,
                        PropagateNode(in, candidate, feature_steps));
       ASSIGN_OR_RETURN(RunResult run_p,
                        TrainNodeOnce(in, candidate, features, label_steps,
@@ -630,8 +718,10 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
         best = run_p.training.best_validation;
         kept = p;
         t = std::move(run_p);
+        if (c.defences.robust) kept_features = std::move(features);
       }
     }
+    chosen.propagation = kept;
     // The run's cost is both candidates'.
     t.propagate_seconds = propagate_seconds;
     t.train_seconds = train_seconds;
@@ -639,10 +729,17 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
               {"propagation", NodePropagationName(kept)},
               {"feature_steps", feature_steps}};
   } else {
-    ASSIGN_OR_RETURN(const NodeFeatures features,
+    ASSIGN_OR_RETURN(NodeFeatures features,
                      PropagateNode(in, c, feature_steps));
-    ASSIGN_OR_RETURN(t, TrainNodeOnce(in, c, features, label_steps, false,
+    ASSIGN_OR_RETURN(t, TrainNodeOnce(in, chosen, features, label_steps, false,
                                       model_seed));
+    if (c.defences.robust) kept_features = std::move(features);
+  }
+  if (c.defences.robust) {
+    chosen.keep_node_outputs = c.keep_node_outputs;
+    ASSIGN_OR_RETURN(t, RobustRetrain(in, chosen, *kept_features, label_steps,
+                                      model_seed, poisoning.get(),
+                                      std::move(t)));
   }
   if (c.keep_node_model && in.x != nullptr) {
     t.node_features = std::make_shared<const SparseRows>(std::move(x));
@@ -1150,6 +1247,7 @@ nlohmann::json RunResultToJson(const RunResult& r) {
   if (!r.tuning.is_null()) j["tuning"] = r.tuning;
   if (!r.release.is_null()) j["release"] = r.release;
   if (!r.screen.is_null()) j["screen"] = r.screen;
+  if (!r.robust.is_null()) j["robust"] = r.robust;
   return j;
 }
 

@@ -57,6 +57,7 @@
 #include "ldpgraph/v1/pipeline.pb.h"
 #include "server/embedding/release.h"
 #include "server/pipeline/report_screen.h"
+#include "server/pipeline/robust.h"
 #include "server/propagation/propagation.h"
 #include "server/training/tasks.h"
 
@@ -322,9 +323,13 @@ struct RunResult {
   // SE-PrivGEmb and DPNE: the release's settings and figures
   // (embedding::Release::details; propagate_seconds is its training time).
   nlohmann::json release;
-  // With c.defence kScreen: ScreenToJson of the run's screen (null
+  // With c.defences.screen: ScreenToJson of the run's screen (null
   // otherwise).
   nlohmann::json screen;
+  // With c.defences.robust: RobustToJson of what it dropped (robust.h),
+  // "retrained" saying whether the model was trained again (null
+  // otherwise).
+  nlohmann::json robust;
 };
 
 // The attack's success on a confusion matrix (RunResult::confusion): the
@@ -354,6 +359,10 @@ struct RunOverrides {
   // only recorded. With seeded noise, node v's label is then drawn from the
   // start of its stream instead of after its features.
   const SparseRows* features = nullptr;
+  // Nodes the caller's own checks caught (the edge-consistency screen of a
+  // private graph, say), ascending: left out of training and validation as
+  // the report screen's flagged nodes are. Node task only.
+  const std::vector<uint32_t>* untrusted = nullptr;
 };
 
 // One run on a loaded dataset. Runs with the same (seed, run) are identical

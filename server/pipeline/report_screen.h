@@ -65,10 +65,11 @@ namespace ldpgraph::pipeline {
 // comma list): none, or any of
 //  screen            this file's screen of the feature reports' sampled
 //                    dimensions (the estimate stage);
-//  robust            trimmed-label retraining (server/pipeline/robust.h): a
-//                    first model's confident disagreements with a training
-//                    or validation node's label are taken as poisoned or
-//                    flipped, the node left out, the model trained again;
+//  robust            trimmed-label retraining (server/pipeline/robust.h): the
+//                    label reports of a class reported more often than a
+//                    first model's predictions support, on nodes that model
+//                    does not predict it for, are left out, and the model
+//                    trained again;
 //  edge-consistency  the edge reports checked against themselves
 //                    (server/pipeline/edge_screen.h): a node whose noisy
 //                    degree disagrees with its reported bits, or that claims
@@ -113,14 +114,19 @@ inline constexpr char kDefenceHelp[] =
                          dimensions (hds, multibit; piecewise or laplace
                          with k < d); a no-op ("not applicable") otherwise.
                          Does not see label-only or spread-out attacks
-                         robust: train, then leave out the training and
-                         validation nodes whose label the first model
-                         confidently contradicts (poisoned or flipped
-                         labels), and train again; node task
+                         robust: with --label-epsilon, train, find the
+                         classes reported more often than the model's
+                         predictions over every node support (a Binomial
+                         test at alpha/classes), leave out the training and
+                         validation nodes reporting such a class the model
+                         does not predict for them, and train again; a no-op
+                         ("not applicable") on the curator's own labels
                          edge-consistency: with --edges rr or blink, distrust
                          a node whose noisy degree disagrees with its
                          reported bits, or that claims improbably many edges
                          the other ends deny: its edge reports are dropped
+                         (it is isolated in the graph) and it is left out of
+                         training and validation
   --screen-alpha A       the screen's level alpha in (0, 1) (default 1e-3):
                          with honest reports only, nothing is flagged with
                          probability >= 1 - alpha

@@ -1,0 +1,144 @@
+// The offline edges campaign: every node reports its neighbour bits under
+// edge LDP (randomized response, or Blink with its noisy degree), the
+// attacker's nodes send the fake-edges attacker's crafted reports
+// (common/attacks/edge_poisoning.h), the curator optionally screens the
+// reports for consistency (edge_screen.h) and estimates the graph it then
+// learns on. `ldpgraph eval --edges rr|blink` runs it before each run's
+// pipeline and passes the graph in RunOverrides::graph; `ldpgraph edges`
+// builds its rr and blink graphs with it (no attacker, no screen).
+//
+// The graph, as the deployed curator assembles it (server/curator/stages.h):
+//  rr     {u, v}, u < v, is an edge iff u's report lists v
+//         (edges::Symmetrisation::kLowerId).
+//  blink  edges::EstimateBlinkGraph in the configured variant.
+// With the screen, a flagged node is treated as one that did not report:
+//  rr     every pair with a flagged endpoint is a non-edge (the flagged
+//         node's own row is dropped, and so are the bits about it in the
+//         others' rows: a node the curator distrusts is isolated, rather
+//         than linked by its neighbours' bits alone under one rule and not
+//         under the other);
+//  blink  the estimate runs over the m unflagged nodes only (ids remapped,
+//         each list filtered to them, each noisy degree scaled by
+//         (m - 1) / (n - 1)), the flagged nodes isolated: what the curator
+//         does for nodes without a report.
+//
+// Randomness: node v draws its bits (and degree) from rng_of_node(v), one
+// stream per node; the attacker's nodes draw their victims and bits from
+// theirs. A seeded run uses SeededRandomForTesting(NodeNoiseSeed(
+// EdgeNoiseSeed(seed, run), v)), separate from the feature and label
+// streams (NoiseSeed) and the same streams `ldpgraph edges` draws from.
+//
+// Memory: the reports (about n (n - 1) p entries for n nodes at flip
+// probability p; only the upper half of each row is kept when nothing is
+// screened), O(n) besides; never an n x n matrix. A campaign whose expected
+// number of reported pairs n (n - 1) / 2 * p exceeds max_reported_pairs is
+// refused (RESOURCE_EXHAUSTED), as `ldpgraph edges` skips such graphs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "common/attacks/edge_poisoning.h"
+#include "common/edges/blink.h"
+#include "common/graph/graph.h"
+#include "common/names.h"
+#include "common/random.h"
+#include "server/pipeline/edge_screen.h"
+
+namespace ldpgraph::pipeline {
+
+// The edge mechanisms of the offline campaign.
+enum class EdgeMechanism { kRr, kBlink };
+// "rr", "blink" (--edges).
+inline constexpr auto kEdgeMechanismNames = MakeNameTable<EdgeMechanism>(
+    "edges", {{EdgeMechanism::kRr, "rr"}, {EdgeMechanism::kBlink, "blink"}});
+
+struct PrivateEdgesConfig {
+  EdgeMechanism kind = EdgeMechanism::kBlink;
+  double epsilon = 1.0;  // eps_e per node, finite and > 0
+  // Blink: the degree's share of eps_e in (0, 1), the graph variant, and
+  // the cap on the beta model's iterations (>= 1).
+  double blink_delta = 0.1;
+  edges::BlinkVariant blink_variant = edges::BlinkVariant::kHard;
+  int blink_iterations = edges::BetaFitOptions().max_iterations;
+  // Defences::edge_consistency: screen the reports at level screen_alpha
+  // in (0, 1) before estimating.
+  bool edge_consistency = false;
+  double screen_alpha = kDefaultEdgeScreenAlpha;
+  // The cap on n (n - 1) / 2 * p, the expected number of reported pairs
+  // (`ldpgraph edges --max-rr-edges`' default).
+  uint64_t max_reported_pairs = 20'000'000;
+
+  // INVALID_ARGUMENT naming the setting and its rule.
+  absl::Status Validate() const;
+  // eps_a: epsilon for rr, (1 - delta) epsilon for Blink.
+  double adjacency_epsilon() const;
+  // p = 1 / (1 + e^eps_a).
+  double flip_probability() const;
+};
+
+// What the campaign built.
+struct PrivateEdges {
+  Graph graph;  // the curator's estimate, n nodes
+  EdgeMechanism kind = EdgeMechanism::kBlink;
+  // Entries of all reports as sent (before the screen and the symmetrisation).
+  uint64_t reported_entries = 0;
+  // The attacker's nodes (crafted reports), ascending; empty without one.
+  std::vector<uint32_t> malicious;
+  uint32_t victims_per_node = 0;  // the attacker's V (0 without one)
+  // With the screen: its result, and how many of the attacker's nodes it
+  // flagged.
+  std::optional<EdgeScreenResult> screen;
+  uint32_t malicious_flagged = 0;
+  // Blink: the estimate's figures (its graph moved to `graph`; ids local to
+  // the unflagged nodes when some were flagged), and the degree scale
+  // (m - 1) / (n - 1) (1 when nothing was flagged).
+  std::optional<edges::BlinkEstimate> blink;
+  double degree_scale = 1.0;
+  // Edges of `graph` with an endpoint among `malicious`.
+  uint64_t malicious_edges = 0;
+  double seconds = 0;
+};
+
+// Runs the campaign on the true graph `truth` (n = truth.num_nodes() >= 3,
+// no self loops): node v reports honestly from rng_of_node(v), unless
+// adversary controls v (its crafted report, from the same source); then the
+// screen (c.edge_consistency) and the estimate. adversary may be null (no
+// attack); it must be over n nodes. rng_of_node(v) is called once per node,
+// in ascending order. INVALID_ARGUMENT for an invalid c, an adversary over
+// another n or a self loop in truth (the mechanisms refuse it);
+// RESOURCE_EXHAUSTED beyond c.max_reported_pairs; FAILED_PRECONDITION when
+// the screen leaves Blink fewer than 3 nodes.
+absl::StatusOr<PrivateEdges> BuildPrivateEdges(
+    const Graph& truth, const PrivateEdgesConfig& c,
+    const poisoning::EdgeAdversary* adversary,
+    absl::FunctionRef<RandomSource&(uint32_t)> rng_of_node);
+
+// The seed of the edge mechanisms' per-node streams of run `run` of seed:
+// node v draws from SeededRandomForTesting(NodeNoiseSeed(EdgeNoiseSeed(
+// seed, run), v)). Derived from NoiseSeed(seed, run), tagged apart from it.
+uint64_t EdgeNoiseSeed(uint64_t seed, int run);
+
+// The expected number of reported pairs of c on n nodes: n (n - 1) / 2 * p.
+double ExpectedReportedPairs(uint32_t nodes, const PrivateEdgesConfig& c);
+
+// The settings: {"mechanism", "epsilon", and for Blink "blink_delta",
+// "blink_variant", "blink_iterations"; "edge_consistency", "screen_alpha"
+// (with the screen), "max_reported_pairs"}.
+nlohmann::json PrivateEdgesConfigToJson(const PrivateEdgesConfig& c);
+
+// The figures: {"mechanism", "edges" (of the graph), "reported_entries",
+// "malicious" (count), "victims_per_node", "malicious_edges", "seconds",
+// "screen" (EdgeScreenToJson, or null without it), "malicious_flagged"
+// (with the screen), and for Blink "blink": {"degree_scale",
+// "prior_iterations", "prior_converged", "max_degree_residual",
+// "reported_pairs", "expected_edges", "target_edges", "clipped_low",
+// "clipped_high"}}.
+nlohmann::json PrivateEdgesToJson(const PrivateEdges& e);
+
+}  // namespace ldpgraph::pipeline
