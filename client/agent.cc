@@ -111,7 +111,8 @@ absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
 absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
     NodeRecord record, const AgentPolicy& policy,
     std::unique_ptr<RandomSource> rng,
-    std::shared_ptr<const poisoning::Adversary> adversary) {
+    std::shared_ptr<const poisoning::Adversary> adversary,
+    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary) {
   if (rng == nullptr) {
     return absl::InvalidArgumentError("NodeAgent needs a random source");
   }
@@ -121,7 +122,8 @@ absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
                    PrivacyBudget::Create(policy.caps));
   return std::unique_ptr<NodeAgent>(
       new NodeAgent(std::move(record), policy.attributes, std::move(budget),
-                    std::move(rng), std::move(adversary)));
+                    std::move(rng), std::move(adversary),
+                    std::move(edge_adversary)));
 }
 
 absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
@@ -141,15 +143,22 @@ absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
     body.mutable_label()->set_label(static_cast<uint32_t>(label));
   } else if (const EdgeRandomizedResponse* rr = spec.edges();
              rr != nullptr && spec.kind() == v1::MECHANISM_KIND_EDGE_RR) {
-    ASSIGN_OR_RETURN(std::vector<uint32_t> reported,
-                     rr->Perturb(record_.node, record_.neighbours, *rng_));
+    // Simulation only: the fake-edges attacker's crafted list.
+    ASSIGN_OR_RETURN(
+        std::vector<uint32_t> reported,
+        edge_adversary_ != nullptr
+            ? edge_adversary_->CraftRrReport(*rr, record_.node, *rng_)
+            : rr->Perturb(record_.node, record_.neighbours, *rng_));
     body.mutable_edges()->mutable_neighbours()->Assign(reported.begin(),
                                                        reported.end());
   } else if (const edges::BlinkClient* blink = spec.blink()) {
     // Blink: the bits at (1 - delta) eps and the degree at delta eps, both
     // from the node's own stream, one report (budgeted as one question).
-    ASSIGN_OR_RETURN(edges::BlinkReport report,
-                     blink->Report(record_.node, record_.neighbours, *rng_));
+    ASSIGN_OR_RETURN(
+        edges::BlinkReport report,
+        edge_adversary_ != nullptr
+            ? edge_adversary_->CraftBlinkReport(*blink, record_.node, *rng_)
+            : blink->Report(record_.node, record_.neighbours, *rng_));
     v1::EdgeReport* e = body.mutable_edges();
     e->mutable_neighbours()->Assign(report.neighbours.begin(),
                                     report.neighbours.end());
@@ -498,12 +507,15 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
     ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> rng,
                      NodeRandomSource(seed, node));
     std::shared_ptr<const poisoning::Adversary> adversary;
+    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary;
     if (attack != nullptr && attack->nodes.contains(node)) {
       adversary = attack->adversary;
+      edge_adversary = attack->edge_adversary;
     }
     ASSIGN_OR_RETURN(std::unique_ptr<NodeAgent> agent,
                      NodeAgent::Create(std::move(record), policy, std::move(rng),
-                                       std::move(adversary)));
+                                       std::move(adversary),
+                                       std::move(edge_adversary)));
     agents.emplace(node, std::move(agent));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<AgentStateStore> store,
@@ -728,7 +740,8 @@ absl::StatusOr<std::vector<NodeRecord>> LoadShard(
 absl::StatusOr<SimulatedAttack> LoadSimulatedAttack(
     const std::string& dataset_dir, FeatureScaling scaling,
     const poisoning::AttackSettings& s, uint64_t seed,
-    absl::FunctionRef<bool(uint32_t)> offline) {
+    absl::FunctionRef<bool(uint32_t)> offline, double screen_alpha,
+    int attack_edges) {
   RETURN_IF_ERROR(s.Validate());
   ASSIGN_OR_RETURN(Dataset d, LoadDataset(dataset_dir));
   if (s.target_class >= d.meta.classes) {
@@ -736,18 +749,117 @@ absl::StatusOr<SimulatedAttack> LoadSimulatedAttack(
         "the attack class ", s.target_class, " is not one of the ",
         d.meta.classes, " classes of ", dataset_dir));
   }
-  const std::vector<uint32_t> nodes = poisoning::MaliciousNodes(
-      static_cast<uint32_t>(d.graph.num_nodes()), seed, s.fraction, offline);
+  // As pipeline::PreparePoisoning, step for step: a seeded deployment must
+  // derive the attacker `ldpgraph eval` derives.
+  const uint32_t n = static_cast<uint32_t>(d.graph.num_nodes());
+  const std::vector<uint32_t> nodes =
+      poisoning::MaliciousNodes(n, seed, s.fraction, offline);
   const SparseRows x = ScaleDatasetFeatures(d, scaling);
-  ASSIGN_OR_RETURN(std::vector<uint32_t> dims,
-                   poisoning::TargetDims(x, d.labels, nodes, s.target_class,
-                                         s.target_dims));
+  ASSIGN_OR_RETURN(std::vector<uint32_t> ranking,
+                   poisoning::RankDims(x, d.labels, nodes, s.target_class));
+  std::vector<uint32_t> dims(
+      ranking.begin(),
+      ranking.begin() + std::min<size_t>(ranking.size(), s.target_dims));
+  std::sort(dims.begin(), dims.end());
+  std::optional<poisoning::AdaptivePlan> plan;
+  if (s.kind == poisoning::AttackKind::kAdaptive) {
+    // The attacker knows the screen's public settings: n and alpha.
+    plan = poisoning::AdaptivePlan{n, nodes.size(), screen_alpha,
+                                   std::move(ranking)};
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<poisoning::Adversary> adversary,
-                   poisoning::Adversary::Create(s.target_class, std::move(dims)));
+                   poisoning::Adversary::Create(s.target_class, std::move(dims),
+                                                s.kind, std::move(plan)));
   SimulatedAttack out;
   out.adversary = std::move(adversary);
+  if (s.kind == poisoning::AttackKind::kFakeEdges) {
+    ASSIGN_OR_RETURN(out.edge_adversary,
+                     poisoning::EdgeAdversary::Create(n, nodes, attack_edges));
+  }
   out.nodes.insert(nodes.begin(), nodes.end());
   return out;
+}
+
+// --- ldpgraph-agent's attack flags -------------------------------------------
+
+const std::vector<std::string>& SimulatedAttackFlagNames() {
+  static const auto* names = new std::vector<std::string>{
+      "malicious", "malicious-seed", "attack", "attack-class", "attack-dims",
+      "attack-alpha", "attack-edges"};
+  return *names;
+}
+
+absl::StatusOr<SimulatedAttackFlags> ParseSimulatedAttackFlags(
+    const CliArgs& a) {
+  SimulatedAttackFlags f;
+  poisoning::AttackSettings& s = f.settings;
+  ASSIGN_OR_RETURN(auto fraction, a.GetDouble("malicious"));
+  if (fraction) {
+    if (!(*fraction >= 0 && *fraction < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--malicious must be in [0, 1), got ", *fraction));
+    }
+    s.fraction = *fraction;
+  }
+  ASSIGN_OR_RETURN(auto seed, a.GetUint("malicious-seed"));
+  if (seed) f.seed = *seed;
+  if (auto kind = a.Get("attack")) {
+    ASSIGN_OR_RETURN(s.kind, poisoning::kAttackNames.Parse(*kind, "--attack"));
+  }
+  ASSIGN_OR_RETURN(auto cls, a.GetInt("attack-class"));
+  if (cls) {
+    if (*cls < 0 || *cls > 1 << 30) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attack-class must be a class >= 0, got ", *cls));
+    }
+    s.target_class = static_cast<int>(*cls);
+  }
+  ASSIGN_OR_RETURN(auto dims, a.GetInt("attack-dims"));
+  if (dims) {
+    if (*dims < 1 || *dims > 1 << 30) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attack-dims must be >= 1, got ", *dims));
+    }
+    s.target_dims = static_cast<int>(*dims);
+  }
+  ASSIGN_OR_RETURN(auto alpha, a.GetDouble("attack-alpha"));
+  if (alpha) {
+    if (!(*alpha > 0 && *alpha < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attack-alpha must be in (0, 1), got ", *alpha));
+    }
+    f.screen_alpha = *alpha;
+  }
+  ASSIGN_OR_RETURN(auto victims, a.GetInt("attack-edges"));
+  if (victims) {
+    if (*victims < 1 || *victims > 1 << 30) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attack-edges must be >= 1, got ", *victims));
+    }
+    f.attack_edges = static_cast<int>(*victims);
+  }
+  if (s.fraction == 0) {
+    for (const std::string& flag : SimulatedAttackFlagNames()) {
+      if (flag != "malicious" && a.Has(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " applies to --malicious F with F > 0"));
+      }
+    }
+  }
+  if (alpha && s.kind != poisoning::AttackKind::kAdaptive) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--attack-alpha applies to --attack adaptive (the attacker that "
+        "knows the screen), not ", poisoning::kAttackNames.Name(s.kind)));
+  }
+  if (victims && s.kind != poisoning::AttackKind::kFakeEdges) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--attack-edges applies to --attack fake-edges, not ",
+        poisoning::kAttackNames.Name(s.kind)));
+  }
+  if (absl::Status v = s.Validate(); !v.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--malicious: ", v.message()));
+  }
+  return f;
 }
 
 }  // namespace ldpgraph::agent

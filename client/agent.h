@@ -56,7 +56,9 @@
 #include "absl/synchronization/mutex.h"
 #include "client/agent_state.h"
 #include "common/accounting.h"
+#include "common/attacks/edge_poisoning.h"
 #include "common/attacks/poisoning.h"
+#include "common/cli_args.h"
 #include "common/crypto/sealed.h"
 #include "common/dataset/dataset.h"
 #include "common/random.h"
@@ -106,13 +108,22 @@ absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
 
 // SIMULATION ONLY (ldpgraph-agent --malicious): the attacker of a simulated
 // data poisoning (common/attacks/poisoning.h) and the nodes of a shard it
-// controls. Those nodes answer feature and label questions with the
-// adversary's crafted reports in place of the mechanism's perturbation,
-// through the same checks, budget and memo as honest answers (so a restart
-// re-sends the same crafted answer); edge questions they answer honestly,
-// with their true neighbours. An honest deployment never builds one.
+// controls. Those nodes answer feature and label questions as the
+// adversary's kind says (Adversary::CraftFeatureReport and CraftLabel:
+// crafted, or a fake record or their own perturbed honestly) in place of
+// the mechanism's perturbation of their record, through the same checks,
+// budget and memo as honest answers (so a restart re-sends the same
+// answer). Edge questions they answer honestly, with their true neighbours,
+// except under fake-edges: its nodes answer edge randomized response and
+// Blink questions with edge_adversary's crafted reports
+// (common/attacks/edge_poisoning.h: victims claimed, Blink's largest noisy
+// degree), drawn from the node's own stream; neighbour substitution they
+// answer honestly. An honest deployment never builds one.
 struct SimulatedAttack {
   std::shared_ptr<const poisoning::Adversary> adversary;
+  // fake-edges only: the attacker's edge reports, over the dataset's n
+  // nodes (an edge question over another n is the agent's INTERNAL error).
+  std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary;
   std::set<uint32_t> nodes;
 };
 
@@ -167,11 +178,15 @@ class NodeAgent {
   // feature, a negative label, neighbours not strictly ascending or
   // containing the node). rng must not be null.
   // adversary (simulation only, see SimulatedAttack): set for a node the
-  // attacker controls, whose feature and label answers it crafts.
+  // attacker controls, whose feature and label answers it crafts;
+  // edge_adversary (fake-edges): set for such a node too, whose edge
+  // randomized response and Blink answers it crafts.
   static absl::StatusOr<std::unique_ptr<NodeAgent>> Create(
       NodeRecord record, const AgentPolicy& policy,
       std::unique_ptr<RandomSource> rng,
-      std::shared_ptr<const poisoning::Adversary> adversary = nullptr);
+      std::shared_ptr<const poisoning::Adversary> adversary = nullptr,
+      std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary =
+          nullptr);
 
   // Answers task for this node (the caller routes: task.node_ids is not
   // consulted). Not for neighbour substitution (FAILED_PRECONDITION: see
@@ -272,12 +287,14 @@ class NodeAgent {
   NodeAgent(NodeRecord record, std::set<std::string> attributes,
             std::unique_ptr<PrivacyBudget> budget,
             std::unique_ptr<RandomSource> rng,
-            std::shared_ptr<const poisoning::Adversary> adversary)
+            std::shared_ptr<const poisoning::Adversary> adversary,
+            std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary)
       : record_(std::move(record)),
         attributes_(std::move(attributes)),
         budget_(std::move(budget)),
         rng_(std::make_unique<CountedRandom>(std::move(rng))),
-        adversary_(std::move(adversary)) {}
+        adversary_(std::move(adversary)),
+        edge_adversary_(std::move(edge_adversary)) {}
 
   // The body of a fresh answer from spec's mechanism (runs under the
   // budget's lock). spec is a checked feature, label RR or edge RR spec.
@@ -308,6 +325,7 @@ class NodeAgent {
   const std::unique_ptr<CountedRandom> rng_;  // used under budget_'s lock
   // Simulation only: the attacker's, for a malicious node; else null.
   const std::shared_ptr<const poisoning::Adversary> adversary_;
+  const std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary_;
 };
 
 // What RespondAll returns.
@@ -443,19 +461,58 @@ absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     uint32_t end);
 
 // SIMULATION ONLY (ldpgraph-agent --malicious): the attacker of a dataset
-// folder. Its nodes: poisoning::MaliciousNodes over the whole dataset
+// folder, built exactly as `ldpgraph eval` builds it
+// (pipeline::PreparePoisoning), so that a seeded deployment equals the
+// library. Its nodes: poisoning::MaliciousNodes over the whole dataset
 // (SimulatedMalicious(seed, v, s.fraction), less the nodes offline(v)
 // leaves out), every one of them, not only a shard's: one attacker pools
 // the records of all the nodes it controls, which this simulation reads
 // from the whole dataset folder (unlike LoadShard). Its target dimensions:
-// poisoning::TargetDims over those records scaled by `scaling` (as
-// ScaleDatasetFeatures does), so that
-// every agent host (and `ldpgraph eval` with the same seed) derives the
-// same ones. LoadDataset's errors; INVALID_ARGUMENT for invalid settings or
-// an attack class that is not one of the dataset's classes.
+// the first s.target_dims (capped at d) of poisoning::RankDims over those
+// records scaled by `scaling` (as ScaleDatasetFeatures does), ascending, so
+// that every agent host derives the same ones. Its kind: s.kind; the
+// adaptive attacker's plan is {the dataset's node count, its node count,
+// screen_alpha (the screen level it assumes the curator uses), the whole
+// ranking}. fake-edges also gets its edge_adversary over the dataset's n
+// nodes and those nodes, attack_edges victims each.
+// LoadDataset's errors; INVALID_ARGUMENT for invalid settings, an attack
+// class that is not one of the dataset's classes, (adaptive) a
+// screen_alpha outside (0, 1), or (fake-edges) fewer than 3 nodes or no
+// honest one.
 absl::StatusOr<SimulatedAttack> LoadSimulatedAttack(
     const std::string& dataset_dir, FeatureScaling scaling,
     const poisoning::AttackSettings& s, uint64_t seed,
-    absl::FunctionRef<bool(uint32_t)> offline);
+    absl::FunctionRef<bool(uint32_t)> offline,
+    double screen_alpha = poisoning::AdaptivePlan().alpha,
+    int attack_edges = poisoning::kDefaultAttackEdges);
+
+// SIMULATION ONLY: ldpgraph-agent's attack flags (ParseSimulatedAttackFlags).
+struct SimulatedAttackFlags {
+  // fraction 0 (the default): no attack.
+  poisoning::AttackSettings settings;
+  // --malicious-seed: the seed of the malicious draw.
+  uint64_t seed = 1;
+  // --attack-alpha: the screen level the adaptive attacker assumes it
+  // faces (LoadSimulatedAttack's screen_alpha).
+  double screen_alpha = poisoning::AdaptivePlan().alpha;
+  // --attack-edges: the victims each fake-edges node claims
+  // (LoadSimulatedAttack's attack_edges).
+  int attack_edges = poisoning::kDefaultAttackEdges;
+};
+
+// The value flags ParseSimulatedAttackFlags reads: malicious,
+// malicious-seed, attack, attack-class, attack-dims, attack-alpha,
+// attack-edges.
+const std::vector<std::string>& SimulatedAttackFlagNames();
+
+// Reads --malicious F (in [0, 1)), --malicious-seed S, --attack K
+// (poisoning::kAttackNames; default maximal-gain), --attack-class C (>= 0),
+// --attack-dims R (>= 1), --attack-alpha A (in (0, 1); default 1e-3) and
+// --attack-edges V (>= 1; default 50) from a. INVALID_ARGUMENT naming the
+// flag: a bad value; any of the others without --malicious F > 0;
+// --attack-alpha with a kind other than adaptive (the only attacker that
+// knows the screen); --attack-edges with a kind other than fake-edges.
+absl::StatusOr<SimulatedAttackFlags> ParseSimulatedAttackFlags(
+    const CliArgs& a);
 
 }  // namespace ldpgraph::agent

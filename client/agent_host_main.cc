@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -102,15 +103,25 @@ Flags:
                        dataset is the attacker's with probability F in
                        [0, 1), drawn from --malicious-seed and its id (a
                        node also drawn offline is offline). This host's
-                       malicious nodes send the maximal-gain attack's
-                       crafted reports (Cao, Jia and Gong, USENIX Security
-                       2021) in place of their perturbed features and
-                       labels, through the same budget and memo; edge
-                       answers stay honest. Default 0: no attack
+                       malicious nodes answer feature and label questions
+                       as --attack says (Cao, Jia and Gong, USENIX Security
+                       2021) in place of their perturbed record, through
+                       the same budget and memo; edge answers stay honest
+                       but under fake-edges (randomized response and Blink
+                       crafted). Default 0: no attack
   --malicious-seed S   the seed of --malicious's draw (default 1)
   --attack-class C     the class the attacker wants predicted (default 0)
   --attack-dims R      its target dimensions: the R most indicative of C in
                        the records of all its nodes (default 10)
+)";
+// After the shared --attack text (kUsage, kAttackHelp, kUsageTail).
+constexpr char kUsageTail[] =
+    R"(  --attack-alpha A     --attack adaptive: the report screen's level alpha
+                       in (0, 1) the attacker assumes the curator uses
+                       (default 1e-3; ldpctl simulate passes its
+                       --screen-alpha)
+  --attack-edges V     --attack fake-edges: the victims each malicious node
+                       claims an edge to (default 50)
 Check-in mode (a device of a cross-device fleet, not a host holding a
 stream open): each visit connects, checks in with the nodes' credentials,
 answers the tasks it is given (same budget, memo and exactly-once), submits,
@@ -229,9 +240,9 @@ struct Config {
   // Simulated dropout: nodes drawn offline are left out of the shard.
   double offline = 0;
   uint64_t offline_seed = 1;
-  // Simulated poisoning (--malicious): off while attack.fraction is 0.
-  ldpgraph::poisoning::AttackSettings attack;
-  uint64_t malicious_seed = 1;
+  // Simulated poisoning (--malicious and the attack flags): off while
+  // attack.settings.fraction is 0.
+  ldpgraph::agent::SimulatedAttackFlags attack;
   // --check-in: a device that visits instead of a host with a stream.
   bool check_in = false;
   ldpgraph::agent::CheckInOptions visits;
@@ -274,43 +285,9 @@ absl::Status ParseCheckInFlags(const ldpgraph::CliArgs& a, Config* config) {
     c.visits.max_check_ins = static_cast<int>(*count);
   }
   c.visits.exit_when_idle = a.Flag("exit-when-idle");
-  if (c.attack.fraction > 0) {
+  if (c.attack.settings.fraction > 0) {
     return absl::InvalidArgumentError(
         "--malicious is simulated for streaming hosts only, not --check-in");
-  }
-  return absl::OkStatus();
-}
-
-// --malicious, --malicious-seed, --attack-class and --attack-dims.
-absl::Status ParseAttackFlags(const ldpgraph::CliArgs& a, Config* config) {
-  Config& c = *config;
-  ASSIGN_OR_RETURN(auto fraction, a.GetDouble("malicious"));
-  if (fraction) c.attack.fraction = *fraction;
-  ASSIGN_OR_RETURN(auto seed, a.GetUint("malicious-seed"));
-  if (seed) c.malicious_seed = *seed;
-  ASSIGN_OR_RETURN(auto cls, a.GetInt("attack-class"));
-  if (cls) {
-    if (*cls < 0 || *cls > 1 << 30) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--attack-class must be a class >= 0, got ", *cls));
-    }
-    c.attack.target_class = static_cast<int>(*cls);
-  }
-  ASSIGN_OR_RETURN(auto dims, a.GetInt("attack-dims"));
-  if (dims) {
-    if (*dims < 1 || *dims > 1 << 30) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--attack-dims must be >= 1, got ", *dims));
-    }
-    c.attack.target_dims = static_cast<int>(*dims);
-  }
-  if (absl::Status s = c.attack.Validate(); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--malicious: ", s.message()));
-  }
-  if (c.attack.fraction == 0 && (seed || cls || dims)) {
-    return absl::InvalidArgumentError(
-        "--malicious-seed, --attack-class and --attack-dims apply to "
-        "--malicious F with F > 0");
   }
   return absl::OkStatus();
 }
@@ -344,17 +321,17 @@ absl::StatusOr<ldpgraph::agent::AgentPolicy> ParsePolicy(
 
 absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   using ldpgraph::CliArgs;
+  std::set<std::string> values = {
+      "curator", "ca", "server-name", "credentials", "dataset", "nodes",
+      "scaling", "state-dir", "cap-total", "cap", "attributes", "seed",
+      "batch", "http", "name", "max-rate", "offline", "offline-seed",
+      "check-in-interval", "check-in-jitter", "check-ins"};
+  for (const std::string& f : ldpgraph::agent::SimulatedAttackFlagNames()) {
+    values.insert(f);
+  }
   ASSIGN_OR_RETURN(
       CliArgs a,
-      CliArgs::Parse(args,
-                     {"curator", "ca", "server-name", "credentials",
-                      "dataset", "nodes", "scaling", "state-dir",
-                      "cap-total", "cap", "attributes", "seed",
-                      "batch", "http", "name", "max-rate", "offline",
-                      "offline-seed", "malicious", "malicious-seed",
-                      "attack-class", "attack-dims", "check-in-interval",
-                      "check-in-jitter", "check-ins"},
-                     {"insecure", "check-in", "exit-when-idle"}));
+      CliArgs::Parse(args, values, {"insecure", "check-in", "exit-when-idle"}));
   Config c;
   for (const char* flag :
        {"curator", "credentials", "dataset", "nodes", "state-dir"}) {
@@ -405,7 +382,7 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   }
   ASSIGN_OR_RETURN(auto offline_seed, a.GetUint("offline-seed"));
   if (offline_seed) c.offline_seed = *offline_seed;
-  RETURN_IF_ERROR(ParseAttackFlags(a, &c));
+  ASSIGN_OR_RETURN(c.attack, ldpgraph::agent::ParseSimulatedAttackFlags(a));
   ASSIGN_OR_RETURN(auto batch, a.GetInt("batch"));
   if (batch) {
     if (*batch < 1 || *batch > 65536) {
@@ -536,12 +513,14 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
     ASSIGN_OR_RETURN(auto records, LoadRecords(claim, options, &offline));
     std::optional<ldpgraph::agent::SimulatedAttack> attack;
     size_t malicious = 0;
-    if (config_.attack.fraction > 0) {
+    if (config_.attack.settings.fraction > 0) {
       phase_.Set("simulating the attacker");
       ASSIGN_OR_RETURN(attack, ldpgraph::agent::LoadSimulatedAttack(
                                    config_.dataset, config_.scaling,
-                                   config_.attack, config_.malicious_seed,
-                                   [&](uint32_t v) { return IsOffline(v); }));
+                                   config_.attack.settings, config_.attack.seed,
+                                   [&](uint32_t v) { return IsOffline(v); },
+                                   config_.attack.screen_alpha,
+                                   config_.attack.attack_edges));
       for (const auto& r : records) malicious += attack->nodes.contains(r.node);
     }
     ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
@@ -561,9 +540,11 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
       std::cerr << ", " << offline << " nodes offline (simulated dropout)";
     }
     if (attack) {
-      std::cerr << ", " << malicious
-                << " nodes MALICIOUS (simulated poisoning, attack class "
-                << config_.attack.target_class << ")";
+      std::cerr << ", " << malicious << " nodes MALICIOUS (simulated "
+                << ldpgraph::poisoning::kAttackNames.Name(
+                       config_.attack.settings.kind)
+                << " poisoning, attack class "
+                << config_.attack.settings.target_class << ")";
     }
     if (http_ != nullptr) std::cerr << ", HTTP on port " << http_->port();
     std::cerr << std::endl;
@@ -722,17 +703,20 @@ StartHttp(const std::pair<std::string, int>& address,
 
 int main(int argc, char** argv) {
   int exit_code = 0;
-  auto config = ldpgraph::StartBinary("ldpgraph-agent", kUsage, argc, argv,
+  const std::string usage =
+      absl::StrCat(kUsage, ldpgraph::poisoning::kAttackHelp, kUsageTail);
+  auto config = ldpgraph::StartBinary("ldpgraph-agent", usage, argc, argv,
                                       ParseFlags, &exit_code);
   if (!config) return exit_code;
   if (config->seed) std::cerr << ldpgraph::kSeededWarning << "\n";
-  if (config->attack.fraction > 0) {
-    std::cerr << "ldpgraph-agent: WARNING: --malicious " << config->attack.fraction
+  if (const auto& s = config->attack.settings; s.fraction > 0) {
+    std::cerr << "ldpgraph-agent: WARNING: --malicious " << s.fraction
               << ": this host SIMULATES MALICIOUS AGENTS: its nodes drawn "
-                 "malicious send crafted poisoning reports, not their own "
-                 "perturbed data (attack class "
-              << config->attack.target_class << ", "
-              << config->attack.target_dims << " target dimensions)\n";
+                 "malicious send poisoning reports, not their own perturbed "
+                 "data (attack "
+              << ldpgraph::poisoning::kAttackNames.Name(s.kind) << ", class "
+              << s.target_class << ", " << s.target_dims
+              << " target dimensions)\n";
   }
   if (config->host.insecure) {
     std::cerr << "ldpgraph-agent: WARNING: --insecure: plaintext gRPC, for "

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/cli_args.h"
 #include "common/dataset/device_index.h"
 #include "common/dataset/generator.h"
 #include "common/dataset/prepare.h"
@@ -23,6 +25,7 @@
 #include "common/files.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/seed_mix.h"
+#include "common/status_macros.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
 #include "common/testing/shared_datasets.h"
@@ -1310,6 +1313,51 @@ TEST(SimulatedAttackTest, HonestAnswersAndEdgesAreUnchanged) {
   EXPECT_NE(fa[1], fb[1]);
 }
 
+// fake-edges: the attacker's nodes answer edge randomized response and
+// Blink with the EdgeAdversary's crafted reports, drawn from their own
+// stream (exactly CraftRrReport / CraftBlinkReport on it), valid for the
+// curator; honest nodes answer as without the attack.
+TEST(SimulatedAttackTest, FakeEdgesNodesCraftTheirEdgeReports) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  constexpr uint64_t kSeed = 3;
+  SimulatedAttack attack;
+  attack.adversary = std::move(*poisoning::Adversary::Create(
+      0, {0}, poisoning::AttackKind::kFakeEdges));
+  auto edge_adversary = poisoning::EdgeAdversary::Create(kNodes, {5}, 3);
+  ASSERT_TRUE(edge_adversary.ok()) << edge_adversary.status();
+  attack.edge_adversary = std::move(*edge_adversary);
+  attack.nodes = {5};
+  auto a = AgentShard::Create(Records({0, 5}), Policy(), kSeed,
+                              tmp.path() + "/with", {}, &attack);
+  auto b = AgentShard::Create(Records({0, 5}), Policy(), kSeed,
+                              tmp.path() + "/without");
+  ASSERT_TRUE(a.ok() && b.ok());
+  const v1::Task rr_task = EdgeTask("c1", 1.0, {0, 5});
+  const ShardResponse ra = MustRespondAll(**a, rr_task);
+  const ShardResponse rb = MustRespondAll(**b, rr_task);
+  ASSERT_EQ(ra.reports.size(), 2u);
+  EXPECT_EQ(Body(ra.reports[0]), Body(rb.reports[0]));  // honest node 0
+  auto rr = EdgeRandomizedResponse::Create(1.0, kNodes);
+  ASSERT_TRUE(rr.ok()) << rr.status();
+  SeededRandomForTesting stream(NodeNoiseSeed(kSeed, 5));
+  auto crafted = attack.edge_adversary->CraftRrReport(**rr, 5, stream);
+  ASSERT_TRUE(crafted.ok()) << crafted.status();
+  const v1::EdgeReport& e = ra.reports[1].edges();
+  EXPECT_EQ(std::vector<uint32_t>(e.neighbours().begin(), e.neighbours().end()),
+            *crafted);
+  EXPECT_TRUE(wire::ValidateEdgeReport(e, rr_task.spec(), 5).ok());
+  // Blink, next in the node's stream: the claimed degree n - 2.
+  const v1::Task blink_task =
+      MakeTask("c2", v1::ATTRIBUTE_EDGES, BlinkSpec(2.0, 0.25), {5});
+  const ShardResponse rblink = MustRespondAll(**a, blink_task);
+  ASSERT_EQ(rblink.reports.size(), 1u);
+  const v1::EdgeReport& eb = rblink.reports[0].edges();
+  EXPECT_EQ(eb.noisy_degree(), attack.edge_adversary->claimed_degree());
+  EXPECT_TRUE(wire::ValidateEdgeReport(eb, blink_task.spec(), 5).ok())
+      << wire::ValidateEdgeReport(eb, blink_task.spec(), 5);
+  EXPECT_DOUBLE_EQ(*(*a)->spent(5), 3.0);
+}
+
 // The attacker of a dataset folder: every malicious node of the dataset
 // (not only a shard's) less the offline ones, and the target dimensions of
 // their records.
@@ -1341,6 +1389,142 @@ TEST(SimulatedAttackTest, LoadSimulatedAttackPoolsTheDatasetsMaliciousNodes) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// The attacker's kind reaches its adversary; the adaptive one also gets
+// its plan (the dataset's n, its node count, the screen level it assumes,
+// the whole ranking), so that its targets widen under a sampling
+// mechanism; the others keep the R dimensions.
+TEST(SimulatedAttackTest, LoadSimulatedAttackBuildsTheKindAndTheAdaptivePlan) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  WriteSmallDataset(tmp.path());
+  auto none = [](uint32_t) { return false; };
+  poisoning::AttackSettings s{0.9, 1, 1, poisoning::AttackKind::kLabelsOnly};
+  auto labels_only =
+      LoadSimulatedAttack(tmp.path(), FeatureScaling::kUnit, s, 7, none);
+  ASSERT_TRUE(labels_only.ok()) << labels_only.status();
+  EXPECT_EQ(labels_only->adversary->kind(), poisoning::AttackKind::kLabelsOnly);
+  EXPECT_EQ(labels_only->edge_adversary, nullptr);
+  // fake-edges: a seed that leaves an honest node to claim.
+  s.kind = poisoning::AttackKind::kFakeEdges;
+  auto drawn = [](uint64_t seed) {
+    int m = 0;
+    for (uint32_t v = 0; v < 4; ++v) m += SimulatedMalicious(seed, v, 0.9);
+    return m;
+  };
+  uint64_t seed = 0;
+  while (drawn(seed) == 0 || drawn(seed) == 4) ++seed;
+  auto fake_edges = LoadSimulatedAttack(tmp.path(), FeatureScaling::kUnit, s,
+                                        seed, none, 1e-3, 1);
+  ASSERT_TRUE(fake_edges.ok()) << fake_edges.status();
+  ASSERT_NE(fake_edges->edge_adversary, nullptr);
+  EXPECT_EQ(fake_edges->edge_adversary->nodes(), 4u);
+  EXPECT_EQ(fake_edges->edge_adversary->victims_per_node(), 1u);
+  EXPECT_EQ(std::set<uint32_t>(fake_edges->edge_adversary->malicious().begin(),
+                               fake_edges->edge_adversary->malicious().end()),
+            fake_edges->nodes);
+  s.kind = poisoning::AttackKind::kAdaptive;
+  auto adaptive =
+      LoadSimulatedAttack(tmp.path(), FeatureScaling::kUnit, s, 7, none, 0.5);
+  ASSERT_TRUE(adaptive.ok()) << adaptive.status();
+  EXPECT_EQ(adaptive->adversary->kind(), poisoning::AttackKind::kAdaptive);
+  EXPECT_EQ(adaptive->adversary->target_dims(),
+            labels_only->adversary->target_dims());
+  EXPECT_EQ(adaptive->nodes, labels_only->nodes);
+  // HDS samples k = 1 of d = 2: the adaptive targets are the first
+  // AdaptiveTargetCount(n, its nodes, d, k, alpha, R) of the ranking.
+  auto hds = CreateFeatureMechanism(
+      MechanismSpec{MechanismKind::kHds, 1.0, 2, 1, -1.0, 1.0});
+  ASSERT_TRUE(hds.ok()) << hds.status();
+  const int r = poisoning::AdaptiveTargetCount(
+      4, adaptive->nodes.size(), 2, 1, 0.5, 1);
+  EXPECT_EQ(adaptive->adversary->TargetsFor(**hds).size(),
+            static_cast<size_t>(r));
+  // A level outside (0, 1) is refused.
+  EXPECT_EQ(LoadSimulatedAttack(tmp.path(), FeatureScaling::kUnit, s, 7, none,
+                                1.0)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+absl::StatusOr<SimulatedAttackFlags> ParseAttack(
+    const std::vector<std::string>& args) {
+  std::set<std::string> names(SimulatedAttackFlagNames().begin(),
+                              SimulatedAttackFlagNames().end());
+  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, names, {}));
+  return ParseSimulatedAttackFlags(a);
+}
+
+// ldpgraph-agent's attack flags: every setting read, defaults kept.
+TEST(SimulatedAttackFlagsTest, ReadsEverySetting) {
+  auto none = ParseAttack({});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->settings.fraction, 0);
+  EXPECT_EQ(none->settings.kind, poisoning::AttackKind::kMaximalGain);
+  EXPECT_EQ(none->screen_alpha, 1e-3);
+  auto f = ParseAttack({"--malicious", "0.2", "--malicious-seed", "9",
+                        "--attack", "adaptive", "--attack-class", "3",
+                        "--attack-dims", "4", "--attack-alpha", "0.01"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->settings.fraction, 0.2);
+  EXPECT_EQ(f->seed, 9u);
+  EXPECT_EQ(f->settings.kind, poisoning::AttackKind::kAdaptive);
+  EXPECT_EQ(f->settings.target_class, 3);
+  EXPECT_EQ(f->settings.target_dims, 4);
+  EXPECT_EQ(f->screen_alpha, 0.01);
+  EXPECT_EQ(f->attack_edges, poisoning::kDefaultAttackEdges);
+  auto labels = ParseAttack({"--malicious", "0.1", "--attack", "labels-only"});
+  ASSERT_TRUE(labels.ok()) << labels.status();
+  EXPECT_EQ(labels->settings.kind, poisoning::AttackKind::kLabelsOnly);
+  auto edges = ParseAttack(
+      {"--malicious", "0.1", "--attack", "fake-edges", "--attack-edges", "7"});
+  ASSERT_TRUE(edges.ok()) << edges.status();
+  EXPECT_EQ(edges->attack_edges, 7);
+}
+
+// Each rejected input names its flag.
+TEST(SimulatedAttackFlagsTest, BadFlagsAreRefusedNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"--attack", "labels-only"},
+       "--attack applies to --malicious F with F > 0"},
+      {{"--malicious", "0", "--attack", "adaptive"},
+       "--attack applies to --malicious F with F > 0"},
+      {{"--attack-alpha", "0.1"},
+       "--attack-alpha applies to --malicious F with F > 0"},
+      {{"--attack-class", "1"},
+       "--attack-class applies to --malicious F with F > 0"},
+      {{"--malicious", "0.1", "--attack", "flood"}, "--attack"},
+      {{"--malicious", "0.1", "--attack", "flood"}, "'flood'"},
+      {{"--malicious", "0.1", "--attack-alpha", "0.1"},
+       "--attack-alpha applies to --attack adaptive (the attacker that knows "
+       "the screen), not maximal-gain"},
+      {{"--malicious", "0.1", "--attack", "adaptive", "--attack-alpha", "1"},
+       "--attack-alpha must be in (0, 1), got 1"},
+      {{"--malicious", "0.1", "--attack", "adaptive", "--attack-alpha", "0"},
+       "--attack-alpha must be in (0, 1), got 0"},
+      {{"--malicious", "1"}, "--malicious must be in [0, 1), got 1"},
+      {{"--attack-edges", "5"},
+       "--attack-edges applies to --malicious F with F > 0"},
+      {{"--malicious", "0.1", "--attack-edges", "5"},
+       "--attack-edges applies to --attack fake-edges, not maximal-gain"},
+      {{"--malicious", "0.1", "--attack", "fake-edges", "--attack-edges", "0"},
+       "--attack-edges must be >= 1, got 0"},
+      {{"--malicious", "0.1", "--attack-dims", "0"},
+       "--attack-dims must be >= 1, got 0"},
+      {{"--malicious", "0.1", "--attack-class", "-1"},
+       "--attack-class must be a class >= 0, got -1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrJoin(c.args, " "));
+    auto f = ParseAttack(c.args);
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(f.status().message(), HasSubstr(c.message));
+  }
 }
 
 }  // namespace

@@ -200,6 +200,36 @@ absl::StatusOr<std::optional<double>> RequestScreen(
                                : pipeline::kDefaultScreenAlpha;
 }
 
+// An evaluate request's defences: robust is applied, screen asserts that
+// the input was screened (EvaluateRequest.defence); edge-consistency is no
+// stage's.
+absl::StatusOr<pipeline::Defences> RequestEvaluateDefences(
+    const v1::EvaluateRequest& q) {
+  pipeline::Defences defences;
+  if (!q.defence().empty()) {
+    ASSIGN_OR_RETURN(defences, pipeline::ParseDefences(q.defence(), "defence"));
+  }
+  if (defences.edge_consistency) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the curator's stages do not apply edge-consistency; evaluate applies "
+        "robust (and screen is the estimate's), got defence '",
+        q.defence(), "'"));
+  }
+  return defences;
+}
+
+// The level of an estimate's screen (its details' "alpha" beside "screen":
+// "applied" or "not applicable"), or nullopt when it was not screened.
+std::optional<double> ScreenAlphaOf(const v1::StageResult& estimate) {
+  const auto details = nlohmann::json::parse(estimate.details_json(), nullptr,
+                                             /*allow_exceptions=*/false);
+  if (!details.is_object() || !details.contains("screen") ||
+      !details.contains("alpha") || !details["alpha"].is_number()) {
+    return std::nullopt;
+  }
+  return details["alpha"].get<double>();
+}
+
 // The nodes an estimate's screen flagged (its details' "flagged"), empty
 // when it was not screened.
 absl::StatusOr<std::vector<uint32_t>> FlaggedNodes(
@@ -530,6 +560,8 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
       RequestMethod(q.pipeline_method(),
                     {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
   ASSIGN_OR_RETURN(const pipeline::Task task, RequestTask(q.pipeline_task()));
+  ASSIGN_OR_RETURN(const pipeline::Defences defences,
+                   RequestEvaluateDefences(q));
   ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "evaluate"));
   if (task == v1::PIPELINE_TASK_NODE && data_->meta.classes < 2) {
     return absl::FailedPreconditionError(
@@ -574,7 +606,22 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   }
   v1::StageResult estimate;
   std::string input_mechanism;  // the features campaign's, when known
-  if (estimate.ParseFromString(input.record)) {
+  const bool parsed = estimate.ParseFromString(input.record);
+  // The defences: robust is the pipeline's to apply; screen was the
+  // estimate's, recorded with its level.
+  c.defences.robust = defences.robust;
+  if (defences.screen) {
+    const std::optional<double> alpha =
+        parsed ? ScreenAlphaOf(estimate) : std::nullopt;
+    if (!alpha) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "defence screen: estimate ", q.input(), " was not screened (estimate "
+          "with defence \"screen\" first)"));
+    }
+    c.defences.screen = true;
+    c.screen_alpha = *alpha;
+  }
+  if (parsed) {
     // LPGNN's settings follow the budgets the reports were collected at:
     // the features campaign's (the estimate's input) and the labels'.
     auto fc = curator_->GetCampaign(estimate.input());

@@ -106,9 +106,17 @@ class Stages {
   // screen_alpha.
   absl::StatusOr<v1::StageResult> Estimate(const v1::EstimateRequest& r);
   absl::StatusOr<v1::StageResult> Propagate(const v1::PropagateRequest& r);
-  // INVALID_ARGUMENT naming the field when pipeline_task or pipeline_method
-  // is unspecified, or the method is not privge or lpgnn; FAILED_PRECONDITION
-  // for the node task without the curator's labels.
+  // The method's pipeline on an estimate (RunPipelineOnCollected). With
+  // defence "robust" (node task) it trains, leaves out the training and
+  // validation nodes whose label the first model contradicts and trains
+  // again (server/pipeline/robust.h); "screen" asserts the estimate was
+  // screened. The details record the defences ("defence": {"kind", and
+  // the screen's "alpha"}) and the pipeline's figures. INVALID_ARGUMENT
+  // naming the field when pipeline_task or pipeline_method is unspecified,
+  // or the method is not privge or lpgnn; for a defence name that is not
+  // one, edge-consistency, or robust with the link task.
+  // FAILED_PRECONDITION for the node task without the curator's labels, or
+  // defence screen on an estimate that was not screened.
   absl::StatusOr<v1::StageResult> Evaluate(const v1::EvaluateRequest& r);
   // See the file comment. INVALID_ARGUMENT for a bad request (naming
   // pipeline_method when it is unspecified or not se-privgemb or dpne),

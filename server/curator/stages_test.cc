@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
+
 #include "common/edges/blink.h"
 #include "common/random.h"
 #include "common/testing/temp_folder.h"
@@ -105,9 +107,11 @@ class StagesScreenTest : public ::testing::Test {
     if (batch.reports_size() > 0) flush();
   }
 
-  absl::StatusOr<nlohmann::json> EvaluateDetails(const std::string& estimate) {
+  absl::StatusOr<nlohmann::json> EvaluateDetails(
+      const std::string& estimate, const std::string& defence = "") {
     v1::EvaluateRequest q;
     q.set_input(estimate);
+    q.set_defence(defence);
     q.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
     q.set_pipeline_task(v1::PIPELINE_TASK_NODE);
     q.set_label_campaign_id("c2");
@@ -172,7 +176,8 @@ TEST_F(StagesScreenTest, BadDefenceSettingsAreRefused) {
   e.set_campaign_id("c1");
   e.set_defence("filter");
   EXPECT_THAT(stages_->Estimate(e).status().message(),
-              HasSubstr("defence must be one of none, screen, got 'filter'"));
+              HasSubstr("defence: defence must be a comma list of none, "
+                        "screen, robust, edge-consistency, got 'filter'"));
   e.set_defence("none");
   e.set_screen_alpha(0.01);
   EXPECT_THAT(stages_->Estimate(e).status().message(),
@@ -185,6 +190,89 @@ TEST_F(StagesScreenTest, BadDefenceSettingsAreRefused) {
   auto ok = stages_->Estimate(e);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(nlohmann::json::parse(ok->details_json())["alpha"], 0.01);
+}
+
+// Evaluate's defence "robust" reaches the pipeline and its figures the
+// details. This fixture's attackers poison features only: no class is
+// over-reported, so robust drops nothing and keeps the first model (its
+// effect on poisoned labels: simulate_test's
+// AttackKindsAndTheRobustDefenceEqualTheLibrary, poisoning_defence_test).
+TEST_F(StagesScreenTest, EvaluateAppliesTheRobustDefence) {
+  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path(),
+                                     false, ReleaseBudget{}, 2);
+  v1::EstimateRequest e;
+  e.set_campaign_id("c1");
+  auto plain = stages_->Estimate(e);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto none = EvaluateDetails(plain->id(), " none ");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->contains("defence"));
+  EXPECT_FALSE(none->contains("robust"));
+  auto robust = EvaluateDetails(plain->id(), "robust");
+  ASSERT_TRUE(robust.ok()) << robust.status();
+  EXPECT_EQ((*robust)["defence"]["kind"], "robust");
+  EXPECT_FALSE((*robust)["defence"].contains("alpha"));
+  ASSERT_TRUE(robust->contains("robust")) << robust->dump();
+  EXPECT_EQ((*robust)["robust"]["robust"], "applied");
+  EXPECT_EQ((*robust)["robust"]["dropped"], 0);
+  EXPECT_EQ((*robust)["robust"]["retrained"], false);
+}
+
+// Evaluate's defence "screen" adds nothing to the screened estimate's
+// effect but asserts it, and records the estimate's level.
+TEST_F(StagesScreenTest, EvaluateDefenceScreenNeedsAScreenedEstimate) {
+  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path(),
+                                     false, ReleaseBudget{}, 2);
+  v1::EstimateRequest e;
+  e.set_campaign_id("c1");
+  auto plain = stages_->Estimate(e);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto unscreened = EvaluateDetails(plain->id(), "screen");
+  EXPECT_EQ(unscreened.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(unscreened.status().message(),
+              HasSubstr(absl::StrCat("defence screen: estimate ", plain->id(),
+                                     " was not screened")));
+  e.set_defence("screen");
+  e.set_screen_alpha(0.01);
+  auto screened = stages_->Estimate(e);
+  ASSERT_TRUE(screened.ok()) << screened.status();
+  auto both = EvaluateDetails(screened->id(), "robust, screen");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ((*both)["defence"]["kind"], "screen,robust");
+  EXPECT_EQ((*both)["defence"]["alpha"], 0.01);
+  EXPECT_EQ((*both)["untrusted_nodes"], kAttackers + 76);
+  EXPECT_TRUE(both->contains("robust"));
+  // Not named: the screened estimate's flagged nodes are still left out.
+  auto unnamed = EvaluateDetails(screened->id());
+  ASSERT_TRUE(unnamed.ok()) << unnamed.status();
+  EXPECT_EQ((*unnamed)["untrusted_nodes"], kAttackers + 76);
+  EXPECT_FALSE(unnamed->contains("defence"));
+}
+
+TEST_F(StagesScreenTest, BadEvaluateDefencesAreRefused) {
+  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path());
+  v1::EstimateRequest e;
+  e.set_campaign_id("c1");
+  auto plain = stages_->Estimate(e);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto filter = EvaluateDetails(plain->id(), "filter");
+  EXPECT_EQ(filter.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(filter.status().message(), HasSubstr("defence"));
+  EXPECT_THAT(filter.status().message(), HasSubstr("'filter'"));
+  auto twice = EvaluateDetails(plain->id(), "robust,robust");
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  auto edges = EvaluateDetails(plain->id(), "robust,edge-consistency");
+  EXPECT_EQ(edges.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(edges.status().message(),
+              HasSubstr("the curator's stages do not apply edge-consistency"));
+  v1::EvaluateRequest link;
+  link.set_input(plain->id());
+  link.set_pipeline_method(v1::PIPELINE_METHOD_PRIVGE);
+  link.set_pipeline_task(v1::PIPELINE_TASK_LINK);
+  link.set_defence("robust");
+  auto r = stages_->Evaluate(link);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("node task only"));
 }
 
 // --- Blink -------------------------------------------------------------------

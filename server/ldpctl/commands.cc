@@ -214,13 +214,14 @@ Usage:
   ldpctl pipeline run CAMPAIGN [--task node|link] [--method privge|lpgnn]
                                [--labels CAMPAIGN] [--graph-campaign CAMPAIGN]
                                [--blink-variant V] [--seed S]
-  ldpctl pipeline estimate CAMPAIGN
+                               [--defence D[,D]] [--screen-alpha A]
+  ldpctl pipeline estimate CAMPAIGN [--defence screen] [--screen-alpha A]
   ldpctl pipeline propagate RESULT [--method ppr|kprop] [--alpha A] [--steps K]
                                    [--graph-campaign CAMPAIGN]
                                    [--blink-variant V]
   ldpctl pipeline evaluate RESULT [--task ...] [--method ...] [--labels ...]
                                   [--graph-campaign ...] [--blink-variant V]
-                                  [--seed S]
+                                  [--seed S] [--defence D[,D]]
 
 `run` estimates a features campaign's reports and evaluates the method's
 curator-side pipeline on the estimate (propagation, training, test), in one
@@ -245,9 +246,19 @@ go. Each stage records a result (r1, r2, ...) that `results` lists and
                   (topk weighted by the posteriors; lpgnn only: PPR and
                   releases read no weights)
   --seed S        seed of the split and model initialisation (default 1)
+  --defence D[,D] the curator's defences against poisoned reports, a comma
+                  list of none, screen, robust (default none). screen: the
+                  estimate screens the feature reports' sampled dimensions
+                  (--screen-alpha A, default 1e-3) and the nodes it flags
+                  are left out of training; robust: evaluate (node task)
+                  trains, leaves out the training and validation nodes
+                  whose label the first model contradicts, and trains
+                  again. `pipeline evaluate --defence screen` checks that
+                  its input estimate was screened
 
 Examples:
   ldpctl pipeline run c1
+  ldpctl pipeline run c1 --method lpgnn --labels c2 --defence screen,robust
   ldpctl pipeline run c1 --method lpgnn --labels c2 --format json
   ldpctl pipeline run c2 --method lpgnn --graph-campaign c1
   ldpctl pipeline run c2 --method lpgnn --graph-campaign c3 --blink-variant hybrid
@@ -371,7 +382,7 @@ const std::set<std::string>& CommandValueFlags() {
       "feature-epsilon", "feature-dimension", "feature-sampled",
       "feature-range", "round-timeout-ms", "graph-campaign", "dim",
       "noise-multiplier", "max-epochs", "proximity", "batch", "blink-delta",
-      "blink-variant"};
+      "blink-variant", "defence", "screen-alpha"};
   return *flags;
 }
 
@@ -782,22 +793,71 @@ absl::Status BudgetShow(const CliArgs& a, const Connection& c, const Output& o) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::StageResult> Estimate(const Connection& c,
-                                         const std::string& campaign) {
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
+// --defence and --screen-alpha of `pipeline run`, `estimate` or
+// `evaluate` (sub): the screen goes to the estimate stage, robust to the
+// evaluate stage. INVALID_ARGUMENT naming the flag for a bad list,
+// edge-consistency (no stage applies it), robust for `estimate` alone,
+// --screen-alpha for `evaluate` (the estimate's screen has its level).
+absl::StatusOr<pipeline::Defences> PipelineDefences(const CliArgs& a,
+                                                    const std::string& sub,
+                                                    double* alpha) {
+  pipeline::Defences d;
+  *alpha = pipeline::kDefaultScreenAlpha;
+  RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &d, alpha));
+  if (d.edge_consistency) {
+    return absl::InvalidArgumentError(
+        "--defence edge-consistency: the curator's stages apply screen "
+        "(estimate) and robust (evaluate), not edge-consistency");
+  }
+  if (sub == "estimate" && d.robust) {
+    return absl::InvalidArgumentError(
+        "--defence robust applies to pipeline evaluate and run (the evaluate "
+        "stage); an estimate applies the screen only");
+  }
+  if (sub == "evaluate" && a.Has("screen-alpha")) {
+    return absl::InvalidArgumentError(
+        "--screen-alpha applies to pipeline estimate and run: evaluate reads "
+        "the screen of its input estimate");
+  }
+  return d;
+}
+
+// The request of `pipeline estimate` (and run) on campaign, from the flags
+// alone (PipelineDefences' errors).
+absl::StatusOr<v1::EstimateRequest> EstimateRequestFromFlags(
+    const CliArgs& a, const std::string& sub, const std::string& campaign) {
+  double alpha = 0;
+  ASSIGN_OR_RETURN(const pipeline::Defences d, PipelineDefences(a, sub, &alpha));
   v1::EstimateRequest req;
   req.set_campaign_id(campaign);
+  if (d.screen) {
+    req.set_defence("screen");
+    req.set_screen_alpha(alpha);
+  }
+  return req;
+}
+
+absl::StatusOr<v1::StageResult> Estimate(const CliArgs& a, const std::string& sub,
+                                         const Connection& c,
+                                         const std::string& campaign) {
+  ASSIGN_OR_RETURN(const v1::EstimateRequest req,
+                   EstimateRequestFromFlags(a, sub, campaign));
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
   v1::StageResult out;
   RETURN_IF_ERROR(FromGrpc(c.stub->Estimate(&ctx, req, &out), c.address));
   return out;
 }
 
-// The request of `pipeline evaluate` (and run) on input, from the flags
-// alone: INVALID_ARGUMENT for a --task or --method it does not take.
+// The request of `pipeline evaluate` (and run: sub) on input, from the
+// flags alone: INVALID_ARGUMENT for a --task or --method it does not take,
+// and PipelineDefences' errors.
 absl::StatusOr<v1::EvaluateRequest> EvaluateRequestFromFlags(
-    const CliArgs& a, const std::string& input) {
+    const CliArgs& a, const std::string& sub, const std::string& input) {
+  double alpha = 0;
+  ASSIGN_OR_RETURN(const pipeline::Defences d, PipelineDefences(a, sub, &alpha));
   v1::EvaluateRequest req;
+  if (d.any()) req.set_defence(pipeline::DefencesName(d));
   req.set_input(input);
   ASSIGN_OR_RETURN(
       const pipeline::Task task,
@@ -817,10 +877,11 @@ absl::StatusOr<v1::EvaluateRequest> EvaluateRequestFromFlags(
   return req;
 }
 
-absl::StatusOr<v1::StageResult> Evaluate(const CliArgs& a, const Connection& c,
+absl::StatusOr<v1::StageResult> Evaluate(const CliArgs& a, const std::string& sub,
+                                         const Connection& c,
                                          const std::string& input) {
   ASSIGN_OR_RETURN(const v1::EvaluateRequest req,
-                   EvaluateRequestFromFlags(a, input));
+                   EvaluateRequestFromFlags(a, sub, input));
   grpc::ClientContext ctx;
   c.Prepare(&ctx);
   v1::StageResult out;
@@ -837,9 +898,9 @@ absl::Status Pipeline(const std::string& sub, const std::string& id,
   }
   o.err << "ldpctl: pipeline " << sub << " " << id << " ..." << std::endl;
   if (sub == "run") {
-    ASSIGN_OR_RETURN(v1::StageResult est, Estimate(c, id));
+    ASSIGN_OR_RETURN(v1::StageResult est, Estimate(a, sub, c, id));
     if (!o.json) ResultRow(o.out, est);
-    ASSIGN_OR_RETURN(v1::StageResult ev, Evaluate(a, c, est.id()));
+    ASSIGN_OR_RETURN(v1::StageResult ev, Evaluate(a, sub, c, est.id()));
     if (o.json) {
       v1::ListResultsResponse both;
       *both.add_results() = est;
@@ -851,12 +912,12 @@ absl::Status Pipeline(const std::string& sub, const std::string& id,
     return absl::OkStatus();
   }
   if (sub == "estimate") {
-    ASSIGN_OR_RETURN(v1::StageResult r, Estimate(c, id));
+    ASSIGN_OR_RETURN(v1::StageResult r, Estimate(a, sub, c, id));
     PrintResult(o, r);
     return absl::OkStatus();
   }
   if (sub == "evaluate") {
-    ASSIGN_OR_RETURN(v1::StageResult r, Evaluate(a, c, id));
+    ASSIGN_OR_RETURN(v1::StageResult r, Evaluate(a, sub, c, id));
     PrintResult(o, r);
     return absl::OkStatus();
   }
@@ -1105,7 +1166,10 @@ absl::Status RunAdmin(const std::string& command, const std::string& sub,
     if (sub == "create") RETURN_IF_ERROR(ReleaseRequestFromFlags(a).status());
   }
   if (command == "pipeline" && (sub == "run" || sub == "evaluate")) {
-    RETURN_IF_ERROR(EvaluateRequestFromFlags(a, id).status());
+    RETURN_IF_ERROR(EvaluateRequestFromFlags(a, sub, id).status());
+  }
+  if (command == "pipeline" && sub == "estimate") {
+    RETURN_IF_ERROR(EstimateRequestFromFlags(a, sub, id).status());
   }
   if (command == "pipeline" && sub == "propagate") {
     RETURN_IF_ERROR(BlinkVariantFromFlags(a).status());

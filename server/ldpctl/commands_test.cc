@@ -102,6 +102,33 @@ TEST(LdpctlBlinkTest, UsageErrorsComeBeforeTheConnection) {
   EXPECT_THAT(LdpctlHelp("release"), HasSubstr("--blink-variant V"));
 }
 
+// The pipeline's --defence: screen for the estimate, robust for the
+// evaluate stage; what a stage does not apply is a usage error before any
+// connection.
+TEST(LdpctlPipelineDefenceTest, UsageErrorsComeBeforeTheConnection) {
+  Result r = Ldpctl({"pipeline", "estimate", "c1", "--defence", "robust"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--defence robust applies to pipeline evaluate "
+                               "and run"));
+  r = Ldpctl({"pipeline", "evaluate", "r1", "--defence", "screen",
+              "--screen-alpha", "0.01"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("--screen-alpha applies to pipeline estimate and run"));
+  r = Ldpctl({"pipeline", "run", "c1", "--defence", "edge-consistency"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency: the curator's "
+                               "stages apply screen (estimate) and robust "
+                               "(evaluate)"));
+  r = Ldpctl({"pipeline", "run", "c1", "--defence", "filter"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("got 'filter'"));
+  r = Ldpctl({"pipeline", "run", "c1", "--screen-alpha", "0.01"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--screen-alpha needs --defence screen"));
+  EXPECT_THAT(LdpctlHelp("pipeline"), HasSubstr("--defence D[,D]"));
+}
+
 TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
   TempFolder dir;
   GeneratorOptions g = DefaultGeneratorOptions();

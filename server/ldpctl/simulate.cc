@@ -26,6 +26,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/attacks/edge_poisoning.h"
 #include "common/attacks/poisoning.h"
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
@@ -196,15 +197,26 @@ Scenarios (default: off):
                       same batches
   --malicious F       a fraction F in [0, 1) of the nodes is an attacker's
                       (drawn like --dropout from --seed or 1, independently;
-                      a node both is offline): their agents send the
-                      maximal-gain poisoning attack's crafted features
-                      (and, with --label-epsilon, labels) through the same
-                      budget; the table and JSON add target_rate, the test
-                      nodes of other classes predicted --attack-class.
-                      Default: off. Seeded, equal to `ldpgraph eval` with
-                      the same flags
+                      a node both is offline): their agents send what
+                      --attack says for their features (and, with
+                      --label-epsilon, labels) through the same budget; the
+                      table and JSON add target_rate, the test nodes of
+                      other classes predicted --attack-class. Default: off.
+                      Seeded, equal to `ldpgraph eval` with the same flags
+                      but --edges (the agents' edge answers draw from their
+                      own noise streams, not from those of eval's offline
+                      edges campaign; so does fake-edges, which needs
+                      --edges rr or blink and crafts them)
   --attack-class C    the class the attacker wants predicted (default 0)
   --attack-dims R     its target feature dimensions (default 10)
+  --attack-edges V    --attack fake-edges: the victims each malicious node
+                      claims an edge to (default 50)
+)";
+// After kHelp and the --attack text ldpgraph eval shares
+// (poisoning::kAttackHelp): what simulate's adaptive attacker assumes.
+constexpr char kAttackAlphaHelp[] =
+    R"(                         (adaptive: the agents assume the screen's
+                         --screen-alpha, or 1e-3 without the screen)
 )";
 // The rest of simulate's help, after the Defence section (SimulateHelp).
 constexpr char kHelpTail[] = R"(On failure: once the curator or an agent host has started, the work folder
@@ -366,8 +378,11 @@ struct Options {
   std::optional<double> malicious;
   int attack_class = 0;
   int attack_dims = 10;
-  // The curator's defence against poisoned feature reports (--defence,
-  // --screen-alpha): the estimate stage's report screen.
+  poisoning::AttackKind attack_kind = poisoning::AttackKind::kMaximalGain;
+  int attack_edges = poisoning::kDefaultAttackEdges;  // fake-edges' victims
+  // The curator's defences against poisoning (--defence, --screen-alpha):
+  // the estimate stage's report screen, the evaluate stage's robust
+  // retraining.
   pipeline::Defences defences;
   double screen_alpha = pipeline::kDefaultScreenAlpha;
   std::string bin_dir;
@@ -605,23 +620,49 @@ absl::Status ParseNetworkFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
-// --malicious, --attack-class and --attack-dims.
+// --malicious, --attack, --attack-class, --attack-dims and --attack-edges
+// (after the edge flags).
 absl::Status ParseAttackFlags(const CliArgs& a, Options* options) {
   Options& o = *options;
   ASSIGN_OR_RETURN(o.malicious, a.GetDouble("malicious"));
   ASSIGN_OR_RETURN(auto cls, a.GetInt("attack-class"));
   ASSIGN_OR_RETURN(auto dims, a.GetInt("attack-dims"));
   if (!o.malicious) {
-    if (cls || dims) {
-      return absl::InvalidArgumentError(
-          "--attack-class and --attack-dims apply to --malicious F");
+    for (const char* flag :
+         {"attack", "attack-class", "attack-dims", "attack-edges"}) {
+      if (a.Has(flag)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag, " applies to --malicious F"));
+      }
     }
     return absl::OkStatus();
+  }
+  if (auto kind = a.Get("attack")) {
+    ASSIGN_OR_RETURN(o.attack_kind,
+                     poisoning::kAttackNames.Parse(*kind, "--attack"));
+  }
+  const bool fake_edges = o.attack_kind == poisoning::AttackKind::kFakeEdges;
+  if (fake_edges && o.edges != "rr" && o.edges != "blink") {
+    return absl::InvalidArgumentError(
+        "--attack fake-edges crafts edge reports: it needs --edges rr or "
+        "blink");
+  }
+  ASSIGN_OR_RETURN(auto victims, a.GetInt("attack-edges"));
+  if (victims) {
+    if (!fake_edges) {
+      return absl::InvalidArgumentError(
+          "--attack-edges applies to --attack fake-edges (with --malicious F)");
+    }
+    if (*victims < 1 || *victims > 1 << 30) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--attack-edges must be >= 1, got ", *victims));
+    }
+    o.attack_edges = static_cast<int>(*victims);
   }
   if (cls) o.attack_class = static_cast<int>(std::clamp<int64_t>(*cls, -1, 1 << 30));
   if (dims) o.attack_dims = static_cast<int>(std::clamp<int64_t>(*dims, 0, 1 << 30));
   absl::Status s = poisoning::AttackSettings{*o.malicious, o.attack_class,
-                                             o.attack_dims}
+                                             o.attack_dims, o.attack_kind}
                        .Validate();
   if (!s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--malicious: ", s.message()));
@@ -629,46 +670,108 @@ absl::Status ParseAttackFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
-// --defence and --screen-alpha into the estimate request.
+// --defence and --screen-alpha into the estimate request: the screen.
 void SetDefence(const Options& o, v1::EstimateRequest* req) {
   if (!o.defences.screen) return;
   req->set_defence("screen");
   req->set_screen_alpha(o.screen_alpha);
 }
 
-// deployment.scenario.defence: the defence and what the estimate stage's
+// --defence into the evaluate request: the whole list, of which evaluate
+// applies robust (screen there asserts that the estimate was screened).
+void SetDefence(const Options& o, v1::EvaluateRequest* req) {
+  if (o.defences.any()) req->set_defence(pipeline::DefencesName(o.defences));
+}
+
+// Adds to figures (a screen's or the robust defence's) how many of the
+// attacker's nodes (ascending) its node list `list_key` holds, under
+// "malicious" and `caught_key`: ldpctl knows them, the curator does not.
+void CountMalicious(const std::vector<uint32_t>& malicious,
+                    const char* list_key, const char* caught_key,
+                    json* figures) {
+  if (!figures->contains(list_key)) return;
+  uint32_t caught = 0;
+  for (const json& v : (*figures)[list_key]) {
+    caught += std::binary_search(malicious.begin(), malicious.end(),
+                                 v.get<uint32_t>());
+  }
+  (*figures)["malicious"] = malicious.size();
+  (*figures)[caught_key] = caught;
+}
+
+// deployment.scenario.defence: the defences, what the estimate stage's
 // screen found (its details: "screen", "overreported_dims",
-// "flagged_nodes", "flagged").
-json DefenceJson(const Options& o, const v1::StageResult& estimate) {
-  json d = {{"kind", pipeline::DefencesName(o.defences)},
-            {"alpha", o.screen_alpha}};
-  const json e = json::parse(estimate.details_json(), nullptr, false);
-  if (e.is_discarded()) return d;
-  for (const char* k : {"screen", "overreported_dims", "overreported",
-                        "flagged_nodes", "flagged"}) {
-    if (e.contains(k)) d[k] = e[k];
+// "flagged_nodes", "flagged"), and under "robust" what the evaluate
+// stage's robust retraining left out (its details' "robust": "dropped",
+// "dropped_nodes", ...). With an attacker (malicious: its nodes,
+// ascending; empty without), how many of its nodes each caught.
+json DefenceJson(const Options& o, const v1::StageResult& estimate,
+                 const v1::StageResult& evaluate,
+                 const std::vector<uint32_t>& malicious) {
+  json d = {{"kind", pipeline::DefencesName(o.defences)}};
+  if (o.defences.screen) {
+    d["alpha"] = o.screen_alpha;
+    const json e = json::parse(estimate.details_json(), nullptr, false);
+    if (e.is_object()) {
+      for (const char* k : {"screen", "overreported_dims", "overreported",
+                            "flagged_nodes", "flagged"}) {
+        if (e.contains(k)) d[k] = e[k];
+      }
+    }
+    if (o.malicious) CountMalicious(malicious, "flagged", "malicious_flagged", &d);
+  }
+  if (o.defences.robust) {
+    const json e = json::parse(evaluate.details_json(), nullptr, false);
+    if (e.is_object() && e.contains("robust")) {
+      d["robust"] = e["robust"];
+      if (o.malicious) {
+        CountMalicious(malicious, "dropped_nodes", "malicious_dropped",
+                       &d["robust"]);
+      }
+    }
   }
   return d;
 }
 
 // The table's defence line.
 std::string DefenceRow(const json& d) {
-  if (d.value("screen", "") != "applied") {
-    return absl::StrCat(d["kind"].get<std::string>(),
-                        ": not applicable (the mechanism samples no "
-                        "dimensions)");
+  std::vector<std::string> parts;
+  if (d.contains("alpha")) {  // the screen
+    if (d.value("screen", "") != "applied") {
+      parts.push_back(
+          "report screen: not applicable (the mechanism samples no "
+          "dimensions)");
+    } else {
+      std::string row = absl::StrFormat(
+          "report screen (alpha %g): %u nodes flagged, %u dimensions "
+          "over-reported",
+          d["alpha"].get<double>(), d["flagged_nodes"].get<uint32_t>(),
+          d["overreported_dims"].get<uint32_t>());
+      if (d.contains("malicious_flagged")) {
+        absl::StrAppendFormat(&row, ", %u of the %u malicious nodes caught",
+                              d["malicious_flagged"].get<uint32_t>(),
+                              d["malicious"].get<uint32_t>());
+      }
+      parts.push_back(row);
+    }
   }
-  std::string row = absl::StrFormat(
-      "report screen (alpha %g): %u nodes flagged, %u dimensions "
-      "over-reported",
-      d["alpha"].get<double>(), d["flagged_nodes"].get<uint32_t>(),
-      d["overreported_dims"].get<uint32_t>());
-  if (d.contains("malicious_flagged")) {
-    absl::StrAppendFormat(&row, "; %u of the %u malicious nodes caught",
-                          d["malicious_flagged"].get<uint32_t>(),
-                          d["malicious"].get<uint32_t>());
+  if (d.contains("robust")) {
+    const json& r = d["robust"];
+    std::string row = absl::StrFormat(
+        "robust: %u nodes dropped (%u training, %u validation)",
+        r.value("dropped", 0u), r.value("dropped_train", 0u),
+        r.value("dropped_validation", 0u));
+    if (r.contains("malicious_dropped")) {
+      absl::StrAppendFormat(&row, ", %u of the %u malicious nodes among them",
+                            r["malicious_dropped"].get<uint32_t>(),
+                            r["malicious"].get<uint32_t>());
+    }
+    absl::StrAppend(&row, r.value("retrained", true) ? ", retrained"
+                                                     : ", not retrained");
+    parts.push_back(row);
   }
-  return row;
+  if (parts.empty()) return d["kind"].get<std::string>();
+  return absl::StrJoin(parts, "; ");
 }
 
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
@@ -688,7 +791,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     values.insert(
         {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads",
          "dropout", "latency", "jitter", "loss", "churn", "churn-down",
-         "churn-batch", "malicious", "attack-class", "attack-dims", "store",
+         "churn-batch", "malicious", "attack", "attack-class", "attack-dims",
+         "attack-edges", "store",
          "frontends", "frontend-kills"});
     flags.insert({"keep", "keep-running"});
   }
@@ -744,6 +848,12 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   }
   RETURN_IF_ERROR(ParseAttackFlags(a, &o));
   RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defences, &o.screen_alpha));
+  if (o.defences.edge_consistency) {
+    return absl::InvalidArgumentError(
+        "--defence edge-consistency: a deployment's curator applies screen "
+        "(its estimate stage) and robust (its evaluate stage), not "
+        "edge-consistency");
+  }
   return o;
 }
 
@@ -761,6 +871,7 @@ absl::StatusOr<pipeline::PipelineConfig> ConfigOf(const Options& o) {
     c.attack_fraction = *o.malicious;
     c.attack_class = o.attack_class;
     c.attack_dims = o.attack_dims;
+    c.attack_kind = o.attack_kind;
   }
   c.defences = o.defences;
   c.screen_alpha = o.screen_alpha;
@@ -1636,6 +1747,7 @@ absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
           std::string(edges::kBlinkVariantNames.Name(o_.blink_variant)));
     }
     req.set_seed(o_.seed.value_or(1));
+    SetDefence(o_, &req);
     return admin_->stub->Evaluate(ctx, req, evaluate);
   });
 }
@@ -1794,10 +1906,23 @@ uint64_t Simulation::MissingFrom(const std::vector<uint32_t>& stored,
 
 std::vector<std::string> Simulation::AttackArgs() const {
   if (!o_.malicious || *o_.malicious == 0) return {};
-  return {"--malicious",      absl::StrCat(*o_.malicious),
-          "--malicious-seed", absl::StrCat(DropoutSeed()),
-          "--attack-class",   absl::StrCat(o_.attack_class),
-          "--attack-dims",    absl::StrCat(o_.attack_dims)};
+  std::vector<std::string> args = {
+      "--malicious",      absl::StrCat(*o_.malicious),
+      "--malicious-seed", absl::StrCat(DropoutSeed()),
+      "--attack",         std::string(poisoning::kAttackNames.Name(o_.attack_kind)),
+      "--attack-class",   absl::StrCat(o_.attack_class),
+      "--attack-dims",    absl::StrCat(o_.attack_dims)};
+  if (o_.attack_kind == poisoning::AttackKind::kAdaptive) {
+    // The screen's public level, as ldpgraph eval's adaptive attacker
+    // assumes it (PipelineConfig::screen_alpha, its default without the
+    // screen). %.17g: the agents must parse the very same double.
+    args.insert(args.end(), {"--attack-alpha",
+                             absl::StrFormat("%.17g", o_.screen_alpha)});
+  }
+  if (o_.attack_kind == poisoning::AttackKind::kFakeEdges) {
+    args.insert(args.end(), {"--attack-edges", absl::StrCat(o_.attack_edges)});
+  }
+  return args;
 }
 
 void Simulation::AddTargetRate(const json& details, json* run) const {
@@ -1937,25 +2062,18 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   const std::vector<uint32_t> malicious =
       o_.malicious ? MaliciousNodes() : std::vector<uint32_t>();
   if (o_.malicious) {
-    d["scenario"]["malicious"] = {{"fraction", *o_.malicious},
-                                  {"nodes", malicious.size()},
-                                  {"attack_class", o_.attack_class},
-                                  {"attack_dims", o_.attack_dims}};
+    d["scenario"]["malicious"] = {
+        {"fraction", *o_.malicious},
+        {"nodes", malicious.size()},
+        {"attack", std::string(poisoning::kAttackNames.Name(o_.attack_kind))},
+        {"attack_class", o_.attack_class},
+        {"attack_dims", o_.attack_dims}};
+    if (o_.attack_kind == poisoning::AttackKind::kFakeEdges) {
+      d["scenario"]["malicious"]["attack_edges"] = o_.attack_edges;
+    }
   }
   if (o_.defences.any()) {
-    d["scenario"]["defence"] = DefenceJson(o_, estimate);
-    json& dj = d["scenario"]["defence"];
-    if (o_.malicious && dj.contains("flagged")) {
-      // How many of the attacker's nodes the screen caught (ldpctl knows
-      // them; the curator does not).
-      uint32_t caught = 0;
-      for (const json& v : dj["flagged"]) {
-        caught += std::binary_search(malicious.begin(), malicious.end(),
-                                     v.get<uint32_t>());
-      }
-      dj["malicious"] = malicious.size();
-      dj["malicious_flagged"] = caught;
-    }
+    d["scenario"]["defence"] = DefenceJson(o_, estimate, evaluate, malicious);
   }
   d["reports"] = reports;
   d["refusals"] = refusals;
@@ -2085,9 +2203,10 @@ void Simulation::ScenarioRows(const json& d, const TableRow& row) const {
   if (sc.contains("malicious")) {
     const json& m = sc["malicious"];
     row("poisoning",
-        absl::StrFormat("malicious %g (%u nodes, simulated), maximal-gain "
-                        "attack on class %d, %d target dimensions",
+        absl::StrFormat("malicious %g (%u nodes, simulated), %s attack on "
+                        "class %d, %d target dimensions",
                         m["fraction"].get<double>(), m["nodes"].get<uint32_t>(),
+                        m.value("attack", "maximal-gain"),
                         m["attack_class"].get<int>(), m["attack_dims"].get<int>()));
   }
   if (sc.contains("defence")) row("defence", DefenceRow(sc["defence"]));
@@ -2415,8 +2534,8 @@ absl::Status Simulation::ServeUntilInterrupted() {
 constexpr char kDefenceSection[] =
     "\nDefence (default: off; ldpctl simulate and ldpctl run):\n";
 std::string SimulateHelp() {
-  return absl::StrCat(kHelp, kDefenceSection, pipeline::kDefenceHelp,
-                      kHelpTail);
+  return absl::StrCat(kHelp, poisoning::kAttackHelp, kAttackAlphaHelp,
+                      kDefenceSection, pipeline::kDefenceHelp, kHelpTail);
 }
 std::string RunHelp() {
   return absl::StrCat(kRunHelp, kDefenceSection, pipeline::kDefenceHelp);

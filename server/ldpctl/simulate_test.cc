@@ -133,8 +133,15 @@ TEST_F(SimulateTest, NetworkFlagsAreCheckedBeforeAnythingStarts) {
 TEST_F(SimulateTest, DefenceFlagsAreChecked) {
   Result r = Simulate({"--nodes", "400", "--defence", "filter"});
   EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_THAT(r.err, HasSubstr("--defence must be one of none, screen, got "
+  EXPECT_THAT(r.err, HasSubstr("--defence: defence must be a comma list of "
+                               "none, screen, robust, edge-consistency, got "
                                "'filter'"));
+  // The deployment's stages apply screen and robust only.
+  r = Simulate({"--nodes", "400", "--defence", "robust,edge-consistency"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency: a deployment's "
+                               "curator applies screen (its estimate stage) "
+                               "and robust (its evaluate stage)"));
   r = Simulate({"--nodes", "400", "--screen-alpha", "0.01"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("--screen-alpha needs --defence screen"));
@@ -242,7 +249,21 @@ TEST(SimulateAttackFlagsTest, BadSettingsAreUsageErrors) {
   };
   const std::vector<Case> cases = {
       {{"--malicious", "1"}, "--malicious: the malicious fraction must be in [0, 1), got 1"},
-      {{"--attack-class", "2"}, "--attack-class and --attack-dims apply to --malicious F"},
+      {{"--attack-class", "2"}, "--attack-class applies to --malicious F"},
+      {{"--attack-dims", "2"}, "--attack-dims applies to --malicious F"},
+      {{"--attack", "labels-only"}, "--attack applies to --malicious F"},
+      {{"--malicious", "0.1", "--attack", "flood"}, "--attack"},
+      {{"--malicious", "0.1", "--attack", "flood"}, "'flood'"},
+      {{"--attack-edges", "5"}, "--attack-edges applies to --malicious F"},
+      {{"--malicious", "0.1", "--attack-edges", "5"},
+       "--attack-edges applies to --attack fake-edges"},
+      {{"--malicious", "0.1", "--attack", "fake-edges"},
+       "--attack fake-edges crafts edge reports: it needs --edges rr or blink"},
+      {{"--malicious", "0.1", "--attack", "fake-edges", "--edges", "ns1"},
+       "it needs --edges rr or blink"},
+      {{"--malicious", "0.1", "--attack", "fake-edges", "--edges", "rr",
+        "--attack-edges", "0"},
+       "--attack-edges must be >= 1, got 0"},
       {{"--malicious", "0.1", "--attack-dims", "0"}, "target dimensions must be >= 1"},
       {{"--malicious", "0.1", "--attack-class", "-1"}, "attack class must be >= 0"},
   };
@@ -253,6 +274,17 @@ TEST(SimulateAttackFlagsTest, BadSettingsAreUsageErrors) {
     EXPECT_EQ(RunSimulate(args, "/nonexistent/ldpctl", out, err), kExitUsage);
     EXPECT_THAT(err.str(), HasSubstr(c.message));
   }
+}
+
+// The help names every attack and defence (the texts ldpgraph eval shares).
+TEST(SimulateAttackFlagsTest, HelpNamesTheAttacksAndDefences) {
+  const std::string help = SimulateHelp();
+  for (const char* name : {"--attack A", "maximal-gain", "input", "adaptive",
+                           "labels-only", "fake-edges", "--defence D[,D...]",
+                           "robust:", "screen:", "--screen-alpha A"}) {
+    EXPECT_THAT(help, HasSubstr(name));
+  }
+  EXPECT_THAT(RunHelp(), HasSubstr("robust:"));
 }
 
 }  // namespace

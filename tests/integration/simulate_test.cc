@@ -531,6 +531,62 @@ TEST_F(SimulateTest, PoisoningRaisesTheTargetRateAndEqualsTheLibrary) {
   EXPECT_THAT(r.out, HasSubstr("target rate (class 0)"));
 }
 
+// --attack and the robust defence through the deployment: the agent hosts
+// build the attacker of the kind asked (the adaptive one assuming the
+// run's --screen-alpha), the estimate stage screens, the evaluate stage
+// retrains without the labels its first model contradicts; the metric, the
+// target rate and the nodes dropped equal `ldpgraph eval` with the same
+// flags (the malicious counts ldpctl adds are the library's), and the JSON
+// and the table name the attack and what the defences did.
+TEST_F(SimulateTest, AttackKindsAndTheRobustDefenceEqualTheLibrary) {
+  const std::string data = Generated(600);
+  const std::vector<std::vector<std::string>> cases = {
+      {"--method", "lpgnn", "--epsilon", "3", "--label-epsilon", "3",
+       "--malicious", "0.1", "--attack", "labels-only", "--defence", "robust",
+       "--seed", "5"},
+      {"--method", "lpgnn", "--epsilon", "3", "--label-epsilon", "3",
+       "--malicious", "0.1", "--attack", "adaptive", "--defence",
+       "screen,robust", "--screen-alpha", "0.01", "--seed", "6"},
+  };
+  for (const std::vector<std::string>& flags : cases) {
+    SCOPED_TRACE(absl::StrJoin(flags, " "));
+    std::vector<std::string> sim = {"--dataset", data, "--hosts", "2"};
+    sim.insert(sim.end(), flags.begin(), flags.end());
+    json s = Simulate(sim);
+    json e = Eval(data, flags);
+    ASSERT_TRUE(s.is_object() && e.is_object());
+    EXPECT_EQ(s["mean"].get<double>(), e["mean"].get<double>());
+    EXPECT_EQ(s["per_run"][0]["target_rate"].get<double>(),
+              e["per_run"][0]["target_rate"].get<double>());
+    EXPECT_EQ(s["parameters"], e["parameters"]);
+    const json& sc = s["deployment"]["scenario"];
+    EXPECT_EQ(sc["malicious"]["attack"], flags[9]);
+    EXPECT_EQ(s["deployment"]["rejected"], 0);
+    const json& d = sc["defence"];
+    EXPECT_EQ(d["kind"], flags[11]);
+    ASSERT_TRUE(d.contains("robust")) << d.dump();
+    EXPECT_EQ(d["robust"], e["per_run"][0]["robust"]);
+    EXPECT_GT(d["robust"]["dropped"].get<int>(), 0);
+    EXPECT_GT(d["robust"]["malicious_dropped"].get<int>(), 0);
+    if (flags[11] == "screen,robust") {
+      EXPECT_EQ(d["alpha"], 0.01);
+      EXPECT_EQ(d["screen"], "applied");
+      EXPECT_EQ(d["flagged"], e["per_run"][0]["screen"]["flagged"]);
+    } else {
+      EXPECT_FALSE(d.contains("alpha"));
+    }
+  }
+  // The table says so.
+  std::vector<std::string> table = {"simulate", "--dataset", data, "--hosts",
+                                    "2"};
+  table.insert(table.end(), cases[0].begin(), cases[0].end());
+  CommandResult r = Ldpctl(table);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("labels-only attack on class 0"));
+  EXPECT_THAT(r.out, HasSubstr("robust: "));
+  EXPECT_THAT(r.out, HasSubstr("malicious nodes among them, retrained"));
+}
+
 TEST_F(SimulateTest, DropoutClosesAtTheDeadlineAndLearnsFromWhoAnswered) {
   constexpr int kNodes = 600;
   constexpr double kDropout = 0.3;
