@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Poisoning that fights back: attacker x defence x malicious share.
+
+    python3 tests/bench/poisoning_bench.py [--build DIR] [--out DIR] [--plot DIR]
+        [--quick] [--jobs J] [--runs R] [--datasets cora,pubmed]
+
+Runs `ldpgraph eval` (seed 1; --runs R at 0 and 10 %, the claims' cells,
+one run elsewhere) for every cell of the grid (attackers: maximal-gain,
+input, adaptive, labels-only, and fake-edges over a Blink graph; defences:
+none, screen, robust, their combination, edge-consistency; malicious shares
+0, 1, 5, 10 and 20 %) for LPGNN (Multi-bit eps 3, label RR eps 3, the
+README's chart) and PrivGE (HDS eps 1, labels known to the curator), on cora
+and pubmed from ../shared/datasets (or $LDPGRAPH_DATASETS). Each cell's JSON
+is kept in OUT/cells/ and reused by the next run (delete it to recompute).
+Writes OUT/poisoning.md (the table), OUT/poisoning.json (every cell) and one
+SVG chart per dataset and method into PLOT (ldpgraph plot).
+
+Then it checks the claims the README makes (CLAIMS below): at 10 %
+malicious on LPGNN, the undefended attack moves the target rate or the
+accuracy by more than 2 points (the attack works), and its best defence
+brings both back within 2 points of the unattacked run. A claim that does
+not hold fails the benchmark (exit 1). Cells a claim does not name are
+reported, not judged: "this defence fails against this attacker" is a
+result.
+
+--quick: the generated 3000-node dataset, one run, shares 0 and 0.2, LPGNN
+with three attackers; no claims are checked (a smoke run for ctest).
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+ATTACKERS = ["maximal-gain", "input", "adaptive", "labels-only"]
+FEATURE_DEFENCES = ["none", "screen", "robust", "screen,robust"]
+EDGE_DEFENCES = ["none", "edge-consistency", "edge-consistency,robust"]
+SHARES = ["0", "0.01", "0.05", "0.1", "0.2"]
+METHODS = {
+    "lpgnn": ["--method", "lpgnn", "--epsilon", "3", "--label-epsilon", "3"],
+    "privge": [],
+}
+TITLES = {
+    "lpgnn": "LPGNN (Multi-bit eps 3, label RR eps 3)",
+    "privge": "PrivGE (HDS eps 1, labels known to the curator)",
+}
+# fake-edges: a Blink graph at eps_e = 8 learned over by LPGNN (at eps_e = 1
+# the hard graph keeps about 70 of cora's 5,278 edges: LPGNN is near chance
+# with or without an attack).
+BLINK = ["--edges", "blink", "--edge-epsilon", "8"]
+
+# (dataset, method, attacker) -> (the defence the README claims holds it,
+# the malicious share): target rate and accuracy within 2 points of the
+# unattacked run, while the undefended attack moves one of them by more.
+# 10 %, but for labels-only on cora, which at 10 % moves neither figure by
+# 2 points. tests/integration/poisoning_defence_test.cc checks cora's.
+CLAIMS = {
+    ("cora", "lpgnn", "maximal-gain"): ("screen", "0.1"),
+    ("cora", "lpgnn", "adaptive"): ("robust", "0.1"),
+    ("cora", "lpgnn", "labels-only"): ("robust", "0.2"),
+    ("pubmed", "lpgnn", "maximal-gain"): ("screen", "0.1"),
+    ("pubmed", "lpgnn", "adaptive"): ("robust", "0.1"),
+}
+BOUND = 0.02
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--out", default=None)
+    p.add_argument("--plot", default=None)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--datasets", default="cora,pubmed")
+    p.add_argument("--only", choices=["all", "features", "edges"],
+                   default="all")
+    return p.parse_args()
+
+
+def cells(datasets, quick, only):
+    """Every (dataset, method, attacker, defence, share, extra flags)."""
+    out = []
+    for ds in datasets:
+        methods = ["lpgnn"] if quick else ["lpgnn", "privge"]
+        for m in methods:
+            if ds == "pubmed" and m != "lpgnn":
+                continue  # pubmed: LPGNN only (a run takes minutes)
+            if only in ("all", "features"):
+                out += feature_cells(ds, m, quick)
+            if only in ("all", "edges") and not quick and ds == "cora" \
+                    and m == "lpgnn":
+                for d in EDGE_DEFENCES:
+                    out.append((ds, m, "blink", d, "0", BLINK))
+                for s in ["0.05", "0.1", "0.2"]:
+                    for d in EDGE_DEFENCES:
+                        out.append((ds, m, "fake-edges", d, s, BLINK))
+    return out
+
+
+def feature_cells(ds, m, quick):
+    # robust reads label reports: PrivGE (the curator's labels) has none.
+    defences = FEATURE_DEFENCES if m == "lpgnn" else ["none", "screen"]
+    shares = ["0", "0.2"] if quick else SHARES
+    attackers = (["maximal-gain", "adaptive", "labels-only"] if quick
+                 else ATTACKERS)
+    out = [(ds, m, "none", d, "0", []) for d in defences]
+    for a in attackers:
+        if ds == "pubmed":
+            # pubmed: the undefended attack and its claimed (or the
+            # combined) defence at 10 %.
+            for d in ("none", CLAIMS.get((ds, m, a), ("screen,robust",))[0]):
+                out.append((ds, m, a, d, "0.1", []))
+            continue
+        for s in shares[1:]:
+            for d in defences:
+                out.append((ds, m, a, d, s, []))
+    return out
+
+
+def key(c):
+    ds, m, a, d, s, _ = c
+    return f"{ds}-{m}-{a}-{d.replace(',', '+')}-{s}"
+
+
+def run_cell(tool, data, out, runs, c):
+    ds, m, a, d, s, extra = c
+    path = os.path.join(out, "cells", key(c) + ".json")
+    if os.path.exists(path):
+        return c, json.load(open(path))
+    # The claims' cells (0 and 10 %) get every run; the others, and pubmed,
+    # one.
+    n = runs if s in ("0", "0.1") and ds != "pubmed" else 1
+    cmd = [tool, "eval", "--dataset", data[ds], *METHODS[m], *extra,
+           "--runs", str(n), "--seed", "1", "--threads", "1",
+           "--attack-class", "0", "--defence", d, "--format", "json"]
+    if s != "0":
+        cmd += ["--malicious", s, "--attack",
+                a if a != "blink" else "maximal-gain"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"poisoning_bench: {' '.join(cmd)} failed:\n{r.stderr}")
+    j = json.loads(r.stdout)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(j, f)
+    os.replace(tmp, path)
+    return c, j
+
+
+def caught(j):
+    """Mean count of the attacker's nodes each defence caught per run."""
+    out = {}
+    for r in j["per_run"]:
+        for name, field in (("screen", "malicious_flagged"),
+                            ("robust", "malicious_dropped"),
+                            ("edges", "malicious_flagged")):
+            v = r.get(name, {})
+            if isinstance(v, dict) and field in v:
+                out.setdefault(name, []).append(v[field])
+    return {k: sum(v) / len(v) for k, v in out.items()}
+
+
+def summary(j):
+    return {"accuracy": j["mean"], "accuracy_std": j["std"],
+            "target_rate": j["target_rate"]["mean"],
+            "target_rate_std": j["target_rate"]["std"],
+            "malicious": j["per_run"][0].get("screen", {}).get("malicious"),
+            "caught": caught(j)}
+
+
+def main():
+    a = parse_args()
+    tool = os.path.join(a.build, "ldpgraph")
+    if not os.access(tool, os.X_OK):
+        sys.exit(f"no {tool}: build first (bash tests/run.sh)")
+    out = a.out or os.path.join(a.build, "poisoning-bench")
+    plot = a.plot or out
+    os.makedirs(os.path.join(out, "cells"), exist_ok=True)
+    os.makedirs(plot, exist_ok=True)
+    shared = os.environ.get("LDPGRAPH_DATASETS", "../shared/datasets")
+    data = {}
+    if a.quick:
+        gen = os.path.join(out, "dataset")
+        subprocess.run([tool, "generate", "--out", gen, "--force"], check=True,
+                       capture_output=True)
+        data["generated"] = gen
+        runs = 1
+    else:
+        for ds in a.datasets.split(","):
+            path = os.path.join(shared, ds)
+            if not os.path.exists(os.path.join(path, "meta.json")):
+                sys.exit(f"poisoning_bench: no dataset {path}")
+            data[ds] = path
+        runs = a.runs
+    grid = cells(list(data), a.quick, a.only)
+    print(f"== poisoning: {len(grid)} cells, {runs} runs each, "
+          f"{a.jobs} at a time ==", flush=True)
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        futures = [pool.submit(run_cell, tool, data, out, runs, c) for c in grid]
+        for n, f in enumerate(concurrent.futures.as_completed(futures), 1):
+            c, j = f.result()
+            results[key(c)] = summary(j)
+            print(f"[{n}/{len(grid)}] {key(c)}: {100 * j['mean']:.1f} / "
+                  f"{100 * j['target_rate']['mean']:.1f}", flush=True)
+    json.dump(results, open(os.path.join(out, "poisoning.json"), "w"), indent=1)
+    write_table(results, grid, out)
+    write_charts(results, grid, out, plot, tool)
+    if a.quick:
+        return 0
+    return check_claims(results)
+
+
+def write_table(results, grid, out):
+    md = ["accuracy / target rate in % (test nodes of other classes predicted "
+          "as the attack class 0); in brackets, the attacker's nodes the "
+          "defences caught per run\n"]
+    groups = {}
+    for c in grid:
+        ds, m, a, d, s, _ = c
+        groups.setdefault((ds, m), {}).setdefault((a, d), {})[s] = results[key(c)]
+    for (ds, m), rows in groups.items():
+        shares = sorted({s for r in rows.values() for s in r}, key=float)
+        md.append(f"\n**{ds}, {TITLES[m]}**\n")
+        md.append("| attacker | defence | " + " | ".join(
+            f"{float(s) * 100:g} %" for s in shares) + " |")
+        md.append("|---|---|" + "---|" * len(shares))
+        for (atk, d), row in rows.items():
+            cellsx = []
+            for s in shares:
+                r = row.get(s)
+                if r is None:
+                    cellsx.append("")
+                    continue
+                text = f"{100 * r['accuracy']:.1f} / {100 * r['target_rate']:.1f}"
+                if r["caught"] and s != "0":
+                    text += " (" + ", ".join(
+                        f"{v:.0f}" for v in r["caught"].values()) + ")"
+                cellsx.append(text)
+            md.append(f"| {atk} | {d} | " + " | ".join(cellsx) + " |")
+    text = "\n".join(md) + "\n"
+    print(text)
+    open(os.path.join(out, "poisoning.md"), "w").write(text)
+
+
+def write_charts(results, grid, out, plot, tool):
+    groups = {}
+    for c in grid:
+        ds, m, a, d, s, _ = c
+        groups.setdefault((ds, m), []).append(c)
+    for (ds, m), cs in groups.items():
+        series = []
+        baseline = results[key((ds, m, "none", "none", "0", []))]
+        attackers = sorted({c[2] for c in cs if c[2] not in ("none", "blink")},
+                           key=lambda x: (ATTACKERS + ["fake-edges"]).index(x))
+        for atk in attackers:
+            for d in ("none", CLAIMS.get((ds, m, atk), ("robust",))[0]):
+                pts = sorted([c for c in cs if c[2] == atk and c[3] == d],
+                             key=lambda c: float(c[4]))
+                if not pts:
+                    continue
+                base = [baseline] if atk != "fake-edges" else []
+                ys = base + [results[key(c)] for c in pts]
+                xs = ([0.0] if base else []) + [float(c[4]) for c in pts]
+                series.append({"name": f"{atk}, {d}", "x": xs,
+                               "y": [r["target_rate"] for r in ys],
+                               "error": [r["target_rate_std"] for r in ys]})
+        chart = {"title": f"{ds}, {TITLES[m]}: target rate under poisoning",
+                 "x_label": "fraction of malicious agents (attack class 0)",
+                 "y_label": "target rate (other classes predicted 0)",
+                 "series": series}
+        path = os.path.join(out, f"poisoning-{ds}-{m}.json")
+        json.dump(chart, open(path, "w"))
+        svg = os.path.join(plot, f"poisoning-{ds}-{m}.svg")
+        subprocess.run([tool, "plot", "--input", path, "--output", svg],
+                       check=True)
+        if not open(svg).read().startswith("<svg "):
+            sys.exit(f"poisoning_bench: {svg} is not an SVG document")
+        print(f"wrote {svg}")
+
+
+def check_claims(results):
+    bad = []
+    for (ds, m, atk), (d, share) in CLAIMS.items():
+        try:
+            base = results[key((ds, m, "none", "none", "0", []))]
+            attacked = results[key((ds, m, atk, "none", share, []))]
+            defended = results[key((ds, m, atk, d, share, []))]
+        except KeyError:
+            continue  # not in this grid (--datasets)
+        moved = max(attacked["target_rate"] - base["target_rate"],
+                    base["accuracy"] - attacked["accuracy"])
+        held = (defended["target_rate"] - base["target_rate"] <= BOUND and
+                base["accuracy"] - defended["accuracy"] <= BOUND)
+        verdict = "holds" if moved > BOUND and held else "FAILS"
+        print(f"claim {ds} {m} {atk} at {float(share) * 100:g} %: "
+              f"undefended moves by "
+              f"{100 * moved:.1f} points; {d}: accuracy "
+              f"{100 * defended['accuracy']:.1f} (unattacked "
+              f"{100 * base['accuracy']:.1f}), target rate "
+              f"{100 * defended['target_rate']:.1f} (unattacked "
+              f"{100 * base['target_rate']:.1f}): {verdict}")
+        if verdict != "holds":
+            bad.append(f"{ds} {m} {atk} {d}")
+    if bad:
+        print("poisoning_bench: claims that do not hold: " + "; ".join(bad),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
