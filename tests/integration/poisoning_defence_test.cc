@@ -1,8 +1,9 @@
 // What each defence holds against its attacker, on cora, as the README's
 // poisoning table claims it (tests/bench/poisoning_bench.py CLAIMS): LPGNN
 // with Multi-bit at eps_x = 3 and label randomized response at eps_y = 3,
-// seed 1, one run, 10 % of the nodes malicious (20 % for labels-only,
-// which at 10 % moves neither figure by 2 points), attack class 0.
+// seed 1, one run, 10 % of the nodes malicious, attack class 0. No claim
+// is made for labels-only: at 10 % it moves neither figure by 2 points, and
+// at 20 % robust does not hold it (the README's table).
 //  - the undefended attack moves the target rate up, or the accuracy down,
 //    by more than 2 points (the test sees the attack work);
 //  - with the defence, both are within 2 points of the unattacked run.
@@ -109,11 +110,6 @@ TEST_F(PoisoningDefenceTest, ScreenHoldsTheMaximalGainAttack) {
 TEST_F(PoisoningDefenceTest, RobustHoldsTheAdaptiveAttack) {
   ExpectDefenceHolds(poisoning::AttackKind::kAdaptive,
                      Defences{.robust = true});
-}
-
-TEST_F(PoisoningDefenceTest, RobustHoldsTheLabelsOnlyAttack) {
-  ExpectDefenceHolds(poisoning::AttackKind::kLabelsOnly,
-                     Defences{.robust = true}, 0.2);
 }
 
 // With nobody attacking, robust finds no over-reported class and changes
