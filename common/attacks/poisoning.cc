@@ -16,16 +16,6 @@
 namespace ldpgraph::poisoning {
 namespace {
 
-// P(X > t) for X ~ Poisson(lambda), lambda > 0.
-double PoissonTailAbove(double lambda, uint64_t t) {
-  // P(X > t) = 1 - sum_{i <= t} pmf(i), summed in log space.
-  double below = 0;
-  for (uint64_t i = 0; i <= t; ++i) {
-    below += std::exp(i * std::log(lambda) - lambda - std::lgamma(i + 1.0));
-  }
-  return std::max(0.0, 1.0 - below);
-}
-
 
 // The largest output of a windowed grid: its top point.
 double TopOfGrid(const internal::WindowedGrid& g) {

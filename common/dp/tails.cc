@@ -54,6 +54,14 @@ uint64_t BinomialUpperQuantile(uint64_t n, double p, double level) {
   return t;
 }
 
+double PoissonTailAbove(double lambda, uint64_t t) {
+  double below = 0;
+  for (uint64_t i = 0; i <= t; ++i) {
+    below += std::exp(i * std::log(lambda) - lambda - std::lgamma(i + 1.0));
+  }
+  return std::max(0.0, 1.0 - below);
+}
+
 double HypergeometricTailAtLeast(int d, int m, int k, int h) {
   const int top = std::min(m, k);
   if (h <= std::max(0, k - (d - m))) return 1.0;

@@ -1,7 +1,8 @@
 // Exact tails of the binomial and hypergeometric distributions, for tests
 // that must hold at a stated level: the curator's report screen
 // (server/pipeline/report_screen.h) and the edge-consistency check, and the
-// simulated attacker that knows them (common/attacks/poisoning.h).
+// simulated attacker that knows them (common/attacks/poisoning.h: the
+// Poisson tail bounds its crafted counts).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,10 @@ namespace ldpgraph {
 // space until its terms fall 40 nats below the level, and the terms left
 // out are bounded geometrically, which can only raise t.
 uint64_t BinomialUpperQuantile(uint64_t n, double p, double level);
+
+// P(X > t) for X ~ Poisson(lambda), lambda > 0: one minus the pmf summed
+// up to t, each term in log space.
+double PoissonTailAbove(double lambda, uint64_t t);
 
 // P(H >= h) for H ~ Hypergeometric(population d, successes m, draws k),
 // m, k <= d.
