@@ -1,5 +1,6 @@
 #include "server/training/models.h"
 
+#include <cassert>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -214,13 +215,83 @@ Gnn<S>::Gnn(const GnnConfig& c, const GraphOperators<S>* ops,
 }
 
 template <typename S>
+SparseInput<S>::SparseInput(SpMat<S> m) : x(std::move(m)) {
+  x.makeCompressed();
+  xt = x.transpose();
+  xt.makeCompressed();
+}
+
+template <typename S>
 const Mat<S>& Gnn<S>::Forward(const Mat<S>& x, bool training,
                               PublicRandom* rng) {
-  const Mat<S>* h = &x;
+  sparse_x_ = sparse_xt_ = nullptr;
+  return ForwardFrom(0, &x, training, rng);
+}
+
+template <typename S>
+const Mat<S>& Gnn<S>::Forward(const SparseInput<S>& x, bool training,
+                              PublicRandom* rng) {
+  sparse_x_ = &x.x;
+  sparse_xt_ = &x.xt;
+  if (training) {
+    dropped_ = x.x;
+    if (dropout_[0].ForwardValues(x.x.valuePtr(), dropped_.valuePtr(),
+                                  x.x.nonZeros(), training, rng)) {
+      dropped_t_ = dropped_.transpose();
+      sparse_x_ = &dropped_;
+      sparse_xt_ = &dropped_t_;
+    }
+  }
+  SparseFirstLayer();
+  if (config_.layers == 1) return pre_[0];
+  ActivationForward(config_.activation, pre_[0], &act_[0], config_.threads);
+  return ForwardFrom(1, &act_[0], training, rng);
+}
+
+// Layer 0 in the cheaper order whatever the widths: X W first (nnz x out),
+// then the graph operator at the output's width.
+template <typename S>
+void Gnn<S>::SparseFirstLayer() {
+  const int threads = config_.threads;
+  const SpMat<S>& x = *sparse_x_;
+  Mat<S> tmp;
+  if (config_.kind == GnnKind::kGcn) {
+    ParallelProduct(x, self_[0].weight().value, &tmp, threads);
+    ParallelProduct(ops_->gcn, tmp, &pre_[0], threads);
+  } else {
+    ParallelProduct(x, self_[0].weight().value, &pre_[0], threads);
+    ParallelProduct(x, neigh_[0].weight().value, &tmp, threads);
+    ParallelProduct(ops_->mean, tmp, &agg_[0], threads);
+    pre_[0] += agg_[0];
+  }
+  pre_[0].rowwise() += self_[0].bias().value.row(0);
+}
+
+// Gradients of layer 0 over the sparse input: d/dW = X^T (A^T g), formed
+// as the transpose X^T (d x n) times the n x out gradient.
+template <typename S>
+void Gnn<S>::SparseFirstLayerBackward(const Mat<S>& g) {
+  const int threads = config_.threads;
+  std::vector<Mat<S>> scratch;
+  Mat<S> t;
+  ParallelColumnSum(g, &self_[0].bias().grad, threads, &scratch);
+  if (config_.kind == GnnKind::kGcn) {
+    ParallelProduct(ops_->gcn, g, &t, threads);  // A symmetric
+    ParallelProduct(*sparse_xt_, t, &self_[0].weight().grad, threads);
+  } else {
+    ParallelProduct(*sparse_xt_, g, &self_[0].weight().grad, threads);
+    ParallelProduct(ops_->mean_transpose, g, &t, threads);
+    ParallelProduct(*sparse_xt_, t, &neigh_[0].weight().grad, threads);
+  }
+}
+
+template <typename S>
+const Mat<S>& Gnn<S>::ForwardFrom(int first, const Mat<S>* h, bool training,
+                                  PublicRandom* rng) {
   const int last = config_.layers - 1;
   const int threads = config_.threads;
   Mat<S> tmp;
-  for (int l = 0; l <= last; ++l) {
+  for (int l = first; l <= last; ++l) {
     in_[l] = &dropout_[l].Forward(*h, training, rng);
     const Mat<S>& in = *in_[l];
     if (config_.kind == GnnKind::kGcn) {
@@ -259,6 +330,11 @@ void Gnn<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
     if (l != config_.layers - 1) {
       ActivationBackward(config_.activation, pre_[l], act_[l], &g,
                          config_.threads);
+    }
+    if (l == 0 && sparse_x_ != nullptr) {
+      assert(d_x == nullptr);  // no input gradient over sparse input
+      SparseFirstLayerBackward(g);
+      break;
     }
     const bool need_input = l > 0 || d_x != nullptr;
     if (config_.kind == GnnKind::kGcn) {
@@ -333,6 +409,8 @@ template class Mlp<float>;
 template class Mlp<double>;
 template class Gnn<float>;
 template class Gnn<double>;
+template struct SparseInput<float>;
+template struct SparseInput<double>;
 template GraphOperators<float> BuildGraphOperators<float>(const Graph&);
 template GraphOperators<double> BuildGraphOperators<double>(const Graph&);
 template SpMat<float> BuildSymmetricOperator<float>(const Graph&);

@@ -134,6 +134,21 @@ GraphOperators<S> BuildGraphOperators(const Graph& g);
 template <typename S>
 SpMat<S> BuildSymmetricOperator(const Graph& g);
 
+// Sparse node features for Gnn::Forward: x (row-major, compressed) and its
+// transpose (d x n, row-major), built once; the first layer's weight
+// gradients read the transpose.
+template <typename S>
+struct SparseInput {
+  explicit SparseInput(SpMat<S> m);
+  SpMat<S> x;
+  SpMat<S> xt;
+};
+
+// Whether the first layer should read x sparse: when at most
+// kSparseInputDensity of its entries are non-zero (a sparse product costs a
+// few times a dense one per entry it touches).
+inline constexpr double kSparseInputDensity = 0.125;
+
 // A graph network over all n nodes at once.
 //  GCN layer:       H' = A_gcn (drop(H) W) + b
 //  GraphSAGE layer: H' = drop(H) W_self + (A_mean drop(H)) W_neigh + b
@@ -144,6 +159,14 @@ class Gnn {
   Gnn(const GnnConfig& c, const GraphOperators<S>* ops, PublicRandom& rng);
 
   const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng);
+  // The same map over sparse features x (row-major; the values the dense x
+  // would hold): the first layer's products cost nnz(x) x width, not
+  // n x d x width. x must outlive the matching Backward call, which then
+  // cannot return d_x. Input dropout draws one mask entry per stored value
+  // (a zero stays zero either way), so its masks differ from the dense
+  // path's draws for the same seed.
+  const Mat<S>& Forward(const SparseInput<S>& x, bool training,
+                        PublicRandom* rng);
   void Backward(const Mat<S>& d_output, Mat<S>* d_x = nullptr);
   std::vector<Param<S>*> Params();
   // The current parameters (aggregation kGcn or kMean); they answer over
@@ -160,8 +183,19 @@ class Gnn {
     return in <= out;
   }
 
+  // Layer 0 over the sparse input (sparse_x_), and its gradients.
+  void SparseFirstLayer();
+  void SparseFirstLayerBackward(const Mat<S>& g);
+  const Mat<S>& ForwardFrom(int first, const Mat<S>* h, bool training,
+                            PublicRandom* rng);
+
   GnnConfig config_;
   const GraphOperators<S>* ops_;
+  // The last Forward's sparse input and its transpose (after input
+  // dropout: dropped_ and dropped_t_); null after a dense Forward.
+  const SpMat<S>* sparse_x_ = nullptr;
+  const SpMat<S>* sparse_xt_ = nullptr;
+  SpMat<S> dropped_, dropped_t_;
   std::vector<Linear<S>> self_;   // GCN: the layer's W and b
   std::vector<Linear<S>> neigh_;  // GraphSAGE only: W_neigh (its bias unused)
   std::vector<Dropout<S>> dropout_;

@@ -189,6 +189,113 @@ TEST(GnnTest, GradientsMatchFiniteDifferences) {
   }
 }
 
+// Features with most entries zero (about a third stored), as a dense
+// matrix and as the sparse input holding the same values.
+Mat<double> SparseFeatures(int rows, int cols, uint64_t seed) {
+  Mat<double> x = RandomMatrix(rows, cols, seed);
+  PublicRandom rng(seed + 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    if (rng.Next64() % 3 != 0) x.data()[i] = 0.0;
+  }
+  return x;
+}
+
+TEST(GnnTest, SparseInputGivesTheDenseOutputsAndGradients) {
+  const Graph g = SmallGraph();
+  GraphOperators<double> ops = BuildGraphOperators<double>(g);
+  for (GnnKind kind : {GnnKind::kGcn, GnnKind::kSage}) {
+    // Input 4 < hidden 5 and input 7 > hidden 2: both GraphSAGE orders on
+    // the dense path; one and two layers.
+    for (int input : {4, 7}) {
+      for (int layers : {1, 2}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "sage " << (kind == GnnKind::kSage) << " input "
+                     << input << " layers " << layers);
+        const int hidden = input == 4 ? 5 : 2;
+        const Mat<double> x = SparseFeatures(6, input, 11);
+        const SparseInput<double> sx(x.sparseView());
+        ASSERT_LT(sx.x.nonZeros(), x.size() / 2);
+        PublicRandom r1(3), r2(3);
+        const GnnConfig c{kind, input, hidden, 3, layers, 0.3,
+                          Activation::kSelu};
+        Gnn<double> dense(c, &ops, r1), sparse(c, &ops, r2);
+        PublicRandom d1(9), d2(9);
+        const Mat<double> out_dense = dense.Forward(x, true, &d1);
+        const Mat<double> out_sparse = sparse.Forward(sx, true, &d2);
+        EXPECT_LT((out_dense - out_sparse).cwiseAbs().maxCoeff(), 1e-12);
+        const Mat<double> r = RandomMatrix(6, 3, 5);
+        dense.Backward(r);
+        sparse.Backward(r);
+        const auto pd = dense.Params(), ps = sparse.Params();
+        ASSERT_EQ(pd.size(), ps.size());
+        for (size_t i = 0; i < pd.size(); ++i) {
+          EXPECT_LT((pd[i]->grad - ps[i]->grad).cwiseAbs().maxCoeff(), 1e-12)
+              << "param " << i;
+        }
+        EXPECT_LT((dense.Forward(x, false, nullptr) -
+                   sparse.Forward(sx, false, nullptr))
+                      .cwiseAbs()
+                      .maxCoeff(),
+                  1e-12);
+      }
+    }
+  }
+}
+
+TEST(GnnTest, SparseInputGradientsMatchFiniteDifferencesWithInputDropout) {
+  // Input dropout masks the stored values: the parameter gradients still
+  // follow the loss of the same masked forward pass.
+  const Graph g = SmallGraph();
+  GraphOperators<double> ops = BuildGraphOperators<double>(g);
+  for (GnnKind kind : {GnnKind::kGcn, GnnKind::kSage}) {
+    PublicRandom init(3);
+    Gnn<double> gnn({kind, 7, 4, 3, 2, 0.3, Activation::kSelu, 0.5}, &ops,
+                    init);
+    PublicRandom fill(42);
+    for (Param<double>* p : gnn.Params()) FillUniform(p->value, 1.0, fill);
+    const SparseInput<double> sx(SparseFeatures(6, 7, 12).sparseView());
+    const Mat<double> r = RandomMatrix(6, 3, 99);
+    auto loss = [&] {
+      PublicRandom rng(7);
+      return gnn.Forward(sx, true, &rng).cwiseProduct(r).sum();
+    };
+    loss();
+    gnn.Backward(r);
+    std::vector<Mat<double>> grads;
+    for (Param<double>* p : gnn.Params()) grads.push_back(p->grad);
+    int i = 0;
+    for (Param<double>* p : gnn.Params()) {
+      EXPECT_EQ(CheckGradient(&p->value, grads[i], loss), "") << "param " << i;
+      ++i;
+    }
+    if (kind == GnnKind::kGcn) continue;
+    // One GraphSAGE layer with W_self = I, W_neigh = 0, no bias shows the
+    // masked input: zeros stay zero, some stored values are dropped, the
+    // others doubled (p = 0.5).
+    Gnn<double> probe({kind, 7, 7, 7, 1, 0.0, Activation::kSelu, 0.5}, &ops,
+                      init);
+    probe.Params()[0]->value = Mat<double>::Identity(7, 7);
+    probe.Params()[1]->value.setZero();
+    probe.Params()[2]->value.setZero();
+    PublicRandom rng(7);
+    const Mat<double> seen = probe.Forward(sx, true, &rng);
+    const Mat<double> x = sx.x;
+    int dropped = 0, kept = 0;
+    for (Eigen::Index k = 0; k < x.size(); ++k) {
+      if (x.data()[k] == 0) {
+        EXPECT_EQ(seen.data()[k], 0.0);
+      } else if (seen.data()[k] == 0) {
+        ++dropped;
+      } else {
+        EXPECT_NEAR(seen.data()[k], 2 * x.data()[k], 1e-12);
+        ++kept;
+      }
+    }
+    EXPECT_GT(dropped, 0);
+    EXPECT_GT(kept, 0);
+  }
+}
+
 TEST(GnnTest, GcnLayerIsTheNormalisedAggregation) {
   // One linear layer with identity weights and zero bias is exactly
   // A_gcn x; a GraphSAGE layer with W_self = 0, W_neigh = I is the mean.

@@ -154,6 +154,20 @@ class Dropout {
     return out_;
   }
 
+  // The stored values of a sparse input: out = in * mask over `count`
+  // values (count rows of one column) in training with p > 0, returning
+  // true; false (out untouched) otherwise. A zero entry stays zero under any
+  // mask, so masking the stored values is dropout on the whole matrix.
+  bool ForwardValues(const S* in, S* out, Eigen::Index count, bool training,
+                     PublicRandom* rng) {
+    if (!training) return false;
+    active_ = p_ > 0.0;
+    if (!active_) return false;
+    seed_ = rng->Next64();
+    Apply(in, out, count, 1);
+    return true;
+  }
+
   // grad := grad * mask (when the last forward pass dropped anything).
   void Backward(Mat<S>* grad) const {
     if (active_) Apply(grad->data(), grad->data(), grad->rows(), grad->cols());

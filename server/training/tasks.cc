@@ -125,6 +125,11 @@ absl::Status ValidateNodeData(const NodeTaskData& d, const NodeModelConfig& c) {
   if (!(c.batched_learning_rate > 0)) {
     return absl::InvalidArgumentError("learning rates must be > 0");
   }
+  if (!(c.sparse_input_density >= 0 && c.sparse_input_density <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse input density must be in [0, 1], got ",
+        c.sparse_input_density));
+  }
   if (!(c.train.adam.learning_rate > 0) || !(c.train.adam.weight_decay >= 0)) {
     return absl::InvalidArgumentError(
         "learning rate must be > 0 and weight decay >= 0");
@@ -195,6 +200,7 @@ struct NodeModel {
   std::unique_ptr<Mlp<float>> mlp;
   std::unique_ptr<GraphOperators<float>> ops;
   std::unique_ptr<Gnn<float>> gnn;
+  std::unique_ptr<SparseInput<float>> sparse;  // the features, when sparse
   Mat<float> x_train, x_validation, full_grad, train_logits;
 };
 
@@ -245,8 +251,19 @@ absl::Status BuildGnn(const NodeTaskData& d, const NodeModelConfig& c,
   m->gnn = std::make_unique<Gnn<float>>(gc, m->ops.get(), rng);
   m->full_grad.setZero(x.rows(), d.classes);
   Gnn<float>* gnn = m->gnn.get();
-  m->hooks.forward_train = [&d, m, gnn](PublicRandom& r) -> const Mat<float>& {
-    m->train_logits = GatherRows(gnn->Forward(*d.features, true, &r), d.train);
+  const double nonzeros = static_cast<double>((x.array() != 0.0f).count());
+  if (c.sparse_input_density > 0 && x.size() > 0 &&
+      nonzeros <= c.sparse_input_density * x.size()) {
+    m->sparse = std::make_unique<SparseInput<float>>(x.sparseView());
+  }
+  const SparseInput<float>* sparse = m->sparse.get();
+  auto forward = [&x, gnn, sparse](bool training,
+                                   PublicRandom* r) -> const Mat<float>& {
+    return sparse ? gnn->Forward(*sparse, training, r)
+                  : gnn->Forward(x, training, r);
+  };
+  m->hooks.forward_train = [&d, m, forward](PublicRandom& r) -> const Mat<float>& {
+    m->train_logits = GatherRows(forward(true, &r), d.train);
     return m->train_logits;
   };
   m->hooks.backward = [&d, m, gnn](const Mat<float>& g) {
@@ -255,12 +272,12 @@ absl::Status BuildGnn(const NodeTaskData& d, const NodeModelConfig& c,
     }
     gnn->Backward(m->full_grad);
   };
-  m->hooks.forward_all = [&x, gnn](PublicRandom& r) -> const Mat<float>& {
-    return gnn->Forward(x, true, &r);
+  m->hooks.forward_all = [forward](PublicRandom& r) -> const Mat<float>& {
+    return forward(true, &r);
   };
   m->hooks.backward_all = [gnn](const Mat<float>& g) { gnn->Backward(g); };
-  m->hooks.predict = [&x, gnn](const std::vector<uint32_t>& rows) {
-    return GatherRows(gnn->Forward(x, false, nullptr), rows);
+  m->hooks.predict = [forward](const std::vector<uint32_t>& rows) {
+    return GatherRows(forward(false, nullptr), rows);
   };
   m->hooks.predict_validation = [&d, m] { return m->hooks.predict(d.validation); };
   m->hooks.params = [gnn] { return gnn->Params(); };

@@ -37,6 +37,11 @@ struct NodeModelConfig {
   int batched_max_epochs = 100;
   int batched_patience = 10;
   double batched_learning_rate = 0.001;
+  // Graph models: the first layer reads the features as a sparse matrix
+  // when at most this share of them is non-zero (0: always dense). Same
+  // model; floating-point sums in another order, and input dropout draws
+  // its masks per stored value.
+  double sparse_input_density = kSparseInputDensity;
   // Worker threads for the models' products; 0 = every core. Results do
   // not depend on it.
   int threads = 0;
