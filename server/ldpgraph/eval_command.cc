@@ -435,9 +435,10 @@ absl::Status ParseTrainingFlags(const CliArgs& a, PipelineConfig* config) {
         *batch_lr;
   }
   if (auto split = a.Get("split")) {
-    ASSIGN_OR_RETURN(int i,
-                     ParseChoice("split", *split, {"random", "planetoid"}));
+    ASSIGN_OR_RETURN(int i, ParseChoice("split", *split,
+                                        {"random", "planetoid", "fixed"}));
     c.planetoid_split = i == 1;
+    c.fixed_split = i == 2;
   }
   return absl::OkStatus();
 }
@@ -467,7 +468,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       CliArgs::Parse(
           args,
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
-           "label-epsilon", "label-steps", "feature-steps", "scale", "alpha",
+           "label-epsilon", "label-steps", "feature-steps", "lpgnn-settings",
+           "scale", "alpha",
            "propagation", "label-denoising", "kprop-norm", "tune-feature-steps",
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
@@ -509,11 +511,17 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   ASSIGN_OR_RETURN(o.edges, ParseEvalEdgesFlags(a, c));
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
-  // Any of these takes LPGNN's settings into the user's hands: the
-  // per-dataset table then stays off, and the others keep cora's.
-  for (const char* flag : {"feature-steps", "label-steps", "lr",
-                           "weight-decay", "dropout"}) {
-    if (a.Get(flag)) c.dataset_settings = false;
+  // A setting given explicitly stays; the table sets the others.
+  c.fixed_settings = {a.Get("feature-steps").has_value(),
+                      a.Get("label-steps").has_value(),
+                      a.Get("lr").has_value(),
+                      a.Get("weight-decay").has_value(),
+                      a.Get("dropout").has_value()};
+  if (auto path = a.Get("lpgnn-settings")) {
+    ASSIGN_OR_RETURN(pipeline::LpgnnSettings table,
+                     pipeline::LpgnnSettings::BuiltInWithFile(*path));
+    c.lpgnn_settings =
+        std::make_shared<const pipeline::LpgnnSettings>(std::move(table));
   }
   return o;
 }
@@ -676,10 +684,17 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          --propagation kprop or auto: default 16; lpgnn:
                          LPGNN's published value for the dataset and
                          budgets, e.g. 2 on cora at eps_x = eps_y = 1, 16
-                         with clean labels). For lpgnn, giving
-                         --feature-steps, --label-steps, --lr,
-                         --weight-decay or --dropout turns that table off:
-                         the others keep cora's eps_x = eps_y = 1 values.
+                         with clean labels). For lpgnn, a value given
+                         with --feature-steps, --label-steps, --lr,
+                         --weight-decay or --dropout stays; the table
+                         sets the others.
+  --lpgnn-settings FILE  lpgnn: rows to add to (or replace in) the settings
+                         table: K_x, K_y, learning rate, weight decay and
+                         dropout per dataset name and budgets, in the CSV
+                         layout of server/pipeline/lpgnn_settings.csv (the
+                         built-in rows: the authors' settings for cora,
+                         pubmed, facebook and lastfm; a dataset without
+                         rows takes cora's)
   --kprop-norm N         KProp: symmetric (D^-1/2 A D^-1/2 as LPGNN's code;
                          lpgnn's default) or mean (D^-1 A, as its paper
                          writes; privge's default)
@@ -706,7 +721,12 @@ constexpr char kEvalHelpModel[] = R"(Model:
                          at most 100 epochs, patience 10)
   --batch-lr LR          Adam's learning rate with mini-batches (default
                          0.001; --lr is the full batch's)
-  --split S              node: random (50/25/25; default) or planetoid
+  --split S              random (default; node: 50/25/25 of the labelled
+                         nodes, link: 85/5/10 of the edges), drawn again
+                         every run; fixed: the same random split in every
+                         run (run 0's: the runs differ in noise and weights
+                         only, as the LPGNN and PrivGE scripts run); or
+                         planetoid (node)
 )";
 // the attack simulation;
 constexpr char kEvalHelpAttack[] = R"(Attack simulation (node task; default: off):

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -305,6 +306,42 @@ TEST_F(EvalCommandTest, LinkAndLabelNoiseRuns) {
   EXPECT_THAT(table.out, HasSubstr("raw features: accuracy"));
   // No noise drawn: no warning.
   EXPECT_THAT(table.err, ::testing::Not(HasSubstr("NOT differentially")));
+}
+
+// LPGNN's settings: a user's file adds rows for its own dataset (here the
+// generator's name, "generated"), and a value given on the command line
+// stays while the table sets the others.
+TEST_F(EvalCommandTest, LpgnnSettingsComeFromTheTableAndAUsersFile) {
+  const std::string path = *dir_ + "/settings.csv";
+  std::ofstream(path)
+      << "dataset,eps_x,eps_y,feature_steps,label_steps,learning_rate,"
+         "weight_decay,dropout\n"
+         "generated,1,2,3,1,0.02,0.001,0.3\n";
+  Result r = Eval({"--dataset", gen(), "--method", "lpgnn", "--label-epsilon",
+                   "2", "--runs", "1", "--epochs", "5", "--lpgnn-settings",
+                   path, "--dropout", "0.1", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out)["parameters"];
+  EXPECT_EQ(j["propagation"]["steps"], 3);
+  EXPECT_EQ(j["label_steps"], 1);
+  EXPECT_DOUBLE_EQ(j["model"]["training"]["learning_rate"].get<double>(),
+                   0.02);
+  EXPECT_DOUBLE_EQ(j["model"]["dropout"].get<double>(), 0.1);
+  // Without the file the dataset takes cora's row (eps_x 1, eps_y 2: K_x 8,
+  // K_y 4); --feature-steps stays.
+  r = Eval({"--dataset", gen(), "--method", "lpgnn", "--label-epsilon", "2",
+            "--runs", "1", "--epochs", "5", "--feature-steps", "1",
+            "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = nlohmann::json::parse(r.out)["parameters"];
+  EXPECT_EQ(j["propagation"]["steps"], 1);
+  EXPECT_EQ(j["label_steps"], 4);
+  // A broken file is a usage error naming the file and line.
+  std::ofstream(path) << "dataset,eps_x\n";
+  r = Eval({"--dataset", gen(), "--method", "lpgnn", "--lpgnn-settings",
+            path});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(path + ":1: expected the header line"));
 }
 
 TEST_F(EvalCommandTest, ReproFillsThePaperColumnWherePublished) {

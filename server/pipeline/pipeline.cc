@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -599,7 +600,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   } else {
     ASSIGN_OR_RETURN(split, RandomNodeSplit(d.labels, c.train_fraction,
                                             c.validation_fraction,
-                                            StageSeed(seed, run, kSplit)));
+                                            StageSeed(seed, c.fixed_split ? 0 : run, kSplit)));
   }
   const Collected* labels_collected =
       collected != nullptr && collected->label_reports ? collected : nullptr;
@@ -768,7 +769,7 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
   ASSIGN_OR_RETURN(EdgeSplit split,
                    RandomEdgeSplit(d.graph, c.link_validation_fraction,
                                    c.link_test_fraction,
-                                   StageSeed(seed, run, kSplit)));
+                                   StageSeed(seed, c.fixed_split ? 0 : run, kSplit)));
   std::vector<Edge> held_out = split.validation;
   held_out.insert(held_out.end(), split.test.begin(), split.test.end());
   // The curator learns from the training edges only.
@@ -884,69 +885,27 @@ PipelineConfig DefaultConfig(Method method, Task task) {
   return c;
 }
 
-namespace {
-
-// LPGNN's published hyper-parameters (the authors' released tables, GraphSAGE
-// on "raw" features): K_x and K_y tuned per (eps_x, eps_y) on the budgets
-// below, learning rate, weight decay and dropout per (eps_x finite or not,
-// eps_y finite or not). Rows for cora and pubmed; other datasets take cora's.
-constexpr double kTableEpsX[] = {0.01, 0.1, 1, 2, 3};  // then inf
-constexpr double kTableEpsY[] = {0.5, 1, 2, 3};         // then inf
-// [dataset][eps_x index 0..5][eps_y index 0..4] = {K_x, K_y}.
-constexpr int kSteps[2][6][5][2] = {
-    {  // cora
-     {{4, 4}, {8, 8}, {8, 8}, {8, 8}, {8, 0}},
-     {{0, 8}, {2, 4}, {16, 4}, {8, 4}, {16, 0}},
-     {{2, 8}, {2, 8}, {8, 4}, {16, 4}, {16, 0}},
-     {{8, 8}, {4, 8}, {8, 4}, {16, 2}, {16, 0}},
-     {{2, 8}, {16, 8}, {8, 4}, {16, 2}, {16, 0}},
-     {{4, 8}, {0, 4}, {0, 4}, {0, 2}, {0, 0}}},
-    {  // pubmed
-     {{16, 2}, {16, 2}, {16, 2}, {16, 2}, {16, 0}},
-     {{4, 4}, {8, 2}, {8, 2}, {16, 0}, {16, 0}},
-     {{0, 4}, {4, 2}, {16, 0}, {16, 0}, {16, 0}},
-     {{0, 4}, {4, 2}, {16, 0}, {16, 0}, {16, 0}},
-     {{0, 4}, {4, 2}, {16, 0}, {16, 0}, {16, 0}},
-     {{0, 2}, {0, 2}, {0, 0}, {0, 0}, {0, 0}}}};
-// [dataset][eps_x finite ? 0 : 1][eps_y finite ? 0 : 1] = {lr, wd, dropout}.
-constexpr double kTraining[2][2][2][3] = {
-    {{{0.01, 1e-3, 0.5}, {0.01, 1e-2, 0.75}},
-     {{0.01, 1e-4, 0.75}, {0.01, 1e-2, 0.5}}},
-    {{{0.01, 1e-4, 0.25}, {0.01, 1e-2, 0.75}},
-     {{0.01, 1e-4, 0.0}, {0.01, 1e-3, 0.25}}}};
-
-// The index of the tabulated budget nearest eps on a log scale; `count`
-// (the infinite column) for eps = inf.
-template <size_t N>
-int NearestBudget(const double (&table)[N], std::optional<double> eps) {
-  if (!eps || std::isinf(*eps)) return static_cast<int>(N);
-  int best = 0;
-  for (size_t i = 1; i < N; ++i) {
-    if (std::abs(std::log(table[i] / *eps)) <
-        std::abs(std::log(table[best] / *eps))) {
-      best = static_cast<int>(i);
-    }
-  }
-  return best;
-}
-
-}  // namespace
-
 void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c) {
   if (!c->dataset_settings) return;
   c->dataset_settings = false;
   if (c->method != v1::PIPELINE_METHOD_LPGNN) return;
-  const int ds = meta.name == "pubmed" ? 1 : 0;
-  const std::optional<double> eps_x =
-      c->mechanism == "none" ? std::nullopt : std::optional<double>(c->epsilon);
-  const int xi = NearestBudget(kTableEpsX, eps_x);
-  const int yi = NearestBudget(kTableEpsY, c->label_epsilon);
-  c->feature_steps = kSteps[ds][xi][yi][0];
-  c->label_steps = kSteps[ds][xi][yi][1];
-  const double* t = kTraining[ds][eps_x ? 0 : 1][c->label_epsilon ? 0 : 1];
-  c->node_model.train.adam.learning_rate = t[0];
-  c->node_model.train.adam.weight_decay = t[1];
-  c->node_model.dropout = t[2];
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double eps_x = c->mechanism == "none" ? kInf : c->epsilon;
+  const double eps_y = c->label_epsilon.value_or(kInf);
+  const LpgnnSettings& table =
+      c->lpgnn_settings ? *c->lpgnn_settings : LpgnnSettings::BuiltIn();
+  const LpgnnSettingsRow* row = table.Find(meta.name, eps_x, eps_y);
+  if (row == nullptr) return;
+  const PipelineConfig::FixedSettings& fixed = c->fixed_settings;
+  if (!fixed.feature_steps) c->feature_steps = row->feature_steps;
+  if (!fixed.label_steps) c->label_steps = row->label_steps;
+  if (!fixed.learning_rate) {
+    c->node_model.train.adam.learning_rate = row->learning_rate;
+  }
+  if (!fixed.weight_decay) {
+    c->node_model.train.adam.weight_decay = row->weight_decay;
+  }
+  if (!fixed.dropout) c->node_model.dropout = row->dropout;
 }
 
 namespace {
@@ -1302,6 +1261,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                      ? json("planetoid")
                      : json{{"train", c.train_fraction},
                             {"validation", c.validation_fraction}};
+    if (c.fixed_split) j["split"]["fixed"] = true;
     j["model"] = {{"kind", model_name(c.node_model.kind)},
                   {"hidden", c.node_model.hidden_dim},
                   {"layers", c.node_model.layers},
@@ -1314,6 +1274,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
   } else {
     j["split"] = {{"validation", c.link_validation_fraction},
                   {"test", c.link_test_fraction}};
+    if (c.fixed_split) j["split"]["fixed"] = true;
     j["model"] = {
         {"kind", c.link_model.layers == 1 ? "logistic-regression" : "mlp"},
         {"hidden", c.link_model.hidden_dim},

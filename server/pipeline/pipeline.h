@@ -56,6 +56,7 @@
 #include "common/names.h"
 #include "ldpgraph/v1/pipeline.pb.h"
 #include "server/embedding/release.h"
+#include "server/pipeline/lpgnn_settings.h"
 #include "server/pipeline/report_screen.h"
 #include "server/pipeline/robust.h"
 #include "server/propagation/propagation.h"
@@ -193,9 +194,22 @@ struct PipelineConfig {
   std::vector<int> tune_label_steps;
   // KProp's weights over the features (and kVote's over the labels).
   KPropNorm kprop_norm = KPropNorm::kSymmetric;
-  // LPGNN: take K_x, K_y, weight decay and dropout from LPGNN's published
-  // settings for the dataset (ResolveDatasetSettings) when the run starts.
+  // LPGNN: take K_x, K_y, learning rate, weight decay and dropout from the
+  // settings table for the dataset (ResolveDatasetSettings) when the run
+  // starts: lpgnn_settings when set (a user's file merged into the
+  // built-in rows), else LpgnnSettings::BuiltIn().
   bool dataset_settings = false;
+  std::shared_ptr<const LpgnnSettings> lpgnn_settings;
+  // The settings the user gave explicitly: the table leaves them alone and
+  // sets the others.
+  struct FixedSettings {
+    bool feature_steps = false;
+    bool label_steps = false;
+    bool learning_rate = false;
+    bool weight_decay = false;
+    bool dropout = false;
+  };
+  FixedSettings fixed_settings;
 
   // SE-PrivGEmb and DPNE: the release's settings (its method, budget and
   // private flag follow method, epsilon, release_delta and mechanism).
@@ -210,6 +224,10 @@ struct PipelineConfig {
   double train_fraction = 0.5;
   double validation_fraction = 0.25;
   bool planetoid_split = false;
+  // One random split for every run (run 0's, drawn from the seed), as the
+  // LPGNN and PrivGE scripts draw theirs once per invocation; the runs then
+  // differ in noise and initial weights only. Default: a split per run.
+  bool fixed_split = false;
   double link_validation_fraction = 0.05;
   double link_test_fraction = 0.10;
 
@@ -273,15 +291,16 @@ struct PipelineConfig {
 PipelineConfig DefaultConfig(Method method, Task task);
 
 // With c->dataset_settings (LPGNN), sets K_x, K_y, learning rate, weight
-// decay and dropout to LPGNN's published hyper-parameters for the dataset
-// named in meta (its authors' tables for cora and pubmed; other datasets
-// take cora's) at the tabulated budgets nearest c's eps_x (epsilon, or inf
-// for mechanism none) and eps_y (label_epsilon, inf when unset): K_x and K_y
-// per (eps_x, eps_y) in {0.01, 0.1, 1, 2, 3, inf} x {0.5, 1, 2, 3, inf};
-// the rest per (eps_x finite, eps_y finite). At eps_x = eps_y = 1: cora K_x
-// 2, K_y 8, weight decay 1e-3, dropout 0.5; pubmed 4, 2, 1e-4, 0.25. Then
-// clears the flag. Idempotent; RunPipeline and RunPipelineOnCollected call
-// it, and so should anyone who prints c.
+// decay and dropout (those not in c->fixed_settings) from the settings
+// table's row for the dataset named in meta (LpgnnSettings::Find: cora's
+// rows for a dataset without any) at the budgets nearest c's eps_x
+// (epsilon, or inf for mechanism none) and eps_y (label_epsilon, inf when
+// unset). The built-in rows are the authors' published settings for cora,
+// pubmed, facebook and lastfm over {0.01, 0.1, 1, 2, 3, inf} x {0.5, 1, 2,
+// 3, inf}; at eps_x = eps_y = 1: cora K_x 2, K_y 8, weight decay 1e-3,
+// dropout 0.5; pubmed 4, 2, 1e-4, 0.25. Then clears the flag. Idempotent;
+// RunPipeline and RunPipelineOnCollected call it, and so should anyone who
+// prints c.
 void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c);
 
 // INVALID_ARGUMENT naming the bad setting (unknown mechanism, epsilon <= 0,
