@@ -434,6 +434,18 @@ absl::Status ParseTrainingFlags(const CliArgs& a, PipelineConfig* config) {
                                     : c.node_model.batched_learning_rate) =
         *batch_lr;
   }
+  ASSIGN_OR_RETURN(auto batch_epochs, a.GetInt("batch-epochs"));
+  if (batch_epochs) {
+    ASSIGN_OR_RETURN(int v, FlagToInt(*batch_epochs, "batch-epochs", 1));
+    (task == v1::PIPELINE_TASK_LINK ? c.link_model.batched_max_epochs
+                                    : c.node_model.batched_max_epochs) = v;
+  }
+  ASSIGN_OR_RETURN(auto batch_patience, a.GetInt("batch-patience"));
+  if (batch_patience) {
+    ASSIGN_OR_RETURN(int v, FlagToInt(*batch_patience, "batch-patience", 1));
+    (task == v1::PIPELINE_TASK_LINK ? c.link_model.batched_patience
+                                    : c.node_model.batched_patience) = v;
+  }
   if (auto split = a.Get("split")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("split", *split,
                                         {"random", "planetoid", "fixed"}));
@@ -474,7 +486,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
-           "batch-lr", "split", "runs",
+           "batch-lr", "batch-epochs", "batch-patience", "split", "runs",
            "seed", "format", "activation", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs",
            "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
@@ -721,6 +733,12 @@ constexpr char kEvalHelpModel[] = R"(Model:
                          at most 100 epochs, patience 10)
   --batch-lr LR          Adam's learning rate with mini-batches (default
                          0.001; --lr is the full batch's)
+  --batch-epochs N --batch-patience P
+                         with mini-batches: the most passes over the
+                         training rows or pairs, and the passes without a
+                         better validation score before stopping (link:
+                         100 and 5, node: 100 and 10; --epochs and
+                         --patience are the full batch's)
   --split S              random (default; node: 50/25/25 of the labelled
                          nodes, link: 85/5/10 of the edges), drawn again
                          every run; fixed: the same random split in every

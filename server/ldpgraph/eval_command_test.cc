@@ -86,6 +86,11 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
        "--epsilon needs a --mechanism"},
       {{"--dataset", d, "--epsilon", "-1"}, "epsilon"},
       {{"--dataset", d, "--k", "2", "--m", "2"}, "--k or --m"},
+      {{"--dataset", d, "--batch-epochs", "0"},
+       "--batch-epochs must be an integer >= 1"},
+      {{"--dataset", d, "--task", "link", "--batch-patience", "x"},
+       "--batch-patience"},
+      {{"--dataset", d, "--split", "fixd"}, "--split"},
       {{"--dataset", d, "--propagation", "ppr", "--feature-steps", "4"},
        "--feature-steps applies to KProp"},
       {{"--dataset", d, "--task", "link", "--feature-steps", "4"},
@@ -342,6 +347,31 @@ TEST_F(EvalCommandTest, LpgnnSettingsComeFromTheTableAndAUsersFile) {
             path});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(path + ":1: expected the header line"));
+}
+
+// --split fixed: every run tests on the same nodes (the confusion
+// matrices' row sums, the test nodes per class, agree); the default draws a
+// split per run.
+TEST_F(EvalCommandTest, FixedSplitKeepsTheTestNodesAcrossRuns) {
+  auto class_counts = [](const nlohmann::json& run) {
+    std::vector<int> counts;
+    for (const auto& row : run["confusion"]) {
+      int sum = 0;
+      for (const auto& v : row) sum += v.get<int>();
+      counts.push_back(sum);
+    }
+    return counts;
+  };
+  for (const char* split : {"fixed", "random"}) {
+    Result r = Eval({"--dataset", gen(), "--mechanism", "none", "--runs", "3",
+                     "--epochs", "5", "--split", split, "--format", "json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto runs = nlohmann::json::parse(r.out)["per_run"];
+    ASSERT_EQ(runs.size(), 3u);
+    const bool same = class_counts(runs[0]) == class_counts(runs[1]) &&
+                      class_counts(runs[1]) == class_counts(runs[2]);
+    EXPECT_EQ(same, std::string(split) == "fixed") << split;
+  }
 }
 
 TEST_F(EvalCommandTest, ReproFillsThePaperColumnWherePublished) {
