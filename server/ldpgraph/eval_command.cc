@@ -440,6 +440,15 @@ absl::Status ParseTrainingFlags(const CliArgs& a, PipelineConfig* config) {
     (task == v1::PIPELINE_TASK_LINK ? c.link_model.batched_max_epochs
                                     : c.node_model.batched_max_epochs) = v;
   }
+  ASSIGN_OR_RETURN(auto batch_decays, a.GetInt("batch-decays"));
+  if (batch_decays) {
+    if (task != v1::PIPELINE_TASK_LINK) {
+      return absl::InvalidArgumentError(
+          "--batch-decays applies to --task link");
+    }
+    ASSIGN_OR_RETURN(c.link_model.batched_max_decays,
+                     FlagToInt(*batch_decays, "batch-decays", 0));
+  }
   ASSIGN_OR_RETURN(auto batch_patience, a.GetInt("batch-patience"));
   if (batch_patience) {
     ASSIGN_OR_RETURN(int v, FlagToInt(*batch_patience, "batch-patience", 1));
@@ -486,7 +495,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
-           "batch-lr", "batch-epochs", "batch-patience", "split", "runs",
+           "batch-lr", "batch-epochs", "batch-patience", "batch-decays", "split",
+           "runs",
            "seed", "format", "activation", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs",
            "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
@@ -739,6 +749,10 @@ constexpr char kEvalHelpModel[] = R"(Model:
                          better validation score before stopping (link:
                          100 and 5, node: 100 and 10; --epochs and
                          --patience are the full batch's)
+  --batch-decays N       link, with mini-batches: after a pass without a
+                         better validation ROC-AUC, go back to the best
+                         pass and halve the learning rate, at most N times
+                         (default 4; 0: a fixed step size, as before)
   --split S              random (default; node: 50/25/25 of the labelled
                          nodes, link: 85/5/10 of the edges), drawn again
                          every run; fixed: the same random split in every

@@ -1288,6 +1288,12 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
         {"training", train(c.link_model.train)},
         {"batch_pairs", batch_size(c.link_model.batch_pairs)},
         {"batched_training", batched(c.link_model)}};
+    j["model"]["batched_training"]["decay_patience"] =
+        c.link_model.batched_decay_patience;
+    j["model"]["batched_training"]["decay_factor"] =
+        c.link_model.batched_decay_factor;
+    j["model"]["batched_training"]["max_decays"] =
+        c.link_model.batched_max_decays;
   }
   if (IsReleaseMethod(c.method)) {
     const embedding::ReleaseConfig r = ReleaseFor(c);

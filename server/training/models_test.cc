@@ -352,6 +352,45 @@ TEST(AdamTest, MinimisesAQuadratic) {
   EXPECT_NEAR(p.value(0, 1), 1.0, 1e-3);
 }
 
+// Decay on a plateau: after decay_patience epochs without a better score
+// the loop goes back to the best parameters and the step size halves; the
+// patience that stops it counts from the last decay.
+TEST(TrainWithEarlyStoppingTest, DecaysReturnToTheBestAndHalveTheStep) {
+  Param<double> p;
+  p.Resize(1, 1);
+  // Epoch 2 is the best until epoch 6; then nothing better.
+  const std::vector<double> scores = {0.1, 0.9, 0.5, 0.5, 0.5, 0.95, 0.5,
+                                      0.5, 0.5, 0.5, 0.5, 0.5};
+  int epoch = 0;
+  std::vector<double> before;  // the value each epoch's step started from
+  auto step = [&] {
+    before.push_back(p.value(0, 0));
+    p.grad << -1;  // Adam moves the value up by the step size
+    return 0.0;
+  };
+  auto validate = [&] { return Validation{scores[epoch++], 1.0}; };
+  TrainOptions o;
+  o.max_epochs = 12;
+  o.patience = 2;
+  o.adam.learning_rate = 1;
+  o.decay_patience = 1;
+  o.decay_factor = 0.5;
+  o.max_decays = 2;
+  TrainReport r = TrainWithEarlyStopping<double>({&p}, o, step, validate);
+  // Epoch 3 is stale: decay 1, back to epoch 2's value (2), step 0.5.
+  // Epoch 4 is stale: decay 2, back to 2 again, step 0.25. Epochs 5 and 6
+  // then step 0.25 each; 6 is the best; 7 and 8 stale: stop (no decays left).
+  ASSERT_EQ(before.size(), 8u);
+  EXPECT_NEAR(before[3], 2.0, 1e-6);
+  EXPECT_NEAR(before[4], 2.0, 1e-6);
+  EXPECT_NEAR(before[4] - before[3], 0.0, 1e-6);
+  EXPECT_NEAR(before[5] - before[4], 0.25, 1e-6);
+  EXPECT_EQ(r.decays, 2);
+  EXPECT_EQ(r.best_epoch, 6);
+  EXPECT_EQ(r.epochs, 8);
+  EXPECT_NEAR(p.value(0, 0), 2.5, 1e-6);
+}
+
 TEST(TrainWithEarlyStoppingTest, StopsAfterPatienceAndRestoresTheBest) {
   Param<double> p;
   p.Resize(1, 1);

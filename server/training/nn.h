@@ -313,6 +313,10 @@ class Adam {
     }
   }
   // One update from the gradients the last backward pass left in params.
+  // The step size from the next Step on (a schedule's decay).
+  void set_learning_rate(double lr) { options_.learning_rate = lr; }
+  double learning_rate() const { return options_.learning_rate; }
+
   void Step() {
     ++t_;
     const double c1 = 1.0 - std::pow(options_.beta1, t_);

@@ -604,6 +604,14 @@ absl::Status ValidateLinkTask(const LinkTaskData& d, const LinkModelConfig& c) {
       c.batched_max_epochs < 1 || c.batched_patience < 1) {
     return absl::InvalidArgumentError("epochs and patience must be >= 1");
   }
+  if (c.batched_decay_patience < 1 || c.batched_max_decays < 0 ||
+      !(c.batched_decay_factor > 0 && c.batched_decay_factor < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the mini-batches' decay needs patience >= 1, at least 0 decays "
+        "and a factor in (0, 1), got ",
+        c.batched_decay_patience, ", ", c.batched_max_decays, ", ",
+        c.batched_decay_factor));
+  }
   if (!(c.train.adam.learning_rate > 0) || !(c.batched_learning_rate > 0)) {
     return absl::InvalidArgumentError("learning rates must be > 0");
   }
@@ -916,7 +924,11 @@ TrainReport LinkTrainer::TrainMiniBatches(int batch_pairs) {
     scorer_.Backward(grad);
     return loss;
   };
-  return TrainWithEarlyStopping<float>(params, BatchedOptions(c_), steps, step,
+  TrainOptions batched = BatchedOptions(c_);
+  batched.decay_patience = c_.batched_decay_patience;
+  batched.decay_factor = c_.batched_decay_factor;
+  batched.max_decays = c_.batched_max_decays;
+  return TrainWithEarlyStopping<float>(params, batched, steps, step,
                                        [&] { return Validate(); });
 }
 

@@ -159,6 +159,16 @@ struct LinkModelConfig {
   // Adam's step size with mini-batches (hundreds of steps per epoch want a
   // smaller one than the full batch's single step).
   double batched_learning_rate = 0.001;
+  // With mini-batches, the step size decays on a plateau
+  // (TrainOptions::decay_patience): after batched_decay_patience passes
+  // without a better validation ROC-AUC, back to the best pass's scorer
+  // with the step size times batched_decay_factor, at most
+  // batched_max_decays times; batched_patience then counts from the last
+  // decay. Mini-batch noise at a fixed step size costs accuracy against full
+  // batch; the decays take it away. batched_max_decays 0: a fixed step.
+  int batched_decay_patience = 1;
+  double batched_decay_factor = 0.5;
+  int batched_max_decays = 4;
   // Worker threads forming the pair features and for the scorer's
   // products; 0 = every core. Results do not depend on it.
   int threads = 0;

@@ -3,6 +3,7 @@
 // checkpoint restored at the end (the one a test set is then scored with).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <utility>
@@ -32,6 +33,13 @@ struct TrainOptions {
   // Never stop before this many epochs.
   int min_epochs = 0;
   AdamOptions adam;
+  // Decay on a plateau: once decay_patience epochs pass without a better
+  // validation score, go back to the best epoch's parameters and multiply
+  // the learning rate by decay_factor, at most max_decays times; patience
+  // then counts from the last decay. decay_patience 0: off.
+  int decay_patience = 0;
+  double decay_factor = 0.5;
+  int max_decays = 0;
   SelectionRule selection = SelectionRule::kBestScore;
   double score_cap = 1.0;  // kNoisyLabelsCapped only
 };
@@ -42,6 +50,7 @@ struct TrainReport {
   double best_validation = 0;   // its validation score
   double seconds = 0;           // wall time of the whole loop
   double seconds_per_epoch = 0;
+  int decays = 0;  // learning-rate decays taken (TrainOptions::max_decays)
 };
 
 // A validation result: the score to maximise, and a loss that breaks ties
@@ -84,6 +93,7 @@ TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
   Validation best_v;
   TrainReport r;
   bool have_best = false;
+  int decays = 0, last_decay = 0;
   for (int epoch = 1; epoch <= o.max_epochs; ++epoch) {
     for (int s = 0; s < steps_per_epoch; ++s) {
       step(s);
@@ -97,8 +107,18 @@ TrainReport TrainWithEarlyStopping(const std::vector<Param<S>*>& params,
       r.best_epoch = epoch;
       for (size_t i = 0; i < params.size(); ++i) best[i] = params[i]->value;
     }
-    if (epoch >= o.min_epochs && epoch - r.best_epoch >= o.patience) break;
+    const int stale = epoch - std::max(r.best_epoch, last_decay);
+    if (o.decay_patience > 0 && decays < o.max_decays &&
+        stale >= o.decay_patience) {
+      for (size_t i = 0; i < params.size(); ++i) params[i]->value = best[i];
+      adam.set_learning_rate(adam.learning_rate() * o.decay_factor);
+      ++decays;
+      last_decay = epoch;
+      continue;
+    }
+    if (epoch >= o.min_epochs && stale >= o.patience) break;
   }
+  r.decays = decays;
   if (have_best) {
     for (size_t i = 0; i < params.size(); ++i) params[i]->value = best[i];
   }
