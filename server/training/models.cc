@@ -233,7 +233,7 @@ const Mat<S>& Gnn<S>::Forward(const SparseInput<S>& x, bool training,
                               PublicRandom* rng) {
   sparse_x_ = &x.x;
   sparse_xt_ = &x.xt;
-  if (training) {
+  if (training && config_.input_dropout > 0) {
     dropped_ = x.x;
     if (dropout_[0].ForwardValues(x.x.valuePtr(), dropped_.valuePtr(),
                                   x.x.nonZeros(), training, rng)) {
