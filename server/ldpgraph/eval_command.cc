@@ -369,6 +369,16 @@ absl::Status ParseModelFlags(const CliArgs& a, PipelineConfig* config) {
     (task == v1::PIPELINE_TASK_NODE ? c.node_model.activation
                                     : c.link_model.activation) = v;
   }
+  if (auto init = a.Get("init")) {
+    if (task != v1::PIPELINE_TASK_NODE ||
+        c.node_model.kind == training::NodeModelKind::kMlp) {
+      return absl::InvalidArgumentError(
+          "--init applies to the graph models (--model gcn or sage)");
+    }
+    ASSIGN_OR_RETURN(int i, ParseChoice("init", *init, {"glorot", "torch"}));
+    c.node_model.init =
+        i == 0 ? training::WeightInit::kGlorot : training::WeightInit::kTorch;
+  }
   return absl::OkStatus();
 }
 
@@ -497,7 +507,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
            "batch-lr", "batch-epochs", "batch-patience", "batch-decays", "split",
            "runs",
-           "seed", "format", "activation", "input-dropout", "dim",
+           "seed", "format", "activation", "init", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs",
            "release-steps", "release-optimizer", "clip", "noise-multiplier", "proximity", "noised-rows", "delta", "sweeps",
            "sensitivity", "lambda", "mu", "threads", "malicious",
@@ -729,6 +739,10 @@ constexpr char kEvalHelpModel[] = R"(Model:
   --hidden H --layers L --activation relu|selu
   --dropout P            dropout between layers
   --input-dropout P      dropout on the input features
+  --init I               gcn, sage: how the layers start: glorot (default;
+                         Glorot-uniform weights, zero bias) or torch
+                         (weights and bias U(+-1/sqrt(fan_in)), PyTorch's
+                         and PyG's default, as LPGNN's code starts)
   --lr LR --weight-decay W --epochs N --patience P
   --loss L               link: pairwise (PrivGE's; default) or logistic
   --link-batch B         link: training edges per Adam step: auto (default:

@@ -1268,6 +1268,9 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                   {"dropout", c.node_model.dropout},
                   {"input_dropout", c.node_model.input_dropout},
                   {"activation", act(c.node_model.activation)},
+                  {"init", c.node_model.init == training::WeightInit::kTorch
+                               ? "torch"
+                               : "glorot"},
                   {"training", train(c.node_model.train)},
                   {"batch_rows", batch_size(c.node_model.batch_rows)},
                   {"batched_training", batched(c.node_model)}};

@@ -204,8 +204,12 @@ Gnn<S>::Gnn(const GnnConfig& c, const GraphOperators<S>* ops,
   for (int l = 0; l < c.layers; ++l) {
     const int in = LayerIn(l, c.input_dim, c.hidden_dim);
     const int out = LayerOut(l, c.layers, c.hidden_dim, c.output_dim);
-    self_.emplace_back(in, out, rng, c.threads);
-    if (c.kind == GnnKind::kSage) neigh_.emplace_back(in, out, rng, c.threads);
+    self_.emplace_back(in, out, rng, c.threads, c.init);
+    if (c.kind == GnnKind::kSage) {
+      neigh_.emplace_back(in, out, rng, c.threads, c.init);
+      // PyG's SAGEConv has one bias (its lin_l's): W_neigh's stays unused.
+      neigh_.back().bias().value.setZero();
+    }
     dropout_.emplace_back(l == 0 ? c.input_dropout : c.dropout, c.threads);
   }
   in_.resize(c.layers);

@@ -105,6 +105,7 @@ struct GnnConfig {
   Activation activation = Activation::kSelu;
   double input_dropout = 0.0;  // on the input features
   int threads = 1;  // for the layers' products (>= 1); results do not vary
+  WeightInit init = WeightInit::kGlorot;
 };
 
 absl::Status ValidateGnnConfig(const GnnConfig& c);

@@ -296,6 +296,33 @@ TEST(GnnTest, SparseInputGradientsMatchFiniteDifferencesWithInputDropout) {
   }
 }
 
+TEST(GnnTest, TorchInitDrawsWeightsAndBiasWithinOneOverRootFanIn) {
+  const Graph g = SmallGraph();
+  GraphOperators<double> ops = BuildGraphOperators<double>(g);
+  PublicRandom rng(5);
+  GnnConfig c{GnnKind::kSage, 400, 16, 3, 2, 0.5, Activation::kSelu};
+  c.init = WeightInit::kTorch;
+  Gnn<double> torch_init(c, &ops, rng);
+  const auto p = torch_init.Params();  // W_self, b, W_neigh per layer
+  for (int l = 0; l < 2; ++l) {
+    const double bound = 1.0 / std::sqrt(l == 0 ? 400.0 : 16.0);
+    for (int k : {0, 1, 2}) {
+      const Mat<double>& v = p[3 * l + k]->value;
+      EXPECT_LE(v.cwiseAbs().maxCoeff(), bound) << l << " " << k;
+      // Spread over the interval, not a narrower law (the weights: dozens
+      // of draws; a bias has 3 or 16).
+      if (k != 1) {
+        EXPECT_GT(v.cwiseAbs().maxCoeff(), 0.8 * bound) << l << " " << k;
+      }
+    }
+  }
+  c.init = WeightInit::kGlorot;
+  Gnn<double> glorot(c, &ops, rng);
+  EXPECT_EQ(glorot.Params()[1]->value.cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_GT(glorot.Params()[0]->value.cwiseAbs().maxCoeff(),
+            1.0 / std::sqrt(400.0));  // sqrt(6 / 416) is wider
+}
+
 TEST(GnnTest, GcnLayerIsTheNormalisedAggregation) {
   // One linear layer with identity weights and zero bias is exactly
   // A_gcn x; a GraphSAGE layer with W_self = 0, W_neigh = I is the mean.

@@ -250,18 +250,30 @@ void ParallelColumnSum(const Mat<S>& a, Mat<S>* out, int threads,
   for (Eigen::Index p = 1; p < parts.count; ++p) *out += (*scratch)[p];
 }
 
-// y = x W + b: W is in x out, b is 1 x out. Glorot-uniform W, zero b.
+// How a Linear layer starts. kGlorot: W ~ U(+-sqrt(6 / (in + out))), b = 0.
+// kTorch: W and b ~ U(+-1 / sqrt(in)), PyTorch's and PyG's default for a
+// linear layer (kaiming_uniform with a = sqrt(5)).
+enum class WeightInit { kGlorot, kTorch };
+
+// y = x W + b: W is in x out, b is 1 x out, initialised as `init` says
+// (Glorot-uniform W and zero b by default).
 // The products run on `threads` threads (>= 1), over RowParts: the results
 // are the same for any thread count.
 template <typename S>
 class Linear {
  public:
-  Linear(int in, int out, PublicRandom& rng, int threads = 1)
+  Linear(int in, int out, PublicRandom& rng, int threads = 1,
+         WeightInit init = WeightInit::kGlorot)
       : threads_(threads) {
     UseSingleThreadedBlas();
     weight_.Resize(in, out);
     bias_.Resize(1, out);
-    FillUniform(weight_.value, std::sqrt(6.0 / (in + out)), rng);
+    if (init == WeightInit::kTorch) {
+      FillUniform(weight_.value, 1.0 / std::sqrt(in), rng);
+      FillUniform(bias_.value, 1.0 / std::sqrt(in), rng);
+    } else {
+      FillUniform(weight_.value, std::sqrt(6.0 / (in + out)), rng);
+    }
   }
 
   // y = x W + b. x must outlive the matching Backward call.

@@ -245,6 +245,7 @@ absl::Status BuildGnn(const NodeTaskData& d, const NodeModelConfig& c,
                static_cast<int>(x.cols()), c.hidden_dim, d.classes,
                c.layers, c.dropout, c.activation, c.input_dropout};
   gc.threads = ResolveThreads(c.threads);
+  gc.init = c.init;
   RETURN_IF_ERROR(ValidateGnnConfig(gc));
   m->ops = std::make_unique<GraphOperators<float>>(
       BuildGraphOperators<float>(*d.graph));

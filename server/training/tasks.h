@@ -42,6 +42,9 @@ struct NodeModelConfig {
   // model; floating-point sums in another order, and input dropout draws
   // its masks per stored value.
   double sparse_input_density = kSparseInputDensity;
+  // Graph models: how the layers start (kTorch: PyTorch's and PyG's
+  // default, as LPGNN's code runs).
+  WeightInit init = WeightInit::kGlorot;
   // Worker threads for the models' products; 0 = every core. Results do
   // not depend on it.
   int threads = 0;
