@@ -550,6 +550,10 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
                       a.Get("weight-decay").has_value(),
                       a.Get("dropout").has_value()};
   if (auto path = a.Get("lpgnn-settings")) {
+    if (c.method != v1::PIPELINE_METHOD_LPGNN) {
+      return absl::InvalidArgumentError(
+          "--lpgnn-settings applies to --method lpgnn");
+    }
     ASSIGN_OR_RETURN(pipeline::LpgnnSettings table,
                      pipeline::LpgnnSettings::BuiltInWithFile(*path));
     c.lpgnn_settings =

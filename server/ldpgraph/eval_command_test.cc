@@ -91,6 +91,8 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
       {{"--dataset", d, "--task", "link", "--batch-patience", "x"},
        "--batch-patience"},
       {{"--dataset", d, "--split", "fixd"}, "--split"},
+      {{"--dataset", d, "--lpgnn-settings", "x.csv"},
+       "--lpgnn-settings applies to --method lpgnn"},
       {{"--dataset", d, "--init", "torch"},
        "--init applies to the graph models"},
       {{"--dataset", d, "--method", "lpgnn", "--init", "he"}, "--init"},

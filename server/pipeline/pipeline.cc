@@ -598,9 +598,10 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   if (c.planetoid_split) {
     ASSIGN_OR_RETURN(split, PlanetoidSplit(d));
   } else {
+    const uint64_t split_seed =
+        StageSeed(seed, c.fixed_split ? 0 : run, kSplit);
     ASSIGN_OR_RETURN(split, RandomNodeSplit(d.labels, c.train_fraction,
-                                            c.validation_fraction,
-                                            StageSeed(seed, c.fixed_split ? 0 : run, kSplit)));
+                                            c.validation_fraction, split_seed));
   }
   const Collected* labels_collected =
       collected != nullptr && collected->label_reports ? collected : nullptr;
@@ -766,10 +767,10 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
                                   const Collected* collected, uint64_t seed,
                                   int run, const SparseRows* features) {
   RunResult r;
+  const uint64_t split_seed = StageSeed(seed, c.fixed_split ? 0 : run, kSplit);
   ASSIGN_OR_RETURN(EdgeSplit split,
                    RandomEdgeSplit(d.graph, c.link_validation_fraction,
-                                   c.link_test_fraction,
-                                   StageSeed(seed, c.fixed_split ? 0 : run, kSplit)));
+                                   c.link_test_fraction, split_seed));
   std::vector<Edge> held_out = split.validation;
   held_out.insert(held_out.end(), split.test.begin(), split.test.end());
   // The curator learns from the training edges only.

@@ -263,7 +263,8 @@ absl::Status BuildGnn(const NodeTaskData& d, const NodeModelConfig& c,
     return sparse ? gnn->Forward(*sparse, training, r)
                   : gnn->Forward(x, training, r);
   };
-  m->hooks.forward_train = [&d, m, forward](PublicRandom& r) -> const Mat<float>& {
+  m->hooks.forward_train = [&d, m,
+                            forward](PublicRandom& r) -> const Mat<float>& {
     m->train_logits = GatherRows(forward(true, &r), d.train);
     return m->train_logits;
   };
