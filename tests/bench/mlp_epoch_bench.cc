@@ -45,6 +45,7 @@
 #include "common/blas.h"
 #include "common/npy.h"
 #include "server/training/tasks.h"
+#include "tests/bench/epoch_bench_flags.h"
 
 namespace {
 
@@ -54,8 +55,7 @@ constexpr char kUsage[] =
     "[--epochs N] [--hidden H] [--threads T] [--seed S]";
 
 [[noreturn]] void Die(const std::string& message) {
-  std::cerr << "mlp_epoch_bench: " << message << "\n";
-  std::exit(1);
+  ldpgraph::bench::Die("mlp_epoch_bench", message);
 }
 
 std::vector<int64_t> ReadIntegers(const std::string& path) {
@@ -72,30 +72,17 @@ std::vector<int64_t> ReadIntegers(const std::string& path) {
 
 int main(int argc, char** argv) {
   using namespace ldpgraph;
-  std::string z_path, labels_path, train_path;
-  int epochs = 200, hidden = 64, threads = 1;
-  uint64_t seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help") {
-      std::puts(kUsage);
-      return 0;
-    }
-    if (i + 1 >= argc) Die("missing value for " + flag);
-    const std::string value = argv[++i];
-    if (flag == "--z") z_path = value;
-    else if (flag == "--labels") labels_path = value;
-    else if (flag == "--train") train_path = value;
-    else if (flag == "--epochs") epochs = std::stoi(value);
-    else if (flag == "--hidden") hidden = std::stoi(value);
-    else if (flag == "--threads") threads = std::stoi(value);
-    else if (flag == "--seed") seed = std::stoull(value);
-    else Die("unknown flag " + flag);
-  }
+  const bench::EpochBenchFlags f = bench::ParseEpochBenchFlags(
+      argc, argv, "mlp_epoch_bench", kUsage, {"z", "labels", "train"},
+      /*default_epochs=*/200, /*default_hidden=*/64);
+  const std::string z_path = f.args.Get("z").value_or("");
+  const std::string labels_path = f.args.Get("labels").value_or("");
+  const std::string train_path = f.args.Get("train").value_or("");
+  const int epochs = f.epochs, hidden = f.hidden, threads = f.threads;
+  const uint64_t seed = f.seed;
   if (z_path.empty() || labels_path.empty() || train_path.empty()) {
     Die(kUsage);
   }
-  if (threads < 1) Die("--threads must be >= 1");
 
   auto z = ReadNpy(z_path);
   if (!z.ok()) Die(std::string(z.status().message()));

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "common/dataset/dataset.h"
+#include "tests/bench/epoch_bench_flags.h"
 #include "server/training/tasks.h"
 
 namespace {
@@ -42,35 +43,21 @@ constexpr char kUsage[] =
     "[--epochs N] [--hidden H] [--threads T] [--seed S]";
 
 [[noreturn]] void Die(const std::string& message) {
-  std::cerr << "sage_epoch_bench: " << message << "\n";
-  std::exit(1);
+  ldpgraph::bench::Die("sage_epoch_bench", message);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace ldpgraph;
-  std::string dir, input = "auto";
-  int epochs = 100, hidden = 16, threads = 1;
-  uint64_t seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help") {
-      std::puts(kUsage);
-      return 0;
-    }
-    if (i + 1 >= argc) Die("missing value for " + flag);
-    const std::string value = argv[++i];
-    if (flag == "--dataset") dir = value;
-    else if (flag == "--input") input = value;
-    else if (flag == "--epochs") epochs = std::stoi(value);
-    else if (flag == "--hidden") hidden = std::stoi(value);
-    else if (flag == "--threads") threads = std::stoi(value);
-    else if (flag == "--seed") seed = std::stoull(value);
-    else Die("unknown flag " + flag);
-  }
+  const bench::EpochBenchFlags f = bench::ParseEpochBenchFlags(
+      argc, argv, "sage_epoch_bench", kUsage, {"dataset", "input"},
+      /*default_epochs=*/100, /*default_hidden=*/16);
+  const std::string dir = f.args.Get("dataset").value_or("");
+  const std::string input = f.args.Get("input").value_or("auto");
+  const int epochs = f.epochs, hidden = f.hidden, threads = f.threads;
+  const uint64_t seed = f.seed;
   if (dir.empty()) Die(kUsage);
-  if (threads < 1) Die("--threads must be >= 1");
   if (input != "auto" && input != "dense" && input != "sparse") {
     Die("--input must be auto, dense or sparse, got " + input);
   }
