@@ -1,16 +1,8 @@
 #include "server/store/local_postgres.h"
 
-#include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
-#include <pwd.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,27 +10,25 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <deque>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
+#include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "common/files.h"
-#include "common/hex.h"
-#include "common/random.h"
 #include "common/status_macros.h"
 #include "common/wait_status.h"
+#include "server/store/internal/local_postgres_parts.h"
 
+// LocalPostgres's lifecycle: Start (options, the folder, initdb, the port,
+// the role), Stop, Kill, Restart. Its pieces are in the files that
+// server/store/internal/local_postgres_parts.h lists.
 namespace ldpgraph::store {
 namespace {
 
@@ -50,8 +40,6 @@ constexpr char kPasswordFile[] = "password";
 constexpr char kSuperuserPasswordFile[] = "superuser-password";
 constexpr char kServerLog[] = "postgres.log";
 constexpr char kInitdbLog[] = "initdb.log";
-constexpr char kInstallHint[] =
-    "install them: apt-get install postgresql-15 (Debian 12)";
 // sun_path holds 108 bytes with the terminating NUL; postgres puts its
 // socket at "<dir>/.s.PGSQL.<port>" (up to 15 more bytes).
 constexpr size_t kMaxSocketPath = 107;
@@ -59,541 +47,34 @@ constexpr size_t kSocketNameRoom = sizeof("/.s.PGSQL.65535") - 1;
 constexpr int kPortAttempts = 5;
 constexpr int kLogLines = 20;
 
-// Exit statuses of a child that failed before exec.
-constexpr int kExitCannotEnter = 125;
-constexpr int kExitCannotDrop = 126;
-constexpr int kExitCannotExec = 127;
-
+using internal::ChildrenOf;
+using internal::ChooseUser;
+using internal::Connect;
+using internal::ConnError;
+using internal::Exec;
+using internal::FileTail;
+using internal::FindBinDir;
+using internal::FirstUnsearchable;
+using internal::Gone;
+using internal::IsPlainIdentifier;
+using internal::Join;
+using internal::kExitCannotEnter;
+using internal::NewPassword;
+using internal::PgConn;
+using internal::PickFreePort;
+using internal::PidFileSaysReady;
 using internal::ProcessUser;
-
-struct PgConnDeleter {
-  void operator()(PGconn* c) const { PQfinish(c); }
-};
-struct PgResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using PgConn = std::unique_ptr<PGconn, PgConnDeleter>;
-using PgResult = std::unique_ptr<PGresult, PgResultDeleter>;
-
-std::string Join(const std::vector<std::string>& argv) {
-  return absl::StrJoin(argv, " ");
-}
-
-// The last `lines` lines of path from byte `offset` on, each as
-// "  | line\n"; a note when there are none.
-std::string FileTail(const std::string& path, off_t offset, int lines) {
-  std::ifstream f(path);
-  if (!f) return absl::StrCat("  (cannot read ", path, ")\n");
-  f.seekg(offset);
-  std::deque<std::string> tail;
-  std::string line;
-  while (std::getline(f, line)) {
-    tail.push_back(std::move(line));
-    if (static_cast<int>(tail.size()) > lines) tail.pop_front();
-  }
-  if (tail.empty()) return "  (empty)\n";
-  std::string out;
-  for (const std::string& l : tail) absl::StrAppend(&out, "  | ", l, "\n");
-  return out;
-}
-
-bool IsExecutable(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-         ::access(path.c_str(), X_OK) == 0;
-}
-
-bool HasServerBinaries(const std::string& dir) {
-  return !dir.empty() && IsExecutable(dir + "/initdb") &&
-         IsExecutable(dir + "/postgres");
-}
-
-bool IsPlainIdentifier(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  if (!(absl::ascii_islower(s[0]) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_';
-  });
-}
-
-// Writes "<n>" in decimal with write(2) alone (async-signal-safe).
-void WriteNumber(int fd, long n) {
-  char buf[24];
-  int i = sizeof(buf);
-  const bool negative = n < 0;
-  unsigned long u = negative ? -static_cast<unsigned long>(n) : n;
-  do {
-    buf[--i] = static_cast<char>('0' + u % 10);
-    u /= 10;
-  } while (u != 0 && i > 1);
-  if (negative) buf[--i] = '-';
-  [[maybe_unused]] ssize_t w = ::write(fd, buf + i, sizeof(buf) - i);
-}
-
-void WriteString(int fd, const std::string& s) {
-  [[maybe_unused]] ssize_t w = ::write(fd, s.data(), s.size());
-}
-
-struct SpawnSpec {
-  std::vector<std::string> argv;  // argv[0] is an absolute path
-  std::vector<std::string> env;
-  std::string cwd;
-  int out_fd = -1;
-  int err_fd = -1;
-  int death_signal = SIGTERM;  // sent when the spawning thread ends
-};
-
-// Forks and execs spec.argv as `user`, in a process group of its own, with
-// stdin from /dev/null, stdout and stderr on the given descriptors and no
-// other descriptor of ours. Returns the child's pid; the child exits
-// kExitCannotEnter/kExitCannotDrop/kExitCannotExec (after writing why to
-// err_fd) when chdir, the privilege drop or exec fails.
-absl::StatusOr<pid_t> Spawn(const SpawnSpec& spec, const ProcessUser& user) {
-  // Everything the child needs is made here: after fork only
-  // async-signal-safe calls.
-  std::vector<std::string> argv = spec.argv;
-  std::vector<std::string> env = spec.env;
-  std::vector<char*> cargv, cenv;
-  for (std::string& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  for (std::string& e : env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-  const std::string enter_msg = absl::StrCat(
-      "LocalPostgres: cannot enter ", spec.cwd, " as user ", user.name,
-      " (every parent folder must be searchable by it); errno ");
-  const std::string drop_msg =
-      absl::StrCat("LocalPostgres: cannot switch to user ", user.name, " (uid ",
-                   user.uid, ", gid ", user.gid, "); errno ");
-  const std::string exec_msg =
-      absl::StrCat("LocalPostgres: cannot execute ", argv[0], "; errno ");
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) {
-    return absl::ErrnoToStatus(errno, "LocalPostgres: cannot open /dev/null");
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(null_fd);
-    return absl::ErrnoToStatus(
-        err, absl::StrCat("LocalPostgres: fork for ", argv[0]));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) {
-      ::signal(sig, SIG_DFL);
-    }
-    ::dup2(null_fd, 0);
-    ::dup2(spec.out_fd, 1);
-    ::dup2(spec.err_fd, 2);
-    if (user.drop) {
-      if (::setgroups(user.groups.size(), user.groups.data()) != 0 ||
-          ::setgid(user.gid) != 0 || ::setuid(user.uid) != 0) {
-        const int err = errno;
-        WriteString(2, drop_msg);
-        WriteNumber(2, err);
-        WriteString(2, "\n");
-        ::_exit(kExitCannotDrop);
-      }
-    }
-    // After the credential change, which clears it.
-    ::prctl(PR_SET_PDEATHSIG, spec.death_signal);
-    if (::getppid() != parent) ::_exit(kExitCannotExec);  // parent gone
-    if (::chdir(spec.cwd.c_str()) != 0) {
-      const int err = errno;
-      WriteString(2, enter_msg);
-      WriteNumber(2, err);
-      WriteString(2, "\n");
-      ::_exit(kExitCannotEnter);
-    }
-    if (::close_range(3, ~0U, 0) != 0) {
-      rlimit lim{};
-      const long max_fd =
-          ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 65536
-              ? static_cast<long>(lim.rlim_cur)
-              : 65536;
-      for (long fd = 3; fd < max_fd; ++fd) ::close(static_cast<int>(fd));
-    }
-    ::execve(cargv[0], cargv.data(), cenv.data());
-    const int err = errno;
-    WriteString(2, exec_msg);
-    WriteNumber(2, err);
-    WriteString(2, "\n");
-    ::_exit(kExitCannotExec);
-  }
-  ::close(null_fd);
-  ::setpgid(pid, pid);  // also from here: no race with the child's own
-  return pid;
-}
-
-// waitpid without EINTR.
-pid_t WaitPid(pid_t pid, int* status, int flags) {
-  pid_t r;
-  do {
-    r = ::waitpid(pid, status, flags);
-  } while (r < 0 && errno == EINTR);
-  return r;
-}
-
-// Runs a command to its end; its status.
-absl::StatusOr<int> RunToEnd(const SpawnSpec& spec, const ProcessUser& user) {
-  ASSIGN_OR_RETURN(const pid_t pid, Spawn(spec, user));
-  int status = 0;
-  if (WaitPid(pid, &status, 0) < 0) {
-    return absl::ErrnoToStatus(
-        errno, absl::StrCat("LocalPostgres: waiting for ", spec.argv[0]));
-  }
-  return status;
-}
-
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  for (absl::string_view dir :
-       absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
-    if (dir.empty()) continue;
-    const std::string candidate = absl::StrCat(dir, "/", name);
-    if (IsExecutable(candidate)) return candidate;
-  }
-  return "";
-}
-
-// `pg_config --bindir`'s output, or "" (with why in *note).
-std::string PgConfigBinDir(std::string* note) {
-  const std::string pg_config = FindOnPath("pg_config");
-  if (pg_config.empty()) {
-    *note = "no pg_config on PATH";
-    return "";
-  }
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    *note = absl::StrCat("pipe for ", pg_config, ": ", std::strerror(errno));
-    return "";
-  }
-  const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  SpawnSpec spec;
-  spec.argv = {pg_config, "--bindir"};
-  spec.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
-  spec.cwd.assign(1, '/');
-  spec.out_fd = fds[1];
-  spec.err_fd = null_fd >= 0 ? null_fd : fds[1];
-  absl::StatusOr<pid_t> pid = Spawn(spec, ProcessUser{});
-  ::close(fds[1]);
-  if (null_fd >= 0) ::close(null_fd);
-  std::string out;
-  if (pid.ok()) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof(buf))) != 0) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) break;
-      out.append(buf, n);
-    }
-  }
-  ::close(fds[0]);
-  if (!pid.ok()) {
-    *note = std::string(pid.status().message());
-    return "";
-  }
-  int status = 0;
-  WaitPid(*pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *note = absl::StrCat(pg_config, " --bindir ", DescribeWaitStatus(status));
-    return "";
-  }
-  return std::string(absl::StripAsciiWhitespace(out));
-}
-
-absl::StatusOr<std::string> FindBinDir(const std::string& configured) {
-  if (!configured.empty()) {
-    if (HasServerBinaries(configured)) return configured;
-    return absl::FailedPreconditionError(absl::StrCat(
-        "LocalPostgres: Options::bin_dir ", configured,
-        " holds no PostgreSQL server binaries (initdb and postgres); ",
-        kInstallHint));
-  }
-  std::vector<std::string> tried;
-  std::string note;
-  const std::string from_pg_config = PgConfigBinDir(&note);
-  if (HasServerBinaries(from_pg_config)) return from_pg_config;
-  tried.push_back(from_pg_config.empty()
-                      ? note
-                      : absl::StrCat("pg_config --bindir is ", from_pg_config,
-                                     ", which has no initdb and postgres"));
-  // Debian's layout: /usr/lib/postgresql/<major>/bin, the highest first.
-  std::vector<std::pair<int, std::string>> versions;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/usr/lib/postgresql", ec)) {
-    int major = 0;
-    if (absl::SimpleAtoi(entry.path().filename().string(), &major)) {
-      versions.emplace_back(major, (entry.path() / "bin").string());
-    }
-  }
-  std::sort(versions.rbegin(), versions.rend());
-  for (const auto& [major, bin] : versions) {
-    if (HasServerBinaries(bin)) return bin;
-  }
-  tried.push_back(versions.empty()
-                      ? "no /usr/lib/postgresql/<major>/bin"
-                      : "no /usr/lib/postgresql/<major>/bin holds initdb and "
-                        "postgres");
-  return absl::FailedPreconditionError(absl::StrCat(
-      "LocalPostgres: no PostgreSQL server binaries (initdb and postgres) "
-      "found (",
-      absl::StrJoin(tried, "; "), "); ", kInstallHint));
-}
-
-// The first folder on the way to path (path included) that `user` may not
-// search by its mode bits, as "<folder> (mode 0700, owner uid 0)"; "" if
-// none (ACLs aside).
-std::string FirstUnsearchable(const std::string& path,
-                              const ProcessUser& user) {
-  fs::path so_far = "/";
-  for (const fs::path& part : fs::path(path).relative_path()) {
-    so_far /= part;
-    struct stat st;
-    if (::stat(so_far.c_str(), &st) != 0) break;
-    mode_t bit = S_IXOTH;
-    if (st.st_uid == user.uid) {
-      bit = S_IXUSR;
-    } else if (st.st_gid == user.gid ||
-               std::find(user.groups.begin(), user.groups.end(), st.st_gid) !=
-                   user.groups.end()) {
-      bit = S_IXGRP;
-    }
-    if ((st.st_mode & bit) == 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
-      return absl::StrCat(so_far.string(), " (mode ", mode, ", owner uid ",
-                          st.st_uid, ")");
-    }
-  }
-  return "";
-}
-
-absl::StatusOr<ProcessUser> ChooseUser() {
-  ProcessUser user;
-  if (::geteuid() != 0) {
-    user.uid = ::geteuid();
-    user.gid = ::getegid();
-    const passwd* pw = ::getpwuid(user.uid);
-    user.name = pw != nullptr ? pw->pw_name : absl::StrCat("uid ", user.uid);
-    return user;
-  }
-  // initdb and postgres refuse root: run them as a system user.
-  const passwd* pw = ::getpwnam("postgres");
-  if (pw == nullptr) pw = ::getpwnam("nobody");
-  if (pw == nullptr) {
-    return absl::FailedPreconditionError(
-        "LocalPostgres: running as root, and there is neither a `postgres` "
-        "nor a `nobody` user to run PostgreSQL as (initdb and postgres refuse "
-        "root); apt-get install postgresql-15 creates `postgres`");
-  }
-  user.drop = true;
-  user.uid = pw->pw_uid;
-  user.gid = pw->pw_gid;
-  user.name = pw->pw_name;
-  int n = 16;
-  user.groups.resize(n);
-  while (::getgrouplist(user.name.c_str(), user.gid, user.groups.data(), &n) <
-         0) {
-    user.groups.resize(n);
-  }
-  user.groups.resize(n);
-  return user;
-}
-
-// Creates (or replaces) path with contents, mode 0600, through a temporary
-// file renamed into place; owned by uid/gid when chown is true.
-absl::Status WriteSecretFile(const std::string& path,
-                             const std::string& contents, bool chown, uid_t uid,
-                             gid_t gid) {
-  const std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  const int fd = ::open(
-      tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    return absl::ErrnoToStatus(
-        errno, absl::StrCat("LocalPostgres: cannot create ", tmp));
-  }
-  int err = 0;
-  if (::fchmod(fd, 0600) != 0) err = errno;
-  if (err == 0 && chown && ::fchown(fd, uid, gid) != 0) err = errno;
-  size_t done = 0;
-  while (err == 0 && done < contents.size()) {
-    const ssize_t n =
-        ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      err = errno;
-      break;
-    }
-    done += n;
-  }
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return absl::ErrnoToStatus(
-        err, absl::StrCat("LocalPostgres: cannot write ", path));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadPassword(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  std::string pw(absl::StripAsciiWhitespace(text));
-  if (pw.size() != 32 || !FromHex(pw).ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "LocalPostgres: ", path,
-        " does not hold a password of 32 hex characters (not a folder of "
-        "LocalPostgres, or damaged)"));
-  }
-  return pw;
-}
-
-absl::StatusOr<std::string> NewPassword() {
-  ASSIGN_OR_RETURN(const std::string bytes, SecureRandomBytes(16));
-  return ToHex(bytes);
-}
-
-// A free TCP port on 127.0.0.1: bound with port 0, read and closed.
-absl::StatusOr<int> PickFreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return absl::ErrnoToStatus(errno, "LocalPostgres: socket for a free port");
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return absl::ErrnoToStatus(err,
-                               "LocalPostgres: binding 127.0.0.1:0 for a port");
-  }
-  ::close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
-}
-
-// Whether data/postmaster.pid says the postmaster `pid` is ready (line 1
-// its pid, line 8 its status).
-bool PidFileSaysReady(const std::string& pid_file, pid_t pid) {
-  std::ifstream f(pid_file);
-  std::string line;
-  for (int i = 1; std::getline(f, line); ++i) {
-    if (i == 1) {
-      int p = 0;
-      if (!absl::SimpleAtoi(line, &p) || p != pid) return false;
-    }
-    if (i == 8) return absl::StartsWith(line, "ready");
-  }
-  return false;
-}
-
-// A process as /proc/<pid>/stat has it: parent, state, start time.
-struct ProcStat {
-  pid_t ppid = 0;
-  char state = '?';
-  unsigned long long start_time = 0;
-};
-
-std::optional<ProcStat> ReadProcStat(pid_t pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(f)),
-                   std::istreambuf_iterator<char>());
-  // "pid (comm) state ppid ..." where comm may hold anything: read after
-  // the last ')'.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(text.substr(close + 1));
-  ProcStat st;
-  std::string skip;
-  rest >> st.state >> st.ppid;
-  // Fields 5..21, then the start time (field 22).
-  for (int field = 5; field <= 21; ++field) rest >> skip;
-  rest >> st.start_time;
-  if (!rest) return std::nullopt;
-  return st;
-}
-
-struct ProcId {
-  pid_t pid;
-  unsigned long long start_time;
-};
-
-std::vector<ProcId> ChildrenOf(pid_t parent) {
-  std::vector<ProcId> out;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (const dirent* e = ::readdir(d)) {
-    int pid = 0;
-    if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
-    const std::optional<ProcStat> st = ReadProcStat(pid);
-    if (st && st->ppid == parent) out.push_back({pid, st->start_time});
-  }
-  ::closedir(d);
-  return out;
-}
-
-// Gone: no such process, a zombie (its resources are released) or another
-// process under the same pid.
-bool Gone(const ProcId& p) {
-  const std::optional<ProcStat> st = ReadProcStat(p.pid);
-  return !st || st->state == 'Z' || st->state == 'X' ||
-         st->start_time != p.start_time;
-}
-
-std::string ConnError(PGconn* c) {
-  return c == nullptr
-             ? "out of memory"
-             : std::string(absl::StripAsciiWhitespace(PQerrorMessage(c)));
-}
-
-absl::StatusOr<PgConn> Connect(
-    const std::vector<std::pair<std::string, std::string>>& params) {
-  std::vector<const char*> keys, values;
-  for (const auto& [k, v] : params) {
-    keys.push_back(k.c_str());
-    values.push_back(v.c_str());
-  }
-  keys.push_back(nullptr);
-  values.push_back(nullptr);
-  PgConn c(PQconnectdbParams(keys.data(), values.data(), 0));
-  if (c == nullptr || PQstatus(c.get()) != CONNECTION_OK) {
-    return absl::InternalError(ConnError(c.get()));
-  }
-  return c;
-}
-
-absl::Status Exec(PGconn* c, const std::string& sql, const std::string& what) {
-  PgResult r(PQexec(c, sql.c_str()));
-  if (r == nullptr || PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-    return absl::InternalError(
-        absl::StrCat("LocalPostgres: ", what, ": ", ConnError(c)));
-  }
-  return absl::OkStatus();
-}
-
-std::string QuoteIdent(PGconn* c, const std::string& s) {
-  char* q = PQescapeIdentifier(c, s.c_str(), s.size());
-  std::string out = q != nullptr ? q : "";
-  PQfreemem(q);
-  return out;
-}
-
-std::string QuoteLiteral(PGconn* c, const std::string& s) {
-  char* q = PQescapeLiteral(c, s.c_str(), s.size());
-  std::string out = q != nullptr ? q : "";
-  PQfreemem(q);
-  return out;
-}
+using internal::ProcId;
+using internal::ProcStat;
+using internal::QuoteIdent;
+using internal::QuoteLiteral;
+using internal::ReadPassword;
+using internal::ReadProcStat;
+using internal::RunToEnd;
+using internal::Spawn;
+using internal::SpawnSpec;
+using internal::WaitPid;
+using internal::WriteSecretFile;
 
 }  // namespace
 

@@ -3,9 +3,9 @@
 // ones into rows (answer_log.h) and indexes them (answer_index.h); how the
 // index catches up with rows other connections committed; how a campaign's
 // answers are read back in node order. Each backend (the SQLite store,
-// store.cc; the PostgreSQL store, postgres_store.cc) supplies LogRows: the
-// few reads and writes of the answer_log table, run inside the transaction
-// the backend opened.
+// sqlite_impl.cc; the PostgreSQL store, postgres_connection.cc) supplies
+// LogRows: the few reads and writes of the answer_log table, run inside the
+// transaction the backend opened.
 //
 // Not thread-safe: the backend calls it under its own lock.
 #pragma once

@@ -1,0 +1,222 @@
+// The SQLite store (store.h): campaigns, the answer log, caps and the
+// fleet plan. The class is declared in
+// server/store/internal/sqlite_backend.h.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/sqlite.h"
+#include "common/status_macros.h"
+#include "server/store/internal/sqlite_backend.h"
+
+namespace ldpgraph::store::sqlite_internal {
+
+absl::StatusOr<int64_t> SqliteStore::CreateCampaign(
+    absl::FunctionRef<std::string(int64_t id)> record_for_id) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  return s.InsertWithId(
+      "creating a campaign", s.stmts.insert_campaign.get(),
+      [] { return absl::OkStatus(); }, s.stmts.set_campaign_record.get(),
+      record_for_id);
+}
+
+absl::Status SqliteStore::UpdateCampaign(const CampaignRow& row) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  const std::string operation = absl::StrCat("updating campaign ", row.id);
+  return s.InTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+        return s.UpdateCampaignRow(operation, row);
+      });
+}
+
+absl::Status SqliteStore::UpdateCampaignAndAudit(
+    const CampaignRow& row, const std::string& actor,
+    const std::string& action, const std::string& details_json) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  const std::string operation =
+      absl::StrCat("updating campaign ", row.id, " and auditing ", action);
+  return s.InTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        RETURN_IF_ERROR(s.UpdateCampaignRow(operation, row));
+        return s.InsertAudit(operation, now_ms, actor, action, details_json);
+      });
+}
+
+absl::StatusOr<std::vector<CampaignRow>> SqliteStore::ListCampaigns() {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  sqlite3_stmt* stmt = s.stmts.list_campaigns.get();
+  ScopedReset reset(stmt);
+  std::vector<CampaignRow> rows;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    CampaignRow& row = rows.emplace_back();
+    row.id = sqlite3_column_int64(stmt, 0);
+    row.open = sqlite3_column_int(stmt, 1) != 0;
+    row.record = ColumnBlob(stmt, 2);
+  }
+  if (rc != SQLITE_DONE) return s.Error("listing campaigns", rc);
+  return rows;
+}
+
+absl::StatusOr<std::vector<AppendOutcome>> SqliteStore::AppendAnswers(
+    const std::vector<AnswerRow>& answers) {
+  std::vector<AppendOutcome> outcomes;
+  if (answers.empty()) return outcomes;
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "appending answers";
+  std::vector<NewRow> new_rows;
+  RETURN_IF_ERROR(s.InTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        SqliteImpl::Rows rows(s, kOperation);
+        RETURN_IF_ERROR(s.core.CatchUp(rows));
+        ASSIGN_OR_RETURN(outcomes,
+                         s.core.Append(rows, answers, now_ms, &new_rows));
+        return absl::OkStatus();
+      }));
+  s.core.Commit(new_rows);
+  return outcomes;
+}
+
+absl::Status SqliteStore::ForEachAnswer(
+    int64_t campaign, absl::FunctionRef<bool(const AnswerRow&)> fn) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  const std::string operation =
+      absl::StrCat("reading the answers of campaign ", campaign);
+  return s.InReadTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        SqliteImpl::Rows rows(s, operation);
+        bool stopped = false;
+        return s.core.Emit(rows, campaign, fn, &stopped);
+      });
+}
+
+absl::Status SqliteStore::ForEachAnswer(
+    absl::FunctionRef<bool(const AnswerRow&)> fn) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "reading all answers";
+  return s.InReadTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        SqliteImpl::Rows rows(s, kOperation);
+        bool stopped = false;
+        for (const int64_t campaign : s.core.index().Campaigns()) {
+          RETURN_IF_ERROR(s.core.Emit(rows, campaign, fn, &stopped));
+          if (stopped) break;
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::Status SqliteStore::ForEachAnswerKey(
+    absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)> fn) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  return s.InReadTransaction(
+      "reading the answer index",
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        s.core.ForEachKey(fn);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status SqliteStore::PutCaps(
+    const std::vector<std::pair<uint32_t, std::string>>& caps) {
+  if (caps.empty()) return absl::OkStatus();
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "storing caps";
+  return s.InTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        return s.InsertCaps(kOperation, caps);
+      });
+}
+
+absl::Status SqliteStore::PutCapsAndAudit(
+    const std::vector<std::pair<uint32_t, std::string>>& caps,
+    const std::string& actor, const std::string& action,
+    const std::string& details_json) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  const std::string operation = absl::StrCat("storing caps and auditing ", action);
+  return s.InTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        RETURN_IF_ERROR(s.InsertCaps(operation, caps));
+        return s.InsertAudit(operation, now_ms, actor, action, details_json);
+      });
+}
+
+absl::Status SqliteStore::ForEachCaps(
+    absl::FunctionRef<void(uint32_t node, const std::string& caps)> fn) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  sqlite3_stmt* stmt = s.stmts.all_caps.get();
+  ScopedReset reset(stmt);
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    fn(static_cast<uint32_t>(sqlite3_column_int64(stmt, 0)),
+       ColumnBlob(stmt, 1));
+  }
+  if (rc != SQLITE_DONE) return s.Error("reading caps", rc);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::PutFleetPlan(const std::vector<std::string>& holders) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "storing the fleet plan";
+  return s.InTransaction(
+      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        RETURN_IF_ERROR(s.Run(kOperation, s.stmts.clear_fleet.get()));
+        sqlite3_stmt* stmt = s.stmts.put_fleet.get();
+        for (size_t i = 0; i < holders.size(); ++i) {
+          ScopedReset reset(stmt);
+          RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, static_cast<int64_t>(i),
+                                        Text{holders[i]}));
+          RETURN_IF_ERROR(s.StepDone(kOperation, stmt));
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::GetFleetPlan() {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  sqlite3_stmt* stmt = s.stmts.get_fleet.get();
+  ScopedReset reset(stmt);
+  std::vector<std::string> holders;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    if (sqlite3_column_int64(stmt, 0) != static_cast<int64_t>(holders.size())) {
+      return absl::DataLossError(absl::StrCat(
+          "curator store ", s.path, ": the fleet plan skips shard ",
+          holders.size()));
+    }
+    holders.push_back(ColumnBlob(stmt, 1));
+  }
+  if (rc != SQLITE_DONE) return s.Error("reading the fleet plan", rc);
+  return holders;
+}
+
+absl::Status SqliteStore::ForEachNewAnswerKey(
+    absl::FunctionRef<void(int64_t, uint32_t, bool)> fn) {
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  RETURN_IF_ERROR(s.InReadTransaction("reading new answers",
+                                      [] { return absl::OkStatus(); }));
+  s.core.TakeForeign(fn);
+  return absl::OkStatus();
+}
+
+}  // namespace ldpgraph::store::sqlite_internal
