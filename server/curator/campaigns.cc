@@ -25,13 +25,18 @@ int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 std::string CampaignName(int64_t id) { return absl::StrCat("c", id); }
 
-// The feature mechanism a features campaign's reports are checked with.
-absl::StatusOr<std::unique_ptr<FeatureMechanism>> MechanismFor(
-    const v1::Campaign& record) {
-  if (record.attribute() != v1::ATTRIBUTE_FEATURES) return nullptr;
-  ASSIGN_OR_RETURN(MechanismSpec spec,
-                   wire::FromWireFeatureSpec(record.spec()));
-  return CreateFeatureMechanism(spec);
+// Every question a report to a campaign of `spec` about `attribute`
+// answers, in the order an agent answers them (wire::CampaignQuestions'
+// list, from the compiled spec: nothing is built again): for neighbour
+// substitution its features question first, then the campaign's own.
+std::vector<QueryKey> Questions(v1::Attribute attribute,
+                                const wire::CompiledSpec& spec) {
+  std::vector<QueryKey> out;
+  if (const wire::CompiledSpec* features = spec.substitution_features()) {
+    out.push_back(features->Key(v1::ATTRIBUTE_FEATURES));
+  }
+  out.push_back(spec.Key(attribute));
+  return out;
 }
 
 }  // namespace
@@ -39,14 +44,16 @@ absl::StatusOr<std::unique_ptr<FeatureMechanism>> MechanismFor(
 struct CampaignBook::CampaignState {
   int64_t id = 0;
   v1::Campaign record;  // as persisted; progress filled on the way out
+  // record.spec(), compiled once (at Create, or when loaded); the rest of
+  // the campaign's question derives from it.
+  std::shared_ptr<const wire::CompiledSpec> spec;
   std::string attribute;
   QueryKey key;
   // What a report to this campaign charges: its own question, and for
   // neighbour substitution the features question of its feature spec first
-  // (wire::CampaignQuestions).
+  // (Questions).
   std::vector<Ledger::Question> charges;
-  std::unique_ptr<FeatureMechanism> mechanism;  // features campaigns only
-  std::vector<uint8_t> status;                  // NodeStatus per node
+  std::vector<uint8_t> status;  // NodeStatus per node
   uint32_t targeted = 0, reported = 0, refused = 0;
   uint64_t rejected = 0;
   bool open() const { return record.state() == v1::CAMPAIGN_STATE_OPEN; }
@@ -94,18 +101,37 @@ absl::StatusOr<std::unique_ptr<CampaignBook>> CampaignBook::Open(
 // --- loading ----------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<CampaignBook::CampaignState>>
-CampaignBook::Restore(const store::CampaignRow& row) {
+CampaignBook::NewState(v1::Attribute attribute, wire::CompiledSpec spec) const {
   auto c = std::make_unique<CampaignState>();
-  c->id = row.id;
-  if (!c->record.ParseFromString(row.record)) {
+  ASSIGN_OR_RETURN(c->attribute, wire::AttributeName(attribute));
+  c->key = spec.Key(attribute);
+  c->charges = ledger_->Intern(Questions(attribute, spec));
+  c->spec = std::make_shared<const wire::CompiledSpec>(std::move(spec));
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<CampaignBook::CampaignState>>
+CampaignBook::Restore(const store::CampaignRow& row) {
+  v1::Campaign record;
+  if (!record.ParseFromString(row.record)) {
     return absl::DataLossError(
         absl::StrCat("campaign ", row.id, ": stored record does not parse"));
   }
-  ASSIGN_OR_RETURN(c->attribute, wire::AttributeName(c->record.attribute()));
-  c->key = wire::WireQueryKey(c->record.attribute(), c->record.spec());
-  c->charges = ledger_->Intern(
-      wire::CampaignQuestions(c->record.attribute(), c->record.spec()));
-  ASSIGN_OR_RETURN(c->mechanism, MechanismFor(c->record));
+  RETURN_IF_ERROR(wire::AttributeName(record.attribute()).status());
+  ASSIGN_OR_RETURN(wire::CompiledSpec spec,
+                   wire::CompiledSpec::Compile(record.spec()));
+  // As Create checked it: ingest and the stages rely on it (a features
+  // campaign's spec has a feature mechanism).
+  if (wire::AttributeOf(spec.kind()) != record.attribute()) {
+    return absl::DataLossError(absl::StrCat(
+        "campaign ", row.id, ": stored spec ",
+        v1::MechanismKind_Name(spec.kind()), " does not answer about ",
+        v1::Attribute_Name(record.attribute())));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<CampaignState> c,
+                   NewState(record.attribute(), std::move(spec)));
+  c->id = row.id;
+  c->record = std::move(record);
   const uint32_t num_nodes = options_.num_nodes;
   c->status.assign(num_nodes, kNotTargeted);
   const v1::NodeSelection& sel = c->record.nodes();
@@ -215,9 +241,11 @@ bool CampaignBook::ApplyAnswerLocked(CampaignState& c, uint32_t node,
 
 // --- operator ---------------------------------------------------------------
 
-absl::Status CampaignBook::ValidateRequest(
+absl::StatusOr<wire::CompiledSpec> CampaignBook::ValidateRequest(
     const v1::CreateCampaignRequest& request, int64_t now_ms) const {
-  RETURN_IF_ERROR(wire::ValidateWireSpec(request.spec()));
+  // The spec's checks (wire::ValidateWireSpec's) are its compilation's.
+  ASSIGN_OR_RETURN(wire::CompiledSpec spec,
+                   wire::CompiledSpec::Compile(request.spec()));
   const v1::Attribute attribute = wire::AttributeOf(request.spec().kind());
   if (request.attribute() != attribute) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -240,7 +268,7 @@ absl::Status CampaignBook::ValidateRequest(
        request.deadline_unix_ms() <= now_ms)) {
     return absl::InvalidArgumentError("deadline must be 0 or in the future");
   }
-  return absl::OkStatus();
+  return spec;
 }
 
 absl::StatusOr<std::vector<uint32_t>> CampaignBook::Targets(
@@ -325,7 +353,6 @@ absl::Status CampaignBook::AddLocked(std::unique_ptr<CampaignState> state,
   }));
   state->id = id;
   state->record = std::move(record);
-  ASSIGN_OR_RETURN(state->mechanism, MechanismFor(state->record));
   state->status.assign(options_.num_nodes, kNotTargeted);
   for (uint32_t v : targets) state->status[v] = kPending;
   state->targeted = static_cast<uint32_t>(targets.size());
@@ -343,15 +370,11 @@ absl::Status CampaignBook::AddLocked(std::unique_ptr<CampaignState> state,
 absl::StatusOr<v1::Campaign> CampaignBook::Create(
     const v1::CreateCampaignRequest& request) {
   const int64_t now = NowMs();
-  RETURN_IF_ERROR(ValidateRequest(request, now));
+  ASSIGN_OR_RETURN(wire::CompiledSpec spec, ValidateRequest(request, now));
   ASSIGN_OR_RETURN(const std::vector<uint32_t> targets,
                    Targets(request.nodes()));
-  const v1::Attribute attribute = request.attribute();
-  auto state = std::make_unique<CampaignState>();
-  ASSIGN_OR_RETURN(state->attribute, wire::AttributeName(attribute));
-  state->key = wire::WireQueryKey(attribute, request.spec());
-  state->charges =
-      ledger_->Intern(wire::CampaignQuestions(attribute, request.spec()));
+  ASSIGN_OR_RETURN(std::unique_ptr<CampaignState> state,
+                   NewState(request.attribute(), std::move(spec)));
 
   absl::MutexLock lock(&mu_);
   // The ledger: would any node with known caps be pushed over one?
@@ -375,6 +398,13 @@ absl::StatusOr<v1::Campaign> CampaignBook::Get(absl::string_view id) const {
   absl::ReaderMutexLock lock(&mu_);
   ASSIGN_OR_RETURN(CampaignState * c, FindLocked(id));
   return ToProto(*c);
+}
+
+absl::StatusOr<std::shared_ptr<const wire::CompiledSpec>> CampaignBook::Spec(
+    absl::string_view id) const {
+  absl::ReaderMutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(CampaignState * c, FindLocked(id));
+  return c->spec;
 }
 
 absl::Status CampaignBook::CloseLocked(CampaignState& c,
@@ -553,14 +583,14 @@ absl::Status CampaignBook::CheckReport(const Session& session,
       return absl::OkStatus();
     case v1::Report::kFeatures:
       if (c->record.attribute() != v1::ATTRIBUTE_FEATURES) break;
-      return wire::DecodeFeatureReport(report.features(), *c->mechanism)
+      return wire::DecodeFeatureReport(report.features(), *c->spec->feature())
           .status();
     case v1::Report::kLabel:
       if (c->record.attribute() != v1::ATTRIBUTE_LABEL) break;
-      return wire::ValidateLabelReport(report.label(), c->record.spec());
+      return wire::ValidateLabelReport(report.label(), c->spec->wire());
     case v1::Report::kEdges:
       if (c->record.attribute() != v1::ATTRIBUTE_EDGES) break;
-      return wire::ValidateEdgeReport(report.edges(), c->record.spec(), v);
+      return wire::ValidateEdgeReport(report.edges(), c->spec->wire(), v);
     case v1::Report::BODY_NOT_SET:
       return absl::InvalidArgumentError("report has no body");
   }

@@ -11,13 +11,20 @@
 // durably before it is acknowledged. The generation counts openings and
 // closings, so task streams can wait for a change (WaitForChange).
 //
+// A campaign's spec is compiled once (wire::CompiledSpec), when the
+// campaign is created or loaded (Open, Sync), and kept with it, as an agent
+// compiles a task's spec once for all its nodes: the question key and the
+// charges derive from it, ingest checks feature reports with its mechanism,
+// and the stages estimate with it (Spec). Nothing builds the mechanism
+// again.
+//
 // The book charges the ledger (ledger.h) for every stored report, with the
-// questions the campaign asks (wire::CampaignQuestions: a neighbour
-// substitution report answers an "edges" and a "features" question), and
-// asks it whether the targeted nodes can afford a new campaign. At Open it
-// rebuilds every campaign's progress, and the ledger's charges, from the
-// stored answers, so neither can lose nor double-count a report across a
-// crash.
+// questions the campaign asks (as wire::CampaignQuestions lists them: a
+// neighbour substitution report answers an "edges" and a "features"
+// question), and asks it whether the targeted nodes can afford a new
+// campaign. At Open it rebuilds every campaign's progress, and the ledger's
+// charges, from the stored answers, so neither can lose nor double-count a
+// report across a crash.
 //
 // Thread-safe. Locking: one reader/writer lock over the campaigns. Ingest
 // validates a batch and appends it to the store under the lock in shared
@@ -42,6 +49,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "ldpgraph/v1/admin.pb.h"
+#include "common/wire/codec.h"
 #include "ldpgraph/v1/agent.pb.h"
 #include "server/curator/ledger.h"
 #include "server/curator/sessions.h"
@@ -104,6 +112,11 @@ class CampaignBook {
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one (as
   // every call taking an id).
   absl::StatusOr<v1::Campaign> Get(absl::string_view id) const;
+  // The campaign's spec as compiled when it was created or loaded: its
+  // mechanism (the estimator of a features campaign's reports), its key.
+  // Immutable, and shared: it stays valid after the book is gone.
+  absl::StatusOr<std::shared_ptr<const wire::CompiledSpec>> Spec(
+      absl::string_view id) const;
   // Closes an open campaign (reason "operator"); a closed one is returned
   // unchanged.
   absl::StatusOr<v1::Campaign> Close(absl::string_view id);
@@ -175,11 +188,16 @@ class CampaignBook {
   absl::StatusOr<std::unique_ptr<CampaignState>> Restore(
       const store::CampaignRow& row);
 
-  // Create, in steps: the request's checks (all but the node selection) and
-  // the selection's targets (ascending), both INVALID_ARGUMENT; the ledger's
-  // check; storing the new campaign.
-  absl::Status ValidateRequest(const v1::CreateCampaignRequest& request,
-                               int64_t now_ms) const;
+  // Create, in steps: the request's checks (all but the node selection),
+  // which compile its spec, and the selection's targets (ascending), both
+  // INVALID_ARGUMENT; the ledger's check; storing the new campaign.
+  absl::StatusOr<wire::CompiledSpec> ValidateRequest(
+      const v1::CreateCampaignRequest& request, int64_t now_ms) const;
+  // A campaign's state from its attribute and compiled spec: the
+  // attribute's name, the key, the charges (interned in the ledger).
+  // INVALID_ARGUMENT for an unknown attribute.
+  absl::StatusOr<std::unique_ptr<CampaignState>> NewState(
+      v1::Attribute attribute, wire::CompiledSpec spec) const;
   absl::StatusOr<std::vector<uint32_t>> Targets(
       const v1::NodeSelection& selection) const;
   absl::Status CheckAffordableLocked(const CampaignState& state,

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "common/testing/temp_folder.h"
+#include "common/wire/codec.h"
 #include "server/curator/test_requests.h"
 
 namespace ldpgraph::curator {
@@ -281,6 +282,41 @@ TEST_F(CampaignBookTest, OpenRebuildsProgressAndTheLedger) {
   ASSERT_EQ(tasks.size(), 2u);
   EXPECT_THAT(tasks[0].node_ids(), ::testing::ElementsAre(3u));
   EXPECT_THAT(tasks[1].node_ids(), ::testing::ElementsAre(1u, 2u));
+}
+
+// A campaign's spec is compiled once, when it is created or loaded, and
+// kept: Spec hands out that one compiled spec (the same object each time),
+// whose keys are those the wire's helpers derive, and whose mechanism is
+// the one reports are checked and estimated with.
+TEST_F(CampaignBookTest, SpecIsCompiledOnceAndKeptWithTheCampaign) {
+  ASSERT_TRUE(book_->Create(Hds(1)).ok());
+  ASSERT_TRUE(book_->Create(Substitution(20, 1, 1.5)).ok());
+  for (int restarts = 0; restarts < 2; ++restarts) {
+    SCOPED_TRACE(restarts == 0 ? "created" : "loaded");
+    auto hds = book_->Spec("c1");
+    ASSERT_TRUE(hds.ok()) << hds.status();
+    EXPECT_EQ(hds->get(), book_->Spec("c1")->get());  // not compiled again
+    ASSERT_NE((*hds)->feature(), nullptr);
+    EXPECT_EQ((*hds)->feature()->kind(), MechanismKind::kHds);
+    EXPECT_EQ((*hds)->feature()->epsilon(), 1);
+    EXPECT_EQ((*hds)->Key(v1::ATTRIBUTE_FEATURES).Canonical(),
+              wire::WireQueryKey(v1::ATTRIBUTE_FEATURES, Hds(1).spec())
+                  .Canonical());
+    auto sub = book_->Spec("c2");
+    ASSERT_TRUE(sub.ok()) << sub.status();
+    ASSERT_NE((*sub)->substitution_features(), nullptr);
+    const std::vector<QueryKey> questions = wire::CampaignQuestions(
+        v1::ATTRIBUTE_EDGES, Substitution(20, 1, 1.5).spec());
+    ASSERT_EQ(questions.size(), 2u);
+    EXPECT_EQ((*sub)->substitution_features()
+                  ->Key(v1::ATTRIBUTE_FEATURES)
+                  .Canonical(),
+              questions[0].Canonical());
+    EXPECT_EQ((*sub)->Key(v1::ATTRIBUTE_EDGES).Canonical(),
+              questions[1].Canonical());
+    EXPECT_EQ(book_->Spec("c3").status().code(), absl::StatusCode::kNotFound);
+    Reopen();
+  }
 }
 
 // Several sessions ingest at once, two per shard of nodes sending the same

@@ -300,11 +300,12 @@ int main(int argc, char** argv) {
   if ((*server)->http_port() > 0) {
     std::cerr << ", HTTP on port " << (*server)->http_port();
   }
+  ldpgraph::curator::OperatorSide& curator = (*server)->curator().operators();
   std::cerr << " (role " << ldpgraph::curator::RoleName(options->role) << ", "
-            << (*server)->curator().DescribeStore() << ", "
-            << (*server)->curator().num_nodes() << " nodes, "
+            << curator.store().Describe() << ", "
+            << curator.num_nodes() << " nodes, "
             << (options->private_edges ? "edges private, " : "")
-            << (*server)->curator().open_campaigns() << " open campaigns)"
+            << curator.campaigns().open_campaigns() << " open campaigns)"
             << std::endl;
   if (!g_ready_file.empty()) {
     absl::Status written = ldpgraph::WriteFileAtomically(

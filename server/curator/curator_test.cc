@@ -34,6 +34,13 @@ class CuratorTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status();
     curator_ = std::move(*c);
   }
+  // The curator's two interfaces (curator.h).
+  AgentSide& agents() { return curator_->agents(); }
+  OperatorSide& operators() { return curator_->operators(); }
+  absl::StatusOr<v1::ReportAck> Ingest(const Session& session,
+                                       const v1::ReportBatch& batch) {
+    return requests::Ingest(agents(), session, batch);
+  }
   static v1::CreateCampaignRequest Hds(double eps) {
     return requests::HdsCampaign(eps);
   }
@@ -46,7 +53,7 @@ class CuratorTest : public ::testing::Test {
       n->set_secret(NodeCredential(kKey, v));
       if (cap_total > 0) n->mutable_caps()->set_total(cap_total);
     }
-    auto s = curator_->Enrol(req);
+    auto s = agents().Enrol(req);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *s : nullptr;
   }
@@ -78,32 +85,33 @@ v1::CheckInRequest CheckInOf(std::vector<uint32_t> nodes, double cap_total = 4,
 
 TEST_F(CuratorTest, ACheckInIsServedItsTasksThenFindsNothingOnceAnswered) {
   const absl::Time now = absl::Now();
-  auto idle = curator_->CheckIn(CheckInOf({3}), now);
+  auto idle = agents().CheckIn(CheckInOf({3}), now);
   ASSERT_TRUE(idle.ok()) << idle.status();
   EXPECT_EQ(idle->outcome, CheckInDesk::Outcome::kIdle);
   EXPECT_EQ(idle->session, nullptr);
-  auto campaign = curator_->CreateCampaign(Hds(1));
+  auto campaign = operators().CreateCampaign(Hds(1));
   ASSERT_TRUE(campaign.ok()) << campaign.status();
-  auto served = curator_->CheckIn(CheckInOf({3}), now);
+  auto served = agents().CheckIn(CheckInOf({3}), now);
   ASSERT_TRUE(served.ok()) << served.status();
   ASSERT_EQ(served->outcome, CheckInDesk::Outcome::kServed);
   ASSERT_EQ(served->tasks.size(), 1u);
   EXPECT_THAT(served->tasks[0].node_ids(), ::testing::ElementsAre(3));
   EXPECT_GT(served->retry_after, absl::Seconds(40));  // 60 s +- 20 %
+  EXPECT_EQ(served->session_ttl, CheckInDesk::Options().session_ttl);
   // The session submits for its node, and for no other.
-  auto session = curator_->FindSession(served->session->token);
+  auto session = agents().sessions().Find(served->session->token);
   ASSERT_TRUE(session.ok()) << session.status();
   v1::ReportBatch batch;
   *batch.add_reports() = Report(campaign->id(), 3, 0.5);
   *batch.add_reports() = Report(campaign->id(), 4, 0.5);
-  auto ack = curator_->Ingest(**session, batch);
+  auto ack = Ingest(**session, batch);
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_EQ(ack->results(0).code(), 0);
   EXPECT_EQ(ack->results(1).code(), int(absl::StatusCode::kPermissionDenied));
-  auto again = curator_->CheckIn(CheckInOf({3}), now);
+  auto again = agents().CheckIn(CheckInOf({3}), now);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->outcome, CheckInDesk::Outcome::kIdle);
-  const v1::CuratorStatus st = curator_->Status();
+  const v1::CuratorStatus st = operators().Status();
   EXPECT_EQ(st.check_ins(), 3u);
   EXPECT_EQ(st.devices_seen(), 1u);
   EXPECT_EQ(st.check_ins_served(), 1u);
@@ -112,31 +120,31 @@ TEST_F(CuratorTest, ACheckInIsServedItsTasksThenFindsNothingOnceAnswered) {
 }
 
 TEST_F(CuratorTest, ACheckInWithABadCredentialRecordsNothing) {
-  auto bad = curator_->CheckIn(CheckInOf({2}, 4, std::string(32, 'x')),
+  auto bad = agents().CheckIn(CheckInOf({2}, 4, std::string(32, 'x')),
                                absl::Now());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(bad.status().message(), HasSubstr("node 2"));
-  EXPECT_EQ(curator_->Status().check_ins(), 0u);
-  EXPECT_THAT(curator_->CheckIn(CheckInOf({1, 1}), absl::Now()).status().message(),
+  EXPECT_EQ(operators().Status().check_ins(), 0u);
+  EXPECT_THAT(agents().CheckIn(CheckInOf({1, 1}), absl::Now()).status().message(),
               HasSubstr("node 1 listed twice"));
-  EXPECT_EQ(curator_->CheckIn(CheckInOf({}), absl::Now()).status().code(),
+  EXPECT_EQ(agents().CheckIn(CheckInOf({}), absl::Now()).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 // A device checking in again with its policy unchanged costs no store
 // write: its caps are recorded (and audited) once.
 TEST_F(CuratorTest, AnUnchangedDeviceChecksInWithoutAStoreWrite) {
-  const auto audit_rows = [&] { return curator_->ListAudit(0, 100000)->size(); };
+  const auto audit_rows = [&] { return operators().store().ListAudit(0, 100000)->size(); };
   const size_t before = audit_rows();
-  ASSERT_TRUE(curator_->CheckIn(CheckInOf({5}, 3), absl::Now()).ok());
+  ASSERT_TRUE(agents().CheckIn(CheckInOf({5}, 3), absl::Now()).ok());
   EXPECT_EQ(audit_rows(), before + 1);
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(curator_->CheckIn(CheckInOf({5}, 3), absl::Now()).ok());
+    ASSERT_TRUE(agents().CheckIn(CheckInOf({5}, 3), absl::Now()).ok());
   }
   EXPECT_EQ(audit_rows(), before + 1);
-  ASSERT_TRUE(curator_->CheckIn(CheckInOf({5}, 2), absl::Now()).ok());
+  ASSERT_TRUE(agents().CheckIn(CheckInOf({5}, 2), absl::Now()).ok());
   EXPECT_EQ(audit_rows(), before + 2);
-  auto budgets = curator_->GetBudgets({5});
+  auto budgets = operators().ledger().Budgets({5});
   ASSERT_EQ(budgets.size(), 1u);
   EXPECT_EQ(budgets[0].caps().total(), 2);
 }
@@ -150,32 +158,32 @@ TEST_F(CuratorTest, CheckInsBeyondTheRateArePacedAndOpenNothing) {
                                      desk);
   ASSERT_TRUE(c.ok()) << c.status();
   curator_ = std::move(*c);
-  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Hds(1)).ok());
   const absl::Time now = absl::Now();
   std::vector<std::string> tokens;
   for (uint32_t v = 0; v < 2; ++v) {
-    auto r = curator_->CheckIn(CheckInOf({v}), now);
+    auto r = agents().CheckIn(CheckInOf({v}), now);
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->outcome, CheckInDesk::Outcome::kServed);
     tokens.push_back(r->session->token);
   }
-  auto paced = curator_->CheckIn(CheckInOf({2}), now);
+  auto paced = agents().CheckIn(CheckInOf({2}), now);
   ASSERT_TRUE(paced.ok());
   EXPECT_EQ(paced->outcome, CheckInDesk::Outcome::kPaced);
   EXPECT_EQ(paced->retry_after, absl::Milliseconds(500));
   EXPECT_TRUE(paced->tasks.empty());
-  EXPECT_EQ(curator_->Status().check_in_sessions(), 2u);
-  EXPECT_EQ(curator_->Status().check_ins_paced(), 1u);
+  EXPECT_EQ(operators().Status().check_in_sessions(), 2u);
+  EXPECT_EQ(operators().Status().check_ins_paced(), 1u);
   // Sessions lapse after their TTL: refused, then forgotten. (600 ms: past
   // the paced device's slot, and a token has accrued again.)
   absl::SleepFor(absl::Milliseconds(600));
-  auto lapsed = curator_->FindSession(tokens[0]);
+  auto lapsed = agents().sessions().Find(tokens[0]);
   EXPECT_EQ(lapsed.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(lapsed.status().message(), HasSubstr("lapsed"));
-  auto next = curator_->CheckIn(CheckInOf({2}), absl::Now());
+  auto next = agents().CheckIn(CheckInOf({2}), absl::Now());
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->outcome, CheckInDesk::Outcome::kServed);
-  EXPECT_EQ(curator_->Status().check_in_sessions(), 1u);
+  EXPECT_EQ(operators().Status().check_in_sessions(), 1u);
 }
 
 TEST_F(CuratorTest, EnrolRefusesAnotherNodesCredential) {
@@ -183,7 +191,7 @@ TEST_F(CuratorTest, EnrolRefusesAnotherNodesCredential) {
   auto* n = req.add_nodes();
   n->set_node_id(3);
   n->set_secret(NodeCredential(kKey, 4));  // node 4's secret for node 3
-  auto s = curator_->Enrol(req);
+  auto s = agents().Enrol(req);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnauthenticated);
   EXPECT_THAT(s.status().message(), HasSubstr("node 3"));
 }
@@ -205,69 +213,69 @@ v1::EnrolRequest Part(std::vector<uint32_t> nodes, bool more,
 }
 
 TEST_F(CuratorTest, EnrolmentInPartsOpensOneSessionWithTheLastPart) {
-  auto first = curator_->Enrol(Part({5, 4, 3}, /*more=*/true, ""));
+  auto first = agents().Enrol(Part({5, 4, 3}, /*more=*/true, ""));
   ASSERT_TRUE(first.ok()) << first.status();
   const std::string token = (*first)->token;
   EXPECT_EQ((*first)->nodes.size(), 3u);
   // Between parts the token authenticates nothing, and nothing is enrolled.
-  EXPECT_EQ(curator_->FindSession(token).status().code(),
+  EXPECT_EQ(agents().sessions().Find(token).status().code(),
             absl::StatusCode::kUnauthenticated);
-  EXPECT_EQ(curator_->Status().enrolled_nodes(), 0u);
+  EXPECT_EQ(operators().Status().enrolled_nodes(), 0u);
   // Each part's caps are recorded as it comes.
-  EXPECT_TRUE(curator_->GetBudgets({4})[0].caps_known());
-  auto second = curator_->Enrol(Part({0, 1}, /*more=*/true, token));
+  EXPECT_TRUE(operators().ledger().Budgets({4})[0].caps_known());
+  auto second = agents().Enrol(Part({0, 1}, /*more=*/true, token));
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ((*second)->token, token);
-  auto last = curator_->Enrol(Part({9}, /*more=*/false, token));
+  auto last = agents().Enrol(Part({9}, /*more=*/false, token));
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ((*last)->token, token);
   EXPECT_EQ((*last)->nodes, (std::vector<uint32_t>{0, 1, 3, 4, 5, 9}));
-  auto found = curator_->FindSession(token);
+  auto found = agents().sessions().Find(token);
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_TRUE((*found)->Covers(9));
   EXPECT_FALSE((*found)->Covers(2));
-  EXPECT_EQ(curator_->Status().enrolled_nodes(), 6u);
+  EXPECT_EQ(operators().Status().enrolled_nodes(), 6u);
   // The token is spent: it continues nothing any more.
-  EXPECT_EQ(curator_->Enrol(Part({12}, false, token)).status().code(),
+  EXPECT_EQ(agents().Enrol(Part({12}, false, token)).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(curator_->Status().sessions(), 1u);
+  EXPECT_EQ(operators().Status().sessions(), 1u);
 }
 
 TEST_F(CuratorTest, EnrollingInPartsAgainReplacesTheEarlierSession) {
   std::string old_token;
   for (int round = 0; round < 3; ++round) {
-    auto a = curator_->Enrol(Part({0, 1, 2}, true, ""));
+    auto a = agents().Enrol(Part({0, 1, 2}, true, ""));
     ASSERT_TRUE(a.ok()) << a.status();
-    auto b = curator_->Enrol(Part({3, 4}, false, (*a)->token));
+    auto b = agents().Enrol(Part({3, 4}, false, (*a)->token));
     ASSERT_TRUE(b.ok()) << b.status();
     if (!old_token.empty()) {
-      EXPECT_EQ(curator_->FindSession(old_token).status().code(),
+      EXPECT_EQ(agents().sessions().Find(old_token).status().code(),
                 absl::StatusCode::kUnauthenticated);
     }
     old_token = (*b)->token;
-    EXPECT_EQ(curator_->Status().sessions(), 1u);
-    EXPECT_EQ(curator_->Status().enrolled_nodes(), 5u);
+    EXPECT_EQ(operators().Status().sessions(), 1u);
+    EXPECT_EQ(operators().Status().enrolled_nodes(), 5u);
   }
   // A one-call enrolment of the same nodes replaces it too.
   auto whole = Enrol({0, 1, 2, 3, 4});
   ASSERT_NE(whole, nullptr);
-  EXPECT_EQ(curator_->Status().sessions(), 1u);
-  EXPECT_FALSE(curator_->FindSession(old_token).ok());
+  EXPECT_EQ(operators().Status().sessions(), 1u);
+  EXPECT_FALSE(agents().sessions().Find(old_token).ok());
 }
 
 TEST_F(CuratorTest, EnrolmentInPartsRefusesANodeTwiceAndAnUnknownToken) {
-  auto a = curator_->Enrol(Part({0, 1, 2}, true, ""));
+  auto a = agents().Enrol(Part({0, 1, 2}, true, ""));
   ASSERT_TRUE(a.ok()) << a.status();
-  auto twice = curator_->Enrol(Part({2, 3}, false, (*a)->token));
+  auto twice = agents().Enrol(Part({2, 3}, false, (*a)->token));
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(twice.status().message(), HasSubstr("node 2 listed twice"));
   // A failed part ends the enrolment.
-  EXPECT_EQ(curator_->Enrol(Part({3}, false, (*a)->token)).status().code(),
+  EXPECT_EQ(agents().Enrol(Part({3}, false, (*a)->token)).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  auto unknown = curator_->Enrol(Part({3}, false, "not-a-token"));
+  auto unknown = agents().Enrol(Part({3}, false, "not-a-token"));
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(unknown.status().message(), HasSubstr("enrol again"));
-  EXPECT_EQ(curator_->Status().sessions(), 0u);
+  EXPECT_EQ(operators().Status().sessions(), 0u);
 }
 
 TEST_F(CuratorTest, EnrolRefusesMoreNodesThanMaxEnrolPerCall) {
@@ -281,19 +289,19 @@ TEST_F(CuratorTest, EnrolRefusesMoreNodesThanMaxEnrolPerCall) {
   auto c = Curator::Open(std::move(*store), o);
   ASSERT_TRUE(c.ok()) << c.status();
   curator_ = std::move(*c);
-  auto big = curator_->Enrol(Part({0, 1, 2}, false, ""));
+  auto big = agents().Enrol(Part({0, 1, 2}, false, ""));
   EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(big.status().message(), HasSubstr("at most 2 allowed per call"));
-  auto a = curator_->Enrol(Part({0, 1}, true, ""));
+  auto a = agents().Enrol(Part({0, 1}, true, ""));
   ASSERT_TRUE(a.ok()) << a.status();
-  auto b = curator_->Enrol(Part({2}, false, (*a)->token));
+  auto b = agents().Enrol(Part({2}, false, (*a)->token));
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ((*b)->nodes.size(), 3u);
 }
 
 TEST_F(CuratorTest, CreateCampaignRejectsEachBadRequest) {
   auto expect_invalid = [&](v1::CreateCampaignRequest r, const char* what) {
-    auto c = curator_->CreateCampaign(r);
+    auto c = operators().CreateCampaign(r);
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << what;
     EXPECT_THAT(c.status().message(), HasSubstr(what));
   };
@@ -326,37 +334,37 @@ TEST_F(CuratorTest, CreateCampaignRejectsEachBadRequest) {
   r.mutable_spec()->set_kind(v1::MECHANISM_KIND_EDGE_RR);
   r.mutable_spec()->set_dimension(kNodes + 1);
   expect_invalid(r, "number of nodes");
-  EXPECT_TRUE(curator_->ListCampaigns().empty());
+  EXPECT_TRUE(operators().campaigns().List().empty());
 }
 
 TEST_F(CuratorTest, LedgerSurvivesRestartAndChargesAQuestionOnce) {
   auto session = Enrol({0, 1, 2, 3}, /*cap_total=*/1.5);
   ASSERT_NE(session, nullptr);
-  auto c1 = curator_->CreateCampaign(Hds(1));
+  auto c1 = operators().CreateCampaign(Hds(1));
   ASSERT_TRUE(c1.ok()) << c1.status();
   v1::ReportBatch batch;
   for (uint32_t v : {0u, 1u}) *batch.add_reports() = Report("c1", v, 0.5);
-  auto ack = curator_->Ingest(*session, batch);
+  auto ack = Ingest(*session, batch);
   ASSERT_TRUE(ack.ok());
   // The same question again (another campaign) costs nothing more...
-  auto c2 = curator_->CreateCampaign(Hds(1));
+  auto c2 = operators().CreateCampaign(Hds(1));
   ASSERT_TRUE(c2.ok()) << c2.status();
   batch.Clear();
   *batch.add_reports() = Report("c2", 0, 0.5);
-  ASSERT_TRUE(curator_->Ingest(*session, batch).ok());
+  ASSERT_TRUE(Ingest(*session, batch).ok());
   Reopen();
-  auto budgets = curator_->GetBudgets({0, 1, 2});
+  auto budgets = operators().ledger().Budgets({0, 1, 2});
   ASSERT_EQ(budgets.size(), 3u);
   EXPECT_DOUBLE_EQ(budgets[0].total_spent(), 1.0);
   EXPECT_DOUBLE_EQ(budgets[1].total_spent(), 1.0);
   EXPECT_DOUBLE_EQ(budgets[2].total_spent(), 0.0);
   EXPECT_TRUE(budgets[0].caps_known());
   // ...but a different question at epsilon 1 would take nodes over 1.5.
-  auto c3 = curator_->CreateCampaign(Hds(0.75));
+  auto c3 = operators().CreateCampaign(Hds(0.75));
   EXPECT_EQ(c3.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(c3.status().message(), HasSubstr("cannot afford"));
   // Progress was rebuilt from the store.
-  auto again = curator_->GetCampaign("c1");
+  auto again = operators().campaigns().Get("c1");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->progress().reported(), 2u);
   EXPECT_EQ(again->state(), v1::CAMPAIGN_STATE_OPEN);
@@ -369,31 +377,31 @@ TEST_F(CuratorTest, QuorumClosesAndLateReportsAreRefused) {
   r.mutable_nodes()->add_node_ids(0);
   r.mutable_nodes()->add_node_ids(1);
   r.set_quorum(0.5);
-  ASSERT_TRUE(curator_->CreateCampaign(r).ok());
+  ASSERT_TRUE(operators().CreateCampaign(r).ok());
   v1::ReportBatch batch;
   *batch.add_reports() = Report("c1", 0, 0.5);
-  ASSERT_TRUE(curator_->Ingest(*session, batch).ok());
-  auto c = curator_->GetCampaign("c1");
+  ASSERT_TRUE(Ingest(*session, batch).ok());
+  auto c = operators().campaigns().Get("c1");
   EXPECT_EQ(c->state(), v1::CAMPAIGN_STATE_CLOSED);
   EXPECT_EQ(c->close_reason(), "quorum");
   batch.Clear();
   *batch.add_reports() = Report("c1", 1, 0.5);
   *batch.add_reports() = Report("c1", 0, 0.5);  // an identical resend
-  auto ack = curator_->Ingest(*session, batch);
+  auto ack = Ingest(*session, batch);
   ASSERT_TRUE(ack.ok());
   EXPECT_EQ(ack->results(0).code(),
             static_cast<int>(absl::StatusCode::kFailedPrecondition));
   EXPECT_EQ(ack->results(1).code(), 0);
   EXPECT_TRUE(ack->results(1).duplicate());
   Reopen();
-  EXPECT_EQ(curator_->GetCampaign("c1")->state(), v1::CAMPAIGN_STATE_CLOSED);
+  EXPECT_EQ(operators().campaigns().Get("c1")->state(), v1::CAMPAIGN_STATE_CLOSED);
 }
 
 // A refusal's reason must be one the curator knows: proto3 parses any
 // number, and an unknown one would be stored with no meaning to show.
 TEST_F(CuratorTest, RefusalWithAnUnknownReasonIsRejectedAndNotStored) {
   auto session = Enrol({0, 1, 2, 3});
-  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Hds(1)).ok());
   v1::ReportBatch batch;
   const std::vector<int> unknown = {5, 13, 99};
   for (size_t i = 0; i < unknown.size(); ++i) {
@@ -407,7 +415,7 @@ TEST_F(CuratorTest, RefusalWithAnUnknownReasonIsRejectedAndNotStored) {
   known->set_campaign_id("c1");
   known->set_node_id(3);
   known->mutable_refusal()->set_reason(v1::REFUSAL_REASON_POLICY);
-  auto ack = curator_->Ingest(*session, batch);
+  auto ack = Ingest(*session, batch);
   ASSERT_TRUE(ack.ok()) << ack.status();
   for (size_t i = 0; i < unknown.size(); ++i) {
     SCOPED_TRACE(unknown[i]);
@@ -418,12 +426,12 @@ TEST_F(CuratorTest, RefusalWithAnUnknownReasonIsRejectedAndNotStored) {
                            " is not a known RefusalReason"));
   }
   EXPECT_EQ(ack->results(3).code(), 0);
-  auto refusals = curator_->ListRefusals("c1");
+  auto refusals = operators().campaigns().Refusals("c1");
   ASSERT_TRUE(refusals.ok()) << refusals.status();
   ASSERT_EQ(refusals->size(), 1u);
   EXPECT_EQ((*refusals)[0].node_id(), 3u);
   EXPECT_EQ((*refusals)[0].reason(), v1::REFUSAL_REASON_POLICY);
-  EXPECT_EQ(curator_->GetCampaign("c1")->progress().refused(), 1u);
+  EXPECT_EQ(operators().campaigns().Get("c1")->progress().refused(), 1u);
 }
 
 // Closing stores the closed state and its audit entry in one transaction,
@@ -434,7 +442,7 @@ TEST_F(CuratorTest, ACloseThatFailsOnAFullDiskLeavesTheCampaignOpen) {
   store::CuratorStore::Options full;
   full.max_bytes = 64 * 1024;
   Reopen(full);
-  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Hds(1)).ok());
   // Audit rows, the largest first, until not even an empty one fits.
   store::CuratorStore& store = *store_;
   int filled = 0;
@@ -467,10 +475,10 @@ TEST_F(CuratorTest, ACloseThatFailsOnAFullDiskLeavesTheCampaignOpen) {
 
   for (int attempt = 0; attempt < 2; ++attempt) {
     SCOPED_TRACE(attempt);
-    auto closed = curator_->CloseCampaign("c1");
+    auto closed = operators().campaigns().Close("c1");
     EXPECT_EQ(closed.status().code(), absl::StatusCode::kResourceExhausted)
         << closed.status();
-    EXPECT_EQ(curator_->GetCampaign("c1")->state(), v1::CAMPAIGN_STATE_OPEN);
+    EXPECT_EQ(operators().campaigns().Get("c1")->state(), v1::CAMPAIGN_STATE_OPEN);
     EXPECT_TRUE(stored_open(*store_));
     EXPECT_EQ(close_audits(*store_), 0);
   }
@@ -478,8 +486,8 @@ TEST_F(CuratorTest, ACloseThatFailsOnAFullDiskLeavesTheCampaignOpen) {
   // Room again (the store reopened without the limit): it reloads open, and
   // the retry closes it with one audit entry.
   Reopen();
-  EXPECT_EQ(curator_->GetCampaign("c1")->state(), v1::CAMPAIGN_STATE_OPEN);
-  auto closed = curator_->CloseCampaign("c1");
+  EXPECT_EQ(operators().campaigns().Get("c1")->state(), v1::CAMPAIGN_STATE_OPEN);
+  auto closed = operators().campaigns().Close("c1");
   ASSERT_TRUE(closed.ok()) << closed.status();
   EXPECT_EQ(closed->state(), v1::CAMPAIGN_STATE_CLOSED);
   EXPECT_EQ(closed->close_reason(), "operator");
@@ -489,14 +497,14 @@ TEST_F(CuratorTest, ACloseThatFailsOnAFullDiskLeavesTheCampaignOpen) {
 
 TEST_F(CuratorTest, TasksGoOnlyToPendingNodesOfTheSession) {
   auto session = Enrol({0, 1, 2});
-  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
-  auto tasks = curator_->PendingTasks(*session);
+  ASSERT_TRUE(operators().CreateCampaign(Hds(1)).ok());
+  auto tasks = agents().campaigns().PendingTasks(*session);
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].node_ids_size(), 3);
   v1::ReportBatch batch;
   *batch.add_reports() = Report("c1", 1, 0.5);
-  ASSERT_TRUE(curator_->Ingest(*session, batch).ok());
-  tasks = curator_->PendingTasks(*session);
+  ASSERT_TRUE(Ingest(*session, batch).ok());
+  tasks = agents().campaigns().PendingTasks(*session);
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_THAT(std::vector<uint32_t>(tasks[0].node_ids().begin(),
                                     tasks[0].node_ids().end()),
@@ -512,30 +520,30 @@ TEST_F(CuratorTest, RelayDeliversSealedMessagesToTheirRecipientsOnly) {
   m->set_from_node(1);
   m->set_to_node(5);
   m->set_ciphertext("sealed");
-  auto sent = curator_->Relay(*alice, req);
+  auto sent = agents().relay().Relay(*alice, req);
   ASSERT_TRUE(sent.ok()) << sent.status();
   EXPECT_EQ(*sent, 1);
-  auto got = curator_->FetchSealed(*bob, 0, 10);
+  auto got = agents().relay().Fetch(*bob, 0, 10);
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ((*got)[0].from_node(), 1u);
   EXPECT_EQ((*got)[0].ciphertext(), "sealed");
-  EXPECT_TRUE(curator_->FetchSealed(*bob, (*got)[0].sequence(), 10)->empty());
-  EXPECT_TRUE(curator_->FetchSealed(*alice, 0, 10)->empty());
+  EXPECT_TRUE(agents().relay().Fetch(*bob, (*got)[0].sequence(), 10)->empty());
+  EXPECT_TRUE(agents().relay().Fetch(*alice, 0, 10)->empty());
   // A sender outside the session, a recipient outside the graph, a payload
   // over 64 KiB: refused, nothing stored.
   m->set_from_node(5);
-  EXPECT_EQ(curator_->Relay(*alice, req).status().code(),
+  EXPECT_EQ(agents().relay().Relay(*alice, req).status().code(),
             absl::StatusCode::kPermissionDenied);
   m->set_from_node(0);
   m->set_to_node(kNodes);
-  EXPECT_EQ(curator_->Relay(*alice, req).status().code(),
+  EXPECT_EQ(agents().relay().Relay(*alice, req).status().code(),
             absl::StatusCode::kInvalidArgument);
   m->set_to_node(5);
   m->set_ciphertext(std::string(65537, 'x'));
-  EXPECT_EQ(curator_->Relay(*alice, req).status().code(),
+  EXPECT_EQ(agents().relay().Relay(*alice, req).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(curator_->FetchSealed(*bob, 0, 10)->size(), 1u);
+  EXPECT_EQ(agents().relay().Fetch(*bob, 0, 10)->size(), 1u);
 }
 
 // --- neighbour substitution ---------------------------------------------------
@@ -552,54 +560,54 @@ using requests::EdgesReport;
 // once, whichever campaign asked it first.
 TEST_F(CuratorTest, SubstitutionChargesItsTwoQuestionsOnce) {
   auto session = Enrol({0, 1, 2});
-  auto sub = curator_->CreateCampaign(Substitution(1.0));
+  auto sub = operators().CreateCampaign(Substitution(1.0));
   ASSERT_TRUE(sub.ok()) << sub.status();
   EXPECT_EQ(sub->attribute(), v1::ATTRIBUTE_EDGES);
   v1::ReportBatch batch;
   *batch.add_reports() = EdgesReport("c1", 0, {1, 7});
-  auto ack = curator_->Ingest(*session, batch);
+  auto ack = Ingest(*session, batch);
   ASSERT_TRUE(ack.ok());
   ASSERT_EQ(ack->results(0).code(), 0) << ack->results(0).message();
-  auto budgets = curator_->GetBudgets({0});
+  auto budgets = operators().ledger().Budgets({0});
   EXPECT_DOUBLE_EQ(budgets[0].spent().at("edges"), 1.0);
   EXPECT_DOUBLE_EQ(budgets[0].spent().at("features"), 1.5);
   EXPECT_DOUBLE_EQ(budgets[0].total_spent(), 2.5);
   // A features campaign asking the same feature question: node 0 answered
   // it already (one report, spent once).
-  ASSERT_TRUE(curator_->CreateCampaign(Hds(1.5)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Hds(1.5)).ok());
   batch.Clear();
   *batch.add_reports() = Report("c2", 0, 0.5);
-  ASSERT_EQ(curator_->Ingest(*session, batch)->results(0).code(), 0);
-  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].total_spent(), 2.5);
+  ASSERT_EQ(Ingest(*session, batch)->results(0).code(), 0);
+  EXPECT_DOUBLE_EQ(operators().ledger().Budgets({0})[0].total_spent(), 2.5);
   // A second identical substitution campaign: nothing more.
-  ASSERT_TRUE(curator_->CreateCampaign(Substitution(1.0)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Substitution(1.0)).ok());
   batch.Clear();
   *batch.add_reports() = EdgesReport("c3", 0, {1, 7});
-  ASSERT_EQ(curator_->Ingest(*session, batch)->results(0).code(), 0);
-  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].total_spent(), 2.5);
+  ASSERT_EQ(Ingest(*session, batch)->results(0).code(), 0);
+  EXPECT_DOUBLE_EQ(operators().ledger().Budgets({0})[0].total_spent(), 2.5);
   // And the ledger is rebuilt so after a restart.
   Reopen();
-  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].total_spent(), 2.5);
-  EXPECT_DOUBLE_EQ(curator_->GetBudgets({0})[0].spent().at("features"), 1.5);
+  EXPECT_DOUBLE_EQ(operators().ledger().Budgets({0})[0].total_spent(), 2.5);
+  EXPECT_DOUBLE_EQ(operators().ledger().Budgets({0})[0].spent().at("features"), 1.5);
 }
 
 // The ledger counts both questions when deciding whether a node can afford
 // a substitution campaign.
 TEST_F(CuratorTest, TheLedgerRefusesASubstitutionNodesCannotAfford) {
   Enrol({0, 1}, /*cap_total=*/2.0);
-  auto c = curator_->CreateCampaign(Substitution(1.0, 1.5));  // 2.5 > 2
+  auto c = operators().CreateCampaign(Substitution(1.0, 1.5));  // 2.5 > 2
   EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(c.status().message(), HasSubstr("total 2.5 > cap 2"));
-  EXPECT_TRUE(curator_->CreateCampaign(Substitution(0.5, 1.5)).ok());
+  EXPECT_TRUE(operators().CreateCampaign(Substitution(0.5, 1.5)).ok());
 }
 
 TEST_F(CuratorTest, SubstitutionReportsAreValidated) {
   auto session = Enrol({3});
-  ASSERT_TRUE(curator_->CreateCampaign(Substitution(1.0)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Substitution(1.0)).ok());
   auto code = [&](v1::Report r) {
     v1::ReportBatch b;
     *b.add_reports() = std::move(r);
-    auto ack = curator_->Ingest(*session, b);
+    auto ack = Ingest(*session, b);
     EXPECT_TRUE(ack.ok());
     return static_cast<absl::StatusCode>(ack->results(0).code());
   };
@@ -613,11 +621,11 @@ TEST_F(CuratorTest, SubstitutionReportsAreValidated) {
   auto bad = Substitution(1.0);
   bad.mutable_spec()->mutable_substitution()->mutable_features()->set_epsilon(
       INFINITY);
-  EXPECT_EQ(curator_->CreateCampaign(bad).status().code(),
+  EXPECT_EQ(operators().CreateCampaign(bad).status().code(),
             absl::StatusCode::kInvalidArgument);
   bad = Substitution(1.0);
   bad.mutable_spec()->set_dimension(kNodes + 1);
-  EXPECT_THAT(curator_->CreateCampaign(bad).status().message(),
+  EXPECT_THAT(operators().CreateCampaign(bad).status().message(),
               HasSubstr("dimension = number of nodes"));
 }
 
@@ -629,13 +637,13 @@ TEST_F(CuratorTest, TheKeyDirectoryServesEnrolledKeysAndAuditsChanges) {
     n->set_node_id(v);
     n->set_secret(NodeCredential(kKey, v));
     n->set_sealing_key(std::move(key));
-    return curator_->Enrol(req);
+    return agents().Enrol(req);
   };
   auto a = enrol(1, std::string(32, 'a'));
   ASSERT_TRUE(a.ok());
   ASSERT_TRUE(enrol(4, std::string(32, 'b')).ok());
   ASSERT_TRUE(enrol(6, "").ok());  // no key: left out
-  auto keys = curator_->PublicKeys(**a, {6, 4, 1});
+  auto keys = agents().keys().Get({6, 4, 1});
   ASSERT_TRUE(keys.ok());
   ASSERT_EQ(keys->size(), 2u);
   EXPECT_EQ((*keys)[0].node_id(), 4u);
@@ -644,19 +652,19 @@ TEST_F(CuratorTest, TheKeyDirectoryServesEnrolledKeysAndAuditsChanges) {
   // A key of the wrong size is refused, nothing enrolled.
   EXPECT_THAT(enrol(2, "short").status().message(), HasSubstr("32 bytes"));
   // Bounds of the request.
-  EXPECT_EQ(curator_->PublicKeys(**a, {kNodes}).status().code(),
+  EXPECT_EQ(agents().keys().Get({kNodes}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(curator_->PublicKeys(**a, std::vector<uint32_t>(100001, 1))
+  EXPECT_EQ(agents().keys().Get(std::vector<uint32_t>(100001, 1))
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
   // Enrolling without a key keeps the key; another key replaces it,
   // audited.
   ASSERT_TRUE(enrol(1, "").ok());
-  EXPECT_EQ(curator_->PublicKeys(**a, {1})->at(0).public_key(),
+  EXPECT_EQ(agents().keys().Get({1})->at(0).public_key(),
             std::string(32, 'a'));
   ASSERT_TRUE(enrol(1, std::string(32, 'c')).ok());
-  auto audit = curator_->ListAudit(0, 1000);
+  auto audit = operators().store().ListAudit(0, 1000);
   ASSERT_TRUE(audit.ok());
   int replaced = 0;
   for (const auto& row : *audit) {
@@ -670,7 +678,7 @@ TEST_F(CuratorTest, TheKeyDirectoryServesEnrolledKeysAndAuditsChanges) {
   Reopen();
   auto b = enrol(6, "");
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(curator_->PublicKeys(**b, {1})->at(0).public_key(),
+  EXPECT_EQ(agents().keys().Get({1})->at(0).public_key(),
             std::string(32, 'c'));
 }
 
@@ -685,30 +693,30 @@ TEST_F(CuratorTest, FetchSealedCanReadOneCampaign) {
     m->set_to_node(5);
     m->set_ciphertext(c);
   }
-  ASSERT_TRUE(curator_->Relay(*alice, req).ok());
-  EXPECT_EQ(curator_->FetchSealed(*bob, 0, 10)->size(), 3u);
-  auto c1 = curator_->FetchSealed(*bob, 0, 10, "c1");
+  ASSERT_TRUE(agents().relay().Relay(*alice, req).ok());
+  EXPECT_EQ(agents().relay().Fetch(*bob, 0, 10)->size(), 3u);
+  auto c1 = agents().relay().Fetch(*bob, 0, 10, "c1");
   ASSERT_TRUE(c1.ok());
   ASSERT_EQ(c1->size(), 2u);
-  EXPECT_EQ(curator_->FetchSealed(*bob, (*c1)[0].sequence(), 10, "c1")->size(),
+  EXPECT_EQ(agents().relay().Fetch(*bob, (*c1)[0].sequence(), 10, "c1")->size(),
             1u);
-  EXPECT_EQ(curator_->FetchSealed(*bob, 0, 10, "c2")->size(), 1u);
-  EXPECT_TRUE(curator_->FetchSealed(*bob, 0, 10, "c3")->empty());
+  EXPECT_EQ(agents().relay().Fetch(*bob, 0, 10, "c2")->size(), 1u);
+  EXPECT_TRUE(agents().relay().Fetch(*bob, 0, 10, "c3")->empty());
 }
 
 // The stages' graph of an edges campaign: union for substitution, the
 // lower id for randomized response.
 TEST_F(CuratorTest, StagesAssembleTheGraphOfAnEdgesCampaign) {
   auto session = Enrol({0, 1, 2, 3});
-  ASSERT_TRUE(curator_->CreateCampaign(Substitution(1.0)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Substitution(1.0)).ok());
   v1::CreateCampaignRequest rr;
   rr.set_attribute(v1::ATTRIBUTE_EDGES);
   rr.mutable_spec()->set_kind(v1::MECHANISM_KIND_EDGE_RR);
   rr.mutable_spec()->set_epsilon(1);
   rr.mutable_spec()->set_dimension(kNodes);
   rr.mutable_nodes()->set_all(true);
-  ASSERT_TRUE(curator_->CreateCampaign(rr).ok());
-  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());
+  ASSERT_TRUE(operators().CreateCampaign(rr).ok());
+  ASSERT_TRUE(operators().CreateCampaign(Hds(1)).ok());
   v1::ReportBatch batch;
   for (const char* c : {"c1", "c2"}) {
     // 0 lists 1; 1 lists 2; 2 lists 0 and 3.
@@ -716,7 +724,7 @@ TEST_F(CuratorTest, StagesAssembleTheGraphOfAnEdgesCampaign) {
     *batch.add_reports() = EdgesReport(c, 1, {2});
     *batch.add_reports() = EdgesReport(c, 2, {0, 3});
   }
-  auto ack = curator_->Ingest(*session, batch);
+  auto ack = Ingest(*session, batch);
   ASSERT_TRUE(ack.ok());
   for (const auto& r : ack->results()) ASSERT_EQ(r.code(), 0) << r.message();
   Dataset data;
@@ -724,7 +732,7 @@ TEST_F(CuratorTest, StagesAssembleTheGraphOfAnEdgesCampaign) {
   auto empty = Graph::FromEdges(kNodes, {});
   ASSERT_TRUE(empty.ok());
   data.graph = *std::move(empty);
-  Stages stages(curator_.get(), &data, dir_.path(), /*private_edges=*/true);
+  Stages stages(&operators(), &data, dir_.path(), /*private_edges=*/true);
   auto un = stages.AssembledGraph("c1");
   ASSERT_TRUE(un.ok()) << un.status();
   EXPECT_EQ(un->num_edges(), 4u);  // {0,1} {1,2} {0,2} {2,3}
@@ -741,7 +749,7 @@ TEST_F(CuratorTest, StagesAssembleTheGraphOfAnEdgesCampaign) {
   // with one, the result says which graph it ran on.
   batch.Clear();
   *batch.add_reports() = Report("c3", 0, 0.5);
-  ASSERT_EQ(curator_->Ingest(*session, batch)->results(0).code(), 0);
+  ASSERT_EQ(Ingest(*session, batch)->results(0).code(), 0);
   v1::EstimateRequest e;
   e.set_campaign_id("c3");
   auto estimate = stages.Estimate(e);
@@ -770,7 +778,7 @@ TEST_F(CuratorTest, EvaluateRejectsUnspecifiedTaskAndMethod) {
   auto empty = Graph::FromEdges(kNodes, {});
   ASSERT_TRUE(empty.ok());
   data.graph = *std::move(empty);
-  Stages stages(curator_.get(), &data, dir_.path(), /*private_edges=*/false);
+  Stages stages(&operators(), &data, dir_.path(), /*private_edges=*/false);
   v1::EvaluateRequest q;
   q.set_input("r1");
   q.set_pipeline_task(v1::PIPELINE_TASK_NODE);
@@ -808,7 +816,7 @@ TEST_F(CuratorTest, ReleasesAreChargedToTheirGraphsLedger) {
   ASSERT_TRUE(graph.ok());
   data.graph = *std::move(graph);
   const ReleaseBudget budget{/*epsilon_cap=*/3.0, /*delta=*/1e-5};
-  auto stages = std::make_unique<Stages>(curator_.get(), &data, dir_.path(),
+  auto stages = std::make_unique<Stages>(&operators(), &data, dir_.path(),
                                          false, budget);
   v1::ReleaseRequest dpne;
   dpne.set_pipeline_method(v1::PIPELINE_METHOD_DPNE);
@@ -878,7 +886,7 @@ TEST_F(CuratorTest, ReleasesAreChargedToTheirGraphsLedger) {
   // The ledger is the stored results: a restarted curator has it.
   stages.reset();
   Reopen();
-  Stages again(curator_.get(), &data, dir_.path(), false, budget);
+  Stages again(&operators(), &data, dir_.path(), false, budget);
   auto reread = again.Ledger();
   ASSERT_TRUE(reread.ok()) << reread.status();
   ASSERT_EQ(reread->graphs_size(), 1);
@@ -887,7 +895,7 @@ TEST_F(CuratorTest, ReleasesAreChargedToTheirGraphsLedger) {
 }
 
 TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
-  Curator::LedgerSummary summary = curator_->PrivacySummary();
+  LedgerSummary summary = operators().ledger().Summary();
   EXPECT_TRUE(summary.spent.empty());
   EXPECT_EQ(summary.nodes_at_cap, 0u);
 
@@ -902,12 +910,12 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
     n->mutable_caps()->set_total(10);
     (*n->mutable_caps()->mutable_per_attribute())["features"] = 1;
   }
-  auto features_capped = curator_->Enrol(req);
+  auto features_capped = agents().Enrol(req);
   ASSERT_TRUE(features_capped.ok()) << features_capped.status();
   auto roomy = Enrol({4, 5, 6, 7, 8}, /*cap_total=*/10);
   auto uncapped = Enrol({9});
   ASSERT_TRUE(capped && roomy && uncapped);
-  ASSERT_TRUE(curator_->CreateCampaign(Hds(1)).ok());  // c1, every node
+  ASSERT_TRUE(operators().CreateCampaign(Hds(1)).ok());  // c1, every node
   auto refusal = [](uint32_t v, int reason) {
     v1::Report r;
     r.set_campaign_id("c1");
@@ -918,7 +926,7 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
   auto ingest = [&](const Session& session, std::vector<v1::Report> reports) {
     v1::ReportBatch batch;
     for (auto& r : reports) *batch.add_reports() = std::move(r);
-    auto ack = curator_->Ingest(session, batch);
+    auto ack = Ingest(session, batch);
     ASSERT_TRUE(ack.ok()) << ack.status();
     for (const auto& result : ack->results()) {
       EXPECT_EQ(result.code(), 0) << result.message();
@@ -937,7 +945,7 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
   label.mutable_spec()->set_dimension(3);
   for (uint32_t v : {4u, 8u, 9u}) label.mutable_nodes()->add_node_ids(v);
   label.set_quorum(1);
-  ASSERT_TRUE(curator_->CreateCampaign(label).ok());  // c2
+  ASSERT_TRUE(operators().CreateCampaign(label).ok());  // c2
   auto label_report = [](uint32_t v) {
     v1::Report r;
     r.set_campaign_id("c2");
@@ -951,10 +959,10 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
   const std::map<std::string, std::vector<double>> spent = {
       {"features", {1, 1, 1, 1, 1, 1}},  // nodes 0..4 and 9, in node order
       {"label", {0.5, 0.5, 0.5}}};       // nodes 4, 8, 9
-  summary = curator_->PrivacySummary();
+  summary = operators().ledger().Summary();
   EXPECT_EQ(summary.spent, spent);
   EXPECT_EQ(summary.nodes_at_cap, 4u);  // 0 and 1 in total, 2 and 3 on features
-  const IngestCounters& c = curator_->counters();
+  const IngestCounters& c = operators().campaigns().counters();
   EXPECT_EQ(c.refusals(), 3u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_POLICY].load(), 1u);
   EXPECT_EQ(c.refusals_by_reason[v1::REFUSAL_REASON_BUDGET_EXHAUSTED].load(), 1u);
@@ -965,10 +973,10 @@ TEST_F(CuratorTest, PrivacySummaryHasTheLedgerAndRefusalsCountByReason) {
 
   // The ledger is rebuilt from the store; the counters are this process's.
   Reopen();
-  summary = curator_->PrivacySummary();
+  summary = operators().ledger().Summary();
   EXPECT_EQ(summary.spent, spent);
   EXPECT_EQ(summary.nodes_at_cap, 4u);
-  EXPECT_EQ(curator_->counters().refusals_by_reason[v1::REFUSAL_REASON_POLICY]
+  EXPECT_EQ(operators().campaigns().counters().refusals_by_reason[v1::REFUSAL_REASON_POLICY]
                 .load(),
             0u);
 }
@@ -994,8 +1002,10 @@ TEST(StagesEstimateRowsTest, SameRowsForAnyThreadCount) {
     reports.emplace_back(
         v, requests::FeaturesReport("c1", v, v % 2 ? 0.5 : -0.5));
   }
-  auto one = Stages::EstimateRows(campaign, n, reports, 1);
-  auto three = Stages::EstimateRows(campaign, n, reports, 3);
+  auto spec = wire::CompiledSpec::Compile(campaign.spec());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto one = Stages::EstimateRows(campaign, *spec, n, reports, 1);
+  auto three = Stages::EstimateRows(campaign, *spec, n, reports, 3);
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ(one->rows, n);
@@ -1008,7 +1018,7 @@ TEST(StagesEstimateRowsTest, SameRowsForAnyThreadCount) {
   EXPECT_LT(one->row_values(9998)[0], 0.0f);
   // A report that does not decode fails the estimate.
   reports[5000].second.mutable_features()->set_indices(0, 7);
-  EXPECT_FALSE(Stages::EstimateRows(campaign, n, reports, 3).ok());
+  EXPECT_FALSE(Stages::EstimateRows(campaign, *spec, n, reports, 3).ok());
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The curator's key directory: the sealing public key (X25519, 32 bytes)
 // each node sent at enrolment (NodeCredential.sealing_key), kept in the
-// store and served to authenticated sessions (Curator::PublicKeys), so
+// store and served to authenticated sessions (AgentSide::keys), so
 // agents can seal messages to their neighbours through the relay
 // (relay_mailbox.h). One job: store, replace and serve keys.
 //

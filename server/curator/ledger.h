@@ -36,7 +36,7 @@
 
 namespace ldpgraph::curator {
 
-// What the ledger holds now, for the metrics (Curator::PrivacySummary).
+// What the ledger holds now, for the metrics (Summary).
 struct LedgerSummary {
   // Per attribute, the epsilon spent on it by each node that has spent on
   // it (one entry per such node, in node order; attributes no node has

@@ -19,6 +19,7 @@
 #include "common/observability/http_endpoint.h"
 #include "common/observability/metrics.h"
 #include "common/wire/codec.h"
+#include "common/wire/names.h"
 #include "server/curator/services.h"
 
 namespace ldpgraph::curator {
@@ -121,7 +122,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   co.check_in = options.check_in;
   co.max_enrol = options.max_enrol;
   ASSIGN_OR_RETURN(s->curator_, Curator::Open(std::move(store), co));
-  s->stages_ = std::make_unique<Stages>(s->curator_.get(), &s->public_data_,
+  s->stages_ = std::make_unique<Stages>(&s->curator_->operators(),
+                                        &s->public_data_,
                                         results, options.private_edges,
                                         options.release_budget,
                                         options.pipeline_threads);
@@ -138,7 +140,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         ->Increment();
   };
   s->internals_->agent =
-      std::make_unique<AgentServiceImpl>(s->curator_.get(), observer);
+      std::make_unique<AgentServiceImpl>(&s->curator_->agents(), observer);
   v1::CuratorStatus base_status;
   base_status.set_started_unix_ms(absl::ToUnixMillis(absl::Now()));
   base_status.set_graph_edges(s->public_data_.graph.num_edges());
@@ -146,8 +148,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
       std::max(0, s->public_data_.meta.classes)));
   base_status.set_insecure(options.insecure);
   s->internals_->admin = std::make_unique<AdminServiceImpl>(
-      s->curator_.get(), s->stages_.get(), options.admin_token, observer,
-      std::move(base_status), options.max_threads);
+      &s->curator_->operators(), s->stages_.get(), options.admin_token,
+      observer, std::move(base_status), options.max_threads);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -214,7 +216,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   // stored; the operator then closes quorate campaigns and checks that it
   // still holds the lease.
   Internals* in = s->internals_.get();
-  Curator* curator = s->curator_.get();
+  OperatorSide* curator = &s->curator_->operators();
   CuratorServer* self = s.get();
   const absl::Duration tick =
       shared ? std::min(options.sync_interval, absl::Seconds(1))
@@ -232,8 +234,12 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
     while (!in->stop_ticker.WaitForNotificationWithTimeout(tick)) {
       const absl::Time now = absl::Now();
       if (shared) {
-        absl::Status synced =
-            curator->Sync(/*close_quorate=*/ServesAdmin(role)).status();
+        // What the other processes stored; the operator then closes the
+        // campaigns that reached their quorum.
+        absl::Status synced = curator->campaigns().Sync().status();
+        if (synced.ok() && ServesAdmin(role)) {
+          synced = curator->campaigns().CloseQuorate(absl::Now()).status();
+        }
         if (!synced.ok() && !failing && log) {
           log(absl::StrCat("sync failing (retried every interval): ",
                            synced.message()));
@@ -246,12 +252,12 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         failing = !synced.ok();
       }
       if (ServesAdmin(role) && now - last_close >= absl::Seconds(1)) {
-        curator->CloseExpired(now).IgnoreError();
+        curator->campaigns().CloseExpired(now).IgnoreError();
         last_close = now;
       }
       if (shared && ServesAdmin(role) && now - last_lease >= absl::Seconds(1)) {
         last_lease = now;
-        absl::StatusOr<bool> held = curator->HoldsOperatorLease();
+        absl::StatusOr<bool> held = curator->store().TryOperatorLease();
         if (held.ok() && !*held) {
           if (log) log("lost the operator lease: another operator holds it");
           self->lost_lease_.store(true);
@@ -270,19 +276,21 @@ int CuratorServer::http_port() const {
 namespace {
 
 // The campaign gauges: open campaigns and their progress, read from
-// `curator` (which must outlive `registry`) at every scrape.
+// `campaigns` (which must outlive `registry`) at every scrape.
 absl::Status RegisterCampaignMetrics(observability::MetricsRegistry& registry,
-                                     Curator* curator) {
+                                     const CampaignBook* campaigns) {
   RETURN_IF_ERROR(registry.AddGaugeCallback(
       "ldpgraph_curator_open_campaigns", "Campaigns accepting reports.",
-      [curator] { return static_cast<double>(curator->open_campaigns()); }));
+      [campaigns] {
+        return static_cast<double>(campaigns->open_campaigns());
+      }));
   // The open campaigns' progress: (reports + refusals) / targets is the
   // share of their questions answered. A campaign leaves all three when it
   // closes.
-  auto progress = [&registry, curator](const char* name, const char* help,
-                                       uint64_t CampaignBook::Tally::*field) {
-    return registry.AddGaugeCallback(name, help, [curator, field] {
-      return static_cast<double>(curator->CampaignTally().*field);
+  auto progress = [&registry, campaigns](const char* name, const char* help,
+                                         uint64_t CampaignBook::Tally::*field) {
+    return registry.AddGaugeCallback(name, help, [campaigns, field] {
+      return static_cast<double>(campaigns->Count().*field);
     });
   };
   RETURN_IF_ERROR(progress("ldpgraph_curator_open_campaign_targets",
@@ -312,7 +320,8 @@ absl::Status CuratorServer::RegisterMetrics() {
                    m.AddCounter("ldpgraph_curator_rpcs_total",
                                 "RPCs by method and status code.",
                                 {"method", "code"}));
-  const IngestCounters* c = &curator_->counters();
+  OperatorSide* curator = &curator_->operators();
+  const IngestCounters* c = &curator->campaigns().counters();
   auto counter = [&](const char* name, const char* help,
                      const std::atomic<uint64_t>* v) {
     return m.AddCounterCallback(
@@ -364,8 +373,7 @@ absl::Status CuratorServer::RegisterMetrics() {
         }
         return out;
       }));
-  Curator* curator = curator_.get();
-  RETURN_IF_ERROR(RegisterCampaignMetrics(m, curator));
+  RETURN_IF_ERROR(RegisterCampaignMetrics(m, &curator->campaigns()));
   // Devices in check-in mode (check_ins.h): check-ins by outcome, distinct
   // devices seen, check-in sessions live.
   RETURN_IF_ERROR(m.AddCounterCallback(
@@ -373,7 +381,7 @@ absl::Status CuratorServer::RegisterMetrics() {
       "Device check-ins, by outcome: served (tasks given), idle (nothing "
       "waited), paced (told to come back later: the curator at its rate).",
       {"outcome"}, [curator] {
-        const CheckInDesk::Counters c = curator->check_in_desk().counters();
+        const CheckInDesk::Counters c = curator->check_ins().counters();
         return MetricsRegistry::CounterSamples{{{"served"}, double(c.served)},
                                                {{"idle"}, double(c.idle)},
                                                {{"paced"}, double(c.paced)}};
@@ -381,17 +389,16 @@ absl::Status CuratorServer::RegisterMetrics() {
   RETURN_IF_ERROR(m.AddGaugeCallback(
       "ldpgraph_curator_devices_seen",
       "Distinct devices (nodes) that checked in since start.", [curator] {
-        return double(curator->check_in_desk().counters().devices_seen);
+        return double(curator->check_ins().counters().devices_seen);
       }));
 
-  // The ledger, in one pass per scrape (Curator::PrivacySummary): the
+  // The ledger, in one pass per scrape (Ledger::Summary): the
   // histogram's callback takes the summary and leaves the at-cap count for
   // the gauge registered right after it, which the registry renders right
   // after it. Every attribute is rendered, spent on or not.
   std::vector<std::string> attributes;
-  for (int a = v1::Attribute_MIN; a <= v1::Attribute_MAX; ++a) {
-    auto name = wire::AttributeName(static_cast<v1::Attribute>(a));
-    if (name.ok()) attributes.push_back(*name);
+  for (const auto& v : wire::kAttributeNames.values()) {
+    attributes.emplace_back(v.name);
   }
   std::atomic<uint32_t>* at_cap = &internals_->nodes_at_cap;
   const std::vector<double> bounds = {0.1, 0.25, 0.5, 1, 2, 4, 8, 16};
@@ -400,7 +407,7 @@ absl::Status CuratorServer::RegisterMetrics() {
       "Epsilon each node has spent on an attribute, from the ledger at "
       "scrape time: one observation per node that has spent on it.",
       {"attribute"}, bounds, [curator, at_cap, attributes, bounds] {
-        Curator::LedgerSummary summary = curator->PrivacySummary();
+        LedgerSummary summary = curator->ledger().Summary();
         at_cap->store(summary.nodes_at_cap);
         for (const std::string& a : attributes) summary.spent[a];
         MetricsRegistry::HistogramSamples out;

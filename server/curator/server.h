@@ -106,6 +106,8 @@ class CuratorServer {
   // (roles.h): it must stop at once. The binary exits with status 3.
   bool lost_lease() const { return lost_lease_.load(); }
 
+  // The core (curator.h: its agents() and operators() sides) and the
+  // stages, for in-process callers such as tests.
   Curator& curator() { return *curator_; }
   Stages& stages() { return *stages_; }
 

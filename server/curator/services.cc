@@ -227,7 +227,7 @@ class Refused final : public Reactor {
 // called with mu_ held, so an inline completion cannot deadlock.
 class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  TaskStream(Curator* curator, TaskStreamHub* hub, WorkPool* pool,
+  TaskStream(AgentSide* curator, TaskStreamHub* hub, WorkPool* pool,
              std::shared_ptr<const Session> session)
       : curator_(curator), hub_(hub), pool_(pool), session_(std::move(session)) {}
 
@@ -298,7 +298,8 @@ class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         }
       }
       if (look) {
-        std::vector<v1::Task> tasks = curator_->PendingTasks(*session_);
+        std::vector<v1::Task> tasks =
+            curator_->campaigns().PendingTasks(*session_);
         absl::MutexLock lock(&mu_);
         for (v1::Task& t : tasks) {
           if (sent_.insert(t.campaign_id()).second) {
@@ -313,7 +314,7 @@ class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     Finish(grpc::Status::OK);
   }
 
-  Curator* const curator_;
+  AgentSide* const curator_;
   TaskStreamHub* const hub_;
   WorkPool* const pool_;
   const std::shared_ptr<const Session> session_;
@@ -332,7 +333,7 @@ class TaskStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 // curator's generation moves (a campaign opened or closed).
 class TaskStreamHub {
  public:
-  explicit TaskStreamHub(Curator* curator) : curator_(curator) {
+  explicit TaskStreamHub(AgentSide* curator) : curator_(curator) {
     watcher_ = std::thread([this] { Watch(); });
   }
   ~TaskStreamHub() { Stop(); }
@@ -363,9 +364,9 @@ class TaskStreamHub {
 
  private:
   void Watch() {
-    uint64_t seen = curator_->generation();
+    uint64_t seen = curator_->campaigns().generation();
     while (!quit_.load()) {
-      const uint64_t now = curator_->WaitForChange(
+      const uint64_t now = curator_->campaigns().WaitForChange(
           seen, absl::Now() + absl::Milliseconds(200));
       if (now == seen) continue;
       seen = now;
@@ -374,7 +375,7 @@ class TaskStreamHub {
     }
   }
 
-  Curator* const curator_;
+  AgentSide* const curator_;
   absl::Mutex mu_;
   absl::flat_hash_set<TaskStream*> streams_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
@@ -392,7 +393,7 @@ void TaskStream::OnDone() {
 class ReportStream final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  ReportStream(Curator* curator, WorkPool* pool,
+  ReportStream(AgentSide* curator, WorkPool* pool,
                std::shared_ptr<const Session> session,
                const RpcObserver& observer)
       : curator_(curator),
@@ -441,7 +442,7 @@ class ReportStream final
     in_.Clear();
     v1::ReportAck& ack =
         *google::protobuf::Arena::CreateMessage<v1::ReportAck>(&arena);
-    if (s.ok()) s = curator_->Ingest(*session_, batch, &ack);
+    if (s.ok()) s = curator_->campaigns().Ingest(*session_, batch, &ack);
     if (s.ok()) s = SerializeResponse(ack, &out_);
     if (!s.ok()) {
       Finish(timer.Done(s));
@@ -460,7 +461,7 @@ class ReportStream final
     return o;
   }
 
-  Curator* const curator_;
+  AgentSide* const curator_;
   WorkPool* const pool_;
   const std::shared_ptr<const Session> session_;
   const RpcObserver& observe_;
@@ -468,7 +469,7 @@ class ReportStream final
   uint64_t batches_ = 0;
 };
 
-AgentServiceImpl::AgentServiceImpl(Curator* curator, RpcObserver observer)
+AgentServiceImpl::AgentServiceImpl(AgentSide* curator, RpcObserver observer)
     : curator_(curator),
       observe_(std::move(observer)),
       hub_(std::make_unique<TaskStreamHub>(curator)),
@@ -485,7 +486,7 @@ absl::StatusOr<std::shared_ptr<const Session>> AgentServiceImpl::Authenticate(
     return absl::UnauthenticatedError(
         "missing ldpgraph-session metadata: call Enrol first");
   }
-  return curator_->FindSession(token);
+  return curator_->sessions().Find(token);
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Enrol(
@@ -540,7 +541,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Relay(
       ctx, req, resp, observe_, "Relay", pool_.get(),
       [this, ctx](const v1::RelayRequest& r, v1::RelayResponse* out) -> absl::Status {
         ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
-        ASSIGN_OR_RETURN(int n, curator_->Relay(*session, r));
+        ASSIGN_OR_RETURN(int n, curator_->relay().Relay(*session, r));
         out->set_accepted(static_cast<uint32_t>(n));
         return absl::OkStatus();
       });
@@ -582,15 +583,15 @@ grpc::ServerUnaryReactor* AgentServiceImpl::CheckIn(
   return Unary<v1::CheckInRequest, v1::CheckInResponse>(
       ctx, req, resp, observe_, "CheckIn", pool_.get(),
       [this](const v1::CheckInRequest& r, v1::CheckInResponse* out) -> absl::Status {
-        ASSIGN_OR_RETURN(Curator::CheckInResult result,
+        ASSIGN_OR_RETURN(AgentSide::CheckInResult result,
                          curator_->CheckIn(r, absl::Now()));
         using Outcome = CheckInDesk::Outcome;
         switch (result.outcome) {
           case Outcome::kServed:
             out->set_outcome(v1::CHECK_IN_OUTCOME_SERVED);
             out->set_session_token(result.session->token);
-            out->set_session_ttl_ms(absl::ToInt64Milliseconds(
-                curator_->check_in_desk().options().session_ttl));
+            out->set_session_ttl_ms(
+                absl::ToInt64Milliseconds(result.session_ttl));
             for (v1::Task& t : result.tasks) *out->add_tasks() = std::move(t);
             break;
           case Outcome::kIdle:
@@ -613,7 +614,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Submit(
       ctx, req, resp, observe_, "Submit", pool_.get(),
       [this, ctx](const v1::ReportBatch& r, v1::ReportAck* out) -> absl::Status {
         ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
-        return curator_->Ingest(*session, r, out);
+        return curator_->campaigns().Ingest(*session, r, out);
       });
 }
 
@@ -627,9 +628,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::FetchSealed(
         ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
         ASSIGN_OR_RETURN(
             auto messages,
-            curator_->FetchSealed(*session, r.after_sequence(),
-                                  static_cast<int>(r.max_messages()),
-                                  r.campaign_id()));
+            curator_->relay().Fetch(*session, r.after_sequence(),
+                                    static_cast<int>(r.max_messages()),
+                                    r.campaign_id()));
         for (auto& m : messages) *out->add_messages() = std::move(m);
         return absl::OkStatus();
       });
@@ -642,11 +643,11 @@ grpc::ServerUnaryReactor* AgentServiceImpl::PublicKeys(
       ctx, req, resp, observe_, "PublicKeys", pool_.get(),
       [this, ctx](const v1::PublicKeysRequest& r,
           v1::PublicKeysResponse* out) -> absl::Status {
-        ASSIGN_OR_RETURN(auto session, Authenticate(ctx));
+        // Any session may ask: the keys are public.
+        RETURN_IF_ERROR(Authenticate(ctx).status());
         ASSIGN_OR_RETURN(
             auto keys,
-            curator_->PublicKeys(*session,
-                                 std::vector<uint32_t>(r.node_ids().begin(),
+            curator_->keys().Get(std::vector<uint32_t>(r.node_ids().begin(),
                                                        r.node_ids().end())));
         for (auto& k : keys) *out->add_keys() = std::move(k);
         return absl::OkStatus();
@@ -655,7 +656,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::PublicKeys(
 
 // --- admin service ----------------------------------------------------------
 
-AdminServiceImpl::AdminServiceImpl(Curator* curator, Stages* stages,
+AdminServiceImpl::AdminServiceImpl(OperatorSide* curator, Stages* stages,
                                    std::string admin_token,
                                    RpcObserver observer,
                                    v1::CuratorStatus base_status,
@@ -724,7 +725,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
       "ListCampaigns", ctx, req, resp,
       [this](const v1::ListCampaignsRequest&,
              v1::ListCampaignsResponse* out) -> absl::Status {
-        for (auto& c : curator_->ListCampaigns()) {
+        for (auto& c : curator_->campaigns().List()) {
           *out->add_campaigns() = std::move(c);
         }
         return absl::OkStatus();
@@ -738,7 +739,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetCampaign(
       "GetCampaign", ctx, req, resp,
       [this](const v1::GetCampaignRequest& r,
              v1::Campaign* out) -> absl::Status {
-        ASSIGN_OR_RETURN(*out, curator_->GetCampaign(r.campaign_id()));
+        ASSIGN_OR_RETURN(*out, curator_->campaigns().Get(r.campaign_id()));
         return absl::OkStatus();
       });
 }
@@ -750,7 +751,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CloseCampaign(
       "CloseCampaign", ctx, req, resp,
       [this](const v1::CloseCampaignRequest& r,
              v1::Campaign* out) -> absl::Status {
-        ASSIGN_OR_RETURN(*out, curator_->CloseCampaign(r.campaign_id()));
+        ASSIGN_OR_RETURN(*out, curator_->campaigns().Close(r.campaign_id()));
         return absl::OkStatus();
       });
 }
@@ -763,7 +764,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
       [this](const v1::ListRefusalsRequest& r,
              v1::ListRefusalsResponse* out) -> absl::Status {
         ASSIGN_OR_RETURN(auto refusals,
-                         curator_->ListRefusals(r.campaign_id()));
+                         curator_->campaigns().Refusals(r.campaign_id()));
         for (auto& refusal : refusals) {
           *out->add_refusals() = std::move(refusal);
         }
@@ -779,7 +780,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
       [this](const v1::GetBudgetsRequest& r,
              v1::GetBudgetsResponse* out) -> absl::Status {
         std::vector<uint32_t> nodes(r.node_ids().begin(), r.node_ids().end());
-        for (auto& b : curator_->GetBudgets(nodes)) {
+        for (auto& b : curator_->ledger().Budgets(nodes)) {
           *out->add_budgets() = std::move(b);
         }
         return absl::OkStatus();
@@ -957,7 +958,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
                               ? 1000
                               : static_cast<int>(r.limit());
         ASSIGN_OR_RETURN(auto rows,
-                         curator_->ListAudit(
+                         curator_->store().ListAudit(
                              static_cast<int64_t>(r.after_sequence()), limit));
         for (const auto& row : rows) {
           v1::AuditEntry* e = out->add_entries();

@@ -1,6 +1,8 @@
 // The curator's gRPC services: thin adapters from ldpgraph.v1 requests to
-// Curator and Stages calls, with one status conversion (ToGrpcStatus) and
-// authentication from request metadata. No domain logic lives here.
+// the calls of the curator's two narrow interfaces (curator.h): the agent
+// service to AgentSide's, the admin service to OperatorSide's and the
+// Stages'. One status conversion (ToGrpcStatus), authentication from
+// request metadata. No domain logic lives here.
 #pragma once
 
 #include <atomic>
@@ -13,7 +15,8 @@
 #include "absl/status/status.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
-#include "server/curator/curator.h"
+#include "server/curator/agent_side.h"
+#include "server/curator/operator_side.h"
 #include "server/curator/stages.h"
 
 namespace ldpgraph::curator {
@@ -71,7 +74,8 @@ class AgentServiceImpl final
           v1::AgentService::WithRawCallbackMethod_CheckIn,
           v1::AgentService::WithRawCallbackMethod_Submit> {
  public:
-  AgentServiceImpl(Curator* curator, RpcObserver observer);
+  // The curator's agent side is not owned and must outlive the service.
+  AgentServiceImpl(AgentSide* curator, RpcObserver observer);
   ~AgentServiceImpl() override;
 
   // Ends every open Subscribe stream with OK and refuses new ones
@@ -114,7 +118,7 @@ class AgentServiceImpl final
   // gRPC's threads and the admin service, so ldpctl stays responsive on a
   // saturated machine.
   static constexpr int kAgentNice = 5;
-  Curator* curator_;
+  AgentSide* curator_;
   RpcObserver observe_;
   std::unique_ptr<TaskStreamHub> hub_;
   std::unique_ptr<WorkPool> pool_;
@@ -146,7 +150,8 @@ class AgentServiceImpl final
 // grow faster than that. (gRPC's own transport lines, such as one per failed
 // TLS handshake, come before any request and are not this service's.)
 //
-// Thread-safe; the curator and stages are not owned and must outlive it.
+// Thread-safe; the curator's operator side and the stages are not owned and
+// must outlive it.
 class AdminServiceImpl final
     : public WithMethods<
           v1::AdminService::Service,
@@ -170,7 +175,8 @@ class AdminServiceImpl final
   // fields of GetStatus the core does not know (start time, graph edges and
   // classes, insecure). max_threads: the admin pool's bound (>= 1); calls
   // beyond it wait in order.
-  AdminServiceImpl(Curator* curator, Stages* stages, std::string admin_token,
+  AdminServiceImpl(OperatorSide* curator, Stages* stages,
+                   std::string admin_token,
                    RpcObserver observer, v1::CuratorStatus base_status = {},
                    int max_threads = 16);
   ~AdminServiceImpl() override;
@@ -239,7 +245,7 @@ class AdminServiceImpl final
                                   grpc::CallbackServerContext* ctx,
                                   const grpc::ByteBuffer* raw_request,
                                   grpc::ByteBuffer* raw_response, Fn fn);
-  Curator* curator_;
+  OperatorSide* curator_;
   Stages* stages_;
   std::string token_;
   RpcObserver observe_;

@@ -269,7 +269,8 @@ TEST_F(ServicesWireTest, WellFormedAdminRequestsAreServedAsBefore) {
     v1::Campaign out;
     grpc::Status s = stub->GetCampaign(&ctx, req, &out);
     // The core's answer, not the parser's.
-    const absl::Status core = server_->curator().GetCampaign("c-none").status();
+    const absl::Status core =
+        server_->curator().operators().campaigns().Get("c-none").status();
     ASSERT_FALSE(core.ok());
     EXPECT_EQ(static_cast<int>(s.error_code()), static_cast<int>(core.code()));
     EXPECT_EQ(s.error_message(), core.message());

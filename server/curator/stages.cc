@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 #include "common/wire/codec.h"
+#include "common/wire/names.h"
 #include "common/random.h"
 #include "server/embedding/release.h"
 #include "server/pipeline/pipeline.h"
@@ -86,7 +87,7 @@ absl::StatusOr<edges::BlinkVariant> RequestBlinkVariant(
 // so no privacy cost. Its figures into details. FAILED_PRECONDITION below 3
 // reporters.
 absl::StatusOr<Graph> BlinkGraph(
-    const v1::Campaign& campaign, uint32_t n,
+    const v1::Campaign& campaign, const edges::BlinkParams& params, uint32_t n,
     const std::vector<std::pair<uint32_t, v1::Report>>& reports,
     edges::BlinkVariant variant, nlohmann::json* details) {
   std::vector<uint32_t> reporters;  // global ids, ascending
@@ -116,9 +117,6 @@ absl::StatusOr<Graph> BlinkGraph(
       if (u < n && local[u] != kAbsent) r.neighbours.push_back(local[u]);
     }
   }
-  const edges::BlinkParams params{
-      .epsilon = campaign.spec().epsilon(),
-      .delta = campaign.spec().blink().degree_share()};
   edges::BlinkEstimateOptions options;
   options.variant = variant;
   ASSIGN_OR_RETURN(edges::BlinkEstimate est,
@@ -263,17 +261,17 @@ absl::StatusOr<int64_t> ParseResultId(absl::string_view id) {
 }
 
 absl::StatusOr<SparseRows> Stages::EstimateRows(
-    const v1::Campaign& campaign, uint32_t num_nodes,
+    const v1::Campaign& campaign, const wire::CompiledSpec& spec,
+    uint32_t num_nodes,
     const std::vector<std::pair<uint32_t, v1::Report>>& reports,
     int threads, pipeline::ReportedDims* dims) {
-  if (campaign.attribute() != v1::ATTRIBUTE_FEATURES) {
+  if (campaign.attribute() != v1::ATTRIBUTE_FEATURES ||
+      spec.feature() == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "campaign ", campaign.id(), " collects ",
         v1::Attribute_Name(campaign.attribute()), ", not features"));
   }
-  ASSIGN_OR_RETURN(MechanismSpec spec,
-                   wire::FromWireFeatureSpec(campaign.spec()));
-  ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
+  const FeatureMechanism* const mech = spec.feature();
   const size_t d = static_cast<size_t>(mech->dimension());
   // The reports are decoded and estimated in fixed parts of kPart reports
   // across the pipeline's threads (each part its own rows, joined in order:
@@ -328,7 +326,8 @@ absl::StatusOr<SparseRows> Stages::EstimateRows(
 absl::StatusOr<Graph> Stages::AssembledGraph(
     absl::string_view campaign_id, absl::string_view blink_variant,
     nlohmann::json* details) const {
-  ASSIGN_OR_RETURN(v1::Campaign campaign, curator_->GetCampaign(campaign_id));
+  ASSIGN_OR_RETURN(v1::Campaign campaign,
+                   curator_->campaigns().Get(campaign_id));
   const v1::MechanismKind kind = campaign.spec().kind();
   if (campaign.attribute() != v1::ATTRIBUTE_EDGES ||
       (kind != v1::MECHANISM_KIND_EDGE_RR &&
@@ -341,7 +340,7 @@ absl::StatusOr<Graph> Stages::AssembledGraph(
   }
   ASSIGN_OR_RETURN(edges::BlinkVariant variant,
                    RequestBlinkVariant(blink_variant, kind));
-  ASSIGN_OR_RETURN(auto reports, curator_->Reports(campaign_id));
+  ASSIGN_OR_RETURN(auto reports, curator_->campaigns().Reports(campaign_id));
   if (reports.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("campaign ", campaign_id, " holds no report yet"));
@@ -352,14 +351,18 @@ absl::StatusOr<Graph> Stages::AssembledGraph(
   d["graph"] = std::string(campaign_id);
   d["graph_epsilon"] = campaign.spec().epsilon();
   if (kind == v1::MECHANISM_KIND_EDGE_BLINK) {
-    d["graph_mechanism"] = "edge-blink";
-    return BlinkGraph(campaign, n, reports, variant, &d);
+    d["graph_mechanism"] = std::string(wire::kMechanismKindNames.Name(kind));
+    // The campaign's Blink parameters, as compiled when it was created.
+    ASSIGN_OR_RETURN(std::shared_ptr<const wire::CompiledSpec> spec,
+                     curator_->campaigns().Spec(campaign_id));
+    return BlinkGraph(campaign, spec->blink()->params(), n, reports, variant,
+                      &d);
   }
   const bool substitution = kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
   const edges::Symmetrisation rule = substitution
                                          ? edges::Symmetrisation::kUnion
                                          : edges::Symmetrisation::kLowerId;
-  d["graph_mechanism"] = substitution ? "edge-substitution" : "edge-rr";
+  d["graph_mechanism"] = std::string(wire::kMechanismKindNames.Name(kind));
   if (substitution) {
     d["graph_approach"] = campaign.spec().substitution().approach();
   }
@@ -401,7 +404,7 @@ absl::StatusOr<Stages::StageGraph> Stages::GraphFor(
 
 absl::StatusOr<store::ResultRow> Stages::Find(absl::string_view id) const {
   ASSIGN_OR_RETURN(int64_t n, ParseResultId(id));
-  return curator_->GetResult(n);
+  return curator_->store().GetResult(n);
 }
 
 absl::StatusOr<store::ResultRow> Stages::FindEstimate(
@@ -430,7 +433,7 @@ absl::StatusOr<DenseMatrix> Stages::Matrix(absl::string_view id) const {
 
 std::vector<v1::StageResult> Stages::List() const {
   std::vector<v1::StageResult> out;
-  auto rows = curator_->ListResults();
+  auto rows = curator_->store().ListResults();
   if (!rows.ok()) return out;
   for (auto it = rows->rbegin(); it != rows->rend(); ++it) {
     v1::StageResult r;
@@ -453,7 +456,7 @@ absl::StatusOr<v1::StageResult> Stages::Record(v1::StageResult r,
     r.set_rows(static_cast<uint32_t>(m->rows));
     r.set_cols(static_cast<uint32_t>(m->cols));
   }
-  ASSIGN_OR_RETURN(int64_t id, curator_->AddResult(
+  ASSIGN_OR_RETURN(int64_t id, curator_->store().AddResult(
                                    [&](int64_t id) {
                                      r.set_id(absl::StrCat("r", id));
                                      return r.SerializeAsString();
@@ -461,36 +464,39 @@ absl::StatusOr<v1::StageResult> Stages::Record(v1::StageResult r,
                                    path));
   (void)id;
   results_.fetch_add(1);
-  RETURN_IF_ERROR(
-      curator_->Audit("admin", absl::StrCat("pipeline.", r.stage()),
-                      absl::StrCat(R"({"result":")", r.id(), R"(","input":")",
-                                   r.input(), "\"}")));
+  RETURN_IF_ERROR(curator_->store().Audit(
+      "admin", absl::StrCat("pipeline.", r.stage()),
+      absl::StrCat(R"({"result":")", r.id(), R"(","input":")", r.input(),
+                   "\"}")));
   return r;
 }
 
 absl::StatusOr<v1::StageResult> Stages::Estimate(const v1::EstimateRequest& q) {
   const auto t = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(v1::Campaign campaign,
-                   curator_->GetCampaign(q.campaign_id()));
-  ASSIGN_OR_RETURN(auto reports, curator_->Reports(q.campaign_id()));
+                   curator_->campaigns().Get(q.campaign_id()));
+  ASSIGN_OR_RETURN(auto reports,
+                   curator_->campaigns().Reports(q.campaign_id()));
   if (reports.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("campaign ", q.campaign_id(), " holds no report yet"));
   }
   ASSIGN_OR_RETURN(const std::optional<double> screen_alpha,
                    RequestScreen(q));
+  // The mechanism the reports came from: the campaign's, compiled when it
+  // was created.
+  ASSIGN_OR_RETURN(std::shared_ptr<const wire::CompiledSpec> spec,
+                   curator_->campaigns().Spec(q.campaign_id()));
   pipeline::ReportedDims dims;
   ASSIGN_OR_RETURN(SparseRows rows,
-                   EstimateRows(campaign, curator_->num_nodes(), reports,
+                   EstimateRows(campaign, *spec, curator_->num_nodes(), reports,
                                 pipeline_threads_,
                                 screen_alpha ? &dims : nullptr));
   nlohmann::json screen;
   if (screen_alpha) {
-    ASSIGN_OR_RETURN(MechanismSpec spec,
-                     wire::FromWireFeatureSpec(campaign.spec()));
-    ASSIGN_OR_RETURN(auto mech, CreateFeatureMechanism(spec));
     ASSIGN_OR_RETURN(pipeline::ScreenResult s,
-                     pipeline::ScreenReports(dims, *mech, *screen_alpha));
+                     pipeline::ScreenReports(dims, *spec->feature(),
+                                             *screen_alpha));
     if (!s.flagged.empty()) rows = pipeline::WithEmptyRows(rows, s.flagged);
     screen = pipeline::ScreenToJson(s);
   }
@@ -591,12 +597,13 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   x = DenseMatrix();
   if (!q.label_campaign_id().empty()) {
     ASSIGN_OR_RETURN(v1::Campaign lc,
-                     curator_->GetCampaign(q.label_campaign_id()));
+                     curator_->campaigns().Get(q.label_campaign_id()));
     if (lc.attribute() != v1::ATTRIBUTE_LABEL) {
       return absl::FailedPreconditionError(absl::StrCat(
           "campaign ", q.label_campaign_id(), " does not collect labels"));
     }
-    ASSIGN_OR_RETURN(auto reports, curator_->Reports(q.label_campaign_id()));
+    ASSIGN_OR_RETURN(auto reports,
+                     curator_->campaigns().Reports(q.label_campaign_id()));
     std::vector<int32_t> labels(curator_->num_nodes(), -1);
     for (const auto& [v, report] : reports) {
       labels[v] = static_cast<int32_t>(report.label().label());
@@ -624,15 +631,18 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   if (parsed) {
     // LPGNN's settings follow the budgets the reports were collected at:
     // the features campaign's (the estimate's input) and the labels'.
-    auto fc = curator_->GetCampaign(estimate.input());
-    if (fc.ok() && fc->spec().epsilon() > 0) c.epsilon = fc->spec().epsilon();
-    // And the mechanism the reports came from (LPGNN unbiases HDS's).
-    if (fc.ok()) {
-      if (auto spec = wire::FromWireFeatureSpec(fc->spec()); spec.ok()) {
-        c.mechanism = std::string(MechanismName(spec->kind));
-        c.sampled = spec->sampled;
-        input_mechanism = c.mechanism;
-      }
+    // Both from its spec, compiled when it was created.
+    auto fc = curator_->campaigns().Spec(estimate.input());
+    const v1::MechanismSpec* fw = fc.ok() ? &(*fc)->wire() : nullptr;
+    if (fw != nullptr && fw->epsilon() > 0) c.epsilon = fw->epsilon();
+    // And the mechanism the reports came from (LPGNN unbiases HDS's), its
+    // sampled dimensions as the campaign gave them (0: the default).
+    if (fw != nullptr && (*fc)->feature() != nullptr) {
+      c.mechanism = std::string(MechanismName((*fc)->feature()->kind()));
+      c.sampled = fw->sampled() != 0
+                      ? std::optional<int>(static_cast<int>(fw->sampled()))
+                      : std::nullopt;
+      input_mechanism = c.mechanism;
     }
     // The nodes the estimate's screen flagged are not trusted.
     ASSIGN_OR_RETURN(collected.untrusted, FlaggedNodes(estimate));
@@ -698,7 +708,7 @@ absl::StatusOr<double> ComposedEpsilon(const dp::RdpAccountant& curve,
 absl::StatusOr<std::map<std::string, Stages::GraphLedger>> Stages::Ledgers()
     const {
   std::map<std::string, GraphLedger> out;
-  ASSIGN_OR_RETURN(auto rows, curator_->ListResults());
+  ASSIGN_OR_RETURN(auto rows, curator_->store().ListResults());
   for (const store::ResultRow& row : rows) {
     v1::StageResult r;
     if (!r.ParseFromString(row.record) || r.stage() != "release") continue;
@@ -756,9 +766,7 @@ absl::StatusOr<v1::StageResult> Stages::Release(const v1::ReleaseRequest& q) {
       const pipeline::Method method,
       RequestMethod(q.pipeline_method(), {v1::PIPELINE_METHOD_SE_PRIVGEMB,
                                           v1::PIPELINE_METHOD_DPNE}));
-  c.method = method == v1::PIPELINE_METHOD_DPNE
-                 ? embedding::ReleaseMethod::kDpne
-                 : embedding::ReleaseMethod::kSePrivGemb;
+  c.method = *embedding::ReleaseMethodOf(method);  // one of the two above
   c.private_release = true;
   c.epsilon = q.epsilon();
   c.delta = release_budget_.delta;
@@ -769,9 +777,9 @@ absl::StatusOr<v1::StageResult> Stages::Release(const v1::ReleaseRequest& q) {
   const bool se = c.method == embedding::ReleaseMethod::kSePrivGemb;
   if (!se && (q.noise_multiplier() != 0 || q.max_epochs() != 0 ||
               !q.proximity().empty() || q.batch_size() != 0)) {
-    return absl::InvalidArgumentError(
-        "noise_multiplier, max_epochs, proximity and batch_size apply to "
-        "se-privgemb");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "noise_multiplier, max_epochs, proximity and batch_size apply to ",
+        embedding::ReleaseMethodName(embedding::ReleaseMethod::kSePrivGemb)));
   }
   if (q.noise_multiplier() != 0) c.se_privgemb.noise_multiplier = q.noise_multiplier();
   if (q.max_epochs() > 0) c.se_privgemb.max_epochs = static_cast<int>(q.max_epochs());

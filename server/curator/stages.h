@@ -63,8 +63,9 @@
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
+#include "common/wire/codec.h"
 #include "ldpgraph/v1/admin.pb.h"
-#include "server/curator/curator.h"
+#include "server/curator/operator_side.h"
 #include "server/pipeline/report_screen.h"
 
 namespace ldpgraph::curator {
@@ -75,23 +76,27 @@ struct ReleaseBudget {
   double delta = 1e-5;
 };
 
+// The stages reach the curator through its operator side (operator_side.h):
+// campaigns, their stored reports and compiled specs from the campaign
+// book, results and the audit log from the store.
 class Stages {
  public:
+  // `curator` is not owned and must outlive the stages.
   // public_data.features is ignored (and should be empty); results_dir
   // must exist. private_edges: public_data.graph holds no edges because the
   // curator must not know them (not because the graph has none).
   // pipeline_threads: threads of propagate and evaluate (PipelineConfig::
   // threads), 0 = every core.
-  Stages(Curator* curator, const Dataset* public_data, std::string results_dir,
-         bool private_edges = false, ReleaseBudget release_budget = {},
-         int pipeline_threads = 0)
+  Stages(OperatorSide* curator, const Dataset* public_data,
+         std::string results_dir, bool private_edges = false,
+         ReleaseBudget release_budget = {}, int pipeline_threads = 0)
       : curator_(curator),
         data_(public_data),
         dir_(std::move(results_dir)),
         private_edges_(private_edges),
         release_budget_(release_budget),
         pipeline_threads_(pipeline_threads) {
-    auto rows = curator_->ListResults();
+    auto rows = curator_->store().ListResults();
     results_.store(rows.ok() ? rows->size() : 0);
   }
 
@@ -133,12 +138,15 @@ class Stages {
   size_t ResultCount() const { return results_.load(); }
 
   // The estimate as the library computes it, without the store: what
-  // Estimate writes, for a caller that holds the reports (sorted by node).
+  // Estimate writes, for a caller that holds the reports (sorted by node)
+  // and the campaign's compiled spec, whose mechanism decodes and estimates
+  // them (FAILED_PRECONDITION for a campaign that is not a features one).
   // On `threads` threads (0 = every core); the result does not depend on it.
   // Given dims, adds each decoded report's sampled dimensions there, in the
   // reports' order (none for a mechanism whose reports are dense).
   static absl::StatusOr<SparseRows> EstimateRows(
-      const v1::Campaign& campaign, uint32_t num_nodes,
+      const v1::Campaign& campaign, const wire::CompiledSpec& spec,
+      uint32_t num_nodes,
       const std::vector<std::pair<uint32_t, v1::Report>>& reports,
       int threads = 0, pipeline::ReportedDims* dims = nullptr);
 
@@ -182,7 +190,7 @@ class Stages {
   };
   absl::StatusOr<std::map<std::string, GraphLedger>> Ledgers() const;
 
-  Curator* curator_;
+  OperatorSide* curator_;
   const Dataset* data_;
   std::string dir_;
   bool private_edges_ = false;

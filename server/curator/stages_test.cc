@@ -61,7 +61,7 @@ class StagesScreenTest : public ::testing::Test {
       n->set_node_id(v);
       n->set_secret(NodeCredential(kKey, v));
     }
-    auto session = curator_->Enrol(enrol);
+    auto session = curator_->agents().Enrol(enrol);
     ASSERT_TRUE(session.ok()) << session.status();
     v1::CreateCampaignRequest hds;
     hds.set_attribute(v1::ATTRIBUTE_FEATURES);
@@ -74,7 +74,7 @@ class StagesScreenTest : public ::testing::Test {
     s->set_range_high(1);
     hds.mutable_nodes()->set_all(true);
     hds.set_quorum(1);
-    ASSERT_TRUE(curator_->CreateCampaign(hds).ok());  // c1
+    ASSERT_TRUE(curator_->operators().CreateCampaign(hds).ok());  // c1
     v1::CreateCampaignRequest label;
     label.set_attribute(v1::ATTRIBUTE_LABEL);
     label.mutable_spec()->set_kind(v1::MECHANISM_KIND_LABEL_RR);
@@ -82,10 +82,10 @@ class StagesScreenTest : public ::testing::Test {
     label.mutable_spec()->set_dimension(2);
     label.mutable_nodes()->set_all(true);
     label.set_quorum(1);
-    ASSERT_TRUE(curator_->CreateCampaign(label).ok());  // c2
+    ASSERT_TRUE(curator_->operators().CreateCampaign(label).ok());  // c2
     v1::ReportBatch batch;
     auto flush = [&] {
-      auto ack = curator_->Ingest(**session, batch);
+      auto ack = requests::Ingest(curator_->agents(), **session, batch);
       ASSERT_TRUE(ack.ok()) << ack.status();
       for (const auto& r : ack->results()) ASSERT_EQ(r.code(), 0) << r.message();
       batch.Clear();
@@ -128,8 +128,8 @@ class StagesScreenTest : public ::testing::Test {
 };
 
 TEST_F(StagesScreenTest, EstimateEmptiesFlaggedRowsAndEvaluateDropsThem) {
-  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path(),
-                                     false, ReleaseBudget{}, 2);
+  stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                     dir_.path(), false, ReleaseBudget{}, 2);
   v1::EstimateRequest e;
   e.set_campaign_id("c1");
   auto plain = stages_->Estimate(e);
@@ -171,7 +171,8 @@ TEST_F(StagesScreenTest, EstimateEmptiesFlaggedRowsAndEvaluateDropsThem) {
 }
 
 TEST_F(StagesScreenTest, BadDefenceSettingsAreRefused) {
-  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path());
+  stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                     dir_.path());
   v1::EstimateRequest e;
   e.set_campaign_id("c1");
   e.set_defence("filter");
@@ -198,8 +199,8 @@ TEST_F(StagesScreenTest, BadDefenceSettingsAreRefused) {
 // effect on poisoned labels: simulate_test's
 // AttackKindsAndTheRobustDefenceEqualTheLibrary, poisoning_defence_test).
 TEST_F(StagesScreenTest, EvaluateAppliesTheRobustDefence) {
-  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path(),
-                                     false, ReleaseBudget{}, 2);
+  stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                     dir_.path(), false, ReleaseBudget{}, 2);
   v1::EstimateRequest e;
   e.set_campaign_id("c1");
   auto plain = stages_->Estimate(e);
@@ -221,8 +222,8 @@ TEST_F(StagesScreenTest, EvaluateAppliesTheRobustDefence) {
 // Evaluate's defence "screen" adds nothing to the screened estimate's
 // effect but asserts it, and records the estimate's level.
 TEST_F(StagesScreenTest, EvaluateDefenceScreenNeedsAScreenedEstimate) {
-  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path(),
-                                     false, ReleaseBudget{}, 2);
+  stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                     dir_.path(), false, ReleaseBudget{}, 2);
   v1::EstimateRequest e;
   e.set_campaign_id("c1");
   auto plain = stages_->Estimate(e);
@@ -250,7 +251,8 @@ TEST_F(StagesScreenTest, EvaluateDefenceScreenNeedsAScreenedEstimate) {
 }
 
 TEST_F(StagesScreenTest, BadEvaluateDefencesAreRefused) {
-  stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path());
+  stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                     dir_.path());
   v1::EstimateRequest e;
   e.set_campaign_id("c1");
   auto plain = stages_->Estimate(e);
@@ -314,7 +316,7 @@ class StagesBlinkTest : public ::testing::Test {
       n->set_node_id(v);
       n->set_secret(NodeCredential(kKey, v));
     }
-    auto session = curator_->Enrol(enrol);
+    auto session = curator_->agents().Enrol(enrol);
     ASSERT_TRUE(session.ok()) << session.status();
     session_ = *session;
     v1::CreateCampaignRequest blink;
@@ -324,11 +326,11 @@ class StagesBlinkTest : public ::testing::Test {
     blink.mutable_spec()->set_dimension(kN);
     blink.mutable_spec()->mutable_blink()->set_degree_share(kDelta);
     blink.mutable_nodes()->set_all(true);
-    ASSERT_TRUE(curator_->CreateCampaign(blink).ok());  // c1
+    ASSERT_TRUE(curator_->operators().CreateCampaign(blink).ok());  // c1
     v1::CreateCampaignRequest rr = blink;
     rr.mutable_spec()->set_kind(v1::MECHANISM_KIND_EDGE_RR);
     rr.mutable_spec()->clear_blink();
-    ASSERT_TRUE(curator_->CreateCampaign(rr).ok());  // c2
+    ASSERT_TRUE(curator_->operators().CreateCampaign(rr).ok());  // c2
     v1::CreateCampaignRequest hds;
     hds.set_attribute(v1::ATTRIBUTE_FEATURES);
     auto* s = hds.mutable_spec();
@@ -339,7 +341,7 @@ class StagesBlinkTest : public ::testing::Test {
     s->set_range_low(-1);
     s->set_range_high(1);
     hds.mutable_nodes()->set_all(true);
-    ASSERT_TRUE(curator_->CreateCampaign(hds).ok());  // c3
+    ASSERT_TRUE(curator_->operators().CreateCampaign(hds).ok());  // c3
 
     auto client = edges::BlinkClient::Create({.epsilon = kEps, .delta = kDelta},
                                              kN);
@@ -363,13 +365,13 @@ class StagesBlinkTest : public ::testing::Test {
       f->mutable_features()->add_indices(v % 4);
       f->mutable_features()->add_values(v < 30 ? 0.5 : -0.5);
     }
-    auto ack = curator_->Ingest(*session_, batch);
+    auto ack = requests::Ingest(curator_->agents(), *session_, batch);
     ASSERT_TRUE(ack.ok()) << ack.status();
     for (const auto& r : ack->results()) ASSERT_EQ(r.code(), 0) << r.message();
     v1::EstimateRequest e;
     e.set_campaign_id("c3");
-    stages_ = std::make_unique<Stages>(curator_.get(), &data_, dir_.path(),
-                                       /*private_edges=*/true);
+    stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                       dir_.path(), /*private_edges=*/true);
     auto estimate = stages_->Estimate(e);
     ASSERT_TRUE(estimate.ok()) << estimate.status();
     estimate_ = estimate->id();
@@ -520,7 +522,7 @@ TEST_F(StagesBlinkTest, AForgedDegreeIsRejectedAtIngest) {
   b->set_node_id(0);
   b->mutable_edges()->add_neighbours(1);
   b->mutable_edges()->set_noisy_degree(0x1.0p-40);  // below any grid step
-  auto ack = curator_->Ingest(*session_, batch);
+  auto ack = requests::Ingest(curator_->agents(), *session_, batch);
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_NE(ack->results(0).code(), 0);
   EXPECT_THAT(ack->results(0).message(), HasSubstr("noisy_degree"));

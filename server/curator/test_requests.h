@@ -1,7 +1,7 @@
 // Requests and reports the curator's unit tests build again and again: a
 // small HDS features campaign, a neighbour substitution campaign whose
 // features question is that HDS campaign's, and valid reports to them.
-// For tests only. Also the curator such tests open.
+// For tests only. Also the curator such tests open, and ingest through it.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,16 @@ inline absl::StatusOr<std::unique_ptr<Curator>> OpenTestCurator(
   o.node_key = key;
   o.check_in = check_in;
   return Curator::Open(std::move(store), o);
+}
+
+// Ingests a batch through the curator's agent side (CampaignBook::Ingest),
+// the ack returned.
+inline absl::StatusOr<v1::ReportAck> Ingest(AgentSide& agents,
+                                            const Session& session,
+                                            const v1::ReportBatch& batch) {
+  v1::ReportAck ack;
+  RETURN_IF_ERROR(agents.campaigns().Ingest(session, batch, &ack));
+  return ack;
 }
 
 // Features of dimension 4 by HDS (one sampled index, range [-1, 1]) at

@@ -356,7 +356,7 @@ std::unique_ptr<FeatureMechanism> MechanismOf(const v1::MechanismSpec& spec) {
 // The stored report of node in campaign, if any (via the curator library).
 std::optional<v1::Report> StoredReport(curator::Curator& c, const std::string& id,
                                        uint32_t node) {
-  auto reports = c.Reports(id);
+  auto reports = c.operators().campaigns().Reports(id);
   EXPECT_TRUE(reports.ok()) << reports.status();
   if (!reports.ok()) return std::nullopt;
   for (auto& [v, r] : *reports) {
@@ -370,8 +370,9 @@ std::optional<v1::Report> StoredReport(curator::Curator& c, const std::string& i
 TEST_F(DeploymentTest, SeededCampaignEqualsTheLibraryPath) {
   const std::string cora = CoraDir();
   if (cora.empty()) {
-    GTEST_SKIP() << "no dataset at " << DatasetsDir()
-                 << "/cora (set LDPGRAPH_DATASETS to the datasets folder)";
+    LDPGRAPH_SKIP_OR_FAIL_IN_CI()
+        << "no dataset at " << DatasetsDir()
+        << "/cora (set LDPGRAPH_DATASETS to the datasets folder)";
   }
   ASSERT_NO_FATAL_FAILURE(StartCurator(cora, 0));
   ASSERT_EQ(server_->curator().num_nodes(), kCoraNodes);
@@ -795,7 +796,7 @@ TEST_F(DeploymentTest, ReportValidation) {
     EXPECT_EQ(admin_->Get(hds.id())->progress().rejected(), rejected_hds);
     EXPECT_EQ(admin_->Get(multibit.id())->progress().rejected(), rejected_mb);
   }
-  EXPECT_EQ(cur.counters().reports_accepted.load(), 0u);
+  EXPECT_EQ(cur.operators().campaigns().counters().reports_accepted.load(), 0u);
 
   // Nothing of the above was stored: node 3 can still give its one answer.
   {
@@ -1060,7 +1061,7 @@ void DeploymentTest::ExpectAgentRefusesPrivateCap(HostThread& host) {
   }
   std::sort(refused_nodes.begin(), refused_nodes.end());
   for (uint32_t i = 0; i < 24; ++i) EXPECT_EQ(refused_nodes[i], 24 + i);
-  auto stored = server_->curator().Reports(b2.id());
+  auto stored = server_->curator().operators().campaigns().Reports(b2.id());
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());
   // The agents spent nothing on the refused question.
@@ -1089,8 +1090,9 @@ void DeploymentTest::ExpectAgentRefusesPrivateCap(HostThread& host) {
 TEST_F(DeploymentTest, BudgetCapsLedgerAndAgentRefusal) {
   const std::string cora = CoraDir();
   if (cora.empty()) {
-    GTEST_SKIP() << "no dataset at " << DatasetsDir()
-                 << "/cora (set LDPGRAPH_DATASETS to the datasets folder)";
+    LDPGRAPH_SKIP_OR_FAIL_IN_CI()
+        << "no dataset at " << DatasetsDir()
+        << "/cora (set LDPGRAPH_DATASETS to the datasets folder)";
   }
   ASSERT_NO_FATAL_FAILURE(StartCurator("", kCoraNodes));
 

@@ -198,7 +198,7 @@ class SubstitutionDeploymentTest : public ::testing::Test {
 
   std::map<uint32_t, v1::Report> StoredReports(const std::string& id) {
     std::map<uint32_t, v1::Report> out;
-    auto reports = server_->curator().Reports(id);
+    auto reports = server_->curator().operators().campaigns().Reports(id);
     EXPECT_TRUE(reports.ok()) << reports.status();
     if (reports.ok()) {
       for (auto& [v, r] : *reports) out[v] = std::move(r);
@@ -250,7 +250,8 @@ void SubstitutionDeploymentTest::ExpectRelayShowsRoutesOnly(
   everyone.Index();
   std::vector<v1::SealedMessage> sealed;
   for (uint64_t after = 0;;) {
-    auto page = server_->curator().FetchSealed(everyone, after, 0, "c1");
+    auto page =
+        server_->curator().agents().relay().Fetch(everyone, after, 0, "c1");
     ASSERT_TRUE(page.ok()) << page.status();
     if (page->empty()) break;
     after = page->back().sequence();
