@@ -1,11 +1,10 @@
 // Tests for `ldpgraph edges`: bad command lines are usage errors naming the
-// flag (exit 2) before any work; each node's round-1 report is exactly the
-// report the pipeline perturbs its features into (same stream, same draw),
-// so the curator trains on what the neighbours exchanged; substitution keeps
-// every node's degree but for its unresolved drops; the link-inference
-// attack finds the true graph's edges in a homophilous graph's outputs and
-// much less of them behind dense randomized response; the JSON holds the
-// documented keys and says which cells were skipped and why.
+// flag (exit 2) before any work; the link-inference attacks find the true
+// graph's edges in a homophilous graph's outputs and much less of them
+// behind dense randomized response; the JSON holds the documented keys and
+// says which cells were skipped and why. (The private graphs themselves:
+// server/pipeline/private_graph_test.cc; the attacks by hand:
+// server/attacks/link_inference_test.cc.)
 #include "server/ldpgraph/edges_command.h"
 
 #include <algorithm>
@@ -17,12 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
 #include "common/files.h"
 #include "common/testing/svg_shape.h"
 #include "common/testing/temp_folder.h"
-#include "common/wire/codec.h"
+#include "server/pipeline/pipeline.h"
 
 namespace ldpgraph::tool {
 namespace {
@@ -206,163 +204,6 @@ TEST(EdgesCommandTest, DefaultsAreTheThesisGrid) {
   EXPECT_EQ(p.node_model.kind, training::NodeModelKind::kSage);
 }
 
-// The report each node sends its neighbours is the pipeline's draw: the
-// same wire bytes as Perturb on the node's pipeline stream, the same
-// estimates as SimulateFeatureReports, and a pipeline run handed those
-// estimates scores exactly what a run drawing them itself scores.
-TEST(EdgesCommandTest, FeatureReportsAreThePipelinesDraw) {
-  const Dataset d = Generated(200, 0.8, 3);
-  EdgesOptions o = Quick();
-  const auto c = CellConfig(o, d.meta, 2.0, kNoPrivacy,
-                            training::NodeModelKind::kGcn);
-  auto features = MakeExchangeFeatures(c, d);
-  ASSERT_TRUE(features.ok()) << features.status();
-  const uint64_t seed = 7;
-  const int run = 1;
-  SparseRows estimates;
-  auto own = NodeFeatureReports(d, c, **features, seed, run, nullptr,
-                                &estimates);
-  ASSERT_TRUE(own.ok()) << own.status();
-  ASSERT_EQ(own->size(), d.graph.num_nodes());
-
-  auto mech = pipeline::BuildFeatureMechanism(c, d);
-  ASSERT_TRUE(mech.ok()) << mech.status();
-  const SparseRows x = ScaleDatasetFeatures(d, c.scaling);
-  std::vector<SeededRandomForTesting> streams;
-  for (uint32_t v = 0; v < d.graph.num_nodes(); ++v) {
-    streams.emplace_back(NodeNoiseSeed(pipeline::NoiseSeed(seed, run), v));
-  }
-  auto pipeline_estimates = pipeline::SimulateFeatureReports(
-      x, **mech, [&](size_t v) -> RandomSource& { return streams[v]; });
-  ASSERT_TRUE(pipeline_estimates.ok());
-  for (uint32_t v = 0; v < d.graph.num_nodes(); ++v) {
-    std::vector<double> row(x.cols, 0.0);
-    for (size_t i = 0; i < x.row_indices(v).size(); ++i) {
-      row[x.row_indices(v)[i]] = x.row_values(v)[i];
-    }
-    SeededRandomForTesting stream(
-        NodeNoiseSeed(pipeline::NoiseSeed(seed, run), v));
-    auto report = (*mech)->Perturb(row, stream);
-    ASSERT_TRUE(report.ok());
-    EXPECT_EQ((*own)[v].SerializeAsString(),
-              wire::EncodeFeatureReport(*report).SerializeAsString())
-        << "node " << v;
-  }
-  EXPECT_EQ(estimates.offsets, pipeline_estimates->offsets);
-  EXPECT_EQ(estimates.indices, pipeline_estimates->indices);
-  EXPECT_EQ(estimates.values, pipeline_estimates->values);
-
-  pipeline::RunOverrides given;
-  given.features = &estimates;
-  auto drawn = pipeline::RunPipeline(d, c, seed, run);
-  auto handed = pipeline::RunPipeline(d, c, seed, run, given);
-  ASSERT_TRUE(drawn.ok() && handed.ok());
-  EXPECT_EQ(drawn->metric, handed->metric);
-  EXPECT_EQ(drawn->training.best_epoch, handed->training.best_epoch);
-  ASSERT_TRUE(drawn->node_outputs && handed->node_outputs);
-  EXPECT_EQ(drawn->node_outputs->data, handed->node_outputs->data);
-}
-
-TEST(EdgesCommandTest, SubstitutionKeepsDegreesButForUnresolvedDrops) {
-  const Dataset d = Generated(300, 0.8, 4);
-  EdgesOptions o = Quick();
-  const auto c = CellConfig(o, d.meta, 1.0, kNoPrivacy,
-                            training::NodeModelKind::kGcn);
-  auto features = MakeExchangeFeatures(c, d);
-  ASSERT_TRUE(features.ok());
-  auto own = NodeFeatureReports(d, c, **features, 1, 0, nullptr, nullptr);
-  ASSERT_TRUE(own.ok());
-  auto noise = EdgeNoise::Create(d.graph.num_nodes(), false);
-  ASSERT_TRUE(noise.ok());
-  for (EdgeGraph g : {EdgeGraph::kNs1, EdgeGraph::kNs2}) {
-    noise->Reset(1, 0);
-    auto pg = BuildPrivateGraph(g, 1.0, d.graph, o, *features, *own, *noise);
-    ASSERT_TRUE(pg.ok()) << pg.status();
-    ASSERT_TRUE(pg->stats.has_value());
-    uint64_t dropped = 0, unresolved = 0;
-    for (uint32_t v = 0; v < d.graph.num_nodes(); ++v) {
-      const auto& s = pg->node_stats[v];
-      EXPECT_EQ(s.degree, d.graph.degree(v));
-      EXPECT_EQ(pg->reports[v].size(), d.graph.degree(v) - s.unresolved)
-          << EdgeGraphName(g) << " node " << v;
-      EXPECT_EQ(s.dropped, s.substituted + s.unresolved);
-      // The assembled graph holds each node's whole report.
-      for (uint32_t u : pg->reports[v]) EXPECT_TRUE(pg->graph.HasEdge(v, u));
-      dropped += s.dropped;
-      unresolved += s.unresolved;
-    }
-    EXPECT_EQ(pg->stats->dropped, dropped);
-    EXPECT_EQ(pg->stats->unresolved, unresolved);
-    // q = 1/(1 + e) drops about 27% of the 900 edge ends...
-    const double q = 1 / (1 + std::exp(1.0));
-    EXPECT_NEAR(double(dropped) / pg->stats->degree, q, 0.05);
-    // ...and most of them find a substitute.
-    EXPECT_GT(pg->stats->substituted, pg->stats->unresolved);
-    EXPECT_GT(pg->stats->messages, 0u);
-    // Replayable: the same streams give the same graph.
-    noise->Reset(1, 0);
-    auto again = BuildPrivateGraph(g, 1.0, d.graph, o, *features, *own,
-                                   *noise);
-    ASSERT_TRUE(again.ok());
-    EXPECT_EQ(again->reports, pg->reports);
-  }
-}
-
-TEST(EdgesCommandTest, RandomizedResponseKeepsTheLowerEndpointsBit) {
-  const Dataset d = Generated(200, 0.8, 5);
-  EdgesOptions o = Quick();
-  auto noise = EdgeNoise::Create(d.graph.num_nodes(), false);
-  ASSERT_TRUE(noise.ok());
-  noise->Reset(1, 0);
-  auto pg = BuildPrivateGraph(EdgeGraph::kRr, 1.0, d.graph, o, nullptr, {},
-                              *noise);
-  ASSERT_TRUE(pg.ok()) << pg.status();
-  const double expected =
-      ExpectedRrEdges(200, 1.0) +
-      d.graph.num_edges() * (1 - 2 / (1 + std::exp(1.0)));
-  EXPECT_NEAR(pg->graph.num_edges(), expected, 0.05 * expected);
-  EXPECT_NEAR(ExpectedRrEdges(19717, 2.0), 23.0e6, 0.2e6);  // pubmed
-}
-
-// Blink's graph is the library's estimate from the nodes' reports, each
-// drawn from the node's edge stream; replayed after Reset.
-TEST(EdgesCommandTest, BlinkGraphIsTheCuratorsEstimateFromTheEdgeStreams) {
-  const Dataset d = Generated(200, 0.8, 5);
-  EdgesOptions o = Quick();
-  o.blink_delta = 0.2;
-  o.blink_variant = edges::BlinkVariant::kHard;
-  auto noise = EdgeNoise::Create(d.graph.num_nodes(), false);
-  ASSERT_TRUE(noise.ok());
-  noise->Reset(1, 0);
-  auto pg = BuildPrivateGraph(EdgeGraph::kBlink, 4.0, d.graph, o, nullptr,
-                              {}, *noise);
-  ASSERT_TRUE(pg.ok()) << pg.status();
-  ASSERT_TRUE(pg->blink.has_value());
-  EXPECT_FALSE(pg->stats.has_value());
-
-  const edges::BlinkParams params{.epsilon = 4.0, .delta = 0.2};
-  auto client = edges::BlinkClient::Create(params, 200);
-  ASSERT_TRUE(client.ok());
-  std::vector<edges::BlinkReport> reports;
-  for (uint32_t v = 0; v < 200; ++v) {
-    SeededRandomForTesting rng(NodeNoiseSeed(EdgeNoiseSeed(1, 0), v));
-    reports.push_back(*(*client)->Report(v, d.graph.neighbors(v), rng));
-  }
-  edges::BlinkEstimateOptions eo;
-  eo.variant = edges::BlinkVariant::kHard;
-  auto direct = edges::EstimateBlinkGraph(params, 200, reports, eo);
-  ASSERT_TRUE(direct.ok()) << direct.status();
-  EXPECT_EQ(pg->graph.Edges(), direct->graph.Edges());
-  EXPECT_EQ(pg->blink->expected_edges, direct->expected_edges);
-  EXPECT_GT(pg->graph.num_edges(), d.graph.num_edges() / 3);
-
-  noise->Reset(1, 1);  // another run: other noise, another graph
-  auto other = BuildPrivateGraph(EdgeGraph::kBlink, 4.0, d.graph, o, nullptr,
-                                 {}, *noise);
-  ASSERT_TRUE(other.ok());
-  EXPECT_NE(other->graph.Edges(), pg->graph.Edges());
-}
-
 // In the grid: a large budget gives about the true graph (topk: about as
 // many edges), a small one keeps few true edges; the cell says what the
 // curator found.
@@ -401,45 +242,6 @@ TEST(EdgesCommandTest, BlinkCellsReportTheEstimate) {
   EXPECT_GT(strong["attack_auc"]["mean"].get<double>(), 0.7);
 }
 
-TEST(EdgesCommandTest, NonEdgesAreDistinctAndReproducible) {
-  const Dataset d = Generated(100, 0.8, 6);
-  auto a = SampleNonEdges(d.graph, d.graph.num_edges(), 11);
-  auto b = SampleNonEdges(d.graph, d.graph.num_edges(), 11);
-  ASSERT_EQ(a.size(), d.graph.num_edges());
-  std::set<std::pair<uint32_t, uint32_t>> seen;
-  for (const Edge& e : a) {
-    EXPECT_LT(e.u, e.v);
-    EXPECT_FALSE(d.graph.HasEdge(e.u, e.v));
-    EXPECT_TRUE(seen.insert({e.u, e.v}).second);
-  }
-  EXPECT_TRUE(a == b);
-  // A complete graph on 3 nodes has no non-edges; a path on 3 has one.
-  auto path = Graph::FromEdges(3, std::vector<Edge>{{0, 1}, {1, 2}});
-  ASSERT_TRUE(path.ok());
-  auto one = SampleNonEdges(*path, 5, 1);
-  ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(one[0], (Edge{0, 2}));
-}
-
-TEST(EdgesCommandTest, AttackAucByHand) {
-  // 4 nodes, edges {0,1} and {2,3}; outputs equal along edges, orthogonal
-  // across: every edge scores 1, every non-edge 0.
-  auto g = Graph::FromEdges(4, std::vector<Edge>{{0, 1}, {2, 3}});
-  ASSERT_TRUE(g.ok());
-  DenseMatrix out(4, 2);
-  out.at(0, 0) = out.at(1, 0) = 0.9f;
-  out.at(2, 1) = out.at(3, 1) = 0.7f;
-  auto auc = SimilarityAttackAuc(*g, out, {{0, 2}, {1, 3}});
-  ASSERT_TRUE(auc.ok());
-  EXPECT_DOUBLE_EQ(*auc, 1.0);
-  // Identical outputs everywhere: all ties, 0.5.
-  DenseMatrix same(4, 2);
-  for (float& x : same.data) x = 0.5f;
-  EXPECT_DOUBLE_EQ(*SimilarityAttackAuc(*g, same, {{0, 2}, {1, 3}}), 0.5);
-  EXPECT_FALSE(SimilarityAttackAuc(*g, DenseMatrix(3, 2), {{0, 2}}).ok());
-  EXPECT_FALSE(SimilarityAttackAuc(*g, out, {}).ok());
-}
-
 // The adversary reads the true graph's edges off the outputs of a model
 // trained on it (homophily 0.9: linked nodes get alike posteriors); behind
 // randomized response at eps_e = 0.1 (about half of all pairs linked) the
@@ -463,7 +265,7 @@ TEST(EdgesCommandTest, AttackSeesTheTrueGraphMoreThanRandomizedResponse) {
   EXPECT_GT(truth, 0.75) << "rr " << rr;
   EXPECT_GT(truth, rr + 0.1) << "true " << truth;
   EXPECT_GT(cells[0]["graph_edges"]["mean"].get<double>(),
-            0.4 * ExpectedRrEdges(300, 0.1));
+            0.4 * pipeline::ExpectedRrEdges(300, 0.1));
 
   const auto c = CellConfig(o, d.meta, kNoPrivacy, kNoPrivacy,
                             training::NodeModelKind::kGcn);
@@ -532,25 +334,6 @@ TEST(EdgesCommandTest, LinkTellerAndTheGraphFreeBaseline) {
   EXPECT_TRUE(cell["attack_auc"].is_null());
   EXPECT_GT(cell["linkteller_auc"]["mean"].get<double>(), 0.8);
   EXPECT_EQ((*sampled)["parameters"]["linkteller"]["sources_drawn"], 100);
-}
-
-TEST(EdgesCommandTest, LinkTellerSourcesAndErrors) {
-  const std::vector<bool> all = LinkTellerSources(50, 0, 1);
-  EXPECT_EQ(std::count(all.begin(), all.end(), true), 50);
-  EXPECT_EQ(LinkTellerSources(50, 80, 1), all);
-  const std::vector<bool> ten = LinkTellerSources(50, 10, 1);
-  EXPECT_EQ(std::count(ten.begin(), ten.end(), true), 10);
-  EXPECT_EQ(LinkTellerSources(50, 10, 1), ten);  // public, reproducible
-  EXPECT_NE(LinkTellerSources(50, 10, 2), ten);
-  // A run that kept no model cannot be queried.
-  const Dataset d = Generated(60, 0.8, 3);
-  const std::vector<Edge> non_edges = SampleNonEdges(d.graph, 10, 1);
-  pipeline::RunResult r;
-  const auto c = CellConfig(Quick(), d.meta, kNoPrivacy, kNoPrivacy,
-                            training::NodeModelKind::kGcn);
-  auto auc = LinkTellerAttackAuc(d.graph, non_edges, d.graph, c, r, nullptr, 1);
-  ASSERT_FALSE(auc.ok());
-  EXPECT_THAT(auc.status().message(), HasSubstr("keep_node_model"));
 }
 
 TEST(EdgesCommandTest, JsonHasTheDocumentedKeysAndSaysWhatWasSkipped) {

@@ -845,12 +845,9 @@ std::string EvalHelp() {
 
 int RunEval(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << EvalHelp();
-    return kExitOk;
-  }
-  auto parsed = ParseEvalOptions(args);
-  if (!parsed.ok()) return UsageError("eval", parsed.status(), err);
+  auto parsed =
+      ParseCommand("eval", args, EvalHelp, ParseEvalOptions, out, err);
+  if (!parsed.ok()) return parsed.exit_code();
   EvalOptions& o = *parsed;
   auto dataset = LoadDataset(o.dataset);
   if (!dataset.ok()) {

@@ -123,12 +123,13 @@ TEST_F(EvalEdgesTest, GraphIsTheEdgesCommandsGraph) {
   o.config->epsilon = 4;
   auto mine = BuildEvalRunGraph(*dataset_, c, o, /*seed=*/3, /*run=*/1);
   ASSERT_TRUE(mine.ok()) << mine.status();
-  EdgesOptions eo;
-  auto noise = EdgeNoise::Create(600, false);
+  auto graph = GraphConfig(EdgeGraph::kBlink, 4, EdgesOptions());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto noise = pipeline::EdgeNoise::Create(600, false);
   ASSERT_TRUE(noise.ok());
   noise->Reset(3, 1);
-  auto theirs = BuildPrivateGraph(EdgeGraph::kBlink, 4, dataset_->graph, eo,
-                                  nullptr, {}, *noise);
+  auto theirs = pipeline::BuildPrivateGraph(dataset_->graph, *graph, nullptr,
+                                            {}, *noise);
   ASSERT_TRUE(theirs.ok()) << theirs.status();
   EXPECT_EQ(mine->edges->graph.Edges(), theirs->graph.Edges());
   EXPECT_EQ(mine->overrides().graph, &mine->edges->graph);

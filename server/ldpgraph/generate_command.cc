@@ -172,12 +172,9 @@ names the flag), including a non-empty --out without --force.
 
 int RunGenerate(const std::vector<std::string>& args, std::ostream& out,
                 std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << GenerateHelp();
-    return kExitOk;
-  }
-  auto options = ParseOptions(args);
-  if (!options.ok()) return UsageError("generate", options.status(), err);
+  auto options =
+      ParseCommand("generate", args, GenerateHelp, ParseOptions, out, err);
+  if (!options.ok()) return options.exit_code();
   const Options& o = *options;
   if (absl::Status s = CheckOutFolder(o.out, o.force); !s.ok()) {
     err << "ldpgraph generate: " << s.message() << "\n";

@@ -30,6 +30,22 @@ Flags:
   --output FILE   the SVG to write (replaced atomically)
 )";
 
+// The flags: both files, neither empty.
+struct PlotOptions {
+  std::string input, output;
+};
+
+absl::StatusOr<PlotOptions> ParsePlotOptions(
+    const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, {"input", "output"}, {}));
+  const auto input = a.Get("input");
+  const auto output = a.Get("output");
+  if (!input || !output || input->empty() || output->empty()) {
+    return absl::InvalidArgumentError("--input and --output are required");
+  }
+  return PlotOptions{*input, *output};
+}
+
 absl::Status Plot(const std::string& input, const std::string& output) {
   std::string text;
   if (input == "-") {
@@ -52,20 +68,10 @@ std::string PlotHelp() { return kHelp; }
 
 int RunPlot(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << kHelp;
-    return kExitOk;
-  }
-  absl::StatusOr<CliArgs> a = CliArgs::Parse(args, {"input", "output"}, {});
-  if (!a.ok()) return UsageError("plot", a.status(), err);
-  const auto input = a->Get("input");
-  const auto output = a->Get("output");
-  if (!input || !output || input->empty() || output->empty()) {
-    return UsageError(
-        "plot", absl::InvalidArgumentError("--input and --output are required"),
-        err);
-  }
-  if (absl::Status s = Plot(*input, *output); !s.ok()) {
+  auto parsed =
+      ParseCommand("plot", args, PlotHelp, ParsePlotOptions, out, err);
+  if (!parsed.ok()) return parsed.exit_code();
+  if (absl::Status s = Plot(parsed->input, parsed->output); !s.ok()) {
     err << "ldpgraph plot: " << s.message() << "\n";
     return kExitRuntimeError;
   }

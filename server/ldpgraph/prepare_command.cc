@@ -84,12 +84,9 @@ Example:
 
 int RunPrepare(const std::vector<std::string>& args, std::ostream& out,
                std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << PrepareHelp();
-    return kExitOk;
-  }
-  auto options = ParseOptions(args);
-  if (!options.ok()) return UsageError("prepare", options.status(), err);
+  auto options =
+      ParseCommand("prepare", args, PrepareHelp, ParseOptions, out, err);
+  if (!options.ok()) return options.exit_code();
   const Options& o = *options;
   if (o.out != o.dataset) {
     if (absl::Status s = CheckOutFolder(o.out, o.force); !s.ok()) {

@@ -335,12 +335,9 @@ void PrintSummary(const Options& o, const Graph& g, const SparseRows& features,
 
 int RunPropagate(const std::vector<std::string>& args, std::ostream& out,
                  std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << PropagateHelp();
-    return kExitOk;
-  }
-  auto parsed = ParseOptions(args);
-  if (!parsed.ok()) return UsageError("propagate", parsed.status(), err);
+  auto parsed =
+      ParseCommand("propagate", args, PropagateHelp, ParseOptions, out, err);
+  if (!parsed.ok()) return parsed.exit_code();
   const Options& o = *parsed;
   auto fail = [&](const absl::Status& s, int code = kExitRuntimeError) {
     err << "ldpgraph propagate: " << s.message() << "\n";

@@ -458,12 +458,9 @@ void PrintTable(const ReproOptions& o, const std::string& name,
 
 int RunRepro(const std::vector<std::string>& args, std::ostream& out,
              std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << ReproHelp();
-    return kExitOk;
-  }
-  auto parsed = ParseReproOptions(args);
-  if (!parsed.ok()) return UsageError("repro", parsed.status(), err);
+  auto parsed =
+      ParseCommand("repro", args, ReproHelp, ParseReproOptions, out, err);
+  if (!parsed.ok()) return parsed.exit_code();
   const ReproOptions& o = *parsed;
   auto dataset = LoadDataset(o.dataset);
   if (!dataset.ok()) {

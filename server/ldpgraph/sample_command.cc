@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 
@@ -14,6 +15,8 @@
 #include "common/mechanisms/label_rr.h"
 #include "common/random.h"
 #include "common/status_macros.h"
+#include "common/wire/codec.h"
+#include "common/wire/names.h"
 #include "server/ldpgraph/tool_util.h"
 
 namespace ldpgraph::tool {
@@ -21,6 +24,25 @@ namespace {
 
 constexpr int kUsageError = kExitUsageError;
 constexpr int kRuntimeError = kExitRuntimeError;
+
+using wire::kMechanismKindNames;
+
+// The mechanism --mechanism names: a feature mechanism, label or edge
+// randomized response. INVALID_ARGUMENT "unknown mechanism '<name>'; choose
+// one of: <the feature mechanisms>, label-rr, edge-rr" for any other name.
+absl::StatusOr<v1::MechanismKind> SampledKind(absl::string_view name) {
+  const std::initializer_list<v1::MechanismKind> kSampled = {
+      v1::MECHANISM_KIND_SQUARE_WAVE, v1::MECHANISM_KIND_HDS,
+      v1::MECHANISM_KIND_MULTIBIT,    v1::MECHANISM_KIND_ONEBIT,
+      v1::MECHANISM_KIND_PIECEWISE,   v1::MECHANISM_KIND_LAPLACE,
+      v1::MECHANISM_KIND_LABEL_RR,    v1::MECHANISM_KIND_EDGE_RR};
+  for (v1::MechanismKind kind : kSampled) {
+    if (kMechanismKindNames.Name(kind) == name) return kind;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown mechanism '", name,
+                   "'; choose one of: ", kMechanismKindNames.Choices(kSampled)));
+}
 
 // Shortest decimal form that reads back to the same double.
 void AppendNumber(std::string& line, double v) {
@@ -192,7 +214,8 @@ absl::StatusOr<Sampler> MakeFeatureSampler(const Options& o, MechanismKind kind,
 absl::StatusOr<Sampler> MakeLabelSampler(const Options& o, RandomSource& rng) {
   if (o.input.size() != 1 || o.input[0] != std::floor(o.input[0])) {
     return absl::InvalidArgumentError(
-        "label-rr takes one integer label: --input L");
+        absl::StrCat(kMechanismKindNames.Name(v1::MECHANISM_KIND_LABEL_RR),
+                     " takes one integer label: --input L"));
   }
   ASSIGN_OR_RETURN(int classes, FlagToInt(o.classes, "classes", 0));
   ASSIGN_OR_RETURN(std::shared_ptr<LabelRandomizedResponse> rr,
@@ -201,7 +224,8 @@ absl::StatusOr<Sampler> MakeLabelSampler(const Options& o, RandomSource& rng) {
   RETURN_IF_ERROR(rr->ValidateReport(label));
   Sampler s;
   s.description = absl::StrFormat(
-      "label-rr, epsilon %g, %d classes, keep probability %.6g%s", o.epsilon,
+      "%s, epsilon %g, %d classes, keep probability %.6g%s",
+      kMechanismKindNames.Name(v1::MECHANISM_KIND_LABEL_RR), o.epsilon,
       classes, rr->keep_probability(),
       o.estimate ? ", unbiased one-hot estimate" : ", one-hot report");
   s.shown_input.assign(classes, 0.0);
@@ -235,9 +259,11 @@ absl::StatusOr<Sampler> MakeEdgeSampler(const Options& o, RandomSource& rng) {
   // The tool prints a dense row of N values per draw; the mechanism itself
   // never materialises one (common/mechanisms/edge_rr.h).
   constexpr int64_t kMaxPrintedNodes = 10'000'000;
+  const absl::string_view name =
+      kMechanismKindNames.Name(v1::MECHANISM_KIND_EDGE_RR);
   if (o.nodes < 2 || o.nodes > kMaxPrintedNodes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "edge-rr needs --nodes N with 2 <= N <= ", kMaxPrintedNodes,
+        name, " needs --nodes N with 2 <= N <= ", kMaxPrintedNodes,
         " (each draw prints a dense row of N values)"));
   }
   const uint32_t n = static_cast<uint32_t>(o.nodes);
@@ -250,7 +276,7 @@ absl::StatusOr<Sampler> MakeEdgeSampler(const Options& o, RandomSource& rng) {
   for (double x : o.input) {
     if (x < 0 || x != std::floor(x) || x >= o.nodes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "edge-rr --input lists neighbour ids in [0, ", o.nodes, "), got ", x));
+          name, " --input lists neighbour ids in [0, ", o.nodes, "), got ", x));
     }
     neighbours.push_back(static_cast<uint32_t>(x));
   }
@@ -259,8 +285,8 @@ absl::StatusOr<Sampler> MakeEdgeSampler(const Options& o, RandomSource& rng) {
   RETURN_IF_ERROR(rr->ValidateReport(v, neighbours));
   Sampler s;
   s.description = absl::StrFormat(
-      "edge-rr, epsilon %g, node %d of %d, flip probability %.6g%s", o.epsilon,
-      v, n, rr->flip_probability(),
+      "%s, epsilon %g, node %d of %d, flip probability %.6g%s", name,
+      o.epsilon, v, n, rr->flip_probability(),
       o.estimate ? ", unbiased adjacency estimate" : ", reported bit row");
   s.shown_input.assign(n, 0.0);
   for (uint32_t u : neighbours) s.shown_input[u] = 1.0;
@@ -360,12 +386,9 @@ Examples:
 
 int RunSample(const std::vector<std::string>& args, std::ostream& out,
               std::ostream& err) {
-  if (WantsHelp(args)) {
-    out << SampleHelp();
-    return kExitOk;
-  }
-  auto options = ParseOptions(args);
-  if (!options.ok()) return UsageError("sample", options.status(), err);
+  auto options =
+      ParseCommand("sample", args, SampleHelp, ParseOptions, out, err);
+  if (!options.ok()) return options.exit_code();
   const Options& o = *options;
 
   auto random = MakeRandomSource(o.seed, err);
@@ -376,18 +399,17 @@ int RunSample(const std::vector<std::string>& args, std::ostream& out,
   std::unique_ptr<RandomSource> rng = std::move(*random);
 
   absl::StatusOr<Sampler> sampler;
-  if (o.mechanism == "label-rr") {
+  const absl::StatusOr<v1::MechanismKind> kind = SampledKind(o.mechanism);
+  if (!kind.ok()) {
+    sampler = kind.status();
+  } else if (*kind == v1::MECHANISM_KIND_LABEL_RR) {
     sampler = MakeLabelSampler(o, *rng);
-  } else if (o.mechanism == "edge-rr") {
+  } else if (*kind == v1::MECHANISM_KIND_EDGE_RR) {
     sampler = MakeEdgeSampler(o, *rng);
+  } else if (auto feature = wire::FromWireFeatureKind(*kind); !feature.ok()) {
+    sampler = feature.status();
   } else {
-    auto kind = ParseMechanismName(o.mechanism);
-    if (!kind.ok()) {
-      sampler = absl::InvalidArgumentError(
-          absl::StrCat(kind.status().message(), ", label-rr, edge-rr"));
-    } else {
-      sampler = MakeFeatureSampler(o, *kind, *rng);
-    }
+    sampler = MakeFeatureSampler(o, *feature, *rng);
   }
   if (!sampler.ok()) {
     err << "ldpgraph sample: " << sampler.status().message() << "\n";

@@ -157,6 +157,20 @@ struct BadCase {
   std::string message;
 };
 
+TEST(SampleCommandTest, UnknownMechanismListsTheSampledOnes) {
+  // Edge substitution and Blink are mechanism names too, but not sampled
+  // here: refused with the same list.
+  for (std::string bad : {"gauss", "edge-blink", "edge-substitution",
+                          "square_wave", ""}) {
+    SampleRun r = Sample({"--mechanism", bad, "--epsilon", "1", "--input", "0"});
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.err,
+              "ldpgraph sample: unknown mechanism '" + bad +
+                  "'; choose one of: square-wave, hds, multibit, onebit, "
+                  "piecewise, laplace, label-rr, edge-rr\n");
+  }
+}
+
 class SampleCommandErrorTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(SampleCommandErrorTest, ExitsTwoWithClearMessage) {

@@ -1,5 +1,6 @@
-// Pieces every `ldpgraph` subcommand shares: the randomness source chosen
-// from --seed, exit codes, and resource figures for --json reports.
+// Pieces every `ldpgraph` subcommand shares: the prologue of every command
+// (--help, parsing, usage errors), the randomness source chosen from
+// --seed, exit codes, and resource figures for --json reports.
 #pragma once
 
 #include <chrono>
@@ -10,8 +11,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/cli_args.h"
@@ -48,6 +52,63 @@ using ::ldpgraph::WantsHelp;
 // returns kExitUsageError.
 int UsageError(absl::string_view command, const absl::Status& s,
                std::ostream& err);
+
+// The outcome of a command's prologue (ParseCommand): the options to run
+// with, or the exit code the command returns at once.
+template <typename Options>
+class ParsedCommand {
+ public:
+  static ParsedCommand Run(Options options) {
+    ParsedCommand out;
+    out.options_.emplace(std::move(options));
+    return out;
+  }
+  static ParsedCommand Exit(int exit_code) {
+    ParsedCommand out;
+    out.exit_code_ = exit_code;
+    return out;
+  }
+
+  // True when the command goes on with the options; else it returns
+  // exit_code().
+  bool ok() const { return options_.has_value(); }
+  int exit_code() const { return exit_code_; }
+  // The options; only when ok().
+  Options& operator*() { return *options_; }
+  Options* operator->() { return &*options_; }
+
+ private:
+  ParsedCommand() = default;
+
+  std::optional<Options> options_;
+  int exit_code_ = kExitOk;
+};
+
+// The prologue every `ldpgraph <command>` shares. With --help (or -h)
+// anywhere in args (WantsHelp): prints help() to out; exit code kExitOk.
+// Otherwise parse(args) (absl::StatusOr<Options>), and on an error prints
+// UsageError(command, ...) to err; exit code kExitUsageError. Else the
+// parsed options.
+template <typename Parse>
+auto ParseCommand(absl::string_view command,
+                  const std::vector<std::string>& args,
+                  absl::FunctionRef<std::string()> help, Parse parse,
+                  std::ostream& out, std::ostream& err)
+    -> ParsedCommand<typename std::invoke_result_t<
+        Parse&, const std::vector<std::string>&>::value_type> {
+  using Options = typename std::invoke_result_t<
+      Parse&, const std::vector<std::string>&>::value_type;
+  if (WantsHelp(args)) {
+    out << help();
+    return ParsedCommand<Options>::Exit(kExitOk);
+  }
+  auto parsed = parse(args);
+  if (!parsed.ok()) {
+    return ParsedCommand<Options>::Exit(
+        UsageError(command, parsed.status(), err));
+  }
+  return ParsedCommand<Options>::Run(std::move(*parsed));
+}
 
 // Peak resident set size of this process so far, in bytes (getrusage).
 uint64_t PeakRssBytes();

@@ -269,56 +269,6 @@ TEST(PipelineTest, LpgnnLearnsFromHdsReports) {
       << "hds " << hds->metric << ", multibit " << multibit->metric;
 }
 
-TEST(PipelineTest, DatasetSettingsFollowLpgnnsPublishedTable) {
-  DatasetMeta pubmed, cora;
-  pubmed.name = "pubmed";
-  cora.name = "cora";
-  PipelineConfig c =
-      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
-  c.label_epsilon = 1.0;
-  PipelineConfig p = c;
-  ResolveDatasetSettings(pubmed, &p);
-  EXPECT_EQ(p.feature_steps, 4);
-  EXPECT_EQ(p.label_steps, 2);
-  EXPECT_DOUBLE_EQ(p.node_model.train.adam.weight_decay, 1e-4);
-  EXPECT_DOUBLE_EQ(p.node_model.dropout, 0.25);
-  EXPECT_FALSE(p.dataset_settings);
-  ResolveDatasetSettings(cora, &p);  // resolved once: unchanged
-  EXPECT_EQ(p.feature_steps, 4);
-  PipelineConfig k = c;
-  ResolveDatasetSettings(cora, &k);
-  EXPECT_EQ(k.feature_steps, 2);
-  EXPECT_EQ(k.label_steps, 8);
-  PipelineConfig clean =
-      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
-  ResolveDatasetSettings(cora, &clean);
-  EXPECT_EQ(clean.feature_steps, 16);
-  EXPECT_EQ(clean.label_steps, 0);
-  EXPECT_DOUBLE_EQ(clean.node_model.train.adam.weight_decay, 1e-2);
-  EXPECT_DOUBLE_EQ(clean.node_model.dropout, 0.75);
-  // The nearest tabulated budgets: eps_x 0.12 -> 0.1, eps_y 2.4 -> 2.
-  PipelineConfig near =
-      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
-  near.epsilon = 0.12;
-  near.label_epsilon = 2.4;
-  ResolveDatasetSettings(cora, &near);
-  EXPECT_EQ(near.feature_steps, 16);
-  EXPECT_EQ(near.label_steps, 4);
-  PipelineConfig raw =
-      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
-  raw.mechanism = "none";
-  raw.label_epsilon = 1.0;
-  ResolveDatasetSettings(pubmed, &raw);
-  EXPECT_EQ(raw.feature_steps, 0);
-  EXPECT_EQ(raw.label_steps, 2);
-  EXPECT_DOUBLE_EQ(raw.node_model.dropout, 0.0);
-  PipelineConfig off = c;
-  off.dataset_settings = false;
-  off.feature_steps = 5;
-  ResolveDatasetSettings(pubmed, &off);
-  EXPECT_EQ(off.feature_steps, 5);
-}
-
 // Link prediction must not see the edges it is scored on. On a graph with no
 // structure beyond its edges (random edges, every node its own one-hot
 // feature), a propagation that kept the test edges would put each endpoint's
@@ -437,50 +387,6 @@ TEST(PipelineTest, StructureReleasesRefuseFeatureSettings) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-}
-
-TEST(PipelineTest, ValidatesTheConfig) {
-  auto expect_bad = [](PipelineConfig c, absl::string_view needle) {
-    absl::Status s = ValidateConfig(c);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << needle;
-    EXPECT_NE(s.message().find(needle), std::string::npos) << s;
-  };
-  PipelineConfig c =
-      DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
-  EXPECT_TRUE(ValidateConfig(c).ok());
-  c.mechanism = "gaussian";
-  expect_bad(c, "mechanism");
-  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
-  c.epsilon = 0;
-  expect_bad(c, "epsilon");
-  c = DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_LINK);
-  expect_bad(c, "node classification");
-  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
-  c.threads = -1;
-  expect_bad(c, "threads must be >= 0 (0 = every core)");
-  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK);
-  c.label_epsilon = 1;
-  expect_bad(c, "label budget");
-  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
-  c.ppr.alpha = 0;
-  expect_bad(c, "alpha");
-  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
-  c.node_model.kind = training::NodeModelKind::kGcn;
-  expect_bad(c, "MLP");
-}
-
-TEST(PipelineTest, ConfigJsonNamesEverySetting) {
-  nlohmann::json j = ConfigToJson(
-      DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE));
-  EXPECT_EQ(j["method"], "lpgnn");
-  EXPECT_EQ(j["mechanism"], "multibit");
-  EXPECT_EQ(j["model"]["kind"], "sage");
-  EXPECT_EQ(j["model"]["activation"], "selu");
-  EXPECT_EQ(j["propagation"]["steps"], 2);
-  EXPECT_EQ(j["propagation"]["normalisation"], "symmetric");
-  EXPECT_EQ(j["label_steps"], 8);
-  EXPECT_EQ(j["noise"], "seeded-not-private");
-  EXPECT_TRUE(j["label_epsilon"].is_null());
 }
 
 TEST(PipelineTest, RunResultJsonHasEveryFigureButTheMetric) {
@@ -724,15 +630,6 @@ TEST(PipelineTest, PoisoningSettingsAreValidated) {
       Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK);
   link.attack_class = 0;
   EXPECT_FALSE(ValidateConfig(link).ok());
-}
-
-TEST(TargetRateTest, CountsOtherClassesPredictedAsTheTarget) {
-  const std::vector<std::vector<uint32_t>> m = {{5, 1, 0}, {2, 6, 2}, {3, 0, 1}};
-  // Target 0: rows 1 and 2 hold 10 + 4 nodes, 2 + 3 of them predicted 0.
-  EXPECT_DOUBLE_EQ(*TargetRate(m, 0), 5.0 / 14);
-  EXPECT_DOUBLE_EQ(*TargetRate(m, 2), 2.0 / 16);
-  EXPECT_FALSE(TargetRate(m, 3).ok());
-  EXPECT_FALSE(TargetRate({{1, 2}, {3}}, 0).ok());
 }
 
 // The report screen on an honest seeded run: applied, it flags (almost)

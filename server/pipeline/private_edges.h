@@ -4,8 +4,9 @@
 // (common/attacks/edge_poisoning.h), the curator optionally screens the
 // reports for consistency (edge_screen.h) and estimates the graph it then
 // learns on. `ldpgraph eval --edges rr|blink` runs it before each run's
-// pipeline and passes the graph in RunOverrides::graph; `ldpgraph edges`
-// builds its rr and blink graphs with it (no attacker, no screen).
+// pipeline and passes the graph in RunOverrides::graph; the rr and blink
+// graphs of `ldpgraph edges` (private_graph.h) are built with it (no
+// attacker, no screen).
 //
 // The graph, as the deployed curator assembles it (server/curator/stages.h):
 //  rr     {u, v}, u < v, is an edge iff u's report lists v

@@ -204,26 +204,6 @@ TEST(ReportScreenTest, RejectsBadInput) {
   EXPECT_FALSE(ScreenReports(ReportedDims{}, 10, 11, 1e-3).ok());
 }
 
-TEST(DefencesTest, ParsesACommaListAndNamesItCanonically) {
-  auto d = ParseDefences("robust, screen");
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_TRUE(d->screen && d->robust && !d->edge_consistency);
-  EXPECT_EQ(DefencesName(*d), "screen,robust");
-  EXPECT_EQ(DefencesName(*ParseDefences("none")), "none");
-  EXPECT_FALSE(ParseDefences("none").value().any());
-  EXPECT_EQ(DefencesName(*ParseDefences("edge-consistency")),
-            "edge-consistency");
-  EXPECT_EQ(ParseDefences("scrn").status().message(),
-            "--defence: defence must be a comma list of none, screen, robust, "
-            "edge-consistency, got 'scrn': unknown 'scrn'");
-  EXPECT_THAT(ParseDefences("screen,screen").status().message(),
-              testing::HasSubstr("'screen' twice"));
-  EXPECT_THAT(ParseDefences("none,robust").status().message(),
-              testing::HasSubstr("none with another defence"));
-  EXPECT_THAT(ParseDefences("screen,").status().message(),
-              testing::HasSubstr("an empty name"));
-}
-
 TEST(ReportScreenTest, JsonNamesTheFlaggedNodes) {
   ReportedDims reports;
   for (uint32_t v = 0; v < 1000; ++v) {

@@ -1,0 +1,406 @@
+#include "server/pipeline/config.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/mechanisms/feature_mechanism.h"
+#include "common/status_macros.h"
+
+namespace ldpgraph::pipeline {
+
+PipelineConfig DefaultConfig(Method method, Task task) {
+  PipelineConfig c;
+  c.method = method;
+  c.task = task;
+  if (IsReleaseMethod(method)) {
+    c.mechanism = "central";
+    c.standardize = true;
+    c.train_fraction = 0.1;
+    c.validation_fraction = 0.1;
+    c.node_model.kind = training::NodeModelKind::kMlp;
+    c.node_model.layers = 1;
+    c.node_model.dropout = 0.0;
+    c.node_model.train.adam.learning_rate = 0.01;
+    c.node_model.train.adam.weight_decay = 5e-4;
+    c.node_model.train.max_epochs = 500;
+    c.node_model.train.patience = 50;
+  } else if (method == v1::PIPELINE_METHOD_PRIVGE) {
+    c.mechanism = "hds";
+    c.scaling = FeatureScaling::kSymmetric;
+    // Chosen on cora's validation accuracy at eps = 1 (HDS), as PrivGE
+    // tuned its own; see the README's training section.
+    c.ppr.alpha = 0.05;
+    c.ppr.relative_rmax = true;
+    // Node task: PPR or 16 KProp steps, kept per run by validation
+    // (NodePropagation::kAuto; chosen on validation accuracy, README
+    // "Accuracy as the graph grows"). The link task keeps PPR.
+    c.propagation = NodePropagation::kAuto;
+    c.feature_steps = 16;
+    // The random walk D^-1 A: its top eigenvector is constant, which the
+    // standardisation removes. D^-1/2 A D^-1/2's is sqrt(degree), which it
+    // cannot: on the generated 1M-node graph (degrees up to 1,000 times the
+    // smallest) 16 such steps scored 0.41, the random walk 0.93.
+    c.kprop_norm = KPropNorm::kMean;
+    c.standardize = task == v1::PIPELINE_TASK_NODE;
+    c.node_model.kind = training::NodeModelKind::kMlp;
+    c.node_model.hidden_dim = 256;
+    c.node_model.layers = 2;
+    c.node_model.dropout = 0.5;
+    c.node_model.activation = training::Activation::kRelu;
+    c.node_model.train.adam.learning_rate = 0.01;
+    c.node_model.train.adam.weight_decay = 5e-4;
+    c.node_model.train.max_epochs = 500;
+    c.node_model.train.patience = 50;
+  } else {
+    // LPGNN as its authors' code runs it: GraphSAGE, hidden 16, SELU, Adam,
+    // 500 epochs; K_x, K_y, weight decay and dropout per dataset
+    // (ResolveDatasetSettings; cora's until resolved).
+    c.mechanism = "multibit";
+    c.scaling = FeatureScaling::kUnit;
+    c.feature_steps = 2;
+    c.label_steps = 8;
+    c.kprop_norm = KPropNorm::kSymmetric;
+    c.label_denoising = LabelDenoising::kPublished;
+    c.dataset_settings = true;
+    c.node_model.kind = training::NodeModelKind::kSage;
+    c.node_model.hidden_dim = 16;
+    c.node_model.layers = 2;
+    c.node_model.dropout = 0.5;
+    c.node_model.activation = training::Activation::kSelu;
+    c.node_model.train.adam.learning_rate = 0.01;
+    c.node_model.train.adam.weight_decay = 1e-3;
+    c.node_model.train.max_epochs = 500;
+    c.node_model.train.patience = 500;
+  }
+  c.link_model.layers = 1;
+  c.link_model.loss = training::LinkLossKind::kPairwise;
+  c.link_model.train.adam.learning_rate = 0.01;
+  c.link_model.train.max_epochs = 500;
+  c.link_model.train.patience = 50;
+  return c;
+}
+
+void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c) {
+  if (!c->dataset_settings) return;
+  c->dataset_settings = false;
+  if (c->method != v1::PIPELINE_METHOD_LPGNN) return;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double eps_x = c->mechanism == "none" ? kInf : c->epsilon;
+  const double eps_y = c->label_epsilon.value_or(kInf);
+  const LpgnnSettings& table =
+      c->lpgnn_settings ? *c->lpgnn_settings : LpgnnSettings::BuiltIn();
+  const LpgnnSettingsRow* row = table.Find(meta.name, eps_x, eps_y);
+  if (row == nullptr) return;
+  const PipelineConfig::FixedSettings& fixed = c->fixed_settings;
+  if (!fixed.feature_steps) c->feature_steps = row->feature_steps;
+  if (!fixed.label_steps) c->label_steps = row->label_steps;
+  if (!fixed.learning_rate) {
+    c->node_model.train.adam.learning_rate = row->learning_rate;
+  }
+  if (!fixed.weight_decay) {
+    c->node_model.train.adam.weight_decay = row->weight_decay;
+  }
+  if (!fixed.dropout) c->node_model.dropout = row->dropout;
+}
+
+absl::Status ValidateAttack(const PipelineConfig& c) {
+  if (c.attack_class) {
+    RETURN_IF_ERROR((poisoning::AttackSettings{
+        c.attack_fraction, *c.attack_class, c.attack_dims}.Validate()));
+  } else if (c.attack_fraction != 0) {
+    return absl::InvalidArgumentError(
+        "a poisoning attack (attack fraction > 0) needs its target class");
+  }
+  if (!c.attack_class) return absl::OkStatus();
+  if (c.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "the poisoning attack and its target rate apply to node "
+        "classification only");
+  }
+  if (c.attack_fraction > 0 &&
+      (IsReleaseMethod(c.method) || c.mechanism == "none")) {
+    return absl::InvalidArgumentError(
+        "the poisoning attack crafts LDP reports: it needs a feature "
+        "mechanism (not a central release, not mechanism none)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateConfig(const PipelineConfig& c) {
+  RETURN_IF_ERROR(ValidateAttack(c));
+  if (c.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be >= 0 (0 = every core), got ", c.threads));
+  }
+  if (IsReleaseMethod(c.method)) {
+    if (c.mechanism != "central" && c.mechanism != "none") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          MethodName(c.method),
+          " uses no feature mechanism: mechanism must be central (the "
+          "release's own noise) or none (non-private), got '",
+          c.mechanism, "'"));
+    }
+    if (c.label_epsilon) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          MethodName(c.method), " trains on the curator's labels; no label "
+          "budget applies"));
+    }
+    if (c.defences.any()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          MethodName(c.method), " collects no reports: defence ",
+          DefencesName(c.defences), " does not apply"));
+    }
+    return embedding::ValidateReleaseConfig(ReleaseConfigOf(c));
+  }
+  if (c.mechanism != "none") {
+    auto kind = ParseMechanismName(c.mechanism);
+    if (!kind.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("mechanism: ", kind.status().message()));
+    }
+    if (!(c.epsilon > 0) || !std::isfinite(c.epsilon)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "epsilon must be finite and > 0, got ", c.epsilon));
+    }
+  }
+  if (c.defences.robust && c.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "the robust defence retrains a node classifier: node task only");
+  }
+  if (c.defences.screen) {
+    RETURN_IF_ERROR(ValidateScreenAlpha(c.screen_alpha));
+    if (c.mechanism == "none") {
+      return absl::InvalidArgumentError(
+          "the report screen (defence screen) needs a feature mechanism; "
+          "mechanism none collects no reports");
+    }
+  }
+  if (c.label_epsilon) {
+    if (c.task == v1::PIPELINE_TASK_LINK) {
+      return absl::InvalidArgumentError(
+          "a label budget applies to node classification only");
+    }
+    if (!(*c.label_epsilon > 0) || !std::isfinite(*c.label_epsilon)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "label epsilon must be finite and > 0, got ", *c.label_epsilon));
+    }
+  }
+  if (c.method == v1::PIPELINE_METHOD_LPGNN &&
+      c.task == v1::PIPELINE_TASK_LINK) {
+    return absl::InvalidArgumentError(
+        "LPGNN is evaluated on node classification; use --method privge for "
+        "link prediction");
+  }
+  if (c.label_steps < 0 || c.feature_steps < 0) {
+    return absl::InvalidArgumentError("KProp steps must be >= 0");
+  }
+  if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
+    RETURN_IF_ERROR(ValidatePprOptions(PprOptionsOf(c)));
+  }
+  if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
+      c.node_model.kind != training::NodeModelKind::kMlp &&
+      c.task == v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "PrivGE classifies its embedding with an MLP (--model mlp)");
+  }
+  return absl::OkStatus();
+}
+
+PprOptions PprOptionsOf(const PipelineConfig& c) {
+  PprOptions o = c.ppr;
+  o.threads = c.threads;
+  return o;
+}
+
+embedding::ReleaseConfig ReleaseConfigOf(const PipelineConfig& c) {
+  embedding::ReleaseConfig r = c.release;
+  r.method = embedding::ReleaseMethodOf(c.method)
+                 .value_or(embedding::ReleaseMethod::kSePrivGemb);
+  r.private_release = c.mechanism != "none";
+  r.epsilon = c.epsilon;
+  r.delta = c.release_delta;
+  return r;
+}
+
+absl::StatusOr<double> TargetRate(
+    const std::vector<std::vector<uint32_t>>& confusion, int t) {
+  if (t < 0 || static_cast<size_t>(t) >= confusion.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target class ", t, " is not one of the confusion matrix's ",
+        confusion.size(), " classes"));
+  }
+  uint64_t others = 0, to_t = 0;
+  for (size_t a = 0; a < confusion.size(); ++a) {
+    if (confusion[a].size() != confusion.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "confusion matrix row ", a, " has ", confusion[a].size(),
+          " entries, expected ", confusion.size()));
+    }
+    if (a == static_cast<size_t>(t)) continue;
+    for (uint32_t count : confusion[a]) others += count;
+    to_t += confusion[a][t];
+  }
+  return others ? static_cast<double>(to_t) / others : 0.0;
+}
+
+nlohmann::json ConfigToJson(const PipelineConfig& c) {
+  using nlohmann::json;
+  auto model_name = [](training::NodeModelKind k) {
+    switch (k) {
+      case training::NodeModelKind::kMlp: return "mlp";
+      case training::NodeModelKind::kGcn: return "gcn";
+      case training::NodeModelKind::kSage: return "sage";
+    }
+    return "?";
+  };
+  auto batch_size = [](int n) { return n < 0 ? json("auto") : json(n); };
+  auto batched = [](const auto& model) {
+    return json{{"learning_rate", model.batched_learning_rate},
+                {"max_epochs", model.batched_max_epochs},
+                {"patience", model.batched_patience}};
+  };
+  auto act = [](training::Activation a) {
+    return a == training::Activation::kRelu ? "relu" : "selu";
+  };
+  auto scaling = [](FeatureScaling s) {
+    switch (s) {
+      case FeatureScaling::kNone: return "none";
+      case FeatureScaling::kUnit: return "unit";
+      case FeatureScaling::kSymmetric: return "symmetric";
+    }
+    return "?";
+  };
+  auto train = [](const training::TrainOptions& t) {
+    return json{{"learning_rate", t.adam.learning_rate},
+                {"weight_decay", t.adam.weight_decay},
+                {"max_epochs", t.max_epochs},
+                {"patience", t.patience}};
+  };
+  json j;
+  j["task"] = TaskName(c.task);
+  j["method"] = MethodName(c.method);
+  j["mechanism"] = c.mechanism;
+  j["epsilon"] = c.mechanism == "none" ? json(nullptr) : json(c.epsilon);
+  j["sampled"] = c.sampled ? json(*c.sampled) : json("default");
+  j["scale"] = scaling(c.scaling);
+  j["label_epsilon"] = c.label_epsilon ? json(*c.label_epsilon) : json(nullptr);
+  if (c.task == v1::PIPELINE_TASK_NODE) {
+    j["label_steps"] = c.label_steps;
+    j["label_self_loops"] = c.label_self_loops;
+    if (c.label_epsilon) {
+      j["label_denoising"] = LabelDenoisingName(c.label_denoising);
+    }
+    j["split"] = c.planetoid_split
+                     ? json("planetoid")
+                     : json{{"train", c.train_fraction},
+                            {"validation", c.validation_fraction}};
+    if (c.fixed_split) j["split"]["fixed"] = true;
+    j["model"] = {{"kind", model_name(c.node_model.kind)},
+                  {"hidden", c.node_model.hidden_dim},
+                  {"layers", c.node_model.layers},
+                  {"dropout", c.node_model.dropout},
+                  {"input_dropout", c.node_model.input_dropout},
+                  {"activation", act(c.node_model.activation)},
+                  {"init", c.node_model.init == training::WeightInit::kTorch
+                               ? "torch"
+                               : "glorot"},
+                  {"training", train(c.node_model.train)},
+                  {"batch_rows", batch_size(c.node_model.batch_rows)},
+                  {"batched_training", batched(c.node_model)}};
+  } else {
+    j["split"] = {{"validation", c.link_validation_fraction},
+                  {"test", c.link_test_fraction}};
+    if (c.fixed_split) j["split"]["fixed"] = true;
+    j["model"] = {
+        {"kind", c.link_model.layers == 1 ? "logistic-regression" : "mlp"},
+        {"hidden", c.link_model.hidden_dim},
+        {"layers", c.link_model.layers},
+        {"dropout", c.link_model.dropout},
+        {"input_dropout", c.link_model.input_dropout},
+        {"standardize_features", c.link_model.standardize_features},
+        {"loss", c.link_model.loss == training::LinkLossKind::kPairwise
+                     ? "pairwise"
+                     : "logistic"},
+        {"training", train(c.link_model.train)},
+        {"batch_pairs", batch_size(c.link_model.batch_pairs)},
+        {"batched_training", batched(c.link_model)}};
+    j["model"]["batched_training"]["decay_patience"] =
+        c.link_model.batched_decay_patience;
+    j["model"]["batched_training"]["decay_factor"] =
+        c.link_model.batched_decay_factor;
+    j["model"]["batched_training"]["max_decays"] =
+        c.link_model.batched_max_decays;
+  }
+  if (IsReleaseMethod(c.method)) {
+    const embedding::ReleaseConfig r = ReleaseConfigOf(c);
+    j.erase("sampled");
+    j.erase("scale");
+    j["release"] = {
+        {"private", r.private_release},
+        {"delta", r.private_release && !(c.method == v1::PIPELINE_METHOD_DPNE)
+                      ? json(r.delta)
+                      : json(nullptr)},
+        {"standardize", c.standardize}};
+    if (c.method == v1::PIPELINE_METHOD_DPNE) {
+      j["release"]["dim"] = r.dpne.dim;
+      j["release"]["lambda"] = r.dpne.lambda;
+      j["release"]["mu"] = r.dpne.mu;
+      j["release"]["sweeps"] = r.dpne.sweeps;
+      j["release"]["sensitivity"] = r.dpne.sensitivity;
+    } else {
+      const auto& s = r.se_privgemb;
+      j["release"]["dim"] = s.dim;
+      j["release"]["negatives"] = s.negatives;
+      j["release"]["batch_size"] = s.batch_size;
+      j["release"]["optimizer"] = embedding::OptimizerName(s.optimizer);
+      j["release"]["learning_rate"] = s.learning_rate;
+      j["release"]["max_epochs"] = s.max_epochs;
+      j["release"]["max_steps"] =
+          s.max_steps ? json(*s.max_steps) : json(nullptr);
+      j["release"]["proximity"] = embedding::ProximityName(s.proximity);
+      j["release"]["clip"] = s.clip;
+      j["release"]["noise_multiplier"] = s.noise_multiplier;
+      j["release"]["noised_rows"] =
+          s.noised_rows == embedding::NoisedRows::kTouched ? "touched" : "all";
+    }
+  } else {
+    // PrivGE's link task propagates by PPR whatever c.propagation; LPGNN by
+    // KProp.
+    const NodePropagation p =
+        c.method == v1::PIPELINE_METHOD_LPGNN ? NodePropagation::kKProp
+        : c.task == v1::PIPELINE_TASK_NODE    ? c.propagation
+                                              : NodePropagation::kPpr;
+    json& prop = j["propagation"];
+    prop["method"] =
+        p == NodePropagation::kPpr ? "ppr-push" : NodePropagationName(p);
+    if (p != NodePropagation::kKProp) {
+      prop["alpha"] = c.ppr.alpha;
+      prop["r"] = c.ppr.r;
+      prop["rmax"] = c.ppr.rmax;
+      prop["rmax_scaled_by_max_abs_input"] = c.ppr.relative_rmax;
+    }
+    if (p != NodePropagation::kPpr) {
+      prop["steps"] = c.feature_steps;
+      prop["self_loops"] = c.feature_self_loops;
+      prop["normalisation"] = KPropNormName(c.kprop_norm);
+    }
+    if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
+      prop["standardize"] = c.standardize;
+    }
+  }
+  j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
+  if (c.attack_class) {
+    j["attack"] = {{"kind", poisoning::kAttackNames.Name(c.attack_kind)},
+                   {"fraction", c.attack_fraction},
+                   {"class", *c.attack_class},
+                   {"dims", c.attack_dims}};
+  }
+  if (c.defences.any()) {
+    j["defence"] = {{"kind", DefencesName(c.defences)}};
+    if (c.defences.screen) j["defence"]["alpha"] = c.screen_alpha;
+  }
+  return j;
+}
+
+}  // namespace ldpgraph::pipeline

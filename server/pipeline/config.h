@@ -1,0 +1,299 @@
+// The curator's learning pipeline as a configuration: its methods and tasks
+// and their names, every setting of a run (PipelineConfig), each method's
+// defaults, the dataset settings LPGNN takes from its table, validation and
+// the settings as JSON. What a caller needs to name, check, print or send a
+// configuration without running it (the stages: pipeline.h). Its library,
+// ldpgraph::pipeline_config, links no training or attack code: the model
+// settings it holds are server/training's plain structs, used from their
+// headers. Of propagation and embedding, ValidateConfig calls only their
+// validators (ValidatePprOptions, embedding::ValidateReleaseConfig), which
+// share those libraries' sources and so still bring them in.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/attacks/attack_settings.h"
+#include "common/dataset/dataset.h"
+#include "common/names.h"
+#include "common/wire/names.h"
+#include "ldpgraph/v1/pipeline.pb.h"
+#include "server/embedding/release.h"
+#include "server/pipeline/defences.h"
+#include "server/pipeline/lpgnn_settings.h"
+#include "server/pipeline/seeds.h"
+#include "server/propagation/propagation.h"
+#include "server/training/tasks.h"
+
+namespace ldpgraph::pipeline {
+
+// A pipeline's method and task are the admin API's enums
+// (proto/ldpgraph/v1/pipeline.proto), so that the curator takes them from a
+// request as they are. UNSPECIFIED is never a valid setting.
+using Method = v1::PipelineMethod;
+using Task = v1::PipelineTask;
+
+// The methods' and tasks' command-line names are the wire's tables
+// (common/wire/names.h): "privge", "lpgnn", "se-privgemb", "dpne"; "node",
+// "link". Parse fails with INVALID_ARGUMENT "method must be one of privge,
+// lpgnn, se-privgemb, dpne, got '<name>'" (and "task must be one of node,
+// link, ...").
+inline constexpr const auto& kMethodNames = wire::kPipelineMethodNames;
+inline constexpr const auto& kTaskNames = wire::kPipelineTaskNames;
+
+// A method's or task's name; "unknown" for UNSPECIFIED or a number the
+// proto does not define.
+inline absl::string_view MethodName(Method m) { return kMethodNames.Name(m); }
+inline absl::string_view TaskName(Task t) { return kTaskNames.Name(t); }
+
+// True for the central-DP structure embeddings (SE-PrivGEmb, DPNE).
+inline bool IsReleaseMethod(Method m) {
+  return embedding::ReleaseMethodOf(m).has_value();
+}
+
+// How the curator learns from labels seen through randomized response (the
+// node task with label_epsilon).
+//  kPublished: LPGNN as its authors' public code does it. Targets: the
+//    argmax of softmax(A^K_y Y), Y the one-hot reports of the training and
+//    validation nodes (test nodes report nothing), A = D^-1/2 A D^-1/2
+//    without self loops. Loss: the model's class probabilities of every
+//    node through the channel T and the same K_y steps of A
+//    (training::PropagatedForwardCorrectedCrossEntropy). Selection on the
+//    raw validation reports by training::SelectionRule::kNoisyLabelsCapped;
+//    no early stopping.
+//  kVote: ldpgraph's earlier variant. Targets: the argmax of K_y KProp
+//    steps (kprop_norm, label_self_loops) over the one-hot reports, for the
+//    training and the validation nodes; loss: forward correction through T
+//    of each training node's own prediction; selection: the best accuracy
+//    against the validation targets, with early stopping.
+// Either way a node whose neighbourhood holds no report keeps its own.
+enum class LabelDenoising { kPublished, kVote };
+
+// The names "published" and "vote" (--label-denoising); Parse fails with
+// INVALID_ARGUMENT "label denoising must be one of published, vote, got
+// '<name>'".
+inline constexpr auto kLabelDenoisingNames = MakeNameTable<LabelDenoising>(
+    "label denoising", {{LabelDenoising::kPublished, "published"},
+                        {LabelDenoising::kVote, "vote"}});
+inline absl::StatusOr<LabelDenoising> ParseLabelDenoising(
+    absl::string_view name) {
+  return kLabelDenoisingNames.Parse(name);
+}
+inline absl::string_view LabelDenoisingName(LabelDenoising d) {
+  return kLabelDenoisingNames.Name(d);
+}
+
+// PrivGE's propagation of the estimates on the node task.
+//  kPpr: the paper's: personalised PageRank by backward push (ppr).
+//  kKProp: feature_steps KProp steps (kprop_norm, feature_self_loops), as
+//    LPGNN propagates (PrivGE's default weights: the random walk D^-1 A).
+//  kAuto (PrivGE's default): every run trains on both and keeps the one
+//    whose selected epoch scores best on the validation nodes (PPR on a
+//    tie); RunResult::tuning records both. Why: PPR's gain on the classes
+//    against the noise is bounded by the graph whatever alpha (the README's
+//    "Accuracy as the graph grows"); K steps are not, while on graphs whose
+//    classes are tight (cora) PPR validates better.
+enum class NodePropagation { kPpr, kKProp, kAuto };
+
+// The names "ppr", "kprop" and "auto" (--propagation); Parse fails with
+// INVALID_ARGUMENT "propagation must be one of ppr, kprop, auto, got
+// '<name>'".
+inline constexpr auto kNodePropagationNames = MakeNameTable<NodePropagation>(
+    "propagation", {{NodePropagation::kPpr, "ppr"},
+                    {NodePropagation::kKProp, "kprop"},
+                    {NodePropagation::kAuto, "auto"}});
+inline absl::StatusOr<NodePropagation> ParseNodePropagation(
+    absl::string_view name) {
+  return kNodePropagationNames.Parse(name);
+}
+inline absl::string_view NodePropagationName(NodePropagation p) {
+  return kNodePropagationNames.Name(p);
+}
+
+struct PipelineConfig {
+  Task task = v1::PIPELINE_TASK_NODE;
+  Method method = v1::PIPELINE_METHOD_PRIVGE;
+
+  // Features: "none" (raw, non-private) or a mechanism name
+  // (common/mechanisms/feature_mechanism.h).
+  std::string mechanism = "hds";
+  double epsilon = 1.0;
+  std::optional<int> sampled;  // k or m; the mechanism's default if unset
+  FeatureScaling scaling = FeatureScaling::kSymmetric;
+
+  // Labels (node task): randomized response with this budget; unset means
+  // the curator receives the true labels of training and validation nodes.
+  std::optional<double> label_epsilon;
+  int label_steps = 2;            // K_y
+  bool label_self_loops = false;  // kVote: a node's own report in its mean
+  LabelDenoising label_denoising = LabelDenoising::kPublished;
+
+  // Propagation. PrivGE: ppr (DefaultConfig sets relative_rmax, the same
+  // relative accuracy for every mechanism). LPGNN: feature_steps (K_x)
+  // KProp rounds.
+  PprOptions ppr;
+  NodePropagation propagation = NodePropagation::kPpr;
+  // PrivGE: standardise each column of Z (zero mean, unit variance over all
+  // nodes) before the classifier; post-processing of the estimates.
+  bool standardize = false;
+  int feature_steps = 16;
+  bool feature_self_loops = false;
+  // LPGNN: when tune_feature_steps is non-empty, every run first trains each
+  // candidate K_x (and, with a label budget, K_y from tune_label_steps, or
+  // label_steps when empty) on its own split and reports, and keeps the one
+  // whose selected epoch scores best on the validation nodes: accuracy
+  // against their label reports, the only labels a curator holds. While
+  // tuning, the validation reports are left out of the label propagation
+  // (they judge models that never saw them) and candidates stop after 100
+  // epochs without a better one. The chosen pair then trains as configured;
+  // RunResult::tuning records every candidate.
+  std::vector<int> tune_feature_steps;
+  std::vector<int> tune_label_steps;
+  // KProp's weights over the features (and kVote's over the labels).
+  KPropNorm kprop_norm = KPropNorm::kSymmetric;
+  // LPGNN: take K_x, K_y, learning rate, weight decay and dropout from the
+  // settings table for the dataset (ResolveDatasetSettings) when the run
+  // starts: lpgnn_settings when set (a user's file merged into the
+  // built-in rows), else LpgnnSettings::BuiltIn().
+  bool dataset_settings = false;
+  std::shared_ptr<const LpgnnSettings> lpgnn_settings;
+  // The settings the user gave explicitly: the table leaves them alone and
+  // sets the others.
+  struct FixedSettings {
+    bool feature_steps = false;
+    bool label_steps = false;
+    bool learning_rate = false;
+    bool weight_decay = false;
+    bool dropout = false;
+  };
+  FixedSettings fixed_settings;
+
+  // SE-PrivGEmb and DPNE: the release's settings (its method, budget and
+  // private flag follow method, epsilon, release_delta and mechanism).
+  embedding::ReleaseConfig release;
+  double release_delta = 1e-5;
+
+  training::NodeModelConfig node_model;
+  training::LinkModelConfig link_model;
+
+  // Splits: a random node split of the labelled nodes (or the Planetoid
+  // split), and an edge split with as many sampled non-edges per part.
+  double train_fraction = 0.5;
+  double validation_fraction = 0.25;
+  bool planetoid_split = false;
+  // One random split for every run (run 0's, drawn from the seed), as the
+  // LPGNN and PrivGE scripts draw theirs once per invocation; the runs then
+  // differ in noise and initial weights only. Default: a split per run.
+  bool fixed_split = false;
+  double link_validation_fraction = 0.05;
+  double link_test_fraction = 0.10;
+
+  bool secure_noise = false;
+
+  // Simulated data poisoning (common/attacks/poisoning.h), node task with a
+  // feature mechanism only. attack_fraction > 0: the nodes drawn by
+  // SimulatedMalicious(seed, v, attack_fraction), seed the pipeline's seed
+  // (the same set in every run), are the attacker's, answering as
+  // attack_kind says (poisoning::AttackKind: maximal-gain crafts feature
+  // reports on the attack_dims dimensions their own records (scaled
+  // features and labels, pooled) find most indicative of attack_class, and
+  // with a label budget label reports attack_class; input, adaptive,
+  // labels-only and fake-edges as documented there: fake-edges' edge reports
+  // are crafted where the caller builds the private graph it passes in
+  // RunOverrides::graph, `ldpgraph eval --edges`). attack_class set (with any
+  // fraction, 0 included) also measures the attack: RunResult::target_rate.
+  // An attack needs attack_class. All off by default.
+  double attack_fraction = 0;
+  std::optional<int> attack_class;
+  int attack_dims = 10;
+  poisoning::AttackKind attack_kind = poisoning::AttackKind::kMaximalGain;
+  // The curator's defences (report_screen.h): screen: the simulated feature
+  // reports are screened at level screen_alpha before estimation; a flagged
+  // node's row is left empty and the node is left out of training and
+  // validation (a no-op for mechanisms that do not sample dimensions; needs
+  // a feature mechanism). robust: trimmed-label retraining (robust.h), node
+  // task. edge-consistency: applies to a private graph built by the caller
+  // (RunOverrides), recorded here.
+  Defences defences;
+  double screen_alpha = kDefaultScreenAlpha;
+
+  // Threads for the stages that run in parallel, 0 (default) for every
+  // core (ResolveThreads, common/parallel.h): propagation, PPR push (in
+  // place of ppr.threads), KProp over features and labels, and training (in
+  // place of node_model.threads and link_model.threads). Results do
+  // not depend on it. Not a setting of the learning: ConfigToJson leaves it
+  // out.
+  int threads = 0;
+
+  // Node task: keep every node's class posteriors in RunResult::node_outputs
+  // (for attacks on released outputs, `ldpgraph edges`). Not a setting of
+  // the learning itself: ConfigToJson leaves it out.
+  bool keep_node_outputs = false;
+  // Node task: keep the trained model and the features it answers over in
+  // RunResult::node_model and node_features (for attacks that query the
+  // released model, `ldpgraph edges`). Not a setting of the learning.
+  bool keep_node_model = false;
+};
+
+// The defaults of a method and task. SE-PrivGEmb and DPNE: mechanism
+// "central" (the release's own noise), the method's defaults, a random
+// 10/10/80 node split (DPNE's 10% training ratio, with as many nodes for
+// model selection) and logistic regression on the standardised embedding.
+// PrivGE's pipeline (HDS on [-1, 1], PPR
+// with alpha 0.05 and r 0.5; an MLP, hidden 256, on the standardised
+// embedding, or logistic regression with the pairwise loss on Hadamard
+// features) or LPGNN's (GCN on KProp
+// features, Multi-bit on [0, 1], K_x = 16, K_y = 2, hidden 16, SELU,
+// dropout 0.5, learning rate 0.01, weight decay 1e-3).
+PipelineConfig DefaultConfig(Method method, Task task);
+
+// With c->dataset_settings (LPGNN), sets K_x, K_y, learning rate, weight
+// decay and dropout (those not in c->fixed_settings) from the settings
+// table's row for the dataset named in meta (LpgnnSettings::Find: cora's
+// rows for a dataset without any) at the budgets nearest c's eps_x
+// (epsilon, or inf for mechanism none) and eps_y (label_epsilon, inf when
+// unset). The built-in rows are the authors' published settings for cora,
+// pubmed, facebook and lastfm over {0.01, 0.1, 1, 2, 3, inf} x {0.5, 1, 2,
+// 3, inf}; at eps_x = eps_y = 1: cora K_x 2, K_y 8, weight decay 1e-3,
+// dropout 0.5; pubmed 4, 2, 1e-4, 0.25. Then clears the flag. Idempotent;
+// RunPipeline and RunPipelineOnCollected call it, and so should anyone who
+// prints c.
+void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c);
+
+// INVALID_ARGUMENT naming the bad setting (unknown mechanism, epsilon <= 0,
+// LPGNN with the link task, bad fractions, a label budget on the link task).
+absl::Status ValidateConfig(const PipelineConfig& c);
+
+// The attack settings of c alone (PipelineConfig::attack_*; ValidateConfig
+// checks them first): INVALID_ARGUMENT for a fraction without a target
+// class, settings AttackSettings::Validate refuses, an attack class on the
+// link task, or an attack fraction > 0 without a feature mechanism.
+absl::Status ValidateAttack(const PipelineConfig& c);
+
+// The propagation settings of a PrivGE run: c.ppr on c.threads.
+PprOptions PprOptionsOf(const PipelineConfig& c);
+
+// The release settings of a SE-PrivGEmb or DPNE run: c.release with its
+// method, privacy, epsilon and delta from c.method, c.mechanism, c.epsilon
+// and c.release_delta.
+embedding::ReleaseConfig ReleaseConfigOf(const PipelineConfig& c);
+
+// Every setting of c, as JSON (for --format json and result records).
+nlohmann::json ConfigToJson(const PipelineConfig& c);
+
+// The attack's success on a confusion matrix (RunResult::confusion): the
+// fraction of test nodes whose true class is not t that are predicted t; 0
+// when there is no such node. INVALID_ARGUMENT if t is not a class of the
+// matrix or the matrix is not square.
+absl::StatusOr<double> TargetRate(
+    const std::vector<std::vector<uint32_t>>& confusion, int t);
+
+}  // namespace ldpgraph::pipeline

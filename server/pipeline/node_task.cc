@@ -1,0 +1,447 @@
+// The node task of a run (internal::RunNode): the split, the collected
+// features and labels, the propagation and training (with LPGNN's step
+// tuning and PrivGE's choice of propagation), and the robust defence's
+// retraining.
+#include "server/pipeline/internal/stages.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/dataset/splits.h"
+#include "common/status_macros.h"
+#include "common/stopwatch.h"
+#include "server/propagation/propagation.h"
+
+namespace ldpgraph::pipeline::internal {
+namespace {
+
+// Tuning candidates stop after this many epochs without a better one (the
+// patience of LPGNN's own trainer).
+constexpr int kTuningPatience = 100;
+
+// Row-wise softmax of logits, as the class posteriors a release shows.
+DenseMatrix Posteriors(const Mat<float>& logits) {
+  DenseMatrix p(logits.rows(), logits.cols());
+  for (Eigen::Index i = 0; i < logits.rows(); ++i) {
+    const float top = logits.row(i).maxCoeff();
+    double sum = 0;
+    for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+      sum += std::exp(static_cast<double>(logits(i, j) - top));
+    }
+    for (Eigen::Index j = 0; j < logits.cols(); ++j) {
+      p.at(i, j) = static_cast<float>(
+          std::exp(static_cast<double>(logits(i, j) - top)) / sum);
+    }
+  }
+  return p;
+}
+
+// What one node-task training needs besides its (K_x, K_y): the run's
+// split, graph, collected features and label reports.
+struct NodeRunInputs {
+  const Dataset* d;
+  const Graph* graph;
+  const NodeSplit* split;
+  const SparseRows* x;  // estimated features (PrivGE, LPGNN)
+  const DenseMatrix* release;  // SE-PrivGEmb, DPNE: the embedding
+  const LabelReports* labels;  // with a label budget
+};
+
+// The classifier's input: the release, or the estimates propagated (LPGNN:
+// feature_steps KProp steps; PrivGE: PPR), standardised when c says so.
+struct NodeFeatures {
+  Mat<float> features;
+  double propagate_seconds = 0;
+};
+
+absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
+                                           const PipelineConfig& c,
+                                           int feature_steps) {
+  NodeFeatures out;
+  DenseMatrix z;
+  if (in.release == nullptr) {
+    const auto t_prop = std::chrono::steady_clock::now();
+    if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
+        c.propagation == NodePropagation::kAuto) {
+      return absl::InternalError("PropagateNode: propagation auto unresolved");
+    }
+    if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
+        c.propagation == NodePropagation::kPpr) {
+      ASSIGN_OR_RETURN(z, PprPush(*in.graph, *in.x, PprOptionsOf(c)));
+    } else {
+      ASSIGN_OR_RETURN(z, KProp(*in.graph, in.x->ToDense(), feature_steps,
+                                c.feature_self_loops, c.threads,
+                                c.kprop_norm));
+    }
+    out.propagate_seconds = SecondsSince(t_prop);
+  }
+  out.features = ToEigen(in.release != nullptr ? *in.release : z);
+  if (c.standardize) Standardize(&out.features);
+  return out;
+}
+
+// Trains on `features` (PropagateNode) with the targets of label_steps and
+// scores the test set. tuning: only the training reports spread
+// (DenoiseLabels) and LPGNN's rule runs with the published trainer's
+// patience of 100 epochs.
+absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
+                                        const PipelineConfig& c,
+                                        const NodeFeatures& propagated,
+                                        int label_steps, bool tuning,
+                                        uint64_t model_seed) {
+  const Dataset& d = *in.d;
+  const Graph& graph = *in.graph;
+  const NodeSplit& split = *in.split;
+  RunResult r;
+  r.propagate_seconds = propagated.propagate_seconds;
+  const Mat<float>& features = propagated.features;
+
+  training::NodeTaskData data;
+  data.features = &features;
+  data.graph = &graph;
+  data.classes = d.meta.classes;
+  data.keep_outputs = c.keep_node_outputs && !tuning;
+  data.keep_model = c.keep_node_model && !tuning;
+  data.train.assign(split.train.begin(), split.train.end());
+  data.validation.assign(split.validation.begin(), split.validation.end());
+  data.test.assign(split.test.begin(), split.test.end());
+  for (NodeId v : split.test) data.test_truth.push_back(d.labels[v]);
+  training::NodeModelConfig model = c.node_model;
+  model.threads = c.threads;
+  if (in.labels != nullptr) {
+    ASSIGN_OR_RETURN(NoisyLabels labels,
+                     DenoiseLabels(d, graph, split, c, d.meta.classes,
+                                   *in.labels, label_steps, !tuning));
+    data.train_targets = std::move(labels.train);
+    data.validation_targets = std::move(labels.validation);
+    data.transition = in.labels->transition;
+    if (c.label_denoising == LabelDenoising::kPublished) {
+      data.propagate_predictions = true;
+      data.label_steps = label_steps;
+      data.train_reports = std::move(labels.train_reports);
+      // LPGNN's rule, every epoch of the budget (no early stopping) unless
+      // tuning.
+      model.train.selection = training::SelectionRule::kNoisyLabelsCapped;
+      model.train.patience =
+          tuning ? std::min(model.train.max_epochs, kTuningPatience)
+                 : model.train.max_epochs;
+    }
+    r.label_agreement = labels.agreement;
+    r.label_agreement_raw = labels.agreement_raw;
+  } else {
+    for (NodeId v : split.train) data.train_targets.push_back(d.labels[v]);
+    for (NodeId v : split.validation) {
+      data.validation_targets.push_back(d.labels[v]);
+    }
+  }
+  ASSIGN_OR_RETURN(training::NodeTaskResult t,
+                   training::TrainNodeClassifier(data, model, model_seed));
+  r.metric = t.test_accuracy;
+  r.micro_f1 = t.test_micro_f1;
+  r.macro_f1 = t.test_macro_f1;
+  r.confusion.assign(d.meta.classes,
+                     std::vector<uint32_t>(d.meta.classes, 0));
+  for (size_t i = 0; i < t.test_predictions.size(); ++i) {
+    const int32_t truth = data.test_truth[i], pred = t.test_predictions[i];
+    if (truth >= 0 && truth < d.meta.classes && pred >= 0 &&
+        pred < d.meta.classes) {
+      ++r.confusion[truth][pred];
+    }
+  }
+  if (c.attack_class) {
+    ASSIGN_OR_RETURN(r.target_rate, TargetRate(r.confusion, *c.attack_class));
+  }
+  r.training = t.training;
+  r.train_seconds = t.training.seconds;
+  if (t.outputs) r.node_outputs = Posteriors(*t.outputs);
+  if (t.model) {
+    r.node_model =
+        std::make_shared<const training::ModelWeights>(std::move(*t.model));
+  }
+  return r;
+}
+
+// The robust defence (robust.h) after a first training `first` (its
+// node_outputs kept): the training and validation nodes whose label it
+// contradicts are left out and the model trained again on `propagated`
+// with c (which says whether to keep outputs). The figures go to
+// RunResult::robust; the first model is kept when nothing is dropped or
+// nothing would be left to train or select on (robust "retrained": false).
+absl::StatusOr<RunResult> RobustRetrain(const NodeRunInputs& in,
+                                        const PipelineConfig& c,
+                                        const NodeFeatures& propagated,
+                                        int label_steps, uint64_t model_seed,
+                                        const Poisoning* poisoning,
+                                        RunResult first) {
+  if (in.labels == nullptr) {
+    // The curator's own labels: nothing for an attacker to report.
+    if (!c.keep_node_outputs) first.node_outputs.reset();
+    first.robust = {{"robust", "not applicable"}};
+    return first;
+  }
+  const std::vector<int32_t>& labels = in.labels->reported;
+  std::vector<uint32_t> candidates(in.split->train.begin(),
+                                   in.split->train.end());
+  candidates.insert(candidates.end(), in.split->validation.begin(),
+                    in.split->validation.end());
+  if (!first.node_outputs) {
+    return absl::InternalError("robust: the first model kept no outputs");
+  }
+  // Randomized response's probabilities.
+  double keep = 1, other = 0;
+  if (in.labels->transition.rows() > 1) {
+    keep = in.labels->transition(0, 0);
+    other = in.labels->transition(0, 1);
+  }
+  ASSIGN_OR_RETURN(const std::vector<int> overreported,
+                   OverReportedClasses(*first.node_outputs, candidates, labels,
+                                       keep, other, kRobustAlpha));
+  ASSIGN_OR_RETURN(std::vector<uint32_t> contradicted,
+                   ContradictedNodes(*first.node_outputs, candidates, labels));
+  std::vector<uint32_t> dropped;
+  for (uint32_t v : contradicted) {
+    if (std::binary_search(overreported.begin(), overreported.end(),
+                           labels[v])) {
+      dropped.push_back(v);
+    }
+  }
+  NodeSplit split = *in.split;
+  auto drop = [&](std::vector<NodeId>* list) {
+    const size_t before = list->size();
+    std::erase_if(*list, [&](NodeId v) {
+      return std::binary_search(dropped.begin(), dropped.end(), v);
+    });
+    return before - list->size();
+  };
+  const size_t dropped_train = drop(&split.train);
+  const size_t dropped_validation = drop(&split.validation);
+  nlohmann::json figures = RobustToJson(
+      dropped, dropped_train, dropped_validation,
+      first.training.best_validation, overreported,
+      poisoning != nullptr ? poisoning->malicious : std::vector<bool>());
+  if (dropped.empty() || split.train.empty() || split.validation.empty()) {
+    figures["robust"] = "applied";
+    figures["retrained"] = false;
+    if (!c.keep_node_outputs) first.node_outputs.reset();
+    first.robust = std::move(figures);
+    return first;
+  }
+  NodeRunInputs retrain = in;
+  retrain.split = &split;
+  ASSIGN_OR_RETURN(RunResult second,
+                   TrainNodeOnce(retrain, c, propagated, label_steps, false,
+                                 model_seed));
+  figures["robust"] = "applied";
+  figures["retrained"] = true;
+  second.robust = std::move(figures);
+  second.train_seconds += first.train_seconds;
+  return second;
+}
+
+// Leaves the untrusted nodes out of the split's training and validation
+// nodes (the test nodes stay: they are scored against the true labels).
+// FAILED_PRECONDITION when none of either is left.
+absl::Status DropUntrusted(const std::vector<uint32_t>& untrusted,
+                           NodeSplit* split) {
+  if (untrusted.empty()) return absl::OkStatus();
+  for (auto* list : {&split->train, &split->validation}) {
+    std::erase_if(*list, [&](NodeId v) {
+      return std::binary_search(untrusted.begin(), untrusted.end(), v);
+    });
+  }
+  if (split->train.empty() || split->validation.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the report screen left no training or validation node (",
+        untrusted.size(), " nodes flagged)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
+                                  const Collected* collected, uint64_t seed,
+                                  int run, const RunOverrides& overrides) {
+  RunResult r;
+  // The graph the curator holds: the dataset's, or the caller's replacement.
+  const Graph& graph =
+      overrides.graph != nullptr ? *overrides.graph : d.graph;
+  const int classes = d.meta.classes;
+  NodeSplit split;
+  if (c.planetoid_split) {
+    ASSIGN_OR_RETURN(split, PlanetoidSplit(d));
+  } else {
+    const uint64_t split_seed =
+        StageSeed(seed, c.fixed_split ? 0 : run, Stage::kSplit);
+    ASSIGN_OR_RETURN(split, RandomNodeSplit(d.labels, c.train_fraction,
+                                            c.validation_fraction, split_seed));
+  }
+  const Collected* labels_collected =
+      collected != nullptr && collected->label_reports ? collected : nullptr;
+  if (labels_collected != nullptr) {
+    // Only nodes whose label report the curator holds can train or select.
+    const auto& reports = *collected->label_reports;
+    if (reports.size() != d.graph.num_nodes()) {
+      return absl::InvalidArgumentError("collected label reports: wrong size");
+    }
+    for (auto* list : {&split.train, &split.validation}) {
+      std::erase_if(*list, [&](NodeId v) { return reports[v] < 0; });
+    }
+    if (split.train.empty() || split.validation.empty()) {
+      return absl::FailedPreconditionError(
+          "no label reports among the training or validation nodes");
+    }
+  }
+  ASSIGN_OR_RETURN(NoiseStreams noise,
+                   NoiseStreams::Create(c, NoiseSeed(seed, run),
+                                        collected || IsReleaseMethod(c.method)
+                                            ? 0
+                                            : d.graph.num_nodes()));
+  std::unique_ptr<Poisoning> poisoning;
+  if (collected == nullptr && c.attack_fraction > 0) {
+    if (overrides.features != nullptr) {
+      return absl::InvalidArgumentError(
+          "the poisoning attack is simulated on the run's own reports; it "
+          "does not apply to overriding features");
+    }
+    ASSIGN_OR_RETURN(poisoning, PreparePoisoning(d, c, seed));
+  }
+  NodeRunInputs in{&d, &graph, &split, nullptr, nullptr, nullptr};
+  DenseMatrix release;
+  SparseRows x;
+  if (IsReleaseMethod(c.method)) {
+    ASSIGN_OR_RETURN(release, RunRelease(graph, c, seed, run, &r));
+    in.release = &release;
+  } else {
+    std::vector<uint32_t> untrusted;
+    ASSIGN_OR_RETURN(x, CollectFeatures(d, c, collected, overrides.features,
+                                        poisoning.get(), noise, &r, &untrusted));
+    RETURN_IF_ERROR(UnbiasHdsForLpgnn(d, c, &x));
+    in.x = &x;
+    if (overrides.untrusted != nullptr) {
+      std::vector<uint32_t> both;
+      std::set_union(untrusted.begin(), untrusted.end(),
+                     overrides.untrusted->begin(), overrides.untrusted->end(),
+                     std::back_inserter(both));
+      untrusted = std::move(both);
+    }
+    RETURN_IF_ERROR(DropUntrusted(untrusted, &split));
+  }
+  LabelReports labels;
+  if (c.label_epsilon) {
+    ASSIGN_OR_RETURN(labels, PerturbLabels(d, split, c, classes,
+                                           labels_collected, poisoning.get(),
+                                           noise));
+    in.labels = &labels;
+  }
+  const uint64_t model_seed = StageSeed(seed, run, Stage::kModel);
+  int feature_steps = c.feature_steps, label_steps = c.label_steps;
+  nlohmann::json tuning;
+  if (c.method == v1::PIPELINE_METHOD_LPGNN && !c.tune_feature_steps.empty()) {
+    // Every candidate on this run's split and reports, scored by its
+    // selected epoch's validation accuracy (against the reports when the
+    // labels are noisy); the first best wins.
+    const std::vector<int> ky_grid =
+        c.label_epsilon && !c.tune_label_steps.empty()
+            ? c.tune_label_steps
+            : std::vector<int>{c.label_steps};
+    double best = -1;
+    tuning = nlohmann::json::array();
+    for (int kx : c.tune_feature_steps) {
+      ASSIGN_OR_RETURN(const NodeFeatures features, PropagateNode(in, c, kx));
+      for (int ky : ky_grid) {
+        ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(in, c, features, ky,
+                                                    true, model_seed));
+        tuning.push_back({{"feature_steps", kx},
+                          {"label_steps", ky},
+                          {"validation", t.training.best_validation},
+                          {"epochs", t.training.epochs}});
+        if (t.training.best_validation > best) {
+          best = t.training.best_validation;
+          feature_steps = kx;
+          label_steps = ky;
+        }
+      }
+    }
+  }
+  RunResult t;
+  // The robust defence reads the first model's posteriors.
+  PipelineConfig chosen = c;
+  if (c.defences.robust) chosen.keep_node_outputs = true;
+  std::optional<NodeFeatures> kept_features;
+  if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
+      c.propagation == NodePropagation::kAuto && in.release == nullptr) {
+    // Both propagations on this run's split and reports, each trained as
+    // configured; the better validation wins (PPR, the paper's, on a tie).
+    double best = -1, propagate_seconds = 0, train_seconds = 0;
+    NodePropagation kept = NodePropagation::kPpr;
+    tuning = nlohmann::json::array();
+    for (NodePropagation p : {NodePropagation::kPpr, NodePropagation::kKProp}) {
+      PipelineConfig candidate = chosen;
+      candidate.propagation = p;
+      ASSIGN_OR_RETURN(NodeFeatures features,
+                       PropagateNode(in, candidate, feature_steps));
+      ASSIGN_OR_RETURN(RunResult run_p,
+                       TrainNodeOnce(in, candidate, features, label_steps,
+                                     false, model_seed));
+      tuning.push_back({{"propagation", NodePropagationName(p)},
+                        {"validation", run_p.training.best_validation},
+                        {"epochs", run_p.training.epochs}});
+      propagate_seconds += run_p.propagate_seconds;
+      train_seconds += run_p.train_seconds;
+      if (run_p.training.best_validation > best) {
+        best = run_p.training.best_validation;
+        kept = p;
+        t = std::move(run_p);
+        if (c.defences.robust) kept_features = std::move(features);
+      }
+    }
+    chosen.propagation = kept;
+    // The run's cost is both candidates'.
+    t.propagate_seconds = propagate_seconds;
+    t.train_seconds = train_seconds;
+    tuning = {{"candidates", std::move(tuning)},
+              {"propagation", NodePropagationName(kept)},
+              {"feature_steps", feature_steps}};
+  } else {
+    ASSIGN_OR_RETURN(NodeFeatures features,
+                     PropagateNode(in, c, feature_steps));
+    ASSIGN_OR_RETURN(t, TrainNodeOnce(in, chosen, features, label_steps, false,
+                                      model_seed));
+    if (c.defences.robust) kept_features = std::move(features);
+  }
+  if (c.defences.robust) {
+    chosen.keep_node_outputs = c.keep_node_outputs;
+    ASSIGN_OR_RETURN(t, RobustRetrain(in, chosen, *kept_features, label_steps,
+                                      model_seed, poisoning.get(),
+                                      std::move(t)));
+  }
+  if (c.keep_node_model && in.x != nullptr) {
+    t.node_features = std::make_shared<const SparseRows>(std::move(x));
+  }
+  t.perturb_seconds = r.perturb_seconds;
+  t.noise_source = r.noise_source;
+  t.screen = std::move(r.screen);
+  if (IsReleaseMethod(c.method)) {
+    t.propagate_seconds = r.propagate_seconds;
+    t.release = std::move(r.release);
+  }
+  if (tuning.is_object()) {
+    t.tuning = std::move(tuning);
+  } else if (!tuning.is_null()) {
+    t.tuning = {{"candidates", std::move(tuning)},
+                {"feature_steps", feature_steps},
+                {"label_steps", label_steps}};
+  }
+  return t;
+}
+
+}  // namespace ldpgraph::pipeline::internal
