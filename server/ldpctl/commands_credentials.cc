@@ -1,0 +1,97 @@
+// The offline commands (internal/commands.h): `credentials` (node
+// credentials for agent hosts) and `secrets` (everything a containerised
+// development deployment needs). Neither talks to a curator.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/cli_args.h"
+#include "common/dataset/dataset.h"
+#include "common/status_macros.h"
+#include "server/curator/credentials.h"
+#include "server/ldpctl/dev_tls.h"
+#include "server/ldpctl/internal/commands.h"
+
+namespace ldpgraph::ldpctl::internal {
+
+namespace fs = std::filesystem;
+
+absl::Status Credentials(const CliArgs& a, const Output& o) {
+  if (!a.Has("node-key") || !a.Has("nodes")) {
+    return absl::InvalidArgumentError(
+        "credentials needs --node-key FILE and --nodes A-B");
+  }
+  ASSIGN_OR_RETURN(std::string key, curator::ReadHexSecretFile(*a.Get("node-key")));
+  ASSIGN_OR_RETURN(auto range, ParseNodeRange(*a.Get("nodes"), "nodes"));
+  const std::string text =
+      curator::CredentialsFileText(key, range.first, range.second);
+  if (!a.Has("out")) {
+    o.out << text;
+    return absl::OkStatus();
+  }
+  const std::string path = *a.Get("out");
+  RETURN_IF_ERROR(WriteNewFile(path, text, 0600));
+  o.err << "ldpctl: wrote " << range.second - range.first << " credentials to "
+        << path << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Secrets(const CliArgs& a, const Output& o) {
+  if (!a.Has("out")) return absl::InvalidArgumentError("secrets needs --out DIR");
+  if (a.Has("dataset") == a.Has("nodes")) {
+    return absl::InvalidArgumentError(
+        "give the nodes to issue credentials for: --dataset DIR or --nodes A-B");
+  }
+  const std::string dir = *a.Get("out");
+  if (a.Flag("keep-existing") && fs::exists(dir + "/node.key")) {
+    o.err << "ldpctl: " << dir << " already holds a deployment's secrets; kept\n";
+    return absl::OkStatus();
+  }
+  std::pair<uint32_t, uint32_t> range;
+  if (a.Has("dataset")) {
+    ASSIGN_OR_RETURN(DatasetMeta meta, LoadDatasetMeta(*a.Get("dataset")));
+    range = {0, static_cast<uint32_t>(meta.nodes)};
+  } else {
+    ASSIGN_OR_RETURN(range, ParseNodeRange(*a.Get("nodes"), "nodes"));
+  }
+  std::vector<std::string> names = {"localhost", "127.0.0.1"};
+  if (a.Has("tls-names")) {
+    names = absl::StrSplit(*a.Get("tls-names"), ',', absl::SkipEmpty());
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  }
+  for (const char* f : {"node.key", "admin.token", "ca.pem"}) {
+    if (fs::exists(fs::path(dir) / f)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir, " already holds ", f, ": give a new folder, or --keep-existing "
+          "to keep what is there"));
+    }
+  }
+  ASSIGN_OR_RETURN(DevTlsMaterial m, MakeDevTlsMaterial(names));
+  ASSIGN_OR_RETURN(std::string token, NewSecretHex());
+  ASSIGN_OR_RETURN(std::string node_key, NewSecretHex());
+  ASSIGN_OR_RETURN(std::string raw_key, curator::FromHex(node_key));
+  // node.key last: --keep-existing takes its presence for a finished run.
+  RETURN_IF_ERROR(WriteDevTlsMaterial(m, dir));
+  RETURN_IF_ERROR(WriteNewFile(dir + "/admin.token", token + "\n", 0600));
+  RETURN_IF_ERROR(WriteNewFile(
+      dir + "/nodes.credentials",
+      curator::CredentialsFileText(raw_key, range.first, range.second), 0600));
+  RETURN_IF_ERROR(WriteNewFile(dir + "/node.key", node_key + "\n", 0600));
+  o.err << "ldpctl: wrote a development CA, a curator certificate for "
+        << absl::StrJoin(names, ",") << ", an admin token, a node key and "
+        << range.second - range.first << " node credentials to " << dir << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace ldpgraph::ldpctl::internal
