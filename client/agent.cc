@@ -16,6 +16,7 @@
 #include "common/mechanisms/label_rr.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
+#include "common/wire/names.h"
 
 namespace ldpgraph::agent {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 constexpr size_t kMaxRefusalMessage = 1024;
 
 bool KnownAttribute(const std::string& name) {
-  return name == "features" || name == "label" || name == "edges";
+  return wire::kAttributeNames.Parse(name).ok();
 }
 
 std::string Truncate(absl::string_view message) {
@@ -32,14 +33,14 @@ std::string Truncate(absl::string_view message) {
 }
 
 // Whether a report body answers about attribute.
-bool BodyMatches(const v1::Report& body, const std::string& attribute) {
+bool BodyMatches(const v1::Report& body, absl::string_view attribute) {
   switch (body.body_case()) {
     case v1::Report::kFeatures:
-      return attribute == "features";
+      return attribute == wire::kAttributeNames.Name(v1::ATTRIBUTE_FEATURES);
     case v1::Report::kLabel:
-      return attribute == "label";
+      return attribute == wire::kAttributeNames.Name(v1::ATTRIBUTE_LABEL);
     case v1::Report::kEdges:
-      return attribute == "edges";
+      return attribute == wire::kAttributeNames.Name(v1::ATTRIBUTE_EDGES);
     default:
       return false;
   }
@@ -80,14 +81,14 @@ absl::Status AgentPolicy::Validate() const {
     if (!KnownAttribute(attribute)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "budget cap of '", attribute,
-          "': not an attribute (features, label, edges)"));
+          "': not an attribute (", wire::kAttributeNames.Choices(), ")"));
     }
   }
   for (const std::string& attribute : attributes) {
     if (!KnownAttribute(attribute)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "allowed attribute '", attribute,
-          "' is not one of features, label, edges"));
+          "' is not one of ", wire::kAttributeNames.Choices()));
     }
   }
   return absl::OkStatus();
@@ -206,7 +207,9 @@ std::optional<v1::Report> NodeAgent::CheckTask(
   // The node's policy and data. Substitution shares the node's privatized
   // features with its neighbours: the policy must allow both.
   std::vector<std::string> needed = {*attribute};
-  if (substitution) needed.push_back("features");
+  if (substitution) {
+    needed.emplace_back(wire::kAttributeNames.Name(v1::ATTRIBUTE_FEATURES));
+  }
   for (const std::string& a : needed) {
     if (!attributes_.contains(a)) {
       return refuse(v1::REFUSAL_REASON_POLICY,
@@ -382,7 +385,8 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
     if (!a.from_memo) {
       body = *std::move(built);
     } else if (!body.ParseFromString(a.answer) ||
-               !BodyMatches(body, "features")) {
+               !BodyMatches(body,
+                            wire::kAttributeNames.Name(v1::ATTRIBUTE_FEATURES))) {
       return absl::InternalError(absl::StrCat(
           "node ", record_.node, ": the stored answer to ",
           features_key.Canonical(), " is not a report body about 'features'"));
@@ -398,7 +402,8 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
   // Asked before: the stored answer, and the dropped set it implies.
   if (std::optional<MemoEntry> memo = budget_->Lookup(edges_key)) {
     v1::Report body;
-    if (!body.ParseFromString(memo->answer) || !BodyMatches(body, "edges")) {
+    if (!body.ParseFromString(memo->answer) ||
+        !BodyMatches(body, wire::kAttributeNames.Name(v1::ATTRIBUTE_EDGES))) {
       return absl::InternalError(absl::StrCat(
           "node ", record_.node, ": the stored answer to ",
           edges_key.Canonical(), " is not a report body about 'edges'"));

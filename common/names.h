@@ -109,6 +109,28 @@ class NameTable {
     return out;
   }
 
+  // As Choices, the last two names joined by " or " instead: "a, b or c"
+  // ("a or b", "a"), for messages written as prose.
+  std::string ChoicesOr() const {
+    std::string out;
+    for (size_t i = 0; i < N; ++i) {
+      if (i > 0) out += i + 1 == N ? " or " : ", ";
+      out.append(values_[i].name.data(), values_[i].name.size());
+    }
+    return out;
+  }
+  std::string ChoicesOr(std::initializer_list<E> among) const {
+    std::string out;
+    size_t i = 0;
+    for (E v : among) {
+      if (i > 0) out += i + 1 == among.size() ? " or " : ", ";
+      const absl::string_view name = Name(v);
+      out.append(name.data(), name.size());
+      ++i;
+    }
+    return out;
+  }
+
   constexpr absl::string_view subject() const { return subject_; }
   constexpr const std::array<NamedValue<E>, N>& values() const {
     return values_;

@@ -72,5 +72,14 @@ TEST(NameTableTest, ParsesAmongSomeValuesOnly) {
             "--fruit must be one of plum, apple, got 'pear'");
 }
 
+TEST(NameTableTest, ChoicesOrJoinsTheLastTwoWithOr) {
+  EXPECT_EQ(kFruitNames.ChoicesOr(), "apple, pear or plum");
+  EXPECT_EQ(kFruitNames.ChoicesOr({Fruit::kPlum, Fruit::kApple}),
+            "plum or apple");
+  EXPECT_EQ(kFruitNames.ChoicesOr({Fruit::kPear}), "pear");
+  constexpr auto kOne = MakeNameTable<Fruit>("fruit", {{Fruit::kPlum, "plum"}});
+  EXPECT_EQ(kOne.ChoicesOr(), "plum");
+}
+
 }  // namespace
 }  // namespace ldpgraph

@@ -1,11 +1,9 @@
 #include "common/mechanisms/feature_mechanism.h"
 
 #include <cmath>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/mechanisms/hds.h"
 #include "common/mechanisms/laplace.h"
 #include "common/mechanisms/multibit.h"
@@ -15,39 +13,17 @@
 #include "common/status_macros.h"
 
 namespace ldpgraph {
-namespace {
-
-struct NamedKind {
-  MechanismKind kind;
-  absl::string_view name;
-};
-constexpr NamedKind kKinds[] = {
-    {MechanismKind::kSquareWave, "square-wave"},
-    {MechanismKind::kHds, "hds"},
-    {MechanismKind::kMultiBit, "multibit"},
-    {MechanismKind::kOneBit, "onebit"},
-    {MechanismKind::kPiecewise, "piecewise"},
-    {MechanismKind::kLaplace, "laplace"},
-};
-
-}  // namespace
 
 absl::string_view MechanismName(MechanismKind kind) {
-  for (const auto& k : kKinds) {
-    if (k.kind == kind) return k.name;
-  }
-  return "unknown";
+  return kFeatureMechanismNames.Name(kind);
 }
 
 absl::StatusOr<MechanismKind> ParseMechanismName(absl::string_view name) {
-  std::vector<absl::string_view> names;
-  for (const auto& k : kKinds) {
-    if (k.name == name) return k.kind;
-    names.push_back(k.name);
-  }
+  absl::StatusOr<MechanismKind> kind = kFeatureMechanismNames.Parse(name);
+  if (kind.ok()) return kind;
   return absl::InvalidArgumentError(
       absl::StrCat("unknown mechanism '", name,
-                   "'; choose one of: ", absl::StrJoin(names, ", ")));
+                   "'; choose one of: ", kFeatureMechanismNames.Choices()));
 }
 
 size_t SparseReport::CompactBytes() const {

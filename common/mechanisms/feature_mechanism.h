@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/accounting.h"
+#include "common/names.h"
 #include "common/random.h"
 
 namespace ldpgraph {
@@ -33,9 +34,23 @@ enum class MechanismKind {
   kLaplace,     // Laplace, all d or sampled k of d
 };
 
-// "square-wave", "hds", "multibit", "onebit", "piecewise", "laplace".
+// The one table of the feature mechanisms' names: "square-wave", "hds",
+// "multibit", "onebit", "piecewise", "laplace", in this order. The wire's
+// table of every mechanism kind (common/wire/names.h) takes the feature
+// kinds' names from here.
+inline constexpr auto kFeatureMechanismNames = MakeNameTable<MechanismKind>(
+    "mechanism", {{MechanismKind::kSquareWave, "square-wave"},
+                  {MechanismKind::kHds, "hds"},
+                  {MechanismKind::kMultiBit, "multibit"},
+                  {MechanismKind::kOneBit, "onebit"},
+                  {MechanismKind::kPiecewise, "piecewise"},
+                  {MechanismKind::kLaplace, "laplace"}});
+
+// kFeatureMechanismNames.Name(kind): "hds", ...; "unknown" for a number no
+// kind has.
 absl::string_view MechanismName(MechanismKind kind);
-// Inverse of MechanismName; INVALID_ARGUMENT naming the valid choices.
+// Inverse of MechanismName; INVALID_ARGUMENT "unknown mechanism '<name>';
+// choose one of: <kFeatureMechanismNames.Choices()>".
 absl::StatusOr<MechanismKind> ParseMechanismName(absl::string_view name);
 
 // Public parameters of a feature mechanism. Configuration, never derived from

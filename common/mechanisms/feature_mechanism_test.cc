@@ -61,6 +61,11 @@ TEST(MechanismNameTest, RoundTrips) {
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, kAllKinds[i]);
   }
+  // The table lists every kind once, in the enum's order.
+  ASSERT_EQ(kFeatureMechanismNames.values().size(), std::size(kAllKinds));
+  for (size_t i = 0; i < std::size(kAllKinds); ++i) {
+    EXPECT_EQ(kFeatureMechanismNames.values()[i].value, kAllKinds[i]);
+  }
 }
 
 TEST(MechanismNameTest, ParseRejectsUnknownNameListingTheValidOnes) {
@@ -72,6 +77,9 @@ TEST(MechanismNameTest, ParseRejectsUnknownNameListingTheValidOnes) {
     EXPECT_THAT(parsed.status().message(),
                 HasSubstr("square-wave, hds, multibit, onebit, piecewise, laplace"));
   }
+  EXPECT_EQ(ParseMechanismName("gauss").status().message(),
+            "unknown mechanism 'gauss'; choose one of: square-wave, hds, "
+            "multibit, onebit, piecewise, laplace");
 }
 
 // --- Spec validation, one test per rejected input, for every kind ------------------------

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/wire/names.h"
 
 namespace ldpgraph::wire {
 namespace {
@@ -96,16 +97,13 @@ absl::StatusOr<std::unique_ptr<CompiledSpec>> CompileSubstitutionFeatures(
   return std::make_unique<CompiledSpec>(*std::move(features));
 }
 
-// The mechanism name of a budget key: the feature mechanisms' names,
-// label-rr, edge-substitution, and edge-rr for anything else.
+// The mechanism name of a budget key: the kind's name, and edge-rr for a
+// kind the table does not list (never a valid campaign's).
 std::string KeyMechanism(v1::MechanismKind kind) {
-  if (auto k = FromWireFeatureKind(kind); k.ok()) {
-    return std::string(MechanismName(*k));
+  if (!kMechanismKindNames.Contains(kind)) {
+    return std::string(kMechanismKindNames.Name(v1::MECHANISM_KIND_EDGE_RR));
   }
-  if (kind == v1::MECHANISM_KIND_LABEL_RR) return "label-rr";
-  if (kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) return "edge-substitution";
-  if (kind == v1::MECHANISM_KIND_EDGE_BLINK) return "edge-blink";
-  return "edge-rr";
+  return std::string(kMechanismKindNames.Name(kind));
 }
 
 // WireParameterString of a spec that is not a feature mechanism's; for
@@ -145,7 +143,7 @@ absl::Status ValidateBlinkDegree(double degree,
   // campaign_spec is valid (the contract): its params need no check, and
   // the grid is computed without building a client per report.
   const double g =
-      edges::BlinkParams{.epsilon = campaign_spec.epsilon(),
+      BlinkParams{.epsilon = campaign_spec.epsilon(),
                          .delta = campaign_spec.blink().degree_share()}
           .degree_granularity();
   // g is a power of two: degree / g is exact, and an integer on the grid.
@@ -161,18 +159,12 @@ absl::Status ValidateBlinkDegree(double degree,
 }  // namespace
 
 absl::StatusOr<std::string> AttributeName(v1::Attribute attribute) {
-  switch (attribute) {
-    case v1::ATTRIBUTE_FEATURES:
-      return std::string("features");
-    case v1::ATTRIBUTE_LABEL:
-      return std::string("label");
-    case v1::ATTRIBUTE_EDGES:
-      return std::string("edges");
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute must be features, label or edges, got ",
-          static_cast<int>(attribute)));
+  if (!kAttributeNames.Contains(attribute)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute must be ", kAttributeNames.ChoicesOr(),
+                     ", got ", static_cast<int>(attribute)));
   }
+  return std::string(kAttributeNames.Name(attribute));
 }
 
 v1::Attribute AttributeOf(v1::MechanismKind kind) {
@@ -282,10 +274,10 @@ absl::StatusOr<CompiledSpec> CompiledSpec::Compile(const v1::MechanismSpec& w) {
           "spec.blink (its degree_share) is required for "
           "MECHANISM_KIND_EDGE_BLINK");
     }
-    const edges::BlinkParams params{.epsilon = w.epsilon(),
+    const BlinkParams params{.epsilon = w.epsilon(),
                                     .delta = w.blink().degree_share()};
-    absl::StatusOr<std::unique_ptr<edges::BlinkClient>> blink =
-        edges::BlinkClient::Create(params, w.dimension());
+    absl::StatusOr<std::unique_ptr<BlinkClient>> blink =
+        BlinkClient::Create(params, w.dimension());
     if (!blink.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "spec (Blink: epsilon, blink.degree_share as delta, dimension as "

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/edges/blink.h"
+#include "common/mechanisms/edge_blink.h"
 #include "common/mechanisms/edge_rr.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
@@ -27,7 +27,9 @@
 namespace ldpgraph::wire {
 
 // The attribute name used by budgets and the ledger: "features", "label",
-// "edges". INVALID_ARGUMENT for ATTRIBUTE_UNSPECIFIED or an unknown value.
+// "edges" (kAttributeNames, common/wire/names.h). INVALID_ARGUMENT
+// "attribute must be features, label or edges, got <number>" for
+// ATTRIBUTE_UNSPECIFIED or an unknown value.
 absl::StatusOr<std::string> AttributeName(v1::Attribute attribute);
 
 // The attribute a mechanism kind answers about (FEATURES for the six
@@ -59,7 +61,8 @@ absl::StatusOr<MechanismSpec> FromWireFeatureSpec(const v1::MechanismSpec& w);
 // edges::FromWire, checked here because ldpgraph_edges links this library.)
 // For Blink (MECHANISM_KIND_EDGE_BLINK) epsilon is the node's total eps,
 // dimension n >= 3 and spec.blink.degree_share (delta) in (0, 1):
-// edges::BlinkParams::Validate and BlinkClient::Create's rules.
+// BlinkParams::Validate and BlinkClient::Create's rules
+// (common/mechanisms/edge_blink.h).
 // INVALID_ARGUMENT naming the field. CompiledSpec::Compile checks the same
 // and keeps the mechanism it builds.
 absl::Status ValidateWireSpec(const v1::MechanismSpec& w);
@@ -94,7 +97,7 @@ class CompiledSpec {
   const FeatureMechanism* feature() const { return feature_.get(); }
   const LabelRandomizedResponse* label() const { return label_.get(); }
   const EdgeRandomizedResponse* edges() const { return edges_.get(); }
-  const edges::BlinkClient* blink() const { return blink_.get(); }
+  const BlinkClient* blink() const { return blink_.get(); }
   // Neighbour substitution: spec.substitution.features, compiled (the
   // feature question its agents answer); nullptr for the other kinds.
   const CompiledSpec* substitution_features() const {
@@ -109,7 +112,7 @@ class CompiledSpec {
   std::unique_ptr<FeatureMechanism> feature_;
   std::unique_ptr<LabelRandomizedResponse> label_;
   std::unique_ptr<EdgeRandomizedResponse> edges_;
-  std::unique_ptr<edges::BlinkClient> blink_;
+  std::unique_ptr<BlinkClient> blink_;
   std::unique_ptr<CompiledSpec> substitution_features_;
 };
 
@@ -121,8 +124,10 @@ class CompiledSpec {
 std::string WireParameterString(const v1::MechanismSpec& w);
 
 // The budget key of answering a campaign with this spec about attribute.
-// Mechanism names: the feature mechanisms' (hds, multibit, ...), label-rr,
-// edge-rr, edge-substitution, edge-blink. A substitution campaign asks two questions:
+// Mechanism names: kMechanismKindNames' (common/wire/names.h): the feature
+// mechanisms' (hds, multibit, ...), label-rr, edge-rr, edge-substitution,
+// edge-blink; edge-rr for a kind the table does not list. An unknown
+// attribute is named "unknown". A substitution campaign asks two questions:
 // WireQueryKey(ATTRIBUTE_EDGES, spec), charged eps_e, and the features
 // question WireQueryKey(ATTRIBUTE_FEATURES, spec.substitution().features()),
 // the same key as a features campaign with that spec (SubstitutionQuestions).

@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -650,6 +651,34 @@ TEST(CompiledSpecTest, FailsAsValidateWireSpec) {
     EXPECT_FALSE(v.ok());
     EXPECT_EQ(c, v);
   }
+}
+
+TEST(CodecTest, AttributeNamesAndKeyMechanismsComeFromTheTables) {
+  EXPECT_EQ(*AttributeName(v1::ATTRIBUTE_FEATURES), "features");
+  EXPECT_EQ(*AttributeName(v1::ATTRIBUTE_LABEL), "label");
+  EXPECT_EQ(*AttributeName(v1::ATTRIBUTE_EDGES), "edges");
+  for (int bad : {0, 4}) {
+    auto name = AttributeName(static_cast<v1::Attribute>(bad));
+    EXPECT_EQ(name.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(name.status().message(),
+              absl::StrCat("attribute must be features, label or edges, got ",
+                           bad));
+  }
+  v1::MechanismSpec w;
+  w.set_epsilon(1);
+  w.set_dimension(5);
+  w.set_kind(v1::MECHANISM_KIND_LABEL_RR);
+  EXPECT_EQ(WireQueryKey(v1::ATTRIBUTE_LABEL, w).mechanism, "label-rr");
+  EXPECT_EQ(WireQueryKey(v1::ATTRIBUTE_LABEL, w).attribute, "label");
+  w.set_kind(v1::MECHANISM_KIND_EDGE_RR);
+  EXPECT_EQ(WireQueryKey(v1::ATTRIBUTE_EDGES, w).mechanism, "edge-rr");
+  // A kind no table lists (never a valid campaign's) keys as edge-rr, an
+  // unknown attribute as "unknown".
+  w.set_kind(v1::MECHANISM_KIND_UNSPECIFIED);
+  EXPECT_EQ(WireQueryKey(v1::ATTRIBUTE_UNSPECIFIED, w).mechanism, "edge-rr");
+  EXPECT_EQ(WireQueryKey(v1::ATTRIBUTE_UNSPECIFIED, w).attribute, "unknown");
+  w.set_kind(v1::MECHANISM_KIND_PIECEWISE);
+  EXPECT_EQ(WireQueryKey(v1::ATTRIBUTE_FEATURES, w).mechanism, "piecewise");
 }
 
 }  // namespace

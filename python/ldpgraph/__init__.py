@@ -6,6 +6,9 @@
   :func:`estimate_label_counts`.
 * The curator's admin API (:mod:`ldpgraph.admin`): :class:`Admin`, with
   ``ids, X = admin.export(result_id)``; failures raise :class:`AdminError`.
+* The names of the wire's enums (mechanism kinds, attributes, pipeline
+  methods and tasks) as the command line spells them, derived from the
+  proto (:mod:`ldpgraph.names`).
 """
 from .admin import Admin, AdminError, read_config
 from .mechanisms import (MECHANISMS, estimate, estimate_label_counts, estimate_mean,

@@ -21,8 +21,8 @@ from typing import Iterable, List, Optional, Sequence, Tuple, Union
 import grpc
 import numpy as np
 
-from ._proto.ldpgraph.v1 import (admin_pb2, admin_pb2_grpc, agent_pb2, mechanism_pb2,
-                                 pipeline_pb2)
+from . import names
+from ._proto.ldpgraph.v1 import admin_pb2, admin_pb2_grpc, agent_pb2, mechanism_pb2
 
 # Curator messages are large (exports stream in chunks, but results and
 # audit lists grow): as ldpctl, accept up to 256 MiB.
@@ -97,12 +97,15 @@ def _nodes(nodes) -> admin_pb2.NodeSelection:
 
 
 def _kind(mechanism: str) -> int:
-    name = "MECHANISM_KIND_" + mechanism.upper().replace("-", "_")
-    try:
-        return mechanism_pb2.MechanismKind.Value(name)
-    except ValueError:
-        raise ValueError(f"unknown mechanism {mechanism!r}: hds, multibit, onebit, "
-                         "piecewise, laplace, square_wave or label_rr") from None
+    """A mechanism kind by name (names.MECHANISM_KINDS), underscores or
+    dashes, any case."""
+    kind = names.MECHANISM_KINDS.get(mechanism.lower().replace("_", "-"))
+    if kind is None:
+        choices = [names.python_name(n) for n in names.FEATURE_MECHANISMS]
+        label = names.python_name(names.name_of(names.MECHANISM_KINDS,
+                                                mechanism_pb2.MECHANISM_KIND_LABEL_RR))
+        raise ValueError(f"unknown mechanism {mechanism!r}: {', '.join(choices)} or {label}")
+    return kind
 
 
 def _varint(data: bytes, pos: int) -> Tuple[int, int]:
@@ -312,10 +315,10 @@ class Admin:
         reports are the training labels (lpgnn); ``seed`` the split and the
         model's initialisation. The headline figure is ``.metric``, every
         other one in ``json.loads(.details_json)``."""
-        methods = {"privge": pipeline_pb2.PIPELINE_METHOD_PRIVGE,
-                   "lpgnn": pipeline_pb2.PIPELINE_METHOD_LPGNN}
-        tasks = {"node": pipeline_pb2.PIPELINE_TASK_NODE,
-                 "link": pipeline_pb2.PIPELINE_TASK_LINK}
+        # The feature pipelines' methods (the release methods go through
+        # the curator's Release); every task.
+        methods = {m: names.PIPELINE_METHODS[m] for m in ("privge", "lpgnn")}
+        tasks = dict(names.PIPELINE_TASKS)
         if method not in methods:
             raise ValueError(f"method must be one of {sorted(methods)}, got {method!r}")
         if task not in tasks:

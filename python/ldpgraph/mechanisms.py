@@ -33,8 +33,12 @@ from typing import Optional, Tuple
 import numpy as np
 
 from . import _native
+from .names import FEATURE_MECHANISMS, python_name
 
-MECHANISMS = ("hds", "multibit", "onebit", "piecewise", "laplace", "square_wave")
+# The feature mechanisms' names as these functions spell them, from the
+# proto (ldpgraph.names): "square_wave", "hds", "multibit", "onebit",
+# "piecewise", "laplace". The dashed spellings are accepted too.
+MECHANISMS = tuple(python_name(n) for n in FEATURE_MECHANISMS)
 
 
 def _seed(seed: Optional[int]) -> Optional[int]:

@@ -66,7 +66,8 @@ absl::StatusOr<Release> ReleaseEmbedding(
       const int64_t epoch = done / per_epoch;
       if (epoch != last_epoch && (done % per_epoch == 0 || done == planned)) {
         last_epoch = epoch;
-        progress(absl::StrFormat("se-privgemb: step %d/%d", done, planned));
+        progress(absl::StrFormat("%s: step %d/%d", ReleaseMethodName(c.method),
+                                 done, planned));
       }
     };
     ASSIGN_OR_RETURN(SePrivGEmbResult r,
@@ -117,7 +118,10 @@ absl::StatusOr<Release> ReleaseEmbedding(
     d["noise_source"] = r.noise_source;
   } else {
     const DpneConfig dc = DConfig(c);
-    if (progress) progress("dpne: factorising (P + P^2) / 2");
+    if (progress) {
+      progress(absl::StrCat(ReleaseMethodName(c.method),
+                            ": factorising (P + P^2) / 2"));
+    }
     ASSIGN_OR_RETURN(DpneResult r, TrainDpne(g, dc, noise, init_seed));
     out.embedding = std::move(r.embedding);
     out.seconds = r.seconds;
