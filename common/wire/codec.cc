@@ -299,6 +299,15 @@ QueryKey CompiledSpec::Key(v1::Attribute attribute) const {
                   parameters_, wire_.epsilon()};
 }
 
+std::vector<QueryKey> CompiledSpec::Questions(v1::Attribute attribute) const {
+  std::vector<QueryKey> out;
+  if (substitution_features_ != nullptr) {
+    out.push_back(substitution_features_->Key(v1::ATTRIBUTE_FEATURES));
+  }
+  out.push_back(Key(attribute));
+  return out;
+}
+
 absl::Status ValidateWireSpec(const v1::MechanismSpec& w) {
   return CompiledSpec::Compile(w).status();
 }

@@ -90,6 +90,9 @@ class CompiledSpec {
   const std::string& parameter_string() const { return parameters_; }
   // WireQueryKey(attribute, wire()), without building anything.
   QueryKey Key(v1::Attribute attribute) const;
+  // CampaignQuestions(attribute, wire()), without building anything: for
+  // neighbour substitution its features question first, then Key(attribute).
+  std::vector<QueryKey> Questions(v1::Attribute attribute) const;
 
   // The built mechanism: feature() for the six feature kinds, label() for
   // label RR, edges() for edge RR and neighbour substitution (eps_e, n);

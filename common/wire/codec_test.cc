@@ -439,6 +439,20 @@ TEST(SubstitutionSpecTest, CampaignQuestions) {
   rr.set_epsilon(1);
   rr.set_dimension(10);
   EXPECT_EQ(CampaignQuestions(v1::ATTRIBUTE_EDGES, rr).size(), 1u);
+
+  // The compiled spec lists the same questions without building anything.
+  for (const v1::MechanismSpec& spec : {w, rr}) {
+    auto compiled = CompiledSpec::Compile(spec);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    const std::vector<QueryKey> from_wire =
+        CampaignQuestions(v1::ATTRIBUTE_EDGES, spec);
+    const std::vector<QueryKey> from_compiled =
+        compiled->Questions(v1::ATTRIBUTE_EDGES);
+    ASSERT_EQ(from_compiled.size(), from_wire.size());
+    for (size_t i = 0; i < from_wire.size(); ++i) {
+      EXPECT_EQ(from_compiled[i].Canonical(), from_wire[i].Canonical());
+    }
+  }
 }
 
 TEST(SubstitutionSpecTest, EdgeReports) {

@@ -25,20 +25,6 @@ int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 std::string CampaignName(int64_t id) { return absl::StrCat("c", id); }
 
-// Every question a report to a campaign of `spec` about `attribute`
-// answers, in the order an agent answers them (wire::CampaignQuestions'
-// list, from the compiled spec: nothing is built again): for neighbour
-// substitution its features question first, then the campaign's own.
-std::vector<QueryKey> Questions(v1::Attribute attribute,
-                                const wire::CompiledSpec& spec) {
-  std::vector<QueryKey> out;
-  if (const wire::CompiledSpec* features = spec.substitution_features()) {
-    out.push_back(features->Key(v1::ATTRIBUTE_FEATURES));
-  }
-  out.push_back(spec.Key(attribute));
-  return out;
-}
-
 }  // namespace
 
 struct CampaignBook::CampaignState {
@@ -51,7 +37,7 @@ struct CampaignBook::CampaignState {
   QueryKey key;
   // What a report to this campaign charges: its own question, and for
   // neighbour substitution the features question of its feature spec first
-  // (Questions).
+  // (CompiledSpec::Questions).
   std::vector<Ledger::Question> charges;
   std::vector<uint8_t> status;  // NodeStatus per node
   uint32_t targeted = 0, reported = 0, refused = 0;
@@ -105,7 +91,7 @@ CampaignBook::NewState(v1::Attribute attribute, wire::CompiledSpec spec) const {
   auto c = std::make_unique<CampaignState>();
   ASSIGN_OR_RETURN(c->attribute, wire::AttributeName(attribute));
   c->key = spec.Key(attribute);
-  c->charges = ledger_->Intern(Questions(attribute, spec));
+  c->charges = ledger_->Intern(spec.Questions(attribute));
   c->spec = std::make_shared<const wire::CompiledSpec>(std::move(spec));
   return c;
 }
