@@ -12,12 +12,14 @@
 //       campaign completes once they resume, every node is charged epsilon
 //       exactly once, no report is rejected, and every stored report is the
 //       one its agent memoized.
-//   HostsComeBackWithinASecond  kill -9 the curator while the hosts idle,
-//       keep it down for 3 s (longer than a backoff that doubles from
-//       100 ms would wait), restart it, and time how long after it is ready
-//       every host is enrolled and subscribed again (the channel's reconnect
-//       backoff is at most 500 ms; the bound checked is 2 s, to stay clear
-//       of a loaded machine; the figure is printed).
+//   HostsComeBackAfterACuratorRestart  kill -9 the curator while the hosts
+//       idle, keep it down for 3 s (longer than a backoff that doubles from
+//       100 ms would wait), restart it, and wait (up to 60 s, a deadline for
+//       a hung test, not a bound) until every host is enrolled and
+//       subscribed again, with one session each. How long that takes is
+//       printed, not checked: the 2 s target is restart_bench's
+//       (tests/bench/restart_bench.cc), where a busy machine cannot fail a
+//       test.
 //   AgentKilledMidCampaign    kill -9 one agent host and restart it on the
 //       same state directory: the campaign completes without rejections;
 //       the same question asked again is answered from the persisted memo
@@ -61,14 +63,18 @@ constexpr double kEpsilon = 1.0;
 // campaign over the 677 nodes of a shard takes about 4.5 s.
 constexpr const char* kMaxRate = "150";
 constexpr absl::Duration kLong = absl::Seconds(300);
+// The longest wait for the hosts to come back after a curator restart: a
+// deadline for a hung test; the timing itself is restart_bench's.
+constexpr absl::Duration kComeBack = absl::Seconds(60);
 
 class RestartTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cora_ = CoraDir();
     if (cora_.empty()) {
-      GTEST_SKIP() << "no dataset at " << DatasetsDir()
-                   << "/cora (set LDPGRAPH_DATASETS to the datasets folder)";
+      LDPGRAPH_SKIP_OR_FAIL_IN_CI()
+          << "no dataset at " << DatasetsDir()
+          << "/cora (set LDPGRAPH_DATASETS to the datasets folder)";
     }
     bin_ = LDPGRAPH_BINARY_DIR;
     root_ = NewTempDir("restart");
@@ -427,7 +433,7 @@ TEST_F(RestartTest, CuratorKilledMidCampaign) {
   ASSERT_NO_FATAL_FAILURE(StopCurator());
 }
 
-TEST_F(RestartTest, HostsComeBackWithinASecond) {
+TEST_F(RestartTest, HostsComeBackAfterACuratorRestart) {
   ASSERT_NO_FATAL_FAILURE(StartCurator());
   for (int i = 0; i < kHosts; ++i) ASSERT_NO_FATAL_FAILURE(StartAgent(i));
   ASSERT_NO_FATAL_FAILURE(WaitEnrolled());
@@ -445,14 +451,14 @@ TEST_F(RestartTest, HostsComeBackWithinASecond) {
   absl::SleepFor(absl::Seconds(3));
   ASSERT_NO_FATAL_FAILURE(StartCurator());
   const absl::Time ready = absl::Now();
-  ASSERT_TRUE(PollUntil([&] { return subscribed(&status); }, kLong,
+  ASSERT_TRUE(PollUntil([&] { return subscribed(&status); }, kComeBack,
                         absl::Milliseconds(5)))
+      << "the hosts were not all back " << absl::FormatDuration(kComeBack)
+      << " after the restarted curator was ready: "
       << status.ShortDebugString();
-  const absl::Duration back = absl::Now() - ready;
   std::cerr << "every host enrolled and subscribed "
-            << absl::ToDoubleMilliseconds(back)
+            << absl::ToDoubleMilliseconds(absl::Now() - ready)
             << " ms after the restarted curator was ready\n";
-  EXPECT_LT(back, absl::Seconds(2));
   // One session per host: the sessions of the first run died with it.
   EXPECT_EQ(status.sessions(), static_cast<uint32_t>(kHosts));
   ASSERT_NO_FATAL_FAILURE(ExpectAllRunning());

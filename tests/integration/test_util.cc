@@ -6,13 +6,11 @@
 #include "common/dataset/generator.h"
 #include "common/dataset/prepare.h"
 #include "common/cli_args.h"
+#include "common/net/free_port.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,24 +117,7 @@ absl::StatusOr<DevCerts> MakeDevCerts(const std::string& dir) {
   return c;
 }
 
-absl::StatusOr<int> FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::InternalError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return absl::InternalError(
-        absl::StrCat("cannot bind a loopback port: ", std::strerror(errno)));
-  }
-  const int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
+absl::StatusOr<int> FreePort() { return net::FreeLoopbackPort(); }
 
 std::shared_ptr<grpc::Channel> TlsChannel(int port, const std::string& ca_pem) {
   grpc::SslCredentialsOptions ssl;

@@ -1,7 +1,9 @@
 // Helpers shared by the integration tests: dev TLS material from
 // deploy/dev-certs.sh, the shared datasets, free loopback ports, child
 // processes, and polling with a deadline (never a fixed sleep as an
-// assertion).
+// assertion). A test whose dataset is absent says so with
+// LDPGRAPH_SKIP_OR_FAIL_IN_CI() (common/testing/missing_input.h): a skip,
+// or a failure under CI=true.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/testing/missing_input.h"
 
 namespace ldpgraph::integration {
 
@@ -48,7 +51,8 @@ struct DevCerts {
 // Runs <source>/deploy/dev-certs.sh into dir and reads the material back.
 absl::StatusOr<DevCerts> MakeDevCerts(const std::string& dir);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0).
+// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0):
+// common/net/free_port.h's FreeLoopbackPort, which LocalPostgres uses too.
 absl::StatusOr<int> FreePort();
 
 // TLS channel to 127.0.0.1:port trusting ca_pem.
