@@ -35,38 +35,20 @@ namespace ldpgraph::bench::fleet {
 namespace fs = std::filesystem;
 
 bool Run::Prepare() {
-  if (o_.dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/fleet_load.XXXXXX");
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      Fail(absl::StrCat("cannot create a work folder: ", std::strerror(errno)));
-      return false;
-    }
-    dir_ = tmpl;
-    made_dir_ = true;
-  } else {
-    dir_ = o_.dir;
-    std::error_code ec;
-    if (fs::exists(dir_) && !fs::is_empty(dir_, ec)) {
-      Fail(absl::StrCat("--dir ", dir_, " is not empty: give an empty or new folder"));
-      return false;
-    }
-    fs::create_directories(dir_, ec);
-    if (ec) {
-      Fail(absl::StrCat("cannot create ", dir_, ": ", ec.message()));
-      return false;
-    }
-  }
-  chmod(dir_.c_str(), 0700);
-  const std::string key_hex = RandomHex(32);
-  admin_hex_ = RandomHex(32);
-  auto raw = ldpgraph::FromHex(key_hex);
-  if (!raw.ok() || !WriteFile(dir_ + "/node.key", key_hex + "\n", 0600) ||
-      !WriteFile(dir_ + "/admin.token", admin_hex_ + "\n", 0600)) {
-    Fail("cannot write the node key and admin token");
+  auto folder = MakeWorkFolder(o_.dir, "fleet_load");
+  if (!folder.ok()) {
+    Fail(std::string(folder.status().message()));
     return false;
   }
-  node_key_ = *raw;
+  dir_ = folder->path;
+  made_dir_ = folder->made;
+  auto secrets = WriteRunSecrets(dir_);
+  if (!secrets.ok()) {
+    Fail(std::string(secrets.status().message()));
+    return false;
+  }
+  admin_hex_ = secrets->admin_hex;
+  node_key_ = secrets->node_key;
   if (o_.tls) {
     auto tls = ldpgraph::ldpctl::MakeDevTlsMaterial({kTlsName, "127.0.0.1"});
     if (!tls.ok()) {

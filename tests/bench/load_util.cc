@@ -273,4 +273,48 @@ absl::StatusOr<std::vector<v1::Report>> SimulatedReports(const v1::Task& task,
   return reports;
 }
 
+absl::StatusOr<WorkFolder> MakeWorkFolder(const std::string& dir,
+                                          const std::string& prefix) {
+  namespace fs = std::filesystem;
+  WorkFolder w;
+  if (dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/",
+                                    prefix, ".XXXXXX");
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return absl::InternalError(absl::StrCat(
+          "cannot create a work folder: ", std::strerror(errno)));
+    }
+    w.path = tmpl;
+    w.made = true;
+  } else {
+    w.path = dir;
+    std::error_code ec;
+    if (fs::exists(dir) && !fs::is_empty(dir, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dir ", dir, " is not empty: give an empty or new folder"));
+    }
+    fs::create_directories(dir, ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot create ", dir, ": ", ec.message()));
+    }
+  }
+  chmod(w.path.c_str(), 0700);
+  return w;
+}
+
+absl::StatusOr<RunSecrets> WriteRunSecrets(const std::string& folder) {
+  const std::string key_hex = RandomHex(32);
+  RunSecrets secrets;
+  secrets.admin_hex = RandomHex(32);
+  auto key = FromHex(key_hex);
+  if (!key.ok() || !WriteFile(folder + "/node.key", key_hex + "\n", 0600) ||
+      !WriteFile(folder + "/admin.token", secrets.admin_hex + "\n", 0600)) {
+    return absl::InternalError("cannot write the node key and admin token");
+  }
+  secrets.node_key = *std::move(key);
+  return secrets;
+}
+
 }  // namespace ldpgraph::bench

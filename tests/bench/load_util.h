@@ -68,6 +68,25 @@ std::string LogTail(const std::string& path, size_t bytes = 2000);
 // Fresh secure random bytes as hex (exits on failure).
 std::string RandomHex(size_t bytes);
 bool WriteFile(const std::string& path, const std::string& text, mode_t mode);
+
+// A run's work folder, mode 0700: `dir` when given (empty or new; created),
+// else a new one under $TMPDIR (or /tmp) named prefix.XXXXXX. made: whether
+// this call created it from the template (the caller removes it at the end).
+// The error names the folder and why.
+struct WorkFolder {
+  std::string path;
+  bool made = false;
+};
+absl::StatusOr<WorkFolder> MakeWorkFolder(const std::string& dir,
+                                          const std::string& prefix);
+
+// The run's secrets, written to folder as node.key (a random 32-byte node
+// key, hex) and admin.token (a random 32-byte admin token, hex), both 0600.
+struct RunSecrets {
+  std::string node_key;   // the key's 32 bytes
+  std::string admin_hex;  // the token, hex
+};
+absl::StatusOr<RunSecrets> WriteRunSecrets(const std::string& folder);
 // The program beside this one, or one or two folders up.
 std::string FindProgram(const std::string& name);
 

@@ -201,38 +201,19 @@ bool Bench::Prepare() {
       return false;
     }
   }
-  if (o_.dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl =
-        absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/restart_bench.XXXXXX");
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      Fail(absl::StrCat("cannot create a work folder: ", std::strerror(errno)));
-      return false;
-    }
-    dir_ = tmpl;
-    made_dir_ = true;
-  } else {
-    dir_ = o_.dir;
-    std::error_code ec;
-    if (fs::exists(dir_) && !fs::is_empty(dir_, ec)) {
-      Fail(absl::StrCat("--dir ", dir_, " is not empty: give an empty or new folder"));
-      return false;
-    }
-    fs::create_directories(dir_, ec);
-    if (ec) {
-      Fail(absl::StrCat("cannot create ", dir_, ": ", ec.message()));
-      return false;
-    }
-  }
-  chmod(dir_.c_str(), 0700);
-  const std::string key_hex = ldpgraph::bench::RandomHex(32);
-  admin_hex_ = ldpgraph::bench::RandomHex(32);
-  auto key = ldpgraph::FromHex(key_hex);
-  if (!key.ok() || !WriteFile(dir_ + "/node.key", key_hex + "\n", 0600) ||
-      !WriteFile(dir_ + "/admin.token", admin_hex_ + "\n", 0600)) {
-    Fail("cannot write the node key and admin token");
+  auto folder = ldpgraph::bench::MakeWorkFolder(o_.dir, "restart_bench");
+  if (!folder.ok()) {
+    Fail(std::string(folder.status().message()));
     return false;
   }
+  dir_ = folder->path;
+  made_dir_ = folder->made;
+  auto secrets = ldpgraph::bench::WriteRunSecrets(dir_);
+  if (!secrets.ok()) {
+    Fail(std::string(secrets.status().message()));
+    return false;
+  }
+  admin_hex_ = secrets->admin_hex;
   auto tls = ldpgraph::ldpctl::MakeDevTlsMaterial({kTlsName, "127.0.0.1"});
   if (!tls.ok()) {
     Fail(absl::StrCat("making the run's TLS certificates: ", tls.status().message()));
@@ -258,7 +239,7 @@ bool Bench::Prepare() {
   for (int a = 0; a < o_.hosts; ++a) {
     const uint32_t begin = static_cast<uint32_t>(a) * o_.nodes_per_host;
     if (!WriteFile(absl::StrCat(dir_, "/agent-", a, ".credentials"),
-                   ldpgraph::curator::CredentialsFileText(*key, begin,
+                   ldpgraph::curator::CredentialsFileText(secrets->node_key, begin,
                                                           begin + o_.nodes_per_host),
                    0600)) {
       Fail("cannot write the credentials files");
