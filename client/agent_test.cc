@@ -24,10 +24,11 @@
 #include "common/edges/blink.h"
 #include "common/files.h"
 #include "common/mechanisms/edge_rr.h"
-#include "common/seed_mix.h"
-#include "common/status_macros.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
+#include "common/seed_mix.h"
+#include "common/status_macros.h"
+#include "common/testing/generated_datasets.h"
 #include "common/testing/shared_datasets.h"
 #include "common/testing/temp_folder.h"
 #include "common/wire/codec.h"
@@ -1197,12 +1198,7 @@ TEST(LoadShardTest, CoraShardAnswersACampaign) {
   std::string source = SharedDatasetsDir() + "/cora";
   TempFolder prepared;
   if (!fs::exists(source + "/meta.json")) {
-    GeneratorOptions o = DefaultGeneratorOptions();
-    o.nodes = 2708;
-    o.classes = 7;
-    o.features = 1433;
-    o.avg_degree = 3.9;
-    o.seed = 1;
+    const GeneratorOptions o = testing_datasets::CoraShapedOptions();
     auto generated = GenerateDataset(o);
     ASSERT_TRUE(generated.ok()) << generated.status();
     std::cerr << "no dataset at " << source

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "common/dataset/generator.h"
+#include "common/testing/generated_datasets.h"
 
 namespace ldpgraph::link_inference {
 namespace {
@@ -20,14 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 
 Dataset Generated(size_t nodes, double homophily, uint64_t seed) {
-  GeneratorOptions o = DefaultGeneratorOptions();
-  o.nodes = nodes;
-  o.classes = 3;
-  o.features = 16;
-  o.avg_degree = 6;
-  o.homophily = homophily;
-  o.seed = seed;
-  return *GenerateDataset(o);
+  return testing_datasets::SmallDataset(nodes, homophily, seed);
 }
 
 TEST(LinkInferenceTest, NonEdgesAreDistinctAndReproducible) {

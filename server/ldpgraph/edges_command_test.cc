@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/dataset/generator.h"
 #include "common/files.h"
+#include "common/testing/generated_datasets.h"
 #include "common/testing/svg_shape.h"
 #include "common/testing/temp_folder.h"
 #include "server/pipeline/pipeline.h"
@@ -41,14 +42,7 @@ Result Edges(const std::vector<std::string>& args) {
 }
 
 Dataset Generated(size_t nodes, double homophily, uint64_t seed) {
-  GeneratorOptions o = DefaultGeneratorOptions();
-  o.nodes = nodes;
-  o.classes = 3;
-  o.features = 16;
-  o.avg_degree = 6;
-  o.homophily = homophily;
-  o.seed = seed;
-  return *GenerateDataset(o);
+  return testing_datasets::SmallDataset(nodes, homophily, seed);
 }
 
 // Few epochs: these tests check plumbing and strong effects only.

@@ -14,6 +14,7 @@
 
 #include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
+#include "common/testing/generated_datasets.h"
 #include "common/wire/codec.h"
 #include "server/pipeline/pipeline.h"
 #include "server/pipeline/private_edges.h"
@@ -22,14 +23,7 @@ namespace ldpgraph::pipeline {
 namespace {
 
 Dataset Generated(size_t nodes, double homophily, uint64_t seed) {
-  GeneratorOptions o = DefaultGeneratorOptions();
-  o.nodes = nodes;
-  o.classes = 3;
-  o.features = 16;
-  o.avg_degree = 6;
-  o.homophily = homophily;
-  o.seed = seed;
-  return *GenerateDataset(o);
+  return testing_datasets::SmallDataset(nodes, homophily, seed);
 }
 
 // LPGNN's node task as `ldpgraph edges` runs a cell: Multi-bit features on

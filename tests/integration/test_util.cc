@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/testing/generated_datasets.h"
 #include "common/testing/shared_datasets.h"
 #include "gtest/gtest.h"
 #include "server/curator/credentials.h"
@@ -54,12 +55,7 @@ std::string CoraDir() {
     // No shared datasets (a fresh CI machine): a generated dataset of cora's
     // shape (2708 nodes, 7 classes, 1433 features), so that the deployment
     // is still tested end to end.
-    GeneratorOptions o = DefaultGeneratorOptions();
-    o.nodes = 2708;
-    o.classes = 7;
-    o.features = 1433;
-    o.avg_degree = 3.9;
-    o.seed = 1;
+    const GeneratorOptions o = testing_datasets::CoraShapedOptions();
     auto d = GenerateDataset(o);
     if (!d.ok()) return std::string();
     const std::string dir = NewTempDir("cora-shaped");
