@@ -143,34 +143,6 @@ void SolveAllRows(const Pattern& p, const RowMatrix& other, double reg,
 
 }  // namespace
 
-absl::Status ValidateDpneConfig(const DpneConfig& c) {
-  if (c.dim < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dim must be >= 1, got ", c.dim));
-  }
-  if (!(c.lambda > 0) || !std::isfinite(c.lambda)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lambda must be > 0 and finite, got ", c.lambda));
-  }
-  if (!(c.mu > 0) || !std::isfinite(c.mu)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mu must be > 0 and finite, got ", c.mu));
-  }
-  if (c.sweeps < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sweeps must be >= 1, got ", c.sweeps));
-  }
-  if (c.private_release && (!(c.epsilon > 0) || !std::isfinite(c.epsilon))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "epsilon must be > 0 and finite for a private release, got ",
-        c.epsilon));
-  }
-  if (!(c.sensitivity > 0) || !std::isfinite(c.sensitivity)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sensitivity must be > 0 and finite, got ", c.sensitivity));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<DpneResult> TrainDpne(const Graph& g, const DpneConfig& c,
                                      RandomSource& noise, uint64_t init_seed) {

@@ -26,33 +26,17 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
 #include "common/random.h"
+#include "server/embedding/release_config.h"
 
 namespace ldpgraph::embedding {
 
-struct DpneConfig {
-  int dim = 100;          // k (the paper's tables use 100)
-  // Weight of ||W||^2. The paper uses 0.001; with the exact minimiser of
-  // step 3, lambda is what bounds the part of eta that a node's few
-  // entries of M do not constrain (it is divided by 2 lambda), so ldpgraph
-  // defaults to 10 (measured on cora, README "Central-DP releases"; the
-  // paper's value: --lambda 0.001).
-  double lambda = 10.0;
-  double mu = 0.001;      // weight of ||H||^2
-  int sweeps = 10;        // ALS sweeps for step 2
-  // false: the non-private factorisation (step 3 without eta).
-  bool private_release = true;
-  double epsilon = 1.0;
-  double sensitivity = 1.4142135623730951;  // Delta
-};
-
-absl::Status ValidateDpneConfig(const DpneConfig& c);
+// The settings (DpneConfig) and ValidateDpneConfig: release_config.h.
 
 struct DpneResult {
   DenseMatrix embedding;  // W, n x dim: the release

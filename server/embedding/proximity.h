@@ -9,33 +9,13 @@
 
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
-#include "common/names.h"
+#include "server/embedding/release_config.h"
 
 namespace ldpgraph::embedding {
 
-enum class Proximity {
-  kDegree,    // s(j) = d_j
-  kDeepWalk,  // s(j) = sum_i M(i, j), M = (P + P^2) / 2
-  kUniform,   // s(j) = 1: independent of the graph
-};
-
-// The names "degree", "deepwalk" and "uniform" (--proximity); Parse fails
-// with INVALID_ARGUMENT "proximity must be one of degree, deepwalk,
-// uniform, got '<name>'".
-inline constexpr auto kProximityNames = MakeNameTable<Proximity>(
-    "proximity", {{Proximity::kDegree, "degree"},
-                  {Proximity::kDeepWalk, "deepwalk"},
-                  {Proximity::kUniform, "uniform"}});
-inline absl::StatusOr<Proximity> ParseProximity(absl::string_view name) {
-  return kProximityNames.Parse(name);
-}
-inline absl::string_view ProximityName(Proximity p) {
-  return kProximityNames.Name(p);
-}
+// Proximity (the kinds below) and its names: release_config.h.
 
 // The proximity mass of every node, s(j) = sum_i S(i, j): the negative
 // sampling weights of SE-PrivGEmb ("Structure-Preference Enabled Graph

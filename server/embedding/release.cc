@@ -8,42 +8,6 @@
 
 namespace ldpgraph::embedding {
 
-namespace {
-
-SePrivGEmbConfig SeConfig(const ReleaseConfig& c) {
-  SePrivGEmbConfig s = c.se_privgemb;
-  s.private_training = c.private_release;
-  s.target_epsilon = c.epsilon;
-  s.target_delta = c.delta;
-  return s;
-}
-
-DpneConfig DConfig(const ReleaseConfig& c) {
-  DpneConfig d = c.dpne;
-  d.private_release = c.private_release;
-  d.epsilon = c.epsilon;
-  return d;
-}
-
-}  // namespace
-
-absl::Status ValidateReleaseConfig(const ReleaseConfig& c) {
-  if (c.private_release) {
-    if (!(c.epsilon > 0) || !std::isfinite(c.epsilon)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "release epsilon must be finite and > 0, got ", c.epsilon));
-    }
-    if (c.method == ReleaseMethod::kSePrivGemb &&
-        !(c.delta > 0 && c.delta < 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("release delta must be in (0, 1), got ", c.delta));
-    }
-  }
-  if (c.method == ReleaseMethod::kSePrivGemb) {
-    return ValidateSePrivGEmbConfig(SeConfig(c));
-  }
-  return ValidateDpneConfig(DConfig(c));
-}
 
 absl::StatusOr<Release> ReleaseEmbedding(
     const Graph& g, const ReleaseConfig& c, RandomSource& noise,
@@ -56,7 +20,7 @@ absl::StatusOr<Release> ReleaseEmbedding(
   d["nodes"] = g.num_nodes();
   d["edges"] = g.num_edges();
   if (c.method == ReleaseMethod::kSePrivGemb) {
-    const SePrivGEmbConfig s = SeConfig(c);
+    const SePrivGEmbConfig s = SePrivGEmbConfigOf(c);
     int64_t last_epoch = -1;
     const int64_t per_epoch =
         (static_cast<int64_t>(g.num_edges()) + s.batch_size - 1) /
@@ -117,7 +81,7 @@ absl::StatusOr<Release> ReleaseEmbedding(
     }
     d["noise_source"] = r.noise_source;
   } else {
-    const DpneConfig dc = DConfig(c);
+    const DpneConfig dc = DpneConfigOf(c);
     if (progress) {
       progress(absl::StrCat(ReleaseMethodName(c.method),
                             ": factorising (P + P^2) / 2"));

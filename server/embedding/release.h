@@ -22,75 +22,15 @@
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
-#include "common/names.h"
 #include "common/random.h"
-#include "common/wire/names.h"
-#include "ldpgraph/v1/pipeline.pb.h"
 #include "server/embedding/dpne.h"
+#include "server/embedding/release_config.h"
 #include "server/embedding/se_privgemb.h"
 
 namespace ldpgraph::embedding {
 
-// The central-DP release methods: two of the pipeline's methods (the admin
-// API's PipelineMethod, proto/ldpgraph/v1/pipeline.proto), numbered as
-// there, so that each converts to the other without a table of its own.
-enum class ReleaseMethod {
-  kSePrivGemb = v1::PIPELINE_METHOD_SE_PRIVGEMB,
-  kDpne = v1::PIPELINE_METHOD_DPNE,
-};
-
-// The pipeline method of a release method.
-constexpr v1::PipelineMethod ToPipelineMethod(ReleaseMethod m) {
-  return static_cast<v1::PipelineMethod>(m);
-}
-// The release method of a pipeline method; nullopt for a method that is
-// not a release (privge, lpgnn, UNSPECIFIED, a number the proto lacks).
-constexpr std::optional<ReleaseMethod> ReleaseMethodOf(v1::PipelineMethod m) {
-  switch (m) {
-    case v1::PIPELINE_METHOD_SE_PRIVGEMB:
-      return ReleaseMethod::kSePrivGemb;
-    case v1::PIPELINE_METHOD_DPNE:
-      return ReleaseMethod::kDpne;
-    default:
-      return std::nullopt;
-  }
-}
-
-// The names "se-privgemb" and "dpne": the pipeline methods' own
-// (wire::kPipelineMethodNames, the one table of the methods' names). Parse
-// fails with INVALID_ARGUMENT "release method must be one of se-privgemb,
-// dpne, got '<name>'".
-inline constexpr auto kReleaseMethodNames = MakeNameTable<ReleaseMethod>(
-    "release method",
-    {{ReleaseMethod::kSePrivGemb,
-      wire::kPipelineMethodNames.Name(
-          ToPipelineMethod(ReleaseMethod::kSePrivGemb))},
-     {ReleaseMethod::kDpne,
-      wire::kPipelineMethodNames.Name(
-          ToPipelineMethod(ReleaseMethod::kDpne))}});
-inline absl::StatusOr<ReleaseMethod> ParseReleaseMethod(absl::string_view name) {
-  return kReleaseMethodNames.Parse(name);
-}
-inline absl::string_view ReleaseMethodName(ReleaseMethod m) {
-  return kReleaseMethodNames.Name(m);
-}
-
-struct ReleaseConfig {
-  ReleaseMethod method = ReleaseMethod::kSePrivGemb;
-  // false: the non-private version (no clipping, no noise), for baselines;
-  // epsilon and delta are then ignored.
-  bool private_release = true;
-  double epsilon = 1.0;
-  // SE-PrivGEmb's delta (DPNE is pure epsilon-DP by its paper's analysis).
-  double delta = 1e-5;
-  // Method settings; their own budget fields are overwritten by epsilon,
-  // delta and private_release above.
-  SePrivGEmbConfig se_privgemb;
-  DpneConfig dpne;
-};
-
-// INVALID_ARGUMENT naming the bad setting.
-absl::Status ValidateReleaseConfig(const ReleaseConfig& c);
+// The release methods and their names, ReleaseConfig and
+// ValidateReleaseConfig: release_config.h.
 
 struct Release {
   DenseMatrix embedding;  // n x dim, row v = node v

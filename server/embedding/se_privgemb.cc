@@ -329,8 +329,6 @@ namespace {
 using internal::BatchGradient;
 using internal::SkipGramExamples;
 
-bool PositiveFinite(double x) { return std::isfinite(x) && x > 0; }
-
 // Adds independent N(0, sigma^2) noise to every entry of x, through a
 // zeroed scratch buffer (so it does not matter whether dp::AddGaussian adds
 // to or overwrites its output).
@@ -370,54 +368,6 @@ void UpdateAll(DenseMatrix& m, const DenseMatrix& sum, float step) {
 
 }  // namespace
 
-absl::Status ValidateSePrivGEmbConfig(const SePrivGEmbConfig& c) {
-  if (c.dim < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dim must be >= 1, got ", c.dim));
-  }
-  if (c.negatives < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("negatives must be >= 1, got ", c.negatives));
-  }
-  if (c.batch_size < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_size must be >= 1, got ", c.batch_size));
-  }
-  if (!PositiveFinite(c.learning_rate)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "learning_rate must be finite and > 0, got ", c.learning_rate));
-  }
-  if (c.max_epochs < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_epochs must be >= 1, got ", c.max_epochs));
-  }
-  if (c.max_steps && *c.max_steps < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_steps must be >= 1, got ", *c.max_steps));
-  }
-  if (c.optimizer != Optimizer::kSgd && c.optimizer != Optimizer::kAdam) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "optimizer must be sgd or adam, got ", static_cast<int>(c.optimizer)));
-  }
-  if (!c.private_training) return absl::OkStatus();
-  if (!PositiveFinite(c.clip)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("clip must be finite and > 0, got ", c.clip));
-  }
-  if (!PositiveFinite(c.noise_multiplier)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "noise_multiplier must be finite and > 0, got ", c.noise_multiplier));
-  }
-  if (!PositiveFinite(c.target_epsilon)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target_epsilon must be finite and > 0, got ", c.target_epsilon));
-  }
-  if (!(c.target_delta > 0 && c.target_delta < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("target_delta must lie in (0, 1), got ", c.target_delta));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<SePrivGEmbResult> TrainSePrivGEmb(const Graph& g,
                                                  const SePrivGEmbConfig& c,

@@ -49,72 +49,17 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
-#include "common/names.h"
 #include "common/random.h"
 #include "server/embedding/proximity.h"
+#include "server/embedding/release_config.h"
 
 namespace ldpgraph::embedding {
 
-enum class NoisedRows { kTouched, kAll };
-
-// How a step moves the rows by the noised mean gradient
-// g = (sum of clipped gradients + noise) / batch_size:
-//  - kSgd: row -= learning_rate * g, only the rows the batch touched (every
-//    row under NoisedRows::kAll);
-//  - kAdam: Adam (Kingma and Ba, ICLR'15, Algorithm 1; beta1 0.9, beta2
-//    0.999, epsilon 1e-8, bias-corrected as PyTorch's torch.optim.Adam)
-//    on the whole of W and C, a row the batch did not touch having
-//    gradient zero that step: its moments decay and it keeps moving on
-//    them, as under the published code's TensorFlow AdamOptimizer on dense
-//    gradients. Computed without touching every row every step
-//    (internal::RowSparseAdam, se_privgemb_step.h).
-enum class Optimizer { kSgd, kAdam };
-
-// The names "sgd" and "adam" (--release-optimizer); Parse fails with
-// INVALID_ARGUMENT "optimizer must be one of sgd, adam, got '<name>'".
-inline constexpr auto kOptimizerNames = MakeNameTable<Optimizer>(
-    "optimizer", {{Optimizer::kSgd, "sgd"}, {Optimizer::kAdam, "adam"}});
-inline absl::StatusOr<Optimizer> ParseOptimizer(absl::string_view name) {
-  return kOptimizerNames.Parse(name);
-}
-inline absl::string_view OptimizerName(Optimizer o) {
-  return kOptimizerNames.Name(o);
-}
-
-struct SePrivGEmbConfig {
-  int dim = 128;
-  int negatives = 5;            // k
-  int batch_size = 16;          // examples per step
-  Optimizer optimizer = Optimizer::kSgd;
-  // The optimizer's rate. SGD moves a row by rate * (its summed clipped
-  // gradients + noise) / batch_size. With C starting at zero, the number of
-  // steps is what gets SGD off the ground: batch 16 and rate 0.5 learn on a
-  // generated graph (node accuracy 0.82, link AUC 0.76 without noise) where
-  // batch 128 and rate 2 stay at chance in 50 epochs. Adam's step does not
-  // scale with the gradient (the published code: Adam, rate 0.1).
-  double learning_rate = 0.5;
-  int max_epochs = 50;          // an epoch is ceil(N / batch_size) steps
-  // Set: at most this many steps, whatever max_epochs says (the published
-  // code's "epochs" are single batches: its 500 are 500 steps).
-  std::optional<int64_t> max_steps;
-  Proximity proximity = Proximity::kDeepWalk;
-  // false: plain skip-gram, no clipping and no noise (the non-private
-  // baseline); the fields below are then ignored.
-  bool private_training = true;
-  double clip = 1.0;            // C
-  double noise_multiplier = 5.0;  // sigma: noise std is sigma * C
-  NoisedRows noised_rows = NoisedRows::kTouched;
-  double target_epsilon = 1.0;
-  double target_delta = 1e-5;
-};
-
-// INVALID_ARGUMENT naming the bad field (max_steps, when set, must be
-// >= 1).
-absl::Status ValidateSePrivGEmbConfig(const SePrivGEmbConfig& c);
+// The settings (SePrivGEmbConfig, NoisedRows, Optimizer and its names) and
+// ValidateSePrivGEmbConfig: release_config.h.
 
 struct SePrivGEmbResult {
   DenseMatrix centre;   // W, n x dim: the released node embedding

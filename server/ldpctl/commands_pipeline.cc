@@ -25,7 +25,7 @@
 #include "server/ldpctl/commands.h"
 #include "server/ldpctl/connection.h"
 #include "server/ldpctl/internal/commands.h"
-#include "server/pipeline/pipeline.h"
+#include "server/pipeline/config.h"
 
 namespace ldpgraph::ldpctl {
 

@@ -17,7 +17,7 @@
 #include "server/ldpctl/internal/simulate_options.h"
 #include "server/ldpctl/internal/simulation.h"
 #include "server/ldpctl/process.h"
-#include "server/pipeline/pipeline.h"
+#include "server/pipeline/config.h"
 
 namespace ldpgraph::ldpctl {
 namespace {

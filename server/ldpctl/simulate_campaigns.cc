@@ -27,7 +27,7 @@
 #include "server/ldpctl/connection.h"
 #include "server/ldpctl/internal/simulation.h"
 #include "server/ldpctl/process.h"
-#include "server/pipeline/pipeline.h"
+#include "server/pipeline/config.h"
 
 namespace ldpgraph::ldpctl::internal {
 namespace {

@@ -32,7 +32,7 @@
 #include "server/ldpctl/dev_tls.h"
 #include "server/ldpctl/internal/simulation.h"
 #include "server/ldpctl/process.h"
-#include "server/pipeline/pipeline.h"
+#include "server/pipeline/config.h"
 #include "server/store/local_postgres.h"
 #include "server/store/store.h"
 

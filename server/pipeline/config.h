@@ -3,11 +3,10 @@
 // defaults, the dataset settings LPGNN takes from its table, validation and
 // the settings as JSON. What a caller needs to name, check, print or send a
 // configuration without running it (the stages: pipeline.h). Its library,
-// ldpgraph::pipeline_config, links no training or attack code: the model
-// settings it holds are server/training's plain structs, used from their
-// headers. Of propagation and embedding, ValidateConfig calls only their
-// validators (ValidatePprOptions, embedding::ValidateReleaseConfig), which
-// share those libraries' sources and so still bring them in.
+// ldpgraph::pipeline_config, links no propagation, embedding, training or
+// attack code: the settings it holds and checks come from those modules'
+// settings libraries (server/propagation/options.h,
+// server/embedding/release_config.h, server/training/options.h).
 #pragma once
 
 #include <cstdint>
@@ -26,12 +25,12 @@
 #include "common/names.h"
 #include "common/wire/names.h"
 #include "ldpgraph/v1/pipeline.pb.h"
-#include "server/embedding/release.h"
+#include "server/embedding/release_config.h"
 #include "server/pipeline/defences.h"
 #include "server/pipeline/lpgnn_settings.h"
 #include "server/pipeline/seeds.h"
-#include "server/propagation/propagation.h"
-#include "server/training/tasks.h"
+#include "server/propagation/options.h"
+#include "server/training/options.h"
 
 namespace ldpgraph::pipeline {
 

@@ -20,6 +20,7 @@
 #include "common/graph/graph.h"
 #include "common/random.h"
 #include "server/training/nn.h"
+#include "server/training/options.h"
 
 namespace ldpgraph::training {
 
@@ -144,11 +145,6 @@ struct SparseInput {
   SpMat<S> x;
   SpMat<S> xt;
 };
-
-// Whether the first layer should read x sparse: when at most
-// kSparseInputDensity of its entries are non-zero (a sparse product costs a
-// few times a dense one per entry it touches).
-inline constexpr double kSparseInputDensity = 0.125;
 
 // A graph network over all n nodes at once.
 //  GCN layer:       H' = A_gcn (drop(H) W) + b

@@ -23,8 +23,11 @@
 #include "common/parallel.h"
 #include "common/random.h"
 #include "common/seed_mix.h"
+#include "server/training/options.h"
 
 namespace ldpgraph::training {
+
+// Activation, WeightInit and AdamOptions: options.h.
 
 template <typename S>
 using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -53,8 +56,6 @@ void FillUniform(Mat<S>& m, double limit, PublicRandom& rng) {
     m.data()[i] = static_cast<S>((2.0 * rng.UniformDouble() - 1.0) * limit);
   }
 }
-
-enum class Activation { kRelu, kSelu };
 
 // SELU's constants (Klambauer et al. 2017).
 inline constexpr double kSeluLambda = 1.0507009873554804934193349852946;
@@ -250,11 +251,6 @@ void ParallelColumnSum(const Mat<S>& a, Mat<S>* out, int threads,
   for (Eigen::Index p = 1; p < parts.count; ++p) *out += (*scratch)[p];
 }
 
-// How a Linear layer starts. kGlorot: W ~ U(+-sqrt(6 / (in + out))), b = 0.
-// kTorch: W and b ~ U(+-1 / sqrt(in)), PyTorch's and PyG's default for a
-// linear layer (kaiming_uniform with a = sqrt(5)).
-enum class WeightInit { kGlorot, kTorch };
-
 // y = x W + b: W is in x out, b is 1 x out, initialised as `init` says
 // (Glorot-uniform W and zero b by default).
 // The products run on `threads` threads (>= 1), over RowParts: the results
@@ -301,16 +297,6 @@ class Linear {
   Param<S> weight_;
   Param<S> bias_;
   std::vector<Mat<S>> scratch_;
-};
-
-struct AdamOptions {
-  double learning_rate = 0.01;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double epsilon = 1e-8;
-  // L2 penalty added to the gradient (PyTorch's Adam weight_decay), on every
-  // parameter.
-  double weight_decay = 0.0;
 };
 
 // Adam (Kingma & Ba 2015) with bias correction, as PyTorch implements it.

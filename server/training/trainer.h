@@ -11,38 +11,11 @@
 
 #include "common/stopwatch.h"
 #include "server/training/nn.h"
+#include "server/training/options.h"
 
 namespace ldpgraph::training {
 
-// Which epoch's parameters the loop keeps.
-//  kBestScore: the best validation score, ties to the lower loss.
-//  kNoisyLabelsCapped: LPGNN's rule for labels seen through randomized
-//    response (Sajadmanesh and Gatica-Perez's public code), where score and
-//    train_score are accuracies against the noisy reports and no model can
-//    honestly agree with more than the channel keeps (score_cap, T[0][0]):
-//    an epoch replaces the best when its validation loss is lower, its
-//    validation accuracy higher but at most score_cap, and its training
-//    accuracy higher but at most 1.05 score_cap. The first epoch is kept
-//    until one does.
-enum class SelectionRule { kBestScore, kNoisyLabelsCapped };
-
-struct TrainOptions {
-  int max_epochs = 500;
-  // Stop once this many epochs pass without a better validation score.
-  int patience = 50;
-  // Never stop before this many epochs.
-  int min_epochs = 0;
-  AdamOptions adam;
-  // Decay on a plateau: once decay_patience epochs pass without a better
-  // validation score, go back to the best epoch's parameters and multiply
-  // the learning rate by decay_factor, at most max_decays times; patience
-  // then counts from the last decay. decay_patience 0: off.
-  int decay_patience = 0;
-  double decay_factor = 0.5;
-  int max_decays = 0;
-  SelectionRule selection = SelectionRule::kBestScore;
-  double score_cap = 1.0;  // kNoisyLabelsCapped only
-};
+// SelectionRule and TrainOptions: options.h.
 
 struct TrainReport {
   int epochs = 0;               // epochs run

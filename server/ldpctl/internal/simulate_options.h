@@ -17,7 +17,7 @@
 #include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "server/ldpctl/connection.h"
-#include "server/pipeline/pipeline.h"
+#include "server/pipeline/config.h"
 
 namespace ldpgraph::ldpctl::internal {
 

@@ -44,7 +44,7 @@
 #include "server/ldpctl/connection.h"
 #include "server/ldpctl/internal/simulate_options.h"
 #include "server/ldpctl/process.h"
-#include "server/pipeline/pipeline.h"
+#include "server/pipeline/config.h"
 #include "server/store/local_postgres.h"
 #include "server/store/store.h"
 
