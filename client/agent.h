@@ -8,10 +8,10 @@
 // through the budget: a new question is checked against the caps, perturbed
 // with fresh randomness and charged; a repeated identical question (same
 // attribute, mechanism, parameters and epsilon, in any campaign) gets the
-// stored answer, with no fresh randomness and no spend (README, "Budget
-// accounting": an untrusted curator cannot average fresh answers away). A
-// task it cannot or will not answer gets a report carrying a Refusal with
-// the reason; a refusal spends nothing.
+// stored answer, with no fresh randomness and no spend (docs/design.md,
+// "Budget accounting": an untrusted curator cannot average fresh answers
+// away). A task it cannot or will not answer gets a report carrying a
+// Refusal with the reason; a refusal spends nothing.
 //
 // Memo format: the answer a budget stores (MemoRow::answer, the agent.db
 // column) is a serialised v1::Report holding only its body (features, label

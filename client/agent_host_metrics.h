@@ -1,6 +1,7 @@
-// The agent host's Prometheus metrics (README, "Observability"), read from
-// the running AgentHost at every scrape of /metrics. The agent host binary
-// registers them; tests register them beside an in-process host.
+// The agent host's Prometheus metrics (docs/operators.md, "Metrics and
+// health"), read from the running AgentHost at every scrape of /metrics. The
+// agent host binary registers them; tests register them beside an
+// in-process host.
 #pragma once
 
 #include <functional>

@@ -1,7 +1,7 @@
 // The durable memo of an agent host: every question its nodes have answered
 // and the answer they gave, so that a restarted host neither forgets what it
 // has revealed nor spends epsilon twice on the same question
-// (README, "The deployment: curator, agent hosts, ldpctl").
+// (docs/operators.md, "The three programs").
 //
 // One SQLite database, <state-dir>/agent.db, in WAL mode with
 // synchronous=FULL: when Commit returns OK the rows are on disk, and the

@@ -1,11 +1,12 @@
-// The life of an agent host started with --nodes from-curator (README,
-// "Deployment"): claim a shard of nodes from the curator, run the shard's
-// agents while renewing its lease, give the shard up when they stop, and
-// claim again when the lease was lost. No gRPC here: the curator's calls
-// (ShardLeases), the shard's agents (ShardRunner) and time (LoopClock) are
-// small interfaces, so that the loop is tested without processes or
-// threads; the agent host implements them over its gRPC stub
-// (GrpcShardLeases, client/agent_host.h) and AgentHost.
+// The life of an agent host started with --nodes from-curator
+// (docs/operators.md, "Container images and agent replicas"): claim a shard
+// of nodes from the curator, run the shard's agents while renewing its
+// lease, give the shard up when they stop, and claim again when the lease
+// was lost. No gRPC here: the curator's calls (ShardLeases), the shard's
+// agents (ShardRunner) and time (LoopClock) are small interfaces, so that
+// the loop is tested without processes or threads; the agent host
+// implements them over its gRPC stub (GrpcShardLeases, client/agent_host.h)
+// and AgentHost.
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,8 @@
 // A node's privacy budget: pure-epsilon sequential composition with caps,
 // and the memo that answers a repeated identical question for free.
 //
-// The agent is the authority on its own budget (README, "Budget accounting").
+// The agent is the authority on its own budget (docs/design.md, "Budget
+// accounting").
 // Every question is identified by a QueryKey: the attribute asked
 // about, the mechanism, its parameters and epsilon. The first time a key is
 // asked, the budget checks the caps, the agent perturbs, and the answer is

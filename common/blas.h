@@ -5,8 +5,8 @@
 // use SSE2 only. Debian's OpenBLAS is built for many CPUs at once and picks
 // its kernels at run time (AVX2 and FMA on most machines of the last ten
 // years), which makes a float matrix product about 2.4 times faster than
-// Eigen's SSE2 one on the same core (README, "Learning at scale";
-// tests/bench/gemm_variants.sh).
+// Eigen's SSE2 one on the same core (docs/benchmarks.md, "Learning at
+// scale"; tests/bench/gemm_variants.sh).
 //
 // Threads: ldpgraph splits work across threads itself, into parts whose
 // boundaries do not depend on the thread count (common/parallel.h), so that

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Development TLS material and secrets for a curator and its agent hosts
-# (README, "The deployment: curator, agent hosts, ldpctl"): a throwaway CA, a
+# (docs/operators.md, "Starting a deployment by hand"): a throwaway CA, a
 # curator server certificate signed by it, an admin token and the key the
 # curator derives per-node credentials from. For development and tests only:
 # the CA key sits beside the certificates, so anyone who can read OUTDIR can

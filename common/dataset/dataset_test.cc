@@ -817,7 +817,8 @@ TEST(RealDatasetsTest, Cora) {
   EXPECT_EQ(s.unlabelled, 0u);
   EXPECT_EQ(s.isolated, 0u);
   EXPECT_EQ(s.max_label, 6u);
-  // The README's example line: node 0 is class 3 with nine binary features.
+  // The example line of ../shared/datasets/README.md: node 0 is class 3
+  // with nine binary features.
   EXPECT_EQ(d.labels[0], 3);
   EXPECT_EQ(std::vector<uint32_t>(d.features.row_indices(0).begin(),
                                   d.features.row_indices(0).end()),

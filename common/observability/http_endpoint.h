@@ -1,7 +1,6 @@
 // The plain-HTTP side door of a curator or agent host process: Prometheus
 // scrapes /metrics, Kubernetes probes /healthz and /readyz
-// (README: the Observability paragraph of "The deployment: curator, agent
-// hosts, ldpctl", and "Containers: docker compose and Kubernetes").
+// (docs/operators.md, "Metrics and health"; deploy/k8s/README.md).
 //
 //   GET /metrics  200, MetricsRegistry::Render(), Content-Type
 //                 "text/plain; version=0.0.4; charset=utf-8"

@@ -1,7 +1,6 @@
 // Prometheus metrics for the curator and the agent hosts: counters, gauges
 // and histograms in labelled families, rendered in the Prometheus text
-// exposition format 0.0.4 (README: the Observability paragraph of "The
-// deployment: curator, agent hosts, ldpctl").
+// exposition format 0.0.4 (docs/operators.md, "Metrics and health").
 //
 // Registration happens once at startup with constant names and returns a
 // family; a family hands out one child per tuple of label values:

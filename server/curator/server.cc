@@ -181,8 +181,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10000);
   // TLS records of at most 4 KiB (gRPC's default: 16 KiB): each connection's
   // frame protector holds buffers of this size; at 10,000 connected hosts
-  // the curator's peak went from 1,117 to 1,066 MiB (README, "Fleet
-  // scale"). Reports travel in batches of many records either way.
+  // the curator's peak went from 1,117 to 1,066 MiB (docs/benchmarks.md,
+  // "Fleet scale"). Reports travel in batches of many records either way.
   builder.AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, 4096);
   grpc::ResourceQuota quota("ldpgraph-curator");
   quota.SetMaxThreads(options.max_threads);

@@ -145,7 +145,7 @@ TEST(LdpctlReleaseTest, CreateLedgerAndExportAgainstACurator) {
 
   curator::ServerOptions o;
   o.listen = "127.0.0.1:0";
-  // Under a parent that does not exist yet, as in the README's recipe
+  // Under a parent that does not exist yet, as in docs/operators.md's recipe
   // (--data-dir state/curator on a fresh clone): the curator creates both.
   o.data_dir = dir.path() + "/state/curator";
   o.graph_dir = graph;

@@ -27,7 +27,7 @@
 
 namespace ldpgraph::ldpctl {
 
-// Exit codes of ldpctl (printed by --help; README "ldpctl").
+// Exit codes of ldpctl (printed by --help; docs/ldpctl.md "Exit codes").
 enum ExitCode : int {
   kExitOk = 0,
   kExitFailed = 1,         // the operation failed (curator error, I/O)

@@ -709,9 +709,9 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          default 16) or auto (default: both, and each run
                          keeps the one with the better validation accuracy;
                          PPR on a tie). PPR cannot separate the classes from
-                         the noise on large graphs whatever --alpha (README:
-                         "Accuracy as the graph grows"). The link task uses
-                         PPR
+                         the noise on large graphs whatever --alpha
+                         (docs/papers.md: "Accuracy as the graph grows").
+                         The link task uses PPR
   --alpha A --r R --rmax T   privge PPR (defaults 0.05, 0.5, 1e-4)
   --standardize / --no-standardize   privge: scale each column of Z to zero
                          mean, unit variance before the classifier (default

@@ -236,8 +236,9 @@ TEST(PipelineTest, PrivGeAutoKeepsTheBetterPropagation) {
 }
 
 // PPR's gain on the classes against the noise is bounded whatever alpha
-// (README, "Accuracy as the graph grows"); K steps of KProp are not. On a
-// graph whose classes PPR cannot separate from HDS's noise, 16 steps do.
+// (docs/papers.md, "Accuracy as the graph grows"); K steps of KProp are
+// not. On a graph whose classes PPR cannot separate from HDS's noise, 16
+// steps do.
 TEST(PipelineTest, KPropStepsSeparateWherePprCannot) {
   const Dataset d = Generated(2000, 0.8, 7);
   PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
@@ -331,7 +332,7 @@ PipelineConfig QuickRelease(Method m, Task t) {
 // homophilous graph and predicts its held-out links; on a random graph the
 // held-out links are unpredictable, so nothing of them leaked into the
 // embedding; a private release reports its guarantee (what it is worth at
-// that budget is the README's grid, not a test's).
+// that budget is docs/papers.md's grid, not a test's).
 TEST(PipelineTest, StructureReleasesLearnTheGraphAndNotTheTestEdges) {
   const Dataset structured = Generated(800, 0.9, 8);
   const Dataset random = RandomGraph(400, 1600);

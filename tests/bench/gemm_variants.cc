@@ -3,9 +3,9 @@
 // Eigen's matrix product: its own kernels for the target the compiler was
 // given, or OpenBLAS behind it (EIGEN_USE_BLAS). Built three ways by
 // tests/bench/gemm_variants.sh, which prints them side by side: the
-// evidence behind ldpgraph's choice of OpenBLAS (README, "Learning at
-// scale"). Not part of the CMake build: the variants differ in compiler
-// flags, which one program cannot mix.
+// evidence behind ldpgraph's choice of OpenBLAS (docs/benchmarks.md,
+// "Learning at scale"). Not part of the CMake build: the variants differ in
+// compiler flags, which one program cannot mix.
 #include <Eigen/Dense>
 
 #include <algorithm>

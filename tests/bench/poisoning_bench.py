@@ -9,15 +9,17 @@ one run elsewhere) for every cell of the grid (attackers: maximal-gain,
 input, adaptive, labels-only, and fake-edges over a Blink graph; defences:
 none, screen, robust, their combination, edge-consistency; malicious shares
 0, 1, 5, 10 and 20 %) for LPGNN (Multi-bit eps 3, label RR eps 3, the
-README's chart) and PrivGE (HDS eps 1, labels known to the curator), on cora
-and pubmed from ../shared/datasets (or $LDPGRAPH_DATASETS). Each cell's JSON
+chart of docs/scenarios.md) and PrivGE (HDS eps 1, labels known to the
+curator), on cora and pubmed from ../shared/datasets (or
+$LDPGRAPH_DATASETS). Each cell's JSON
 is kept in OUT/cells/ and reused by the next run (delete it to recompute).
 Writes OUT/poisoning.md (the table), OUT/poisoning.json (every cell) and one
 SVG chart per dataset and method into PLOT (ldpgraph plot).
 
-Then it checks the claims the README makes (CLAIMS below): at 10 %
-malicious on LPGNN, the undefended attack moves the target rate or the
-accuracy by more than 2 points (the attack works), and its best defence
+Then it checks the claims docs/scenarios.md makes ("Every attacker against
+every defence, measured"; CLAIMS below): at 10 % malicious on LPGNN, the
+undefended attack moves the target rate or the accuracy by more than 2
+points (the attack works), and its best defence
 brings both back within 2 points of the unattacked run. A claim that does
 not hold fails the benchmark (exit 1). Cells a claim does not name are
 reported, not judged: "this defence fails against this attacker" is a
@@ -53,8 +55,8 @@ TITLES = {
 # with or without an attack).
 BLINK = ["--edges", "blink", "--edge-epsilon", "8"]
 
-# (dataset, method, attacker) -> (the defence the README claims holds it,
-# the malicious share): target rate and accuracy within 2 points of the
+# (dataset, method, attacker) -> (the defence docs/scenarios.md claims holds
+# it, the malicious share): target rate and accuracy within 2 points of the
 # unattacked run, while the undefended attack moves one of them by more.
 # At 20 % no defence holds any attacker but maximal-gain (the table).
 # tests/integration/poisoning_defence_test.cc checks cora's claims on one

@@ -12,7 +12,7 @@
 #   raw           no privacy: the scaled features through PrivGE's pipeline
 # Prints one line per row (mean, spread, the propagation the runs kept,
 # seconds, peak MiB from /usr/bin/time) and writes OUT.tsv and OUT.svg (the
-# chart in the README).
+# chart in docs/papers.md, "Accuracy as the graph grows").
 # Usage: tests/bench/scale_accuracy.sh [BUILD_DIR] [OUT]
 # Environment: SIZES (default "10000 100000 1000000"), RUNS (default 3),
 #   FAMILIES (default "default plain"), ROWS (default all five above).

@@ -121,8 +121,8 @@ if bad:
 PY
 
 # Poisoning: attacker x defence x malicious share (ldpgraph eval), and the
-# README's claims checked (tests/bench/poisoning_bench.py; exit 1 when a
-# defended row passes its bound).
+# claims of docs/scenarios.md checked (tests/bench/poisoning_bench.py; exit 1
+# when a defended row passes its bound).
 poison=(--build "$build" --out "$out/poisoning" --plot "$plot" --runs "$runs")
 [ "$quick" = 1 ] && poison+=(--quick)
 /usr/bin/python3 tests/bench/poisoning_bench.py "${poison[@]}"

@@ -1,16 +1,17 @@
-// What each defence holds against its attacker, on cora, as the README's
-// poisoning table claims it (tests/bench/poisoning_bench.py CLAIMS): LPGNN
+// What each defence holds against its attacker, on cora, as the poisoning
+// table of docs/scenarios.md ("Every attacker against every defence,
+// measured") claims it (tests/bench/poisoning_bench.py CLAIMS): LPGNN
 // with Multi-bit at eps_x = 3 and label randomized response at eps_y = 3,
 // seed 1, one run, 10 % of the nodes malicious, attack class 0. No claim
 // is made for labels-only: at 10 % it moves neither figure by 2 points, and
-// at 20 % robust does not hold it (the README's table).
+// at 20 % robust does not hold it (the table).
 //  - the undefended attack moves the target rate up, or the accuracy down,
 //    by more than 2 points (the test sees the attack work);
 //  - with the defence, both are within 2 points of the unattacked run.
 // Seeded runs are deterministic: the thresholds are judged on one run, the
-// spread over runs is in the README's table. Labelled slow (about 25 s a
-// run on two cores; not under the sanitizers). Skipped, saying so, without
-// the shared cora dataset.
+// spread over runs is in the table. Labelled slow (about 25 s a run on two
+// cores; not under the sanitizers). Skipped, saying so, without the shared
+// cora dataset.
 #include <algorithm>
 #include <filesystem>
 #include <string>
