@@ -106,7 +106,7 @@ struct DpneConfig {
   // Weight of ||W||^2. The paper uses 0.001; with the exact minimiser of
   // step 3, lambda is what bounds the part of eta that a node's few
   // entries of M do not constrain (it is divided by 2 lambda), so ldpgraph
-  // defaults to 10 (measured on cora, README "Central-DP releases"; the
+  // defaults to 10 (measured on cora, server/embedding/README.md "DPNE"; the
   // paper's value: --lambda 0.001).
   double lambda = 10.0;
   double mu = 0.001;      // weight of ||H||^2

@@ -29,11 +29,11 @@ PipelineConfig DefaultConfig(Method method, Task task) {
     c.mechanism = "hds";
     c.scaling = FeatureScaling::kSymmetric;
     // Chosen on cora's validation accuracy at eps = 1 (HDS), as PrivGE
-    // tuned its own; see the README's training section.
+    // tuned its own; see docs/papers.md, "The two pipelines".
     c.ppr.alpha = 0.05;
     c.ppr.relative_rmax = true;
     // Node task: PPR or 16 KProp steps, kept per run by validation
-    // (NodePropagation::kAuto; chosen on validation accuracy, README
+    // (NodePropagation::kAuto; chosen on validation accuracy, docs/papers.md,
     // "Accuracy as the graph grows"). The link task keeps PPR.
     c.propagation = NodePropagation::kAuto;
     c.feature_steps = 16;

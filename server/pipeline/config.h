@@ -97,7 +97,7 @@ inline absl::string_view LabelDenoisingName(LabelDenoising d) {
 //  kAuto (PrivGE's default): every run trains on both and keeps the one
 //    whose selected epoch scores best on the validation nodes (PPR on a
 //    tie); RunResult::tuning records both. Why: PPR's gain on the classes
-//    against the noise is bounded by the graph whatever alpha (the README's
+//    against the noise is bounded by the graph whatever alpha (docs/papers.md,
 //    "Accuracy as the graph grows"); K steps are not, while on graphs whose
 //    classes are tight (cora) PPR validates better.
 enum class NodePropagation { kPpr, kKProp, kAuto };
