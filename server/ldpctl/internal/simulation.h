@@ -43,6 +43,7 @@
 #include "server/ldpctl/churn.h"
 #include "server/ldpctl/connection.h"
 #include "server/ldpctl/internal/simulate_options.h"
+#include "server/ldpctl/memory_sampler.h"
 #include "server/ldpctl/process.h"
 #include "server/pipeline/config.h"
 #include "server/store/local_postgres.h"
@@ -225,6 +226,9 @@ class Simulation {
   std::ostream& out_;
   std::ostream& err_;
   Progress progress_;
+  // The memory of this process and every process it started, sampled
+  // together from the start (peak_rss_mib.together in the report).
+  MemorySampler memory_;
   std::string work_, dataset_dir_;
   bool created_work_ = false;  // the default folder under $TMPDIR
   // Everything in work_ is this run's (it was new or empty), and whether
