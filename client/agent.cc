@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -47,12 +48,9 @@ bool BodyMatches(const v1::Report& body, absl::string_view attribute) {
 }
 
 absl::Status ValidateRecord(const NodeRecord& r) {
-  for (size_t j = 0; j < r.features.size(); ++j) {
-    if (!std::isfinite(r.features[j])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node ", r.node, ": features[", j, "] is not finite (",
-          r.features[j], ")"));
-    }
+  if (absl::Status s = r.features.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", r.node, ": ", s.message()));
   }
   if (r.label && *r.label < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -71,6 +69,26 @@ absl::Status ValidateRecord(const NodeRecord& r) {
     }
   }
   return absl::OkStatus();
+}
+
+// The bit of each attribute (1 << v1::Attribute) that attributes names;
+// an unknown name is left out (AgentPolicy::Validate rejects it).
+uint8_t AttributeMask(const std::set<std::string>& attributes) {
+  uint8_t mask = 0;
+  for (const std::string& name : attributes) {
+    if (auto a = wire::kAttributeNames.Parse(name); a.ok()) mask |= 1u << *a;
+  }
+  return mask;
+}
+
+// The names of mask's attributes, sorted as a std::set of them is.
+std::string AttributeList(uint8_t mask) {
+  std::set<std::string> names;
+  for (v1::Attribute a :
+       {v1::ATTRIBUTE_FEATURES, v1::ATTRIBUTE_LABEL, v1::ATTRIBUTE_EDGES}) {
+    if (mask & (1u << a)) names.emplace(wire::kAttributeNames.Name(a));
+  }
+  return absl::StrJoin(names, ", ");
 }
 
 }  // namespace
@@ -114,42 +132,63 @@ absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
     std::unique_ptr<RandomSource> rng,
     std::shared_ptr<const poisoning::Adversary> adversary,
     std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary) {
+  return Create(std::move(record), std::make_shared<const AgentPolicy>(policy),
+                std::move(rng), std::move(adversary),
+                std::move(edge_adversary));
+}
+
+absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
+    NodeRecord record, std::shared_ptr<const AgentPolicy> policy,
+    std::unique_ptr<RandomSource> rng,
+    std::shared_ptr<const poisoning::Adversary> adversary,
+    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary) {
   if (rng == nullptr) {
     return absl::InvalidArgumentError("NodeAgent needs a random source");
   }
-  RETURN_IF_ERROR(policy.Validate());
+  if (policy == nullptr) {
+    return absl::InvalidArgumentError("NodeAgent needs a policy");
+  }
+  RETURN_IF_ERROR(policy->Validate());
   RETURN_IF_ERROR(ValidateRecord(record));
+  // The caps are the shared policy's (an aliasing pointer), not a copy.
   ASSIGN_OR_RETURN(std::unique_ptr<PrivacyBudget> budget,
-                   PrivacyBudget::Create(policy.caps));
-  return std::unique_ptr<NodeAgent>(
-      new NodeAgent(std::move(record), policy.attributes, std::move(budget),
-                    std::move(rng), std::move(adversary),
-                    std::move(edge_adversary)));
+                   PrivacyBudget::Create(std::shared_ptr<const BudgetCaps>(
+                       policy, &policy->caps)));
+  std::unique_ptr<const Attackers> attackers;
+  if (adversary != nullptr || edge_adversary != nullptr) {
+    attackers = std::make_unique<const Attackers>(
+        Attackers{std::move(adversary), std::move(edge_adversary)});
+  }
+  return std::unique_ptr<NodeAgent>(new NodeAgent(
+      std::move(record), AttributeMask(policy->attributes), std::move(budget),
+      std::move(rng), std::move(attackers)));
 }
 
 absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
   v1::Report body;
   if (const FeatureMechanism* mech = spec.feature()) {
+    // The scaled dense row, made for this answer only.
+    const std::vector<double> features = record_.features.Dense();
     // Simulation only: a malicious node's crafted report.
     ASSIGN_OR_RETURN(
         SparseReport report,
-        adversary_ != nullptr
-            ? adversary_->CraftFeatureReport(*mech, record_.features, *rng_)
-            : mech->Perturb(record_.features, *rng_));
+        adversary() != nullptr
+            ? adversary()->CraftFeatureReport(*mech, features, rng_)
+            : mech->Perturb(features, rng_));
     *body.mutable_features() = wire::EncodeFeatureReport(report);
   } else if (const LabelRandomizedResponse* rr = spec.label()) {
-    ASSIGN_OR_RETURN(int label, adversary_ != nullptr
-                                    ? adversary_->CraftLabel(*rr, *rng_)
-                                    : rr->Perturb(*record_.label, *rng_));
+    ASSIGN_OR_RETURN(int label, adversary() != nullptr
+                                    ? adversary()->CraftLabel(*rr, rng_)
+                                    : rr->Perturb(*record_.label, rng_));
     body.mutable_label()->set_label(static_cast<uint32_t>(label));
   } else if (const EdgeRandomizedResponse* rr = spec.edges();
              rr != nullptr && spec.kind() == v1::MECHANISM_KIND_EDGE_RR) {
     // Simulation only: the fake-edges attacker's crafted list.
     ASSIGN_OR_RETURN(
         std::vector<uint32_t> reported,
-        edge_adversary_ != nullptr
-            ? edge_adversary_->CraftRrReport(*rr, record_.node, *rng_)
-            : rr->Perturb(record_.node, record_.neighbours, *rng_));
+        edge_adversary() != nullptr
+            ? edge_adversary()->CraftRrReport(*rr, record_.node, rng_)
+            : rr->Perturb(record_.node, record_.neighbours, rng_));
     body.mutable_edges()->mutable_neighbours()->Assign(reported.begin(),
                                                        reported.end());
   } else if (const edges::BlinkClient* blink = spec.blink()) {
@@ -157,9 +196,9 @@ absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
     // from the node's own stream, one report (budgeted as one question).
     ASSIGN_OR_RETURN(
         edges::BlinkReport report,
-        edge_adversary_ != nullptr
-            ? edge_adversary_->CraftBlinkReport(*blink, record_.node, *rng_)
-            : blink->Report(record_.node, record_.neighbours, *rng_));
+        edge_adversary() != nullptr
+            ? edge_adversary()->CraftBlinkReport(*blink, record_.node, rng_)
+            : blink->Report(record_.node, record_.neighbours, rng_));
     v1::EdgeReport* e = body.mutable_edges();
     e->mutable_neighbours()->Assign(report.neighbours.begin(),
                                     report.neighbours.end());
@@ -206,17 +245,15 @@ std::optional<v1::Report> NodeAgent::CheckTask(
       task.spec().kind() == v1::MECHANISM_KIND_EDGE_SUBSTITUTION;
   // The node's policy and data. Substitution shares the node's privatized
   // features with its neighbours: the policy must allow both.
-  std::vector<std::string> needed = {*attribute};
-  if (substitution) {
-    needed.emplace_back(wire::kAttributeNames.Name(v1::ATTRIBUTE_FEATURES));
-  }
-  for (const std::string& a : needed) {
-    if (!attributes_.contains(a)) {
+  std::vector<v1::Attribute> needed = {task.attribute()};
+  if (substitution) needed.push_back(v1::ATTRIBUTE_FEATURES);
+  for (const v1::Attribute a : needed) {
+    if (!(allowed_ & (1u << a))) {
       return refuse(v1::REFUSAL_REASON_POLICY,
                     absl::StrCat("the policy of node ", record_.node,
-                                 " does not allow questions about '", a,
-                                 "' (allowed: ", absl::StrJoin(attributes_, ", "),
-                                 ")"));
+                                 " does not allow questions about '",
+                                 wire::kAttributeNames.Name(a),
+                                 "' (allowed: ", AttributeList(allowed_), ")"));
     }
   }
   const uint32_t dimension = task.spec().dimension();
@@ -228,12 +265,12 @@ std::optional<v1::Report> NodeAgent::CheckTask(
       return refuse(v1::REFUSAL_REASON_NO_DATA,
                     absl::StrCat("node ", record_.node, " holds no features"));
     }
-    if (d != record_.features.size()) {
+    if (d != record_.features.dimension()) {
       return refuse(v1::REFUSAL_REASON_INVALID_TASK,
                     absl::StrCat(substitution ? "spec.substitution.features."
                                               : "spec.",
                                  "dimension is ", d, " but node ", record_.node,
-                                 " holds ", record_.features.size(),
+                                 " holds ", record_.features.dimension(),
                                  " features"));
     }
   }
@@ -295,7 +332,7 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
   uint64_t draws = 0;  // the stream's position after a fresh answer
   absl::StatusOr<Answered> answered = budget_->Answer(key, [&] {
     absl::StatusOr<std::string> a = Serialise(perturb(), built);
-    draws = rng_->draws();
+    draws = rng_.draws();
     return a;
   });
   if (!answered.ok()) {
@@ -367,7 +404,7 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
   auto answer_features = [&]() -> absl::StatusOr<std::optional<Answered>> {
     absl::StatusOr<Answered> a = budget_->Answer(features_key, [&] {
       absl::StatusOr<std::string> s = Serialise(Perturb(feature_spec), built);
-      draws = rng_->draws();
+      draws = rng_.draws();
       return s;
     });
     if (absl::IsResourceExhausted(a.status())) {
@@ -487,7 +524,7 @@ absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer,
     return absl::Status(s.code(), absl::StrCat("node ", record_.node,
                                                ": restore: ", s.message()));
   }
-  rng_->AdvanceTo(draws);
+  rng_.AdvanceTo(draws);
   return absl::OkStatus();
 }
 
@@ -501,11 +538,17 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
     return absl::InvalidArgumentError("an agent shard needs at least one node");
   }
   RETURN_IF_ERROR(policy.Validate());
-  absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents;
+  // One policy for every node: its caps are shared, not copied.
+  const auto shared = std::make_shared<const AgentPolicy>(std::move(policy));
+  std::sort(records.begin(), records.end(),
+            [](const NodeRecord& a, const NodeRecord& b) { return a.node < b.node; });
+  std::vector<uint32_t> nodes;
+  std::vector<std::unique_ptr<NodeAgent>> agents;
+  nodes.reserve(records.size());
   agents.reserve(records.size());
   for (NodeRecord& record : records) {
     const uint32_t node = record.node;
-    if (agents.contains(node)) {
+    if (!nodes.empty() && nodes.back() == node) {
       return absl::InvalidArgumentError(
           absl::StrCat("node ", node, " appears twice in the shard"));
     }
@@ -518,50 +561,72 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
       edge_adversary = attack->edge_adversary;
     }
     ASSIGN_OR_RETURN(std::unique_ptr<NodeAgent> agent,
-                     NodeAgent::Create(std::move(record), policy, std::move(rng),
+                     NodeAgent::Create(std::move(record), shared, std::move(rng),
                                        std::move(adversary),
                                        std::move(edge_adversary)));
-    agents.emplace(node, std::move(agent));
+    nodes.push_back(node);
+    agents.push_back(std::move(agent));
   }
+  records = {};  // moved from: hand their vector back
+  auto index = [&](uint32_t node) -> std::optional<size_t> {
+    auto it = std::lower_bound(nodes.begin(), nodes.end(), node);
+    if (it == nodes.end() || *it != node) return std::nullopt;
+    return static_cast<size_t>(it - nodes.begin());
+  };
   ASSIGN_OR_RETURN(std::unique_ptr<AgentStateStore> store,
                    AgentStateStore::Open(state_dir, store_options));
   ShardCounters counters;
   RETURN_IF_ERROR(store->ForEach([&](const MemoRow& row) -> absl::Status {
-    auto it = agents.find(row.node);
-    if (it == agents.end()) {
+    const std::optional<size_t> i = index(row.node);
+    if (!i) {
       ++counters.foreign_rows;
       return absl::OkStatus();
     }
-    RETURN_IF_ERROR(it->second->Restore(row.key, row.answer, row.draws));
+    RETURN_IF_ERROR(agents[*i]->Restore(row.key, row.answer, row.draws));
     ++counters.restored;
     return absl::OkStatus();
   }));
   // Each node's key pair: loaded, or made now and stored before anything
-  // can send its public half.
-  absl::flat_hash_map<uint32_t, crypto::KeyPair> keys;
-  keys.reserve(agents.size());
-  ASSIGN_OR_RETURN(auto stored_keys, store->LoadKeys());
-  for (const auto& [node, private_key] : stored_keys) {
-    if (!agents.contains(node)) continue;
-    absl::StatusOr<crypto::KeyPair> pair = crypto::KeyPair::FromPrivate(private_key);
-    if (!pair.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          store->path(), ": the key of node ", node, ": ",
-          pair.status().message()));
+  // can send its public half (in transactions of at most kKeysPerCommit
+  // keys, so that the new ones are never all held twice).
+  constexpr size_t kKeysPerCommit = 8192;
+  std::vector<crypto::KeyPair> keys;
+  keys.reserve(nodes.size());
+  uint64_t generated = 0;
+  {
+    ASSIGN_OR_RETURN(auto stored_keys, store->LoadKeys());
+    std::sort(stored_keys.begin(), stored_keys.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto stored = stored_keys.begin();
+    std::vector<std::pair<uint32_t, std::string>> new_keys;
+    for (const uint32_t node : nodes) {
+      while (stored != stored_keys.end() && stored->first < node) ++stored;
+      if (stored != stored_keys.end() && stored->first == node) {
+        absl::StatusOr<crypto::KeyPair> pair =
+            crypto::KeyPair::FromPrivate(stored->second);
+        if (!pair.ok()) {
+          return absl::DataLossError(absl::StrCat(
+              store->path(), ": the key of node ", node, ": ",
+              pair.status().message()));
+        }
+        keys.push_back(*pair);
+        continue;
+      }
+      ASSIGN_OR_RETURN(crypto::KeyPair pair, crypto::KeyPair::Generate());
+      new_keys.emplace_back(node, std::string(pair.private_key()));
+      keys.push_back(pair);
+      if (new_keys.size() == kKeysPerCommit) {
+        RETURN_IF_ERROR(store->StoreKeys(new_keys));
+        generated += new_keys.size();
+        new_keys.clear();
+      }
     }
-    keys.emplace(node, *std::move(pair));
+    RETURN_IF_ERROR(store->StoreKeys(new_keys));
+    generated += new_keys.size();
   }
-  std::vector<std::pair<uint32_t, std::string>> new_keys;
-  for (const auto& [node, agent] : agents) {
-    if (keys.contains(node)) continue;
-    ASSIGN_OR_RETURN(crypto::KeyPair pair, crypto::KeyPair::Generate());
-    new_keys.emplace_back(node, pair.private_key());
-    keys.emplace(node, std::move(pair));
-  }
-  RETURN_IF_ERROR(store->StoreKeys(new_keys));
-  counters.keys_generated = new_keys.size();
-  std::unique_ptr<AgentShard> shard(
-      new AgentShard(std::move(store), std::move(agents), std::move(keys)));
+  counters.keys_generated = generated;
+  std::unique_ptr<AgentShard> shard(new AgentShard(
+      std::move(store), std::move(nodes), std::move(agents), std::move(keys)));
   {
     absl::MutexLock lock(&shard->mu_);
     shard->counters_ = std::move(counters);
@@ -569,47 +634,89 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
   return shard;
 }
 
+std::optional<size_t> AgentShard::Find(uint32_t node) const {
+  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), node);
+  if (it == nodes_.end() || *it != node) return std::nullopt;
+  return static_cast<size_t>(it - nodes_.begin());
+}
+
 absl::StatusOr<ShardResponse> AgentShard::RespondAll(const v1::Task& task) {
+  // One part of every node: one transaction, as documented.
+  std::vector<v1::Report> reports;
+  ASSIGN_OR_RETURN(
+      ShardResponse out,
+      RespondAll(task, std::numeric_limits<size_t>::max(),
+                 [&](std::vector<v1::Report> part) {
+                   reports = std::move(part);
+                   return absl::OkStatus();
+                 }));
+  out.reports = std::move(reports);
+  return out;
+}
+
+absl::StatusOr<ShardResponse> AgentShard::RespondAll(
+    const v1::Task& task, size_t part,
+    absl::FunctionRef<absl::Status(std::vector<v1::Report>)> send) {
+  if (part == 0) {
+    return absl::InvalidArgumentError("RespondAll: a part holds >= 1 node");
+  }
   // The task's mechanism, checked and built once for every node.
   const absl::StatusOr<wire::CompiledSpec> spec =
       wire::CompiledSpec::Compile(task.spec());
-  absl::MutexLock lock(&mu_);
   ShardResponse out;
-  std::map<v1::RefusalReason, uint64_t> refusals;
   absl::flat_hash_set<uint32_t> seen;
-  for (const uint32_t node : task.node_ids()) {
-    if (!seen.insert(node).second) continue;
-    auto it = agents_.find(node);
-    if (it == agents_.end()) {
-      ++out.not_in_shard;
-      continue;
+  const auto& ids = task.node_ids();
+  int next = 0;  // the first id of task.node_ids not looked at yet
+  while (next < ids.size()) {
+    std::vector<v1::Report> reports;
+    {
+      absl::MutexLock lock(&mu_);
+      ShardResponse counts;
+      std::map<v1::RefusalReason, uint64_t> refusals;
+      for (; next < ids.size() && reports.size() < part; ++next) {
+        const uint32_t node = ids[next];
+        if (!seen.insert(node).second) continue;
+        const std::optional<size_t> i = Find(node);
+        if (!i) {
+          ++counts.not_in_shard;
+          continue;
+        }
+        // On an error here the rows already answered stay in pending_.
+        ASSIGN_OR_RETURN(NodeAgent::Response r,
+                         agents_[*i]->Respond(task, spec));
+        if (r.report.has_refusal()) {
+          ++counts.refusals;
+          ++refusals[r.report.refusal().reason()];
+        } else if (r.fresh) {
+          ++counts.fresh;
+        } else {
+          ++counts.memo_hits;
+        }
+        if (r.to_persist) pending_.push_back(std::move(*r.to_persist));
+        reports.push_back(std::move(r.report));
+      }
+      // Durable before anything leaves: the rows of this part and any left
+      // over from an earlier failed commit, in one transaction.
+      RETURN_IF_ERROR(CommitLocked());
+      counters_.fresh += counts.fresh;
+      counters_.memo_hits += counts.memo_hits;
+      counters_.not_in_shard += counts.not_in_shard;
+      for (const auto& [reason, n] : refusals) counters_.refusals[reason] += n;
+      out.fresh += counts.fresh;
+      out.memo_hits += counts.memo_hits;
+      out.refusals += counts.refusals;
+      out.not_in_shard += counts.not_in_shard;
     }
-    // On an error here the rows already answered stay in pending_.
-    ASSIGN_OR_RETURN(NodeAgent::Response r, it->second->Respond(task, spec));
-    if (r.report.has_refusal()) {
-      ++out.refusals;
-      ++refusals[r.report.refusal().reason()];
-    } else if (r.fresh) {
-      ++out.fresh;
-    } else {
-      ++out.memo_hits;
-    }
-    if (r.to_persist) pending_.push_back(std::move(*r.to_persist));
-    out.reports.push_back(std::move(r.report));
+    if (!reports.empty()) RETURN_IF_ERROR(send(std::move(reports)));
   }
-  // Durable before anything leaves: the rows of this task and any left over
-  // from an earlier failed commit, in one transaction.
-  RETURN_IF_ERROR(CommitLocked());
-  counters_.fresh += out.fresh;
-  counters_.memo_hits += out.memo_hits;
-  counters_.not_in_shard += out.not_in_shard;
-  for (const auto& [reason, n] : refusals) counters_.refusals[reason] += n;
   return out;
 }
 
 absl::Status AgentShard::CommitLocked() {
   RETURN_IF_ERROR(store_->Commit(pending_));
   pending_.clear();
+  // A large task's rows are gone: hand their buffer back.
+  if (pending_.capacity() > 1024) pending_.shrink_to_fit();
   return absl::OkStatus();
 }
 
@@ -622,14 +729,14 @@ absl::StatusOr<ShardSubstitution> AgentShard::BeginSubstitution(
   absl::flat_hash_set<uint32_t> seen;
   for (const uint32_t node : task.node_ids()) {
     if (!seen.insert(node).second) continue;
-    auto it = agents_.find(node);
-    if (it == agents_.end()) {
+    const std::optional<size_t> i = Find(node);
+    if (!i) {
       ++out.not_in_shard;
       continue;
     }
     // On an error here the rows already answered stay in pending_.
     ASSIGN_OR_RETURN(NodeAgent::SubstitutionStart start,
-                     it->second->BeginSubstitution(task));
+                     agents_[*i]->BeginSubstitution(task));
     using Role = NodeAgent::SubstitutionStart::Role;
     if (start.role == Role::kRefuse) {
       ++refusals[start.report.refusal().reason()];
@@ -652,12 +759,12 @@ absl::StatusOr<v1::Report> AgentShard::FinishSubstitution(
     const v1::Task& task, uint32_t node,
     const std::vector<uint32_t>& neighbours) {
   absl::MutexLock lock(&mu_);
-  auto it = agents_.find(node);
-  if (it == agents_.end()) {
+  const std::optional<size_t> i = Find(node);
+  if (!i) {
     return absl::NotFoundError(absl::StrCat("node ", node, " is not in the shard"));
   }
   ASSIGN_OR_RETURN(NodeAgent::Response r,
-                   it->second->FinishSubstitution(task, neighbours));
+                   agents_[*i]->FinishSubstitution(task, neighbours));
   if (r.to_persist) pending_.push_back(std::move(*r.to_persist));
   RETURN_IF_ERROR(CommitLocked());
   if (r.report.has_refusal()) {
@@ -671,21 +778,15 @@ absl::StatusOr<v1::Report> AgentShard::FinishSubstitution(
 }
 
 const crypto::KeyPair* AgentShard::key_pair(uint32_t node) const {
-  auto it = keys_.find(node);
-  return it == keys_.end() ? nullptr : &it->second;
+  const std::optional<size_t> i = Find(node);
+  return i ? &keys_[*i] : nullptr;
 }
 
-std::vector<uint32_t> AgentShard::nodes() const {
-  std::vector<uint32_t> out;
-  out.reserve(agents_.size());
-  for (const auto& [node, agent] : agents_) out.push_back(node);
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<uint32_t> AgentShard::nodes() const { return nodes_; }
 
 const NodeAgent* AgentShard::agent(uint32_t node) const {
-  auto it = agents_.find(node);
-  return it == agents_.end() ? nullptr : it->second.get();
+  const std::optional<size_t> i = Find(node);
+  return i ? agents_[*i].get() : nullptr;
 }
 
 absl::StatusOr<double> AgentShard::spent(uint32_t node,
@@ -723,21 +824,26 @@ absl::StatusOr<std::vector<NodeRecord>> LoadShard(
   ASSIGN_OR_RETURN(const DatasetMeta meta, LoadDatasetMeta(dataset_dir));
   ASSIGN_OR_RETURN(std::vector<DeviceRecord> stored,
                    ReadDeviceRecords(dataset_dir, meta, begin, end));
-  FeatureSchema schema;
+  // One scale for the shard, shared by its records.
+  std::shared_ptr<const FeatureScale> scale;
   if (scaling != FeatureScaling::kNone) {
-    ASSIGN_OR_RETURN(schema, DeclaredFeatureSchema(meta, dataset_dir));
+    ASSIGN_OR_RETURN(FeatureSchema schema,
+                     DeclaredFeatureSchema(meta, dataset_dir));
+    ASSIGN_OR_RETURN(scale, FeatureScale::Create(std::move(schema), scaling));
   } else {
-    schema.ranges.assign(meta.features, {0.0, 0.0});  // unused: as stored
+    scale = FeatureScale::AsStored(meta.features);
   }
   std::vector<NodeRecord> records;
   records.reserve(stored.size());
   for (DeviceRecord& s : stored) {
     NodeRecord r;
     r.node = s.node;
-    r.features = ScaleFeatureRow(s.indices, s.values, schema, scaling);
+    r.features = NodeFeatures(s.indices, s.values, scale);
     if (s.label >= 0) r.label = s.label;
     r.neighbours = std::move(s.neighbours);
+    r.neighbours.shrink_to_fit();
     records.push_back(std::move(r));
+    s = DeviceRecord();  // its buffers, copied or moved, go now
   }
   return records;
 }

@@ -49,12 +49,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client/agent_state.h"
+#include "client/node_features.h"
 #include "common/accounting.h"
 #include "common/attacks/edge_poisoning.h"
 #include "common/attacks/poisoning.h"
@@ -70,10 +70,12 @@ namespace ldpgraph::agent {
 // One node's private record: the only place raw data exists.
 struct NodeRecord {
   uint32_t node = 0;
-  // Dense feature vector, already scaled to the public range the campaigns
-  // name (mechanisms clip to it anyway). Finite values. Empty: the node
-  // holds no features (feature tasks are refused with NO_DATA).
-  std::vector<double> features;
+  // The node's stored non-zeros and the shard's scaling to the public range
+  // the campaigns name (mechanisms clip to it anyway); the dense scaled
+  // row is computed when a feature question is answered
+  // (client/node_features.h). Empty: the node holds no features (feature
+  // tasks are refused with NO_DATA).
+  NodeFeatures features;
   // The class label, if the node has one (>= 0).
   std::optional<int> label;
   // Neighbours, strictly ascending, never the node itself.
@@ -187,6 +189,14 @@ class NodeAgent {
       std::shared_ptr<const poisoning::Adversary> adversary = nullptr,
       std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary =
           nullptr);
+  // The same with a policy shared by many agents (not null): its caps are
+  // shared, not copied (AgentShard::Create gives one to all its nodes).
+  static absl::StatusOr<std::unique_ptr<NodeAgent>> Create(
+      NodeRecord record, std::shared_ptr<const AgentPolicy> policy,
+      std::unique_ptr<RandomSource> rng,
+      std::shared_ptr<const poisoning::Adversary> adversary = nullptr,
+      std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary =
+          nullptr);
 
   // Answers task for this node (the caller routes: task.node_ids is not
   // consulted). Not for neighbour substitution (FAILED_PRECONDITION: see
@@ -281,20 +291,31 @@ class NodeAgent {
   uint32_t node() const { return record_.node; }
   const NodeRecord& record() const { return record_; }
   const PrivacyBudget& budget() const { return *budget_; }
-  const RandomSource& random_source() const { return *rng_; }
+  const RandomSource& random_source() const { return rng_; }
 
  private:
-  NodeAgent(NodeRecord record, std::set<std::string> attributes,
+  // Simulation only: the attacker's, for a malicious node.
+  struct Attackers {
+    std::shared_ptr<const poisoning::Adversary> adversary;
+    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary;
+  };
+
+  NodeAgent(NodeRecord record, uint8_t allowed,
             std::unique_ptr<PrivacyBudget> budget,
             std::unique_ptr<RandomSource> rng,
-            std::shared_ptr<const poisoning::Adversary> adversary,
-            std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary)
+            std::unique_ptr<const Attackers> attackers)
       : record_(std::move(record)),
-        attributes_(std::move(attributes)),
+        allowed_(allowed),
         budget_(std::move(budget)),
-        rng_(std::make_unique<CountedRandom>(std::move(rng))),
-        adversary_(std::move(adversary)),
-        edge_adversary_(std::move(edge_adversary)) {}
+        rng_(std::move(rng)),
+        attackers_(std::move(attackers)) {}
+
+  const poisoning::Adversary* adversary() const {
+    return attackers_ == nullptr ? nullptr : attackers_->adversary.get();
+  }
+  const poisoning::EdgeAdversary* edge_adversary() const {
+    return attackers_ == nullptr ? nullptr : attackers_->edge_adversary.get();
+  }
 
   // The body of a fresh answer from spec's mechanism (runs under the
   // budget's lock). spec is a checked feature, label RR or edge RR spec.
@@ -320,18 +341,19 @@ class NodeAgent {
       const absl::StatusOr<wire::CompiledSpec>& spec) const;
 
   const NodeRecord record_;
-  const std::set<std::string> attributes_;
+  // The policy's attributes: bit 1 << a for each v1::Attribute a allowed.
+  const uint8_t allowed_;
   const std::unique_ptr<PrivacyBudget> budget_;
-  const std::unique_ptr<CountedRandom> rng_;  // used under budget_'s lock
-  // Simulation only: the attacker's, for a malicious node; else null.
-  const std::shared_ptr<const poisoning::Adversary> adversary_;
-  const std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary_;
+  CountedRandom rng_;  // used under budget_'s lock
+  // Simulation only: set for a malicious node; else null.
+  const std::unique_ptr<const Attackers> attackers_;
 };
 
 // What RespondAll returns.
 struct ShardResponse {
   // One report per distinct node of task.node_ids held by the shard, in the
-  // task's order (a repeated id is answered once).
+  // task's order (a repeated id is answered once). Empty when the reports
+  // went to RespondAll's send, part by part.
   std::vector<v1::Report> reports;
   // Ids in task.node_ids that the shard does not hold: skipped. A host
   // normally only gets tasks for its own nodes; the count is for its logs.
@@ -366,8 +388,13 @@ struct ShardCounters {
 };
 
 // The logical agents of one agent host and their durable memo.
-// Thread-safe: RespondAll calls are serialised by a mutex; the accessors may
-// be called concurrently with them.
+// Thread-safe: answering is serialised by a mutex (RespondAll holds it for
+// a part at a time); the accessors may be called concurrently with it.
+//
+// Memory: per node, its NodeAgent (record with its stored non-zeros,
+// budget, random source) and its key pair, in vectors ordered by node (a
+// node is found by binary search), with nothing kept per node beyond them
+// between tasks.
 class AgentShard {
  public:
   // Builds one NodeAgent per record (NodeRandomSource(seed, node) each),
@@ -397,6 +424,20 @@ class AgentShard {
   // row is durable. An error of a NodeAgent (INTERNAL) also releases
   // nothing.
   absl::StatusOr<ShardResponse> RespondAll(const v1::Task& task);
+
+  // The same in parts, so that a host never holds a report (nor a memo row
+  // to commit) per node of a large shard at once: the nodes of task.node_ids
+  // the shard holds are answered `part` (>= 1) at a time, in the task's
+  // order; each part's new memo rows are committed in ONE transaction, then
+  // its reports are handed to send, outside the shard's lock, before the
+  // next part is answered. The first error (a commit's, a NodeAgent's, or
+  // send's) stops it and is returned: the parts before it were released
+  // (durable first), and the failed part's reports were not (its rows, when
+  // answered, are committed first by the next call, as for RespondAll). The
+  // counts of every part answered are returned, with no reports.
+  absl::StatusOr<ShardResponse> RespondAll(
+      const v1::Task& task, size_t part,
+      absl::FunctionRef<absl::Status(std::vector<v1::Report>)> send);
 
   // A substitution task (see NodeAgent::BeginSubstitution) for every node
   // of task.node_ids the shard holds. Every fresh answer (the features
@@ -429,18 +470,24 @@ class AgentShard {
 
  private:
   AgentShard(std::unique_ptr<AgentStateStore> store,
-             absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents,
-             absl::flat_hash_map<uint32_t, crypto::KeyPair> keys)
+             std::vector<uint32_t> nodes,
+             std::vector<std::unique_ptr<NodeAgent>> agents,
+             std::vector<crypto::KeyPair> keys)
       : store_(std::move(store)),
+        nodes_(std::move(nodes)),
         agents_(std::move(agents)),
         keys_(std::move(keys)) {}
+  // The index of node in nodes_, or nullopt.
+  std::optional<size_t> Find(uint32_t node) const;
   // Commits pending_ (and rows) before anything leaves; see RespondAll.
   absl::Status CommitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<AgentStateStore> store_;
-  // Immutable after Create.
-  const absl::flat_hash_map<uint32_t, std::unique_ptr<NodeAgent>> agents_;
-  const absl::flat_hash_map<uint32_t, crypto::KeyPair> keys_;
+  // Immutable after Create: the nodes ascending, and each one's agent and
+  // key pair at its index.
+  const std::vector<uint32_t> nodes_;
+  const std::vector<std::unique_ptr<NodeAgent>> agents_;
+  const std::vector<crypto::KeyPair> keys_;
   mutable absl::Mutex mu_;
   std::vector<MemoRow> pending_ ABSL_GUARDED_BY(mu_);
   ShardCounters counters_ ABSL_GUARDED_BY(mu_);
@@ -451,11 +498,13 @@ class AgentShard {
 // lists, through the folder's device index (common/dataset/device_index.h),
 // and scales each node's features with the folder's public feature schema
 // alone (common/dataset/feature_schema.h; kNone keeps them as stored and
-// needs no schema). Dense feature rows, labels (-1 becomes nullopt),
-// ascending neighbour lists. Memory and time grow with the shard, not the
-// dataset. FAILED_PRECONDITION naming `ldpgraph prepare` for a folder
-// without a schema (unless kNone) or a device index; ReadDeviceRecords'
-// other errors.
+// needs no schema). Features, labels (-1 becomes nullopt), ascending
+// neighbour lists. Each record keeps its node's stored non-zeros and one
+// scale shared by the shard (NodeFeatures): the dense row is made when a
+// feature question is answered. Memory and time grow with the shard, not
+// the dataset. FAILED_PRECONDITION naming `ldpgraph prepare` for a folder
+// without a schema (unless kNone) or a device index; INVALID_ARGUMENT for
+// a schema range that is not finite; ReadDeviceRecords' other errors.
 absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     const std::string& dataset_dir, FeatureScaling scaling, uint32_t begin,
     uint32_t end);

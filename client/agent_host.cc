@@ -16,6 +16,23 @@
 
 namespace ldpgraph::agent {
 
+NodeSecret::NodeSecret(uint32_t node, absl::string_view secret)
+    : node_(node),
+      size_(static_cast<uint8_t>(std::min<size_t>(secret.size(), 255))) {
+  if (valid()) std::copy(secret.begin(), secret.end(), bytes_.begin());
+}
+
+absl::Status CheckSecrets(const std::vector<NodeSecret>& credentials) {
+  for (const NodeSecret& c : credentials) {
+    if (!c.valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the credential of node ", c.node(), " is not ", NodeSecret::kBytes,
+          " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
@@ -78,11 +95,7 @@ class AgentHost::Transport final : public ExchangeTransport {
   absl::Status Report(std::vector<v1::Report> reports) override {
     const std::string token = host_->token();
     if (token.empty()) return absl::UnavailableError("no session yet");
-    uint64_t refusals = 0;
-    for (const v1::Report& r : reports) refusals += r.has_refusal() ? 1 : 0;
-    RETURN_IF_ERROR(host_->SendReports(*host_->stub_, token, std::move(reports)));
-    host_->counters_.refusals_sent.fetch_add(refusals);
-    return absl::OkStatus();
+    return host_->SendAndCount(*host_->stub_, token, std::move(reports));
   }
 
  private:
@@ -141,13 +154,19 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
         "batch size must be in [1, 65536], got ", options.batch_size));
   }
   if (options.window < 1) options.window = 1;
+  if (options.answer_part < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "answer_part must be >= 1, got ", options.answer_part));
+  }
   if (options.enrol_part < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "enrol_part must be >= 1, got ", options.enrol_part));
   }
+  RETURN_IF_ERROR(CheckSecrets(options.credentials));
   std::vector<uint32_t> with_credential;
-  for (const auto& [node, secret] : options.credentials) {
-    with_credential.push_back(node);
+  with_credential.reserve(options.credentials.size());
+  for (const NodeSecret& c : options.credentials) {
+    with_credential.push_back(c.node());
   }
   std::sort(with_credential.begin(), with_credential.end());
   const std::vector<uint32_t> nodes = shard->nodes();
@@ -167,17 +186,17 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
 }
 
 void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
-                    uint32_t node, const std::string& secret,
-                    v1::NodeCredential* out) {
+                    const NodeSecret& credential, v1::NodeCredential* out) {
+  const uint32_t node = credential.node();
   out->set_node_id(node);
-  out->set_secret(secret);
+  out->set_secret(std::string(credential.secret()));
   out->mutable_caps()->set_total(options.caps.total);
   for (const auto& [attribute, cap] : options.caps.per_attribute) {
     (*out->mutable_caps()->mutable_per_attribute())[attribute] = cap;
   }
   // Only the public half of the node's key pair ever leaves the host.
   if (const crypto::KeyPair* key = shard.key_pair(node)) {
-    out->set_sealing_key(key->public_key());
+    out->set_sealing_key(std::string(key->public_key()));
   }
 }
 
@@ -278,11 +297,11 @@ std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& option
 }
 
 GrpcShardLeases::GrpcShardLeases(const AgentHostOptions& options,
-                                 std::pair<uint32_t, std::string> proof)
+                                 const NodeSecret& proof)
     : stub_(v1::AgentService::NewStub(MakeCuratorChannel(options))) {
   request_.set_host_name(options.host_name);
-  request_.mutable_proof()->set_node_id(proof.first);
-  request_.mutable_proof()->set_secret(std::move(proof.second));
+  request_.mutable_proof()->set_node_id(proof.node());
+  request_.mutable_proof()->set_secret(std::string(proof.secret()));
 }
 
 absl::StatusOr<v1::ClaimShardResponse> GrpcShardLeases::Ask() {
@@ -389,8 +408,8 @@ absl::StatusOr<std::string> AgentHost::Enrol(v1::AgentService::Stub& stub) {
     enrol.set_continues(token);
     enrol.mutable_nodes()->Reserve(static_cast<int>(last - first));
     for (size_t i = first; i < last; ++i) {
-      const auto& [node, secret] = options_.credentials[i];
-      FillCredential(options_, *shard_, node, secret, enrol.add_nodes());
+      FillCredential(options_, *shard_, options_.credentials[i],
+                     enrol.add_nodes());
     }
     v1::EnrolResponse enrolled;
     grpc::ClientContext ctx;
@@ -473,10 +492,23 @@ absl::Status AgentHost::Answer(v1::AgentService::Stub& stub,
     }
     return absl::OkStatus();
   }
-  // Every fresh answer is durable before RespondAll returns.
-  ASSIGN_OR_RETURN(ShardResponse response, shard_->RespondAll(task));
-  counters_.refusals_sent.fetch_add(response.refusals);
-  return SendReports(stub, token, std::move(response.reports));
+  // In parts: every fresh answer of a part is durable before it is sent.
+  return shard_
+      ->RespondAll(task, static_cast<size_t>(options_.answer_part),
+                   [&](std::vector<v1::Report> part) {
+                     return SendAndCount(stub, token, std::move(part));
+                   })
+      .status();
+}
+
+absl::Status AgentHost::SendAndCount(v1::AgentService::Stub& stub,
+                                     const std::string& token,
+                                     std::vector<v1::Report> reports) {
+  uint64_t refusals = 0;
+  for (const v1::Report& r : reports) refusals += r.has_refusal() ? 1 : 0;
+  RETURN_IF_ERROR(SendReports(stub, token, std::move(reports)));
+  counters_.refusals_sent.fetch_add(refusals);
+  return absl::OkStatus();
 }
 
 absl::Status AgentHost::SendReports(v1::AgentService::Stub& stub,

@@ -18,6 +18,7 @@
 // duplicate.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <cstdint>
@@ -38,6 +39,32 @@
 
 namespace ldpgraph::agent {
 
+// A node's credential as a host holds it: the node and its secret (agent.proto
+// NodeCredential.secret, 32 bytes), inline: a host holds one per node.
+class NodeSecret {
+ public:
+  static constexpr size_t kBytes = 32;
+  // A secret of another size than kBytes is kept as invalid (valid() false;
+  // AgentHost::Create and CheckInOptions::Validate reject it).
+  NodeSecret(uint32_t node, absl::string_view secret);
+
+  uint32_t node() const { return node_; }
+  bool valid() const { return size_ == kBytes; }
+  // The secret's bytes; empty when not valid().
+  absl::string_view secret() const {
+    return valid() ? absl::string_view(bytes_.data(), kBytes)
+                   : absl::string_view();
+  }
+
+ private:
+  uint32_t node_;
+  std::array<char, kBytes> bytes_{};
+  uint8_t size_;  // the given secret's size, capped at 255
+};
+
+// OK, or INVALID_ARGUMENT naming the first credential that is not valid().
+absl::Status CheckSecrets(const std::vector<NodeSecret>& credentials);
+
 struct AgentHostOptions {
   // host:port of the curator, or of its frontends as a comma-separated
   // list (server/curator/roles.h): the channel keeps to one and moves to
@@ -50,17 +77,23 @@ struct AgentHostOptions {
   bool insecure = false;
   // A name for the curator's logs and audit trail.
   std::string host_name = "agent-host";
-  // Every node's credential (raw 32 bytes), in the shard's order.
-  std::vector<std::pair<uint32_t, std::string>> credentials;
+  // Every node's credential, in the shard's order.
+  std::vector<NodeSecret> credentials;
   // The caps each node declares at enrolment (its policy's).
   BudgetCaps caps;
   // Most nodes per Enrol call: a host with more enrols in parts of this
   // many (agent.proto EnrolRequest.more). At most the curator's limit,
-  // 100000 unless it was lowered.
-  int enrol_part = 100000;
+  // 100000 unless it was lowered. A part's request is built whole, about
+  // 200 bytes per node with its serialised copy: 25,000 keeps that at a
+  // few MB whatever the shard.
+  int enrol_part = 25000;
   // Reports per batch, and batches in flight before waiting for an ack.
   int batch_size = 512;
   int window = 4;
+  // Nodes of a task answered, made durable and sent at a time
+  // (AgentShard::RespondAll in parts), so that a host never holds a report
+  // per node of its shard at once; >= 1.
+  int answer_part = 8192;
   // Upper bound on reports sent per second (0: none), so that a large
   // fleet does not flood a curator; enforced per batch.
   double max_reports_per_second = 0;
@@ -92,8 +125,7 @@ absl::Status FromGrpc(const grpc::Status& s, absl::string_view what);
 // secret, the caps of options, and the public half of the node's sealing
 // key pair when the shard holds one.
 void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
-                    uint32_t node, const std::string& secret,
-                    v1::NodeCredential* out);
+                    const NodeSecret& credential, v1::NodeCredential* out);
 
 // The gRPC channel to the curator that options describe (TLS unless
 // insecure; keepalives; 64 MiB messages), added to `args`.
@@ -119,8 +151,7 @@ class GrpcShardLeases : public ShardLeases {
  public:
   // options: the curator, TLS and host_name (the host's identity in the
   // fleet: unique, stable across restarts). proof: one node's credential.
-  GrpcShardLeases(const AgentHostOptions& options,
-                  std::pair<uint32_t, std::string> proof);
+  GrpcShardLeases(const AgentHostOptions& options, const NodeSecret& proof);
 
   // One AgentService.ClaimShard call (waiting up to 5 s for the channel):
   // the curator's answer (an assignment as sent: ShardLoop checks it); the
@@ -145,8 +176,8 @@ class GrpcShardLeases : public ShardLeases {
 class AgentHost {
  public:
   ~AgentHost();
-  // Validates the options (credentials for exactly the shard's nodes, a
-  // curator address, TLS material unless insecure, enrol_part >= 1).
+  // Validates the options (valid credentials for exactly the shard's nodes,
+  // a curator address, TLS material unless insecure, enrol_part >= 1).
   static absl::StatusOr<std::unique_ptr<AgentHost>> Create(
       AgentHostOptions options, std::unique_ptr<AgentShard> shard);
 
@@ -182,6 +213,10 @@ class AgentHost {
   absl::Status SendReports(v1::AgentService::Stub& stub,
                            const std::string& token,
                            std::vector<v1::Report> reports);
+  // SendReports, then counts the refusals among reports as sent.
+  absl::Status SendAndCount(v1::AgentService::Stub& stub,
+                            const std::string& token,
+                            std::vector<v1::Report> reports);
   // The current session's token; empty between sessions.
   std::string token() const;
 

@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <iostream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -150,10 +152,10 @@ volatile std::sig_atomic_t g_signal = 0;
 void OnSignal(int sig) { g_signal = sig; }
 
 // "node<TAB>hex" lines; '#' comments and blank lines ignored.
-absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> ReadCredentials(
+absl::StatusOr<std::vector<ldpgraph::agent::NodeSecret>> ReadCredentials(
     const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ldpgraph::ReadFileToString(path));
-  std::vector<std::pair<uint32_t, std::string>> out;
+  std::vector<ldpgraph::agent::NodeSecret> out;
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -172,16 +174,20 @@ absl::StatusOr<std::vector<std::pair<uint32_t, std::string>>> ReadCredentials(
       return absl::InvalidArgumentError(absl::StrCat(
           path, ":", line_no, ": ", secret.status().message()));
     }
-    out.emplace_back(node, *std::move(secret));
+    out.emplace_back(node, *secret);
   }
+  out.shrink_to_fit();
   return out;
 }
 
 // Keeps only the credentials of nodes [begin, end): a file may hold a whole
 // deployment's.
-void KeepShardCredentials(std::vector<std::pair<uint32_t, std::string>>& creds,
+void KeepShardCredentials(std::vector<ldpgraph::agent::NodeSecret>& creds,
                           uint32_t begin, uint32_t end) {
-  std::erase_if(creds, [&](const auto& e) { return e.first < begin || e.first >= end; });
+  std::erase_if(creds, [&](const auto& e) {
+    return e.node() < begin || e.node() >= end;
+  });
+  creds.shrink_to_fit();
 }
 
 // An exclusive lock on DIR/host.lock (created with DIR), held while the
@@ -490,7 +496,10 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
  public:
   // per_shard_dirs (--nodes from-curator): the shard's state lives under
   // --state-dir/shard-I-of-K and only its nodes' credentials are used.
-  ShardHost(const Config& config, bool per_shard_dirs,
+  // config: its credentials go to the host a Start makes (a copy of the
+  // claim's with per_shard_dirs; all of them, moved, otherwise: a fixed
+  // shard starts once).
+  ShardHost(Config& config, bool per_shard_dirs,
             std::atomic<AgentHost*>& running, Phase& phase,
             const ldpgraph::observability::HttpEndpoint* http)
       : config_(config),
@@ -501,12 +510,22 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
 
   absl::StatusOr<std::unique_ptr<ldpgraph::agent::RunningShard>> Start(
       const ldpgraph::agent::ShardClaim& claim) override {
+    // The options with the shard's credentials only, never every node's
+    // twice (a host holds one per node).
+    std::vector<ldpgraph::agent::NodeSecret> all =
+        std::move(config_.host.credentials);
     AgentHostOptions options = config_.host;
     std::string state_dir = config_.state_dir;
     if (per_shard_dirs_) {
-      KeepShardCredentials(options.credentials, claim.begin, claim.end);
+      std::copy_if(all.begin(), all.end(), std::back_inserter(options.credentials),
+                   [&](const auto& c) {
+                     return c.node() >= claim.begin && c.node() < claim.end;
+                   });
+      config_.host.credentials = std::move(all);  // for the next claim
       state_dir = absl::StrCat(config_.state_dir, "/shard-", claim.shard,
                                "-of-", claim.shards);
+    } else {
+      options.credentials = std::move(all);
     }
     ASSIGN_OR_RETURN(StateDirLock lock, StateDirLock::Acquire(state_dir));
     size_t offline = 0;
@@ -568,11 +587,11 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
   // Simulated dropout: removes the records and credentials of the nodes
   // drawn offline; returns how many.
   size_t LeaveOutOffline(std::vector<ldpgraph::agent::NodeRecord>& records,
-                         std::vector<std::pair<uint32_t, std::string>>& creds) {
+                         std::vector<ldpgraph::agent::NodeSecret>& creds) {
     auto offline = [&](uint32_t v) { return IsOffline(v); };
     const size_t before = records.size();
     std::erase_if(records, [&](const auto& r) { return offline(r.node); });
-    std::erase_if(creds, [&](const auto& e) { return offline(e.first); });
+    std::erase_if(creds, [&](const auto& e) { return offline(e.node()); });
     return before - records.size();
   }
 
@@ -585,7 +604,7 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
   uint64_t reports_acked() const { return acked_.load(); }
 
  private:
-  const Config& config_;
+  Config& config_;
   const bool per_shard_dirs_;
   std::atomic<AgentHost*>& running_;
   Phase& phase_;

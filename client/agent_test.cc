@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "common/cli_args.h"
 #include "common/dataset/device_index.h"
+#include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
 #include "common/dataset/prepare.h"
 #include "common/edges/blink.h"
@@ -47,7 +49,7 @@ constexpr uint32_t kNodes = 10;  // the graph the records come from
 NodeRecord Record(uint32_t node) {
   NodeRecord r;
   r.node = node;
-  r.features = {0.1 * (node % 10), 0.5, 0.9, 0.2};
+  r.features = NodeFeatures::FromDense({0.1 * (node % 10), 0.5, 0.9, 0.2});
   r.label = static_cast<int>(node % 3);
   for (uint32_t u : {1u, 4u, 8u}) {
     if (u != node) r.neighbours.push_back(u);
@@ -242,9 +244,15 @@ TEST(NodeAgentTest, AnAttributeOutsideThePolicyIsRefused) {
   ExpectRefusal(r, v1::REFUSAL_REASON_POLICY,
                 "does not allow questions about 'label'");
   ExpectRefusal(MustRespond(*agent, EdgeTask("c1", 1.0)),
-                v1::REFUSAL_REASON_POLICY, "'edges'");
+                v1::REFUSAL_REASON_POLICY, "'edges' (allowed: features)");
   EXPECT_EQ(agent->budget().spent(), 0.0);
   EXPECT_TRUE(MustRespond(*agent, FeatureTask("c1", 1.0)).fresh);
+  // The allowed ones are listed by name, as the policy's set orders them.
+  policy.attributes = {"label", "edges"};
+  ExpectRefusal(MustRespond(*MakeAgent(3, policy), FeatureTask("c1", 1.0)),
+                v1::REFUSAL_REASON_POLICY,
+                "does not allow questions about 'features' (allowed: edges, "
+                "label)");
 }
 
 TEST(NodeAgentTest, AMissingLabelIsNoData) {
@@ -260,7 +268,7 @@ TEST(NodeAgentTest, AMissingLabelIsNoData) {
 
 TEST(NodeAgentTest, MissingFeaturesAreNoData) {
   NodeRecord record = Record(3);
-  record.features.clear();
+  record.features = NodeFeatures();
   auto agent = NodeAgent::Create(record, Policy(),
                                  std::make_unique<SeededRandomForTesting>(1));
   ASSERT_TRUE(agent.ok()) << agent.status();
@@ -358,7 +366,9 @@ TEST(NodeAgentTest, CreateRejectsABadRecord) {
         .status();
   };
   NodeRecord nan = Record(3);
-  nan.features[2] = std::nan("");
+  std::vector<double> row = nan.features.Dense();
+  row[2] = std::nan("");
+  nan.features = NodeFeatures::FromDense(row);
   EXPECT_THAT(create(nan).message(), HasSubstr("node 3: features[2] is not finite"));
   NodeRecord unsorted = Record(3);
   unsorted.neighbours = {4, 1};
@@ -502,7 +512,7 @@ TEST(NodeAgentTest, SeededAnswersEqualPerturbingDirectly) {
   ASSERT_TRUE(spec.ok());
   auto mech = CreateFeatureMechanism(*spec);
   ASSERT_TRUE(mech.ok());
-  auto fr = (*mech)->Perturb(record.features, rng);
+  auto fr = (*mech)->Perturb(record.features.Dense(), rng);
   ASSERT_TRUE(fr.ok());
   auto label_rr = LabelRandomizedResponse::Create(2.0, 3);
   ASSERT_TRUE(label_rr.ok());
@@ -623,6 +633,80 @@ TEST(AgentShardTest, AnswersItsNodesInTaskOrderAndSkipsOthers) {
   EXPECT_EQ(c.not_in_shard, 2u);
   EXPECT_EQ(c.refusals.at(v1::REFUSAL_REASON_BUDGET_EXHAUSTED), 2u);
   EXPECT_EQ(c.restored, 0u);
+}
+
+// In parts: the same reports, counts and spend as the whole task answered at
+// once (a seeded shard each), each part durable before it is sent.
+TEST(AgentShardTest, AnsweringInPartsGivesTheSameReportsEachDurableFirst) {
+  TempFolder whole_dir(TempFolder::kLeaveMissing), parts_dir(TempFolder::kLeaveMissing);
+  auto whole = MakeShard(whole_dir.path(), 9);
+  auto parts = MakeShard(parts_dir.path(), 9);
+  ASSERT_NE(whole, nullptr);
+  ASSERT_NE(parts, nullptr);
+  for (const v1::Task& task :
+       {FeatureTask("c1", 1.0, {7, 1, 2, 7, 99, 0, 5}),
+        LabelTask("c2", 1.0, {2, 0, 7, 5}), FeatureTask("c3", 1.0, {5, 0, 2, 7}),
+        LabelTask("c4", 20.0, {0, 5, 2})}) {
+    const ShardResponse want = MustRespondAll(*whole, task);
+    std::vector<std::vector<std::string>> sent;
+    std::vector<int64_t> stored_when_sent;
+    auto got = parts->RespondAll(task, 2, [&](std::vector<v1::Report> part) {
+      stored_when_sent.push_back(*parts->store().Count());
+      sent.emplace_back();
+      for (const v1::Report& r : part) sent.back().push_back(Body(r));
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(got->reports.empty());
+    std::vector<std::string> all;
+    for (size_t i = 0; i < sent.size(); ++i) {
+      EXPECT_LE(sent[i].size(), 2u);
+      all.insert(all.end(), sent[i].begin(), sent[i].end());
+    }
+    EXPECT_EQ(all, Bodies(want)) << task.campaign_id();
+    EXPECT_EQ(got->fresh, want.fresh);
+    EXPECT_EQ(got->memo_hits, want.memo_hits);
+    EXPECT_EQ(got->refusals, want.refusals);
+    EXPECT_EQ(got->not_in_shard, want.not_in_shard);
+    // Every part's rows were stored before it was sent.
+    EXPECT_EQ(stored_when_sent.back(), *whole->store().Count());
+    EXPECT_EQ(parts->pending_rows(), 0u);
+  }
+  for (uint32_t v : {0u, 2u, 5u, 7u}) {
+    EXPECT_EQ(*parts->spent(v), *whole->spent(v));
+  }
+  const ShardCounters a = whole->counters(), b = parts->counters();
+  EXPECT_EQ(a.fresh, b.fresh);
+  EXPECT_EQ(a.memo_hits, b.memo_hits);
+  EXPECT_EQ(a.not_in_shard, b.not_in_shard);
+  EXPECT_EQ(a.refusals, b.refusals);
+}
+
+TEST(AgentShardTest, AFailedSendStopsTheTaskAfterItsPart) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  auto shard = MakeShard(tmp.path(), 1);
+  ASSERT_NE(shard, nullptr);
+  int parts = 0;
+  auto r = shard->RespondAll(FeatureTask("c1", 1.0, {0, 2, 5, 7}), 1,
+                             [&](std::vector<v1::Report>) {
+                               return ++parts == 2
+                                          ? absl::UnavailableError("stream broke")
+                                          : absl::OkStatus();
+                             });
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(parts, 2);
+  // Two parts answered and durable (the second unsent: a retry answers it
+  // from the memo); the last two not asked.
+  EXPECT_EQ(*shard->store().Count(), 2);
+  EXPECT_EQ(*shard->spent(5), 0.0);
+  ShardResponse retry = MustRespondAll(*shard, FeatureTask("c1", 1.0, {0, 2, 5, 7}));
+  EXPECT_EQ(retry.memo_hits, 2u);
+  EXPECT_EQ(retry.fresh, 2u);
+  EXPECT_EQ(shard->RespondAll(FeatureTask("c1", 1.0), 0,
+                              [](std::vector<v1::Report>) { return absl::OkStatus(); })
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(AgentShardTest, ARestartedShardRemembersEveryAnswerEvenWithAnotherSeed) {
@@ -777,7 +861,7 @@ TEST(AgentShardTest, AFullDiskReleasesNoReport) {
   options.max_bytes = 8 * 4096;
   std::vector<NodeRecord> records;
   NodeRecord big = Record(0);
-  big.features.assign(20000, 0.5);
+  big.features = NodeFeatures::FromDense(std::vector<double>(20000, 0.5));
   records.push_back(big);
   auto shard = AgentShard::Create(records, Policy(), 1, tmp.path(), options);
   ASSERT_TRUE(shard.ok()) << shard.status();
@@ -1003,7 +1087,7 @@ TEST(NodeAgentSubstitutionTest, PolicyAndDataRefusals) {
   EXPECT_THAT(start->report.refusal().message(), HasSubstr("'features'"));
 
   NodeRecord bare = Record(0);
-  bare.features.clear();
+  bare.features = NodeFeatures();
   auto rng = NodeRandomSource(1, 0);
   auto no_data = NodeAgent::Create(bare, Policy(10.0), std::move(*rng));
   ASSERT_TRUE(no_data.ok());
@@ -1051,7 +1135,7 @@ TEST(AgentShardTest, SubstitutionFeaturesAreDurableBeforeTheyLeave) {
   EXPECT_EQ(shard->FinishSubstitution(task, 3, {}).status().code(),
             absl::StatusCode::kNotFound);
   // A restarted shard: the same keys, the answers remembered.
-  const std::string key7 = shard->key_pair(7)->public_key();
+  const std::string key7(shard->key_pair(7)->public_key());
   EXPECT_EQ(shard->counters().keys_generated, 4u);
   shard.reset();
   shard = MakeShard(tmp.path(), 2);
@@ -1075,29 +1159,31 @@ TEST(LoadShardTest, GivesEachNodeItsScaledFeaturesLabelAndNeighbours) {
   ASSERT_EQ(shard->size(), 3u);
   const NodeRecord& n1 = (*shard)[0];
   EXPECT_EQ(n1.node, 1u);
-  EXPECT_THAT(n1.features, ElementsAre(0.0, 1.0));
+  EXPECT_THAT(n1.features.Dense(), ElementsAre(0.0, 1.0));
   EXPECT_FALSE(n1.label.has_value());
   EXPECT_THAT(n1.neighbours, ElementsAre(0, 2));
   const NodeRecord& n2 = (*shard)[1];
-  EXPECT_THAT(n2.features, ElementsAre(1.0, 0.0));
+  EXPECT_THAT(n2.features.Dense(), ElementsAre(1.0, 0.0));
   EXPECT_EQ(n2.label, 1);
   EXPECT_THAT(n2.neighbours, ElementsAre(1));
   const NodeRecord& n3 = (*shard)[2];
-  ASSERT_EQ(n3.features.size(), 2u);
-  EXPECT_NEAR(n3.features[0], 2.0 / 3.0, 1e-6);  // stored as float
-  EXPECT_DOUBLE_EQ(n3.features[1], 0.5);
+  const std::vector<double> f3 = n3.features.Dense();
+  ASSERT_EQ(f3.size(), 2u);
+  EXPECT_NEAR(f3[0], 2.0 / 3.0, 1e-6);  // stored as float
+  EXPECT_DOUBLE_EQ(f3[1], 0.5);
   EXPECT_EQ(n3.label, 0);
   EXPECT_THAT(n3.neighbours, ElementsAre(0));
 
   // Symmetric scaling maps absent zeros to -1.
   auto symmetric = LoadShard(tmp.path(), FeatureScaling::kSymmetric, 0, 1);
   ASSERT_TRUE(symmetric.ok()) << symmetric.status();
-  EXPECT_NEAR((*symmetric)[0].features[0], -1.0 / 3.0, 1e-6);
-  EXPECT_DOUBLE_EQ((*symmetric)[0].features[1], -1.0);
+  const std::vector<double> f0 = (*symmetric)[0].features.Dense();
+  EXPECT_NEAR(f0[0], -1.0 / 3.0, 1e-6);
+  EXPECT_DOUBLE_EQ(f0[1], -1.0);
   // No scaling keeps the stored values.
   auto none = LoadShard(tmp.path(), FeatureScaling::kNone, 1, 2);
   ASSERT_TRUE(none.ok());
-  EXPECT_THAT((*none)[0].features, ElementsAre(0.0, 4.0));
+  EXPECT_THAT((*none)[0].features.Dense(), ElementsAre(0.0, 4.0));
 }
 
 TEST(LoadShardTest, RejectsAnEmptyOrOutOfRangeShard) {
@@ -1212,9 +1298,26 @@ TEST(LoadShardTest, CoraShardAnswersACampaign) {
   ASSERT_TRUE(records.ok()) << records.status();
   ASSERT_EQ(records->size(), 100u);
   size_t degree_sum = 0;
+  // Each record's features, made on demand, are the scaled row of the
+  // node's stored non-zeros, bit for bit: what the agent held before it
+  // kept only those.
+  auto meta = LoadDatasetMeta(cora);
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  auto stored = ReadDeviceRecords(cora, *meta, 1000, 1100);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  auto schema = DeclaredFeatureSchema(*meta, cora);
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  for (size_t i = 0; i < records->size(); ++i) {
+    const std::vector<double> want = ScaleFeatureRow(
+        (*stored)[i].indices, (*stored)[i].values, *schema, FeatureScaling::kUnit);
+    const std::vector<double> got = (*records)[i].features.Dense();
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(double)))
+        << "node " << (*records)[i].node;
+  }
   for (const NodeRecord& r : *records) {
-    ASSERT_EQ(r.features.size(), 1433u);
-    for (double x : r.features) ASSERT_TRUE(x >= 0.0 && x <= 1.0);
+    ASSERT_EQ(r.features.dimension(), 1433u);
+    for (double x : r.features.Dense()) ASSERT_TRUE(x >= 0.0 && x <= 1.0);
     ASSERT_TRUE(r.label.has_value());
     EXPECT_LT(*r.label, 7);
     degree_sum += r.neighbours.size();

@@ -34,6 +34,7 @@ absl::Status CheckInOptions::Validate() const {
   if (host.credentials.empty()) {
     return absl::InvalidArgumentError("check-in mode needs at least one node");
   }
+  RETURN_IF_ERROR(CheckSecrets(host.credentials));
   if (interval <= absl::ZeroDuration() || backoff <= absl::ZeroDuration() ||
       call_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -64,8 +65,8 @@ CheckInLoop::CheckInLoop(CheckInOptions options,
     session_cache_ = grpc_ssl_session_cache_create_lru(4);
   }
   request_.set_device_name(options_.host.host_name);
-  for (const auto& [node, secret] : options_.host.credentials) {
-    FillCredential(options_.host, *shard_, node, secret, request_.add_nodes());
+  for (const NodeSecret& c : options_.host.credentials) {
+    FillCredential(options_.host, *shard_, c, request_.add_nodes());
   }
 }
 
@@ -127,10 +128,17 @@ absl::StatusOr<v1::CheckInResponse> CheckInLoop::Visit() {
       }
       continue;
     }
-    // Every fresh answer is durable before RespondAll returns.
-    ASSIGN_OR_RETURN(ShardResponse response, shard_->RespondAll(task));
-    RETURN_IF_ERROR(Submit(*stub, reply.session_token(),
-                           std::move(response.reports)));
+    // In parts: every fresh answer of a part is durable before it is
+    // submitted.
+    RETURN_IF_ERROR(
+        shard_
+            ->RespondAll(task,
+                         static_cast<size_t>(std::max(1, options_.host.answer_part)),
+                         [&](std::vector<v1::Report> part) {
+                           return Submit(*stub, reply.session_token(),
+                                         std::move(part));
+                         })
+            .status());
   }
   return reply;
 }

@@ -55,10 +55,9 @@ std::vector<std::vector<uint32_t>> Adjacency() {
 NodeRecord Record(uint32_t v, const std::vector<std::vector<uint32_t>>& adj) {
   NodeRecord r;
   r.node = v;
-  r.features.resize(kDim);
-  for (uint32_t j = 0; j < kDim; ++j) {
-    r.features[j] = ((v * 7 + j * 3) % 10) / 10.0;
-  }
+  std::vector<double> row(kDim);
+  for (uint32_t j = 0; j < kDim; ++j) row[j] = ((v * 7 + j * 3) % 10) / 10.0;
+  r.features = NodeFeatures::FromDense(row);
   r.neighbours = adj[v];
   return r;
 }
@@ -269,7 +268,7 @@ class ExchangeTest : public ::testing::Test {
       Host host;
       host.shard = *std::move(shard);
       for (uint32_t v : nodes) {
-        curator_.PutKey(v, host.shard->key_pair(v)->public_key());
+        curator_.PutKey(v, std::string(host.shard->key_pair(v)->public_key()));
       }
       host.transport = std::make_unique<FakeTransport>(&curator_, nodes);
       host.runner = std::make_unique<ExchangeRunner>(

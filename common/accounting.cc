@@ -2,11 +2,19 @@
 
 #include <cmath>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {
+
+struct PrivacyBudget::Question {
+  std::string canonical;  // QueryKey::Canonical()
+  std::string attribute;
+  double epsilon = 0;
+};
+
 namespace {
 
 constexpr double kSlack = 1e-9;
@@ -23,6 +31,23 @@ absl::Status CheckPositive(const std::string& what, double value) {
   return absl::OkStatus();
 }
 
+// The process's one copy of each distinct question answered by any budget.
+const PrivacyBudget::Question* Intern(const QueryKey& key,
+                                      std::string canonical) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* const table =
+      new absl::flat_hash_map<absl::string_view,
+                              std::unique_ptr<PrivacyBudget::Question>>();
+  absl::MutexLock lock(&mu);
+  auto it = table->find(canonical);
+  if (it != table->end()) return it->second.get();
+  auto q = std::make_unique<PrivacyBudget::Question>(
+      PrivacyBudget::Question{std::move(canonical), key.attribute, key.epsilon});
+  const PrivacyBudget::Question* out = q.get();
+  table->emplace(out->canonical, std::move(q));
+  return out;
+}
+
 }  // namespace
 
 std::string QueryKey::Canonical() const {
@@ -32,32 +57,59 @@ std::string QueryKey::Canonical() const {
 
 absl::StatusOr<std::unique_ptr<PrivacyBudget>> PrivacyBudget::Create(
     BudgetCaps caps) {
-  RETURN_IF_ERROR(CheckPositive("total budget cap", caps.total));
-  for (const auto& [attribute, cap] : caps.per_attribute) {
+  return Create(std::make_shared<const BudgetCaps>(std::move(caps)));
+}
+
+absl::StatusOr<std::unique_ptr<PrivacyBudget>> PrivacyBudget::Create(
+    std::shared_ptr<const BudgetCaps> caps) {
+  if (caps == nullptr) return absl::InvalidArgumentError("no budget caps");
+  RETURN_IF_ERROR(CheckPositive("total budget cap", caps->total));
+  for (const auto& [attribute, cap] : caps->per_attribute) {
     RETURN_IF_ERROR(
         CheckPositive(absl::StrCat("budget cap of '", attribute, "'"), cap));
   }
   return std::unique_ptr<PrivacyBudget>(new PrivacyBudget(std::move(caps)));
 }
 
+const PrivacyBudget::Stored* PrivacyBudget::FindLocked(
+    absl::string_view canonical) const {
+  for (const Stored& s : memo_) {
+    if (s.question->canonical == canonical) return &s;
+  }
+  return nullptr;
+}
+
+double PrivacyBudget::SpentLocked(absl::string_view attribute) const {
+  double spent = 0;
+  for (const Stored& s : memo_) {
+    if (s.question->attribute == attribute) spent += s.question->epsilon;
+  }
+  return spent;
+}
+
+void PrivacyBudget::StoreLocked(const QueryKey& key, std::string canonical,
+                                std::string answer) {
+  memo_.push_back(Stored{Intern(key, std::move(canonical)), std::move(answer)});
+  total_spent_ += key.epsilon;
+}
+
 absl::Status PrivacyBudget::CanSpendLocked(const std::string& attribute,
                                            double epsilon) const {
   RETURN_IF_ERROR(CheckPositive("epsilon", epsilon));
-  if (Exceeds(total_spent_, epsilon, caps_.total)) {
+  if (Exceeds(total_spent_, epsilon, caps_->total)) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "budget exhausted: spending %g on '%s' would take the node's total to "
         "%g, over its cap %g (spent %g)",
-        epsilon, attribute, total_spent_ + epsilon, caps_.total, total_spent_));
+        epsilon, attribute, total_spent_ + epsilon, caps_->total, total_spent_));
   }
   return CanSpendOnAttributeLocked(attribute, epsilon);
 }
 
 absl::Status PrivacyBudget::CanSpendOnAttributeLocked(
     const std::string& attribute, double epsilon) const {
-  auto cap = caps_.per_attribute.find(attribute);
-  if (cap == caps_.per_attribute.end()) return absl::OkStatus();
-  auto it = spent_.find(attribute);
-  const double spent = it == spent_.end() ? 0.0 : it->second;
+  auto cap = caps_->per_attribute.find(attribute);
+  if (cap == caps_->per_attribute.end()) return absl::OkStatus();
+  const double spent = SpentLocked(attribute);
   if (Exceeds(spent, epsilon, cap->second)) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "budget exhausted: spending %g on '%s' would take it to %g, over "
@@ -82,18 +134,18 @@ absl::Status PrivacyBudget::CanAnswerAll(
   for (const QueryKey& key : keys) {
     RETURN_IF_ERROR(CheckPositive("epsilon", key.epsilon));
     std::string canonical = key.Canonical();
-    if (memo_.contains(canonical) || asked.contains(canonical)) continue;
+    if (FindLocked(canonical) != nullptr || asked.contains(canonical)) continue;
     asked.emplace(std::move(canonical), key.epsilon);
     by_attribute[key.attribute] += key.epsilon;
     total += key.epsilon;
   }
   if (asked.empty()) return absl::OkStatus();
-  if (Exceeds(total_spent_, total, caps_.total)) {
+  if (Exceeds(total_spent_, total, caps_->total)) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "budget exhausted: the task asks %d new questions costing %g in "
         "total, which would take the node's total to %g, over its cap %g "
         "(spent %g)",
-        asked.size(), total, total_spent_ + total, caps_.total, total_spent_));
+        asked.size(), total, total_spent_ + total, caps_->total, total_spent_));
   }
   for (const auto& [attribute, epsilon] : by_attribute) {
     RETURN_IF_ERROR(CanSpendOnAttributeLocked(attribute, epsilon));
@@ -104,16 +156,14 @@ absl::Status PrivacyBudget::CanAnswerAll(
 absl::StatusOr<Answered> PrivacyBudget::Answer(
     const QueryKey& key,
     absl::FunctionRef<absl::StatusOr<std::string>()> perturb) {
-  const std::string canonical = key.Canonical();
+  std::string canonical = key.Canonical();
   absl::MutexLock lock(&mu_);
-  if (auto it = memo_.find(canonical); it != memo_.end()) {
-    return Answered{it->second.answer, /*from_memo=*/true, /*charged=*/0.0};
+  if (const Stored* s = FindLocked(canonical)) {
+    return Answered{s->answer, /*from_memo=*/true, /*charged=*/0.0};
   }
   RETURN_IF_ERROR(CanSpendLocked(key.attribute, key.epsilon));
   ASSIGN_OR_RETURN(std::string answer, perturb());
-  memo_[canonical] = MemoEntry{answer, key.epsilon};
-  total_spent_ += key.epsilon;
-  spent_[key.attribute] += key.epsilon;
+  StoreLocked(key, std::move(canonical), answer);
   return Answered{std::move(answer), /*from_memo=*/false, key.epsilon};
 }
 
@@ -126,17 +176,13 @@ absl::Status PrivacyBudget::Restore(const QueryKey& key, MemoEntry entry) {
   }
   std::string canonical = key.Canonical();
   absl::MutexLock lock(&mu_);
-  if (auto it = memo_.find(canonical); it != memo_.end()) {
-    if (it->second.answer == entry.answer &&
-        it->second.epsilon == entry.epsilon) {
-      return absl::OkStatus();
-    }
+  if (const Stored* s = FindLocked(canonical)) {
+    // The same canonical key costs the same epsilon (it is part of it).
+    if (s->answer == entry.answer) return absl::OkStatus();
     return absl::AlreadyExistsError(absl::StrCat(
         "a different answer to ", canonical, " is already in the memo"));
   }
-  memo_.emplace(std::move(canonical), std::move(entry));
-  total_spent_ += key.epsilon;
-  spent_[key.attribute] += key.epsilon;
+  StoreLocked(key, std::move(canonical), std::move(entry.answer));
   return absl::OkStatus();
 }
 
@@ -147,15 +193,15 @@ double PrivacyBudget::spent() const {
 
 double PrivacyBudget::spent(const std::string& attribute) const {
   absl::MutexLock lock(&mu_);
-  auto it = spent_.find(attribute);
-  return it == spent_.end() ? 0.0 : it->second;
+  return SpentLocked(attribute);
 }
 
 std::optional<MemoEntry> PrivacyBudget::Lookup(const QueryKey& key) const {
+  const std::string canonical = key.Canonical();
   absl::MutexLock lock(&mu_);
-  auto it = memo_.find(key.Canonical());
-  if (it == memo_.end()) return std::nullopt;
-  return it->second;
+  const Stored* s = FindLocked(canonical);
+  if (s == nullptr) return std::nullopt;
+  return MemoEntry{s->answer, s->question->epsilon};
 }
 
 }  // namespace ldpgraph

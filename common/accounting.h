@@ -20,9 +20,18 @@
 // Durability is the caller's: an agent host persists each fresh answer
 // before it releases it and hands the stored answers back through Restore
 // when it restarts (client/agent_state.h).
+//
+// Memory (an agent host holds one budget per node, millions of them): the
+// caps can be shared by every budget (Create with a shared_ptr), and a
+// question's key is kept once per process, however many nodes answered it
+// (interned, never freed: the distinct questions asked, each charged). A
+// budget costs about 72 bytes and each answered question about 40 bytes
+// plus its answer. Finding a question scans the node's answered questions:
+// O(questions answered) per call.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +40,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace ldpgraph {
@@ -72,6 +82,9 @@ class PrivacyBudget {
  public:
   // INVALID_ARGUMENT if a cap is not finite and > 0.
   static absl::StatusOr<std::unique_ptr<PrivacyBudget>> Create(BudgetCaps caps);
+  // The same with caps shared by many budgets (not null).
+  static absl::StatusOr<std::unique_ptr<PrivacyBudget>> Create(
+      std::shared_ptr<const BudgetCaps> caps);
 
   // Answers key: from the memo if asked before; otherwise, if the caps allow
   // key.epsilon more, calls perturb() once, stores its answer and charges.
@@ -111,22 +124,42 @@ class PrivacyBudget {
   double spent(const std::string& attribute) const;
   // The stored answer for key, if any.
   std::optional<MemoEntry> Lookup(const QueryKey& key) const;
-  const BudgetCaps& caps() const { return caps_; }
+  const BudgetCaps& caps() const { return *caps_; }
+
+  // The process's record of a distinct question (accounting.cc).
+  struct Question;
 
  private:
-  explicit PrivacyBudget(BudgetCaps caps) : caps_(std::move(caps)) {}
+  // One answered question.
+  struct Stored {
+    const Question* question;  // interned: never freed
+    std::string answer;
+  };
+
+  explicit PrivacyBudget(std::shared_ptr<const BudgetCaps> caps)
+      : caps_(std::move(caps)) {}
   absl::Status CanSpendLocked(const std::string& attribute, double epsilon) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The attribute's own cap only (RESOURCE_EXHAUSTED over it).
   absl::Status CanSpendOnAttributeLocked(const std::string& attribute,
                                          double epsilon) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stored answer to the question whose canonical key is canonical, or
+  // null.
+  const Stored* FindLocked(absl::string_view canonical) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double SpentLocked(absl::string_view attribute) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores answer to key (canonical: key.Canonical()) and charges it.
+  void StoreLocked(const QueryKey& key, std::string canonical,
+                   std::string answer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const BudgetCaps caps_;
+  const std::shared_ptr<const BudgetCaps> caps_;
   mutable absl::Mutex mu_;
   double total_spent_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<std::string, double> spent_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, MemoEntry> memo_ ABSL_GUARDED_BY(mu_);
+  // In the order answered or restored: spent(attribute) sums its epsilons in
+  // that order, as a running total would.
+  std::vector<Stored> memo_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ldpgraph

@@ -293,6 +293,53 @@ TEST(PrivacyBudgetTest, CanAnswerAllSumsTheNewQuestions) {
   EXPECT_DOUBLE_EQ(b2->spent(), 1.0);
 }
 
+// spent(attribute) is the running total, in the order answered, as a map of
+// sums would hold it: bit for bit, not merely close.
+TEST(PrivacyBudgetTest, SpendSumsInTheOrderAnswered) {
+  auto budget = MakeBudget(10.0);
+  auto perturb = []() -> absl::StatusOr<std::string> { return std::string("r"); };
+  const double eps[] = {0.1, 0.7, 0.2, 0.3, 1e-3};
+  const char* attribute[] = {"features", "label", "features", "features",
+                             "label"};
+  double features = 0, label = 0, total = 0;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(budget->Answer(Key(attribute[i], eps[i]), perturb).ok());
+    (i == 1 || i == 4 ? label : features) += eps[i];
+    total += eps[i];
+  }
+  EXPECT_EQ(budget->spent("features"), features);  // exactly
+  EXPECT_EQ(budget->spent("label"), label);
+  EXPECT_EQ(budget->spent(), total);
+}
+
+// Many budgets over one caps object: each its own spend and answers, though
+// their questions are the same (kept once per process).
+TEST(PrivacyBudgetTest, BudgetsSharingCapsKeepTheirOwnAnswers) {
+  auto caps = std::make_shared<const BudgetCaps>(
+      BudgetCaps{2.0, {{"label", 0.5}}});
+  auto a = PrivacyBudget::Create(caps);
+  auto b = PrivacyBudget::Create(caps);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(&(*a)->caps(), &(*b)->caps());
+  auto answer = [](std::string s) {
+    return [s]() -> absl::StatusOr<std::string> { return s; };
+  };
+  ASSERT_EQ((*a)->Answer(Key("features", 1.0), answer("from a"))->answer, "from a");
+  ASSERT_EQ((*b)->Answer(Key("features", 1.0), answer("from b"))->answer, "from b");
+  EXPECT_EQ((*a)->Answer(Key("features", 1.0), answer("x"))->answer, "from a");
+  EXPECT_EQ((*b)->Lookup(Key("features", 1.0))->answer, "from b");
+  EXPECT_TRUE((*a)->Answer(Key("label", 0.5), answer("l")).ok());
+  // b's label cap is its own: untouched by a's answer.
+  EXPECT_EQ((*b)->spent("label"), 0.0);
+  EXPECT_TRUE((*b)->CanSpend("label", 0.5).ok());
+  EXPECT_EQ((*a)->CanSpend("label", 0.1).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(PrivacyBudget::Create(std::shared_ptr<const BudgetCaps>()).ok());
+  EXPECT_FALSE(PrivacyBudget::Create(std::make_shared<const BudgetCaps>(
+                                         BudgetCaps{-1.0, {}}))
+                   .ok());
+}
+
 TEST(PrivacyBudgetTest, KeyFromMechanismIncludesParametersAndEpsilon) {
   MechanismSpec spec;
   spec.kind = MechanismKind::kHds;

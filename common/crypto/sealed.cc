@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -27,8 +28,9 @@ const unsigned char* Bytes(absl::string_view s) {
   return reinterpret_cast<const unsigned char*>(s.data());
 }
 
-absl::StatusOr<std::string> RawKey(EVP_PKEY* key, bool is_private) {
-  std::string out(kKeyBytes, '\0');
+absl::StatusOr<std::array<char, kKeyBytes>> RawKey(EVP_PKEY* key,
+                                                   bool is_private) {
+  std::array<char, kKeyBytes> out;
   size_t len = out.size();
   unsigned char* p = reinterpret_cast<unsigned char*>(out.data());
   const int ok = is_private ? EVP_PKEY_get_raw_private_key(key, p, &len)
@@ -99,9 +101,9 @@ absl::StatusOr<KeyPair> KeyPair::Generate() {
     return SealedError("generating an X25519 key");
   }
   EvpPkey key(raw);
-  ASSIGN_OR_RETURN(std::string priv, RawKey(key.get(), true));
-  ASSIGN_OR_RETURN(std::string pub, RawKey(key.get(), false));
-  return KeyPair(std::move(priv), std::move(pub));
+  ASSIGN_OR_RETURN(const auto priv, RawKey(key.get(), true));
+  ASSIGN_OR_RETURN(const auto pub, RawKey(key.get(), false));
+  return KeyPair(priv, pub);
 }
 
 absl::StatusOr<KeyPair> KeyPair::FromPrivate(absl::string_view private_key) {
@@ -113,8 +115,10 @@ absl::StatusOr<KeyPair> KeyPair::FromPrivate(absl::string_view private_key) {
   EvpPkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr,
                                            Bytes(private_key), kKeyBytes));
   if (!key) return SealedError("loading an X25519 private key");
-  ASSIGN_OR_RETURN(std::string pub, RawKey(key.get(), false));
-  return KeyPair(std::string(private_key), std::move(pub));
+  ASSIGN_OR_RETURN(const auto pub, RawKey(key.get(), false));
+  Key priv;
+  std::copy(private_key.begin(), private_key.end(), priv.begin());
+  return KeyPair(priv, pub);
 }
 
 absl::StatusOr<SealingKey> SealingKey::Outgoing(const KeyPair& self,

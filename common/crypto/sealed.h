@@ -42,8 +42,9 @@ inline constexpr size_t kTagBytes = 16;
 // Bytes a box adds to its plaintext: version, nonce, tag.
 inline constexpr size_t kSealOverhead = 1 + kNonceBytes + kTagBytes;
 
-// A node's X25519 key pair. Copyable value; the private half never leaves
-// the agent that made it.
+// A node's X25519 key pair. Copyable value of 64 bytes, no heap (an agent
+// host holds one per node); the private half never leaves the agent that
+// made it.
 class KeyPair {
  public:
   // A new key pair from OpenSSL's generator. INTERNAL if OpenSSL fails.
@@ -52,15 +53,19 @@ class KeyPair {
   // otherwise).
   static absl::StatusOr<KeyPair> FromPrivate(absl::string_view private_key);
 
-  // Raw 32-byte keys (RFC 7748 encoding).
-  const std::string& public_key() const { return public_; }
-  const std::string& private_key() const { return private_; }
+  // Raw 32-byte keys (RFC 7748 encoding), valid while the pair lives.
+  absl::string_view public_key() const {
+    return absl::string_view(public_.data(), public_.size());
+  }
+  absl::string_view private_key() const {
+    return absl::string_view(private_.data(), private_.size());
+  }
 
  private:
-  KeyPair(std::string priv, std::string pub)
-      : private_(std::move(priv)), public_(std::move(pub)) {}
-  std::string private_;
-  std::string public_;
+  using Key = std::array<char, kKeyBytes>;
+  KeyPair(const Key& priv, const Key& pub) : private_(priv), public_(pub) {}
+  Key private_;
+  Key public_;
 };
 
 // The symmetric key of one direction, sender -> recipient. Derive it once

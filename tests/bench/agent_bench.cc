@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,12 +65,19 @@ const char* QuestionName(Question q) {
 // after symmetric scaling), a label, 5 neighbours.
 std::vector<NodeRecord> Records(uint32_t n) {
   SeededRandomForTesting rng(7);
+  FeatureSchema schema;
+  schema.ranges.assign(kFeatures, {0.0, 1.0});
+  const std::shared_ptr<const FeatureScale> scale =
+      *FeatureScale::Create(std::move(schema), FeatureScaling::kSymmetric);
   std::vector<NodeRecord> out(n);
   for (uint32_t v = 0; v < n; ++v) {
     NodeRecord& r = out[v];
     r.node = v;
-    r.features.assign(kFeatures, -1.0);
-    for (int j = 0; j < 18; ++j) r.features[rng.UniformInt(kFeatures)] = 1.0;
+    std::set<uint32_t> ones;
+    for (int j = 0; j < 18; ++j) ones.insert(rng.UniformInt(kFeatures));
+    const std::vector<uint32_t> indices(ones.begin(), ones.end());
+    r.features = NodeFeatures(indices, std::vector<float>(indices.size(), 1.0f),
+                              scale);
     r.label = static_cast<int>(rng.UniformInt(kClasses));
     for (uint32_t u = 1; u <= 5; ++u) {
       const uint32_t w = (v + u * 37) % n;

@@ -205,7 +205,8 @@ class CuratorMetricsTest : public ::testing::Test {
     for (uint32_t v = begin; v < end; ++v) {
       agent::NodeRecord r;
       r.node = v;
-      r.features.assign(kDimension, 0.25);
+      r.features = agent::NodeFeatures::FromDense(
+          std::vector<double>(kDimension, 0.25));
       r.label = 0;
       records.push_back(std::move(r));
     }

@@ -421,7 +421,7 @@ TEST_F(DeploymentTest, SeededCampaignEqualsTheLibraryPath) {
   std::string first_mismatch;
   for (uint32_t v = 0; v < kCoraNodes; ++v) {
     SeededRandomForTesting rng(agent::NodeNoiseSeed(kSeed, v));
-    absl::StatusOr<SparseReport> report = mech->Perturb((*records)[v].features, rng);
+    absl::StatusOr<SparseReport> report = mech->Perturb((*records)[v].features.Dense(), rng);
     ASSERT_TRUE(report.ok()) << report.status();
     ASSERT_TRUE(mech->Estimate(*report, absl::MakeSpan(est)).ok());
     for (uint32_t j = 0; j < kCoraFeatures; ++j) {
@@ -445,7 +445,7 @@ TEST_F(DeploymentTest, SeededCampaignEqualsTheLibraryPath) {
   // Control: another seed gives another row, so equality is not vacuous.
   {
     SeededRandomForTesting rng(agent::NodeNoiseSeed(kSeed + 1, 0));
-    auto report = mech->Perturb((*records)[0].features, rng);
+    auto report = mech->Perturb((*records)[0].features.Dense(), rng);
     ASSERT_TRUE(report.ok());
     ASSERT_TRUE(mech->Estimate(*report, absl::MakeSpan(est)).ok());
     bool differs = false;

@@ -363,8 +363,8 @@ void SubstitutionDeploymentTest::RelayForgeries(uint32_t* victim_out,
     EXPECT_EQ(raw->PublicKeys(&anon, req, &resp).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
   }
-  const std::string victim_key =
-      HostOf(victim).shard().key_pair(victim)->public_key();
+  const std::string victim_key(
+      HostOf(victim).shard().key_pair(victim)->public_key());
   auto mallory = crypto::KeyPair::Generate();
   ASSERT_TRUE(mallory.ok());
   v1::EdgeExchange abstain;
