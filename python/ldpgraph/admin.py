@@ -10,7 +10,9 @@ deployment it runs (WORK/ldpctl.conf).
 
 Calls return the protobuf messages of admin.proto (fields as attributes:
 ``admin.status().graph_nodes``); a failed call raises :class:`AdminError`
-with the gRPC status code and the curator's message.
+with the gRPC status code and the curator's message. The curator answers
+its listings a page at a time (admin.proto); the methods that return a
+list read every page.
 """
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ import numpy as np
 from . import names
 from ._proto.ldpgraph.v1 import admin_pb2, admin_pb2_grpc, agent_pb2, mechanism_pb2
 
-# Curator messages are large (exports stream in chunks, but results and
-# audit lists grow): as ldpctl, accept up to 256 MiB.
+# Curator replies are bounded (listings come in pages of a few MiB, exports
+# in chunks); the limit leaves room to spare.
 _MAX_MESSAGE = 256 << 20
 
 
@@ -240,6 +242,26 @@ class Admin:
         except grpc.RpcError as e:
             raise AdminError(method, e.code(), e.details()) from None
 
+    def _pages(self, method: str, request, field: str):
+        """Every item of a paged listing: request's first page, then each
+        next one (page_token = the previous next_page_token), in order."""
+        while True:
+            page = self._call(method, request)
+            yield from getattr(page, field)
+            if not page.next_page_token:
+                return
+            if page.next_page_token == request.page_token:
+                raise AdminError(method, grpc.StatusCode.INTERNAL,
+                                 "the curator answered a page token with itself")
+            request.page_token = page.next_page_token
+
+    def result_ids(self, result_id: str, list_name: str) -> List[int]:
+        """The whole id list ``list_name`` of a result ("flagged",
+        "overreported", "robust.dropped_nodes"), whose details hold only its
+        first 100 ids."""
+        return list(self._pages("ListResultIds", admin_pb2.ListResultIdsRequest(
+            result_id=result_id, list=list_name, page_size=100000), "ids"))
+
     # --- the curator and its campaigns --------------------------------------
     def status(self) -> admin_pb2.CuratorStatus:
         """The curator at a glance (graph, hosts, campaigns, traffic)."""
@@ -247,7 +269,7 @@ class Admin:
 
     def campaigns(self) -> List[admin_pb2.Campaign]:
         """Every campaign, newest first."""
-        return list(self._call("ListCampaigns", admin_pb2.ListCampaignsRequest()).campaigns)
+        return list(self._pages("ListCampaigns", admin_pb2.ListCampaignsRequest(), "campaigns"))
 
     def campaign(self, campaign_id: str) -> admin_pb2.Campaign:
         """One campaign with its progress; AdminError NOT_FOUND if unknown."""
@@ -278,14 +300,20 @@ class Admin:
         return self._call("CloseCampaign", admin_pb2.CloseCampaignRequest(campaign_id=campaign_id))
 
     def budgets(self, node_ids: Optional[Iterable[int]] = None) -> List[admin_pb2.NodeBudget]:
-        """The ledger's caps and spend of some nodes (None: every node it knows)."""
-        req = admin_pb2.GetBudgetsRequest(node_ids=list(node_ids or []))
-        return list(self._call("GetBudgets", req).budgets)
+        """The ledger's caps and spend of some nodes (None: every node it
+        knows; at most 1,000,000 ids, or a ``range``)."""
+        if isinstance(node_ids, range) and node_ids.step == 1 and len(node_ids) > 0:
+            req = admin_pb2.GetBudgetsRequest(range_begin=node_ids.start,
+                                              range_end=node_ids.stop)
+        else:
+            req = admin_pb2.GetBudgetsRequest(node_ids=list(node_ids or []))
+        req.page_size = 100000
+        return list(self._pages("GetBudgets", req, "budgets"))
 
     # --- the pipeline ------------------------------------------------------
     def results(self) -> List[admin_pb2.StageResult]:
         """Every recorded stage result, newest first."""
-        return list(self._call("ListResults", admin_pb2.ListResultsRequest()).results)
+        return list(self._pages("ListResults", admin_pb2.ListResultsRequest(), "results"))
 
     def estimate(self, campaign_id: str, defence: str = "") -> admin_pb2.StageResult:
         """Estimates a features campaign's reports into a matrix (a result to
@@ -330,8 +358,8 @@ class Admin:
 
     def refusals(self, campaign_id: str) -> List[admin_pb2.RefusalRecord]:
         """The nodes that refused a campaign, with their reasons."""
-        return list(self._call("ListRefusals", admin_pb2.ListRefusalsRequest(
-            campaign_id=campaign_id)).refusals)
+        return list(self._pages("ListRefusals", admin_pb2.ListRefusalsRequest(
+            campaign_id=campaign_id), "refusals"))
 
     def export(self, result_id: str) -> Tuple[np.ndarray, np.ndarray]:
         """An estimate, propagate or release result as NumPy arrays:

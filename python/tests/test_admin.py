@@ -1,7 +1,8 @@
 """The admin client against a real deployment: `ldpctl simulate --nodes 400
 --hosts 2 --keep-running` (a curator over TLS and two agent host processes),
 then status, campaigns, budgets, results, export to NumPy (checked against
-`ldpctl export`), a campaign created and answered, and the errors."""
+`ldpctl export`), a campaign created and answered, the errors, and the
+listings read page by page."""
 import json
 import signal
 import subprocess
@@ -141,3 +142,20 @@ def test_errors_carry_the_grpc_code(admin, deployment):
     assert e.value.code == grpc.StatusCode.UNAUTHENTICATED
     with pytest.raises(ValueError, match="no CA"):
         ldpgraph.Admin(config["curator"], token="00")
+
+
+def test_listings_read_every_page(admin):
+    """The curator pages its listings; the client reads them to the end: a
+    page of one campaign or two audit entries at a time gives what one large
+    page gives, in order, and a bad page token is INVALID_ARGUMENT."""
+    pb = ldpgraph.admin.admin_pb2
+    assert ([c.id for c in admin._pages("ListCampaigns", pb.ListCampaignsRequest(page_size=1),
+                                        "campaigns")] == [c.id for c in admin.campaigns()])
+    whole = admin._call("ListAudit", pb.ListAuditRequest(limit=10000))
+    assert len(whole.entries) > 2 and not whole.next_page_token
+    paged = list(admin._pages("ListAudit", pb.ListAuditRequest(limit=2), "entries"))
+    assert [e.sequence for e in paged] == [e.sequence for e in whole.entries]
+    assert [b.node_id for b in admin.budgets()] == list(range(NODES))
+    with pytest.raises(ldpgraph.AdminError) as e:
+        admin._call("ListResults", pb.ListResultsRequest(page_token="nope"))
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT and "'nope'" in e.value.details

@@ -281,6 +281,12 @@ absl::StatusOr<std::vector<uint32_t>> CampaignBook::Targets(
       targets.push_back(v);
     }
   } else {
+    if (sel.node_ids_size() > kMaxListedNodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "nodes: an explicit list holds at most ", kMaxListedNodes,
+          " node ids, got ", sel.node_ids_size(),
+          "; select a range (range_begin, range_end) or all instead"));
+    }
     targets.assign(sel.node_ids().begin(), sel.node_ids().end());
     std::sort(targets.begin(), targets.end());
     for (size_t i = 0; i < targets.size(); ++i) {
@@ -370,11 +376,19 @@ absl::StatusOr<v1::Campaign> CampaignBook::Create(
   return ToProto(*campaigns_.back());
 }
 
-std::vector<v1::Campaign> CampaignBook::List() const {
+std::vector<v1::Campaign> CampaignBook::List(int64_t before_id,
+                                            size_t limit) const {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<v1::Campaign> out;
-  out.reserve(campaigns_.size());
-  for (auto it = campaigns_.rbegin(); it != campaigns_.rend(); ++it) {
+  // campaigns_ is by ascending id: the first at or past before_id, then
+  // backwards.
+  auto it = std::lower_bound(
+      campaigns_.begin(), campaigns_.end(), before_id,
+      [](const std::unique_ptr<CampaignState>& c, int64_t id) {
+        return c->id < id;
+      });
+  while (it != campaigns_.begin() && out.size() < limit) {
+    --it;
     out.push_back(ToProto(**it));
   }
   return out;
@@ -438,22 +452,30 @@ absl::StatusOr<int> CampaignBook::CloseExpired(absl::Time now) {
   return closed;
 }
 
+namespace {
+
+v1::RefusalRecord RefusalOf(const store::AnswerRow& a) {
+  v1::Report r;
+  r.ParseFromString(a.payload);
+  v1::RefusalRecord rec;
+  rec.set_node_id(a.node);
+  rec.set_reason(r.refusal().reason());
+  rec.set_message(r.refusal().message());
+  rec.set_unix_ms(a.unix_ms);
+  return rec;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<v1::RefusalRecord>> CampaignBook::Refusals(
-    absl::string_view id) const {
+    absl::string_view id, uint32_t first_node, int limit) const {
   ASSIGN_OR_RETURN(const int64_t n, StoredId(id));
+  ASSIGN_OR_RETURN(std::vector<store::AnswerRow> rows,
+                   store_->ListAnswers(n, first_node, limit,
+                                       /*refusals_only=*/true));
   std::vector<v1::RefusalRecord> out;
-  RETURN_IF_ERROR(store_->ForEachAnswer(n, [&](const store::AnswerRow& a) {
-    if (!a.refusal) return true;
-    v1::Report r;
-    r.ParseFromString(a.payload);
-    v1::RefusalRecord rec;
-    rec.set_node_id(a.node);
-    rec.set_reason(r.refusal().reason());
-    rec.set_message(r.refusal().message());
-    rec.set_unix_ms(a.unix_ms);
-    out.push_back(std::move(rec));
-    return true;
-  }));
+  out.reserve(rows.size());
+  for (const store::AnswerRow& a : rows) out.push_back(RefusalOf(a));
   return out;
 }
 

@@ -37,6 +37,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -75,6 +76,11 @@ struct IngestCounters {
   std::atomic<uint64_t> report_bytes{0};
 };
 
+// The most node ids a campaign's explicit node list may hold
+// (NodeSelection.node_ids): every Campaign reply echoes the list, so it is
+// bounded (at most about 5 MB); a larger selection is a range or all.
+inline constexpr int kMaxListedNodes = 1000000;
+
 class CampaignBook {
  public:
   struct Options {
@@ -105,10 +111,14 @@ class CampaignBook {
   // that every targeted node whose caps are known can afford the campaign
   // on top of what it spent and what the open campaigns still ask of it
   // (FAILED_PRECONDITION counting the nodes that cannot and naming the
-  // first), then stores and audits the campaign, open.
+  // first), then stores and audits the campaign, open. An explicit node
+  // list of more than kMaxListedNodes ids is INVALID_ARGUMENT.
   absl::StatusOr<v1::Campaign> Create(const v1::CreateCampaignRequest& request);
-  // Newest first.
-  std::vector<v1::Campaign> List() const;
+  // Newest first: those whose store id (c<id>) is < before_id, at most
+  // limit (a page: the admin listing's).
+  std::vector<v1::Campaign> List(
+      int64_t before_id = std::numeric_limits<int64_t>::max(),
+      size_t limit = std::numeric_limits<size_t>::max()) const;
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one (as
   // every call taking an id).
   absl::StatusOr<v1::Campaign> Get(absl::string_view id) const;
@@ -122,9 +132,12 @@ class CampaignBook {
   absl::StatusOr<v1::Campaign> Close(absl::string_view id);
   // Closes every open campaign whose deadline is <= now. Returns how many.
   absl::StatusOr<int> CloseExpired(absl::Time now);
-  // Stored refusals of a campaign, ascending by node.
+  // Stored refusals of a campaign, ascending by node: those of nodes >=
+  // first_node, at most limit (> 0; a page: the admin listing's), reading
+  // only the answers they are (store.h, ListAnswers).
   absl::StatusOr<std::vector<v1::RefusalRecord>> Refusals(
-      absl::string_view id) const;
+      absl::string_view id, uint32_t first_node = 0,
+      int limit = std::numeric_limits<int>::max()) const;
   // Stored reports of a campaign as (node, report), ascending by node;
   // refusals excluded.
   absl::StatusOr<std::vector<std::pair<uint32_t, v1::Report>>> Reports(

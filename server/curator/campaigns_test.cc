@@ -167,6 +167,40 @@ TEST_F(CampaignBookTest, CreateTargetsTheSelectedNodesOnly) {
   EXPECT_EQ(ack.results(2).code(), 0);
 }
 
+// Every Campaign reply echoes an explicit node list: it is capped, and a
+// longer one is refused with the way out (a range or all).
+TEST_F(CampaignBookTest, AnExplicitNodeListOverTheCapIsRefused) {
+  auto r = Hds(1);
+  r.mutable_nodes()->set_all(false);
+  r.mutable_nodes()->mutable_node_ids()->Resize(kMaxListedNodes + 1, 0);
+  auto refused = book_->Create(r);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("an explicit list holds at most 1000000 node ids, got "
+                        "1000001; select a range (range_begin, range_end) or "
+                        "all instead"));
+  EXPECT_TRUE(book_->List().empty());
+  // At the cap, the list's own checks apply (here: repeats).
+  r.mutable_nodes()->mutable_node_ids()->RemoveLast();
+  EXPECT_THAT(book_->Create(r).status().message(), HasSubstr("listed twice"));
+}
+
+// List pages newest first by store id, as the admin listing reads it.
+TEST_F(CampaignBookTest, ListPagesNewestFirst) {
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(book_->Create(Hds(0.1)).ok());
+  const auto ids = [](const std::vector<v1::Campaign>& cs) {
+    std::vector<std::string> out;
+    for (const auto& c : cs) out.push_back(c.id());
+    return out;
+  };
+  EXPECT_THAT(ids(book_->List()),
+              ::testing::ElementsAre("c5", "c4", "c3", "c2", "c1"));
+  EXPECT_THAT(ids(book_->List(5, 2)), ::testing::ElementsAre("c4", "c3"));
+  EXPECT_THAT(ids(book_->List(2, 2)), ::testing::ElementsAre("c1"));
+  EXPECT_TRUE(book_->List(1, 2).empty());
+  EXPECT_THAT(ids(book_->List(100, 1)), ::testing::ElementsAre("c5"));
+}
+
 TEST_F(CampaignBookTest, IngestTellsResendsFromConflicts) {
   ASSERT_TRUE(book_->Create(Hds(1)).ok());
   const Session s = Of({0, 1, 2});

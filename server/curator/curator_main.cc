@@ -80,6 +80,10 @@ Flags:
                        256, started as needed); agent hosts never take one
                        (their streams hold no thread), so this limits only
                        concurrent ldpctl/admin calls; more wait their turn
+  --admin-page-bytes N the byte budget of a page of an admin listing
+                       (campaigns, refusals, budgets, results, audit, ...;
+                       default 4194304, at most 33554432: half the 64 MiB
+                       message limit); ldpctl follows the pages
   --pipeline-threads N threads each pipeline stage (propagate, evaluate)
                        computes on; 0 (default) = every core. Results do
                        not depend on it
@@ -127,7 +131,7 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
                       "release-delta", "pipeline-threads", "check-in-rate",
                       "check-in-interval", "check-in-jitter",
                       "check-in-session", "store", "store-password-file",
-                      "role", "sync-interval"},
+                      "role", "sync-interval", "admin-page-bytes"},
                      {"insecure", "private-edges"}));
   ldpgraph::curator::ServerOptions o;
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
@@ -196,6 +200,15 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
       return absl::InvalidArgumentError("--max-threads must be in [4, 100000]");
     }
     o.max_threads = static_cast<int>(*threads);
+  }
+  ASSIGN_OR_RETURN(auto page_bytes, a.GetInt("admin-page-bytes"));
+  if (page_bytes) {
+    if (*page_bytes < 1024 || *page_bytes > o.max_message_bytes / 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--admin-page-bytes must be in [1024, ", o.max_message_bytes / 2,
+          "]"));
+    }
+    o.admin_page_bytes = static_cast<int>(*page_bytes);
   }
   ASSIGN_OR_RETURN(auto pipeline_threads, a.GetInt("pipeline-threads"));
   if (pipeline_threads) {

@@ -1,5 +1,7 @@
 #include "server/curator/ledger.h"
 
+#include <limits>
+
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
@@ -138,17 +140,24 @@ v1::NodeBudget Ledger::BudgetLocked(uint32_t v) const {
 
 std::vector<v1::NodeBudget> Ledger::Budgets(
     const std::vector<uint32_t>& nodes) const {
+  if (nodes.empty()) {
+    return KnownBudgets(0, std::numeric_limits<size_t>::max());
+  }
   absl::MutexLock lock(&mu_);
   std::vector<v1::NodeBudget> out;
-  if (nodes.empty()) {
-    for (uint32_t v = 0; v < nodes_.size(); ++v) {
-      if (nodes_[v].caps_known || nodes_[v].total > 0) {
-        out.push_back(BudgetLocked(v));
-      }
-    }
-  } else {
-    for (uint32_t v : nodes) {
-      if (v < nodes_.size()) out.push_back(BudgetLocked(v));
+  for (uint32_t v : nodes) {
+    if (v < nodes_.size()) out.push_back(BudgetLocked(v));
+  }
+  return out;
+}
+
+std::vector<v1::NodeBudget> Ledger::KnownBudgets(uint32_t first_node,
+                                                 size_t limit) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::NodeBudget> out;
+  for (size_t v = first_node; v < nodes_.size() && out.size() < limit; ++v) {
+    if (nodes_[v].caps_known || nodes_[v].total > 0) {
+      out.push_back(BudgetLocked(static_cast<uint32_t>(v)));
     }
   }
   return out;

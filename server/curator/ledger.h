@@ -104,6 +104,10 @@ class Ledger {
   // The budgets of `nodes` (ids outside the graph left out), in order; for
   // no nodes, of every node whose caps are known or that spent anything.
   std::vector<v1::NodeBudget> Budgets(const std::vector<uint32_t>& nodes) const;
+  // A page of the latter: the nodes >= first_node whose caps are known or
+  // that spent anything, ascending, at most limit.
+  std::vector<v1::NodeBudget> KnownBudgets(uint32_t first_node,
+                                           size_t limit) const;
 
   // One pass over the nodes under the lock, allocating per attribute,
   // never per node (cheap at a million nodes: a metrics scrape).

@@ -19,7 +19,8 @@
 //   ledger()     budgets (Ledger::Budgets) and the metrics' summary;
 //   check_ins()  the check-in desk's counters, for the metrics;
 //   store()      the pipeline's results and the audit log (AddResult,
-//                ListResults, GetResult, Audit, ListAudit), the operator
+//                ListResults, ListResultsBefore, GetResult, Audit,
+//                ListAudit), the operator
 //                lease (TryOperatorLease) and Describe. Campaigns, answers,
 //                caps, keys and sealed messages are written by their parts
 //                only, never through this.

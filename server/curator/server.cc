@@ -53,6 +53,14 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         "TLS needs a certificate and a key (or, for development only, "
         "--insecure)");
   }
+  if (options.admin_page_bytes < 1024 ||
+      options.admin_page_bytes > options.max_message_bytes / 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the admin page byte budget must be in [1024, ",
+        options.max_message_bytes / 2,
+        "] (at most half of the largest message), got ",
+        options.admin_page_bytes));
+  }
   std::unique_ptr<CuratorServer> s(new CuratorServer());
   s->options_ = options;
   RETURN_IF_ERROR(MakeDirs(options.data_dir));
@@ -149,7 +157,9 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   base_status.set_insecure(options.insecure);
   s->internals_->admin = std::make_unique<AdminServiceImpl>(
       &s->curator_->operators(), s->stages_.get(), options.admin_token,
-      observer, std::move(base_status), options.max_threads);
+      observer, std::move(base_status), options.max_threads,
+      Listings::Options{.page_bytes =
+                            static_cast<size_t>(options.admin_page_bytes)});
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

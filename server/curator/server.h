@@ -67,6 +67,10 @@ struct ServerOptions {
   std::function<bool()> cancelled;
   // Largest gRPC message accepted, bytes.
   int max_message_bytes = 64 << 20;
+  // The byte budget of a page of an admin listing (listings.h): at least
+  // 1 KiB and at most half of max_message_bytes, so that no admin reply
+  // nears the message limit.
+  int admin_page_bytes = 4 << 20;
   // Bound on the admin service's own threads, which run every admin call
   // that may wait on the store or compute (services.h); calls beyond it
   // queue. Agent streams hold no thread at all (gRPC's callback API), so no

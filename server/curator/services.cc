@@ -660,9 +660,10 @@ AdminServiceImpl::AdminServiceImpl(OperatorSide* curator, Stages* stages,
                                    std::string admin_token,
                                    RpcObserver observer,
                                    v1::CuratorStatus base_status,
-                                   int max_threads)
+                                   int max_threads, Listings::Options pages)
     : curator_(curator),
       stages_(stages),
+      listings_(curator, stages, pages),
       token_(std::move(admin_token)),
       observe_(std::move(observer)),
       base_status_(std::move(base_status)),
@@ -723,11 +724,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCampaigns(
     grpc::ByteBuffer* resp) {
   return Serve<v1::ListCampaignsRequest, v1::ListCampaignsResponse>(
       "ListCampaigns", ctx, req, resp,
-      [this](const v1::ListCampaignsRequest&,
+      [this](const v1::ListCampaignsRequest& r,
              v1::ListCampaignsResponse* out) -> absl::Status {
-        for (auto& c : curator_->campaigns().List()) {
-          *out->add_campaigns() = std::move(c);
-        }
+        ASSIGN_OR_RETURN(*out, listings_.Campaigns(r));
         return absl::OkStatus();
       });
 }
@@ -763,11 +762,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListRefusals(
       "ListRefusals", ctx, req, resp,
       [this](const v1::ListRefusalsRequest& r,
              v1::ListRefusalsResponse* out) -> absl::Status {
-        ASSIGN_OR_RETURN(auto refusals,
-                         curator_->campaigns().Refusals(r.campaign_id()));
-        for (auto& refusal : refusals) {
-          *out->add_refusals() = std::move(refusal);
-        }
+        ASSIGN_OR_RETURN(*out, listings_.Refusals(r));
         return absl::OkStatus();
       });
 }
@@ -779,10 +774,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetBudgets(
       "GetBudgets", ctx, req, resp,
       [this](const v1::GetBudgetsRequest& r,
              v1::GetBudgetsResponse* out) -> absl::Status {
-        std::vector<uint32_t> nodes(r.node_ids().begin(), r.node_ids().end());
-        for (auto& b : curator_->ledger().Budgets(nodes)) {
-          *out->add_budgets() = std::move(b);
-        }
+        ASSIGN_OR_RETURN(*out, listings_.Budgets(r));
         return absl::OkStatus();
       });
 }
@@ -840,9 +832,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetReleaseLedger(
     grpc::ByteBuffer* resp) {
   return Serve<v1::GetReleaseLedgerRequest, v1::ReleaseLedger>(
       "GetReleaseLedger", ctx, req, resp,
-      [this](const v1::GetReleaseLedgerRequest&,
+      [this](const v1::GetReleaseLedgerRequest& r,
              v1::ReleaseLedger* out) -> absl::Status {
-        ASSIGN_OR_RETURN(*out, stages_->Ledger());
+        ASSIGN_OR_RETURN(*out, listings_.ReleaseLedger(r));
         return absl::OkStatus();
       });
 }
@@ -852,9 +844,21 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListResults(
     grpc::ByteBuffer* resp) {
   return Serve<v1::ListResultsRequest, v1::ListResultsResponse>(
       "ListResults", ctx, req, resp,
-      [this](const v1::ListResultsRequest&,
+      [this](const v1::ListResultsRequest& r,
              v1::ListResultsResponse* out) -> absl::Status {
-        for (auto& r : stages_->List()) *out->add_results() = std::move(r);
+        ASSIGN_OR_RETURN(*out, listings_.Results(r));
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListResultIds(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  return Serve<v1::ListResultIdsRequest, v1::ListResultIdsResponse>(
+      "ListResultIds", ctx, req, resp,
+      [this](const v1::ListResultIdsRequest& r,
+             v1::ListResultIdsResponse* out) -> absl::Status {
+        ASSIGN_OR_RETURN(*out, listings_.ResultIds(r));
         return absl::OkStatus();
       });
 }
@@ -954,20 +958,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(
       "ListAudit", ctx, req, resp,
       [this](const v1::ListAuditRequest& r,
              v1::ListAuditResponse* out) -> absl::Status {
-        const int limit = r.limit() == 0 || r.limit() > 10000
-                              ? 1000
-                              : static_cast<int>(r.limit());
-        ASSIGN_OR_RETURN(auto rows,
-                         curator_->store().ListAudit(
-                             static_cast<int64_t>(r.after_sequence()), limit));
-        for (const auto& row : rows) {
-          v1::AuditEntry* e = out->add_entries();
-          e->set_sequence(static_cast<uint64_t>(row.sequence));
-          e->set_unix_ms(row.unix_ms);
-          e->set_actor(row.actor);
-          e->set_action(row.action);
-          e->set_details_json(row.details_json);
-        }
+        ASSIGN_OR_RETURN(*out, listings_.Audit(r));
         return absl::OkStatus();
       });
 }

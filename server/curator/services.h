@@ -16,6 +16,7 @@
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
 #include "server/curator/agent_side.h"
+#include "server/curator/listings.h"
 #include "server/curator/operator_side.h"
 #include "server/curator/stages.h"
 
@@ -165,6 +166,7 @@ class AdminServiceImpl final
           v1::AdminService::WithRawCallbackMethod_Propagate,
           v1::AdminService::WithRawCallbackMethod_Evaluate,
           v1::AdminService::WithRawCallbackMethod_ListResults,
+          v1::AdminService::WithRawCallbackMethod_ListResultIds,
           v1::AdminService::WithRawCallbackMethod_ExportEmbeddings,
           v1::AdminService::WithRawCallbackMethod_Release,
           v1::AdminService::WithRawCallbackMethod_GetReleaseLedger,
@@ -174,11 +176,12 @@ class AdminServiceImpl final
   // admin_token: the bearer token every call must carry. base_status: the
   // fields of GetStatus the core does not know (start time, graph edges and
   // classes, insecure). max_threads: the admin pool's bound (>= 1); calls
-  // beyond it wait in order.
+  // beyond it wait in order. pages: the listings' page byte budget
+  // (listings.h).
   AdminServiceImpl(OperatorSide* curator, Stages* stages,
                    std::string admin_token,
                    RpcObserver observer, v1::CuratorStatus base_status = {},
-                   int max_threads = 16);
+                   int max_threads = 16, Listings::Options pages = {});
   ~AdminServiceImpl() override;
   // A frontend's (roles.h): GetStatus only; every other method is
   // FAILED_PRECONDITION naming the operator, after authentication.
@@ -222,6 +225,9 @@ class AdminServiceImpl final
   grpc::ServerUnaryReactor* ListResults(grpc::CallbackServerContext* ctx,
                                         const grpc::ByteBuffer* req,
                                         grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* ListResultIds(grpc::CallbackServerContext* ctx,
+                                          const grpc::ByteBuffer* req,
+                                          grpc::ByteBuffer* resp) override;
   // A stream of EmbeddingChunk messages; authentication, parsing and their
   // errors as for the unary methods, before the first chunk.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* ExportEmbeddings(
@@ -247,6 +253,7 @@ class AdminServiceImpl final
                                   grpc::ByteBuffer* raw_response, Fn fn);
   OperatorSide* curator_;
   Stages* stages_;
+  Listings listings_;
   std::string token_;
   RpcObserver observe_;
   v1::CuratorStatus base_status_;

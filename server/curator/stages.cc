@@ -19,6 +19,7 @@
 #include "common/wire/codec.h"
 #include "common/wire/names.h"
 #include "common/random.h"
+#include "server/curator/detail_lists.h"
 #include "server/embedding/release.h"
 #include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"
@@ -228,22 +229,28 @@ std::optional<double> ScreenAlphaOf(const v1::StageResult& estimate) {
   return details["alpha"].get<double>();
 }
 
-// The nodes an estimate's screen flagged (its details' "flagged"), empty
+// A result's details; DATA_LOSS when they do not parse.
+absl::StatusOr<nlohmann::json> DetailsOf(const v1::StageResult& r) {
+  auto details = nlohmann::json::parse(r.details_json(), nullptr,
+                                       /*allow_exceptions=*/false);
+  if (details.is_discarded()) {
+    return absl::DataLossError(
+        absl::StrCat("result ", r.id(), " has unreadable details"));
+  }
+  return details;
+}
+
+// The nodes an estimate's screen flagged (its details' "flagged", whole:
+// from its id-list file when the details hold the first ones only), empty
 // when it was not screened.
 absl::StatusOr<std::vector<uint32_t>> FlaggedNodes(
-    const v1::StageResult& estimate) {
-  const auto details = nlohmann::json::parse(estimate.details_json(), nullptr,
-                                             /*allow_exceptions=*/false);
-  if (details.is_discarded()) {
-    return absl::DataLossError(absl::StrCat(
-        "estimate ", estimate.id(), " has unreadable details"));
+    const v1::StageResult& estimate, const std::string& id_list_file) {
+  ASSIGN_OR_RETURN(const nlohmann::json details, DetailsOf(estimate));
+  if (!details.is_object() || !details.contains("flagged")) {
+    return std::vector<uint32_t>();
   }
-  std::vector<uint32_t> out;
-  if (details.contains("flagged") && details["flagged"].is_array()) {
-    for (const auto& v : details["flagged"]) {
-      out.push_back(v.get<uint32_t>());
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<uint32_t> out,
+                   WholeIdList(details, "flagged", id_list_file));
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -431,26 +438,51 @@ absl::StatusOr<DenseMatrix> Stages::Matrix(absl::string_view id) const {
   return ReadNpy(row.matrix_path);
 }
 
-std::vector<v1::StageResult> Stages::List() const {
-  std::vector<v1::StageResult> out;
-  auto rows = curator_->store().ListResults();
-  if (!rows.ok()) return out;
-  for (auto it = rows->rbegin(); it != rows->rend(); ++it) {
-    v1::StageResult r;
-    if (r.ParseFromString(it->record)) out.push_back(std::move(r));
+absl::StatusOr<std::vector<uint32_t>> Stages::IdList(
+    absl::string_view id, absl::string_view list) const {
+  ASSIGN_OR_RETURN(store::ResultRow row, Find(id));
+  v1::StageResult r;
+  if (!r.ParseFromString(row.record)) {
+    return absl::DataLossError(absl::StrCat("result ", id, " does not parse"));
   }
-  return out;
+  ASSIGN_OR_RETURN(const nlohmann::json details, DetailsOf(r));
+  absl::StatusOr<std::vector<uint32_t>> ids =
+      WholeIdList(details, list, IdListFile(r));
+  if (!ids.ok()) {
+    return absl::Status(ids.status().code(),
+                        absl::StrCat("result ", id, ": ", ids.status().message()));
+  }
+  return ids;
+}
+
+std::string Stages::FileStem(const v1::StageResult& r) const {
+  return absl::StrCat(dir_, "/", r.stage(), "-", r.created_unix_ms(), "-",
+                      r.input());
 }
 
 absl::StatusOr<v1::StageResult> Stages::Record(v1::StageResult r,
+                                               nlohmann::json details,
                                                const DenseMatrix* m) {
   r.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  // Named after the time and stage until the store assigns the id; the
+  // files are complete and synced before the result that names them
+  // exists.
+  const IdLists whole = TruncateIdLists(&details);
+  r.set_details_json(details.dump());
+  if (r.details_json().size() > kMaxDetailsBytes) {
+    return absl::InternalError(absl::StrCat(
+        "the ", r.stage(), " stage's details are ", r.details_json().size(),
+        " bytes, over the bound of ", kMaxDetailsBytes,
+        " (a list in them is not cut); nothing was stored"));
+  }
+  if (!whole.empty()) {
+    const std::string lists = IdListFile(r);
+    RETURN_IF_ERROR(WriteIdLists(lists, whole));
+    RETURN_IF_ERROR(SyncFile(lists, dir_));
+  }
   std::string path;
   if (m != nullptr) {
-    // Named after the time and stage until the store assigns the id; the
-    // file is complete and synced before the result that names it exists.
-    path = absl::StrCat(dir_, "/", r.stage(), "-", r.created_unix_ms(), "-",
-                        r.input(), ".npy");
+    path = FileStem(r) + ".npy";
     RETURN_IF_ERROR(WriteNpy(path, *m));
     RETURN_IF_ERROR(SyncFile(path, dir_));
     r.set_rows(static_cast<uint32_t>(m->rows));
@@ -512,9 +544,8 @@ absl::StatusOr<v1::StageResult> Stages::Estimate(const v1::EstimateRequest& q) {
       {"nodes", curator_->num_nodes()},
       {"campaign_state", v1::CampaignState_Name(campaign.state())}};
   if (!screen.is_null()) details.update(screen);
-  r.set_details_json(details.dump());
   r.set_seconds(SecondsSince(t));
-  return Record(std::move(r), &m);
+  return Record(std::move(r), std::move(details), &m);
 }
 
 absl::StatusOr<v1::StageResult> Stages::Propagate(
@@ -554,9 +585,8 @@ absl::StatusOr<v1::StageResult> Stages::Propagate(
   v1::StageResult r;
   r.set_stage("propagate");
   r.set_input(q.input());
-  r.set_details_json(details.dump());
   r.set_seconds(SecondsSince(t));
-  return Record(std::move(r), &z);
+  return Record(std::move(r), std::move(details), &z);
 }
 
 absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
@@ -645,7 +675,8 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
       input_mechanism = c.mechanism;
     }
     // The nodes the estimate's screen flagged are not trusted.
-    ASSIGN_OR_RETURN(collected.untrusted, FlaggedNodes(estimate));
+    ASSIGN_OR_RETURN(collected.untrusted,
+                     FlaggedNodes(estimate, IdListFile(estimate)));
   }
   pipeline::ResolveDatasetSettings(public_data.meta, &c);
   ASSIGN_OR_RETURN(pipeline::RunResult run,
@@ -674,9 +705,8 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   r.set_stage("evaluate");
   r.set_input(q.input());
   r.set_metric(run.metric);
-  r.set_details_json(details.dump());
   r.set_seconds(SecondsSince(t));
-  return Record(std::move(r), nullptr);
+  return Record(std::move(r), std::move(details), nullptr);
 }
 
 namespace {
@@ -738,7 +768,11 @@ absl::StatusOr<v1::ReleaseLedger> Stages::Ledger() const {
   for (const auto& [key, g] : ledgers) {
     v1::GraphReleases* gr = out.add_graphs();
     gr->set_graph(key);
-    for (const auto& id : g.ids) gr->add_result_ids(id);
+    gr->set_releases(static_cast<uint32_t>(g.ids.size()));
+    const size_t listed = std::min<size_t>(g.ids.size(), kLedgerResultIds);
+    for (size_t i = g.ids.size() - listed; i < g.ids.size(); ++i) {
+      gr->add_result_ids(g.ids[i]);
+    }
     ASSIGN_OR_RETURN(double total,
                      ComposedEpsilon(g.spent, g.epsilons, g.deltas,
                                      release_budget_.delta));
@@ -839,9 +873,8 @@ absl::StatusOr<v1::StageResult> Stages::Release(const v1::ReleaseRequest& q) {
   v1::StageResult r;
   r.set_stage("release");
   r.set_input(key);
-  r.set_details_json(details.dump());
   r.set_seconds(SecondsSince(t));
-  return Record(std::move(r), &release.embedding);
+  return Record(std::move(r), std::move(details), &release.embedding);
 }
 
 }  // namespace ldpgraph::curator

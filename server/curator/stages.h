@@ -4,6 +4,14 @@
 // <data-dir>/results/) and records a StageResult in the store, so results
 // survive restarts and can be exported later.
 //
+// A result's details hold at most the first 100 ids of each id list
+// (detail_lists.h: an estimate's screen's "flagged" nodes, an evaluate's
+// robust "dropped_nodes"); the whole lists of a result go to its id-list
+// file, <results>/<stage>-<created_unix_ms>-<input>.ids.json beside its
+// matrix (<...>.npy, the same stem), written and synced before the result
+// is stored. IdList reads a list back, whole; Evaluate reads an
+// estimate's flagged nodes that way.
+//
 // The curator's public data: its graph and the labels it trains on and
 // tests against (PrivGE's setting; LPGNN replaces the training labels with
 // a label campaign's reports). It never holds the nodes' features: only
@@ -129,11 +137,24 @@ class Stages {
   // FAILED_PRECONDITION when SE-PrivGEmb cannot afford one step.
   absl::StatusOr<v1::StageResult> Release(const v1::ReleaseRequest& r)
       ABSL_LOCKS_EXCLUDED(release_mu_);
+  // Every graph's releases, by graph; each graph's result_ids are the
+  // latest kLedgerResultIds of its releases (releases counts them all).
   absl::StatusOr<v1::ReleaseLedger> Ledger() const;
+  static constexpr int kLedgerResultIds = 1000;
 
   // The stored matrix of an estimate or propagate result.
   absl::StatusOr<DenseMatrix> Matrix(absl::string_view result_id) const;
-  std::vector<v1::StageResult> List() const;
+  // The whole id list `list` (a dotted path: "flagged",
+  // "robust.dropped_nodes") of a result, though its details hold only the
+  // first 100 ids (see the file comment). NOT_FOUND for an unknown result,
+  // INVALID_ARGUMENT naming the result's lists for a list it has not,
+  // DATA_LOSS when its id-list file is missing or damaged.
+  absl::StatusOr<std::vector<uint32_t>> IdList(absl::string_view result_id,
+                                               absl::string_view list) const;
+  // Where the whole id lists of the result r (as recorded) are.
+  std::string IdListFile(const v1::StageResult& r) const {
+    return FileStem(r) + ".ids.json";
+  }
   // How many results are recorded, without reading the store (GetStatus).
   size_t ResultCount() const { return results_.load(); }
 
@@ -162,8 +183,16 @@ class Stages {
                                        nlohmann::json* details = nullptr) const;
 
  private:
+  // Stores r with details (their id lists cut, the whole lists into the
+  // id-list file) and its matrix m, if any. INTERNAL if the details, once
+  // cut, pass kMaxDetailsBytes (no stage's should come near).
   absl::StatusOr<v1::StageResult> Record(v1::StageResult r,
+                                         nlohmann::json details,
                                          const DenseMatrix* m);
+  static constexpr size_t kMaxDetailsBytes = size_t{1} << 20;
+  // A result's files: <dir>/<stage>-<created_unix_ms>-<input>, then .npy
+  // (the matrix) or .ids.json (the whole id lists).
+  std::string FileStem(const v1::StageResult& r) const;
   absl::StatusOr<store::ResultRow> Find(absl::string_view id) const;
   // The stored result id, which must be an estimate (FAILED_PRECONDITION
   // naming `stage` otherwise).

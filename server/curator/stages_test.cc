@@ -10,6 +10,9 @@
 #include "server/curator/stages.h"
 #include "server/curator/test_requests.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +22,9 @@
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/dp/rdp_accountant.h"
 #include "server/curator/credentials.h"
+#include "server/curator/detail_lists.h"
 
 namespace ldpgraph::curator {
 namespace {
@@ -142,10 +147,29 @@ TEST_F(StagesScreenTest, EstimateEmptiesFlaggedRowsAndEvaluateDropsThem) {
   EXPECT_EQ(details["screen"], "applied");
   EXPECT_EQ(details["alpha"], 1e-3);
   EXPECT_EQ(details["overreported_dims"], 2);
-  // Every attacker, and the honest nodes of dimensions 0 and 1 (38 each).
+  // Every attacker, and the honest nodes of dimensions 0 and 1 (38 each):
+  // the details name the first 100 (bounded), the id-list file all of them.
   EXPECT_EQ(details["flagged_nodes"], kAttackers + 76);
   std::vector<uint32_t> flagged = details["flagged"];
+  ASSERT_EQ(flagged.size(), kDetailIds);
+  EXPECT_EQ(details["flagged_truncated"], true);
   for (uint32_t v = 0; v < kAttackers; ++v) EXPECT_EQ(flagged[v], v);
+  EXPECT_FALSE(details.contains("overreported_truncated"));  // 2 dimensions
+  auto whole = stages_->IdList(screened->id(), "flagged");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(whole->size(), kAttackers + 76);
+  EXPECT_TRUE(std::is_sorted(whole->begin(), whole->end()));
+  EXPECT_TRUE(std::equal(flagged.begin(), flagged.end(), whole->begin()));
+  for (uint32_t v = kAttackers; v < kNodes; ++v) {
+    const bool honest_flagged = v % kDims < 2;
+    EXPECT_EQ(std::binary_search(whole->begin(), whole->end(), v),
+              honest_flagged)
+        << v;
+  }
+  EXPECT_EQ(stages_->IdList(screened->id(), "robust.dropped_nodes")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
   auto m = stages_->Matrix(screened->id());
   auto before = stages_->Matrix(plain->id());
   ASSERT_TRUE(m.ok() && before.ok());
@@ -167,7 +191,59 @@ TEST_F(StagesScreenTest, EstimateEmptiesFlaggedRowsAndEvaluateDropsThem) {
   auto clean = EvaluateDetails(screened->id());
   ASSERT_TRUE(clean.ok()) << clean.status();
   EXPECT_EQ((*clean)["label_agreement_raw"].get<double>(), 1.0);
+  // All of them, not only the 100 the details name.
   EXPECT_EQ((*clean)["untrusted_nodes"], kAttackers + 76);
+
+  // Without its id-list file the estimate's flagged nodes are unknown:
+  // evaluate refuses rather than trust them.
+  v1::StageResult recorded;
+  ASSERT_TRUE(recorded.ParseFromString(
+      curator_->operators().store().GetResult(2)->record));
+  ASSERT_EQ(recorded.id(), screened->id());
+  const std::string file = stages_->IdListFile(recorded);
+  ASSERT_EQ(std::rename(file.c_str(), (file + ".away").c_str()), 0) << file;
+  auto lost = EvaluateDetails(screened->id());
+  EXPECT_EQ(lost.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(lost.status().message(), HasSubstr(file));
+  ASSERT_EQ(std::rename((file + ".away").c_str(), file.c_str()), 0);
+}
+
+// A result stored before id lists were cut holds its whole list in its
+// details: evaluate reads it there, and ListResultIds serves it.
+TEST_F(StagesScreenTest, AnOldEstimateWithTheWholeListInItsDetailsIsRead) {
+  stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                     dir_.path(), false, ReleaseBudget{}, 2);
+  v1::EstimateRequest e;
+  e.set_campaign_id("c1");
+  e.set_defence("screen");
+  auto screened = stages_->Estimate(e);
+  ASSERT_TRUE(screened.ok()) << screened.status();
+  auto whole = stages_->IdList(screened->id(), "flagged");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  // The same estimate as an older curator recorded it.
+  store::CuratorStore& store = curator_->operators().store();
+  auto row = store.GetResult(1);
+  ASSERT_TRUE(row.ok()) << row.status();
+  v1::StageResult old = *screened;
+  auto details = nlohmann::json::parse(old.details_json());
+  details["flagged"] = *whole;
+  details.erase("flagged_truncated");
+  old.set_details_json(details.dump());
+  old.set_created_unix_ms(1);  // no id-list file of its own
+  auto id = store.AddResult(
+      [&](int64_t id) {
+        old.set_id(absl::StrCat("r", id));
+        return old.SerializeAsString();
+      },
+      row->matrix_path);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto listed = stages_->IdList(old.id(), "flagged");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(*listed, *whole);
+  auto clean = EvaluateDetails(old.id());
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  EXPECT_EQ((*clean)["untrusted_nodes"], kAttackers + 76);
+  EXPECT_EQ((*clean)["label_agreement_raw"].get<double>(), 1.0);
 }
 
 TEST_F(StagesScreenTest, BadDefenceSettingsAreRefused) {
@@ -275,6 +351,56 @@ TEST_F(StagesScreenTest, BadEvaluateDefencesAreRefused) {
   auto r = stages_->Evaluate(link);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("node task only"));
+}
+
+// A graph's ledger entry counts all its releases and lists the latest
+// kLedgerResultIds, so that GetReleaseLedger stays bounded however many
+// releases a graph has; the composition covers all of them.
+TEST(StagesLedgerTest, AGraphListsItsLatestReleasesAndCountsThemAll) {
+  TempFolder dir;
+  store::CuratorStore::Options fast;
+  fast.synchronous_full = false;
+  auto curator = requests::OpenTestCurator(dir.path(), 10, kKey, fast);
+  ASSERT_TRUE(curator.ok()) << curator.status();
+  Dataset data;
+  Stages stages(&(*curator)->operators(), &data, dir.path());
+  dp::RdpAccountant curve;
+  ASSERT_TRUE(curve.ComposePureDp(0.001).ok());
+  const int releases = Stages::kLedgerResultIds + 25;
+  for (int i = 0; i < releases; ++i) {
+    v1::StageResult r;
+    r.set_stage("release");
+    r.set_input(i % 50 == 0 ? "campaign:c3" : "curator");
+    r.set_details_json(nlohmann::json({{"rdp", curve.ToJson()},
+                                       {"epsilon", 0.001},
+                                       {"delta", 0.0}})
+                           .dump());
+    ASSERT_TRUE((*curator)
+                    ->operators()
+                    .store()
+                    .AddResult(
+                        [&](int64_t id) {
+                          r.set_id(absl::StrCat("r", id));
+                          return r.SerializeAsString();
+                        },
+                        "")
+                    .ok());
+  }
+  auto ledger = stages.Ledger();
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  ASSERT_EQ(ledger->graphs_size(), 2);
+  const v1::GraphReleases& other = ledger->graphs(0);
+  EXPECT_EQ(other.graph(), "campaign:c3");
+  EXPECT_EQ(other.releases(), 21u);
+  EXPECT_EQ(other.result_ids_size(), 21);
+  const v1::GraphReleases& g = ledger->graphs(1);
+  EXPECT_EQ(g.graph(), "curator");
+  const int own = releases - 21;
+  EXPECT_EQ(g.releases(), static_cast<uint32_t>(own));
+  ASSERT_EQ(g.result_ids_size(), Stages::kLedgerResultIds);
+  EXPECT_EQ(g.result_ids(Stages::kLedgerResultIds - 1),
+            absl::StrCat("r", releases));  // the latest
+  EXPECT_NEAR(g.epsilon_sum(), own * 0.001, 1e-9);
 }
 
 // --- Blink -------------------------------------------------------------------

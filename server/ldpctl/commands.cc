@@ -45,7 +45,7 @@ const std::set<std::string>& CommandValueFlags() {
       "feature-epsilon", "feature-dimension", "feature-sampled",
       "feature-range", "round-timeout-ms", "graph-campaign", "dim",
       "noise-multiplier", "max-epochs", "proximity", "batch", "blink-delta",
-      "blink-variant", "defence", "screen-alpha"};
+      "blink-variant", "defence", "screen-alpha", "list"};
   return *flags;
 }
 
@@ -68,7 +68,7 @@ absl::Status RunAdmin(const std::string& command, const std::string& sub,
     return BudgetShow(a, c, o);
   }
   if (command == "pipeline") return Pipeline(sub, id, a, c, o);
-  if (command == "results") return Results(c, o);
+  if (command == "results") return Results(id, a, c, o);
   if (command == "export") return Export(id, a, c, o);
   if (command == "release") return Release(sub, a, c, o);
   if (command == "audit") return Audit(a, c, o);

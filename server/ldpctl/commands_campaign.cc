@@ -276,17 +276,22 @@ absl::Status Campaign(const std::string& sub, const std::string& id,
                       const CliArgs& a, const Connection& c, const Output& o) {
   if (sub == "create") return CreateCampaign(a, c, o);
   if (sub == "list") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx);
-    v1::ListCampaignsResponse out;
-    RETURN_IF_ERROR(FromGrpc(
-        c.stub->ListCampaigns(&ctx, v1::ListCampaignsRequest(), &out), c.address));
-    if (o.json) {
-      o.Json(out);
-    } else {
-      CampaignHeader(o.out);
-      for (const auto& x : out.campaigns()) CampaignRow(o.out, x);
-    }
+    // Every page; the table row by row, the JSON as one message.
+    v1::ListCampaignsResponse all;
+    if (!o.json) CampaignHeader(o.out);
+    RETURN_IF_ERROR(c.ForEachPage(
+        &v1::AdminService::Stub::ListCampaigns, v1::ListCampaignsRequest(),
+        [&](const v1::ListCampaignsResponse& page) {
+          for (const auto& x : page.campaigns()) {
+            if (o.json) {
+              *all.add_campaigns() = x;
+            } else {
+              CampaignRow(o.out, x);
+            }
+          }
+          return absl::OkStatus();
+        }));
+    if (o.json) o.Json(all);
     return absl::OkStatus();
   }
   const std::set<std::string> with_id = {"show", "wait", "close", "refusals"};
@@ -305,9 +310,9 @@ absl::Status Campaign(const std::string& sub, const std::string& id,
     return absl::OkStatus();
   }
   if (sub == "wait") return WaitCampaign(a, c, id, o);
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
   if (sub == "close") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx);
     v1::CloseCampaignRequest req;
     req.set_campaign_id(id);
     v1::Campaign out;
@@ -317,20 +322,27 @@ absl::Status Campaign(const std::string& sub, const std::string& id,
   }
   v1::ListRefusalsRequest req;
   req.set_campaign_id(id);
-  v1::ListRefusalsResponse out;
-  RETURN_IF_ERROR(FromGrpc(c.stub->ListRefusals(&ctx, req, &out), c.address));
-  if (o.json) {
-    o.Json(out);
-    return absl::OkStatus();
+  v1::ListRefusalsResponse all;
+  if (!o.json) {
+    o.out << absl::StrFormat("%-8s %-18s %s\n", "node", "reason", "message");
   }
-  o.out << absl::StrFormat("%-8s %-18s %s\n", "node", "reason", "message");
-  for (const auto& r : out.refusals()) {
-    o.out << absl::StrFormat(
-        "%-8u %-18s %s\n", r.node_id(),
-        Short(v1::RefusalReason_Name(r.reason()), "REFUSAL_REASON_",
-              r.reason()),
-        r.message());
-  }
+  RETURN_IF_ERROR(c.ForEachPage(
+      &v1::AdminService::Stub::ListRefusals, req,
+      [&](const v1::ListRefusalsResponse& page) {
+        for (const auto& r : page.refusals()) {
+          if (o.json) {
+            *all.add_refusals() = r;
+            continue;
+          }
+          o.out << absl::StrFormat(
+              "%-8u %-18s %s\n", r.node_id(),
+              Short(v1::RefusalReason_Name(r.reason()), "REFUSAL_REASON_",
+                    r.reason()),
+              r.message());
+        }
+        return absl::OkStatus();
+      }));
+  if (o.json) o.Json(all);
   return absl::OkStatus();
 }
 

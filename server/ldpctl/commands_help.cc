@@ -30,7 +30,7 @@ Against a running curator:
   release             create (a structure embedding under central DP:
                       se-privgemb or dpne, charged to the graph's release
                       ledger), ledger (what each graph's releases cost)
-  results             every recorded pipeline result
+  results             every recorded pipeline result; a result's id list
   export              an estimate, embedding or release as .npy, with its
                       node ids
   audit               the audit log
@@ -167,7 +167,7 @@ distinct question it answered, per attribute, beside the caps it declared.
 (The agent is the authority on its budget; the ledger is what the curator
 can prove from the reports it holds.) Prints a summary (nodes, caps known,
 spent min / mean / max, per attribute); --per-node or --nodes adds one row
-per node.
+per node. The curator answers a page at a time; ldpctl reads every page.
 
 Examples:
   ldpctl budget show
@@ -273,13 +273,20 @@ Examples:
 )"},
     {"results", R"(ldpctl results: every recorded pipeline result, newest first
 
-Usage: ldpctl results [--format table|json]
+Usage:
+  ldpctl results [--format table|json]
+  ldpctl results RESULT --list PATH [--format table|json]
 
 Columns: id, stage, input, shape, metric (evaluate: accuracy or ROC-AUC),
-seconds, and the stage's parameters.
+seconds, and the stage's parameters. A result's details hold the first 100
+ids of each id list (a screen's flagged nodes: "flagged", with
+"flagged_truncated": true when there are more); --list prints one whole,
+an id a line: flagged, overreported, robust.dropped_nodes. The curator
+answers a page at a time; ldpctl reads every page.
 
-Example:
+Examples:
   ldpctl results --format json | jq '.results[] | select(.stage=="evaluate")'
+  ldpctl results r2 --list flagged
 )"},
     {"export", R"(ldpctl export: an estimate or embedding as .npy
 
@@ -296,7 +303,9 @@ Example:
 
 Usage: ldpctl audit [--after SEQ] [--limit N] [--format table|json]
 
-Every enrolment, campaign transition and pipeline stage, with who did it.
+Every enrolment, campaign transition and pipeline stage, with who did it:
+the entries after --after (default 0), at most --limit (default 1000), over
+as many of the curator's pages as that takes.
 
 Example:
   ldpctl audit --after 100 --limit 50

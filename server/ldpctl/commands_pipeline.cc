@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -266,12 +267,16 @@ absl::Status Pipeline(const std::string& sub, const std::string& id,
 absl::Status Release(const std::string& sub, const CliArgs& a,
                      const Connection& c, const Output& o) {
   if (sub == "ledger") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx);
+    // Every page of graphs into one ledger.
     v1::ReleaseLedger out;
-    RETURN_IF_ERROR(FromGrpc(c.stub->GetReleaseLedger(
-                                 &ctx, v1::GetReleaseLedgerRequest(), &out),
-                             c.address));
+    RETURN_IF_ERROR(c.ForEachPage(
+        &v1::AdminService::Stub::GetReleaseLedger, v1::GetReleaseLedgerRequest(),
+        [&](const v1::ReleaseLedger& page) {
+          out.set_epsilon_cap(page.epsilon_cap());
+          out.set_delta(page.delta());
+          for (const auto& g : page.graphs()) *out.add_graphs() = g;
+          return absl::OkStatus();
+        }));
     if (o.json) {
       o.Json(out);
       return absl::OkStatus();
@@ -281,10 +286,13 @@ absl::Status Release(const std::string& sub, const CliArgs& a,
     o.out << absl::StrFormat("%-18s %-9s %-10s %-12s %s\n", "graph",
                              "releases", "epsilon", "sum of eps", "results");
     for (const auto& g : out.graphs()) {
+      // The latest result ids (all of them up to 1,000).
+      std::string ids = absl::StrJoin(g.result_ids(), ",");
+      if (g.releases() > static_cast<uint32_t>(g.result_ids_size())) {
+        ids = absl::StrCat("(latest ", g.result_ids_size(), ") ", ids);
+      }
       o.out << absl::StrFormat("%-18s %-9d %-10.4g %-12.4g %s\n", g.graph(),
-                               g.result_ids_size(), g.epsilon(),
-                               g.epsilon_sum(),
-                               absl::StrJoin(g.result_ids(), ","));
+                               g.releases(), g.epsilon(), g.epsilon_sum(), ids);
     }
     if (out.graphs_size() == 0) o.out << "(no releases yet)\n";
     return absl::OkStatus();
@@ -300,17 +308,55 @@ absl::Status Release(const std::string& sub, const CliArgs& a,
   return absl::OkStatus();
 }
 
-absl::Status Results(const Connection& c, const Output& o) {
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
-  v1::ListResultsResponse out;
-  RETURN_IF_ERROR(FromGrpc(
-      c.stub->ListResults(&ctx, v1::ListResultsRequest(), &out), c.address));
-  if (o.json) {
-    o.Json(out);
-  } else {
-    for (const auto& r : out.results()) ResultRow(o.out, r);
+absl::StatusOr<std::vector<uint32_t>> ResultIdList(const Connection& c,
+                                                   const std::string& result_id,
+                                                   const std::string& list) {
+  v1::ListResultIdsRequest req;
+  req.set_result_id(result_id);
+  req.set_list(list);
+  req.set_page_size(100000);
+  std::vector<uint32_t> ids;
+  RETURN_IF_ERROR(c.ForEachPage(&v1::AdminService::Stub::ListResultIds, req,
+                                [&](const v1::ListResultIdsResponse& page) {
+                                  ids.insert(ids.end(), page.ids().begin(),
+                                             page.ids().end());
+                                  return absl::OkStatus();
+                                }));
+  return ids;
+}
+
+absl::Status Results(const std::string& id, const CliArgs& a,
+                     const Connection& c, const Output& o) {
+  if (!id.empty() || a.Has("list")) {
+    if (id.empty() || !a.Has("list")) {
+      return absl::InvalidArgumentError(
+          "results ID --list PATH prints a result's id list (e.g. results r2 "
+          "--list flagged); plain results lists the results");
+    }
+    ASSIGN_OR_RETURN(const std::vector<uint32_t> ids,
+                     ResultIdList(c, id, *a.Get("list")));
+    if (o.json) {
+      o.out << nlohmann::json({{"ids", ids}}).dump() << "\n";
+    } else {
+      for (uint32_t v : ids) o.out << v << "\n";
+    }
+    return absl::OkStatus();
   }
+  // Every page; the table row by row, the JSON as one message.
+  v1::ListResultsResponse all;
+  RETURN_IF_ERROR(c.ForEachPage(
+      &v1::AdminService::Stub::ListResults, v1::ListResultsRequest(),
+      [&](const v1::ListResultsResponse& page) {
+        for (const auto& r : page.results()) {
+          if (o.json) {
+            *all.add_results() = r;
+          } else {
+            ResultRow(o.out, r);
+          }
+        }
+        return absl::OkStatus();
+      }));
+  if (o.json) o.Json(all);
   return absl::OkStatus();
 }
 

@@ -77,30 +77,34 @@ absl::Status BudgetShow(const CliArgs& a, const Connection& c, const Output& o) 
   v1::GetBudgetsRequest req;
   if (a.Has("nodes")) {
     ASSIGN_OR_RETURN(auto r, ParseNodeRange(*a.Get("nodes"), "nodes"));
-    for (uint32_t v = r.first; v < r.second; ++v) req.add_node_ids(v);
+    req.set_range_begin(r.first);
+    req.set_range_end(r.second);
   }
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
-  v1::GetBudgetsResponse resp;
-  RETURN_IF_ERROR(FromGrpc(c.stub->GetBudgets(&ctx, req, &resp), c.address));
-  // The summary.
-  size_t caps_known = 0;
+  const bool per_node = a.Flag("per-node") || a.Has("nodes");
+  // The summary, page by page; the rows only when they are shown.
+  size_t n = 0, caps_known = 0;
   double lo = 0, hi = 0, sum = 0;
   std::map<std::string, std::pair<double, double>> per_attr;  // max, sum
-  for (int i = 0; i < resp.budgets_size(); ++i) {
-    const auto& b = resp.budgets(i);
-    caps_known += b.caps_known() ? 1 : 0;
-    lo = i == 0 ? b.total_spent() : std::min(lo, b.total_spent());
-    hi = std::max(hi, b.total_spent());
-    sum += b.total_spent();
-    for (const auto& [attr, eps] : b.spent()) {
-      auto& s = per_attr[attr];
-      s.first = std::max(s.first, eps);
-      s.second += eps;
-    }
-  }
-  const size_t n = resp.budgets_size();
-  const bool per_node = a.Flag("per-node") || a.Has("nodes");
+  v1::GetBudgetsResponse resp;
+  req.set_page_size(100000);
+  RETURN_IF_ERROR(c.ForEachPage(
+      &v1::AdminService::Stub::GetBudgets, req,
+      [&](const v1::GetBudgetsResponse& page) {
+        for (const auto& b : page.budgets()) {
+          caps_known += b.caps_known() ? 1 : 0;
+          lo = n == 0 ? b.total_spent() : std::min(lo, b.total_spent());
+          hi = std::max(hi, b.total_spent());
+          sum += b.total_spent();
+          for (const auto& [attr, eps] : b.spent()) {
+            auto& s = per_attr[attr];
+            s.first = std::max(s.first, eps);
+            s.second += eps;
+          }
+          ++n;
+          if (per_node) *resp.add_budgets() = b;
+        }
+        return absl::OkStatus();
+      }));
   if (o.json) {
     // {"summary": {...}, "budgets": [...]} (budgets with --per-node/--nodes,
     // in protobuf's JSON mapping, as every other command prints them).
@@ -157,23 +161,35 @@ absl::Status Audit(const CliArgs& a, const Connection& c, const Output& o) {
   v1::ListAuditRequest req;
   ASSIGN_OR_RETURN(auto after, a.GetUint("after"));
   req.set_after_sequence(after.value_or(0));
-  ASSIGN_OR_RETURN(auto limit, a.GetUint("limit"));
-  req.set_limit(static_cast<uint32_t>(limit.value_or(1000)));
-  grpc::ClientContext ctx;
-  c.Prepare(&ctx);
-  v1::ListAuditResponse out;
-  RETURN_IF_ERROR(FromGrpc(c.stub->ListAudit(&ctx, req, &out), c.address));
-  if (o.json) {
-    o.Json(out);
-    return absl::OkStatus();
-  }
-  for (const auto& e : out.entries()) {
-    o.out << absl::StrFormat(
-        "%6u %s %-16s %-16s %s\n", e.sequence(),
-        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(e.unix_ms()),
-                         absl::UTCTimeZone()),
-        e.actor(), e.action(), e.details_json());
-  }
+  ASSIGN_OR_RETURN(auto limit_flag, a.GetUint("limit"));
+  // At most --limit entries in all, over as many pages as that takes.
+  const uint64_t limit = limit_flag.value_or(0) > 0 ? *limit_flag : 1000;
+  req.set_limit(static_cast<uint32_t>(std::min<uint64_t>(limit, 10000)));
+  v1::ListAuditResponse all;
+  uint64_t shown = 0;
+  // Stops the listing once --limit entries are in (not an error).
+  const absl::Status enough = absl::CancelledError("enough entries");
+  absl::Status s = c.ForEachPage(
+      &v1::AdminService::Stub::ListAudit, req,
+      [&](const v1::ListAuditResponse& page) {
+        for (const auto& e : page.entries()) {
+          if (shown == limit) return enough;
+          ++shown;
+          if (o.json) {
+            *all.add_entries() = e;
+            continue;
+          }
+          o.out << absl::StrFormat(
+              "%6u %s %-16s %-16s %s\n", e.sequence(),
+              absl::FormatTime("%Y-%m-%dT%H:%M:%SZ",
+                               absl::FromUnixMillis(e.unix_ms()),
+                               absl::UTCTimeZone()),
+              e.actor(), e.action(), e.details_json());
+        }
+        return shown == limit ? enough : absl::OkStatus();
+      });
+  if (s != enough) RETURN_IF_ERROR(s);
+  if (o.json) o.Json(all);
   return absl::OkStatus();
 }
 

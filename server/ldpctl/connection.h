@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <grpcpp/grpcpp.h>
 
@@ -24,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "common/cli_args.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
+#include "server/ldpctl/pages.h"
 
 namespace ldpgraph::ldpctl {
 
@@ -67,6 +69,10 @@ absl::StatusOr<std::map<std::string, std::string>> ParseConfigFile(
 // where the setting came from.
 absl::StatusOr<ConnectionSettings> ResolveConnection(const CliArgs& a);
 
+// gRPC status -> absl::Status (the codes are the same), with a hint for an
+// unreachable curator.
+absl::Status FromGrpc(const grpc::Status& s, const std::string& address = "");
+
 // A stub over a channel for the settings, and the token every call must
 // carry.
 struct Connection {
@@ -76,11 +82,21 @@ struct Connection {
   void Prepare(grpc::ClientContext* ctx) const {
     ctx->AddMetadata("authorization", "Bearer " + token);
   }
+  // Every page of a paged listing, on_page(page) for each (pages.h), e.g.
+  // c.ForEachPage(&v1::AdminService::Stub::ListCampaigns, request, fn);
+  // errors as FromGrpc gives them.
+  template <typename Request, typename Response, typename OnPage>
+  absl::Status ForEachPage(
+      grpc::Status (v1::AdminService::Stub::*method)(grpc::ClientContext*,
+                                                     const Request&, Response*),
+      Request request, OnPage on_page) const {
+    return ldpctl::ForEachPage(
+        *stub, method, std::move(request),
+        [this](grpc::ClientContext* ctx) { Prepare(ctx); },
+        [this](const grpc::Status& s) { return FromGrpc(s, address); },
+        std::move(on_page));
+  }
 };
 Connection Connect(const ConnectionSettings& s);
-
-// gRPC status -> absl::Status (the codes are the same), with a hint for an
-// unreachable curator.
-absl::Status FromGrpc(const grpc::Status& s, const std::string& address = "");
 
 }  // namespace ldpgraph::ldpctl

@@ -16,11 +16,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "common/attacks/poisoning.h"
 #include "common/status_macros.h"
 #include "common/wire/names.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/ldpctl/connection.h"
+#include "server/ldpctl/internal/commands.h"
 #include "server/ldpctl/internal/simulation.h"
 #include "server/ldpctl/process.h"
 #include "server/pipeline/config.h"
@@ -42,6 +45,26 @@ void CountMalicious(const std::vector<uint32_t>& malicious,
   }
   (*figures)["malicious"] = malicious.size();
   (*figures)[caught_key] = caught;
+}
+
+// The paths of the id lists the curator cut in details ("<key>_truncated":
+// true beside them; admin.proto, StageResult.details_json), dotted.
+void TruncatedLists(const json& object, const std::string& prefix,
+                    std::vector<std::string>* paths) {
+  if (!object.is_object()) return;
+  constexpr absl::string_view kSuffix = "_truncated";
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string path =
+        prefix.empty() ? it.key() : absl::StrCat(prefix, ".", it.key());
+    absl::string_view key = it.key();
+    if (absl::ConsumeSuffix(&key, kSuffix) && it.value().is_boolean() &&
+        it.value().get<bool>()) {
+      paths->push_back(prefix.empty() ? std::string(key)
+                                      : absl::StrCat(prefix, ".", key));
+    } else if (it.value().is_object()) {
+      TruncatedLists(it.value(), path, paths);
+    }
+  }
 }
 
 // deployment.scenario.defence: the defences, what the estimate stage's
@@ -121,20 +144,52 @@ std::string DefenceRow(const json& d) {
 
 }  // namespace
 
-absl::StatusOr<v1::GetBudgetsResponse> Simulation::Budgets() {
-  v1::GetBudgetsResponse budgets;
-  grpc::ClientContext ctx;
-  admin_->Prepare(&ctx);
-  RETURN_IF_ERROR(FromGrpc(
-      admin_->stub->GetBudgets(&ctx, v1::GetBudgetsRequest(), &budgets),
-      admin_->address));
-  return budgets;
+absl::StatusOr<std::vector<double>> Simulation::LedgerSpent() {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  std::vector<double> spent(n, 0.0);
+  v1::GetBudgetsRequest req;
+  req.set_page_size(100000);
+  RETURN_IF_ERROR(admin_->ForEachPage(
+      &v1::AdminService::Stub::GetBudgets, req,
+      [&](const v1::GetBudgetsResponse& page) {
+        for (const v1::NodeBudget& b : page.budgets()) {
+          if (b.node_id() < n) spent[b.node_id()] = b.total_spent();
+        }
+        return absl::OkStatus();
+      }));
+  return spent;
+}
+
+absl::StatusOr<v1::StageResult> Simulation::WithWholeIdLists(
+    const v1::StageResult& r) const {
+  json details = json::parse(r.details_json(), nullptr, false);
+  std::vector<std::string> paths;
+  TruncatedLists(details, "", &paths);
+  if (paths.empty()) return r;
+  for (const std::string& path : paths) {
+    ASSIGN_OR_RETURN(const std::vector<uint32_t> ids,
+                     ResultIdList(*admin_, r.id(), path));
+    json* holder = &details;
+    std::string key = path;
+    const size_t dot = path.rfind('.');
+    if (dot != std::string::npos) {
+      holder = &details[json::json_pointer(
+          "/" + absl::StrReplaceAll(path.substr(0, dot), {{".", "/"}}))];
+      key = path.substr(dot + 1);
+    }
+    (*holder)[key] = ids;
+    holder->erase(key + "_truncated");
+  }
+  v1::StageResult whole = r;
+  whole.set_details_json(details.dump());
+  return whole;
 }
 
 absl::StatusOr<json> Simulation::Spending(v1::CuratorStatus* status) {
   const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
-  // What the ledger and the curator's counters say.
-  ASSIGN_OR_RETURN(const v1::GetBudgetsResponse budgets, Budgets());
+  // What the ledger and the curator's counters say (a node the ledger
+  // does not list spent nothing).
+  ASSIGN_OR_RETURN(const std::vector<double> spent, LedgerSpent());
   {
     grpc::ClientContext ctx;
     admin_->Prepare(&ctx);
@@ -143,14 +198,11 @@ absl::StatusOr<json> Simulation::Spending(v1::CuratorStatus* status) {
         admin_->address));
   }
   double lo = 0, hi = 0, sum = 0;
-  for (int i = 0; i < budgets.budgets_size(); ++i) {
-    const double s = budgets.budgets(i).total_spent();
-    lo = i == 0 ? s : std::min(lo, s);
-    hi = std::max(hi, s);
-    sum += s;
+  for (uint32_t v = 0; v < n; ++v) {
+    lo = v == 0 ? spent[v] : std::min(lo, spent[v]);
+    hi = std::max(hi, spent[v]);
+    sum += spent[v];
   }
-  // Nodes the ledger does not list spent nothing.
-  if (static_cast<uint32_t>(budgets.budgets_size()) < n) lo = 0;
   return json{{"min", lo}, {"mean", n ? sum / n : 0.0}, {"max", hi}};
 }
 
@@ -164,9 +216,15 @@ void Simulation::AddTargetRate(const json& details, json* run) const {
 }
 
 absl::StatusOr<json> Simulation::Results(
-    const Campaigns& c, const v1::StageResult& estimate,
-    const v1::StageResult& evaluate,
+    const Campaigns& c, const v1::StageResult& estimate_cut,
+    const v1::StageResult& evaluate_cut,
     std::chrono::steady_clock::time_point t0) {
+  // The results' id lists whole, as the library prints them (the curator's
+  // details hold their first ids only).
+  ASSIGN_OR_RETURN(const v1::StageResult estimate,
+                   WithWholeIdLists(estimate_cut));
+  ASSIGN_OR_RETURN(const v1::StageResult evaluate,
+                   WithWholeIdLists(evaluate_cut));
   v1::CuratorStatus status;
   ASSIGN_OR_RETURN(const json spent, Spending(&status));
   if (o_.churn_on) {

@@ -158,11 +158,7 @@ absl::StatusOr<json> Simulation::SpendingChecks(
   for (CampaignAnswers& a : asked) a.reporters = all;
   ASSIGN_OR_RETURN(const std::vector<double> asked_of, ExpectedSpending(asked, n));
   // The ledger's spend per node.
-  ASSIGN_OR_RETURN(const v1::GetBudgetsResponse budgets, Budgets());
-  std::vector<double> ledger(n, 0.0);
-  for (const v1::NodeBudget& b : budgets.budgets()) {
-    if (b.node_id() < n) ledger[b.node_id()] = b.total_spent();
-  }
+  ASSIGN_OR_RETURN(const std::vector<double> ledger, LedgerSpent());
   // The hosts' own memos (committed before a report leaves the host).
   std::vector<double> memo(n, 0.0);
   uint64_t memo_rows = 0;

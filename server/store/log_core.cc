@@ -233,4 +233,68 @@ absl::Status LogCore::Emit(LogRows& rows, int64_t campaign,
   return absl::OkStatus();
 }
 
+absl::Status LogCore::EmitPage(LogRows& rows, int64_t campaign,
+                               uint32_t first_node, size_t limit,
+                               bool refusals_only,
+                               std::vector<AnswerRow>* out) {
+  const CampaignIndex* indexed = index_.Find(campaign);
+  if (indexed == nullptr || limit == 0) return absl::OkStatus();
+  const CampaignIndex& c = *indexed;
+  // The page's answers from the index alone: (node, row), the first
+  // `limit` by node.
+  std::vector<std::pair<uint32_t, uint32_t>> picked;
+  c.ForEach([&](uint32_t node, const AnswerLoc& loc) {
+    if (node >= first_node && (!refusals_only || loc.refusal())) {
+      picked.emplace_back(node, loc.row);
+    }
+  });
+  if (picked.size() > limit) {
+    std::nth_element(picked.begin(), picked.begin() + limit, picked.end());
+    picked.resize(limit);
+  }
+  std::sort(picked.begin(), picked.end());
+  std::vector<uint32_t> needed;
+  needed.reserve(picked.size());
+  for (const auto& [node, row] : picked) needed.push_back(row);
+  std::sort(needed.begin(), needed.end());
+  needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+  const size_t first = out->size();
+  out->resize(first + picked.size());
+  std::vector<bool> filled(picked.size(), false);
+  std::string blob;
+  for (const uint32_t row : needed) {
+    const int64_t id = c.rows[row];
+    int64_t row_campaign = 0;
+    RETURN_IF_ERROR(rows.ReadRow(id, &row_campaign, &blob));
+    if (row_campaign != campaign) {
+      return CorruptRow(id, row_campaign,
+                        absl::StrCat("indexed as a row of campaign ", campaign));
+    }
+    absl::Status status = LogReader(blob).Read([&](const LogEntry& e) {
+      const auto it = std::lower_bound(
+          picked.begin(), picked.end(), std::make_pair(e.node, uint32_t{0}));
+      if (it == picked.end() || it->first != e.node || it->second != row) {
+        return;
+      }
+      const size_t i = static_cast<size_t>(it - picked.begin());
+      AnswerRow& a = (*out)[first + i];
+      a.campaign = campaign;
+      a.node = e.node;
+      a.refusal = e.refusal;
+      a.unix_ms = e.unix_ms;
+      a.payload.assign(blob, e.offset, e.length);
+      filled[i] = true;
+    });
+    if (!status.ok()) return CorruptRow(id, campaign, status.message());
+  }
+  for (size_t i = 0; i < picked.size(); ++i) {
+    if (!filled[i]) {
+      return CorruptRow(c.rows[picked[i].second], campaign,
+                        absl::StrCat("holds no answer of node ",
+                                     picked[i].first, ", as indexed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ldpgraph::store

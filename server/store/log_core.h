@@ -78,6 +78,12 @@ class LogCore {
   absl::Status Emit(LogRows& rows, int64_t campaign,
                     absl::FunctionRef<bool(const AnswerRow&)> fn,
                     bool* stopped);
+  // The answers of `campaign` with node >= first_node (refusals only, with
+  // refusals_only), ascending by node, at most limit, into *out (appended).
+  // The index picks them; each log row holding one is read once.
+  absl::Status EmitPage(LogRows& rows, int64_t campaign, uint32_t first_node,
+                        size_t limit, bool refusals_only,
+                        std::vector<AnswerRow>* out);
   // Every indexed answer's key, by campaign.
   void ForEachKey(
       absl::FunctionRef<void(int64_t campaign, uint32_t node, bool refusal)>

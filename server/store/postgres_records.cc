@@ -164,6 +164,25 @@ absl::StatusOr<std::vector<ResultRow>> PgStore::ListResults() {
   return rows;
 }
 
+absl::StatusOr<std::vector<ResultRow>> PgStore::ListResultsBefore(
+    int64_t before_id, int limit) {
+  RETURN_IF_ERROR(CheckLimit(limit));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(c_.Ensure());
+  ASSIGN_OR_RETURN(Result r, c_.Exec("listing results",
+                                     "SELECT id, record, matrix_path FROM "
+                                     "results WHERE id < $1 ORDER BY id DESC "
+                                     "LIMIT $2",
+                                     {Int8(before_id), Int8(limit)}));
+  std::vector<ResultRow> rows(static_cast<size_t>(PQntuples(r.get())));
+  for (int i = 0; i < PQntuples(r.get()); ++i) {
+    rows[i].id = GetInt8(r.get(), i, 0);
+    rows[i].record = std::string(GetBytes(r.get(), i, 1));
+    rows[i].matrix_path = std::string(GetBytes(r.get(), i, 2));
+  }
+  return rows;
+}
+
 absl::StatusOr<ResultRow> PgStore::GetResult(int64_t id) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(c_.Ensure());

@@ -101,6 +101,28 @@ absl::Status PgStore::ForEachAnswer(
       /*read_only=*/true);
 }
 
+absl::StatusOr<std::vector<AnswerRow>> PgStore::ListAnswers(
+    int64_t campaign, uint32_t first_node, int limit, bool refusals_only) {
+  if (limit <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit must be > 0, got ", limit));
+  }
+  absl::MutexLock lock(&mu_);
+  const std::string operation =
+      absl::StrCat("reading a page of the answers of campaign ", campaign);
+  std::vector<AnswerRow> out;
+  RETURN_IF_ERROR(c_.InTransaction(
+      operation,
+      [&]() -> absl::Status {
+        PgRows rows(c_, operation);
+        RETURN_IF_ERROR(core_.CatchUp(rows));
+        return core_.EmitPage(rows, campaign, first_node,
+                              static_cast<size_t>(limit), refusals_only, &out);
+      },
+      /*read_only=*/true));
+  return out;
+}
+
 absl::Status PgStore::ForEachAnswer(
     absl::FunctionRef<bool(const AnswerRow&)> fn) {
   absl::MutexLock lock(&mu_);

@@ -238,6 +238,52 @@ TEST_F(PostgresStoreTest, AnswersStoredOnceAcrossReopen) {
   EXPECT_EQ(keys.size(), 4u);
 }
 
+// The paged reads of the admin listings, as in SQLite (store_test.cc):
+// results newest first before an id; a campaign's answers from a node on,
+// refusals only if asked, including those another store wrote.
+TEST_F(PostgresStoreTest, PagesOfResultsAndAnswers) {
+  auto s = OpenOrDie();
+  auto other = OpenOrDie();
+  ASSERT_NE(s, nullptr);
+  ASSERT_NE(other, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(
+        s->AddResult([](int64_t id) { return absl::StrCat("r", id); }, "").ok());
+  }
+  auto page = s->ListResultsBefore(INT64_MAX, 2);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].record, "r3");
+  EXPECT_EQ((*page)[1].record, "r2");
+  page = s->ListResultsBefore(2, 2);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].id, 1);
+  EXPECT_EQ(s->ListResultsBefore(2, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  const int64_t c = CreateCampaign(*s);
+  ASSERT_TRUE(s->AppendAnswers({Answer(c, 8, "h", true), Answer(c, 2, "b"),
+                                Answer(c, 5, "e", true)})
+                  .ok());
+  ASSERT_TRUE(other->AppendAnswers({Answer(c, 6, "f", true)}).ok());
+  const auto nodes = [](const std::vector<AnswerRow>& rows) {
+    std::vector<uint32_t> out;
+    for (const AnswerRow& r : rows) out.push_back(r.node);
+    return out;
+  };
+  auto refusals = s->ListAnswers(c, 0, 2, true);
+  ASSERT_TRUE(refusals.ok()) << refusals.status();
+  EXPECT_THAT(nodes(*refusals), ElementsAre(5, 6));
+  EXPECT_EQ((*refusals)[1].payload, "f");
+  refusals = s->ListAnswers(c, 7, 2, true);
+  ASSERT_TRUE(refusals.ok());
+  EXPECT_THAT(nodes(*refusals), ElementsAre(8));
+  auto all = s->ListAnswers(c, 0, 10, false);
+  ASSERT_TRUE(all.ok());
+  EXPECT_THAT(nodes(*all), ElementsAre(2, 5, 6, 8));
+}
+
 // Two frontends on one database: a report acknowledged by one and resent
 // to the other is a duplicate; each learns the other's answers once.
 TEST_F(PostgresStoreTest, TwoStoresStoreEachAnswerOnce) {

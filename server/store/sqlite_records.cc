@@ -182,6 +182,27 @@ absl::StatusOr<std::vector<ResultRow>> SqliteStore::ListResults() {
   return rows;
 }
 
+absl::StatusOr<std::vector<ResultRow>> SqliteStore::ListResultsBefore(
+    int64_t before_id, int limit) {
+  RETURN_IF_ERROR(CheckLimit(limit));
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "listing results";
+  sqlite3_stmt* stmt = s.stmts.list_results_before.get();
+  ScopedReset reset(stmt);
+  RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, before_id, int64_t{limit}));
+  std::vector<ResultRow> rows;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    ResultRow& row = rows.emplace_back();
+    row.id = sqlite3_column_int64(stmt, 0);
+    row.record = ColumnBlob(stmt, 1);
+    row.matrix_path = ColumnBlob(stmt, 2);
+  }
+  if (rc != SQLITE_DONE) return s.Error(kOperation, rc);
+  return rows;
+}
+
 absl::StatusOr<ResultRow> SqliteStore::GetResult(int64_t id) {
   SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);

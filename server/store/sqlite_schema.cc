@@ -263,6 +263,9 @@ absl::Status SqliteImpl::PrepareAll() {
   ASSIGN_OR_RETURN(s.list_results,
                    Prepare("SELECT id, record, matrix_path FROM results "
                            "ORDER BY id"));
+  ASSIGN_OR_RETURN(s.list_results_before,
+                   Prepare("SELECT id, record, matrix_path FROM results "
+                           "WHERE id < ?1 ORDER BY id DESC LIMIT ?2"));
   ASSIGN_OR_RETURN(s.get_result,
                    Prepare("SELECT id, record, matrix_path FROM results "
                            "WHERE id = ?1"));

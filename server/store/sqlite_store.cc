@@ -101,6 +101,26 @@ absl::Status SqliteStore::ForEachAnswer(
       });
 }
 
+absl::StatusOr<std::vector<AnswerRow>> SqliteStore::ListAnswers(
+    int64_t campaign, uint32_t first_node, int limit, bool refusals_only) {
+  if (limit <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit must be > 0, got ", limit));
+  }
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  const std::string operation =
+      absl::StrCat("reading a page of the answers of campaign ", campaign);
+  std::vector<AnswerRow> out;
+  RETURN_IF_ERROR(s.InReadTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
+        SqliteImpl::Rows rows(s, operation);
+        return s.core.EmitPage(rows, campaign, first_node,
+                               static_cast<size_t>(limit), refusals_only, &out);
+      }));
+  return out;
+}
+
 absl::Status SqliteStore::ForEachAnswer(
     absl::FunctionRef<bool(const AnswerRow&)> fn) {
   SqliteImpl& s = *impl_;

@@ -179,6 +179,14 @@ class CuratorStore {
   // while it runs.
   virtual absl::Status ForEachAnswer(int64_t campaign,
                              absl::FunctionRef<bool(const AnswerRow&)> fn) = 0;
+  // A page of `campaign`'s stored answers: those of nodes >= first_node
+  // (refusals only, with refusals_only), ascending by node, at most limit
+  // (> 0, INVALID_ARGUMENT otherwise). The in-memory index picks them, so
+  // only the log rows that hold them are read; an admin listing reads a
+  // campaign's refusals a page at a time this way.
+  virtual absl::StatusOr<std::vector<AnswerRow>> ListAnswers(
+      int64_t campaign, uint32_t first_node, int limit,
+      bool refusals_only) = 0;
   // Every answer of every campaign, ordered by (campaign, node); one
   // campaign's answers in memory at a time.
   virtual absl::Status ForEachAnswer(absl::FunctionRef<bool(const AnswerRow&)> fn) = 0;
@@ -235,11 +243,15 @@ class CuratorStore {
 
   // Pipeline results. AddResult assigns the id (1, 2, ...) and calls
   // record_for_id with it inside the transaction. ListResults: ascending id.
+  // ListResultsBefore: a page of them newest first, those with id <
+  // before_id, descending, at most limit (> 0, INVALID_ARGUMENT otherwise).
   // GetResult: NOT_FOUND for an unknown id.
   virtual absl::StatusOr<int64_t> AddResult(
       absl::FunctionRef<std::string(int64_t id)> record_for_id,
       const std::string& matrix_path) = 0;
   virtual absl::StatusOr<std::vector<ResultRow>> ListResults() = 0;
+  virtual absl::StatusOr<std::vector<ResultRow>> ListResultsBefore(
+      int64_t before_id, int limit) = 0;
   virtual absl::StatusOr<ResultRow> GetResult(int64_t id) = 0;
 
   // --- several curator processes on one store -------------------------------

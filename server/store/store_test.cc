@@ -530,6 +530,103 @@ TEST(CuratorStoreTest, ResultsAddListGet) {
   EXPECT_THAT(missing.status().message(), HasSubstr("3"));
 }
 
+TEST(CuratorStoreTest, ResultsBeforeAPageNewestFirst) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store
+                    ->AddResult(
+                        [](int64_t id) { return absl::StrCat("result-", id); },
+                        absl::StrCat("m/", i))
+                    .ok());
+  }
+  const auto ids = [](const std::vector<ResultRow>& rows) {
+    std::vector<int64_t> out;
+    for (const ResultRow& r : rows) out.push_back(r.id);
+    return out;
+  };
+  auto page = store->ListResultsBefore(INT64_MAX, 2);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(ids(*page), ElementsAre(5, 4));
+  EXPECT_EQ((*page)[0].record, "result-5");
+  EXPECT_EQ((*page)[0].matrix_path, "m/4");
+  page = store->ListResultsBefore(4, 2);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(ids(*page), ElementsAre(3, 2));
+  page = store->ListResultsBefore(2, 2);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(ids(*page), ElementsAre(1));
+  page = store->ListResultsBefore(1, 2);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(*page, IsEmpty());
+  EXPECT_EQ(store->ListResultsBefore(3, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A page of a campaign's answers picks them from the index: nodes from
+// first_node on, ascending across batches and rows, refusals only if asked,
+// every field as stored; pages put end to end list each answer once.
+TEST(CuratorStoreTest, ListAnswersPagesByNode) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store
+                  ->AppendAnswers({Answer(1, 50, "a", true), Answer(2, 4, "b"),
+                                   Answer(1, 7, "x")})
+                  .ok());
+  ASSERT_TRUE(store
+                  ->AppendAnswers({Answer(1, 9, "c", true), Answer(1, 70, "d"),
+                                   Answer(1, 3, "e", true)})
+                  .ok());
+  ASSERT_TRUE(store->AppendAnswers({Answer(1, 10, "g", true)}).ok());
+  const auto nodes = [](const std::vector<AnswerRow>& rows) {
+    std::vector<uint32_t> out;
+    for (const AnswerRow& r : rows) out.push_back(r.node);
+    return out;
+  };
+  auto all = store->ListAnswers(1, 0, 100, false);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(nodes(*all), ElementsAre(3, 7, 9, 10, 50, 70));
+  auto refusals = store->ListAnswers(1, 0, 100, true);
+  ASSERT_TRUE(refusals.ok());
+  EXPECT_THAT(nodes(*refusals), ElementsAre(3, 9, 10, 50));
+  EXPECT_EQ((*refusals)[0].payload, "e");
+  EXPECT_TRUE((*refusals)[0].refusal);
+  EXPECT_EQ((*refusals)[0].unix_ms, 1003);
+  EXPECT_EQ((*refusals)[0].campaign, 1);
+  EXPECT_EQ((*refusals)[3].payload, "a");
+  EXPECT_EQ((*refusals)[3].unix_ms, 1050);
+  // Pages of two refusals, each from the node after the last one.
+  std::vector<uint32_t> paged;
+  uint32_t from = 0;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto page = store->ListAnswers(1, from, 2, true);
+    ASSERT_TRUE(page.ok());
+    ASSERT_LE(page->size(), 2u);
+    if (page->empty()) break;
+    for (const AnswerRow& r : *page) paged.push_back(r.node);
+    from = page->back().node + 1;
+  }
+  EXPECT_THAT(paged, ElementsAre(3, 9, 10, 50));
+  auto later = store->ListAnswers(1, 10, 2, false);
+  ASSERT_TRUE(later.ok());
+  EXPECT_THAT(nodes(*later), ElementsAre(10, 50));
+  EXPECT_EQ((*later)[1].payload, "a");
+  auto none = store->ListAnswers(3, 0, 10, false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_THAT(*none, IsEmpty());
+  EXPECT_EQ(store->ListAnswers(1, 0, 0, false).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // The same after a reopen (the index rebuilt from the log).
+  store.reset();
+  store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto reopened = store->ListAnswers(1, 4, 3, true);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_THAT(nodes(*reopened), ElementsAre(9, 10, 50));
+}
+
 TEST(CuratorStoreTest, OpenMissingDirectoryNamesIt) {
   TempDir dir;
   const std::string missing = dir.path() + "/no/such/dir";

@@ -32,6 +32,7 @@
 #include "ldpgraph/v1/agent.grpc.pb.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/dev_tls.h"
+#include "server/ldpctl/pages.h"
 #include "tests/bench/load_util.h"
 
 namespace ldpgraph::bench {
@@ -573,17 +574,27 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
   }
   for (Child& w : workers) StopProcess(w.pid, 1);
 
-  // No extra epsilon: every node's spend from the ledger.
-  v1::GetBudgetsResponse budgets;
+  // No extra epsilon: every node's spend from the ledger, page by page.
   double max_spent = 0, total_spent = 0;
   int64_t over = 0;
-  const grpc::Status b = call(&v1::AdminService::Stub::GetBudgets, v1::GetBudgetsRequest(),
-                              &budgets, 120);
-  for (const auto& nb : budgets.budgets()) {
-    max_spent = std::max(max_spent, nb.total_spent());
-    total_spent += nb.total_spent();
-    if (nb.total_spent() > o.epsilon + 1e-9) ++over;
-  }
+  v1::GetBudgetsRequest budgets;
+  budgets.set_page_size(100000);
+  const absl::Status b = ldpctl::ForEachPage(
+      *admin, &v1::AdminService::Stub::GetBudgets, budgets,
+      [&](grpc::ClientContext* ctx) {
+        ctx->AddMetadata("authorization", "Bearer " + admin_hex);
+        ctx->set_wait_for_ready(true);
+        ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+      },
+      &ldpctl::GrpcToAbsl,
+      [&](const v1::GetBudgetsResponse& page) {
+        for (const auto& nb : page.budgets()) {
+          max_spent = std::max(max_spent, nb.total_spent());
+          total_spent += nb.total_spent();
+          if (nb.total_spent() > o.epsilon + 1e-9) ++over;
+        }
+        return absl::OkStatus();
+      });
   call(&v1::AdminService::Stub::GetStatus, v1::GetStatusRequest(), &st);
   StopProcess(curator, 10);
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/matrix.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
+#include "server/ldpctl/pages.h"
 #include "tests/integration/test_util.h"
 
 namespace ldpgraph::integration {
@@ -31,6 +33,19 @@ class Admin {
     ctx->set_deadline(std::chrono::system_clock::now() + call_timeout_);
   }
   v1::AdminService::Stub& stub() { return *stub_; }
+
+  // Every page of a paged listing, on_page(page) for each
+  // (server/ldpctl/pages.h).
+  template <typename Request, typename Response, typename OnPage>
+  absl::Status ForEachPage(
+      grpc::Status (v1::AdminService::Stub::*method)(grpc::ClientContext*,
+                                                     const Request&, Response*),
+      Request request, OnPage on_page) {
+    return ldpctl::ForEachPage(
+        *stub_, method, std::move(request),
+        [this](grpc::ClientContext* ctx) { Prepare(ctx); }, &ldpctl::GrpcToAbsl,
+        std::move(on_page));
+  }
 
   grpc::Status Create(const v1::CreateCampaignRequest& req, v1::Campaign* out) {
     grpc::ClientContext ctx;
@@ -66,37 +81,47 @@ class Admin {
     return out;
   }
   absl::StatusOr<int> CountCampaigns() {
-    grpc::ClientContext ctx;
-    Prepare(&ctx);
-    v1::ListCampaignsResponse out;
-    grpc::Status s = stub_->ListCampaigns(&ctx, v1::ListCampaignsRequest(), &out);
-    if (!s.ok()) return Convert(s);
-    return out.campaigns_size();
+    int n = 0;
+    absl::Status s = ForEachPage(&v1::AdminService::Stub::ListCampaigns,
+                                 v1::ListCampaignsRequest(),
+                                 [&](const v1::ListCampaignsResponse& page) {
+                                   n += page.campaigns_size();
+                                   return absl::OkStatus();
+                                 });
+    if (!s.ok()) return s;
+    return n;
   }
   absl::StatusOr<std::vector<v1::RefusalRecord>> Refusals(const std::string& id) {
-    grpc::ClientContext ctx;
-    Prepare(&ctx);
     v1::ListRefusalsRequest req;
     req.set_campaign_id(id);
-    v1::ListRefusalsResponse out;
-    grpc::Status s = stub_->ListRefusals(&ctx, req, &out);
-    if (!s.ok()) return Convert(s);
-    return std::vector<v1::RefusalRecord>(out.refusals().begin(),
-                                          out.refusals().end());
+    std::vector<v1::RefusalRecord> out;
+    absl::Status s = ForEachPage(&v1::AdminService::Stub::ListRefusals, req,
+                                 [&](const v1::ListRefusalsResponse& page) {
+                                   out.insert(out.end(), page.refusals().begin(),
+                                              page.refusals().end());
+                                   return absl::OkStatus();
+                                 });
+    if (!s.ok()) return s;
+    return out;
   }
   // Budgets of nodes [begin, end); every node the ledger knows if begin ==
   // end.
   absl::StatusOr<std::vector<v1::NodeBudget>> Budgets(uint32_t begin,
                                                       uint32_t end) {
-    grpc::ClientContext ctx;
-    Prepare(&ctx);
     v1::GetBudgetsRequest req;
-    for (uint32_t v = begin; v < end; ++v) req.add_node_ids(v);
-    v1::GetBudgetsResponse out;
-    grpc::Status s = stub_->GetBudgets(&ctx, req, &out);
-    if (!s.ok()) return Convert(s);
-    return std::vector<v1::NodeBudget>(out.budgets().begin(),
-                                       out.budgets().end());
+    if (begin != end) {
+      req.set_range_begin(begin);
+      req.set_range_end(end);
+    }
+    std::vector<v1::NodeBudget> out;
+    absl::Status s = ForEachPage(&v1::AdminService::Stub::GetBudgets, req,
+                                 [&](const v1::GetBudgetsResponse& page) {
+                                   out.insert(out.end(), page.budgets().begin(),
+                                              page.budgets().end());
+                                   return absl::OkStatus();
+                                 });
+    if (!s.ok()) return s;
+    return out;
   }
   absl::StatusOr<v1::StageResult> Estimate(const std::string& campaign) {
     grpc::ClientContext ctx;
@@ -130,15 +155,17 @@ class Admin {
     return m;
   }
   absl::StatusOr<int> CountAudit(const std::string& action) {
-    grpc::ClientContext ctx;
-    Prepare(&ctx);
     v1::ListAuditRequest req;
     req.set_limit(10000);
-    v1::ListAuditResponse out;
-    grpc::Status s = stub_->ListAudit(&ctx, req, &out);
-    if (!s.ok()) return Convert(s);
     int n = 0;
-    for (const auto& e : out.entries()) n += e.action() == action ? 1 : 0;
+    absl::Status s = ForEachPage(&v1::AdminService::Stub::ListAudit, req,
+                                 [&](const v1::ListAuditResponse& page) {
+                                   for (const auto& e : page.entries()) {
+                                     n += e.action() == action ? 1 : 0;
+                                   }
+                                   return absl::OkStatus();
+                                 });
+    if (!s.ok()) return s;
     return n;
   }
 

@@ -14,13 +14,16 @@
 // status (FromGrpc) for a failed call.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/cli_args.h"
 #include "server/ldpctl/connection.h"
 
@@ -69,8 +72,15 @@ absl::Status Pipeline(const std::string& sub, const std::string& id,
 // release create (its flags checked by CheckPipelineUsage) or ledger.
 absl::Status Release(const std::string& sub, const CliArgs& a,
                      const Connection& c, const Output& o);
-// results: every recorded result.
-absl::Status Results(const Connection& c, const Output& o);
+// results: every recorded result; results ID --list PATH: the whole id
+// list PATH of result ID, one id a line (the JSON: {"ids": [...]}).
+absl::Status Results(const std::string& id, const CliArgs& a,
+                     const Connection& c, const Output& o);
+// The whole id list `list` of a result (admin ListResultIds, every page):
+// what its details hold the first ids of.
+absl::StatusOr<std::vector<uint32_t>> ResultIdList(const Connection& c,
+                                                   const std::string& result_id,
+                                                   const std::string& list);
 // export ID --out FILE.npy [--ids FILE]: a result's matrix and node ids.
 absl::Status Export(const std::string& id, const CliArgs& a, const Connection& c,
                     const Output& o);

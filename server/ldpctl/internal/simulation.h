@@ -209,8 +209,13 @@ class Simulation {
   // The ledger's spending per node ({min, mean, max}), and the curator's
   // status into *status.
   absl::StatusOr<json> Spending(v1::CuratorStatus* status);
-  // The ledger: every node's spending (admin GetBudgets).
-  absl::StatusOr<v1::GetBudgetsResponse> Budgets();
+  // The ledger: every node's total spending, by node (admin GetBudgets,
+  // every page; 0 for a node the ledger does not list).
+  absl::StatusOr<std::vector<double>> LedgerSpent();
+  // r with the id lists the curator cut in its details made whole again
+  // (admin ListResultIds), as `ldpgraph eval` prints them.
+  absl::StatusOr<v1::StageResult> WithWholeIdLists(
+      const v1::StageResult& r) const;
   // The results as `ldpgraph eval --format json` prints them, with the
   // deployment's figures under "deployment".
   absl::StatusOr<json> Results(const Campaigns& c,

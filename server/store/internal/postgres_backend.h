@@ -186,6 +186,10 @@ class PgStore final : public CuratorStore {
   absl::Status ForEachAnswer(
       absl::FunctionRef<bool(const AnswerRow&)> fn) override;
 
+  absl::StatusOr<std::vector<AnswerRow>> ListAnswers(
+      int64_t campaign, uint32_t first_node, int limit,
+      bool refusals_only) override;
+
   absl::Status ForEachAnswerKey(
       absl::FunctionRef<void(int64_t, uint32_t, bool)> fn) override;
 
@@ -230,6 +234,9 @@ class PgStore final : public CuratorStore {
       const std::string& matrix_path) override;
 
   absl::StatusOr<std::vector<ResultRow>> ListResults() override;
+
+  absl::StatusOr<std::vector<ResultRow>> ListResultsBefore(
+      int64_t before_id, int limit) override;
 
   absl::StatusOr<ResultRow> GetResult(int64_t id) override;
 

@@ -51,7 +51,8 @@ struct SqliteImpl {
     Stmt insert_sealed, fetch_sealed, fetch_sealed_campaign;
     Stmt put_node_key, all_node_keys;
     Stmt put_frontend, drop_frontends, fresh_frontends;
-    Stmt insert_result, set_result_record, list_results, get_result;
+    Stmt insert_result, set_result_record, list_results, list_results_before,
+        get_result;
   };
 
   explicit SqliteImpl(std::string path) : core(path), path(std::move(path)) {}
@@ -237,6 +238,9 @@ class SqliteStore final : public CuratorStore {
       const std::vector<AnswerRow>& answers) override;
   absl::Status ForEachAnswer(
       int64_t campaign, absl::FunctionRef<bool(const AnswerRow&)> fn) override;
+  absl::StatusOr<std::vector<AnswerRow>> ListAnswers(
+      int64_t campaign, uint32_t first_node, int limit,
+      bool refusals_only) override;
   absl::Status ForEachAnswer(
       absl::FunctionRef<bool(const AnswerRow&)> fn) override;
   absl::Status ForEachAnswerKey(
@@ -267,6 +271,8 @@ class SqliteStore final : public CuratorStore {
       absl::FunctionRef<std::string(int64_t id)> record_for_id,
       const std::string& matrix_path) override;
   absl::StatusOr<std::vector<ResultRow>> ListResults() override;
+  absl::StatusOr<std::vector<ResultRow>> ListResultsBefore(
+      int64_t before_id, int limit) override;
   absl::StatusOr<ResultRow> GetResult(int64_t id) override;
   absl::Status ForEachNewAnswerKey(
       absl::FunctionRef<void(int64_t, uint32_t, bool)> fn) override;
