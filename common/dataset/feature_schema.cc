@@ -156,13 +156,17 @@ std::vector<double> ScaleFeatureRow(absl::Span<const uint32_t> indices,
   return row;
 }
 
-SparseRows ScaleDatasetFeatures(const Dataset& d, FeatureScaling s) {
-  if (s == FeatureScaling::kNone) return d.features;
+FeatureSchema DatasetFeatureSchema(const Dataset& d) {
   auto declared = DeclaredFeatureSchema(d.meta, "");
   if (declared.ok() && declared->dimension() == d.features.cols) {
-    return ScaleFeatures(d.features, *declared, s);
+    return *std::move(declared);
   }
-  return ScaleFeatures(d.features, CentralFeatureSchema(d.features), s);
+  return CentralFeatureSchema(d.features);
+}
+
+SparseRows ScaleDatasetFeatures(const Dataset& d, FeatureScaling s) {
+  if (s == FeatureScaling::kNone) return d.features;
+  return ScaleFeatures(d.features, DatasetFeatureSchema(d), s);
 }
 
 }  // namespace ldpgraph

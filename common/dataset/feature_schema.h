@@ -74,7 +74,13 @@ std::vector<double> ScaleFeatureRow(absl::Span<const uint32_t> indices,
 
 // The central tools' scaling of a whole dataset: with its declared schema,
 // else (a folder not yet prepared) with CentralFeatureSchema(d.features),
-// which is what the agents of a prepared copy use.
+// which is what the agents of a prepared copy use. A column whose 0 scales
+// elsewhere comes out dense (ScaleFeatures): [0, 1] features scaled to
+// [-1, 1] store every entry. Row by row (ScaleFeatureRow with
+// DatasetFeatureSchema) holds one row at a time instead.
 SparseRows ScaleDatasetFeatures(const Dataset& d, FeatureScaling s);
+
+// The schema ScaleDatasetFeatures scales d with.
+FeatureSchema DatasetFeatureSchema(const Dataset& d);
 
 }  // namespace ldpgraph

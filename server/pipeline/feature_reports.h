@@ -37,6 +37,11 @@ absl::StatusOr<std::unique_ptr<FeatureMechanism>> BuildFeatureMechanism(
 // adversary's crafted reports (from the same rng_of_row(v)) instead; given
 // dims, it adds each report's sampled dimensions there (node v for row v),
 // as the curator decodes them, crafted reports included.
+// Given fill, the rows are held against it instead of 0: *fill is set to
+// the estimate of the first row's first unreported dimension (0 when it
+// reports every one, or with no rows), and a row stores only the entries
+// whose float differs from it (Multi-bit: the m reported of d dimensions,
+// the others (alpha + beta) / 2). The dense form is the same either way.
 absl::StatusOr<SparseRows> SimulateFeatureReports(const SparseRows& x,
                                                   const FeatureMechanism& mech,
                                                   RandomSource& rng);
@@ -49,7 +54,19 @@ struct Poisoning {
 absl::StatusOr<SparseRows> SimulateFeatureReports(
     const SparseRows& x, const FeatureMechanism& mech,
     absl::FunctionRef<RandomSource&(size_t row)> rng_of_row,
-    const Poisoning* poisoning = nullptr, ReportedDims* dims = nullptr);
+    const Poisoning* poisoning = nullptr, ReportedDims* dims = nullptr,
+    float* fill = nullptr);
+// The same over rows handed out one at a time (rows x cols): row_of(v,
+// out) writes row v into out (cols entries). CollectFeatures scales each
+// node's row so, as its agent does: the scaled matrix, dense once [0, 1]
+// maps to [-1, 1] (8 bytes an entry stored), never exists whole.
+absl::StatusOr<SparseRows> SimulateFeatureReports(
+    size_t rows, size_t cols,
+    absl::FunctionRef<void(size_t row, absl::Span<double> out)> row_of,
+    const FeatureMechanism& mech,
+    absl::FunctionRef<RandomSource&(size_t row)> rng_of_row,
+    const Poisoning* poisoning = nullptr, ReportedDims* dims = nullptr,
+    float* fill = nullptr);
 
 // The attacker of c for dataset d and seed (PipelineConfig::attack_*):
 // nullptr when c.attack_fraction is 0. INVALID_ARGUMENT for an attack

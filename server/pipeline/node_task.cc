@@ -18,7 +18,9 @@
 #include "common/dataset/splits.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
+#include "server/pipeline/internal/deferred_kprop.h"
 #include "server/propagation/propagation.h"
+#include "server/training/mlp_rows.h"
 
 namespace ldpgraph::pipeline::internal {
 namespace {
@@ -53,6 +55,9 @@ struct NodeRunInputs {
   const SparseRows* x;  // estimated features (PrivGE, LPGNN)
   const DenseMatrix* release;  // SE-PrivGEmb, DPNE: the embedding
   const LabelReports* labels;  // with a label budget
+  // LPGNN: x is held against this fill (CollectFeatures): an absent entry
+  // holds it. 0 for the others.
+  float x_fill = 0;
 };
 
 // The classifier's input: the release, or the estimates propagated (LPGNN:
@@ -60,7 +65,55 @@ struct NodeRunInputs {
 struct NodeFeatures {
   Mat<float> features;
   double propagate_seconds = 0;
+  // When set, features is empty: the estimates with their KProp and
+  // standardisation deferred into the first layer (deferred_kprop.h).
+  std::shared_ptr<const training::SparseInput<float>> deferred;
+  // When set, features is empty: PrivGE's Z as compressed rows, with its
+  // column standardisation for the MLP to fold in (mean and scale empty
+  // without one). See PropagatePpr.
+  std::shared_ptr<const SparseRows> rows;
+  std::vector<double> mean, scale;
 };
+
+// PrivGE's PPR (PprPushByDensity), laid out by what Z holds. Compressed
+// rows when Z has at most training::MlpSparseBound non-zeros (1/8 of its
+// entries by default; dense when the MLP cannot fold the standardisation:
+// input dropout, or predictions propagated with label reports), with the
+// standardisation's column moments; push then holds Z's blocks and the
+// rows, at most 18 bytes per non-zero, never n x d. Otherwise Z is
+// written straight into out->features (one n x d copy, plus the blocks held
+// before push found Z too dense: at most 10 bytes per non-zero of the
+// bound) and standardised in place, as before: the same bits. On the
+// citation graphs and the 34,493 x 8,415 generated graph at the defaults,
+// Z is 25-100% non-zero: dense.
+absl::Status PropagatePpr(const NodeRunInputs& in, const PipelineConfig& c,
+                          NodeFeatures* out) {
+  const SparseRows& x = *in.x;
+  const bool propagate_predictions =
+      in.labels != nullptr &&
+      c.label_denoising == LabelDenoising::kPublished;
+  const uint64_t bound = training::MlpSparseBound(c.node_model, x.rows,
+                                                  x.cols,
+                                                  propagate_predictions);
+  ASSIGN_OR_RETURN(std::optional<SparseRows> z,
+                   PprPushByDensity(*in.graph, x, PprOptionsOf(c), bound, [&] {
+                     out->features.resize(x.rows, x.cols);
+                     return absl::MakeSpan(out->features.data(),
+                                           out->features.size());
+                   }));
+  if (!z) {
+    if (c.standardize) Standardize(&out->features);
+    return absl::OkStatus();
+  }
+  if (c.standardize) {
+    for (const ColumnMoments& m : StandardizeMoments(*z)) {
+      out->mean.push_back(m.mean);
+      out->scale.push_back(m.scale);
+    }
+  }
+  out->rows = std::make_shared<const SparseRows>(*std::move(z));
+  return absl::OkStatus();
+}
 
 absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
                                            const PipelineConfig& c,
@@ -75,11 +128,21 @@ absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
     }
     if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
         c.propagation == NodePropagation::kPpr) {
-      ASSIGN_OR_RETURN(z, PprPush(*in.graph, *in.x, PprOptionsOf(c)));
+      RETURN_IF_ERROR(PropagatePpr(in, c, &out));
+      out.propagate_seconds = SecondsSince(t_prop);
+      return out;
+    } else if (DefersKProp(c, in.x->rows, in.x->cols)) {
+      ASSIGN_OR_RETURN(training::SparseInput<float> deferred,
+                       DeferKProp(*in.graph, *in.x, in.x_fill, c,
+                                  feature_steps));
+      out.deferred = std::make_shared<const training::SparseInput<float>>(
+          std::move(deferred));
+      out.propagate_seconds = SecondsSince(t_prop);
+      return out;
     } else {
-      ASSIGN_OR_RETURN(z, KProp(*in.graph, in.x->ToDense(), feature_steps,
-                                c.feature_self_loops, c.threads,
-                                c.kprop_norm));
+      ASSIGN_OR_RETURN(z, KProp(*in.graph, DenseWithFill(*in.x, in.x_fill),
+                                feature_steps, c.feature_self_loops,
+                                c.threads, c.kprop_norm));
     }
     out.propagate_seconds = SecondsSince(t_prop);
   }
@@ -105,7 +168,12 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   const Mat<float>& features = propagated.features;
 
   training::NodeTaskData data;
-  data.features = &features;
+  data.features =
+      propagated.deferred || propagated.rows ? nullptr : &features;
+  data.sparse_features = propagated.deferred.get();
+  data.feature_rows = propagated.rows.get();
+  data.feature_mean = propagated.mean;
+  data.feature_scale = propagated.scale;
   data.graph = &graph;
   data.classes = d.meta.classes;
   data.keep_outputs = c.keep_node_outputs && !tuning;
@@ -322,9 +390,14 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     in.release = &release;
   } else {
     std::vector<uint32_t> untrusted;
-    ASSIGN_OR_RETURN(x, CollectFeatures(d, c, collected, overrides.features,
-                                        poisoning.get(), noise, &r, &untrusted));
-    RETURN_IF_ERROR(UnbiasHdsForLpgnn(d, c, &x));
+    // LPGNN holds the estimates against a fill (Multi-bit's value on the
+    // unreported dimensions), so that they stay as sparse as the reports.
+    ASSIGN_OR_RETURN(
+        x, CollectFeatures(d, c, collected, overrides.features,
+                           poisoning.get(), noise, &r, &untrusted,
+                           c.method == v1::PIPELINE_METHOD_LPGNN ? &in.x_fill
+                                                                 : nullptr));
+    RETURN_IF_ERROR(UnbiasHdsForLpgnn(d, c, &x, &in.x_fill));
     in.x = &x;
     if (overrides.untrusted != nullptr) {
       std::vector<uint32_t> both;
@@ -425,7 +498,8 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                       std::move(t)));
   }
   if (c.keep_node_model && in.x != nullptr) {
-    t.node_features = std::make_shared<const SparseRows>(std::move(x));
+    t.node_features = std::make_shared<const SparseRows>(
+        in.x_fill == 0.0f ? std::move(x) : WithoutFill(x, in.x_fill));
   }
   t.perturb_seconds = r.perturb_seconds;
   t.noise_source = r.noise_source;

@@ -24,18 +24,45 @@ Mat<float> ToEigen(const DenseMatrix& m) {
   return Eigen::Map<const Mat<float>>(m.data.data(), m.rows, m.cols);
 }
 
+ColumnMoments StandardizeMoments(const float* column, size_t n,
+                                 size_t stride) {
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < n; ++i) sum += column[i * stride];
+  const double mean = sum / static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double d = column[i * stride] - mean;
+    sq += d * d;
+  }
+  const double sd = std::sqrt(sq / static_cast<double>(n));
+  return {mean, sd > 0 ? static_cast<float>(1.0 / sd) : 0.0f};
+}
+
+std::vector<ColumnMoments> StandardizeMoments(const SparseRows& z) {
+  const size_t n = z.rows, d = z.cols;
+  std::vector<double> sum(d, 0.0), sq(d, 0.0);
+  std::vector<uint64_t> stored(d, 0);
+  for (size_t p = 0; p < z.nnz(); ++p) sum[z.indices[p]] += z.values[p];
+  std::vector<ColumnMoments> out(d);
+  for (size_t j = 0; j < d; ++j) out[j].mean = sum[j] / static_cast<double>(n);
+  for (size_t p = 0; p < z.nnz(); ++p) {
+    const double dev = z.values[p] - out[z.indices[p]].mean;
+    sq[z.indices[p]] += dev * dev;
+    ++stored[z.indices[p]];
+  }
+  for (size_t j = 0; j < d; ++j) {
+    const double mean = out[j].mean;
+    sq[j] += static_cast<double>(n - stored[j]) * mean * mean;
+    const double sd = std::sqrt(sq[j] / static_cast<double>(n));
+    out[j].scale = sd > 0 ? static_cast<float>(1.0 / sd) : 0.0f;
+  }
+  return out;
+}
+
 void Standardize(Mat<float>* m) {
   const Eigen::Index n = m->rows();
   for (Eigen::Index j = 0; j < m->cols(); ++j) {
-    double sum = 0, sq = 0;
-    for (Eigen::Index i = 0; i < n; ++i) sum += (*m)(i, j);
-    const double mean = sum / n;
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const double d = (*m)(i, j) - mean;
-      sq += d * d;
-    }
-    const double sd = std::sqrt(sq / n);
-    const float scale = sd > 0 ? static_cast<float>(1.0 / sd) : 0.0f;
+    const auto [mean, scale] = StandardizeMoments(
+        m->data() + j, static_cast<size_t>(n), static_cast<size_t>(m->cols()));
     for (Eigen::Index i = 0; i < n; ++i) {
       (*m)(i, j) = static_cast<float>(((*m)(i, j) - mean) * scale);
     }
@@ -84,9 +111,14 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
   held_out.insert(held_out.end(), split.test.begin(), split.test.end());
   // The curator learns from the training edges only.
   ASSIGN_OR_RETURN(Graph train_graph, d.graph.WithoutEdges(held_out));
-  DenseMatrix z;
+  // PrivGE's Z stays dense here: the pair features z_u * z_v of the
+  // standardised Z are dense rows (formed chunk by chunk, TrainLinkPredictor).
+  // One n x d copy, written by push in place.
+  Mat<float> embeddings;
   if (IsReleaseMethod(c.method)) {
-    ASSIGN_OR_RETURN(z, RunRelease(train_graph, c, seed, run, &r));
+    ASSIGN_OR_RETURN(const DenseMatrix z,
+                     RunRelease(train_graph, c, seed, run, &r));
+    embeddings = ToEigen(z);
   } else {
     ASSIGN_OR_RETURN(NoiseStreams noise,
                      NoiseStreams::Create(c, NoiseSeed(seed, run),
@@ -96,11 +128,16 @@ absl::StatusOr<RunResult> RunLink(const Dataset& d, const PipelineConfig& c,
                      CollectFeatures(d, c, collected, features, nullptr, noise,
                                      &r, &untrusted));
     const auto t_prop = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(z, PprPush(train_graph, x, PprOptionsOf(c)));
+    RETURN_IF_ERROR(PprPushByDensity(train_graph, x, PprOptionsOf(c), 0,
+                                     [&] {
+                                       embeddings.resize(x.rows, x.cols);
+                                       return absl::MakeSpan(
+                                           embeddings.data(),
+                                           embeddings.size());
+                                     })
+                        .status());
     r.propagate_seconds = SecondsSince(t_prop);
   }
-  Mat<float> embeddings = ToEigen(z);
-  z = DenseMatrix();  // n x d: one copy is enough
   if (c.standardize) Standardize(&embeddings);
   training::LinkTaskData data;
   data.embeddings = &embeddings;

@@ -19,11 +19,13 @@
 #include "common/stopwatch.h"
 #include "common/status_macros.h"
 #include "common/parallel.h"
+#include "server/propagation/internal/push_output.h"
 
 namespace ldpgraph {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using propagation::internal::OutputSink;
 
 // deg(v)^power, with an isolated node's degree taken as 1.
 std::vector<double> DegreePowers(const Graph& g, double power) {
@@ -394,7 +396,7 @@ class PushWorker {
         active_((n + 63) / 64) {}
 
   // Pushes columns [j0, j0 + w) of in (w <= the width the worker was built
-  // for) and writes D^r Q into those columns of z. Successive calls on one
+  // for) and writes D^r Q into those columns of Z (sink). Successive calls on one
   // worker take ascending j0 from the same input (see SparseInput). g is
   // the relabelled graph; order maps its node ids to rows of z; push_coef
   // and deg_r are indexed by g's ids.
@@ -402,7 +404,7 @@ class PushWorker {
   void RunBlock(const Graph& g, const std::vector<NodeId>& order,
                 const Input& in, size_t j0, size_t w, const PprOptions& o,
                 const std::vector<float>& push_coef,
-                const std::vector<double>& deg_r, DenseMatrix& z,
+                const std::vector<double>& deg_r, OutputSink& sink,
                 PropagationStats& stats) {
     const size_t kw = LaneWidth(w);
     float* residue = residue_.data();
@@ -429,16 +431,8 @@ class PushWorker {
     s.columns = w;
     SweepFor(kw, n_)(s, stats);
     // Z = D^r Q for the block, and a clean workspace for the next one.
-    double* reserve = reserve_.data();
-    for (NodeId v = 0; v < n_; ++v) {
-      float* out = z.data.data() + size_t{order[v]} * z.cols + j0;
-      double* qv = reserve + size_t{v} * kw;
-      for (size_t k = 0; k < w; ++k) {
-        out[k] = static_cast<float>(deg_r[v] * qv[k]);
-      }
-      std::fill(qv, qv + kw, 0.0);
-      std::fill(residue + size_t{v} * kw, residue + size_t{v + 1} * kw, 0.0f);
-    }
+    sink.Write(j0, w, kw, deg_r, reserve_.data());
+    std::fill_n(residue, n_ * kw, 0.0f);
   }
 
  private:
@@ -467,13 +461,13 @@ int ChooseBlockColumns(size_t n, size_t d) {
 }
 
 // g: the relabelled graph; order: its node ids -> rows of x and z; deg_r
-// indexed by g's ids.
+// indexed by g's ids. Z goes to sink.
 template <typename Input>
-DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
-                    const Input& in, const PprOptions& o,
-                    const std::vector<double>& deg_r, PropagationStats* stats) {
+void RunPush(const Graph& g, const std::vector<NodeId>& order,
+             const Input& in, const PprOptions& o,
+             const std::vector<double>& deg_r, OutputSink& sink,
+             PropagationStats* stats) {
   const size_t n = g.num_nodes(), d = in.cols;
-  DenseMatrix z(n, d);
   std::vector<float> push_coef(n);
   for (NodeId u = 0; u < n; ++u) {
     push_coef[u] = static_cast<float>(
@@ -493,7 +487,7 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
     if (!space[worker]) space[worker] = std::make_unique<PushWorker>(n, w);
     const size_t j0 = block * w;
     space[worker]->RunBlock(g, order, in, j0, std::min(w, d - j0), o,
-                            push_coef, deg_r, z, per_worker[worker]);
+                            push_coef, deg_r, sink, per_worker[worker]);
   });
   if (stats != nullptr) {
     *stats = PropagationStats();
@@ -503,7 +497,6 @@ DenseMatrix RunPush(const Graph& g, const std::vector<NodeId>& order,
     }
     stats->block_columns = static_cast<int>(w);
   }
-  return z;
 }
 
 // Breadth-first relabelling: node ids in BFS order (each component from
@@ -558,12 +551,13 @@ float LargestAbs(const std::vector<float>& values) {
 float LargestAbs(const SparseRows& x) { return LargestAbs(x.values); }
 float LargestAbs(const DenseMatrix& x) { return LargestAbs(x.data); }
 
-// Both PprPush overloads: Input is SparseInput or DenseInput, a view of x
-// with D^-r and the relabelling.
+// Every push: Input is SparseInput or DenseInput, a view of x with D^-r
+// and the relabelling; Z laid out as PprPushByDensity says.
 template <typename Input, typename Matrix>
-absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
-                                   const PprOptions& options,
-                                   PropagationStats* stats) {
+absl::StatusOr<std::optional<SparseRows>> PushOn(
+    const Graph& graph, const Matrix& x, const PprOptions& options,
+    uint64_t max_nonzeros, absl::FunctionRef<absl::Span<float>()> dense_out,
+    PropagationStats* stats) {
   RETURN_IF_ERROR(ValidatePprOptions(options));
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
   RETURN_IF_ERROR(CheckUnweighted(graph));
@@ -574,9 +568,30 @@ absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
   Input in(x, deg_neg_r, rl.order);
   PprOptions o = options;
   if (o.relative_rmax) o.rmax *= std::max(1.0f, LargestAbs(x));
-  DenseMatrix z =
-      RunPush(rl.graph, rl.order, in, o, Permute(deg_r, rl.order), stats);
-  if (stats != nullptr) stats->seconds = SecondsSince(start);
+  OutputSink sink(graph.num_nodes(), x.cols, rl.order, max_nonzeros,
+                  dense_out);
+  RunPush(rl.graph, rl.order, in, o, Permute(deg_r, rl.order), sink, stats);
+  std::optional<SparseRows> z = sink.Finish();
+  if (stats != nullptr) {
+    stats->nonzeros = sink.nonzeros();
+    stats->seconds = SecondsSince(start);
+  }
+  return z;
+}
+
+// PprPush: dense from the start, into a DenseMatrix.
+template <typename Input, typename Matrix>
+absl::StatusOr<DenseMatrix> PushDense(const Graph& graph, const Matrix& x,
+                                      const PprOptions& options,
+                                      PropagationStats* stats) {
+  DenseMatrix z;
+  RETURN_IF_ERROR(PushOn<Input>(graph, x, options, 0,
+                                [&] {
+                                  z = DenseMatrix(x.rows, x.cols);
+                                  return absl::MakeSpan(z.data);
+                                },
+                                stats)
+                      .status());
   return z;
 }
 
@@ -585,13 +600,21 @@ absl::StatusOr<DenseMatrix> PushOn(const Graph& graph, const Matrix& x,
 absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
                                     const PprOptions& options,
                                     PropagationStats* stats) {
-  return PushOn<SparseInput>(graph, x, options, stats);
+  return PushDense<SparseInput>(graph, x, options, stats);
 }
 
 absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const DenseMatrix& x,
                                     const PprOptions& options,
                                     PropagationStats* stats) {
-  return PushOn<DenseInput>(graph, x, options, stats);
+  return PushDense<DenseInput>(graph, x, options, stats);
+}
+
+absl::StatusOr<std::optional<SparseRows>> PprPushByDensity(
+    const Graph& graph, const SparseRows& x, const PprOptions& options,
+    uint64_t max_nonzeros, absl::FunctionRef<absl::Span<float>()> dense_out,
+    PropagationStats* stats) {
+  return PushOn<SparseInput>(graph, x, options, max_nonzeros, dense_out,
+                             stats);
 }
 
 absl::StatusOr<DenseMatrix> PprPower(const Graph& graph, const DenseMatrix& x,

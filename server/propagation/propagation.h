@@ -17,8 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/graph/graph.h"
 #include "common/matrix.h"
 #include "server/propagation/options.h"
@@ -36,6 +39,7 @@ struct PropagationStats {
   // Power iteration: bound on the truncated tail, per entry.
   double tail_bound = 0;
   int block_columns = 0;        // push: the block width used
+  uint64_t nonzeros = 0;        // push: non-zero entries of Z
   double seconds = 0;
 };
 
@@ -68,6 +72,30 @@ absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
 absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const DenseMatrix& x,
                                     const PprOptions& options,
                                     PropagationStats* stats = nullptr);
+
+// PprPush laid out by what Z holds, without an n x d buffer unless Z is
+// dense: compressed rows (rows in x's order, indices ascending, an entry
+// stored where its float is non-zero) while Z has at most max_nonzeros
+// non-zeros, else dense, written into the n * d floats (row-major, every
+// entry, zeros too) that dense_out returns, called at most once. Returns
+// the CSR, or nullopt once the output went to dense_out. max_nonzeros 0:
+// always dense, written as the blocks finish. Entries are PprPush's bit for
+// bit (a stored -0 reads back as +0), for any max_nonzeros and threads.
+//
+// Memory (blocks of up to 16 columns): until the layout is known each
+// finished block is held as its non-zeros (4 bytes each) plus 6 bytes for
+// every node with one in the block: 4.4 to 10 bytes per non-zero (4.4 when
+// a node's are 16 to a block). Sparse, the CSR (8 bytes per non-zero) is
+// then assembled from the blocks, freeing each as it is read: at most
+// 18 * max_nonzeros bytes at that moment, 8 per non-zero once done. Dense:
+// when the count passes max_nonzeros, the n x d buffer is requested,
+// zeroed, the blocks held so far written into it and freed, and every
+// later block written straight in: at most 4 * n * d + 10 * max_nonzeros
+// bytes. Plus PprPush's relabelled graph and scratch.
+absl::StatusOr<std::optional<SparseRows>> PprPushByDensity(
+    const Graph& graph, const SparseRows& x, const PprOptions& options,
+    uint64_t max_nonzeros, absl::FunctionRef<absl::Span<float>()> dense_out,
+    PropagationStats* stats = nullptr);
 
 // The reference: the series evaluated term by term in double precision,
 // Y_0 = X, Y_{l+1} = (D^{r-1} A D^{-r}) Y_l, until the tail bound

@@ -1,5 +1,6 @@
 #include "server/propagation/propagation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -375,6 +376,152 @@ TEST(PprTest, PushStaysLocalAroundASpike) {
   EXPECT_GT(z->at(n / 2, 0), 0.1f);
   EXPECT_EQ(z->at(0, 0), 0.0f);
   EXPECT_EQ(z->at(n / 2 + 1000, 0), 0.0f);
+}
+
+// A ring with short chords (each node to the one 5 ahead): push with a
+// large alpha stays within a few dozen hops of each non-zero, so Z is
+// mostly zeros, as each input column holds only a few non-zeros.
+struct LocalCase {
+  Graph g;
+  SparseRows x;
+};
+LocalCase MakeLocalCase() {
+  const NodeId n = 4000;
+  std::vector<Edge> edges;
+  for (NodeId v = 0; v < n; ++v) {
+    edges.push_back({v, (v + 1) % n});
+    edges.push_back({v, (v + 5) % n});
+  }
+  // One non-zero in every 97th row: a few per column.
+  const SparseRows dense_rows = RandomSparse(n + 10, 37, 1, 41);
+  SparseRows x;
+  x.cols = 37;
+  for (NodeId v = 0; v < n + 10; ++v) {
+    if (v % 97 == 0) {
+      x.AppendRow(dense_rows.row_indices(v), dense_rows.row_values(v));
+    } else {
+      x.AppendRow({}, {});
+    }
+  }
+  return {MakeGraph(n + 10, edges), std::move(x)};
+}
+
+// Counts Z's non-zeros, and compares a CSR with the dense result entry by
+// entry (absent entries must be 0 there); indices must ascend.
+uint64_t Nonzeros(const DenseMatrix& z) {
+  return std::count_if(z.data.begin(), z.data.end(),
+                       [](float f) { return f != 0.0f; });
+}
+void ExpectSameEntries(const SparseRows& s, const DenseMatrix& z) {
+  ASSERT_EQ(s.rows, z.rows);
+  ASSERT_EQ(s.cols, z.cols);
+  ASSERT_EQ(s.offsets.size(), s.rows + 1);
+  for (size_t v = 0; v < s.rows; ++v) {
+    auto idx = s.row_indices(v);
+    ASSERT_TRUE(std::is_sorted(idx.begin(), idx.end())) << "row " << v;
+    ASSERT_TRUE(std::adjacent_find(idx.begin(), idx.end()) == idx.end());
+  }
+  EXPECT_EQ(s.ToDense().data, z.data);
+  EXPECT_EQ(s.nnz(), Nonzeros(z));  // no stored zeros
+}
+
+TEST(PprByDensityTest, SparseLayoutHoldsPushsEntries) {
+  const LocalCase c = MakeLocalCase();
+  for (int w : {0, 1, 3, 16}) {
+    for (int threads : {1, 3}) {
+      PprOptions o;
+      o.alpha = 0.3;
+      o.rmax = 1e-4;
+      o.block_columns = w;
+      o.threads = threads;
+      auto dense = PprPush(c.g, c.x, o);
+      ASSERT_TRUE(dense.ok());
+      const uint64_t nnz = Nonzeros(*dense);
+      ASSERT_GT(nnz, 0u);
+      ASSERT_LT(nnz, dense->data.size() / 4);  // the case is sparse
+      int calls = 0;
+      PropagationStats stats;
+      // Exactly as many non-zeros as allowed: still sparse.
+      auto z = PprPushByDensity(c.g, c.x, o, nnz,
+                                [&] {
+                                  ++calls;
+                                  return absl::Span<float>();
+                                },
+                                &stats);
+      ASSERT_TRUE(z.ok()) << z.status();
+      ASSERT_TRUE(z->has_value()) << "width " << w;
+      EXPECT_EQ(calls, 0);
+      EXPECT_EQ(stats.nonzeros, nnz);
+      ExpectSameEntries(**z, *dense);
+    }
+  }
+}
+
+TEST(PprByDensityTest, OneNonZeroTooManyGoesDense) {
+  const LocalCase c = MakeLocalCase();
+  for (int threads : {1, 2}) {
+    PprOptions o;
+    o.alpha = 0.3;
+    o.rmax = 1e-4;
+    o.block_columns = 4;
+    o.threads = threads;
+    auto want = PprPush(c.g, c.x, o);
+    ASSERT_TRUE(want.ok());
+    const uint64_t nnz = Nonzeros(*want);
+    for (uint64_t limit : {nnz - 1, nnz / 3, uint64_t{0}}) {
+      // A buffer of garbage: every entry must be written.
+      std::vector<float> out(want->data.size(), 7.0f);
+      int calls = 0;
+      PropagationStats stats;
+      auto z = PprPushByDensity(c.g, c.x, o, limit,
+                                [&] {
+                                  ++calls;
+                                  return absl::MakeSpan(out);
+                                },
+                                &stats);
+      ASSERT_TRUE(z.ok()) << z.status();
+      EXPECT_FALSE(z->has_value()) << "limit " << limit;
+      EXPECT_EQ(calls, 1);
+      EXPECT_EQ(out, want->data) << "limit " << limit << ", threads "
+                                 << threads;
+      EXPECT_EQ(stats.nonzeros, nnz);
+    }
+  }
+}
+
+TEST(PprByDensityTest, ZeroLimitIsDenseEvenForAZeroInput) {
+  const LocalCase c = MakeLocalCase();
+  SparseRows zero;
+  zero.cols = 5;
+  for (size_t v = 0; v < c.x.rows; ++v) zero.AppendRow({}, {});
+  std::vector<float> out(zero.rows * 5, 1.0f);
+  int calls = 0;
+  auto z = PprPushByDensity(c.g, zero, PprOptions(), 0, [&] {
+    ++calls;
+    return absl::MakeSpan(out);
+  });
+  ASSERT_TRUE(z.ok());
+  EXPECT_FALSE(z->has_value());
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(std::count(out.begin(), out.end(), 0.0f),
+            static_cast<long>(out.size()));
+  // With room for none, an all-zero Z stays sparse: empty rows.
+  auto sparse = PprPushByDensity(c.g, zero, PprOptions(), 1, [&] {
+    ++calls;
+    return absl::MakeSpan(out);
+  });
+  ASSERT_TRUE(sparse.ok() && sparse->has_value());
+  EXPECT_EQ((*sparse)->nnz(), 0u);
+  EXPECT_EQ((*sparse)->rows, zero.rows);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(PprByDensityTest, RefusesWhatPprPushRefuses) {
+  const LocalCase c = MakeLocalCase();
+  SparseRows short_x = RandomSparse(10, 3, 1, 5);
+  auto z = PprPushByDensity(c.g, short_x, PprOptions(), 100,
+                            [] { return absl::Span<float>(); });
+  EXPECT_EQ(z.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PprTest, SelfLoopsAreOrdinaryNeighbours) {

@@ -80,13 +80,34 @@ Mlp<S>::Mlp(const MlpConfig& c, PublicRandom& rng) : config_(c) {
 template <typename S>
 const Mat<S>& Mlp<S>::Forward(const Mat<S>& x, bool training,
                               PublicRandom* rng) {
+  if (training) sparse_x_ = nullptr;
+  return ForwardFrom(0, &x, training, rng);
+}
+
+template <typename S>
+const Mat<S>& Mlp<S>::Forward(const SparseInput<S>& x, bool training,
+                              PublicRandom* rng) {
+  assert(config_.input_dropout == 0.0);
+  std::vector<Mat<S>>& pre = training ? pre_ : infer_pre_;
+  std::vector<Mat<S>>& act = training ? act_ : infer_act_;
+  if (training) sparse_x_ = &x;
+  InputProduct(x.x, x.propagation ? &*x.propagation : nullptr,
+               linear_[0].weight().value, &pre[0], config_.threads);
+  pre[0].rowwise() += linear_[0].bias().value.row(0);
+  if (config_.layers == 1) return pre[0];
+  ActivationForward(config_.activation, pre[0], &act[0], config_.threads);
+  return ForwardFrom(1, &act[0], training, rng);
+}
+
+template <typename S>
+const Mat<S>& Mlp<S>::ForwardFrom(int first, const Mat<S>* h, bool training,
+                                  PublicRandom* rng) {
   // Training and inference keep their own buffers: alternating between the
   // training rows and the validation rows then reallocates nothing.
   std::vector<Mat<S>>& pre = training ? pre_ : infer_pre_;
   std::vector<Mat<S>>& act = training ? act_ : infer_act_;
-  const Mat<S>* h = &x;
   const int last = config_.layers - 1;
-  for (int l = 0; l <= last; ++l) {
+  for (int l = first; l <= last; ++l) {
     const Mat<S>& in = dropout_[l].Forward(*h, training, rng);
     if (training) in_[l] = &in;
     linear_[l].Forward(in, &pre[l]);
@@ -105,6 +126,15 @@ void Mlp<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
       ActivationBackward(config_.activation, pre_[l], act_[l], &g_,
                          config_.threads);
     }
+    if (l == 0 && sparse_x_ != nullptr) {
+      assert(d_x == nullptr);  // no input gradient over sparse input
+      const SparseInput<S>& x = *sparse_x_;
+      InputTransposeProduct(x.xt, x.propagation ? &*x.propagation : nullptr,
+                            g_, &linear_[0].weight().grad, config_.threads);
+      ParallelColumnSum(g_, &linear_[0].bias().grad, config_.threads,
+                        &scratch_);
+      return;
+    }
     const bool need_input = l > 0 || d_x != nullptr;
     linear_[l].Backward(*in_[l], g_, need_input ? &d_in_ : nullptr);
     if (!need_input) break;
@@ -112,6 +142,17 @@ void Mlp<S>::Backward(const Mat<S>& d_output, Mat<S>* d_x) {
     g_.swap(d_in_);
   }
   if (d_x != nullptr) *d_x = g_;
+}
+
+template <typename S>
+InputPropagation<S> ColumnStandardisation(Eigen::Index rows,
+                                          const std::vector<double>& mean,
+                                          const std::vector<double>& scale) {
+  // P = I over the rows, K = 0: u - 1 = 0 and no product by P.
+  SpMat<S> identity(rows, rows);
+  identity.setIdentity();
+  return MakeInputPropagation<S>(std::move(identity), 0, 0.0,
+                                 static_cast<int>(mean.size()), mean, scale);
 }
 
 template <typename S>
@@ -136,13 +177,30 @@ ModelWeights Mlp<S>::Weights() const {
   return w;
 }
 
+// The operators asked for (BuildGraphOperators' two forms).
+template <typename S>
+GraphOperators<S> BuildGraphOperators(const Graph& g, bool with_gcn,
+                                      bool with_mean);
+
 template <typename S>
 GraphOperators<S> BuildGraphOperators(const Graph& g) {
+  return BuildGraphOperators<S>(g, true, true);
+}
+
+template <typename S>
+GraphOperators<S> BuildGraphOperators(const Graph& g, GnnKind kind) {
+  return BuildGraphOperators<S>(g, kind == GnnKind::kGcn,
+                                kind == GnnKind::kSage);
+}
+
+template <typename S>
+GraphOperators<S> BuildGraphOperators(const Graph& g, bool with_gcn,
+                                      bool with_mean) {
   const int64_t n = g.num_nodes();
   GraphOperators<S> ops;
   std::vector<Eigen::Triplet<S, int64_t>> gcn, mean;
-  gcn.reserve(2 * g.num_edges() + n);
-  mean.reserve(2 * g.num_edges());
+  if (with_gcn) gcn.reserve(2 * g.num_edges() + n);
+  if (with_mean) mean.reserve(2 * g.num_edges());
   std::vector<double> inv_sqrt(n);
   for (int64_t v = 0; v < n; ++v) {
     // D~ counts the added self loop of weight 1 (a stored self loop keeps
@@ -161,16 +219,22 @@ GraphOperators<S> BuildGraphOperators(const Graph& g) {
       const NodeId u = nb[i];
       const double w = g.weight(v, i);
       has_loop |= (u == v);
-      gcn.emplace_back(v, u, S(w * inv_sqrt[v] * inv_sqrt[u]));
-      mean.emplace_back(v, u, S(w / row_weight));
+      if (with_gcn) gcn.emplace_back(v, u, S(w * inv_sqrt[v] * inv_sqrt[u]));
+      if (with_mean) mean.emplace_back(v, u, S(w / row_weight));
     }
-    if (!has_loop) gcn.emplace_back(v, v, S(inv_sqrt[v] * inv_sqrt[v]));
+    if (with_gcn && !has_loop) {
+      gcn.emplace_back(v, v, S(inv_sqrt[v] * inv_sqrt[v]));
+    }
   }
-  ops.gcn.resize(n, n);
-  ops.gcn.setFromTriplets(gcn.begin(), gcn.end());
-  ops.mean.resize(n, n);
-  ops.mean.setFromTriplets(mean.begin(), mean.end());
-  ops.mean_transpose = ops.mean.transpose();
+  if (with_gcn) {
+    ops.gcn.resize(n, n);
+    ops.gcn.setFromTriplets(gcn.begin(), gcn.end());
+  }
+  if (with_mean) {
+    ops.mean.resize(n, n);
+    ops.mean.setFromTriplets(mean.begin(), mean.end());
+    ops.mean_transpose = ops.mean.transpose();
+  }
   return ops;
 }
 
@@ -219,16 +283,24 @@ Gnn<S>::Gnn(const GnnConfig& c, const GraphOperators<S>* ops,
 }
 
 template <typename S>
-SparseInput<S>::SparseInput(SpMat<S> m) : x(std::move(m)) {
+SparseInput<S>::SparseInput(SpMat<S> m) {
+  x.swap(m);
   x.makeCompressed();
   xt = x.transpose();
   xt.makeCompressed();
 }
 
 template <typename S>
+SparseInput<S>::SparseInput(SpMat<S> m, InputPropagation<S> p)
+    : SparseInput(std::move(m)) {
+  propagation.emplace(std::move(p));
+}
+
+template <typename S>
 const Mat<S>& Gnn<S>::Forward(const Mat<S>& x, bool training,
                               PublicRandom* rng) {
   sparse_x_ = sparse_xt_ = nullptr;
+  propagation_ = nullptr;
   return ForwardFrom(0, &x, training, rng);
 }
 
@@ -237,6 +309,7 @@ const Mat<S>& Gnn<S>::Forward(const SparseInput<S>& x, bool training,
                               PublicRandom* rng) {
   sparse_x_ = &x.x;
   sparse_xt_ = &x.xt;
+  propagation_ = x.propagation ? &*x.propagation : nullptr;
   if (training && config_.input_dropout > 0) {
     dropped_ = x.x;
     if (dropout_[0].ForwardValues(x.x.valuePtr(), dropped_.valuePtr(),
@@ -252,19 +325,21 @@ const Mat<S>& Gnn<S>::Forward(const SparseInput<S>& x, bool training,
   return ForwardFrom(1, &act_[0], training, rng);
 }
 
-// Layer 0 in the cheaper order whatever the widths: X W first (nnz x out),
-// then the graph operator at the output's width.
+// Layer 0 in the cheaper order whatever the widths: X W first (nnz x out;
+// with a propagation, X' W as propagated_input.h forms it), then the graph
+// operator at the output's width.
 template <typename S>
 void Gnn<S>::SparseFirstLayer() {
   const int threads = config_.threads;
   const SpMat<S>& x = *sparse_x_;
+  const InputPropagation<S>* p = propagation_;
   Mat<S> tmp;
   if (config_.kind == GnnKind::kGcn) {
-    ParallelProduct(x, self_[0].weight().value, &tmp, threads);
+    InputProduct(x, p, self_[0].weight().value, &tmp, threads);
     ParallelProduct(ops_->gcn, tmp, &pre_[0], threads);
   } else {
-    ParallelProduct(x, self_[0].weight().value, &pre_[0], threads);
-    ParallelProduct(x, neigh_[0].weight().value, &tmp, threads);
+    InputProduct(x, p, self_[0].weight().value, &pre_[0], threads);
+    InputProduct(x, p, neigh_[0].weight().value, &tmp, threads);
     ParallelProduct(ops_->mean, tmp, &agg_[0], threads);
     pre_[0] += agg_[0];
   }
@@ -272,20 +347,25 @@ void Gnn<S>::SparseFirstLayer() {
 }
 
 // Gradients of layer 0 over the sparse input: d/dW = X^T (A^T g), formed
-// as the transpose X^T (d x n) times the n x out gradient.
+// as the transpose X^T (d x n) times the n x out gradient (X'^T with a
+// propagation).
 template <typename S>
 void Gnn<S>::SparseFirstLayerBackward(const Mat<S>& g) {
   const int threads = config_.threads;
   std::vector<Mat<S>> scratch;
   Mat<S> t;
   ParallelColumnSum(g, &self_[0].bias().grad, threads, &scratch);
+  const InputPropagation<S>* p = propagation_;
   if (config_.kind == GnnKind::kGcn) {
     ParallelProduct(ops_->gcn, g, &t, threads);  // A symmetric
-    ParallelProduct(*sparse_xt_, t, &self_[0].weight().grad, threads);
+    InputTransposeProduct(*sparse_xt_, p, t, &self_[0].weight().grad,
+                          threads);
   } else {
-    ParallelProduct(*sparse_xt_, g, &self_[0].weight().grad, threads);
+    InputTransposeProduct(*sparse_xt_, p, g, &self_[0].weight().grad,
+                          threads);
     ParallelProduct(ops_->mean_transpose, g, &t, threads);
-    ParallelProduct(*sparse_xt_, t, &neigh_[0].weight().grad, threads);
+    InputTransposeProduct(*sparse_xt_, p, t, &neigh_[0].weight().grad,
+                          threads);
   }
 }
 
@@ -411,12 +491,20 @@ ModelWeights Gnn<S>::Weights() const {
 
 template class Mlp<float>;
 template class Mlp<double>;
+template InputPropagation<float> ColumnStandardisation<float>(
+    Eigen::Index, const std::vector<double>&, const std::vector<double>&);
+template InputPropagation<double> ColumnStandardisation<double>(
+    Eigen::Index, const std::vector<double>&, const std::vector<double>&);
 template class Gnn<float>;
 template class Gnn<double>;
 template struct SparseInput<float>;
 template struct SparseInput<double>;
 template GraphOperators<float> BuildGraphOperators<float>(const Graph&);
 template GraphOperators<double> BuildGraphOperators<double>(const Graph&);
+template GraphOperators<float> BuildGraphOperators<float>(const Graph&,
+                                                          GnnKind);
+template GraphOperators<double> BuildGraphOperators<double>(const Graph&,
+                                                            GnnKind);
 template SpMat<float> BuildSymmetricOperator<float>(const Graph&);
 template SpMat<double> BuildSymmetricOperator<double>(const Graph&);
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <Eigen/Sparse>
@@ -21,6 +22,7 @@
 #include "common/random.h"
 #include "server/training/nn.h"
 #include "server/training/options.h"
+#include "server/training/propagated_input.h"
 
 namespace ldpgraph::training {
 
@@ -63,6 +65,18 @@ struct ModelWeights {
 };
 
 template <typename S>
+struct SparseInput;
+
+// The column standardisation X' = (x - 1 mean^T) diag(scale) of a block of
+// `rows` rows of x as a propagation of 0 steps (propagated_input.h), for
+// SparseInput and Mlp's sparse Forward. mean and scale: one entry per
+// column.
+template <typename S>
+InputPropagation<S> ColumnStandardisation(Eigen::Index rows,
+                                          const std::vector<double>& mean,
+                                          const std::vector<double>& scale);
+
+template <typename S>
 class Mlp {
  public:
   // c must be valid (ValidateMlpConfig); weights drawn from rng.
@@ -72,6 +86,17 @@ class Mlp {
   // dropout masks from rng and keeps what Backward needs; x must then stay
   // alive until Backward.
   const Mat<S>& Forward(const Mat<S>& x, bool training, PublicRandom* rng);
+  // The same map over sparse rows (SparseInput, declared below: the rows
+  // and their transpose), read through x.propagation when set: the first
+  // layer's products are InputProduct and InputTransposeProduct
+  // (propagated_input.h), so that X' = (x - 1 mu^T) D, PrivGE's
+  // standardised Z, is never formed; they cost nnz(x) x width. A
+  // propagation of 0 steps (the only kind that reads a subset of the rows
+  // on its own, e.g. a mini-batch) maps each row by itself. Needs config().input_dropout 0 (the dense Forward's
+  // masks fall on X', whose zeros are not x's). x must outlive the matching
+  // Backward call, which then cannot return d_x.
+  const Mat<S>& Forward(const SparseInput<S>& x, bool training,
+                        PublicRandom* rng);
 
   // From dL/doutput of the last training Forward, sets every parameter's
   // gradient; writes dL/dx when d_x is not null.
@@ -83,7 +108,12 @@ class Mlp {
   ModelWeights Weights() const;
 
  private:
+  // Layers first.. on h (the activation of layer first - 1, or the input).
+  const Mat<S>& ForwardFrom(int first, const Mat<S>* h, bool training,
+                            PublicRandom* rng);
+
   MlpConfig config_;
+  const SparseInput<S>* sparse_x_ = nullptr;  // the last training Forward's
   std::vector<Linear<S>> linear_;
   std::vector<Dropout<S>> dropout_;
   // Per layer: the input after dropout (x itself when nothing was dropped),
@@ -92,6 +122,7 @@ class Mlp {
   std::vector<Mat<S>> pre_, act_;
   std::vector<Mat<S>> infer_pre_, infer_act_;  // inference's own buffers
   Mat<S> g_, d_in_;                            // Backward's
+  std::vector<Mat<S>> scratch_;                // Backward's, sparse input
 };
 
 enum class GnnKind { kGcn, kSage };
@@ -128,6 +159,10 @@ struct GraphOperators {
 
 template <typename S>
 GraphOperators<S> BuildGraphOperators(const Graph& g);
+// Only those a model of `kind` reads: gcn (kGcn), or mean and its
+// transpose (kSage); the others left empty. The same entries.
+template <typename S>
+GraphOperators<S> BuildGraphOperators(const Graph& g, GnnKind kind);
 
 // D^-1/2 A D^-1/2 without self loops (LPGNN's label operator: KProp with
 // KPropNorm::kSymmetric as a matrix), except that a node with no neighbours
@@ -138,12 +173,22 @@ SpMat<S> BuildSymmetricOperator(const Graph& g);
 
 // Sparse node features for Gnn::Forward: x (row-major, compressed) and its
 // transpose (d x n, row-major), built once; the first layer's weight
-// gradients read the transpose.
+// gradients read the transpose. With a propagation the first layer reads
+// X' = (P^K (fill + x) - 1 mu^T) D (propagated_input.h), x holding Delta,
+// and never forms it.
+// Moves swap (Eigen 3.4's SparseMatrix copies on a move).
 template <typename S>
 struct SparseInput {
   explicit SparseInput(SpMat<S> m);
+  SparseInput(SpMat<S> m, InputPropagation<S> p);
+  SparseInput(SparseInput&& o) noexcept {
+    x.swap(o.x);
+    xt.swap(o.xt);
+    propagation.swap(o.propagation);
+  }
   SpMat<S> x;
   SpMat<S> xt;
+  std::optional<InputPropagation<S>> propagation;
 };
 
 // A graph network over all n nodes at once.
@@ -161,7 +206,9 @@ class Gnn {
   // n x d x width. x must outlive the matching Backward call, which then
   // cannot return d_x. Input dropout draws one mask entry per stored value
   // (a zero stays zero either way), so its masks differ from the dense
-  // path's draws for the same seed.
+  // path's draws for the same seed. With x.propagation it masks Delta's
+  // stored values, before P^K: the fill is never dropped, and the entries
+  // dropped are the estimates', not those of the propagated X'.
   const Mat<S>& Forward(const SparseInput<S>& x, bool training,
                         PublicRandom* rng);
   void Backward(const Mat<S>& d_output, Mat<S>* d_x = nullptr);
@@ -192,6 +239,7 @@ class Gnn {
   // dropout: dropped_ and dropped_t_); null after a dense Forward.
   const SpMat<S>* sparse_x_ = nullptr;
   const SpMat<S>* sparse_xt_ = nullptr;
+  const InputPropagation<S>* propagation_ = nullptr;  // the input's, if any
   SpMat<S> dropped_, dropped_t_;
   std::vector<Linear<S>> self_;   // GCN: the layer's W and b
   std::vector<Linear<S>> neigh_;  // GraphSAGE only: W_neigh (its bias unused)

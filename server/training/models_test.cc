@@ -124,6 +124,22 @@ TEST(GraphOperatorsTest, MatchDefinitions) {
               0.0, 1e-15);
 }
 
+TEST(GraphOperatorsTest, ByKindBuildsOnlyWhatTheModelReads) {
+  const Graph g = SmallGraph();
+  const GraphOperators<double> all = BuildGraphOperators<double>(g);
+  const GraphOperators<double> gcn =
+      BuildGraphOperators<double>(g, GnnKind::kGcn);
+  const GraphOperators<double> sage =
+      BuildGraphOperators<double>(g, GnnKind::kSage);
+  EXPECT_EQ(Eigen::MatrixXd(gcn.gcn), Eigen::MatrixXd(all.gcn));
+  EXPECT_EQ(gcn.mean.nonZeros(), 0);
+  EXPECT_EQ(gcn.mean_transpose.nonZeros(), 0);
+  EXPECT_EQ(Eigen::MatrixXd(sage.mean), Eigen::MatrixXd(all.mean));
+  EXPECT_EQ(Eigen::MatrixXd(sage.mean_transpose),
+            Eigen::MatrixXd(all.mean_transpose));
+  EXPECT_EQ(sage.gcn.nonZeros(), 0);
+}
+
 TEST(GraphOperatorsTest, AllOneWeightsGiveTheUnweightedOperatorsExactly) {
   const Graph g = SmallGraph();
   const std::vector<Edge> edges = g.Edges();
@@ -198,6 +214,112 @@ Mat<double> SparseFeatures(int rows, int cols, uint64_t seed) {
     if (rng.Next64() % 3 != 0) x.data()[i] = 0.0;
   }
   return x;
+}
+
+// The standardisation of x's columns (population deviation, scale 0 for a
+// constant column) and X' formed densely.
+Mat<double> Standardised(const Mat<double>& x, std::vector<double>* mean,
+                         std::vector<double>* scale) {
+  mean->assign(x.cols(), 0.0);
+  scale->assign(x.cols(), 0.0);
+  Mat<double> out(x.rows(), x.cols());
+  for (Eigen::Index j = 0; j < x.cols(); ++j) {
+    const double mu = x.col(j).mean();
+    const double sd =
+        std::sqrt((x.col(j).array() - mu).square().sum() / x.rows());
+    (*mean)[j] = mu;
+    (*scale)[j] = sd > 0 ? 1.0 / sd : 0.0;
+    out.col(j) = (x.col(j).array() - mu) * (*scale)[j];
+  }
+  return out;
+}
+
+// PrivGE's classifier on sparse Z: the sparse Forward through the folded
+// standardisation is the dense Forward on X' = (Z - 1 mu^T) D, outputs and
+// gradients, in training (hidden dropout drawing the same masks) and
+// inference, over all rows or a mini-batch of them; and without a
+// propagation, the dense Forward on Z itself.
+TEST(MlpTest, SparseInputGivesTheDenseOutputsAndGradients) {
+  Mat<double> z = SparseFeatures(40, 7, 21);
+  z.col(3).setZero();  // a constant column: scale 0
+  z.col(5).array() += 0.25;  // an offset column, no zero
+  std::vector<double> mean, scale;
+  const Mat<double> standardised = Standardised(z, &mean, &scale);
+  ASSERT_EQ(scale[3], 0.0);
+  std::vector<uint32_t> batch = {3, 8, 9, 17, 30, 39};
+  Mat<double> z_batch(batch.size(), 7), x_batch(batch.size(), 7);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    z_batch.row(i) = z.row(batch[i]);
+    x_batch.row(i) = standardised.row(batch[i]);
+  }
+  struct Case {
+    const char* what;
+    Mat<double> dense;
+    SparseInput<double> sparse;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"all rows", standardised,
+                   SparseInput<double>(z.sparseView(),
+                                       ColumnStandardisation<double>(40, mean,
+                                                               scale))});
+  cases.push_back({"a batch", x_batch,
+                   SparseInput<double>(
+                       z_batch.sparseView(),
+                       ColumnStandardisation<double>(z_batch.rows(), mean, scale))});
+  cases.push_back({"no standardisation", z, SparseInput<double>(z.sparseView())});
+  for (const Case& c : cases) {
+    for (int layers : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << c.what << ", layers " << layers);
+      const MlpConfig config{7, 5, 3, layers, 0.3, Activation::kRelu};
+      PublicRandom r1(3), r2(3);
+      Mlp<double> dense(config, r1), sparse(config, r2);
+      PublicRandom d1(9), d2(9);
+      const Mat<double> out_dense = dense.Forward(c.dense, true, &d1);
+      const Mat<double> out_sparse = sparse.Forward(c.sparse, true, &d2);
+      EXPECT_LT((out_dense - out_sparse).cwiseAbs().maxCoeff(), 1e-12);
+      const Mat<double> r = RandomMatrix(c.dense.rows(), 3, 5);
+      dense.Backward(r);
+      sparse.Backward(r);
+      const auto pd = dense.Params(), ps = sparse.Params();
+      ASSERT_EQ(pd.size(), ps.size());
+      for (size_t i = 0; i < pd.size(); ++i) {
+        EXPECT_LT((pd[i]->grad - ps[i]->grad).cwiseAbs().maxCoeff(), 1e-12)
+            << "param " << i;
+      }
+      EXPECT_LT((dense.Forward(c.dense, false, nullptr) -
+                 sparse.Forward(c.sparse, false, nullptr))
+                    .cwiseAbs()
+                    .maxCoeff(),
+                1e-12);
+    }
+  }
+}
+
+// The same in float, the precision the trainer runs in: the folded map
+// rounds in another order, within float tolerance of the dense path.
+TEST(MlpTest, SparseStandardisedInputAgreesInFloat) {
+  Mat<double> z = SparseFeatures(300, 20, 23) * 1e-3;  // PPR's magnitudes
+  std::vector<double> mean, scale;
+  const Mat<float> x = Standardised(z, &mean, &scale).cast<float>();
+  const SparseInput<float> sx(z.cast<float>().sparseView(),
+                              ColumnStandardisation<float>(300, mean, scale));
+  const MlpConfig config{20, 16, 4, 2, 0.5, Activation::kRelu};
+  PublicRandom r1(3), r2(3);
+  Mlp<float> dense(config, r1), sparse(config, r2);
+  PublicRandom d1(9), d2(9);
+  const Mat<float> out_dense = dense.Forward(x, true, &d1);
+  const Mat<float> out_sparse = sparse.Forward(sx, true, &d2);
+  EXPECT_LT((out_dense - out_sparse).cwiseAbs().maxCoeff(),
+            1e-4f * out_dense.cwiseAbs().maxCoeff());
+  const Mat<float> r = RandomMatrix(300, 4, 5).cast<float>();
+  dense.Backward(r);
+  sparse.Backward(r);
+  const auto pd = dense.Params(), ps = sparse.Params();
+  for (size_t i = 0; i < pd.size(); ++i) {
+    EXPECT_LT((pd[i]->grad - ps[i]->grad).cwiseAbs().maxCoeff(),
+              1e-4f * (1.0f + pd[i]->grad.cwiseAbs().maxCoeff()))
+        << "param " << i;
+  }
 }
 
 TEST(GnnTest, SparseInputGivesTheDenseOutputsAndGradients) {

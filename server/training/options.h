@@ -93,7 +93,9 @@ struct NodeModelConfig {
   // Graph models: the first layer reads the features as a sparse matrix
   // when at most this share of them is non-zero (0: always dense). Same
   // model; floating-point sums in another order, and input dropout draws
-  // its masks per stored value.
+  // its masks per stored value. The MLP on PrivGE's Z: the same share
+  // decides whether Z is held as compressed rows (MlpSparseBound,
+  // mlp_rows.h).
   double sparse_input_density = kSparseInputDensity;
   // Graph models: how the layers start (kTorch: PyTorch's and PyG's
   // default, as LPGNN's code runs).

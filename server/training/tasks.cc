@@ -12,6 +12,7 @@
 #include "server/training/kernels.h"
 #include "server/training/losses.h"
 #include "server/training/metrics.h"
+#include "server/training/mlp_rows.h"
 
 namespace ldpgraph::training {
 namespace {
@@ -56,22 +57,106 @@ absl::Status CheckLabels(const std::vector<int32_t>& labels, size_t expected,
   return absl::OkStatus();
 }
 
+// The features' shape, dense or sparse (one is set).
+size_t InputRows(const NodeTaskData& d) {
+  if (d.feature_rows != nullptr) return d.feature_rows->rows;
+  return d.features != nullptr ? d.features->rows()
+                               : d.sparse_features->x.rows();
+}
+size_t InputCols(const NodeTaskData& d) {
+  if (d.feature_rows != nullptr) return d.feature_rows->cols;
+  return d.features != nullptr ? d.features->cols()
+                               : d.sparse_features->x.cols();
+}
+
+bool AllFinite(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(),
+                     [](double x) { return std::isfinite(x); });
+}
+
+bool InputFinite(const NodeTaskData& d) {
+  if (d.features != nullptr) return d.features->allFinite();
+  if (d.feature_rows != nullptr) {
+    const std::vector<float>& v = d.feature_rows->values;
+    return std::all_of(v.begin(), v.end(),
+                       [](float x) { return std::isfinite(x); }) &&
+           AllFinite(d.feature_mean) && AllFinite(d.feature_scale);
+  }
+  const SparseInput<float>& s = *d.sparse_features;
+  if (!Eigen::Map<const Eigen::VectorXf>(s.x.valuePtr(), s.x.nonZeros())
+           .allFinite()) {
+    return false;
+  }
+  if (!s.propagation) return true;
+  const InputPropagation<float>& p = *s.propagation;
+  return std::isfinite(p.fill) && p.u_minus_one.allFinite() &&
+         p.offset.allFinite() && p.scale.allFinite();
+}
+
+// feature_rows' own rules (NodeTaskData): the MLP, one mean and scale per
+// column or none, no input dropout or propagated predictions.
+absl::Status ValidateFeatureRows(const NodeTaskData& d,
+                                 const NodeModelConfig& c) {
+  if (c.kind != NodeModelKind::kMlp) {
+    return absl::InvalidArgumentError(
+        "compressed feature rows are the MLP's input (GCN and GraphSAGE "
+        "read sparse_features)");
+  }
+  const SparseRows& x = *d.feature_rows;
+  if (x.offsets.size() != x.rows + 1 || x.offsets.back() != x.nnz() ||
+      x.values.size() != x.nnz()) {
+    return absl::InvalidArgumentError("feature rows: malformed offsets");
+  }
+  if (std::any_of(x.indices.begin(), x.indices.end(),
+                  [&](uint32_t j) { return j >= x.cols; })) {
+    return absl::InvalidArgumentError("feature rows: a column out of range");
+  }
+  if (d.feature_mean.size() != d.feature_scale.size() ||
+      (!d.feature_mean.empty() && d.feature_mean.size() != x.cols)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature mean and scale need one entry per column (", x.cols,
+        ") or none, got ", d.feature_mean.size(), " and ",
+        d.feature_scale.size()));
+  }
+  if (c.input_dropout != 0.0) {
+    return absl::InvalidArgumentError(
+        "compressed feature rows take no input dropout (it would drop "
+        "entries of the standardised rows, which are not sparse)");
+  }
+  if (d.propagate_predictions) {
+    return absl::InvalidArgumentError(
+        "propagated predictions read every node at once: give dense features");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateNodeData(const NodeTaskData& d, const NodeModelConfig& c) {
-  if (d.features == nullptr || d.features->rows() == 0 ||
-      d.features->cols() == 0) {
+  if ((d.features != nullptr) + (d.sparse_features != nullptr) +
+          (d.feature_rows != nullptr) > 1) {
+    return absl::InvalidArgumentError(
+        "node features given both dense and sparse: set one");
+  }
+  if ((d.features == nullptr && d.sparse_features == nullptr &&
+       d.feature_rows == nullptr) ||
+      InputRows(d) == 0 || InputCols(d) == 0) {
     return absl::InvalidArgumentError("node features are empty");
+  }
+  if (d.feature_rows != nullptr) RETURN_IF_ERROR(ValidateFeatureRows(d, c));
+  if (d.sparse_features != nullptr && c.kind == NodeModelKind::kMlp) {
+    return absl::InvalidArgumentError(
+        "sparse node features need a graph model (GCN or GraphSAGE)");
   }
   if (d.classes < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("need at least 2 classes, got ", d.classes));
   }
-  const size_t n = d.features->rows();
+  const size_t n = InputRows(d);
   if (c.kind != NodeModelKind::kMlp &&
       (d.graph == nullptr || d.graph->num_nodes() != n)) {
     return absl::InvalidArgumentError(
         "a graph model needs the graph, with one node per feature row");
   }
-  if (!d.features->allFinite()) {
+  if (!InputFinite(d)) {
     return absl::InvalidArgumentError("node features contain NaN or infinity");
   }
   RETURN_IF_ERROR(CheckNodes(d.train, n, "training"));
@@ -201,36 +286,51 @@ struct NodeModel {
   std::unique_ptr<GraphOperators<float>> ops;
   std::unique_ptr<Gnn<float>> gnn;
   std::unique_ptr<SparseInput<float>> sparse;  // the features, when sparse
-  Mat<float> x_train, x_validation, full_grad, train_logits;
+  std::unique_ptr<MlpRows> rows;               // the MLP's features
+  MlpRows::Batch train_rows, validation_rows;  // gathered once, if at all
+  Mat<float> full_grad, train_logits;
 };
 
-// An MLP treats rows independently: it trains on the training rows only,
-// and the validation rows are gathered once, not every epoch.
+// An MLP treats rows independently: it trains on the training rows only
+// (gathered once for full batches, batch by batch otherwise), and the
+// validation rows are gathered once when they fit one chunk (MlpRows), else
+// read chunk by chunk every epoch.
 absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
-                      PublicRandom& rng, NodeModel* m) {
-  const Mat<float>& x = *d.features;
-  MlpConfig mc{static_cast<int>(x.cols()), c.hidden_dim, d.classes,
+                      int batch_rows, PublicRandom& rng, NodeModel* m) {
+  MlpConfig mc{static_cast<int>(InputCols(d)), c.hidden_dim, d.classes,
                c.layers,  c.dropout,  c.activation, c.input_dropout};
   mc.threads = ResolveThreads(c.threads);
   RETURN_IF_ERROR(ValidateMlpConfig(mc));
   m->mlp = std::make_unique<Mlp<float>>(mc, rng);
-  m->x_train = GatherRows(x, d.train);
-  m->x_validation = GatherRows(x, d.validation);
+  m->rows = std::make_unique<MlpRows>(d.features, d.feature_rows,
+                                      &d.feature_mean, &d.feature_scale);
+  const MlpRows* rows = m->rows.get();
+  if (batch_rows == 0) {
+    rows->Gather(d.train.data(), d.train.size(), &m->train_rows);
+  }
+  const bool validation_once = d.validation.size() <= rows->ChunkRows();
+  if (validation_once) {
+    rows->Gather(d.validation.data(), d.validation.size(),
+                 &m->validation_rows);
+  }
   Mlp<float>* mlp = m->mlp.get();
-  m->hooks.forward_train = [m, mlp](PublicRandom& r) -> const Mat<float>& {
-    return mlp->Forward(m->x_train, true, &r);
+  m->hooks.forward_train = [m, mlp, rows](PublicRandom& r)
+      -> const Mat<float>& {
+    return rows->Forward(*mlp, m->train_rows, true, &r);
   };
   m->hooks.backward = [mlp](const Mat<float>& g) { mlp->Backward(g); };
-  m->hooks.forward_all = [&x, mlp](PublicRandom& r) -> const Mat<float>& {
-    return mlp->Forward(x, true, &r);
+  // Propagated predictions (dense features only, ValidateFeatureRows).
+  m->hooks.forward_all = [&d, mlp](PublicRandom& r) -> const Mat<float>& {
+    return mlp->Forward(*d.features, true, &r);
   };
   m->hooks.backward_all = m->hooks.backward;
-  m->hooks.predict_validation = [m, mlp] {
-    return Mat<float>(mlp->Forward(m->x_validation, false, nullptr));
+  m->hooks.predict_validation = [&d, m, mlp, rows, validation_once] {
+    return validation_once ? Mat<float>(rows->Forward(
+                                 *mlp, m->validation_rows, false, nullptr))
+                           : rows->Predict(*mlp, d.validation);
   };
-  m->hooks.predict = [&x, mlp](const std::vector<uint32_t>& rows) {
-    Mat<float> xs = GatherRows(x, rows);
-    return Mat<float>(mlp->Forward(xs, false, nullptr));
+  m->hooks.predict = [mlp, rows](const std::vector<uint32_t>& ids) {
+    return rows->Predict(*mlp, ids);
   };
   m->hooks.params = [mlp] { return mlp->Params(); };
   return absl::OkStatus();
@@ -240,28 +340,31 @@ absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
 // rows of its output.
 absl::Status BuildGnn(const NodeTaskData& d, const NodeModelConfig& c,
                       PublicRandom& rng, NodeModel* m) {
-  const Mat<float>& x = *d.features;
   GnnConfig gc{c.kind == NodeModelKind::kGcn ? GnnKind::kGcn : GnnKind::kSage,
-               static_cast<int>(x.cols()), c.hidden_dim, d.classes,
+               static_cast<int>(InputCols(d)), c.hidden_dim, d.classes,
                c.layers, c.dropout, c.activation, c.input_dropout};
   gc.threads = ResolveThreads(c.threads);
   gc.init = c.init;
   RETURN_IF_ERROR(ValidateGnnConfig(gc));
   m->ops = std::make_unique<GraphOperators<float>>(
-      BuildGraphOperators<float>(*d.graph));
+      BuildGraphOperators<float>(*d.graph, gc.kind));
   m->gnn = std::make_unique<Gnn<float>>(gc, m->ops.get(), rng);
-  m->full_grad.setZero(x.rows(), d.classes);
+  m->full_grad.setZero(InputRows(d), d.classes);
   Gnn<float>* gnn = m->gnn.get();
-  const double nonzeros = static_cast<double>((x.array() != 0.0f).count());
-  if (c.sparse_input_density > 0 && x.size() > 0 &&
-      nonzeros <= c.sparse_input_density * x.size()) {
-    m->sparse = std::make_unique<SparseInput<float>>(x.sparseView());
+  const Mat<float>* x = d.features;
+  const SparseInput<float>* sparse = d.sparse_features;
+  if (x != nullptr) {
+    const double nonzeros = static_cast<double>((x->array() != 0.0f).count());
+    if (c.sparse_input_density > 0 && x->size() > 0 &&
+        nonzeros <= c.sparse_input_density * x->size()) {
+      m->sparse = std::make_unique<SparseInput<float>>(x->sparseView());
+      sparse = m->sparse.get();
+    }
   }
-  const SparseInput<float>* sparse = m->sparse.get();
-  auto forward = [&x, gnn, sparse](bool training,
-                                   PublicRandom* r) -> const Mat<float>& {
+  auto forward = [x, gnn, sparse](bool training,
+                                  PublicRandom* r) -> const Mat<float>& {
     return sparse ? gnn->Forward(*sparse, training, r)
-                  : gnn->Forward(x, training, r);
+                  : gnn->Forward(*x, training, r);
   };
   m->hooks.forward_train = [&d, m,
                             forward](PublicRandom& r) -> const Mat<float>& {
@@ -305,7 +408,9 @@ TrainReport TrainMlpMiniBatches(const NodeTaskData& d,
   const size_t rows = d.train.size();
   std::vector<uint32_t> order(rows);
   std::iota(order.begin(), order.end(), 0u);
-  Mat<float> x_batch, grad;
+  MlpRows::Batch batch;
+  Mat<float> grad;
+  std::vector<uint32_t> ids;
   std::vector<int32_t> targets, reference;
   size_t correct = 0;
   auto batch_step = [&](int s) -> double {
@@ -314,15 +419,16 @@ TrainReport TrainMlpMiniBatches(const NodeTaskData& d,
       correct = 0;
     }
     const size_t first = s * b, count = std::min(b, rows - first);
-    x_batch.resize(static_cast<Eigen::Index>(count), m.x_train.cols());
+    ids.resize(count);
     targets.resize(count);
     reference.resize(count);
     for (size_t i = 0; i < count; ++i) {
-      x_batch.row(i) = m.x_train.row(order[first + i]);
+      ids[i] = d.train[order[first + i]];
       targets[i] = d.train_targets[order[first + i]];
       reference[i] = (*score.reference)[order[first + i]];
     }
-    const Mat<float>& logits = m.mlp->Forward(x_batch, true, &rng);
+    m.rows->Gather(ids.data(), count, &batch);
+    const Mat<float>& logits = m.rows->Forward(*m.mlp, batch, true, &rng);
     if (score.capped) {
       correct += static_cast<size_t>(
           std::lround(AccuracyOf(logits, reference) * count));
@@ -354,7 +460,7 @@ absl::Status ScoreNodeModel(const NodeTaskData& d, NodeModel& m,
                    MacroF1(pred, d.test_truth, d.classes));
   result->test_predictions = std::move(pred);
   if (d.keep_outputs) {
-    std::vector<uint32_t> all(d.features->rows());
+    std::vector<uint32_t> all(InputRows(d));
     std::iota(all.begin(), all.end(), 0u);
     result->outputs = m.hooks.predict(all);
   }
@@ -370,10 +476,16 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
                                                    const NodeModelConfig& c,
                                                    uint64_t seed) {
   RETURN_IF_ERROR(ValidateNodeData(d, c));
+  NodeTaskResult result;
+  result.batch_rows =
+      d.propagate_predictions
+          ? 0
+          : NodeBatchRows(c, d.train.size(), InputCols(d));
   PublicRandom rng(seed);
   NodeModel m;
-  RETURN_IF_ERROR(c.kind == NodeModelKind::kMlp ? BuildMlp(d, c, rng, &m)
-                                                : BuildGnn(d, c, rng, &m));
+  RETURN_IF_ERROR(c.kind == NodeModelKind::kMlp
+                      ? BuildMlp(d, c, result.batch_rows, rng, &m)
+                      : BuildGnn(d, c, rng, &m));
   const NodeModelHooks& hooks = m.hooks;
   const Loss train_loss = MakeClassLoss(d.train_targets, d.transition);
   const Loss validation_loss =
@@ -416,11 +528,6 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
     return {AccuracyOf(logits, d.validation_targets),
             validation_loss(logits, nullptr), score.value};
   };
-  NodeTaskResult result;
-  result.batch_rows =
-      d.propagate_predictions
-          ? 0
-          : NodeBatchRows(c, d.train.size(), d.features->cols());
   result.training =
       result.batch_rows == 0
           ? TrainWithEarlyStopping<float>(hooks.params(), options, step,

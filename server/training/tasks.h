@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
+#include "common/matrix.h"
 #include "server/training/models.h"
 #include "server/training/options.h"
 #include "server/training/trainer.h"
@@ -31,6 +32,19 @@ int NodeBatchRows(const NodeModelConfig& c, size_t rows, size_t dim);
 // needed by GCN and GraphSAGE (n nodes). Node lists hold distinct ids < n.
 struct NodeTaskData {
   const Mat<float>* features = nullptr;
+  // GCN and GraphSAGE: the features as the first layer's sparse input in
+  // place of `features` (set one of the two), e.g. with a deferred KProp
+  // (SparseInput, models.h); n is its row count. Must outlive the call.
+  const SparseInput<float>* sparse_features = nullptr;
+  // The MLP: the features as compressed rows in place of `features` (set
+  // one of the three; PrivGE's propagated Z when mostly zeros), read as
+  // X' = (x - 1 feature_mean^T) diag(feature_scale) when those are set (one
+  // entry per column each), as x otherwise. The MLP folds the map into its
+  // first layer (Mlp's sparse Forward) and gathers, as SparseInput, only
+  // the rows a step, a validation pass or a prediction reads, so no n x d
+  // matrix is formed. Needs input_dropout 0 and no propagate_predictions.
+  const SparseRows* feature_rows = nullptr;
+  std::vector<double> feature_mean, feature_scale;
   const Graph* graph = nullptr;
   int classes = 0;
   std::vector<uint32_t> train, validation, test;
@@ -84,6 +98,11 @@ struct NodeTaskResult {
 // the transition's T[0][0], the channel's keep probability; the training
 // score is the accuracy of each epoch's training-mode predictions against
 // train_reports (or train_targets when those are empty).
+// The MLP's memory beyond its features: the training rows gathered once
+// with full batches (at most kNodeFullBatchEntries of them, by the batching
+// rule), else one mini-batch at a time; the validation rows gathered once
+// when they hold at most kNodeFullBatchEntries entries, else read in chunks
+// of that many every epoch, as every prediction is.
 absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& data,
                                                    const NodeModelConfig& c,
                                                    uint64_t seed);

@@ -238,6 +238,136 @@ TEST(TrainNodeClassifierTest, RejectsBadInput) {
   d = good;
   d.features = &nan_x;
   expect_error(d, mlp, "NaN");
+  const SparseInput<float> sparse(t.x.sparseView());
+  d = good;
+  d.sparse_features = &sparse;
+  expect_error(d, Config(NodeModelKind::kGcn), "both dense and sparse");
+  d.features = nullptr;
+  expect_error(d, mlp, "need a graph model");
+  SparseInput<float> nan_sparse(nan_x.sparseView());
+  d.sparse_features = &nan_sparse;
+  expect_error(d, Config(NodeModelKind::kSage), "NaN");
+}
+
+// Features handed over as the sparse input train the model the dense ones
+// do when the graph model reads those sparsely anyway: the same bits.
+TEST(TrainNodeClassifierTest, SparseFeaturesTrainAsTheDenseOnes) {
+  Toy t = MakeToy(200, 4, 24, 0.6, 3);
+  PublicRandom rng(8);
+  for (Eigen::Index i = 0; i < t.x.size(); ++i) {
+    if (rng.Next64() % 10 != 0) t.x.data()[i] = 0;
+  }
+  const SparseInput<float> sparse(t.x.sparseView());
+  for (NodeModelKind k : {NodeModelKind::kGcn, NodeModelKind::kSage}) {
+    NodeTaskData dense = Split(t, 4), given = dense;
+    given.features = nullptr;
+    given.sparse_features = &sparse;
+    dense.keep_outputs = given.keep_outputs = true;
+    auto a = TrainNodeClassifier(dense, Config(k), 7);
+    auto b = TrainNodeClassifier(given, Config(k), 7);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(a->test_predictions, b->test_predictions);
+    EXPECT_EQ(a->training.epochs, b->training.epochs);
+    ASSERT_TRUE(a->outputs && b->outputs);
+    EXPECT_EQ(*a->outputs, *b->outputs);
+  }
+}
+
+// PrivGE's MLP on Z handed over as compressed rows with its column
+// standardisation (feature_rows, feature_mean, feature_scale) trains the
+// model the dense standardised Z trains, up to float rounding in the folded
+// first layer: full batch and mini-batches, validation read at once or in
+// chunks. Without a standardisation, the rows are Z itself.
+TEST(TrainNodeClassifierTest, FeatureRowsTrainTheMlpAsItsDenseFeatures) {
+  Toy t = MakeToy(400, 4, 24, 0.3, 3);
+  PublicRandom rng(8);
+  for (Eigen::Index i = 0; i < t.x.size(); ++i) {
+    if (rng.Next64() % 2 != 0) t.x.data()[i] = 0;
+  }
+  SparseRows z;
+  z.cols = 24;
+  for (Eigen::Index v = 0; v < t.x.rows(); ++v) {
+    std::vector<double> row(t.x.row(v).begin(), t.x.row(v).end());
+    z.AppendDenseRow(row);
+  }
+  std::vector<double> mean(24), scale(24);
+  Mat<float> standardised = t.x;
+  for (int j = 0; j < 24; ++j) {
+    const double mu = t.x.col(j).cast<double>().mean();
+    const double sd = std::sqrt(
+        (t.x.col(j).cast<double>().array() - mu).square().mean());
+    mean[j] = mu;
+    scale[j] = 1.0 / sd;
+    for (Eigen::Index v = 0; v < t.x.rows(); ++v) {
+      standardised(v, j) = static_cast<float>((t.x(v, j) - mu) / sd);
+    }
+  }
+  for (int batch : {0, 32}) {
+    for (bool standardise : {true, false}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "batch " << batch << ", standardised " << standardise);
+      NodeTaskData dense = Split(t, 4), rows = dense;
+      dense.features = standardise ? &standardised : &t.x;
+      rows.features = nullptr;
+      rows.feature_rows = &z;
+      if (standardise) {
+        rows.feature_mean = mean;
+        rows.feature_scale = scale;
+      }
+      NodeModelConfig c = Config(NodeModelKind::kMlp);
+      c.batch_rows = batch;
+      auto a = TrainNodeClassifier(dense, c, 7);
+      auto b = TrainNodeClassifier(rows, c, 7);
+      ASSERT_TRUE(a.ok()) << a.status();
+      ASSERT_TRUE(b.ok()) << b.status();
+      EXPECT_EQ(a->batch_rows, batch);
+      EXPECT_GT(a->test_accuracy, 0.9);
+      EXPECT_NEAR(a->test_accuracy, b->test_accuracy, 0.03);
+      size_t same = 0;
+      for (size_t i = 0; i < a->test_predictions.size(); ++i) {
+        same += a->test_predictions[i] == b->test_predictions[i];
+      }
+      EXPECT_GE(same, a->test_predictions.size() * 95 / 100);
+    }
+  }
+}
+
+TEST(TrainNodeClassifierTest, FeatureRowsRejectWhatTheyCannotFold) {
+  const Toy t = MakeToy(40, 2, 3, 0.1, 5);
+  SparseRows z;
+  z.cols = 3;
+  for (Eigen::Index v = 0; v < t.x.rows(); ++v) {
+    z.AppendDenseRow({t.x(v, 0), t.x(v, 1), t.x(v, 2)});
+  }
+  NodeTaskData d = Split(t, 2);
+  d.features = nullptr;
+  d.feature_rows = &z;
+  const NodeModelConfig mlp = Config(NodeModelKind::kMlp);
+  auto expect_error = [&](const NodeTaskData& data, const NodeModelConfig& c,
+                          absl::string_view needle) {
+    auto r = TrainNodeClassifier(data, c, 1);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(needle), std::string::npos)
+        << r.status();
+  };
+  ASSERT_TRUE(TrainNodeClassifier(d, mlp, 1).ok());
+  NodeTaskData both = d;
+  both.features = &t.x;
+  expect_error(both, mlp, "set one");
+  expect_error(d, Config(NodeModelKind::kGcn), "the MLP's input");
+  NodeModelConfig dropout = mlp;
+  dropout.input_dropout = 0.2;
+  expect_error(d, dropout, "input dropout");
+  NodeTaskData short_mean = d;
+  short_mean.feature_mean = {0.0, 0.0};
+  short_mean.feature_scale = {1.0, 1.0};
+  expect_error(short_mean, mlp, "one entry per column");
+  NodeTaskData nan_scale = d;
+  nan_scale.feature_mean = {0.0, 0.0, 0.0};
+  nan_scale.feature_scale = {1.0, std::nan(""), 1.0};
+  expect_error(nan_scale, mlp, "NaN");
 }
 
 // Embeddings where an edge joins nodes of the same cluster: z_u * z_v is

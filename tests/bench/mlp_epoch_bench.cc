@@ -17,7 +17,12 @@
 // Usage:
 //   mlp_epoch_bench --z Z.npy --labels LABELS.txt --train TRAIN.txt
 //                   [--epochs 200] [--hidden 64] [--threads 1] [--seed 1]
+//                   [--layout dense|sparse]
 //   Z.npy       n x d float32 (e.g. `ldpgraph propagate ... --out Z.npy`)
+//   --layout    dense (default): Z as an n x d matrix; sparse: Z's non-zeros
+//               as compressed rows (NodeTaskData::feature_rows), the first
+//               layer's products sparse (PrivGE's layout for a Z that is
+//               mostly zeros). The same model either way.
 //   LABELS.txt  n lines, one integer per node: class in [0, c) or -1
 //   TRAIN.txt   training node ids, one per line
 // Validation: the first 500 labelled nodes (ascending id) not in TRAIN;
@@ -26,9 +31,13 @@
 // their rows across that many threads; the products are OpenBLAS's, one
 // thread each); "blas" in the output names the kernels OpenBLAS picked for
 // this CPU.
+// Training rows past 2^24 entries go in mini-batches of 4,096 rows
+// (NodeModelConfig's automatic rule), also for exactly N epochs.
 // Output: one JSON line
 //   {"framework":"ldpgraph","threads":T,"threads_used":T,"blas":"...",
-//    "seconds_per_epoch":S,"epochs":N,"seconds":TOTAL,"test_accuracy":A}
+//    "layout":"dense","density":D,"seconds_per_epoch":S,"epochs":N,
+//    "seconds":TOTAL,"test_accuracy":A}
+// (density: the share of Z's entries that are not 0.)
 
 #include <algorithm>
 #include <cstdint>
@@ -52,7 +61,8 @@ namespace {
 constexpr size_t kValidationSize = 500;
 constexpr char kUsage[] =
     "usage: mlp_epoch_bench --z Z.npy --labels LABELS.txt --train TRAIN.txt "
-    "[--epochs N] [--hidden H] [--threads T] [--seed S]";
+    "[--epochs N] [--hidden H] [--threads T] [--seed S] "
+    "[--layout dense|sparse]";
 
 [[noreturn]] void Die(const std::string& message) {
   ldpgraph::bench::Die("mlp_epoch_bench", message);
@@ -73,26 +83,51 @@ std::vector<int64_t> ReadIntegers(const std::string& path) {
 int main(int argc, char** argv) {
   using namespace ldpgraph;
   const bench::EpochBenchFlags f = bench::ParseEpochBenchFlags(
-      argc, argv, "mlp_epoch_bench", kUsage, {"z", "labels", "train"},
+      argc, argv, "mlp_epoch_bench", kUsage,
+      {"z", "labels", "train", "layout"},
       /*default_epochs=*/200, /*default_hidden=*/64);
   const std::string z_path = f.args.Get("z").value_or("");
   const std::string labels_path = f.args.Get("labels").value_or("");
   const std::string train_path = f.args.Get("train").value_or("");
   const int epochs = f.epochs, hidden = f.hidden, threads = f.threads;
   const uint64_t seed = f.seed;
+  const std::string layout = f.args.Get("layout").value_or("dense");
   if (z_path.empty() || labels_path.empty() || train_path.empty()) {
     Die(kUsage);
+  }
+  if (layout != "dense" && layout != "sparse") {
+    Die("--layout must be dense or sparse, got '" + layout + "'");
   }
 
   auto z = ReadNpy(z_path);
   if (!z.ok()) Die(std::string(z.status().message()));
-  const training::Mat<float> features = Eigen::Map<const training::Mat<float>>(
-      z->data.data(), z->rows, z->cols);
   const std::vector<int64_t> labels = ReadIntegers(labels_path);
   if (labels.size() != z->rows) Die("labels and Z disagree on the node count");
-
+  training::Mat<float> features;
+  SparseRows rows;
+  rows.cols = z->cols;
+  for (size_t v = 0; v < z->rows; ++v) {
+    for (size_t j = 0; j < z->cols; ++j) {
+      const float value = z->at(v, j);
+      if (value == 0.0f) continue;
+      rows.indices.push_back(static_cast<uint32_t>(j));
+      rows.values.push_back(value);
+    }
+    rows.offsets.push_back(rows.indices.size());
+    ++rows.rows;
+  }
+  const double density =
+      static_cast<double>(rows.nnz()) / std::max<size_t>(1, z->data.size());
   training::NodeTaskData data;
-  data.features = &features;
+  if (layout == "dense") {
+    features = Eigen::Map<const training::Mat<float>>(z->data.data(), z->rows,
+                                                      z->cols);
+    rows = SparseRows();
+    data.features = &features;
+  } else {
+    data.feature_rows = &rows;
+  }
+  *z = DenseMatrix();
   for (int64_t l : labels) data.classes = std::max<int>(data.classes, l + 1);
   std::unordered_set<int64_t> in_train;
   for (int64_t v : ReadIntegers(train_path)) {
@@ -123,6 +158,8 @@ int main(int argc, char** argv) {
   c.activation = training::Activation::kRelu;
   c.train.max_epochs = epochs;
   c.train.patience = epochs + 1;  // never stop early: exactly `epochs` epochs
+  c.batched_max_epochs = epochs;
+  c.batched_patience = epochs + 1;
   c.train.adam.learning_rate = 0.01;
   c.train.adam.weight_decay = 5e-4;
   c.threads = threads;
@@ -131,9 +168,11 @@ int main(int argc, char** argv) {
   if (!r.ok()) Die(std::string(r.status().message()));
   std::printf(
       "{\"framework\":\"ldpgraph\",\"threads\":%d,\"threads_used\":%d,"
-      "\"blas\":\"OpenBLAS %s\",\"seconds_per_epoch\":%.6g,\"epochs\":%d,"
-      "\"seconds\":%.6g,\"test_accuracy\":%.4f}\n",
-      threads, threads, BlasCoreName().c_str(), r->training.seconds_per_epoch,
-      r->training.epochs, r->training.seconds, r->test_accuracy);
+      "\"blas\":\"OpenBLAS %s\",\"layout\":\"%s\",\"density\":%.4g,"
+      "\"seconds_per_epoch\":%.6g,\"epochs\":%d,\"seconds\":%.6g,"
+      "\"test_accuracy\":%.4f}\n",
+      threads, threads, BlasCoreName().c_str(), layout.c_str(), density,
+      r->training.seconds_per_epoch, r->training.epochs, r->training.seconds,
+      r->test_accuracy);
   return 0;
 }

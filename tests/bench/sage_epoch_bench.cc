@@ -14,11 +14,18 @@
 // weights, zero biases; Adam lr 0.01, weight decay 1e-3.
 //
 // Usage:
-//   sage_epoch_bench --dataset DIR [--input auto|dense|sparse]
-//                    [--epochs 100] [--hidden 16] [--threads 1] [--seed 1]
+//   sage_epoch_bench --dataset DIR [--input auto|dense|sparse|deferred]
+//                    [--steps 0] [--epochs 100] [--hidden 16] [--threads 1]
+//                    [--seed 1]
+//   --steps K: the model reads the features after K KProp steps (LPGNN's
+//   symmetric step, no self loops) instead of the raw ones.
 //   --input: the first layer reads the features dense (n x d products),
 //   sparse (nnz x width), or as the trainer decides (auto: sparse at most
-//   12.5 % non-zero).
+//   12.5 % non-zero); with K > 0 these read the propagated n x d matrix,
+//   formed before training (not timed). deferred: the raw features sparse
+//   with KProp deferred into the first layer (the node task's path on wide
+//   features, server/training/propagated_input.h): nnz x width plus K
+//   sparse steps at the layer's width, never n x d.
 // Split (torch_sage.py uses the same): labelled nodes with even ids train;
 // of the others, the first 500 (ascending id) validate and the rest test.
 // Output: one JSON line
@@ -29,18 +36,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/dataset/dataset.h"
 #include "tests/bench/epoch_bench_flags.h"
+#include "server/propagation/propagation.h"
+#include "server/training/propagated_input.h"
 #include "server/training/tasks.h"
 
 namespace {
 
 constexpr size_t kValidationSize = 500;
 constexpr char kUsage[] =
-    "usage: sage_epoch_bench --dataset DIR [--input auto|dense|sparse] "
-    "[--epochs N] [--hidden H] [--threads T] [--seed S]";
+    "usage: sage_epoch_bench --dataset DIR "
+    "[--input auto|dense|sparse|deferred] [--steps K] [--epochs N] "
+    "[--hidden H] [--threads T] [--seed S]";
 
 [[noreturn]] void Die(const std::string& message) {
   ldpgraph::bench::Die("sage_epoch_bench", message);
@@ -51,30 +64,64 @@ constexpr char kUsage[] =
 int main(int argc, char** argv) {
   using namespace ldpgraph;
   const bench::EpochBenchFlags f = bench::ParseEpochBenchFlags(
-      argc, argv, "sage_epoch_bench", kUsage, {"dataset", "input"},
+      argc, argv, "sage_epoch_bench", kUsage, {"dataset", "input", "steps"},
       /*default_epochs=*/100, /*default_hidden=*/16);
   const std::string dir = f.args.Get("dataset").value_or("");
   const std::string input = f.args.Get("input").value_or("auto");
   const int epochs = f.epochs, hidden = f.hidden, threads = f.threads;
   const uint64_t seed = f.seed;
   if (dir.empty()) Die(kUsage);
-  if (input != "auto" && input != "dense" && input != "sparse") {
-    Die("--input must be auto, dense or sparse, got " + input);
+  if (input != "auto" && input != "dense" && input != "sparse" &&
+      input != "deferred") {
+    Die("--input must be auto, dense, sparse or deferred, got " + input);
   }
+  absl::StatusOr<std::optional<int64_t>> steps_flag = f.args.GetInt("steps");
+  if (!steps_flag.ok() || steps_flag->value_or(0) < 0) {
+    Die("--steps must be an integer >= 0");
+  }
+  const int steps = static_cast<int>(steps_flag->value_or(0));
 
   absl::StatusOr<Dataset> ds = LoadDataset(dir);
   if (!ds.ok()) Die(std::string(ds.status().message()));
   const size_t n = ds->features.rows;
-  training::Mat<float> features =
-      training::Mat<float>::Zero(n, ds->features.cols);
-  for (size_t v = 0; v < n; ++v) {
-    auto idx = ds->features.row_indices(v);
-    auto val = ds->features.row_values(v);
-    for (size_t k = 0; k < idx.size(); ++k) features(v, idx[k]) = val[k];
+  training::Mat<float> features;
+  std::optional<training::SparseInput<float>> deferred;
+  if (input == "deferred") {
+    training::SpMat<float> x(n, ds->features.cols), op(n, n);
+    std::vector<Eigen::Triplet<float, int64_t>> entries;
+    for (size_t v = 0; v < n; ++v) {
+      auto idx = ds->features.row_indices(v);
+      auto val = ds->features.row_values(v);
+      for (size_t k = 0; k < idx.size(); ++k) {
+        entries.emplace_back(v, idx[k], val[k]);
+      }
+    }
+    x.setFromTriplets(entries.begin(), entries.end());
+    entries.clear();
+    for (const KPropEntry& e :
+         KPropOperator(ds->graph, false, KPropNorm::kSymmetric)) {
+      entries.emplace_back(e.row, e.col, static_cast<float>(e.weight));
+    }
+    op.setFromTriplets(entries.begin(), entries.end());
+    deferred.emplace(std::move(x),
+                     training::MakeInputPropagation<float>(
+                         std::move(op), steps, 0.0,
+                         static_cast<int>(ds->features.cols), {}, {}));
+  } else {
+    absl::StatusOr<DenseMatrix> z =
+        KProp(ds->graph, ds->features.ToDense(), steps, false, threads,
+              KPropNorm::kSymmetric);
+    if (!z.ok()) Die(std::string(z.status().message()));
+    features = Eigen::Map<const training::Mat<float>>(z->data.data(), z->rows,
+                                                      z->cols);
   }
 
   training::NodeTaskData data;
-  data.features = &features;
+  if (deferred) {
+    data.sparse_features = &*deferred;
+  } else {
+    data.features = &features;
+  }
   data.graph = &ds->graph;
   data.classes = static_cast<int>(ds->meta.classes);
   for (size_t v = 0; v < n; ++v) {

@@ -30,6 +30,20 @@ Mat<float> ToEigen(const DenseMatrix& m);
 // Each column to zero mean and unit variance (a constant column to zero).
 void Standardize(Mat<float>* m);
 
+// What Standardize takes of one column (n values, `stride` apart): its
+// mean, and the float it scales by (1 / the population deviation; 0 for a
+// constant column). Entry v becomes float((v - mean) * scale).
+struct ColumnMoments {
+  double mean = 0;
+  float scale = 0;
+};
+ColumnMoments StandardizeMoments(const float* column, size_t n,
+                                 size_t stride);
+// The moments of every column of z's dense form (absent entries 0), from
+// its stored entries in O(nnz + cols): the same mean, the deviation's sum
+// of squares added up in another order.
+std::vector<ColumnMoments> StandardizeMoments(const SparseRows& z);
+
 // The privacy noise of one run. Seeded: node v draws from its own stream,
 // SeededRandomForTesting(NodeNoiseSeed(NoiseSeed(seed, run), v)), its
 // features first and then its label, as a deployed agent given that seed
@@ -75,13 +89,19 @@ absl::StatusOr<DenseMatrix> RunRelease(const Graph& g, const PipelineConfig& c,
 // range, then (unless mechanism is "none") perturbed and estimated (and
 // screened: SimulateAndScreen). *untrusted gets the nodes the curator does
 // not trust: the screen's flagged nodes, or collected->untrusted.
+// With fill (null: absent entries are 0), the rows come held against *fill,
+// which this sets: every absent entry is *fill, a stored one its own value
+// (SimulateFeatureReports; collected or given rows re-stored against the
+// value most of their first row holds). Multi-bit's estimates then keep
+// their m reported dimensions per row, not all d.
 absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
                                            const PipelineConfig& c,
                                            const Collected* collected,
                                            const SparseRows* given,
                                            const Poisoning* poisoning,
                                            NoiseStreams& noise, RunResult* r,
-                                           std::vector<uint32_t>* untrusted);
+                                           std::vector<uint32_t>* untrusted,
+                                           float* fill = nullptr);
 
 // LPGNN learns from unbiased estimates in the scaled range (Multi-bit's
 // rectifier gives them). HDS's are not: PrivGE uses its report as it is,
@@ -90,9 +110,11 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
 // up (accuracy at chance). So for LPGNN every HDS value becomes
 // alpha + (beta - alpha) * (out / C + 1) / 2: unbiased, in the scaled range,
 // (alpha + beta) / 2 on unreported dimensions, as Multi-bit's.
-// Post-processing of the reports: no privacy cost.
+// Post-processing of the reports: no privacy cost. x is held against *fill
+// (CollectFeatures), which maps with it: the rows stay as sparse as they
+// came.
 absl::Status UnbiasHdsForLpgnn(const Dataset& d, const PipelineConfig& c,
-                               SparseRows* x);
+                               SparseRows* x, float* fill);
 
 // --- Labels (labels.cc) ---
 

@@ -1,0 +1,107 @@
+#include "server/training/mlp_rows.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ldpgraph::training {
+namespace {
+
+TEST(MlpSparseBoundTest, AShareOfTheEntriesOrDense) {
+  NodeModelConfig c;
+  ASSERT_EQ(c.kind, NodeModelKind::kMlp);
+  ASSERT_EQ(c.sparse_input_density, 0.125);
+  EXPECT_EQ(MlpSparseBound(c, 34493, 8415, false), 36282324u);  // n d / 8
+  EXPECT_EQ(MlpSparseBound(c, 3, 3, false), 1u);                // floor
+  c.sparse_input_density = 0.5;
+  EXPECT_EQ(MlpSparseBound(c, 10, 10, false), 50u);
+  // Dense whenever the MLP cannot take compressed rows, or is told not to.
+  EXPECT_EQ(MlpSparseBound(c, 10, 10, true), 0u);
+  NodeModelConfig dropout = c;
+  dropout.input_dropout = 0.1;
+  EXPECT_EQ(MlpSparseBound(dropout, 10, 10, false), 0u);
+  NodeModelConfig off = c;
+  off.sparse_input_density = 0;
+  EXPECT_EQ(MlpSparseBound(off, 10, 10, false), 0u);
+  NodeModelConfig gcn = c;
+  gcn.kind = NodeModelKind::kGcn;
+  EXPECT_EQ(MlpSparseBound(gcn, 10, 10, false), 0u);
+}
+
+// rows x cols with a few non-zeros per row (row 2 empty), as compressed
+// rows and densely.
+SparseRows FewPerRow(size_t rows, size_t cols, uint64_t seed) {
+  PublicRandom rng(seed);
+  SparseRows x;
+  x.cols = cols;
+  for (size_t v = 0; v < rows; ++v) {
+    std::vector<uint32_t> idx;
+    std::vector<float> val;
+    for (uint32_t j = static_cast<uint32_t>(v % 3); v != 2 && j < cols;
+         j += 1 + static_cast<uint32_t>(rng.UniformInt(cols / 3 + 1))) {
+      idx.push_back(j);
+      val.push_back(static_cast<float>(rng.UniformDouble() - 0.3));
+    }
+    x.AppendRow(idx, val);
+  }
+  return x;
+}
+
+Mat<float> Dense(const SparseRows& x) {
+  const DenseMatrix d = x.ToDense();
+  return Eigen::Map<const Mat<float>>(d.data.data(), d.rows, d.cols);
+}
+
+TEST(MlpRowsTest, GatherTakesTheRowsAsked) {
+  const SparseRows x = FewPerRow(30, 9, 3);
+  const Mat<float> dense = Dense(x);
+  const std::vector<double> none;
+  const std::vector<double> mean(9, 0.5), scale(9, 2.0);
+  const MlpRows sparse_rows(nullptr, &x, &none, &none);
+  const MlpRows standardised(nullptr, &x, &mean, &scale);
+  const MlpRows dense_rows(&dense, nullptr, &none, &none);
+  const std::vector<uint32_t> ids = {7, 2, 29, 7, 0};
+  MlpRows::Batch a, b, c;
+  sparse_rows.Gather(ids.data(), ids.size(), &a);
+  standardised.Gather(ids.data(), ids.size(), &b);
+  dense_rows.Gather(ids.data(), ids.size(), &c);
+  ASSERT_TRUE(a.sparse && b.sparse);
+  ASSERT_FALSE(c.sparse);
+  EXPECT_FALSE(a.sparse->propagation.has_value());
+  ASSERT_TRUE(b.sparse->propagation.has_value());
+  EXPECT_EQ(b.sparse->propagation->steps, 0);
+  EXPECT_EQ(b.sparse->propagation->u_minus_one.size(), 5);
+  EXPECT_DOUBLE_EQ(b.sparse->propagation->offset[4], -0.5);
+  ASSERT_EQ(c.dense.rows(), 5);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(c.dense.row(i), dense.row(ids[i])) << i;
+  }
+  EXPECT_EQ(Mat<float>(a.sparse->x.toDense()), c.dense);
+  EXPECT_EQ(Mat<float>(a.sparse->xt.toDense()), c.dense.transpose());
+  EXPECT_EQ(Mat<float>(b.sparse->x.toDense()), c.dense);
+}
+
+// Past one chunk (here 16 rows of 2^20 columns: kNodeFullBatchEntries
+// entries) predictions are made chunk by chunk: the same outputs as one
+// row at a time.
+TEST(MlpRowsTest, PredictsChunkByChunk) {
+  const size_t cols = size_t{1} << 20;
+  const SparseRows x = FewPerRow(40, cols, 5);
+  std::vector<double> mean(cols, 0.01), scale(cols, 3.0);
+  const MlpRows rows(nullptr, &x, &mean, &scale);
+  ASSERT_EQ(rows.ChunkRows(), 16u);
+  PublicRandom init(1);
+  Mlp<float> mlp({static_cast<int>(cols), 4, 3, 2, 0.5, Activation::kRelu},
+                 init);
+  std::vector<uint32_t> ids(40);
+  for (uint32_t i = 0; i < 40; ++i) ids[i] = (i * 7) % 40;
+  const Mat<float> all = rows.Predict(mlp, ids);
+  ASSERT_EQ(all.rows(), 40);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Mat<float> one = rows.Predict(mlp, {ids[i]});
+    EXPECT_EQ(Mat<float>(all.row(i)), one) << "row " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ldpgraph::training
