@@ -465,6 +465,17 @@ absl::Status ParseTrainingFlags(const CliArgs& a, PipelineConfig* config) {
     (task == v1::PIPELINE_TASK_LINK ? c.link_model.batched_patience
                                     : c.node_model.batched_patience) = v;
   }
+  for (auto [flag, field] :
+       {std::pair{"epoch-rows", &c.node_model.batched_epoch_rows},
+        std::pair{"validation-rows", &c.node_model.validation_rows}}) {
+    ASSIGN_OR_RETURN(auto rows, a.GetInt(flag));
+    if (!rows) continue;
+    if (task != v1::PIPELINE_TASK_NODE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " applies to --task node"));
+    }
+    ASSIGN_OR_RETURN(*field, FlagToInt(*rows, flag, 0));
+  }
   if (auto split = a.Get("split")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("split", *split,
                                         {"random", "planetoid", "fixed"}));
@@ -505,7 +516,8 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
-           "batch-lr", "batch-epochs", "batch-patience", "batch-decays", "split",
+           "batch-lr", "batch-epochs", "batch-patience", "batch-decays",
+           "epoch-rows", "validation-rows", "split",
            "runs",
            "seed", "format", "activation", "init", "input-dropout", "dim",
            "negatives", "batch", "release-lr", "release-epochs",
@@ -767,6 +779,13 @@ constexpr char kEvalHelpModel[] = R"(Model:
                          better validation score before stopping (link:
                          100 and 5, node: 100 and 10; --epochs and
                          --patience are the full batch's)
+  --epoch-rows N         node, MLP with mini-batches: the most training rows
+                         an epoch steps through, a fresh shuffle each epoch
+                         (default 524288 = 2^19; 0: all), so that an
+                         epoch's work stops growing with the graph
+  --validation-rows N    node, MLP: the validation rows scored each epoch,
+                         a sample drawn once from the seed (default 262144
+                         = 2^18; 0: all). The test set is scored whole
   --batch-decays N       link, with mini-batches: after a pass without a
                          better validation ROC-AUC, go back to the best
                          pass and halve the learning rate, at most N times

@@ -307,7 +307,9 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
                                : "glorot"},
                   {"training", train(c.node_model.train)},
                   {"batch_rows", batch_size(c.node_model.batch_rows)},
-                  {"batched_training", batched(c.node_model)}};
+                  {"batched_training", batched(c.node_model)},
+                  {"epoch_rows", c.node_model.batched_epoch_rows},
+                  {"validation_rows", c.node_model.validation_rows}};
   } else {
     j["split"] = {{"validation", c.link_validation_fraction},
                   {"test", c.link_test_fraction}};

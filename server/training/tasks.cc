@@ -177,6 +177,11 @@ absl::Status ValidateNodeData(const NodeTaskData& d, const NodeModelConfig& c) {
       c.batched_max_epochs < 1 || c.batched_patience < 1) {
     return absl::InvalidArgumentError("epochs and patience must be >= 1");
   }
+  if (c.batched_epoch_rows < 0 || c.validation_rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rows per epoch and validation rows must be >= 0 (0: all), got ",
+        c.batched_epoch_rows, " and ", c.validation_rows));
+  }
   if (c.train.selection == SelectionRule::kNoisyLabelsCapped &&
       !d.transition) {
     return absl::InvalidArgumentError(
@@ -296,7 +301,8 @@ struct NodeModel {
 // validation rows are gathered once when they fit one chunk (MlpRows), else
 // read chunk by chunk every epoch.
 absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
-                      int batch_rows, PublicRandom& rng, NodeModel* m) {
+                      int batch_rows, const std::vector<uint32_t>& validation,
+                      PublicRandom& rng, NodeModel* m) {
   MlpConfig mc{static_cast<int>(InputCols(d)), c.hidden_dim, d.classes,
                c.layers,  c.dropout,  c.activation, c.input_dropout};
   mc.threads = ResolveThreads(c.threads);
@@ -308,10 +314,9 @@ absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
   if (batch_rows == 0) {
     rows->Gather(d.train.data(), d.train.size(), &m->train_rows);
   }
-  const bool validation_once = d.validation.size() <= rows->ChunkRows();
+  const bool validation_once = validation.size() <= rows->ChunkRows();
   if (validation_once) {
-    rows->Gather(d.validation.data(), d.validation.size(),
-                 &m->validation_rows);
+    rows->Gather(validation.data(), validation.size(), &m->validation_rows);
   }
   Mlp<float>* mlp = m->mlp.get();
   m->hooks.forward_train = [m, mlp, rows](PublicRandom& r)
@@ -324,10 +329,11 @@ absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
     return mlp->Forward(*d.features, true, &r);
   };
   m->hooks.backward_all = m->hooks.backward;
-  m->hooks.predict_validation = [&d, m, mlp, rows, validation_once] {
+  m->hooks.predict_validation = [&validation, m, mlp, rows,
+                                  validation_once] {
     return validation_once ? Mat<float>(rows->Forward(
                                  *mlp, m->validation_rows, false, nullptr))
-                           : rows->Predict(*mlp, d.validation);
+                           : rows->Predict(*mlp, validation);
   };
   m->hooks.predict = [mlp, rows](const std::vector<uint32_t>& ids) {
     return rows->Predict(*mlp, ids);
@@ -397,16 +403,44 @@ struct TrainScore {
   double value = 0;
 };
 
+// A fixed sample of `count` of d's validation rows (count < their number),
+// with their targets, in d's order; drawn from its own stream of `seed`, so
+// the model's initialisation and batches do not depend on it.
+void SampleValidation(const NodeTaskData& d, size_t count, uint64_t seed,
+                      std::vector<uint32_t>* ids,
+                      std::vector<int32_t>* targets) {
+  PublicRandom rng(seed ^ 0x76616c6964617465ULL);  // "validate"
+  std::vector<uint32_t> pick(d.validation.size());
+  std::iota(pick.begin(), pick.end(), 0u);
+  for (size_t i = 0; i < count; ++i) {  // partial Fisher-Yates
+    std::swap(pick[i], pick[i + rng.UniformInt(pick.size() - i)]);
+  }
+  pick.resize(count);
+  std::sort(pick.begin(), pick.end());
+  ids->clear();
+  targets->clear();
+  for (uint32_t i : pick) {
+    ids->push_back(d.validation[i]);
+    targets->push_back(d.validation_targets[i]);
+  }
+}
+
 // Mini-batches of an MLP's training rows, reshuffled every epoch (public
-// randomness), one Adam step each.
+// randomness), one Adam step each; an epoch steps through at most
+// c.batched_epoch_rows of them.
 TrainReport TrainMlpMiniBatches(const NodeTaskData& d,
                                 const NodeModelConfig& c, NodeModel& m,
                                 int batch_rows, double score_cap,
                                 TrainScore& score, PublicRandom& rng,
                                 const std::function<Validation()>& validate) {
   const size_t b = static_cast<size_t>(batch_rows);
-  const size_t rows = d.train.size();
-  std::vector<uint32_t> order(rows);
+  const size_t all_rows = d.train.size();
+  // The rows an epoch steps through: the first `rows` of a fresh shuffle.
+  const size_t rows =
+      c.batched_epoch_rows > 0
+          ? std::min(all_rows, static_cast<size_t>(c.batched_epoch_rows))
+          : all_rows;
+  std::vector<uint32_t> order(all_rows);
   std::iota(order.begin(), order.end(), 0u);
   MlpRows::Batch batch;
   Mat<float> grad;
@@ -481,15 +515,32 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
       d.propagate_predictions
           ? 0
           : NodeBatchRows(c, d.train.size(), InputCols(d));
+  // The MLP scores at most c.validation_rows validation rows per epoch.
+  std::vector<uint32_t> sampled_validation;
+  std::vector<int32_t> sampled_targets;
+  const bool sample_validation = c.kind == NodeModelKind::kMlp &&
+                                 c.validation_rows > 0 &&
+                                 d.validation.size() > size_t(c.validation_rows);
+  if (sample_validation) {
+    SampleValidation(d, c.validation_rows, seed, &sampled_validation,
+                     &sampled_targets);
+    result.validation_rows = sampled_validation.size();
+  } else {
+    result.validation_rows = d.validation.size();
+  }
+  const std::vector<uint32_t>& validation =
+      sample_validation ? sampled_validation : d.validation;
+  const std::vector<int32_t>& validation_targets =
+      sample_validation ? sampled_targets : d.validation_targets;
   PublicRandom rng(seed);
   NodeModel m;
   RETURN_IF_ERROR(c.kind == NodeModelKind::kMlp
-                      ? BuildMlp(d, c, result.batch_rows, rng, &m)
+                      ? BuildMlp(d, c, result.batch_rows, validation, rng, &m)
                       : BuildGnn(d, c, rng, &m));
   const NodeModelHooks& hooks = m.hooks;
   const Loss train_loss = MakeClassLoss(d.train_targets, d.transition);
   const Loss validation_loss =
-      MakeClassLoss(d.validation_targets, d.transition);
+      MakeClassLoss(validation_targets, d.transition);
   TrainScore score;
   score.capped = c.train.selection == SelectionRule::kNoisyLabelsCapped;
   score.reference = d.train_reports.empty() ? &d.train_targets
@@ -525,7 +576,7 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
   }
   std::function<Validation()> validate = [&]() -> Validation {
     Mat<float> logits = hooks.predict_validation();
-    return {AccuracyOf(logits, d.validation_targets),
+    return {AccuracyOf(logits, validation_targets),
             validation_loss(logits, nullptr), score.value};
   };
   result.training =
@@ -534,6 +585,12 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
                                           validate)
           : TrainMlpMiniBatches(d, c, m, result.batch_rows,
                                 options.score_cap, score, rng, validate);
+  if (result.batch_rows > 0) {
+    result.epoch_rows =
+        c.batched_epoch_rows > 0
+            ? std::min(d.train.size(), size_t(c.batched_epoch_rows))
+            : d.train.size();
+  }
   RETURN_IF_ERROR(ScoreNodeModel(d, m, &result));
   return result;
 }

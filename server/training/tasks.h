@@ -78,6 +78,11 @@ struct NodeTaskData {
 
 struct NodeTaskResult {
   int batch_rows = 0;  // the batch size used, 0 for full batch
+  // The validation rows scored every epoch (NodeModelConfig::validation_rows).
+  size_t validation_rows = 0;
+  // Mini-batches: the training rows each epoch steps through
+  // (NodeModelConfig::batched_epoch_rows); 0 for full batch.
+  size_t epoch_rows = 0;
   double test_accuracy = 0;
   double test_micro_f1 = 0;
   double test_macro_f1 = 0;

@@ -333,6 +333,59 @@ TEST(TrainNodeClassifierTest, FeatureRowsTrainTheMlpAsItsDenseFeatures) {
   }
 }
 
+// The MLP's epoch bounds: above the data's sizes they change nothing, bit
+// for bit; below, an epoch steps through that many training rows, a fixed
+// sample of that many validation rows is scored, and the model still
+// learns.
+TEST(TrainNodeClassifierTest, EpochBoundsBindOnlyAboveTheirSize) {
+  const Toy t = MakeToy(2000, 4, 16, 1.5, 11);
+  const NodeTaskData d = Split(t, 4);
+  ASSERT_GT(d.train.size(), 512u);
+  ASSERT_GT(d.validation.size(), 100u);
+  NodeModelConfig c = Config(NodeModelKind::kMlp);
+  c.batch_rows = 32;
+  c.batched_epoch_rows = 0;
+  c.validation_rows = 0;
+  auto all = TrainNodeClassifier(d, c, 3);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->epoch_rows, d.train.size());
+  EXPECT_EQ(all->validation_rows, d.validation.size());
+
+  NodeModelConfig loose = c;
+  loose.batched_epoch_rows = static_cast<int>(d.train.size());
+  loose.validation_rows = static_cast<int>(d.validation.size());
+  auto same = TrainNodeClassifier(d, loose, 3);
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->test_predictions, all->test_predictions);
+  EXPECT_EQ(same->training.epochs, all->training.epochs);
+  EXPECT_EQ(same->training.best_validation, all->training.best_validation);
+
+  NodeModelConfig tight = c;
+  tight.batched_epoch_rows = 512;
+  tight.validation_rows = 100;
+  auto bound = TrainNodeClassifier(d, tight, 3);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_EQ(bound->epoch_rows, 512u);
+  EXPECT_EQ(bound->validation_rows, 100u);
+  EXPECT_NE(bound->test_predictions, all->test_predictions);
+  // Chance is 0.25; the whole epochs' accuracy is the reference.
+  EXPECT_GT(bound->test_accuracy, all->test_accuracy - 0.05)
+      << "all rows: " << all->test_accuracy;
+  EXPECT_GT(bound->test_accuracy, 0.6);
+  // The best validation score is an accuracy over the 100 sampled rows.
+  const double hits = bound->training.best_validation * 100;
+  EXPECT_NEAR(hits, std::round(hits), 1e-9);
+  // The same seed draws the same sample and batches.
+  auto again = TrainNodeClassifier(d, tight, 3);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->test_predictions, bound->test_predictions);
+
+  NodeModelConfig negative = c;
+  negative.validation_rows = -1;
+  EXPECT_EQ(TrainNodeClassifier(d, negative, 3).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TrainNodeClassifierTest, FeatureRowsRejectWhatTheyCannotFold) {
   const Toy t = MakeToy(40, 2, 3, 0.1, 5);
   SparseRows z;
