@@ -533,7 +533,8 @@ absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer,
 absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
     std::vector<NodeRecord> records, AgentPolicy policy,
     std::optional<uint64_t> seed, const std::string& state_dir,
-    AgentStateStore::Options store_options, const SimulatedAttack* attack) {
+    AgentStateStore::Options store_options, const SimulatedAttack* attack,
+    bool sealing_keys) {
   if (records.empty()) {
     return absl::InvalidArgumentError("an agent shard needs at least one node");
   }
@@ -591,9 +592,9 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
   // keys, so that the new ones are never all held twice).
   constexpr size_t kKeysPerCommit = 8192;
   std::vector<crypto::KeyPair> keys;
-  keys.reserve(nodes.size());
   uint64_t generated = 0;
-  {
+  if (sealing_keys) {
+    keys.reserve(nodes.size());
     ASSIGN_OR_RETURN(auto stored_keys, store->LoadKeys());
     std::sort(stored_keys.begin(), stored_keys.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -779,7 +780,7 @@ absl::StatusOr<v1::Report> AgentShard::FinishSubstitution(
 
 const crypto::KeyPair* AgentShard::key_pair(uint32_t node) const {
   const std::optional<size_t> i = Find(node);
-  return i ? &keys_[*i] : nullptr;
+  return i && !keys_.empty() ? &keys_[*i] : nullptr;
 }
 
 std::vector<uint32_t> AgentShard::nodes() const { return nodes_; }

@@ -402,7 +402,11 @@ class AgentShard {
   // directory if missing) and restores every stored answer of the shard's
   // nodes into their budgets before anything else. Loads each node's key
   // pair, making (crypto::KeyPair::Generate, OpenSSL's generator even with a
-  // seed) and storing the missing ones before it returns. INVALID_ARGUMENT for no
+  // seed) and storing the missing ones before it returns; with
+  // sealing_keys false it neither loads nor makes any (key_pair is then
+  // nullptr for every node, which enrols without one and cannot take part
+  // in neighbour substitution): an X25519 key costs about 22 us to make, a
+  // node's largest cost at start. INVALID_ARGUMENT for no
   // records, a repeated node, an invalid record or policy; the store's
   // errors; NodeAgent::Restore's errors for a damaged memo. attack
   // (simulation only): the shard's nodes in attack->nodes answer as the
@@ -412,7 +416,7 @@ class AgentShard {
       std::vector<NodeRecord> records, AgentPolicy policy,
       std::optional<uint64_t> seed, const std::string& state_dir,
       AgentStateStore::Options store_options = {},
-      const SimulatedAttack* attack = nullptr);
+      const SimulatedAttack* attack = nullptr, bool sealing_keys = true);
 
   // Answers task for every node of task.node_ids the shard holds, then
   // commits every new memo row in ONE transaction BEFORE returning. If the
@@ -452,7 +456,7 @@ class AgentShard {
       const std::vector<uint32_t>& neighbours);
 
   // The node's key pair for sealed messages, or nullptr for a node the
-  // shard does not hold.
+  // shard does not hold (or every node, made without sealing keys).
   const crypto::KeyPair* key_pair(uint32_t node) const;
 
   // The shard's nodes, ascending.

@@ -101,6 +101,11 @@ Flags:
                        --offline-seed (default 1) and its id: it never
                        enrols nor answers (ldpctl simulate --dropout)
   --offline-seed S     the seed of --offline's draw
+  --no-sealing-keys    make and load no X25519 sealing keys: the nodes
+                       enrol without one and cannot take part in neighbour
+                       substitution (--edges ns1/ns2). A key costs about
+                       22 us to make, a host's largest cost at start;
+                       ldpctl simulate sets it when no run of its uses them
   --malicious F        SIMULATION of data poisoning: each node of the
                        dataset is the attacker's with probability F in
                        [0, 1), drawn from --malicious-seed and its id (a
@@ -240,6 +245,7 @@ struct Config {
   std::string dataset, state_dir, http = "0.0.0.0:9091";
   uint32_t begin = 0, end = 0;
   bool from_curator = false;
+  bool sealing_keys = true;  // --no-sealing-keys
   ldpgraph::FeatureScaling scaling = ldpgraph::FeatureScaling::kSymmetric;
   ldpgraph::agent::AgentPolicy policy;
   std::optional<uint64_t> seed;
@@ -337,7 +343,8 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   }
   ASSIGN_OR_RETURN(
       CliArgs a,
-      CliArgs::Parse(args, values, {"insecure", "check-in", "exit-when-idle"}));
+      CliArgs::Parse(args, values, {"insecure", "check-in", "exit-when-idle",
+                                    "no-sealing-keys"}));
   Config c;
   for (const char* flag :
        {"curator", "credentials", "dataset", "nodes", "state-dir"}) {
@@ -347,6 +354,7 @@ absl::StatusOr<Config> ParseFlags(const std::vector<std::string>& args) {
   }
   c.host.curator = *a.Get("curator");
   c.host.insecure = a.Flag("insecure");
+  c.sealing_keys = !a.Flag("no-sealing-keys");
   if (c.host.insecure == a.Has("ca")) {
     return absl::InvalidArgumentError(
         "give --ca (TLS) or --insecure (development only), not both");
@@ -545,7 +553,8 @@ class ShardHost : public ldpgraph::agent::ShardRunner {
     ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
                                      std::move(records), config_.policy,
                                      config_.seed, state_dir, {},
-                                     attack ? &*attack : nullptr));
+                                     attack ? &*attack : nullptr,
+                                     config_.sealing_keys));
     // Hand the loading's scratch heap back, so that a host idles at what
     // its shard needs.
     ::malloc_trim(0);
@@ -640,7 +649,8 @@ absl::Status RunCheckIns(const Config& config, ShardHost& runner,
   }
   ASSIGN_OR_RETURN(auto shard, ldpgraph::agent::AgentShard::Create(
                                    std::move(records), config.policy,
-                                   config.seed, config.state_dir));
+                                   config.seed, config.state_dir, {},
+                                   nullptr, config.sealing_keys));
   const std::string name = config.host.host_name;
   options.log = [name](const std::string& line) {
     std::cerr << "ldpgraph-agent: " << name << ": " << line << std::endl;

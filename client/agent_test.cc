@@ -1151,6 +1151,31 @@ TEST(AgentShardTest, SubstitutionFeaturesAreDurableBeforeTheyLeave) {
   EXPECT_FALSE(begun->nodes[1].second.fresh);
 }
 
+// Without sealing keys a shard makes and stores none, its nodes have no
+// key pair (so they sit out substitution), and they answer as before.
+TEST(AgentShardTest, WithoutSealingKeysMakesNone) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  auto shard = AgentShard::Create(Records({0, 2, 5, 7}), Policy(), 1,
+                                  tmp.path(), {}, nullptr,
+                                  /*sealing_keys=*/false);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_EQ((*shard)->counters().keys_generated, 0u);
+  for (uint32_t v : {0u, 2u, 5u, 7u}) EXPECT_EQ((*shard)->key_pair(v), nullptr);
+  auto stored = (*shard)->store().LoadKeys();
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->empty());
+  v1::Task task = SubstitutionTask("c1", 1.0);
+  task.add_node_ids(7);
+  auto begun = (*shard)->BeginSubstitution(task);
+  ASSERT_TRUE(begun.ok()) << begun.status();
+  shard->reset();
+  // The same folder with keys: every node gets one then.
+  auto keyed = MakeShard(tmp.path(), 1);
+  ASSERT_NE(keyed, nullptr);
+  EXPECT_EQ(keyed->counters().keys_generated, 4u);
+  EXPECT_NE(keyed->key_pair(7), nullptr);
+}
+
 TEST(LoadShardTest, GivesEachNodeItsScaledFeaturesLabelAndNeighbours) {
   TempFolder tmp(TempFolder::kLeaveMissing);
   WriteSmallDataset(tmp.path());
