@@ -768,7 +768,7 @@ std::vector<KPropEntry> KPropOperator(const Graph& graph, bool self_loops,
   return out;
 }
 
-absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
+absl::StatusOr<DenseMatrix> KProp(const Graph& graph, DenseMatrix x,
                                   int steps, bool self_loops, int threads,
                                   KPropNorm norm) {
   RETURN_IF_ERROR(CheckShape(graph, x.rows));
@@ -784,7 +784,7 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
   const KPropScales scales = ComputeKPropScales(graph, self_loops, norm);
   const std::vector<double>& count = scales.count;
   const std::vector<double>& inv_sqrt = scales.inv_sqrt;
-  DenseMatrix cur = x, next(n, d);
+  DenseMatrix cur = std::move(x), next(n, d);
   // Rows in chunks, each row computed by one thread: the same bits for any
   // thread count.
   constexpr size_t kChunk = 256;

@@ -119,8 +119,10 @@ absl::StatusOr<DenseMatrix> GcnAggregate(const Graph& graph,
 // w_vu h(u) / sqrt(d_u d_v) with d the weighted degree (the loop asked for
 // weighing 1). steps >= 0 (0 returns x). threads:
 // >= 1, or 0 for every core; rows are split between threads, each computed
-// by one, so the result does not depend on it.
-absl::StatusOr<DenseMatrix> KProp(const Graph& graph, const DenseMatrix& x,
+// by one, so the result does not depend on it. Memory: x and one more
+// n x d buffer; x is taken by value, so a caller that moves it in (or
+// passes a temporary) holds no third copy.
+absl::StatusOr<DenseMatrix> KProp(const Graph& graph, DenseMatrix x,
                                   int steps, bool self_loops, int threads = 0,
                                   KPropNorm norm = KPropNorm::kMean);
 
