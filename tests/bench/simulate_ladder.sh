@@ -12,7 +12,10 @@
 # Environment: SIZES (node counts, default "1000000 2000000 5000000
 # 10000000"), OUT (folder for ladder.json and the charts, default
 # BUILD_DIR/simulate-ladder), EXTRA (flags added to every simulate, e.g.
-# "--method lpgnn"). A size that fails is reported with its error and the
+# "--method lpgnn"), REPORT_ONLY=1 (run nothing: redraw the table and the
+# charts from the files an earlier ladder left in OUT, e.g. after a size
+# was run on its own with the same file names). A size that fails is
+# reported with its error and the
 # ladder goes on. Needs about as many GiB of memory as the largest size's
 # row of docs/benchmarks.md says; the 10M rung takes many minutes.
 set -euo pipefail
@@ -25,6 +28,7 @@ read -r -a extra <<< "${EXTRA:-}"
 out=${OUT:-$build/simulate-ladder}
 mkdir -p "$out"
 for n in "${sizes[@]}"; do
+  [ "${REPORT_ONLY:-0}" = 1 ] && break
   echo "== $n nodes ==" >&2
   start=$(date +%s.%N)
   rc=0
