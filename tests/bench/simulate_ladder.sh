@@ -79,6 +79,8 @@ seconds = {"title": "ldpctl simulate: seconds against nodes",
            "x_label": "nodes (millions)", "y_label": "seconds",
            "series": [series("to the table", lambda r: r["wall"]),
                       series("evaluate", lambda r: r["stage_seconds"].get("evaluate", 0)),
+                      series("propagate", lambda r: r["evaluate_seconds"]["propagate"]),
+                      series("train", lambda r: r["evaluate_seconds"]["train"]),
                       series("start and enrol", lambda r: r["stage_seconds"].get("start and enrol", 0))]}
 memory = {"title": "ldpctl simulate: peak memory against nodes",
           "x_label": "nodes (millions)", "y_label": "GiB",
