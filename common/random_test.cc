@@ -188,7 +188,9 @@ TEST_P(SampleWithoutReplacementTest, DistinctAscendingAndUniform) {
     ASSERT_EQ(s.size(), std::min(d, k));
     for (size_t i = 0; i < s.size(); ++i) {
       ASSERT_LT(s[i], d);
-      if (i) ASSERT_GT(s[i], s[i - 1]);
+      if (i) {
+        ASSERT_GT(s[i], s[i - 1]);
+      }
       ++counts[s[i]];
     }
   }

@@ -32,7 +32,7 @@ constexpr uint64_t kClassStream = 0;
 constexpr uint64_t kGraphStream = 1;
 constexpr uint64_t kFeatureStream = 2;
 
-constexpr size_t kMaxNodes = size_t{1} << 31;
+constexpr size_t kMaxGeneratedNodes = size_t{1} << 31;
 constexpr int kValueSteps = 1000;  // feature values are k / 1000
 
 // Walker's alias method (Vose's construction): O(n) to build, O(1) to draw
@@ -207,7 +207,8 @@ absl::Status ValidateGeneratorOptions(const GeneratorOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("classes must be >= 2, got ", o.classes));
   }
-  if (o.nodes < 2 * static_cast<size_t>(o.classes) || o.nodes >= kMaxNodes) {
+  if (o.nodes < 2 * static_cast<size_t>(o.classes) ||
+      o.nodes >= kMaxGeneratedNodes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "nodes must be >= 2 * classes (", 2 * static_cast<size_t>(o.classes),
         ") and < 2^31, got ", o.nodes));

@@ -229,7 +229,9 @@ TEST_P(RunTest, DropsAtTheRandomizedResponseRateAndKeepsDegrees) {
     for (size_t i = 0; i < r.neighbours.size(); ++i) {
       const uint32_t u = r.neighbours[i];
       ASSERT_NE(u, v);
-      if (i > 0) ASSERT_LT(r.neighbours[i - 1], u);
+      if (i > 0) {
+        ASSERT_LT(r.neighbours[i - 1], u);
+      }
       if (g.HasEdge(u, v)) continue;
       // A substitute is a 2-hop node.
       bool two_hop = false;
@@ -337,7 +339,9 @@ TEST_P(RunTest, AnAbstainingNodeDoesNotStallItsNeighbours) {
     for (uint32_t u : out->results[v].neighbours) {
       // An abstaining node is never chosen as a substitute (nobody knows
       // its features), though it may be kept as a true neighbour.
-      if (o.abstaining.contains(u)) EXPECT_TRUE(g.HasEdge(u, v));
+      if (o.abstaining.contains(u)) {
+        EXPECT_TRUE(g.HasEdge(u, v));
+      }
     }
   }
 }

@@ -284,7 +284,9 @@ TEST_F(ListingsWireTest, CampaignsNewestFirstEachOnce) {
     for (const auto& c : r.items) ids.push_back(c.id());
     EXPECT_THAT(ids, ElementsAreArray(expected)) << page_size;
     ExpectPaged(r, "campaigns");
-    if (page_size == 2) EXPECT_EQ(r.pages, (kListedCampaigns + 2) / 2);
+    if (page_size == 2) {
+      EXPECT_EQ(r.pages, (kListedCampaigns + 2) / 2);
+    }
     EXPECT_EQ(r.items.back().nodes().all(), true);
     EXPECT_EQ(r.items.front().nodes().node_ids_size(), static_cast<int>(kListed));
   }

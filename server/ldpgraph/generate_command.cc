@@ -23,8 +23,6 @@
 namespace ldpgraph::tool {
 namespace {
 
-constexpr int kUsageError = kExitUsageError;
-constexpr int kRuntimeError = kExitRuntimeError;
 // Phases are reported on stderr from this many nodes on.
 constexpr size_t kProgressNodes = 100000;
 
@@ -178,7 +176,7 @@ int RunGenerate(const std::vector<std::string>& args, std::ostream& out,
   const Options& o = *options;
   if (absl::Status s = CheckOutFolder(o.out, o.force); !s.ok()) {
     err << "ldpgraph generate: " << s.message() << "\n";
-    return kUsageError;
+    return kExitUsageError;
   }
 
   const bool verbose = o.generator.nodes >= kProgressNodes;
@@ -194,13 +192,13 @@ int RunGenerate(const std::vector<std::string>& args, std::ostream& out,
   auto dataset = GenerateDataset(o.generator, progress);
   if (!dataset.ok()) {
     err << "ldpgraph generate: " << dataset.status().message() << "\n";
-    return kRuntimeError;
+    return kExitRuntimeError;
   }
   const double generate_seconds = SecondsSince(start);
   const auto write_start = std::chrono::steady_clock::now();
   if (absl::Status s = WriteDataset(*dataset, o.out); !s.ok()) {
     err << "ldpgraph generate: " << s.message() << "\n";
-    return kRuntimeError;
+    return kExitRuntimeError;
   }
   const double write_seconds = SecondsSince(write_start);
   if (verbose) {

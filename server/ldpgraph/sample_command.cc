@@ -22,9 +22,6 @@
 namespace ldpgraph::tool {
 namespace {
 
-constexpr int kUsageError = kExitUsageError;
-constexpr int kRuntimeError = kExitRuntimeError;
-
 using wire::kMechanismKindNames;
 
 // The mechanism --mechanism names: a feature mechanism, label or edge
@@ -394,7 +391,7 @@ int RunSample(const std::vector<std::string>& args, std::ostream& out,
   auto random = MakeRandomSource(o.seed, err);
   if (!random.ok()) {
     err << "ldpgraph sample: " << random.status().message() << "\n";
-    return kRuntimeError;
+    return kExitRuntimeError;
   }
   std::unique_ptr<RandomSource> rng = std::move(*random);
 
@@ -413,7 +410,7 @@ int RunSample(const std::vector<std::string>& args, std::ostream& out,
   }
   if (!sampler.ok()) {
     err << "ldpgraph sample: " << sampler.status().message() << "\n";
-    return kUsageError;
+    return kExitUsageError;
   }
 
   std::optional<Moments> moments;
@@ -422,7 +419,7 @@ int RunSample(const std::vector<std::string>& args, std::ostream& out,
     auto row = sampler->next();
     if (!row.ok()) {
       err << "ldpgraph sample: " << row.status().message() << "\n";
-      return kRuntimeError;
+      return kExitRuntimeError;
     }
     if (moments) {
       moments->Add(*row);
@@ -432,7 +429,7 @@ int RunSample(const std::vector<std::string>& args, std::ostream& out,
   }
   if (moments) WriteSummary(out, *sampler, *moments);
   out.flush();
-  return out.good() ? 0 : kRuntimeError;
+  return out.good() ? 0 : kExitRuntimeError;
 }
 
 }  // namespace ldpgraph::tool

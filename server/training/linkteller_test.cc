@@ -89,7 +89,9 @@ TEST(LinkTellerTest, EqualsFullForwardFiniteDifference) {
           // Unlisted nodes are beyond the receptive field: the full pass
           // does not move them by a single bit.
           for (uint32_t v = 0; v < 10; ++v) {
-            if (!listed[v]) EXPECT_EQ(brute[v], 0.0) << u << " -> " << v;
+            if (!listed[v]) {
+              EXPECT_EQ(brute[v], 0.0) << u << " -> " << v;
+            }
           }
         }
       }

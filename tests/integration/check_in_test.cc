@@ -51,7 +51,9 @@ class CheckInTest : public ::testing::Test {
   CommandResult Run(const std::vector<std::string>& argv) {
     auto r = RunCommand(argv, dir_, kLong);
     EXPECT_TRUE(r.ok()) << r.status();
-    if (r.ok()) EXPECT_EQ(r->exit_code, 0) << r->err;
+    if (r.ok()) {
+      EXPECT_EQ(r->exit_code, 0) << r->err;
+    }
     return r.ok() ? *r : CommandResult{};
   }
   json Ldpctl(std::vector<std::string> args) {
