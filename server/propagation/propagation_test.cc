@@ -715,6 +715,31 @@ TEST(KPropTest, ThreadsDoNotChangeTheBits) {
   }
 }
 
+// Past 8 MiB of features KProp prefetches the rows of neighbours further
+// down the adjacency (propagation.cc): the same arithmetic, so the same bits
+// as KProp on each column alone, whose 160 KB stay under the threshold.
+TEST(KPropTest, PrefetchingGraphGivesTheColumnByColumnBits) {
+  const size_t n = 40000, d = 64;
+  const Graph g = RandomGraph(n, 4 * n, 50, 47);
+  const DenseMatrix x = RandomDense(n, d, 49);
+  for (KPropNorm norm : {KPropNorm::kMean, KPropNorm::kSymmetric}) {
+    auto all = KProp(g, x, 2, /*self_loops=*/norm == KPropNorm::kMean, 2,
+                     norm);
+    ASSERT_TRUE(all.ok()) << all.status();
+    size_t mismatches = 0;
+    for (size_t j = 0; j < d; j += 9) {
+      DenseMatrix column(n, 1);
+      for (size_t v = 0; v < n; ++v) column.at(v, 0) = x.at(v, j);
+      auto one = KProp(g, column, 2, norm == KPropNorm::kMean, 2, norm);
+      ASSERT_TRUE(one.ok());
+      for (size_t v = 0; v < n; ++v) {
+        mismatches += all->at(v, j) != one->at(v, 0);
+      }
+    }
+    EXPECT_EQ(mismatches, 0u) << KPropNormName(norm);
+  }
+}
+
 // The same graph with every edge weighing 1.
 Graph AllOnes(const Graph& g) {
   const std::vector<Edge> edges = g.Edges();
