@@ -36,10 +36,10 @@ struct PprOptions {
   // order; power iteration splits rows, each computed by one thread.
   int threads = 0;
   // Push only: how many feature columns one push moves at once, 1..16
-  // (larger values are taken as 16); 0 (default) picks 16, or d when d is
-  // smaller, or the largest power of two that keeps the scratch space (12
-  // bytes per node and column: float residue, double reserve) within
-  // 256 MiB per thread (past 1.4M nodes). A node is pushed when any of the
+  // (larger values are taken as 16); 0 (default) picks 16 while the scratch
+  // space (12 bytes per node and column: float residue, double reserve)
+  // stays within 256 MiB per thread, 8 past it (1.4M nodes: 96 bytes a node
+  // per thread), or d when smaller. A node is pushed when any of the
   // block's residues exceeds rmax, so wider blocks push more often per
   // column but walk each neighbour list once for all of them. Results
   // depend on it (the push order changes), not on threads.

@@ -447,16 +447,22 @@ class PushWorker {
 };
 
 // Block width for push: 16 columns (one neighbour-list walk moves 16
-// residues, and a 16-float residue row is one cache line), fewer when d is
-// smaller or when the per-worker scratch space (12 bytes per node and
-// column: float residue, double reserve) would pass 256 MiB: then a power
-// of two, so that no lane is padding (LaneWidth).
+// residues, and a 16-float residue row is one cache line) while the
+// per-worker scratch space (12 bytes per node and column: float residue,
+// double reserve) stays within 256 MiB, 8 past it (1.4M nodes; the scratch
+// then grows with n, 96 bytes a node, 0.96 GB a worker at 10M nodes); d
+// when smaller. Narrower blocks walk every neighbour list once per block
+// and push each node about as often: at 2M nodes (64 columns of HDS
+// reports, alpha 0.05) 16 columns took 34 s, 8 took 29 s, 4 took 57 s and
+// 2 took 82 s, which the 256 MiB bound used to pick from 2.8M and 5.6M
+// nodes on.
 int ChooseBlockColumns(size_t n, size_t d) {
   if (d == 0) return 1;
   const size_t budget = size_t{256} << 20;
   const size_t per_column = std::max<size_t>(1, n) * 12;
-  const size_t w = std::bit_floor(std::min(
-      PushWorker::kMaxColumns, std::max<size_t>(1, budget / per_column)));
+  const size_t w = budget / per_column >= PushWorker::kMaxColumns
+                       ? PushWorker::kMaxColumns
+                       : PushWorker::kMaxColumns / 2;
   return static_cast<int>(std::min(w, d));
 }
 
