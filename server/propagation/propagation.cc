@@ -366,7 +366,8 @@ SweepFn PickSweep() {
   return &SweepBaseline<kW, kPrefetch>;
 }
 
-// Residue buffers above this size prefetch (see SweepBlock).
+// Residue buffers (see SweepBlock), and KProp's features, above this size
+// prefetch.
 constexpr size_t kPrefetchAboveBytes = size_t{4} << 20;
 
 // The sweep for kw lanes (1, 2, 4, 8 or 16) over n nodes.
@@ -803,10 +804,9 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, DenseMatrix x,
   // the neighbours kPrefetchAhead adjacency entries on are requested while
   // this one is added (at most kPrefetchLines cache lines of each; the
   // hardware prefetcher follows a longer row). Below kPrefetchAboveBytes
-  // of features the rows stay in cache and no prefetch is issued. The
-  // arithmetic is the same: so are the bits.
+  // of features (push's bound, above) the rows stay in cache and no
+  // prefetch is issued. The arithmetic is the same: so are the bits.
   constexpr size_t kPrefetchAhead = 16, kPrefetchLines = 8;
-  constexpr size_t kPrefetchAboveBytes = size_t{8} << 20;
   const bool prefetch = n * d * sizeof(float) > kPrefetchAboveBytes;
   const size_t row_lines =
       std::min(kPrefetchLines, (d * sizeof(float) + 63) / 64);

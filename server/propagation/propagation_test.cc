@@ -715,7 +715,7 @@ TEST(KPropTest, ThreadsDoNotChangeTheBits) {
   }
 }
 
-// Past 8 MiB of features KProp prefetches the rows of neighbours further
+// Past 4 MiB of features KProp prefetches the rows of neighbours further
 // down the adjacency (propagation.cc): the same arithmetic, so the same bits
 // as KProp on each column alone, whose 160 KB stay under the threshold.
 TEST(KPropTest, PrefetchingGraphGivesTheColumnByColumnBits) {
