@@ -278,7 +278,10 @@ absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
   } else if (a.Flag("no-standardize") || c.mechanism == "none") {
     // Raw features need no rescaling; HDS estimates (C * x, small) do.
     c.standardize = false;
+    c.standardize_clip = 0;
   }
+  ASSIGN_OR_RETURN(auto clip, a.GetDouble("standardize-clip"));
+  if (clip) c.standardize_clip = *clip;
   c.label_self_loops = a.Flag("label-self-loops");
   if (auto ld = a.Get("label-denoising")) {
     ASSIGN_OR_RETURN(c.label_denoising, pipeline::kLabelDenoisingNames.Parse(
@@ -511,7 +514,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
           args,
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
            "label-epsilon", "label-steps", "feature-steps", "lpgnn-settings",
-           "scale", "alpha",
+           "scale", "alpha", "standardize-clip",
            "propagation", "label-denoising", "kprop-norm", "tune-feature-steps",
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
@@ -728,6 +731,12 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
   --standardize / --no-standardize   privge: scale each column of Z to zero
                          mean, unit variance before the classifier (default
                          on for the node task, off with --mechanism none)
+  --standardize-clip C   privge, node task: clamp the standardised Z to
+                         [-C, C] deviations (default 10; 0: no clamp). A
+                         node whose propagation gathers few reports keeps
+                         most of one report's noise, far out in its column;
+                         clamped, those rows stop swaying the mini-batch
+                         training (docs/papers.md, "Heavy-tailed Z")
   --feature-steps K      K_x: KProp steps over the features (privge with
                          --propagation kprop or auto: default 16; lpgnn:
                          LPGNN's published value for the dataset and

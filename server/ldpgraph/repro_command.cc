@@ -369,6 +369,7 @@ absl::StatusOr<ReproTable> MeasureCells(const ReproOptions& o,
       PipelineConfig c = pipeline::DefaultConfig(method, o.task);
       // The paper's method: PrivGE propagates by PPR alone.
       c.propagation = pipeline::NodePropagation::kPpr;
+      c.standardize_clip = 0;  // nor clamps its Z
       const std::string mechanism =
           std::isinf(eps) ? "none" : (lpgnn ? o.mechanisms[0] : row_keys[ri]);
       c.mechanism = mechanism;

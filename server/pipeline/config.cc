@@ -43,6 +43,9 @@ PipelineConfig DefaultConfig(Method method, Task task) {
     // smallest) 16 such steps scored 0.41, the random walk 0.93.
     c.kprop_norm = KPropNorm::kMean;
     c.standardize = task == v1::PIPELINE_TASK_NODE;
+    // The standardised Z clamped at 10 deviations (config.h; docs/papers.md,
+    // "Heavy-tailed Z").
+    c.standardize_clip = task == v1::PIPELINE_TASK_NODE ? 10.0 : 0.0;
     c.node_model.kind = training::NodeModelKind::kMlp;
     c.node_model.hidden_dim = 256;
     c.node_model.layers = 2;
@@ -197,6 +200,19 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
   }
   if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
     RETURN_IF_ERROR(ValidatePprOptions(PprOptionsOf(c)));
+  }
+  if (!(c.standardize_clip >= 0) || std::isinf(c.standardize_clip)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the standardised features' clip must be finite and >= 0 (0: none), "
+        "got ", c.standardize_clip));
+  }
+  if (c.standardize_clip > 0 &&
+      (c.method != v1::PIPELINE_METHOD_PRIVGE ||
+       c.task != v1::PIPELINE_TASK_NODE || !c.standardize)) {
+    return absl::InvalidArgumentError(
+        "a clip of the standardised features applies to PrivGE's node task "
+        "with standardisation on (--method privge --task node, without "
+        "--no-standardize)");
   }
   if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
       c.node_model.kind != training::NodeModelKind::kMlp &&
@@ -389,6 +405,9 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
     }
     if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
       prop["standardize"] = c.standardize;
+      if (c.task == v1::PIPELINE_TASK_NODE) {
+        prop["standardize_clip"] = c.standardize_clip;
+      }
     }
   }
   j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";

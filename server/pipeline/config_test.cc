@@ -3,6 +3,7 @@
 // settings as JSON, the attack's target rate and the defences' names.
 #include "server/pipeline/config.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,27 @@ TEST(ConfigTest, ValidatesTheConfig) {
   c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
   c.node_model.kind = training::NodeModelKind::kGcn;
   expect_bad(c, "MLP");
+  // The clamp of the standardised Z: PrivGE's node task, 10 by default.
+  c = DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  EXPECT_EQ(c.standardize_clip, 10.0);
+  EXPECT_EQ(ConfigToJson(c)["propagation"]["standardize_clip"], 10.0);
+  c.standardize_clip = -1;
+  expect_bad(c, "clip must be finite and >= 0");
+  c.standardize_clip = std::numeric_limits<double>::infinity();
+  expect_bad(c, "clip must be finite and >= 0");
+  c.standardize_clip = 0;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  c.standardize_clip = 3;
+  c.standardize = false;
+  expect_bad(c, "with standardisation on");
+  c = DefaultConfig(v1::PIPELINE_METHOD_LPGNN, v1::PIPELINE_TASK_NODE);
+  EXPECT_EQ(c.standardize_clip, 0.0);
+  c.standardize = true;
+  c.standardize_clip = 3;
+  expect_bad(c, "PrivGE's node task");
+  EXPECT_EQ(DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_LINK)
+                .standardize_clip,
+            0.0);
 }
 
 TEST(ConfigTest, ConfigJsonNamesEverySetting) {

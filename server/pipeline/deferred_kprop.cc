@@ -126,6 +126,11 @@ absl::StatusOr<training::SparseInput<float>> DeferKProp(
         "features have ", n, " rows for a graph of ", graph.num_nodes(),
         " nodes"));
   }
+  if (c.standardize && c.standardize_clip > 0) {
+    return absl::InvalidArgumentError(
+        "a deferred KProp cannot clamp its standardised features (the first "
+        "layer forms X' W without X'); use standardize_clip 0");
+  }
   ColumnStats stats;
   if (c.standardize) {
     ASSIGN_OR_RETURN(stats, PropagatedColumnStats(graph, x, fill, steps,

@@ -178,6 +178,29 @@ TEST(DeferKPropTest, RejectsBadShapes) {
   const Case other = MakeCase(21, 4, 3);
   EXPECT_EQ(DeferKProp(k.graph, other.x, 0, c, 2).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // A clamp of the standardised features cannot be folded into the layer.
+  PipelineConfig clipped =
+      Config(true, KPropNorm::kMean, false, training::NodeModelKind::kSage);
+  ASSERT_TRUE(DeferKProp(k.graph, k.x, 0, clipped, 2).ok());
+  clipped.standardize_clip = 5;
+  const absl::Status s = DeferKProp(k.graph, k.x, 0, clipped, 2).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("cannot clamp"), std::string::npos) << s;
+}
+
+// Standardize's clip clamps every standardised entry, and nothing else.
+TEST(StandardizeTest, ClipClampsTheStandardisedEntries) {
+  Mat<float> m(6, 2);
+  m << 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 100, 1;  // one far entry; a constant
+  Mat<float> plain = m, clipped = m;
+  Standardize(&plain);
+  Standardize(&clipped, 1.5);
+  EXPECT_GT(plain(5, 0), 2.0f);   // sqrt(5): past the clip
+  EXPECT_FLOAT_EQ(clipped(5, 0), 1.5f);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(clipped(i, 0), plain(i, 0)) << i;  // -1/sqrt(5): inside
+    EXPECT_EQ(clipped(i, 1), 0.0f);  // a constant column standardises to 0
+  }
 }
 
 TEST(DefersKPropTest, WideFeaturesAndGraphModelsOnly) {

@@ -102,7 +102,7 @@ absl::Status PropagatePpr(const NodeRunInputs& in, const PipelineConfig& c,
                                            out->features.size());
                    }));
   if (!z) {
-    if (c.standardize) Standardize(&out->features);
+    if (c.standardize) Standardize(&out->features, c.standardize_clip);
     return absl::OkStatus();
   }
   if (c.standardize) {
@@ -147,7 +147,7 @@ absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
     out.propagate_seconds = SecondsSince(t_prop);
   }
   out.features = ToEigen(in.release != nullptr ? *in.release : z);
-  if (c.standardize) Standardize(&out.features);
+  if (c.standardize) Standardize(&out.features, c.standardize_clip);
   return out;
 }
 
@@ -174,6 +174,9 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   data.feature_rows = propagated.rows.get();
   data.feature_mean = propagated.mean;
   data.feature_scale = propagated.scale;
+  if (propagated.rows && !propagated.mean.empty()) {
+    data.feature_clip = c.standardize_clip;
+  }
   data.graph = &graph;
   data.classes = d.meta.classes;
   data.keep_outputs = c.keep_node_outputs && !tuning;

@@ -1,7 +1,9 @@
 #include "server/pipeline/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -58,13 +60,16 @@ std::vector<ColumnMoments> StandardizeMoments(const SparseRows& z) {
   return out;
 }
 
-void Standardize(Mat<float>* m) {
+void Standardize(Mat<float>* m, double clip) {
   const Eigen::Index n = m->rows();
+  const float bound = clip > 0 ? static_cast<float>(clip)
+                               : std::numeric_limits<float>::infinity();
   for (Eigen::Index j = 0; j < m->cols(); ++j) {
     const auto [mean, scale] = StandardizeMoments(
         m->data() + j, static_cast<size_t>(n), static_cast<size_t>(m->cols()));
     for (Eigen::Index i = 0; i < n; ++i) {
-      (*m)(i, j) = static_cast<float>(((*m)(i, j) - mean) * scale);
+      (*m)(i, j) = std::clamp(
+          static_cast<float>(((*m)(i, j) - mean) * scale), -bound, bound);
     }
   }
 }

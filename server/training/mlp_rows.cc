@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ldpgraph::training {
 
@@ -18,8 +19,20 @@ uint64_t MlpSparseBound(const NodeModelConfig& c, size_t rows, size_t cols,
 
 MlpRows::MlpRows(const Mat<float>* dense, const SparseRows* sparse,
                  const std::vector<double>* mean,
-                 const std::vector<double>* scale)
-    : dense_(dense), sparse_(sparse), mean_(mean), scale_(scale) {}
+                 const std::vector<double>* scale, double clip)
+    : dense_(dense), sparse_(sparse), mean_(mean), scale_(scale) {
+  if (sparse_ == nullptr || !(clip > 0) || mean_->empty()) return;
+  const float inf = std::numeric_limits<float>::infinity();
+  low_.assign(mean_->size(), -inf);
+  high_.assign(mean_->size(), inf);
+  for (size_t j = 0; j < mean_->size(); ++j) {
+    // A constant column (scale 0) standardises to 0: nothing to clamp.
+    if (!((*scale_)[j] > 0)) continue;
+    const double reach = clip / (*scale_)[j];
+    low_[j] = static_cast<float>((*mean_)[j] - reach);
+    high_[j] = static_cast<float>((*mean_)[j] + reach);
+  }
+}
 
 void MlpRows::Gather(const uint32_t* rows, size_t count, Batch* out) const {
   if (dense_ != nullptr) {
@@ -44,7 +57,14 @@ void MlpRows::Gather(const uint32_t* rows, size_t count, Batch* out) const {
     const auto idx = x.row_indices(rows[i]);
     const auto val = x.row_values(rows[i]);
     std::copy(idx.begin(), idx.end(), inner + outer[i]);
-    std::copy(val.begin(), val.end(), values + outer[i]);
+    if (low_.empty()) {
+      std::copy(val.begin(), val.end(), values + outer[i]);
+    } else {
+      for (size_t k = 0; k < idx.size(); ++k) {
+        values[outer[i] + k] =
+            std::clamp(val[k], low_[idx[k]], high_[idx[k]]);
+      }
+    }
     outer[i + 1] = outer[i] + static_cast<int64_t>(idx.size());
   }
   if (mean_->empty()) {

@@ -43,9 +43,13 @@ class MlpRows {
  public:
   // Exactly one of dense and sparse set; mean and scale (not null) one
   // entry per column each, or both empty for no standardisation (sparse
-  // only; dense features come standardised).
+  // only; dense features come standardised). clip > 0 (with mean and
+  // scale): each stored value v of column j is read as
+  // clamp(v, mean_j - clip / scale_j, mean_j + clip / scale_j), so that its
+  // standardised entry stays within +-clip; absent entries are read as 0.
   MlpRows(const Mat<float>* dense, const SparseRows* sparse,
-          const std::vector<double>* mean, const std::vector<double>* scale);
+          const std::vector<double>* mean, const std::vector<double>* scale,
+          double clip = 0);
 
   // Some rows gathered: a dense matrix, or a SparseInput with the
   // standardisation as its propagation.
@@ -75,6 +79,8 @@ class MlpRows {
   const SparseRows* sparse_;
   const std::vector<double>* mean_;
   const std::vector<double>* scale_;
+  // clip > 0: the stored values' bounds per column (as above); else empty.
+  std::vector<float> low_, high_;
 };
 
 }  // namespace ldpgraph::training

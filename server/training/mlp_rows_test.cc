@@ -1,5 +1,6 @@
 #include "server/training/mlp_rows.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -79,6 +80,54 @@ TEST(MlpRowsTest, GatherTakesTheRowsAsked) {
   EXPECT_EQ(Mat<float>(a.sparse->x.toDense()), c.dense);
   EXPECT_EQ(Mat<float>(a.sparse->xt.toDense()), c.dense.transpose());
   EXPECT_EQ(Mat<float>(b.sparse->x.toDense()), c.dense);
+}
+
+// With a clip, each stored value is read clamped so that its standardised
+// entry stays within +-clip, and the MLP's outputs are those of the dense
+// standardised rows clamped entry by entry (absent entries, -mean * scale,
+// inside the bound here, as on a sparse Z).
+TEST(MlpRowsTest, ClipClampsTheStandardisedEntries) {
+  const SparseRows x = FewPerRow(30, 9, 3);  // values in [-0.3, 0.7)
+  const std::vector<double> mean(9, 0.2), scale(9, 10.0);
+  const double clip = 2.0;  // stored values kept within [0.0, 0.4]
+  const MlpRows clipped(nullptr, &x, &mean, &scale, clip);
+  std::vector<uint32_t> ids(30);
+  for (uint32_t i = 0; i < 30; ++i) ids[i] = i;
+  MlpRows::Batch b;
+  clipped.Gather(ids.data(), ids.size(), &b);
+  ASSERT_TRUE(b.sparse);
+  const float* stored = b.sparse->x.valuePtr();
+  size_t inside = 0, clamped = 0;
+  for (size_t p = 0; p < x.nnz(); ++p) {
+    const float v = x.values[p];
+    if (v >= 0.0f && v <= 0.4f) {
+      EXPECT_EQ(stored[p], v) << p;
+      ++inside;
+    } else {
+      EXPECT_FLOAT_EQ(stored[p], v < 0.0f ? 0.0f : 0.4f) << p;
+      ++clamped;
+    }
+  }
+  ASSERT_GT(inside, 0u);
+  ASSERT_GT(clamped, 0u);  // the test exercises the clamp
+
+  Mat<float> standardised = Dense(x);
+  for (Eigen::Index i = 0; i < standardised.rows(); ++i) {
+    for (Eigen::Index j = 0; j < standardised.cols(); ++j) {
+      standardised(i, j) = std::clamp(
+          static_cast<float>((standardised(i, j) - mean[j]) * scale[j]),
+          -2.0f, 2.0f);
+    }
+  }
+  PublicRandom init(1);
+  Mlp<float> mlp({9, 4, 3, 2, 0.5, Activation::kRelu}, init);
+  const Mat<float> got = clipped.Predict(mlp, ids);
+  const Mat<float> want = mlp.Forward(standardised, false, nullptr);
+  EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 1e-4f);
+  // Unclipped, the rows past the bound give other outputs.
+  const MlpRows unclipped(nullptr, &x, &mean, &scale);
+  EXPECT_GT((unclipped.Predict(mlp, ids) - want).cwiseAbs().maxCoeff(),
+            1e-2f);
 }
 
 // Past one chunk (here 16 rows of 2^20 columns: kNodeFullBatchEntries

@@ -118,6 +118,13 @@ absl::Status ValidateFeatureRows(const NodeTaskData& d,
         ") or none, got ", d.feature_mean.size(), " and ",
         d.feature_scale.size()));
   }
+  if (!(d.feature_clip >= 0) || std::isinf(d.feature_clip) ||
+      (d.feature_clip > 0 && d.feature_mean.empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature clip must be finite and >= 0, and needs the rows' mean and "
+        "scale; got ", d.feature_clip, " with ", d.feature_mean.size(),
+        " column moments"));
+  }
   if (c.input_dropout != 0.0) {
     return absl::InvalidArgumentError(
         "compressed feature rows take no input dropout (it would drop "
@@ -309,7 +316,8 @@ absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
   RETURN_IF_ERROR(ValidateMlpConfig(mc));
   m->mlp = std::make_unique<Mlp<float>>(mc, rng);
   m->rows = std::make_unique<MlpRows>(d.features, d.feature_rows,
-                                      &d.feature_mean, &d.feature_scale);
+                                      &d.feature_mean, &d.feature_scale,
+                                      d.feature_clip);
   const MlpRows* rows = m->rows.get();
   if (batch_rows == 0) {
     rows->Gather(d.train.data(), d.train.size(), &m->train_rows);

@@ -45,6 +45,10 @@ struct NodeTaskData {
   // matrix is formed. Needs input_dropout 0 and no propagate_predictions.
   const SparseRows* feature_rows = nullptr;
   std::vector<double> feature_mean, feature_scale;
+  // With feature_mean and feature_scale, > 0: a stored value whose X' entry
+  // passes +-feature_clip is clamped to it (its value to mean +- clip /
+  // scale); an absent one, X' = -mean * scale, is not. 0: no clamp.
+  double feature_clip = 0;
   const Graph* graph = nullptr;
   int classes = 0;
   std::vector<uint32_t> train, validation, test;

@@ -74,7 +74,7 @@ absl::StatusOr<ColumnStats> PropagatedColumnStats(
 // The first layer's input for K = steps KProp steps of c (kprop_norm,
 // feature_self_loops) over graph, standardised when c.standardize: Delta
 // = x - fill on x's stored entries, with its propagation. INVALID_ARGUMENT
-// for steps < 0 or x not graph.num_nodes() rows.
+// for steps < 0, x not graph.num_nodes() rows, or a standardize_clip.
 absl::StatusOr<training::SparseInput<float>> DeferKProp(
     const Graph& graph, const SparseRows& x, float fill,
     const PipelineConfig& c, int steps);

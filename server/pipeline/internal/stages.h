@@ -27,8 +27,10 @@ using training::Mat;
 // m as an Eigen matrix (a copy).
 Mat<float> ToEigen(const DenseMatrix& m);
 
-// Each column to zero mean and unit variance (a constant column to zero).
-void Standardize(Mat<float>* m);
+// Each column to zero mean and unit variance (a constant column to zero);
+// with clip > 0, every standardised entry then clamped to [-clip, clip]
+// (PipelineConfig::standardize_clip).
+void Standardize(Mat<float>* m, double clip = 0);
 
 // What Standardize takes of one column (n values, `stride` apart): its
 // mean, and the float it scales by (1 / the population deviation; 0 for a
