@@ -1,6 +1,7 @@
 #include "server/ldpgraph/eval_command.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -252,6 +253,19 @@ absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
     ASSIGN_OR_RETURN(c.propagation, pipeline::kNodePropagationNames.Parse(
                                         *p, "--propagation"));
   }
+  ASSIGN_OR_RETURN(auto auto_max, a.GetInt("auto-ppr-max-nodes"));
+  if (auto_max) {
+    if (c.propagation != pipeline::NodePropagation::kAuto) {
+      return absl::InvalidArgumentError(
+          "--auto-ppr-max-nodes applies to --propagation auto (privge's "
+          "node task)");
+    }
+    if (*auto_max < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--auto-ppr-max-nodes must be >= 0, got ", *auto_max));
+    }
+    c.auto_ppr_max_nodes = static_cast<size_t>(*auto_max);
+  }
   // KProp runs for LPGNN, and for PrivGE's node task unless PPR alone.
   const bool kprop = method == v1::PIPELINE_METHOD_LPGNN ||
                      (method == v1::PIPELINE_METHOD_PRIVGE &&
@@ -281,7 +295,24 @@ absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
     c.standardize_clip = 0;
   }
   ASSIGN_OR_RETURN(auto clip, a.GetDouble("standardize-clip"));
-  if (clip) c.standardize_clip = *clip;
+  if (clip) {
+    if (method != v1::PIPELINE_METHOD_PRIVGE ||
+        c.task != v1::PIPELINE_TASK_NODE) {
+      return absl::InvalidArgumentError(
+          "--standardize-clip applies to --method privge on --task node");
+    }
+    if (!(*clip >= 0) || std::isinf(*clip)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--standardize-clip must be finite and >= 0 (0: no clamp), got ",
+          *clip));
+    }
+    if (*clip > 0 && !c.standardize) {
+      return absl::InvalidArgumentError(
+          "--standardize-clip clamps the standardised Z: it needs the "
+          "standardisation (no --no-standardize, a --mechanism)");
+    }
+    c.standardize_clip = *clip;
+  }
   c.label_self_loops = a.Flag("label-self-loops");
   if (auto ld = a.Get("label-denoising")) {
     ASSIGN_OR_RETURN(c.label_denoising, pipeline::kLabelDenoisingNames.Parse(
@@ -514,7 +545,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
           args,
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
            "label-epsilon", "label-steps", "feature-steps", "lpgnn-settings",
-           "scale", "alpha", "standardize-clip",
+           "scale", "alpha", "standardize-clip", "auto-ppr-max-nodes",
            "propagation", "label-denoising", "kprop-norm", "tune-feature-steps",
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
@@ -723,10 +754,14 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          PageRank), kprop (--feature-steps KProp steps,
                          default 16) or auto (default: both, and each run
                          keeps the one with the better validation accuracy;
-                         PPR on a tie). PPR cannot separate the classes from
-                         the noise on large graphs whatever --alpha
-                         (docs/papers.md: "Accuracy as the graph grows").
-                         The link task uses PPR
+                         PPR on a tie; KProp alone on graphs of more than
+                         --auto-ppr-max-nodes). PPR cannot separate the
+                         classes from the noise on large graphs whatever
+                         --alpha (docs/papers.md: "Accuracy as the graph
+                         grows"). The link task uses PPR
+  --auto-ppr-max-nodes N the largest graph on which auto trains PPR too
+                         (default 100000; PPR scored 0.29 there and 0.24
+                         from 1M to 10M nodes, at chance)
   --alpha A --r R --rmax T   privge PPR (defaults 0.05, 0.5, 1e-4)
   --standardize / --no-standardize   privge: scale each column of Z to zero
                          mean, unit variance before the classifier (default

@@ -398,6 +398,9 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
       prop["rmax"] = c.ppr.rmax;
       prop["rmax_scaled_by_max_abs_input"] = c.ppr.relative_rmax;
     }
+    if (p == NodePropagation::kAuto) {
+      prop["auto_ppr_max_nodes"] = c.auto_ppr_max_nodes;
+    }
     if (p != NodePropagation::kPpr) {
       prop["steps"] = c.feature_steps;
       prop["self_loops"] = c.feature_self_loops;

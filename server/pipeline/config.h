@@ -99,8 +99,16 @@ inline absl::string_view LabelDenoisingName(LabelDenoising d) {
 //    tie); RunResult::tuning records both. Why: PPR's gain on the classes
 //    against the noise is bounded by the graph whatever alpha (docs/papers.md,
 //    "Accuracy as the graph grows"); K steps are not, while on graphs whose
-//    classes are tight (cora) PPR validates better.
+//    classes are tight (cora) PPR validates better. On a graph of more
+//    than PipelineConfig::auto_ppr_max_nodes nodes kAuto trains KProp alone:
+//    there PPR's score was only the noise's class means, which shrink as
+//    1/n, and it sat at chance (0.29 at 100,000 nodes, 0.24 from 1M to 10M)
+//    while costing as much as KProp again.
 enum class NodePropagation { kPpr, kKProp, kAuto };
+
+// NodePropagation::kAuto's bound: PPR is a candidate on graphs of at most
+// this many nodes.
+inline constexpr size_t kAutoPprMaxNodes = 100'000;
 
 // The names "ppr", "kprop" and "auto" (--propagation); Parse fails with
 // INVALID_ARGUMENT "propagation must be one of ppr, kprop, auto, got
@@ -140,6 +148,8 @@ struct PipelineConfig {
   // KProp rounds.
   PprOptions ppr;
   NodePropagation propagation = NodePropagation::kPpr;
+  // kAuto: PPR is a candidate only on graphs of at most this many nodes.
+  size_t auto_ppr_max_nodes = kAutoPprMaxNodes;
   // PrivGE: standardise each column of Z (zero mean, unit variance over all
   // nodes) before the classifier; post-processing of the estimates.
   bool standardize = false;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -460,7 +461,11 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     double best = -1, propagate_seconds = 0, train_seconds = 0;
     NodePropagation kept = NodePropagation::kPpr;
     tuning = nlohmann::json::array();
-    for (NodePropagation p : {NodePropagation::kPpr, NodePropagation::kKProp}) {
+    // Past the bound PPR is at chance (config.h): KProp alone.
+    const bool ppr_candidate = in.graph->num_nodes() <= c.auto_ppr_max_nodes;
+    std::vector<NodePropagation> candidates = {NodePropagation::kKProp};
+    if (ppr_candidate) candidates.insert(candidates.begin(), NodePropagation::kPpr);
+    for (NodePropagation p : candidates) {
       PipelineConfig candidate = chosen;
       candidate.propagation = p;
       ASSIGN_OR_RETURN(NodeFeatures features,
@@ -487,6 +492,11 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     tuning = {{"candidates", std::move(tuning)},
               {"propagation", NodePropagationName(kept)},
               {"feature_steps", feature_steps}};
+    if (!ppr_candidate) {
+      tuning["ppr_skipped"] = absl::StrCat(
+          "the graph's ", in.graph->num_nodes(), " nodes pass auto's ",
+          c.auto_ppr_max_nodes, ", past which PPR scores at chance");
+    }
   } else {
     ASSIGN_OR_RETURN(NodeFeatures features,
                      PropagateNode(in, c, feature_steps));

@@ -235,6 +235,38 @@ TEST(PipelineTest, PrivGeAutoKeepsTheBetterPropagation) {
             "ppr-push");
 }
 
+// Past auto_ppr_max_nodes, auto trains KProp alone, says so, and gives
+// what --propagation kprop gives; at the bound itself both still run.
+TEST(PipelineTest, PrivGeAutoSkipsPprPastItsBound) {
+  const Dataset d = Generated(600, 0.9, 5);
+  EXPECT_EQ(DefaultConfig(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE)
+                .auto_ppr_max_nodes,
+            100000u);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  c.propagation = NodePropagation::kAuto;
+  c.auto_ppr_max_nodes = 600;
+  auto both = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->tuning["candidates"].size(), 2u);
+  EXPECT_FALSE(both->tuning.contains("ppr_skipped"));
+  c.auto_ppr_max_nodes = 599;
+  auto skipped = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  ASSERT_EQ(skipped->tuning["candidates"].size(), 1u);
+  EXPECT_EQ(skipped->tuning["candidates"][0]["propagation"], "kprop");
+  EXPECT_EQ(skipped->tuning["propagation"], "kprop");
+  EXPECT_THAT(skipped->tuning["ppr_skipped"].get<std::string>(),
+              testing::HasSubstr("600 nodes pass auto's 599"));
+  EXPECT_EQ(ConfigToJson(c)["propagation"]["auto_ppr_max_nodes"], 599);
+  PipelineConfig kprop = c;
+  kprop.propagation = NodePropagation::kKProp;
+  auto direct = RunPipeline(d, kprop, 1, 0);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  EXPECT_EQ(direct->metric, skipped->metric);
+  EXPECT_EQ(direct->training.best_validation,
+            skipped->training.best_validation);
+}
+
 // PPR's gain on the classes against the noise is bounded whatever alpha
 // (docs/papers.md, "Accuracy as the graph grows"); K steps of KProp are
 // not. On a graph whose classes PPR cannot separate from HDS's noise, 16
