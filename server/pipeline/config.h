@@ -159,8 +159,8 @@ struct PipelineConfig {
   // reports keeps most of one report's C x, and on the generated graphs
   // 0.9% of the rows hold an entry past 30 deviations (up to 160). Those
   // rows' gradients sway the MLP's mini-batch training, whose accuracy
-  // then varies by run from 0.71 to 0.93 at 10M nodes; clamped at 10 it
-  // holds at 0.95 (docs/papers.md, "Heavy-tailed Z"). Post-processing: no
+  // then varied by run from 0.71 to 0.91 at 10M nodes; clamped at 10 it
+  // held at 0.946 (docs/papers.md, "Heavy-tailed Z"). Post-processing: no
   // privacy cost. Graph models that defer KProp into their first layer
   // cannot clamp (deferred_kprop.h) and refuse a clip.
   double standardize_clip = 0;
