@@ -14,9 +14,11 @@
 # BUILD_DIR/simulate-ladder), EXTRA (flags added to every simulate, e.g.
 # "--method lpgnn"), REPORT_ONLY=1 (run nothing: redraw the table and the
 # charts from the files an earlier ladder left in OUT, e.g. after a size
-# was run on its own with the same file names). A size that fails is
-# reported with its error and the
-# ladder goes on. Needs about as many GiB of memory as the largest size's
+# was run on its own with the same file names), CHECK=1 (exit 1 when a
+# target is missed: every size completes with accuracy at least
+# MIN_ACCURACY, default 0.9; the 10M size, when run, in under 900 s to
+# the table and under 24 GiB at once). A size that fails is reported
+# with its error and the ladder goes on. Needs about as many GiB of memory as the largest size's
 # row of docs/benchmarks.md says; the 10M rung takes many minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -95,4 +97,28 @@ if [ "$(python3 -c "import json; print(sum(1 for r in json.load(open('$out/ladde
   "$build/ldpgraph" plot --input "$out/ladder-seconds.json" --output "$out/ladder-seconds.svg"
   "$build/ldpgraph" plot --input "$out/ladder-memory.json" --output "$out/ladder-memory.svg"
   echo "charts: $out/ladder-seconds.svg, $out/ladder-memory.svg" >&2
+fi
+if [ "${CHECK:-0}" = 1 ]; then
+  python3 - "$out/ladder.json" "${MIN_ACCURACY:-0.9}" <<'PY'
+import json, sys
+rows, floor = json.load(open(sys.argv[1])), float(sys.argv[2])
+missed = []
+for r in rows:
+    n = f"{r['nodes']:,} nodes"
+    if r.get("failed"):
+        missed.append(f"{n}: did not complete")
+        continue
+    if r["accuracy"] < floor:
+        missed.append(f"{n}: {r['metric']} {r['accuracy']:.4f} < {floor}")
+    if r["nodes"] == 10_000_000:
+        if r["wall"] >= 900:
+            missed.append(f"{n}: {r['wall']:.0f} s to the table, target < 900 s")
+        gib = r["peak_rss_mib"]["together"] / 1024
+        if gib >= 24:
+            missed.append(f"{n}: {gib:.1f} GiB at once, target < 24 GiB")
+for m in missed:
+    print(f"target missed: {m}", file=sys.stderr)
+print(f"targets: {'missed ' + str(len(missed)) if missed else 'all met'}", file=sys.stderr)
+sys.exit(1 if missed else 0)
+PY
 fi
