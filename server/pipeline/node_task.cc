@@ -464,7 +464,9 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     // Past the bound PPR is at chance (config.h): KProp alone.
     const bool ppr_candidate = in.graph->num_nodes() <= c.auto_ppr_max_nodes;
     std::vector<NodePropagation> candidates = {NodePropagation::kKProp};
-    if (ppr_candidate) candidates.insert(candidates.begin(), NodePropagation::kPpr);
+    if (ppr_candidate) {
+      candidates.insert(candidates.begin(), NodePropagation::kPpr);
+    }
     for (NodePropagation p : candidates) {
       PipelineConfig candidate = chosen;
       candidate.propagation = p;
