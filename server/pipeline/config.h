@@ -157,7 +157,7 @@ struct PipelineConfig {
   // standardize_clip] (in deviations; 0: not clamped; needs standardize).
   // Z's columns are heavy-tailed: a node whose propagation gathers few
   // reports keeps most of one report's C x, and on the generated graphs
-  // 0.9% of the rows hold an entry past 30 deviations (up to 160). Those
+  // 0.8% of the rows hold an entry past 30 deviations (up to 160). Those
   // rows' gradients sway the MLP's mini-batch training, whose accuracy
   // then varied by run from 0.71 to 0.91 at 10M nodes; clamped at 10 it
   // held at 0.946 (docs/papers.md, "Heavy-tailed Z"). Post-processing: no

@@ -463,10 +463,9 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     tuning = nlohmann::json::array();
     // Past the bound PPR is at chance (config.h): KProp alone.
     const bool ppr_candidate = in.graph->num_nodes() <= c.auto_ppr_max_nodes;
-    std::vector<NodePropagation> candidates = {NodePropagation::kKProp};
-    if (ppr_candidate) {
-      candidates.insert(candidates.begin(), NodePropagation::kPpr);
-    }
+    std::vector<NodePropagation> candidates;
+    if (ppr_candidate) candidates.push_back(NodePropagation::kPpr);
+    candidates.push_back(NodePropagation::kKProp);
     for (NodePropagation p : candidates) {
       PipelineConfig candidate = chosen;
       candidate.propagation = p;
