@@ -313,6 +313,27 @@ absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
     }
     c.standardize_clip = *clip;
   }
+  const bool privge_node = method == v1::PIPELINE_METHOD_PRIVGE &&
+                           c.task == v1::PIPELINE_TASK_NODE;
+  if (auto zs = a.Get("z-storage")) {
+    if (!privge_node) {
+      return absl::InvalidArgumentError(
+          "--z-storage applies to --method privge on --task node");
+    }
+    ASSIGN_OR_RETURN(c.z_storage,
+                     pipeline::kZStorageNames.Parse(*zs, "--z-storage"));
+  }
+  if (auto dir = a.Get("scratch-dir")) {
+    if (!privge_node) {
+      return absl::InvalidArgumentError(
+          "--scratch-dir applies to --method privge on --task node (Z's "
+          "file of rows)");
+    }
+    if (dir->empty()) {
+      return absl::InvalidArgumentError("--scratch-dir needs a folder");
+    }
+    c.scratch_dir = *dir;
+  }
   c.label_self_loops = a.Flag("label-self-loops");
   if (auto ld = a.Get("label-denoising")) {
     ASSIGN_OR_RETURN(c.label_denoising, pipeline::kLabelDenoisingNames.Parse(
@@ -546,6 +567,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
           {"dataset", "task", "method", "mechanism", "epsilon", "k", "m",
            "label-epsilon", "label-steps", "feature-steps", "lpgnn-settings",
            "scale", "alpha", "standardize-clip", "auto-ppr-max-nodes",
+           "z-storage", "scratch-dir",
            "propagation", "label-denoising", "kprop-norm", "tune-feature-steps",
            "tune-label-steps",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
@@ -772,6 +794,17 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          most of one report's noise, far out in its column;
                          clamped, those rows stop swaying the mini-batch
                          training (docs/papers.md, "Heavy-tailed Z")
+  --z-storage S          privge, node task: where Z is kept for the MLP:
+                         memory (an n x d matrix, or compressed rows when
+                         mostly zeros), file (propagated by slices of
+                         columns into a file of rows that training reads a
+                         batch at a time: bounded memory, 4 n d bytes of
+                         disk, the same results) or auto (default: file
+                         when Z has at least 1024 columns and passes
+                         256 MiB, unless predictions are propagated with
+                         label reports)
+  --scratch-dir DIR      where --z-storage puts its file (default $TMPDIR,
+                         else /tmp); the file is unlinked as it is made
   --feature-steps K      K_x: KProp steps over the features (privge with
                          --propagation kprop or auto: default 16; lpgnn:
                          LPGNN's published value for the dataset and

@@ -214,6 +214,23 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
         "with standardisation on (--method privge --task node, without "
         "--no-standardize)");
   }
+  if (c.z_slice_bytes == 0) {
+    return absl::InvalidArgumentError("Z's slice bytes must be > 0");
+  }
+  if (c.z_storage == ZStorage::kFile) {
+    if (c.method != v1::PIPELINE_METHOD_PRIVGE ||
+        c.task != v1::PIPELINE_TASK_NODE) {
+      return absl::InvalidArgumentError(
+          "Z in a file of rows applies to PrivGE's node task (--method "
+          "privge --task node)");
+    }
+    if (c.label_epsilon && c.label_denoising == LabelDenoising::kPublished) {
+      return absl::InvalidArgumentError(
+          "Z in a file of rows cannot serve predictions propagated with "
+          "label reports (they read every node each epoch): use "
+          "--z-storage memory or auto, or another --label-denoising");
+    }
+  }
   if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
       c.node_model.kind != training::NodeModelKind::kMlp &&
       c.task == v1::PIPELINE_TASK_NODE) {
@@ -410,6 +427,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
       prop["standardize"] = c.standardize;
       if (c.task == v1::PIPELINE_TASK_NODE) {
         prop["standardize_clip"] = c.standardize_clip;
+        prop["z_storage"] = kZStorageNames.Name(c.z_storage);
       }
     }
   }

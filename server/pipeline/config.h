@@ -125,6 +125,37 @@ inline absl::string_view NodePropagationName(NodePropagation p) {
   return kNodePropagationNames.Name(p);
 }
 
+// Where PrivGE's node task keeps Z, the propagated estimates, for its MLP.
+//  kMemory: in memory, as an n x d float matrix (or as compressed rows
+//    when PPR's Z is mostly zeros, mlp_rows.h).
+//  kFile: propagated by slices of columns (PPR and KProp treat columns
+//    independently), each slice written to a file of rows in scratch_dir
+//    (row_file.h) that the MLP reads back a batch at a time, standardised
+//    as it reads; PPR's Z still goes to compressed rows when mostly zeros.
+//    The same bits as kMemory. The process holds a slice (kZSliceBytes)
+//    and a batch, not Z; the disk holds 4 n d bytes for the propagation
+//    being trained (auto's candidates one after the other), in an unlinked
+//    file, reserved up front.
+//  kAuto (the default): kFile for a wide Z, of at least kZFileMinColumns
+//    columns and more than kZFileMinBytes, when the MLP can read it so (no
+//    predictions propagated with label reports); kMemory otherwise. Why
+//    wide only: a narrow Z (the size ladder's 64 features, 2.5 GB at 10M
+//    nodes) is a small share of what a node costs the curator, and slicing
+//    it would walk the graph once per slice instead of once.
+enum class ZStorage { kAuto, kMemory, kFile };
+
+inline constexpr size_t kZFileMinColumns = 1024;
+inline constexpr uint64_t kZFileMinBytes = uint64_t{256} << 20;
+// A slice's two n x width float buffers (KProp's input and output) fit
+// this; the width is a multiple of push's 16-column blocks, at least 16.
+inline constexpr uint64_t kZSliceBytes = uint64_t{64} << 20;
+
+// The names "auto", "memory" and "file" (--z-storage).
+inline constexpr auto kZStorageNames = MakeNameTable<ZStorage>(
+    "Z storage", {{ZStorage::kAuto, "auto"},
+                  {ZStorage::kMemory, "memory"},
+                  {ZStorage::kFile, "file"}});
+
 struct PipelineConfig {
   Task task = v1::PIPELINE_TASK_NODE;
   Method method = v1::PIPELINE_METHOD_PRIVGE;
@@ -164,6 +195,13 @@ struct PipelineConfig {
   // privacy cost. Graph models that defer KProp into their first layer
   // cannot clamp (deferred_kprop.h) and refuse a clip.
   double standardize_clip = 0;
+  // PrivGE's node task: where Z is kept (ZStorage), and the folder of its
+  // file (empty: $TMPDIR, else /tmp).
+  ZStorage z_storage = ZStorage::kAuto;
+  std::string scratch_dir;
+  // A slice's buffers' bound (kZSliceBytes; tests set less to slice small
+  // graphs). > 0.
+  uint64_t z_slice_bytes = kZSliceBytes;
   int feature_steps = 16;
   bool feature_self_loops = false;
   // LPGNN: when tune_feature_steps is non-empty, every run first trains each

@@ -22,6 +22,7 @@
 #include "server/pipeline/internal/deferred_kprop.h"
 #include "server/propagation/propagation.h"
 #include "server/training/mlp_rows.h"
+#include "server/training/row_file.h"
 
 namespace ldpgraph::pipeline::internal {
 namespace {
@@ -73,8 +74,170 @@ struct NodeFeatures {
   // column standardisation for the MLP to fold in (mean and scale empty
   // without one). See PropagatePpr.
   std::shared_ptr<const SparseRows> rows;
+  // When set, features is empty: PrivGE's Z as a file of rows, with its
+  // column standardisation for the MLP to apply as it reads (mean and
+  // scale empty without one). See PropagateToFile.
+  std::shared_ptr<const training::RowFile> file;
   std::vector<double> mean, scale;
 };
+
+// Whether the training on in's estimates takes predictions propagated
+// with label reports (they read every node each epoch, dense).
+bool PropagatesPredictions(const NodeRunInputs& in, const PipelineConfig& c) {
+  return in.labels != nullptr &&
+         c.label_denoising == LabelDenoising::kPublished;
+}
+
+// Whether PrivGE's Z goes to a file of rows (ZStorage).
+bool ZToFile(const NodeRunInputs& in, const PipelineConfig& c) {
+  if (c.method != v1::PIPELINE_METHOD_PRIVGE || in.x == nullptr ||
+      c.node_model.kind != training::NodeModelKind::kMlp ||
+      PropagatesPredictions(in, c)) {
+    return false;
+  }
+  switch (c.z_storage) {
+    case ZStorage::kMemory:
+      return false;
+    case ZStorage::kFile:
+      return true;
+    case ZStorage::kAuto:
+      break;
+  }
+  return in.x->cols >= kZFileMinColumns &&
+         uint64_t{in.x->rows} * in.x->cols * sizeof(float) > kZFileMinBytes;
+}
+
+// Columns [j0, j0 + w) of x, numbered from 0.
+SparseRows ColumnSlice(const SparseRows& x, size_t j0, size_t w) {
+  SparseRows out;
+  out.cols = w;
+  out.offsets.reserve(x.rows + 1);
+  for (size_t v = 0; v < x.rows; ++v) {
+    const auto idx = x.row_indices(v);
+    const auto val = x.row_values(v);
+    const auto first = std::lower_bound(idx.begin(), idx.end(), j0);
+    const auto last = std::lower_bound(first, idx.end(), j0 + w);
+    for (auto it = first; it != last; ++it) {
+      out.indices.push_back(static_cast<uint32_t>(*it - j0));
+      out.values.push_back(val[it - idx.begin()]);
+    }
+    out.offsets.push_back(out.indices.size());
+  }
+  out.rows = x.rows;
+  return out;
+}
+
+// PrivGE's Z (PPR, or feature_steps KProp steps) by slices of columns into
+// a file of rows (ZStorage::kFile): each slice is propagated on its own
+// (push's rmax scaled by the largest |x| of all columns, and slices that
+// are whole numbers of push's blocks, so that every block pushes as it
+// would have in one call), its column moments taken (Standardize's), and
+// written. PPR's Z with at most MlpSparseBound non-zeros is then read back
+// into compressed rows, as PropagatePpr would have laid it out; otherwise
+// the file, with the moments when c.standardize. Memory: a slice's two
+// n x width buffers (c.z_slice_bytes), push's scratch, and x's slice.
+absl::Status PropagateToFile(const NodeRunInputs& in, const PipelineConfig& c,
+                             int feature_steps, NodeFeatures* out) {
+  const SparseRows& x = *in.x;
+  const size_t n = x.rows, d = x.cols;
+  const bool ppr = c.propagation == NodePropagation::kPpr;
+  PprOptions o = PprOptionsOf(c);
+  size_t block = 16;
+  if (ppr) {
+    if (o.relative_rmax) {
+      float largest = 0.0f;
+      for (float v : x.values) largest = std::max(largest, std::abs(v));
+      o.rmax *= std::max(1.0f, largest);
+      o.relative_rmax = false;
+    }
+    if (o.block_columns > 0) {
+      block = std::min<size_t>(static_cast<size_t>(o.block_columns), 16);
+    }
+  }
+  const uint64_t per_column = uint64_t{std::max<size_t>(n, 1)} * 2 *
+                              sizeof(float);
+  size_t width = static_cast<size_t>(c.z_slice_bytes / per_column);
+  width = std::max(block, width / block * block);
+  width = std::min(width, d);
+  ASSIGN_OR_RETURN(std::unique_ptr<training::RowFile> file,
+                   training::RowFile::Create(c.scratch_dir, n, d));
+  std::vector<double> mean(d), scale(d);
+  uint64_t nonzeros = 0;
+  for (size_t j0 = 0; j0 < d; j0 += width) {
+    const size_t w = std::min(width, d - j0);
+    DenseMatrix z;
+    {
+      const SparseRows part = ColumnSlice(x, j0, w);
+      if (ppr) {
+        RETURN_IF_ERROR(PprPushByDensity(*in.graph, part, o, 0, [&] {
+                          z = DenseMatrix(n, w);
+                          return absl::MakeSpan(z.data);
+                        }).status());
+      } else {
+        ASSIGN_OR_RETURN(z, KProp(*in.graph, DenseWithFill(part, in.x_fill),
+                                  feature_steps, c.feature_self_loops,
+                                  c.threads, c.kprop_norm));
+      }
+    }
+    for (size_t k = 0; k < w; ++k) {
+      const ColumnMoments m = StandardizeMoments(z.data.data() + k, n, w);
+      mean[j0 + k] = m.mean;
+      scale[j0 + k] = m.scale;
+    }
+    nonzeros += static_cast<uint64_t>(
+        std::count_if(z.data.begin(), z.data.end(),
+                      [](float v) { return v != 0.0f; }));
+    RETURN_IF_ERROR(file->WriteColumns(j0, w, z.data.data()));
+  }
+  const uint64_t bound =
+      ppr ? training::MlpSparseBound(c.node_model, n, d,
+                                     PropagatesPredictions(in, c))
+          : 0;
+  if (bound > 0 && nonzeros <= bound) {
+    // Mostly zeros: compressed rows, as PropagatePpr lays them out.
+    SparseRows z;
+    z.cols = d;
+    z.indices.reserve(nonzeros);
+    z.values.reserve(nonzeros);
+    z.offsets.reserve(n + 1);
+    constexpr size_t kRows = 1024;
+    std::vector<float> buffer(kRows * d);
+    std::vector<uint32_t> ids(kRows);
+    for (size_t first = 0; first < n; first += kRows) {
+      const size_t count = std::min(kRows, n - first);
+      for (size_t i = 0; i < count; ++i) {
+        ids[i] = static_cast<uint32_t>(first + i);
+      }
+      file->ReadRows(ids.data(), count, buffer.data());
+      RETURN_IF_ERROR(file->status());
+      for (size_t i = 0; i < count; ++i) {
+        const float* row = buffer.data() + i * d;
+        for (size_t j = 0; j < d; ++j) {
+          if (row[j] != 0.0f) {
+            z.indices.push_back(static_cast<uint32_t>(j));
+            z.values.push_back(row[j]);
+          }
+        }
+        z.offsets.push_back(z.indices.size());
+      }
+    }
+    z.rows = n;
+    if (c.standardize) {
+      for (const ColumnMoments& m : StandardizeMoments(z)) {
+        out->mean.push_back(m.mean);
+        out->scale.push_back(m.scale);
+      }
+    }
+    out->rows = std::make_shared<const SparseRows>(std::move(z));
+    return absl::OkStatus();
+  }
+  if (c.standardize) {
+    out->mean = std::move(mean);
+    out->scale = std::move(scale);
+  }
+  out->file = std::move(file);
+  return absl::OkStatus();
+}
 
 // PrivGE's PPR (PprPushByDensity), laid out by what Z holds. Compressed
 // rows when Z has at most training::MlpSparseBound non-zeros (1/8 of its
@@ -90,12 +253,8 @@ struct NodeFeatures {
 absl::Status PropagatePpr(const NodeRunInputs& in, const PipelineConfig& c,
                           NodeFeatures* out) {
   const SparseRows& x = *in.x;
-  const bool propagate_predictions =
-      in.labels != nullptr &&
-      c.label_denoising == LabelDenoising::kPublished;
-  const uint64_t bound = training::MlpSparseBound(c.node_model, x.rows,
-                                                  x.cols,
-                                                  propagate_predictions);
+  const uint64_t bound = training::MlpSparseBound(
+      c.node_model, x.rows, x.cols, PropagatesPredictions(in, c));
   ASSIGN_OR_RETURN(std::optional<SparseRows> z,
                    PprPushByDensity(*in.graph, x, PprOptionsOf(c), bound, [&] {
                      out->features.resize(x.rows, x.cols);
@@ -126,6 +285,11 @@ absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
     if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
         c.propagation == NodePropagation::kAuto) {
       return absl::InternalError("PropagateNode: propagation auto unresolved");
+    }
+    if (ZToFile(in, c)) {
+      RETURN_IF_ERROR(PropagateToFile(in, c, feature_steps, &out));
+      out.propagate_seconds = SecondsSince(t_prop);
+      return out;
     }
     if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
         c.propagation == NodePropagation::kPpr) {
@@ -169,13 +333,15 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   const Mat<float>& features = propagated.features;
 
   training::NodeTaskData data;
-  data.features =
-      propagated.deferred || propagated.rows ? nullptr : &features;
+  data.features = propagated.deferred || propagated.rows || propagated.file
+                      ? nullptr
+                      : &features;
   data.sparse_features = propagated.deferred.get();
   data.feature_rows = propagated.rows.get();
+  data.feature_file = propagated.file.get();
   data.feature_mean = propagated.mean;
   data.feature_scale = propagated.scale;
-  if (propagated.rows && !propagated.mean.empty()) {
+  if ((propagated.rows || propagated.file) && !propagated.mean.empty()) {
     data.feature_clip = c.standardize_clip;
   }
   data.graph = &graph;

@@ -740,5 +740,98 @@ TEST(PipelineScreenTest, UntrustedNodesLeaveTrainingAndValidation) {
               ::testing::HasSubstr("left no training or validation node"));
 }
 
+// Z in a file of rows (ZStorage::kFile) is Z in memory, propagated slice by
+// slice: PPR (dense, and compressed rows when the MLP takes them), KProp,
+// and auto's two candidates give the same bits, clamped or not; slices of
+// 16 columns over 40, the last one narrower.
+TEST(PipelineTest, ZInAFileOfRowsGivesTheSameResults) {
+  GeneratorOptions o = DefaultGeneratorOptions();
+  o.nodes = 600;
+  o.homophily = 0.9;
+  o.seed = 11;
+  o.features = 40;
+  const Dataset d = *GenerateDataset(o);
+  PipelineConfig base =
+      Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  base.z_slice_bytes = 16 * 600 * 2 * sizeof(float);
+  base.keep_node_outputs = true;  // every node's posteriors, compared
+  struct Case {
+    const char* name;
+    NodePropagation propagation;
+    double sparse_density;  // 1: PPR's Z goes to compressed rows
+    double clip;
+    int batch_rows;
+  };
+  for (const Case& k : {Case{"ppr", NodePropagation::kPpr, 0.125, 10, -1},
+                        Case{"ppr unclamped, batches", NodePropagation::kPpr,
+                             0.125, 0, 64},
+                        Case{"ppr compressed", NodePropagation::kPpr, 1.0,
+                             10, 64},
+                        Case{"kprop", NodePropagation::kKProp, 0.125, 3, 64},
+                        Case{"auto", NodePropagation::kAuto, 0.125, 10, -1}}) {
+    SCOPED_TRACE(k.name);
+    PipelineConfig c = base;
+    c.propagation = k.propagation;
+    c.node_model.sparse_input_density = k.sparse_density;
+    c.standardize_clip = k.clip;
+    c.node_model.batch_rows = k.batch_rows;
+    c.z_storage = ZStorage::kMemory;
+    auto memory = RunPipeline(d, c, 1, 0);
+    ASSERT_TRUE(memory.ok()) << memory.status();
+    c.z_storage = ZStorage::kFile;
+    auto file = RunPipeline(d, c, 1, 0);
+    ASSERT_TRUE(file.ok()) << file.status();
+    EXPECT_GT(memory->metric, 0.5);
+    EXPECT_EQ(file->metric, memory->metric);
+    EXPECT_EQ(file->training.best_validation,
+              memory->training.best_validation);
+    EXPECT_EQ(file->training.epochs, memory->training.epochs);
+    EXPECT_EQ(file->training.best_epoch, memory->training.best_epoch);
+    EXPECT_EQ(file->confusion, memory->confusion);
+    EXPECT_EQ(file->tuning, memory->tuning);
+    ASSERT_TRUE(file->node_outputs && memory->node_outputs);
+    EXPECT_TRUE(file->node_outputs->data == memory->node_outputs->data);
+  }
+  // The slices must not matter either: one slice of all 40 columns.
+  PipelineConfig c = base;
+  c.z_storage = ZStorage::kFile;
+  auto sliced = RunPipeline(d, c, 1, 0);
+  c.z_slice_bytes = uint64_t{1} << 30;
+  auto whole = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(sliced.ok() && whole.ok());
+  EXPECT_TRUE(sliced->node_outputs->data == whole->node_outputs->data);
+  EXPECT_EQ(sliced->training.best_validation,
+            whole->training.best_validation);
+}
+
+// Where Z's file cannot go, the run says so and names the folder; the
+// settings that cannot read Z from a file are refused.
+TEST(PipelineTest, ZFileErrorsNameTheFolderAndTheSetting) {
+  const Dataset d = Generated(300, 0.9, 12);
+  PipelineConfig c = Quick(v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_TASK_NODE);
+  c.z_storage = ZStorage::kFile;
+  c.scratch_dir = "/nonexistent/scratch";
+  auto missing = RunPipeline(d, c, 1, 0);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()),
+              testing::HasSubstr("/nonexistent/scratch"));
+  PipelineConfig labels = c;
+  labels.scratch_dir.clear();
+  labels.label_epsilon = 1.0;
+  labels.label_denoising = LabelDenoising::kPublished;
+  EXPECT_THAT(std::string(ValidateConfig(labels).message()),
+              testing::HasSubstr("predictions propagated"));
+  PipelineConfig lpgnn = Quick(v1::PIPELINE_METHOD_LPGNN,
+                               v1::PIPELINE_TASK_NODE);
+  lpgnn.z_storage = ZStorage::kFile;
+  EXPECT_THAT(std::string(ValidateConfig(lpgnn).message()),
+              testing::HasSubstr("PrivGE's node task"));
+  PipelineConfig zero = Quick(v1::PIPELINE_METHOD_PRIVGE,
+                              v1::PIPELINE_TASK_NODE);
+  zero.z_slice_bytes = 0;
+  EXPECT_FALSE(ValidateConfig(zero).ok());
+  EXPECT_EQ(ConfigToJson(c)["propagation"]["z_storage"], "file");
+}
+
 }  // namespace
 }  // namespace ldpgraph::pipeline

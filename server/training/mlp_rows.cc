@@ -34,7 +34,32 @@ MlpRows::MlpRows(const Mat<float>* dense, const SparseRows* sparse,
   }
 }
 
+MlpRows::MlpRows(const RowFile* file, const std::vector<double>* mean,
+                 const std::vector<double>* scale, double clip)
+    : dense_(nullptr), sparse_(nullptr), mean_(mean), scale_(scale),
+      file_(file),
+      file_clip_(clip > 0 ? static_cast<float>(clip)
+                          : std::numeric_limits<float>::infinity()) {}
+
 void MlpRows::Gather(const uint32_t* rows, size_t count, Batch* out) const {
+  if (file_ != nullptr) {
+    const size_t d = file_->cols();
+    out->dense.resize(static_cast<Eigen::Index>(count),
+                      static_cast<Eigen::Index>(d));
+    file_->ReadRows(rows, count, out->dense.data());
+    if (mean_->empty()) return;
+    const double* mean = mean_->data();
+    const double* scale = scale_->data();
+    const float bound = file_clip_;
+    for (size_t i = 0; i < count; ++i) {
+      float* row = out->dense.data() + i * d;
+      for (size_t j = 0; j < d; ++j) {
+        row[j] = std::clamp(static_cast<float>((row[j] - mean[j]) * scale[j]),
+                            -bound, bound);
+      }
+    }
+    return;
+  }
   if (dense_ != nullptr) {
     out->dense.resize(static_cast<Eigen::Index>(count), dense_->cols());
     for (size_t i = 0; i < count; ++i) out->dense.row(i) = dense_->row(rows[i]);
@@ -83,7 +108,9 @@ const Mat<float>& MlpRows::Forward(Mlp<float>& mlp, const Batch& b,
 }
 
 size_t MlpRows::ChunkRows() const {
-  const size_t cols = dense_ != nullptr ? dense_->cols() : sparse_->cols;
+  const size_t cols = dense_ != nullptr  ? dense_->cols()
+                      : file_ != nullptr ? file_->cols()
+                                         : sparse_->cols;
   return std::max<size_t>(1, kNodeFullBatchEntries / std::max<size_t>(1, cols));
 }
 

@@ -1,6 +1,8 @@
 // The node MLP's input rows (TrainNodeClassifier, tasks.h): dense features,
-// or compressed rows read through a column standardisation that the first
-// layer folds in (PrivGE's propagated Z when it is mostly zeros); the rows
+// compressed rows read through a column standardisation that the first
+// layer folds in (PrivGE's propagated Z when it is mostly zeros), or a
+// file of rows standardised as they are read (PrivGE's Z on wide feature
+// sets, row_file.h); the rows
 // a step, a validation pass or a prediction reads, gathered as the MLP
 // takes them; and the rule that decides when Z goes to the MLP compressed.
 //
@@ -22,6 +24,7 @@
 
 #include "common/matrix.h"
 #include "common/random.h"
+#include "server/training/row_file.h"
 #include "server/training/models.h"
 #include "server/training/options.h"
 
@@ -50,6 +53,13 @@ class MlpRows {
   MlpRows(const Mat<float>* dense, const SparseRows* sparse,
           const std::vector<double>* mean, const std::vector<double>* scale,
           double clip = 0);
+  // Rows read from `file` (not null), each entry v of column j given as
+  // clamp(float((v - mean_j) * scale_j), -clip, clip) when mean and scale
+  // hold one entry per column (clip 0: no clamp), as v when both are
+  // empty: Standardize's arithmetic, so the same bits as the matrix it
+  // would have standardised in memory. Gathered batches are dense.
+  MlpRows(const RowFile* file, const std::vector<double>* mean,
+          const std::vector<double>* scale, double clip = 0);
 
   // Some rows gathered: a dense matrix, or a SparseInput with the
   // standardisation as its propagation.
@@ -77,6 +87,8 @@ class MlpRows {
  private:
   const Mat<float>* dense_;
   const SparseRows* sparse_;
+  const RowFile* file_ = nullptr;
+  float file_clip_ = 0;  // the file's clamp, +infinity for none
   const std::vector<double>* mean_;
   const std::vector<double>* scale_;
   // clip > 0: the stored values' bounds per column (as above); else empty.

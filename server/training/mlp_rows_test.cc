@@ -1,6 +1,7 @@
 #include "server/training/mlp_rows.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -150,6 +151,64 @@ TEST(MlpRowsTest, PredictsChunkByChunk) {
     const Mat<float> one = rows.Predict(mlp, {ids[i]});
     EXPECT_EQ(Mat<float>(all.row(i)), one) << "row " << i;
   }
+}
+
+// A file of rows is read through the standardisation entry by entry, in
+// Standardize's arithmetic (float((v - mean) * scale), clamped): the rows,
+// batches and predictions of the matrix standardised in memory, bit for
+// bit; without moments, the stored values.
+TEST(MlpRowsTest, FileRowsAreTheStandardisedMatrix) {
+  const size_t n = 50, d = 7;
+  PublicRandom rng(9);
+  Mat<float> raw(n, d);
+  for (Eigen::Index i = 0; i < raw.size(); ++i) {
+    raw.data()[i] = static_cast<float>(rng.UniformDouble() * 8 - 2);
+  }
+  raw(3, 2) = 400;  // far out: clamped
+  std::vector<double> mean(d), scale(d);
+  for (size_t j = 0; j < d; ++j) {
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; ++i) sum += raw(i, j);
+    mean[j] = sum / n;
+    for (size_t i = 0; i < n; ++i) sq += (raw(i, j) - mean[j]) * (raw(i, j) - mean[j]);
+    scale[j] = static_cast<float>(1.0 / std::sqrt(sq / n));
+  }
+  const double clip = 2.5;
+  Mat<float> standardised(n, d);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < d; ++j) {
+      standardised(i, j) = std::clamp(
+          static_cast<float>((raw(i, j) - mean[j]) * static_cast<float>(scale[j])),
+          -2.5f, 2.5f);
+    }
+  }
+  auto file = RowFile::Create("", n, d);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->WriteColumns(0, 3, Mat<float>(raw.leftCols(3)).data()).ok());
+  ASSERT_TRUE((*file)->WriteColumns(3, 4, Mat<float>(raw.rightCols(4)).data()).ok());
+  const std::vector<double> none;
+  const MlpRows from_file(file->get(), &mean, &scale, clip);
+  const MlpRows in_memory(&standardised, nullptr, &none, &none);
+  const MlpRows stored(file->get(), &none, &none);
+  const std::vector<uint32_t> ids = {3, 0, 49, 3, 17};
+  MlpRows::Batch a, b, c;
+  from_file.Gather(ids.data(), ids.size(), &a);
+  in_memory.Gather(ids.data(), ids.size(), &b);
+  stored.Gather(ids.data(), ids.size(), &c);
+  ASSERT_FALSE(a.sparse);
+  EXPECT_EQ(a.dense, b.dense);
+  EXPECT_EQ(a.dense(0, 2), 2.5f);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(Mat<float>(c.dense.row(i)), Mat<float>(raw.row(ids[i])));
+  }
+  PublicRandom init(4);
+  Mlp<float> mlp(MlpConfig{static_cast<int>(d), 8, 3, 2, 0.0,
+                           Activation::kRelu, 0.0},
+                 init);
+  std::vector<uint32_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = static_cast<uint32_t>(i);
+  EXPECT_EQ(from_file.Predict(mlp, all), in_memory.Predict(mlp, all));
+  EXPECT_EQ(from_file.ChunkRows(), in_memory.ChunkRows());
 }
 
 }  // namespace

@@ -59,11 +59,13 @@ absl::Status CheckLabels(const std::vector<int32_t>& labels, size_t expected,
 
 // The features' shape, dense or sparse (one is set).
 size_t InputRows(const NodeTaskData& d) {
+  if (d.feature_file != nullptr) return d.feature_file->rows();
   if (d.feature_rows != nullptr) return d.feature_rows->rows;
   return d.features != nullptr ? d.features->rows()
                                : d.sparse_features->x.rows();
 }
 size_t InputCols(const NodeTaskData& d) {
+  if (d.feature_file != nullptr) return d.feature_file->cols();
   if (d.feature_rows != nullptr) return d.feature_rows->cols;
   return d.features != nullptr ? d.features->cols()
                                : d.sparse_features->x.cols();
@@ -76,6 +78,10 @@ bool AllFinite(const std::vector<double>& v) {
 
 bool InputFinite(const NodeTaskData& d) {
   if (d.features != nullptr) return d.features->allFinite();
+  if (d.feature_file != nullptr) {
+    // Its values were checked as they were written (WriteColumns).
+    return AllFinite(d.feature_mean) && AllFinite(d.feature_scale);
+  }
   if (d.feature_rows != nullptr) {
     const std::vector<float>& v = d.feature_rows->values;
     return std::all_of(v.begin(), v.end(),
@@ -137,18 +143,52 @@ absl::Status ValidateFeatureRows(const NodeTaskData& d,
   return absl::OkStatus();
 }
 
+// feature_file's rules (NodeTaskData): the MLP, one mean and scale per
+// column or none, a finite clip >= 0 that needs them, no propagated
+// predictions.
+absl::Status ValidateFeatureFile(const NodeTaskData& d,
+                                 const NodeModelConfig& c) {
+  if (c.kind != NodeModelKind::kMlp) {
+    return absl::InvalidArgumentError(
+        "a file of feature rows is the MLP's input (GCN and GraphSAGE read "
+        "every node every epoch)");
+  }
+  const size_t cols = d.feature_file->cols();
+  if (d.feature_mean.size() != d.feature_scale.size() ||
+      (!d.feature_mean.empty() && d.feature_mean.size() != cols)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature mean and scale need one entry per column (", cols,
+        ") or none, got ", d.feature_mean.size(), " and ",
+        d.feature_scale.size()));
+  }
+  if (!(d.feature_clip >= 0) || std::isinf(d.feature_clip) ||
+      (d.feature_clip > 0 && d.feature_mean.empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature clip must be finite and >= 0, and needs the rows' mean and "
+        "scale; got ", d.feature_clip, " with ", d.feature_mean.size(),
+        " column moments"));
+  }
+  if (d.propagate_predictions) {
+    return absl::InvalidArgumentError(
+        "propagated predictions read every node at once: give dense features");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateNodeData(const NodeTaskData& d, const NodeModelConfig& c) {
   if ((d.features != nullptr) + (d.sparse_features != nullptr) +
-          (d.feature_rows != nullptr) > 1) {
+          (d.feature_rows != nullptr) + (d.feature_file != nullptr) > 1) {
     return absl::InvalidArgumentError(
-        "node features given both dense and sparse: set one");
+        "node features given more than one way (dense, sparse, compressed "
+        "rows, a file of rows): set one");
   }
   if ((d.features == nullptr && d.sparse_features == nullptr &&
-       d.feature_rows == nullptr) ||
+       d.feature_rows == nullptr && d.feature_file == nullptr) ||
       InputRows(d) == 0 || InputCols(d) == 0) {
     return absl::InvalidArgumentError("node features are empty");
   }
   if (d.feature_rows != nullptr) RETURN_IF_ERROR(ValidateFeatureRows(d, c));
+  if (d.feature_file != nullptr) RETURN_IF_ERROR(ValidateFeatureFile(d, c));
   if (d.sparse_features != nullptr && c.kind == NodeModelKind::kMlp) {
     return absl::InvalidArgumentError(
         "sparse node features need a graph model (GCN or GraphSAGE)");
@@ -315,9 +355,12 @@ absl::Status BuildMlp(const NodeTaskData& d, const NodeModelConfig& c,
   mc.threads = ResolveThreads(c.threads);
   RETURN_IF_ERROR(ValidateMlpConfig(mc));
   m->mlp = std::make_unique<Mlp<float>>(mc, rng);
-  m->rows = std::make_unique<MlpRows>(d.features, d.feature_rows,
-                                      &d.feature_mean, &d.feature_scale,
-                                      d.feature_clip);
+  m->rows = d.feature_file != nullptr
+                ? std::make_unique<MlpRows>(d.feature_file, &d.feature_mean,
+                                            &d.feature_scale, d.feature_clip)
+                : std::make_unique<MlpRows>(d.features, d.feature_rows,
+                                            &d.feature_mean, &d.feature_scale,
+                                            d.feature_clip);
   const MlpRows* rows = m->rows.get();
   if (batch_rows == 0) {
     rows->Gather(d.train.data(), d.train.size(), &m->train_rows);
@@ -600,6 +643,8 @@ absl::StatusOr<NodeTaskResult> TrainNodeClassifier(const NodeTaskData& d,
             : d.train.size();
   }
   RETURN_IF_ERROR(ScoreNodeModel(d, m, &result));
+  // A row the file could not read was trained on as zeros: not a result.
+  if (d.feature_file != nullptr) RETURN_IF_ERROR(d.feature_file->status());
   return result;
 }
 

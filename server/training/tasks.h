@@ -15,6 +15,7 @@
 #include "common/matrix.h"
 #include "server/training/models.h"
 #include "server/training/options.h"
+#include "server/training/row_file.h"
 #include "server/training/trainer.h"
 
 namespace ldpgraph::training {
@@ -44,10 +45,18 @@ struct NodeTaskData {
   // the rows a step, a validation pass or a prediction reads, so no n x d
   // matrix is formed. Needs input_dropout 0 and no propagate_predictions.
   const SparseRows* feature_rows = nullptr;
+  // The MLP: the features as a file of rows (row_file.h) in place of the
+  // others (set one of the four; PrivGE's Z on wide feature sets), read as
+  // X' = clamp((x - feature_mean) feature_scale, +-feature_clip) entry by
+  // entry (Standardize's arithmetic) when those are set, as x otherwise; a
+  // batch, a validation chunk or a prediction chunk is read at a time. No
+  // propagate_predictions. A read error ends the training with it.
+  const RowFile* feature_file = nullptr;
   std::vector<double> feature_mean, feature_scale;
-  // With feature_mean and feature_scale, > 0: a stored value whose X' entry
-  // passes +-feature_clip is clamped to it (its value to mean +- clip /
-  // scale); an absent one, X' = -mean * scale, is not. 0: no clamp.
+  // With feature_mean and feature_scale, > 0: feature_rows: a stored value
+  // whose X' entry passes +-feature_clip is clamped to it (its value to
+  // mean +- clip / scale); an absent one, X' = -mean * scale, is not.
+  // feature_file: every entry is clamped. 0: no clamp.
   double feature_clip = 0;
   const Graph* graph = nullptr;
   int classes = 0;

@@ -241,7 +241,7 @@ TEST(TrainNodeClassifierTest, RejectsBadInput) {
   const SparseInput<float> sparse(t.x.sparseView());
   d = good;
   d.sparse_features = &sparse;
-  expect_error(d, Config(NodeModelKind::kGcn), "both dense and sparse");
+  expect_error(d, Config(NodeModelKind::kGcn), "more than one way");
   d.features = nullptr;
   expect_error(d, mlp, "need a graph model");
   SparseInput<float> nan_sparse(nan_x.sparseView());
@@ -421,6 +421,45 @@ TEST(TrainNodeClassifierTest, FeatureRowsRejectWhatTheyCannotFold) {
   nan_scale.feature_mean = {0.0, 0.0, 0.0};
   nan_scale.feature_scale = {1.0, std::nan(""), 1.0};
   expect_error(nan_scale, mlp, "NaN");
+}
+
+// A file of rows trains the MLP as the same rows in memory (full batch and
+// mini-batches, with input dropout), and takes only what it can read.
+TEST(TrainNodeClassifierTest, FeatureFileTrainsTheMlpAsItsDenseFeatures) {
+  const Toy t = MakeToy(300, 3, 5, 0.3, 8);
+  auto file = RowFile::Create("", t.x.rows(), t.x.cols());
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->WriteColumns(0, t.x.cols(), t.x.data()).ok());
+  NodeTaskData dense = Split(t, 3);
+  NodeTaskData from_file = dense;
+  from_file.features = nullptr;
+  from_file.feature_file = file->get();
+  for (int batch : {0, 32}) {
+    NodeModelConfig c = Config(NodeModelKind::kMlp);
+    c.batch_rows = batch;
+    c.input_dropout = 0.1;
+    auto a = TrainNodeClassifier(dense, c, 5);
+    auto b = TrainNodeClassifier(from_file, c, 5);
+    ASSERT_TRUE(a.ok() && b.ok()) << b.status();
+    EXPECT_GT(a->test_accuracy, 0.6);
+    EXPECT_EQ(a->test_predictions, b->test_predictions);
+    EXPECT_EQ(a->training.best_validation, b->training.best_validation);
+    EXPECT_EQ(a->training.epochs, b->training.epochs);
+  }
+  auto expect_error = [&](const NodeTaskData& data, const NodeModelConfig& c,
+                          absl::string_view needle) {
+    auto r = TrainNodeClassifier(data, c, 1);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos)
+        << r.status();
+  };
+  expect_error(from_file, Config(NodeModelKind::kGcn), "the MLP's input");
+  NodeTaskData both = from_file;
+  both.features = &t.x;
+  expect_error(both, Config(NodeModelKind::kMlp), "more than one way");
+  NodeTaskData clip = from_file;
+  clip.feature_clip = 3;
+  expect_error(clip, Config(NodeModelKind::kMlp), "needs the rows' mean");
 }
 
 // Embeddings where an edge joins nodes of the same cluster: z_u * z_v is
