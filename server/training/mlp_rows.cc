@@ -36,10 +36,10 @@ MlpRows::MlpRows(const Mat<float>* dense, const SparseRows* sparse,
 
 MlpRows::MlpRows(const RowFile* file, const std::vector<double>* mean,
                  const std::vector<double>* scale, double clip)
-    : dense_(nullptr), sparse_(nullptr), mean_(mean), scale_(scale),
-      file_(file),
+    : dense_(nullptr), sparse_(nullptr), file_(file),
       file_clip_(clip > 0 ? static_cast<float>(clip)
-                          : std::numeric_limits<float>::infinity()) {}
+                          : std::numeric_limits<float>::infinity()),
+      mean_(mean), scale_(scale) {}
 
 void MlpRows::Gather(const uint32_t* rows, size_t count, Batch* out) const {
   if (file_ != nullptr) {
