@@ -99,61 +99,10 @@ bool InputFinite(const NodeTaskData& d) {
          p.offset.allFinite() && p.scale.allFinite();
 }
 
-// feature_rows' own rules (NodeTaskData): the MLP, one mean and scale per
-// column or none, no input dropout or propagated predictions.
-absl::Status ValidateFeatureRows(const NodeTaskData& d,
-                                 const NodeModelConfig& c) {
-  if (c.kind != NodeModelKind::kMlp) {
-    return absl::InvalidArgumentError(
-        "compressed feature rows are the MLP's input (GCN and GraphSAGE "
-        "read sparse_features)");
-  }
-  const SparseRows& x = *d.feature_rows;
-  if (x.offsets.size() != x.rows + 1 || x.offsets.back() != x.nnz() ||
-      x.values.size() != x.nnz()) {
-    return absl::InvalidArgumentError("feature rows: malformed offsets");
-  }
-  if (std::any_of(x.indices.begin(), x.indices.end(),
-                  [&](uint32_t j) { return j >= x.cols; })) {
-    return absl::InvalidArgumentError("feature rows: a column out of range");
-  }
-  if (d.feature_mean.size() != d.feature_scale.size() ||
-      (!d.feature_mean.empty() && d.feature_mean.size() != x.cols)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "feature mean and scale need one entry per column (", x.cols,
-        ") or none, got ", d.feature_mean.size(), " and ",
-        d.feature_scale.size()));
-  }
-  if (!(d.feature_clip >= 0) || std::isinf(d.feature_clip) ||
-      (d.feature_clip > 0 && d.feature_mean.empty())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "feature clip must be finite and >= 0, and needs the rows' mean and "
-        "scale; got ", d.feature_clip, " with ", d.feature_mean.size(),
-        " column moments"));
-  }
-  if (c.input_dropout != 0.0) {
-    return absl::InvalidArgumentError(
-        "compressed feature rows take no input dropout (it would drop "
-        "entries of the standardised rows, which are not sparse)");
-  }
-  if (d.propagate_predictions) {
-    return absl::InvalidArgumentError(
-        "propagated predictions read every node at once: give dense features");
-  }
-  return absl::OkStatus();
-}
-
-// feature_file's rules (NodeTaskData): the MLP, one mean and scale per
-// column or none, a finite clip >= 0 that needs them, no propagated
-// predictions.
-absl::Status ValidateFeatureFile(const NodeTaskData& d,
-                                 const NodeModelConfig& c) {
-  if (c.kind != NodeModelKind::kMlp) {
-    return absl::InvalidArgumentError(
-        "a file of feature rows is the MLP's input (GCN and GraphSAGE read "
-        "every node every epoch)");
-  }
-  const size_t cols = d.feature_file->cols();
+// What feature_rows and feature_file share (NodeTaskData): one mean and
+// scale per column (cols of them) or none, a finite clip >= 0 that needs
+// them, and no propagated predictions.
+absl::Status ValidateRowStandardisation(const NodeTaskData& d, size_t cols) {
   if (d.feature_mean.size() != d.feature_scale.size() ||
       (!d.feature_mean.empty() && d.feature_mean.size() != cols)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -173,6 +122,44 @@ absl::Status ValidateFeatureFile(const NodeTaskData& d,
         "propagated predictions read every node at once: give dense features");
   }
   return absl::OkStatus();
+}
+
+// feature_rows' own rules (NodeTaskData): the MLP, well-formed rows, no
+// input dropout, and ValidateRowStandardisation's.
+absl::Status ValidateFeatureRows(const NodeTaskData& d,
+                                 const NodeModelConfig& c) {
+  if (c.kind != NodeModelKind::kMlp) {
+    return absl::InvalidArgumentError(
+        "compressed feature rows are the MLP's input (GCN and GraphSAGE "
+        "read sparse_features)");
+  }
+  const SparseRows& x = *d.feature_rows;
+  if (x.offsets.size() != x.rows + 1 || x.offsets.back() != x.nnz() ||
+      x.values.size() != x.nnz()) {
+    return absl::InvalidArgumentError("feature rows: malformed offsets");
+  }
+  if (std::any_of(x.indices.begin(), x.indices.end(),
+                  [&](uint32_t j) { return j >= x.cols; })) {
+    return absl::InvalidArgumentError("feature rows: a column out of range");
+  }
+  if (c.input_dropout != 0.0) {
+    return absl::InvalidArgumentError(
+        "compressed feature rows take no input dropout (it would drop "
+        "entries of the standardised rows, which are not sparse)");
+  }
+  return ValidateRowStandardisation(d, x.cols);
+}
+
+// feature_file's rules (NodeTaskData): the MLP, and
+// ValidateRowStandardisation's.
+absl::Status ValidateFeatureFile(const NodeTaskData& d,
+                                 const NodeModelConfig& c) {
+  if (c.kind != NodeModelKind::kMlp) {
+    return absl::InvalidArgumentError(
+        "a file of feature rows is the MLP's input (GCN and GraphSAGE read "
+        "every node every epoch)");
+  }
+  return ValidateRowStandardisation(d, d.feature_file->cols());
 }
 
 absl::Status ValidateNodeData(const NodeTaskData& d, const NodeModelConfig& c) {
