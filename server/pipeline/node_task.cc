@@ -129,9 +129,9 @@ SparseRows ColumnSlice(const SparseRows& x, size_t j0, size_t w) {
 
 // PrivGE's Z (PPR, or feature_steps KProp steps) by slices of columns into
 // a file of rows (ZStorage::kFile): each slice is propagated on its own
-// (push's rmax scaled by the largest |x| of all columns, and slices that
-// are whole numbers of push's blocks, so that every block pushes as it
-// would have in one call), its column moments taken (Standardize's), and
+// (push with AbsoluteRmax over all columns, and slices that are whole
+// numbers of PprPushBlockColumns, so that every block pushes as it would
+// have in one call), its column moments taken (Standardize's), and
 // written. PPR's Z with at most MlpSparseBound non-zeros is then read back
 // into compressed rows, as PropagatePpr would have laid it out; otherwise
 // the file, with the moments when c.standardize. Memory: a slice's two
@@ -141,19 +141,10 @@ absl::Status PropagateToFile(const NodeRunInputs& in, const PipelineConfig& c,
   const SparseRows& x = *in.x;
   const size_t n = x.rows, d = x.cols;
   const bool ppr = c.propagation == NodePropagation::kPpr;
-  PprOptions o = PprOptionsOf(c);
-  size_t block = 16;
-  if (ppr) {
-    if (o.relative_rmax) {
-      float largest = 0.0f;
-      for (float v : x.values) largest = std::max(largest, std::abs(v));
-      o.rmax *= std::max(1.0f, largest);
-      o.relative_rmax = false;
-    }
-    if (o.block_columns > 0) {
-      block = std::min<size_t>(static_cast<size_t>(o.block_columns), 16);
-    }
-  }
+  const PprOptions o = AbsoluteRmax(PprOptionsOf(c), x);
+  // KProp's slices need no alignment; 16 keeps them as push's would be.
+  const size_t block =
+      ppr ? static_cast<size_t>(PprPushBlockColumns(n, d, o)) : 16;
   const uint64_t per_column = uint64_t{std::max<size_t>(n, 1)} * 2 *
                               sizeof(float);
   size_t width = static_cast<size_t>(c.z_slice_bytes / per_column);

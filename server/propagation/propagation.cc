@@ -480,11 +480,7 @@ void RunPush(const Graph& g, const std::vector<NodeId>& order,
     push_coef[u] = static_cast<float>(
         (1.0 - o.alpha) / std::max<uint32_t>(1, g.degree(u)));
   }
-  const size_t w =
-      o.block_columns > 0
-          ? std::min<size_t>({static_cast<size_t>(o.block_columns),
-                              PushWorker::kMaxColumns, std::max<size_t>(d, 1)})
-          : ChooseBlockColumns(n, d);
+  const size_t w = static_cast<size_t>(PprPushBlockColumns(n, d, o));
   const size_t blocks = (d + w - 1) / w;
   const int workers = static_cast<int>(std::max<size_t>(
       1, std::min<size_t>(ResolveThreads(o.threads), blocks)));
@@ -558,6 +554,17 @@ float LargestAbs(const std::vector<float>& values) {
 float LargestAbs(const SparseRows& x) { return LargestAbs(x.values); }
 float LargestAbs(const DenseMatrix& x) { return LargestAbs(x.data); }
 
+// AbsoluteRmax (propagation.h) on either input.
+template <typename Matrix>
+PprOptions WithAbsoluteRmax(const PprOptions& options, const Matrix& x) {
+  PprOptions o = options;
+  if (o.relative_rmax) {
+    o.rmax *= std::max(1.0f, LargestAbs(x));
+    o.relative_rmax = false;
+  }
+  return o;
+}
+
 // Every push: Input is SparseInput or DenseInput, a view of x with D^-r
 // and the relabelling; Z laid out as PprPushByDensity says.
 template <typename Input, typename Matrix>
@@ -573,8 +580,7 @@ absl::StatusOr<std::optional<SparseRows>> PushOn(
   const std::vector<double> deg_neg_r = DegreePowers(graph, -options.r);
   Relabelled rl = RelabelBfs(graph);
   Input in(x, deg_neg_r, rl.order);
-  PprOptions o = options;
-  if (o.relative_rmax) o.rmax *= std::max(1.0f, LargestAbs(x));
+  const PprOptions o = WithAbsoluteRmax(options, x);
   OutputSink sink(graph.num_nodes(), x.cols, rl.order, max_nonzeros,
                   dense_out);
   RunPush(rl.graph, rl.order, in, o, Permute(deg_r, rl.order), sink, stats);
@@ -603,6 +609,19 @@ absl::StatusOr<DenseMatrix> PushDense(const Graph& graph, const Matrix& x,
 }
 
 }  // namespace
+
+int PprPushBlockColumns(size_t n, size_t d, const PprOptions& options) {
+  if (options.block_columns > 0) {
+    return static_cast<int>(std::min<size_t>(
+        {static_cast<size_t>(options.block_columns), PushWorker::kMaxColumns,
+         std::max<size_t>(d, 1)}));
+  }
+  return ChooseBlockColumns(n, d);
+}
+
+PprOptions AbsoluteRmax(const PprOptions& options, const SparseRows& x) {
+  return WithAbsoluteRmax(options, x);
+}
 
 absl::StatusOr<DenseMatrix> PprPush(const Graph& graph, const SparseRows& x,
                                     const PprOptions& options,

@@ -97,6 +97,17 @@ absl::StatusOr<std::optional<SparseRows>> PprPushByDensity(
     uint64_t max_nonzeros, absl::FunctionRef<absl::Span<float>()> dense_out,
     PropagationStats* stats = nullptr);
 
+// The width of push's column blocks on an n x d input (PprPush's
+// "block_columns"): options.block_columns when set (at most 16 and d),
+// else 16, or 8 past 1.4M nodes, at most d.
+int PprPushBlockColumns(size_t n, size_t d, const PprOptions& options);
+
+// options with relative_rmax resolved against x: rmax times
+// max(1, largest |x|), relative_rmax off. Pushing slices of x's columns
+// with it (each a whole number of PprPushBlockColumns blocks) gives the
+// columns of pushing x with options, bit for bit.
+PprOptions AbsoluteRmax(const PprOptions& options, const SparseRows& x);
+
 // The reference: the series evaluated term by term in double precision,
 // Y_0 = X, Y_{l+1} = (D^{r-1} A D^{-r}) Y_l, until the tail bound
 // (1 - alpha)^{L+1} max_v deg(v)^r max_u |X(u, :)| deg(u)^-r <= tolerance.

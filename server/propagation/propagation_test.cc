@@ -200,6 +200,56 @@ INSTANTIATE_TEST_SUITE_P(
                       BoundCase{0.05, 0.3, 1e-2, 3}, BoundCase{0.5, 0.5, 1e-6, 1},
                       BoundCase{0.15, 0.8, 1e-5, 4}));
 
+// Push on slices of x's columns, each a whole number of blocks and with
+// rmax made absolute over all of x, gives the columns of one push on x,
+// bit for bit (how PrivGE's wide Z is made a slice at a time).
+TEST(PprTest, SlicesOfWholeBlocksWithAbsoluteRmaxPushAsOne) {
+  const Graph g = RandomGraph(300, 400, 5, 21);
+  const SparseRows x = RandomSparse(300, 40, 3, 22);
+  PprOptions o;
+  o.relative_rmax = true;
+  o.rmax = 1e-3;
+  const PprOptions absolute = AbsoluteRmax(o, x);
+  float largest = 0;
+  for (float v : x.values) largest = std::max(largest, std::abs(v));
+  ASSERT_GT(largest, 1.0f);
+  EXPECT_EQ(absolute.rmax, 1e-3 * largest);
+  EXPECT_FALSE(absolute.relative_rmax);
+  EXPECT_EQ(AbsoluteRmax(PprOptions(), x).rmax, PprOptions().rmax);
+  EXPECT_EQ(PprPushBlockColumns(300, 40, o), 16);
+  EXPECT_EQ(PprPushBlockColumns(300, 5, o), 5);
+  EXPECT_EQ(PprPushBlockColumns(2'000'000, 40, o), 8);
+  PprOptions five = o;
+  five.block_columns = 5;
+  EXPECT_EQ(PprPushBlockColumns(300, 40, five), 5);
+  auto whole = PprPush(g, x, o);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const size_t width = 16;
+  for (size_t j0 = 0; j0 < x.cols; j0 += width) {
+    const size_t w = std::min(width, x.cols - j0);
+    SparseRows part;
+    part.cols = w;
+    for (size_t v = 0; v < x.rows; ++v) {
+      std::vector<uint32_t> idx;
+      std::vector<float> val;
+      for (size_t p = x.offsets[v]; p < x.offsets[v + 1]; ++p) {
+        if (x.indices[p] >= j0 && x.indices[p] < j0 + w) {
+          idx.push_back(static_cast<uint32_t>(x.indices[p] - j0));
+          val.push_back(x.values[p]);
+        }
+      }
+      part.AppendRow(idx, val);
+    }
+    auto slice = PprPush(g, part, absolute);
+    ASSERT_TRUE(slice.ok()) << slice.status();
+    for (size_t v = 0; v < x.rows; ++v) {
+      for (size_t k = 0; k < w; ++k) {
+        ASSERT_EQ(slice->at(v, k), whole->at(v, j0 + k)) << v << ", " << j0 + k;
+      }
+    }
+  }
+}
+
 TEST(PprTest, BoundIsTightEnoughToFailWithALargerThreshold) {
   // The bound must be informative: with rmax = 0.05 the push error is
   // visible (the test above would fail if it used a 100x smaller bound).
