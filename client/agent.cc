@@ -821,10 +821,11 @@ size_t AgentShard::pending_rows() const {
 
 absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     const std::string& dataset_dir, FeatureScaling scaling, uint32_t begin,
-    uint32_t end) {
+    uint32_t end, uint64_t checksum_bytes) {
   ASSIGN_OR_RETURN(const DatasetMeta meta, LoadDatasetMeta(dataset_dir));
-  ASSIGN_OR_RETURN(std::vector<DeviceRecord> stored,
-                   ReadDeviceRecords(dataset_dir, meta, begin, end));
+  ASSIGN_OR_RETURN(
+      std::vector<DeviceRecord> stored,
+      ReadDeviceRecords(dataset_dir, meta, begin, end, checksum_bytes));
   // One scale for the shard, shared by its records.
   std::shared_ptr<const FeatureScale> scale;
   if (scaling != FeatureScaling::kNone) {

@@ -61,6 +61,7 @@
 #include "common/cli_args.h"
 #include "common/crypto/sealed.h"
 #include "common/dataset/dataset.h"
+#include "common/dataset/device_index.h"
 #include "common/random.h"
 #include "common/wire/codec.h"
 #include "ldpgraph/v1/agent.pb.h"
@@ -508,10 +509,12 @@ class AgentShard {
 // feature question is answered. Memory and time grow with the shard, not
 // the dataset. FAILED_PRECONDITION naming `ldpgraph prepare` for a folder
 // without a schema (unless kNone) or a device index; INVALID_ARGUMENT for
-// a schema range that is not finite; ReadDeviceRecords' other errors.
+// a schema range that is not finite; ReadDeviceRecords' other errors
+// (an index made from other files among them: it checks the files' sizes,
+// and their SHA-256 up to `checksum_bytes`, as ReadDeviceRecords says).
 absl::StatusOr<std::vector<NodeRecord>> LoadShard(
     const std::string& dataset_dir, FeatureScaling scaling, uint32_t begin,
-    uint32_t end);
+    uint32_t end, uint64_t checksum_bytes = kDeviceIndexChecksumBytes);
 
 // SIMULATION ONLY (ldpgraph-agent --malicious): the attacker of a dataset
 // folder, built exactly as `ldpgraph eval` builds it

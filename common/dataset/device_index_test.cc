@@ -76,7 +76,8 @@ TEST(DeviceIndexTest, AShardReadsItsOwnRecords) {
 
 // Every byte the shard does not own is garbage: every other line of
 // nodes.svm, all of edges.txt, and every part of devices.idx outside the
-// header and the shard's slices. The shard reads the same records.
+// header and the shard's slices. With the checksums off (as past
+// kDeviceIndexChecksumBytes) the shard reads the same records.
 TEST(DeviceIndexTest, ReadsNothingOutsideItsShard) {
   TempFolder tmp;
   const Dataset d = Small();
@@ -98,10 +99,11 @@ TEST(DeviceIndexTest, ReadsNothingOutsideItsShard) {
   Write(tmp.File("edges.txt"), edges);
 
   std::string idx = Read(tmp.File(kDeviceIndexFile));
-  const uint64_t offsets = 32, adjacency = 32 + (n + 1) * 8,
-                 lists = 32 + 2 * (n + 1) * 8;
+  const uint64_t header = 104;  // magic, n, two sizes and SHA-256s, entries
+  const uint64_t offsets = header, adjacency = header + (n + 1) * 8,
+                 lists = header + 2 * (n + 1) * 8;
   std::vector<bool> keep(idx.size(), false);
-  for (size_t k = 0; k < 32; ++k) keep[k] = true;
+  for (size_t k = 0; k < header; ++k) keep[k] = true;
   for (uint64_t k = offsets + begin * 8; k < offsets + (end + 1) * 8; ++k) {
     keep[k] = true;
   }
@@ -118,11 +120,70 @@ TEST(DeviceIndexTest, ReadsNothingOutsideItsShard) {
   }
   Write(tmp.File(kDeviceIndexFile), idx);
 
-  auto got = ReadDeviceRecords(tmp.path(), d.meta, begin, end);
+  auto got = ReadDeviceRecords(tmp.path(), d.meta, begin, end,
+                               /*checksum_bytes=*/0);
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectRecordsOf(d, *got, begin, end);
-  // And the garbage is real: the whole folder no longer loads.
+  // And the garbage is real: the whole folder no longer loads, and with
+  // the checksums on (the default for a folder this small) the index is
+  // refused as made from other files.
   EXPECT_FALSE(LoadDataset(tmp.path()).ok());
+  EXPECT_THAT(ReadDeviceRecords(tmp.path(), d.meta, begin, end)
+                  .status()
+                  .message(),
+              HasSubstr("nodes.svm has changed since it was indexed"));
+}
+
+// The index records what it was made from: an edges.txt with a line fewer
+// (and meta.json's count lowered to match, so that the curator loads the
+// new graph) is refused by its size, an edit of the same length by its
+// SHA-256, both naming the file and the command that makes a new index;
+// and an index of the older format, which recorded neither, is refused.
+TEST(DeviceIndexTest, AnIndexOfOtherFilesIsRefusedByName) {
+  TempFolder tmp;
+  Dataset d = Small(50);
+  ASSERT_TRUE(WriteDataset(d, tmp.path()).ok());
+  const std::string edges = Read(tmp.File("edges.txt"));
+  const std::string prepare = "ldpgraph prepare --dataset " + tmp.path();
+
+  const size_t first_line = edges.find('\n') + 1;
+  Write(tmp.File("edges.txt"), edges.substr(first_line));
+  DatasetMeta fewer = d.meta;
+  fewer.edges -= 1;
+  auto shorter = ReadDeviceRecords(tmp.path(), fewer, 0, 5);
+  EXPECT_EQ(shorter.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(shorter.status().message(),
+              AllOf(HasSubstr("edges.txt is " +
+                              std::to_string(edges.size() - first_line) +
+                              " bytes, the index was made for " +
+                              std::to_string(edges.size())),
+                    HasSubstr(prepare)));
+
+  // The same length: the first edge's ids swapped for another pair of
+  // single digits.
+  std::string edited = edges;
+  const size_t digit = edited.find_first_of("0123456789");
+  ASSERT_NE(digit, std::string::npos);
+  edited[digit] = edited[digit] == '9' ? '8' : static_cast<char>(edited[digit] + 1);
+  Write(tmp.File("edges.txt"), edited);
+  auto same_size = ReadDeviceRecords(tmp.path(), d.meta, 0, 5);
+  EXPECT_EQ(same_size.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(same_size.status().message(),
+              AllOf(HasSubstr("edges.txt has changed since it was indexed"),
+                    HasSubstr(prepare)));
+  // Sizes alone (a folder past kDeviceIndexChecksumBytes) do not see it.
+  EXPECT_TRUE(ReadDeviceRecords(tmp.path(), d.meta, 0, 5, 0).ok());
+
+  // The files as indexed again: accepted.
+  Write(tmp.File("edges.txt"), edges);
+  ASSERT_TRUE(ReadDeviceRecords(tmp.path(), d.meta, 0, 5).ok());
+
+  std::string idx = Read(tmp.File(kDeviceIndexFile));
+  idx[7] = '1';
+  Write(tmp.File(kDeviceIndexFile), idx);
+  EXPECT_THAT(ReadDeviceRecords(tmp.path(), d.meta, 0, 5).status().message(),
+              AllOf(HasSubstr("an index of an older format"),
+                    HasSubstr(prepare)));
 }
 
 TEST(DeviceIndexTest, AMissingOrStaleIndexNamesTheCommand) {
@@ -163,9 +224,10 @@ TEST(DeviceIndexTest, BadRangesAndBadOwnLinesAreErrors) {
   for (int i = 0; i < 2; ++i) at = svm.find('\n', at) + 1;
   svm[at] = 'x';
   Write(tmp.File("nodes.svm"), svm);
-  auto bad = ReadDeviceRecords(tmp.path(), d.meta, 0, 5);
+  // Sizes alone: the shard that holds the line parses it.
+  auto bad = ReadDeviceRecords(tmp.path(), d.meta, 0, 5, 0);
   EXPECT_THAT(bad.status().message(), HasSubstr("nodes.svm:3: label"));
-  EXPECT_TRUE(ReadDeviceRecords(tmp.path(), d.meta, 3, 5).ok());
+  EXPECT_TRUE(ReadDeviceRecords(tmp.path(), d.meta, 3, 5, 0).ok());
 }
 
 }  // namespace

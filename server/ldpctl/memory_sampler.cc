@@ -99,6 +99,7 @@ uint64_t MemorySampler::SampleNow() const {
   uint64_t seen = peak_.load();
   while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
   }
+  samples_.fetch_add(1);
   return now;
 }
 

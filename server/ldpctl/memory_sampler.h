@@ -35,10 +35,16 @@ class MemorySampler {
   uint64_t PeakBytes() const { return peak_.load(); }
   // Samples now (also updating the peak) and returns the sum.
   uint64_t SampleNow() const;
+  // How many samples have been completed so far (the one taken at
+  // construction included). A sample counted after a moment T began after
+  // T once the count has grown by two: one that was under way at T is
+  // counted once at most.
+  uint64_t Samples() const { return samples_.load(); }
 
  private:
   std::chrono::milliseconds interval_;
   mutable std::atomic<uint64_t> peak_{0};
+  mutable std::atomic<uint64_t> samples_{0};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

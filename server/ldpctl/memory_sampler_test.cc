@@ -50,11 +50,16 @@ TEST(MemorySamplerTest, CountsDescendantsWhileTheyLiveAndKeepsThePeak) {
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   const uint64_t with_child = TreeResidentBytes(getpid());
   EXPECT_GE(with_child, alone + kChildBytes * 9 / 10);
-  // The sampler sees it within a few intervals.
-  for (int i = 0; i < 100 && sampler.PeakBytes() < alone + kChildBytes / 2;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The sampler's thread sees it at its next sample that began after the
+  // child was ready: wait for two more completed samples (one under way
+  // when the child became ready may have read the child half-touched),
+  // not for the peak to pass some share of the child, which a sample
+  // taken while the child was still touching its pages can pass.
+  const uint64_t seen = sampler.Samples();
+  for (int i = 0; i < 500 && sampler.Samples() < seen + 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  ASSERT_GE(sampler.Samples(), seen + 2) << "the sampler stopped sampling";
   EXPECT_GE(sampler.PeakBytes(), alone + kChildBytes * 9 / 10);
   close(release[1]);
   int status = 0;
