@@ -19,7 +19,10 @@
 # The checks of the datasets' own contents, and poisoning_defence_test (its
 # bounds are cora's), skip without them, in CI too.
 # CTest missing_input_ci, python_missing_binaries_ci and
-# agent_dataset_stand_in check these rules.
+# agent_dataset_stand_in check these rules. Where the datasets were looked
+# for is printed first; every test case that skipped, and why, is printed
+# after CTest's summary (tests/skipped.sh), ending "skipped: N test cases":
+# CTest itself counts a program that skipped some of its cases as passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,6 +49,18 @@ case "$mode" in
     ;;
 esac
 
+datasets=${LDPGRAPH_DATASETS:-$(sed -n 's/^LDPGRAPH_DATASETS_DIR:PATH=//p' \
+  "$build/CMakeCache.txt")}
+if [ -f "$datasets/cora/meta.json" ]; then
+  echo "run.sh: datasets from $datasets"
+else
+  echo "run.sh: no datasets at $datasets (set LDPGRAPH_DATASETS, or clone" \
+    "beside ../shared): the tests that need them skip, or fail under CI"
+fi
+
 cmake --build "$build" -j "$jobs"
-cd "$build"
-ctest --output-on-failure -j "$jobs" "${exclude[@]}"
+status=0
+(cd "$build" && ctest --output-on-failure -j "$jobs" "${exclude[@]}") ||
+  status=$?
+bash tests/skipped.sh "$build"
+exit "$status"

