@@ -3,17 +3,15 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <tuple>
-
-#include <openssl/evp.h>
-
-#include <array>
 #include <memory>
+#include <tuple>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -94,10 +92,6 @@ class File {
     return absl::OkStatus();
   }
 
- private:
-  File(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-
- public:
   // The SHA-256 of the whole file (of `size` bytes), read in chunks; each
   // chunk is handed to `also` before it is hashed.
   template <typename Also>
@@ -127,7 +121,9 @@ class File {
     }
     return d;
   }
+
  private:
+  File(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   int fd_;
   std::string path_;
 };
