@@ -42,6 +42,7 @@
 // sanitizers). Skipped, saying so, without the shared cora dataset.
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -99,6 +100,28 @@ std::string Describe(const Shift& s, double bound) {
   return o.str();
 }
 
+enum class Op { kAbove, kAtMost, kAtLeast };
+
+// Checks that s's mean is above, at most or at least the bound, and prints
+// the figures whether it holds or not, so that a passing run shows its
+// margins too.
+void ExpectClaim(const std::string& what, const Shift& s, Op op,
+                 double bound) {
+  const std::string figures = Describe(s, bound);
+  std::cerr << "claim: " << what << ": " << figures << "\n";
+  switch (op) {
+    case Op::kAbove:
+      EXPECT_GT(s.mean, bound) << what << ": " << figures;
+      break;
+    case Op::kAtMost:
+      EXPECT_LE(s.mean, bound) << what << ": " << figures;
+      break;
+    case Op::kAtLeast:
+      EXPECT_GE(s.mean, bound) << what << ": " << figures;
+      break;
+  }
+}
+
 class PoisoningDefenceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -154,8 +177,8 @@ class PoisoningDefenceTest : public ::testing::Test {
   // average (measured 3.6 to 4.5: the attack is seen to work).
   static void ExpectAttackWorks(const Arm& attacked, const std::string& name) {
     const Shift up = Paired(attacked.target_rate, unattacked_->target_rate);
-    EXPECT_GT(up.mean, 1.0) << name << " does not raise the target rate: "
-                            << Describe(up, 1.0);
+    ExpectClaim(name + ", undefended: target rate raised by", up, Op::kAbove,
+                1.0);
   }
 
   static Dataset* cora_;
@@ -183,11 +206,11 @@ TEST_F(PoisoningDefenceTest, ScreenHoldsTheMaximalGainAttacksTargetRate) {
     EXPECT_EQ(s["malicious_flagged"], s["malicious"]) << "run " << r;
   }
   const Shift rate = Paired(screened.target_rate, unattacked_->target_rate);
-  EXPECT_LE(rate.mean, 2.0) << "maximal-gain with the screen: target rate "
-                            << Describe(rate, 2.0);
+  ExpectClaim("maximal-gain with the screen: target rate over unattacked",
+              rate, Op::kAtMost, 2.0);
   const Shift lost = Paired(unattacked_->accuracy, screened.accuracy);
-  EXPECT_LE(lost.mean, 3.0) << "maximal-gain with the screen: accuracy lost "
-                            << Describe(lost, 3.0);
+  ExpectClaim("maximal-gain with the screen: accuracy lost", lost,
+              Op::kAtMost, 3.0);
 }
 
 // The adaptive attacker stays under the screen's threshold; its labels
@@ -206,12 +229,11 @@ TEST_F(PoisoningDefenceTest, RobustCutsTheAdaptiveAttack) {
     EXPECT_GT(j["malicious_dropped"].get<int>(), 0) << "run " << r;
   }
   const Shift cut = Paired(attacked.target_rate, robust.target_rate);
-  EXPECT_GT(cut.mean, 0.0) << "adaptive: robust takes off the target rate "
-                           << Describe(cut, 0.0);
+  ExpectClaim("adaptive: target rate robust takes off", cut, Op::kAbove,
+              0.0);
   const Shift cost = Paired(robust.accuracy, attacked.accuracy);
-  EXPECT_GE(cost.mean, -1.5) << "adaptive: robust's accuracy against the "
-                                "undefended attack "
-                             << Describe(cost, -1.5);
+  ExpectClaim("adaptive: robust's accuracy against the undefended attack's",
+              cost, Op::kAtLeast, -1.5);
 }
 
 // With nobody attacking, robust finds no over-reported class and changes
