@@ -271,6 +271,12 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   r.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
   r.out = ReadFile(out_path).value_or("");
   r.err = ReadFile(err_path).value_or("");
+  if (WIFSIGNALED(*status)) {
+    const int sig = WTERMSIG(*status);
+    absl::StrAppend(&r.err, "\n[", argv.front(), " ended by signal ", sig,
+                    " (", ::strsignal(sig), ")",
+                    WCOREDUMP(*status) ? ", core dumped" : "", "]\n");
+  }
   std::error_code ec;
   fs::remove(out_path, ec);
   fs::remove(err_path, ec);

@@ -100,7 +100,7 @@ class ChildProcess {
 // Runs argv to completion (up to timeout); returns the exit code and
 // stdout (stderr goes to log_path).
 struct CommandResult {
-  int exit_code = -1;
+  int exit_code = -1;  // -1: ended by a signal (err then ends saying which)
   std::string out;
   std::string err;
 };
