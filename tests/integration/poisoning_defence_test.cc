@@ -45,6 +45,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -181,6 +182,31 @@ class PoisoningDefenceTest : public ::testing::Test {
                 1.0);
   }
 
+  // The attack undefended (checked to work) and with `defences`, whose
+  // per-run record (`record` of the arm: screen or robust) must show that
+  // `caught` of the attacker's nodes were caught: more than none, or all.
+  static std::pair<Arm, Arm> AttackedAndDefended(
+      poisoning::AttackKind kind, Defences defences,
+      std::vector<nlohmann::json> Arm::*record, const std::string& caught,
+      bool all) {
+    const std::string name(poisoning::kAttackNames.Name(kind));
+    Arm attacked = Run(kind, kShare, Defences{});
+    ExpectAttackWorks(attacked, name);
+    Arm defended = Run(kind, kShare, defences);
+    const std::vector<nlohmann::json>& runs = defended.*record;
+    EXPECT_EQ(runs.size(), static_cast<size_t>(kRuns));
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const nlohmann::json& j = runs[r];
+      if (!j.contains(caught) || !j.contains("malicious")) {
+        ADD_FAILURE() << "run " << r << ": no " << caught << " in " << j.dump();
+        continue;
+      }
+      EXPECT_GT(j[caught].get<int>(), 0) << name << ", run " << r;
+      if (all) EXPECT_EQ(j[caught], j["malicious"]) << name << ", run " << r;
+    }
+    return {std::move(attacked), std::move(defended)};
+  }
+
   static Dataset* cora_;
   static Arm* unattacked_;
 };
@@ -193,18 +219,9 @@ Arm* PoisoningDefenceTest::unattacked_ = nullptr;
 // not all come back (at most 3 points lost): the flagged nodes' labels and
 // features are lost to training, as they are to the attack.
 TEST_F(PoisoningDefenceTest, ScreenHoldsTheMaximalGainAttacksTargetRate) {
-  const Arm attacked =
-      Run(poisoning::AttackKind::kMaximalGain, kShare, Defences{});
-  ExpectAttackWorks(attacked, "maximal-gain");
-  const Arm screened = Run(poisoning::AttackKind::kMaximalGain, kShare,
-                           Defences{.screen = true});
-  ASSERT_EQ(screened.screen.size(), static_cast<size_t>(kRuns));
-  for (int r = 0; r < kRuns; ++r) {
-    const nlohmann::json& s = screened.screen[r];
-    ASSERT_TRUE(s.contains("malicious")) << s.dump();
-    EXPECT_GT(s["malicious"].get<int>(), 0);
-    EXPECT_EQ(s["malicious_flagged"], s["malicious"]) << "run " << r;
-  }
+  const auto [attacked, screened] = AttackedAndDefended(
+      poisoning::AttackKind::kMaximalGain, Defences{.screen = true},
+      &Arm::screen, "malicious_flagged", /*all=*/true);
   const Shift rate = Paired(screened.target_rate, unattacked_->target_rate);
   ExpectClaim("maximal-gain with the screen: target rate over unattacked",
               rate, Op::kAtMost, 2.0);
@@ -217,17 +234,9 @@ TEST_F(PoisoningDefenceTest, ScreenHoldsTheMaximalGainAttacksTargetRate) {
 // give it away to robust, which takes part of its increase of the target
 // rate off, at most 1.5 points of accuracy below the undefended attack's.
 TEST_F(PoisoningDefenceTest, RobustCutsTheAdaptiveAttack) {
-  const Arm attacked =
-      Run(poisoning::AttackKind::kAdaptive, kShare, Defences{});
-  ExpectAttackWorks(attacked, "adaptive");
-  const Arm robust = Run(poisoning::AttackKind::kAdaptive, kShare,
-                         Defences{.robust = true});
-  ASSERT_EQ(robust.robust.size(), static_cast<size_t>(kRuns));
-  for (int r = 0; r < kRuns; ++r) {
-    const nlohmann::json& j = robust.robust[r];
-    ASSERT_TRUE(j.contains("malicious_dropped")) << j.dump();
-    EXPECT_GT(j["malicious_dropped"].get<int>(), 0) << "run " << r;
-  }
+  const auto [attacked, robust] = AttackedAndDefended(
+      poisoning::AttackKind::kAdaptive, Defences{.robust = true},
+      &Arm::robust, "malicious_dropped", /*all=*/false);
   const Shift cut = Paired(attacked.target_rate, robust.target_rate);
   ExpectClaim("adaptive: target rate robust takes off", cut, Op::kAbove,
               0.0);
