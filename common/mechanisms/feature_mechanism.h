@@ -147,6 +147,13 @@ class FeatureMechanism {
   // dimensions: the formulas of mechanisms.md, used by moment tests and for
   // error bars. For HDS and the square wave (no unbiasing, by design) these
   // are moments of the raw output in canonical coordinates.
+  // The largest |value| Estimate can write in any dimension, reported or
+  // not: a public constant of the spec. UPGNET's node feature
+  // regularisation thresholds at a fraction of it (server/pipeline/nfr.h).
+  // Infinity for an unbounded estimator (Laplace) and for the mechanisms
+  // whose output the pipeline uses as it is (HDS, the square wave).
+  virtual double EstimateBound() const { return INFINITY; }
+
   virtual double EstimateMean(double x) const = 0;
   virtual double EstimateVariance(double x) const = 0;
 

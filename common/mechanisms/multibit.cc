@@ -60,6 +60,12 @@ void MultiBitMechanism::EstimateValid(const SparseReport& r,
 
 double MultiBitMechanism::EstimateMean(double x) const { return x; }
 
+// (alpha + beta)/2 on an unreported dimension, that +- A on a reported one.
+double MultiBitMechanism::EstimateBound() const {
+  const double mid = 0.5 * (spec().alpha + spec().beta);
+  return std::abs(mid) + scale_;
+}
+
 double MultiBitMechanism::EstimateVariance(double x) const {
   const double mid = 0.5 * (spec().alpha + spec().beta);
   const double frac = static_cast<double>(sampled()) / dimension();

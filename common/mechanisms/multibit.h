@@ -36,6 +36,7 @@ class MultiBitMechanism final : public FeatureMechanism {
 
   double EstimateMean(double x) const override;
   double EstimateVariance(double x) const override;
+  double EstimateBound() const override;
 
  private:
   explicit MultiBitMechanism(MechanismSpec spec);

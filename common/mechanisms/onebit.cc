@@ -1,5 +1,6 @@
 #include "common/mechanisms/onebit.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,11 @@ SparseReport OneBitMechanism::PerturbValid(absl::Span<const double> x,
 void OneBitMechanism::EstimateValid(const SparseReport& r,
                                     absl::Span<double> out) const {
   for (size_t j = 0; j < r.bits.size(); ++j) out[j] = r.bits[j] ? one_ : zero_;
+}
+
+// Every dimension is one of the two estimates.
+double OneBitMechanism::EstimateBound() const {
+  return std::max(std::abs(one_), std::abs(zero_));
 }
 
 double OneBitMechanism::EstimateVariance(double x) const {

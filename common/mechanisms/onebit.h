@@ -31,6 +31,7 @@ class OneBitMechanism final : public FeatureMechanism {
 
   double EstimateMean(double x) const override { return x; }
   double EstimateVariance(double x) const override;
+  double EstimateBound() const override;
 
  private:
   explicit OneBitMechanism(MechanismSpec spec);

@@ -1,5 +1,6 @@
 #include "common/mechanisms/piecewise.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -67,6 +68,13 @@ absl::Status PiecewiseMechanism::ValidateValues(const SparseReport& r) const {
     }
   }
   return absl::OkStatus();
+}
+
+// (d/k) FromCanonical(t*) with t* in [-C, C] on a reported dimension, 0 on
+// the others.
+double PiecewiseMechanism::EstimateBound() const {
+  return scale() * std::max(std::abs(FromCanonical(-pm_.c())),
+                            std::abs(FromCanonical(pm_.c())));
 }
 
 void PiecewiseMechanism::EstimateValid(const SparseReport& r,

@@ -61,6 +61,7 @@ class PiecewiseMechanism final : public FeatureMechanism {
 
   double EstimateMean(double x) const override { return x; }
   double EstimateVariance(double x) const override;
+  double EstimateBound() const override;
 
  private:
   explicit PiecewiseMechanism(MechanismSpec spec)

@@ -239,7 +239,9 @@ INSTANTIATE_TEST_SUITE_P(
         PiecewiseCase{1, 1, 4.0, -1, 1, -1.0}, PiecewiseCase{1, 1, 4.0, -1, 1, 0.3},
         PiecewiseCase{1, 1, 4.0, -1, 1, 1.0}, PiecewiseCase{4, 1, 1.0, -1, 1, 0.3},
         PiecewiseCase{4, 2, 4.0, -1, 1, -1.0}, PiecewiseCase{1, 1, 1.0, 0, 1, 0.2},
-        PiecewiseCase{3, 1, 4.0, 0, 5, 4.0}, PiecewiseCase{4, 2, 4.0, 0, 5, 0.0}));
+        PiecewiseCase{3, 1, 4.0, 0, 5, 4.0}, PiecewiseCase{4, 2, 4.0, 0, 5, 0.0},
+        // UPGNET-PM's shape: [0, 1], k = floor(eps / 2.5) of d.
+        PiecewiseCase{8, 2, 5.0, 0, 1, 0.7}));
 
 // Floating-point safety (Mironov 2012): whatever the input, every released
 // value is a multiple of the grid's power-of-two granularity inside [-C, C].

@@ -61,7 +61,8 @@ inline constexpr auto kPipelineMethodNames =
         "method", {{v1::PIPELINE_METHOD_PRIVGE, "privge"},
                    {v1::PIPELINE_METHOD_LPGNN, "lpgnn"},
                    {v1::PIPELINE_METHOD_SE_PRIVGEMB, "se-privgemb"},
-                   {v1::PIPELINE_METHOD_DPNE, "dpne"}});
+                   {v1::PIPELINE_METHOD_DPNE, "dpne"},
+                   {v1::PIPELINE_METHOD_UPGNET, "upgnet"}});
 
 // The pipeline's tasks: "node", "link". Parse fails with INVALID_ARGUMENT
 // "task must be one of node, link, got '<name>'".

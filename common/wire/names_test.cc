@@ -79,7 +79,7 @@ TEST(WireNamesTest, RejectsOtherNamesListingTheChoices) {
             "attribute must be one of features, label, edges, got 'Label'");
   EXPECT_EQ(kAttributeNames.ChoicesOr(), "features, label or edges");
   EXPECT_EQ(kPipelineMethodNames.Parse("").status().message(),
-            "method must be one of privge, lpgnn, se-privgemb, dpne, got ''");
+            "method must be one of privge, lpgnn, se-privgemb, dpne, upgnet, got ''");
   EXPECT_EQ(kPipelineTaskNames.Parse("edge").status().code(),
             absl::StatusCode::kInvalidArgument);
 }

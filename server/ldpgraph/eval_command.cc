@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/status_macros.h"
+#include "server/ldpgraph/eval_baselines.h"
 #include "server/ldpgraph/eval_edges.h"
 #include "server/ldpgraph/tool_util.h"
 #include "server/training/metrics.h"
@@ -30,6 +31,7 @@ struct EvalOptions {
   uint64_t seed = 1;
   bool json = false;
   EvalEdgesOptions edges;  // --edges (eval_edges.h)
+  bool baselines = false;  // --baselines (eval_baselines.h)
 };
 
 absl::Status FlagError(absl::string_view flag, const absl::Status& s) {
@@ -210,16 +212,19 @@ absl::Status ParseTuneGrids(const CliArgs& a, PipelineConfig* config) {
   for (const char* flag : {"tune-feature-steps", "tune-label-steps"}) {
     auto list = a.Get(flag);
     if (!list) continue;
-    if (method != v1::PIPELINE_METHOD_LPGNN) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " applies to --method lpgnn (KProp)"));
+    if (!pipeline::IsGnnMethod(method)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " applies to --method lpgnn or upgnet (KProp, HOA)"));
     }
     std::vector<int>& grid = std::string(flag) == "tune-feature-steps"
                                  ? c.tune_feature_steps
                                  : c.tune_label_steps;
     if (*list == "default") {
+      // HOA keeps every scale up to K: UPGNET's grid reaches further.
+      const bool hoa = c.aggregator == pipeline::FeatureAggregator::kHoa;
       grid = std::string(flag) == "tune-feature-steps"
-                 ? std::vector<int>{2, 4, 8, 16}
+                 ? (hoa ? std::vector<int>{0, 2, 4, 8, 16, 32, 64}
+                        : std::vector<int>{2, 4, 8, 16})
                  : std::vector<int>{0, 2, 4, 8};
       continue;
     }
@@ -235,6 +240,78 @@ absl::Status ParseTuneGrids(const CliArgs& a, PipelineConfig* config) {
   }
   if (!c.tune_label_steps.empty() && c.tune_feature_steps.empty()) {
     c.tune_feature_steps = {c.feature_steps};
+  }
+  if (auto list = a.Get("tune-nfr")) {
+    if (!pipeline::IsGnnMethod(method)) {
+      return absl::InvalidArgumentError(
+          "--tune-nfr applies to --method lpgnn or upgnet");
+    }
+    if (*list == "default") {
+      c.tune_nfr = {0, 0.1, 0.3, 0.5, 0.7, 0.9};
+    } else {
+      for (absl::string_view item : absl::StrSplit(*list, ',')) {
+        double tau = 0;
+        if (!absl::SimpleAtod(item, &tau) || !(tau >= 0 && tau < 1)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--tune-nfr must be 'default' or a comma-separated list of "
+              "values in [0, 1), got '", *list, "'"));
+        }
+        c.tune_nfr.push_back(tau);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --aggregator and --nfr (LPGNN and UPGNET). With --mechanism none the
+// method's NFR is off (there are no reports to regularise); --nfr then
+// is an error.
+absl::Status ParseAggregationFlags(const CliArgs& a, PipelineConfig* config) {
+  PipelineConfig& c = *config;
+  const bool gnn = pipeline::IsGnnMethod(c.method);
+  if (auto agg = a.Get("aggregator")) {
+    if (!gnn) {
+      return absl::InvalidArgumentError(
+          "--aggregator applies to --method lpgnn or upgnet");
+    }
+    ASSIGN_OR_RETURN(c.aggregator, pipeline::kFeatureAggregatorNames.Parse(
+                                       *agg, "--aggregator"));
+  }
+  if (auto inputs = a.Get("inputs")) {
+    if (!gnn) {
+      return absl::InvalidArgumentError(
+          "--inputs applies to --method lpgnn or upgnet");
+    }
+    ASSIGN_OR_RETURN(c.inputs,
+                     pipeline::kNodeInputsNames.Parse(*inputs, "--inputs"));
+  }
+  ASSIGN_OR_RETURN(auto positional, a.GetInt("positional-features"));
+  if (positional) {
+    if (c.inputs == pipeline::NodeInputs::kReports) {
+      return absl::InvalidArgumentError(
+          "--positional-features applies to --inputs positional, both or "
+          "auto");
+    }
+    ASSIGN_OR_RETURN(c.positional_features,
+                     FlagToInt(*positional, "positional-features", 1));
+  }
+  ASSIGN_OR_RETURN(auto tau, a.GetDouble("nfr"));
+  if (tau) {
+    if (!gnn) {
+      return absl::InvalidArgumentError(
+          "--nfr applies to --method lpgnn or upgnet");
+    }
+    if (!(*tau >= 0 && *tau < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--nfr must be in [0, 1) (0: off), got ", *tau));
+    }
+    if (*tau > 0 && c.mechanism == "none") {
+      return absl::InvalidArgumentError(
+          "--nfr regularises a mechanism's reports: it needs a --mechanism");
+    }
+    c.nfr_tau = *tau;
+  } else if (c.mechanism == "none") {
+    c.nfr_tau = 0;
   }
   return absl::OkStatus();
 }
@@ -266,8 +343,9 @@ absl::Status ParsePropagationFlags(const CliArgs& a, PipelineConfig* config) {
     }
     c.auto_ppr_max_nodes = static_cast<size_t>(*auto_max);
   }
-  // KProp runs for LPGNN, and for PrivGE's node task unless PPR alone.
-  const bool kprop = method == v1::PIPELINE_METHOD_LPGNN ||
+  // KProp runs for LPGNN and UPGNET, and for PrivGE's node task unless PPR
+  // alone.
+  const bool kprop = pipeline::IsGnnMethod(method) ||
                      (method == v1::PIPELINE_METHOD_PRIVGE &&
                       c.task == v1::PIPELINE_TASK_NODE &&
                       c.propagation != pipeline::NodePropagation::kPpr);
@@ -569,7 +647,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "scale", "alpha", "standardize-clip", "auto-ppr-max-nodes",
            "z-storage", "scratch-dir",
            "propagation", "label-denoising", "kprop-norm", "tune-feature-steps",
-           "tune-label-steps",
+           "tune-label-steps", "tune-nfr", "aggregator", "nfr", "inputs", "positional-features",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
            "batch-lr", "batch-epochs", "batch-patience", "batch-decays",
@@ -583,7 +661,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "screen-alpha", "edges", "edge-epsilon", "blink-delta",
            "blink-variant", "attack-edges"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
-           "no-standardize", "help"}));
+           "no-standardize", "baselines", "help"}));
   EvalOptions o;
   auto dataset = a.Get("dataset");
   if (!dataset) return absl::InvalidArgumentError("--dataset is required");
@@ -601,6 +679,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   RETURN_IF_ERROR(ParseMechanismFlags(a, &c));
   RETURN_IF_ERROR(ParseReleaseFlags(a, method, &c));
   RETURN_IF_ERROR(ParseSampledAndLabelFlags(a, &c));
+  RETURN_IF_ERROR(ParseAggregationFlags(a, &c));
   RETURN_IF_ERROR(ParsePropagationFlags(a, &c));
   RETURN_IF_ERROR(ParseModelFlags(a, &c));
   RETURN_IF_ERROR(ParseTrainingFlags(a, &c));
@@ -609,6 +688,18 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
   RETURN_IF_ERROR(
       pipeline::ParseDefenceFlags(a, &c.defences, &c.screen_alpha));
   ASSIGN_OR_RETURN(o.edges, ParseEvalEdgesFlags(a, c));
+  o.baselines = a.Flag("baselines");
+  if (o.baselines && c.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "--baselines applies to the node task (--task node)");
+  }
+  if (c.method == v1::PIPELINE_METHOD_UPGNET && !c.sampled &&
+      c.mechanism == "piecewise") {
+    // UPGNET's own k for the Piecewise mechanism: max(1, min(d,
+    // floor(eps / 2.5))) of the d dimensions (d is applied when the run
+    // builds the mechanism: a k above d is refused there).
+    c.sampled = std::max(1, static_cast<int>(std::floor(c.epsilon / 2.5)));
+  }
   absl::Status valid = pipeline::ValidateConfig(c);
   if (!valid.ok()) return valid;
   // A setting given explicitly stays; the table sets the others.
@@ -636,10 +727,15 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                                             const PipelineConfig& c, int runs,
                                             uint64_t seed,
                                             std::ostream* progress,
-                                            const EvalEdgesOptions& edges) {
+                                            const EvalEdgesOptions& edges,
+                                            bool baselines) {
   using nlohmann::json;
   const auto start = std::chrono::steady_clock::now();
   std::vector<double> values, target_rates;
+  const std::vector<EvalBaseline> baseline_list =
+      baselines ? EvalBaselinesFor(c, edges) : std::vector<EvalBaseline>();
+  std::vector<std::vector<double>> baseline_values(baseline_list.size());
+  double baseline_seconds = 0;
   json per_run = json::array();
   std::string noise;
   for (int run = 0; run < runs; ++run) {
@@ -655,7 +751,6 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
     jr["run"] = run;
     jr["metric"] = r.metric;
     run_edges.AddTo(&jr);
-    per_run.push_back(jr);
     if (progress != nullptr) {
       *progress << absl::StrFormat(
           "  run %d/%d: %s %.4f (%d epochs, best %d, %.1f s)\n", run + 1, runs,
@@ -663,6 +758,26 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
           r.training.epochs, r.training.best_epoch,
           r.perturb_seconds + r.propagate_seconds + r.train_seconds);
     }
+    if (!baseline_list.empty()) {
+      const auto t_base = std::chrono::steady_clock::now();
+      std::string line;
+      for (size_t b = 0; b < baseline_list.size(); ++b) {
+        ASSIGN_OR_RETURN(pipeline::RunResult rb,
+                         RunEvalBaseline(d, c, baseline_list[b], run_edges,
+                                         seed, run));
+        baseline_values[b].push_back(rb.metric);
+        jr["baselines"][baseline_list[b].key] = rb.metric;
+        absl::StrAppend(&line, b == 0 ? "" : ", ", baseline_list[b].key, " ",
+                        absl::StrFormat("%.4f", rb.metric));
+      }
+      const double spent = SecondsSince(t_base);
+      baseline_seconds += spent;
+      if (progress != nullptr) {
+        *progress << absl::StrFormat("  run %d/%d baselines: %s (%.1f s)\n",
+                                     run + 1, runs, line, spent);
+      }
+    }
+    per_run.push_back(jr);
   }
   const training::Summary s = training::Summarize(values);
   json j;
@@ -679,6 +794,13 @@ absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
   AddEdgesSettings(edges, c, &j["parameters"]);
   j["noise_source"] = noise;
   j["per_run"] = per_run;
+  if (!baseline_list.empty()) {
+    json b = BaselinesToJson(baseline_list, baseline_values, values);
+    j["baselines_summary"] = std::move(b["summary"]);
+    b.erase("summary");
+    j["baselines"] = std::move(b);
+    j["baselines_seconds"] = baseline_seconds;
+  }
   if (!target_rates.empty()) {
     const training::Summary t = training::Summarize(target_rates);
     j["target_rate"] = {{"mean", t.mean}, {"std", t.std}, {"values", target_rates}};
@@ -701,7 +823,11 @@ Pipeline:
   --task T               node (accuracy; default) or link (ROC-AUC on held-out
                          edges against as many sampled non-edges; 85/5/10)
   --method M             privge (default: PPR push + MLP / Hadamard scorer),
-                         lpgnn (KProp + GCN/GraphSAGE, node task only), or a
+                         lpgnn (KProp + GCN/GraphSAGE, node task only),
+                         upgnet (UPGNET: NFR of the reports, HOA over K = 32
+                         hops, GraphSAGE; Multi-bit, or --mechanism
+                         piecewise with k = floor(eps / 2.5); node task
+                         only), or a
                          structure embedding released under central DP:
                          se-privgemb (DP skip-gram) or dpne (objective-
                          perturbed factorisation); no features are used,
@@ -824,6 +950,24 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          lpgnn's default) or mean (D^-1 A, as its paper
                          writes; privge's default)
   --feature-self-loops   include a node in its own KProp aggregation
+  --aggregator A         lpgnn, upgnet: kprop (K KProp steps: the K-hop
+                         scale alone; lpgnn's default) or hoa (the mean of
+                         steps 1..K: every scale; upgnet's default)
+  --nfr TAU              lpgnn, upgnet: shrink every estimate towards 0 by
+                         TAU times the mechanism's output bound before
+                         aggregating (UPGNET's NFR; multibit, onebit,
+                         piecewise; upgnet's default 0.9; 0: off)
+  --inputs I             lpgnn, upgnet: what the model reads: reports (the
+                         estimates; default), positional (public N(0, 1)
+                         columns alone: no private data), both (side by
+                         side, standardised after aggregation) or auto
+                         (each run trains all three and keeps the best
+                         validation: three trainings)
+  --positional-features N   the positional columns' width (default 512)
+  --tune-nfr LIST        lpgnn, upgnet: choose TAU per run from this grid
+                         ("default": 0,0.1,0.3,0.5,0.7,0.9) by validation,
+                         with --tune-feature-steps (upgnet's "default" K
+                         grid: 0,2,4,8,16,32,64)
 )";
 // the model and its training;
 constexpr char kEvalHelpModel[] = R"(Model:
@@ -905,6 +1049,19 @@ constexpr char kEvalHelpRuns[] = R"(Runs and output:
                          per-run figures (node task: confusion, the test
                          nodes' [true][predicted] counts; target_rate with
                          an attack class, and its summary target_rate)
+  --baselines            node task: beside every run, on its split (and
+                         graph), what the curator learns without the
+                         private features: feature-free (N(0, 1) features
+                         of the raw width, HOA, the same model and tuning:
+                         no private data at all), graph-labels (label
+                         propagation from the training labels alone) and
+                         raw (the method on raw features); with --edges
+                         also no-graph and true-graph. JSON: "baselines"
+                         (each one's mean, std, values and its difference
+                         from the method, paired by run) and
+                         "baselines_summary"; the table says what the
+                         method adds over each, or that the baseline wins.
+                         Costs about one training per baseline and run
   --help                 this text
 
 Examples:
@@ -912,6 +1069,8 @@ Examples:
   ldpgraph eval --dataset ../shared/datasets/cora --task link --epsilon 1
   ldpgraph eval --dataset ../shared/datasets/cora --method lpgnn \
       --mechanism multibit --epsilon 1 --label-epsilon 1 --format json
+  ldpgraph eval --dataset ../shared/datasets/cora --method upgnet \
+      --epsilon 1 --baselines
   ldpgraph eval --dataset ../shared/datasets/cora --method dpne --epsilon 1
   ldpgraph eval --dataset ../shared/datasets/cora --method se-privgemb \
       --task link --epsilon 2 --runs 3
@@ -954,8 +1113,8 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
   if (!o.config.secure_noise && o.config.mechanism != "none") {
     err << kSeededWarning << "\n";
   }
-  auto result =
-      EvaluateRuns(*dataset, o.config, o.runs, o.seed, &err, o.edges);
+  auto result = EvaluateRuns(*dataset, o.config, o.runs, o.seed, &err,
+                             o.edges, o.baselines);
   if (!result.ok()) {
     err << "ldpgraph eval: " << result.status().message() << "\n";
     return result.status().code() == absl::StatusCode::kInvalidArgument ||
@@ -992,6 +1151,13 @@ int RunEval(const std::vector<std::string>& args, std::ostream& out,
     out << ScreenSummary(j["per_run"]) << "\n";
   }
   if (o.edges.enabled()) out << EdgesSummary(o.edges, j["per_run"]) << "\n";
+  if (j.contains("baselines_summary")) {
+    out << absl::StrFormat("beside it, on the same splits (%.1f s):\n",
+                           j["baselines_seconds"].get<double>());
+    for (const auto& line : j["baselines_summary"]) {
+      out << "  " << line.get<std::string>() << "\n";
+    }
+  }
   return kExitOk;
 }
 

@@ -30,11 +30,15 @@ std::string ReproHelp();
 // task, metric, mean, std, runs, values, seconds, dataset, seed,
 // parameters, and per-run figures. With edges enabled, each run learns on
 // the private graph of BuildEvalRunGraph (eval_edges.h): per-run "edges", and
-// parameters' "edges".
+// parameters' "edges". With baselines, every run also runs the baselines
+// of EvalBaselinesFor (eval_baselines.h) on its split and graph: per-run
+// "baselines" (each one's metric), "baselines" (BaselinesToJson) and
+// "baselines_summary" (its sentences), and "baselines_seconds".
 absl::StatusOr<nlohmann::json> EvaluateRuns(const Dataset& d,
                                             const pipeline::PipelineConfig& c,
                                             int runs, uint64_t seed,
                                             std::ostream* progress,
-                                            const EvalEdgesOptions& edges = {});
+                                            const EvalEdgesOptions& edges = {},
+                                            bool baselines = false);
 
 }  // namespace ldpgraph::tool

@@ -80,7 +80,7 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
       {{"--dataset", d, "--task", "graph"},
        "--task must be one of node, link, got 'graph'"},
       {{"--dataset", d, "--method", "gcn"},
-       "--method must be one of privge, lpgnn, se-privgemb, dpne, got 'gcn'"},
+       "--method must be one of privge, lpgnn, se-privgemb, dpne, upgnet, got 'gcn'"},
       {{"--dataset", d, "--mechanism", "gauss"}, "mechanism"},
       {{"--dataset", d, "--mechanism", "none", "--epsilon", "1"},
        "--epsilon needs a --mechanism"},
@@ -177,6 +177,27 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
        "--tune-feature-steps applies to --method lpgnn"},
       {{"--dataset", d, "--method", "lpgnn", "--tune-label-steps", "2,x"},
        "--tune-label-steps must be 'default' or a comma-separated list"},
+      {{"--dataset", d, "--nfr", "0.5"},
+       "--nfr applies to --method lpgnn or upgnet"},
+      {{"--dataset", d, "--method", "upgnet", "--nfr", "1"},
+       "--nfr must be in [0, 1) (0: off), got 1"},
+      {{"--dataset", d, "--method", "upgnet", "--mechanism", "none", "--nfr",
+        "0.5"},
+       "--nfr regularises a mechanism's reports"},
+      {{"--dataset", d, "--method", "lpgnn", "--aggregator", "sum"},
+       "--aggregator must be one of kprop, hoa, got 'sum'"},
+      {{"--dataset", d, "--aggregator", "hoa"},
+       "--aggregator applies to --method lpgnn or upgnet"},
+      {{"--dataset", d, "--method", "upgnet", "--tune-nfr", "0.5,1.5"},
+       "--tune-nfr must be 'default' or a comma-separated list"},
+      {{"--dataset", d, "--method", "upgnet", "--inputs", "all"},
+       "--inputs must be one of reports, positional, both, auto, got 'all'"},
+      {{"--dataset", d, "--method", "upgnet", "--positional-features", "8"},
+       "--positional-features applies to --inputs positional, both or auto"},
+      {{"--dataset", d, "--task", "link", "--baselines"},
+       "--baselines applies to the node task"},
+      {{"--dataset", d, "--method", "upgnet", "--task", "link"},
+       "UPGNET is evaluated on node classification"},
   };
   for (const auto& [args, needle] : cases) {
     Result r = Eval(args);
@@ -307,6 +328,53 @@ TEST_F(EvalCommandTest, JsonHasEveryFieldAndReproduces) {
   Result again = Eval(one_thread);
   ASSERT_EQ(again.code, 0);
   EXPECT_EQ(nlohmann::json::parse(again.out)["values"], j["values"]);
+}
+
+// UPGNET with --baselines: every baseline's summary beside the method's,
+// paired by run (the differences are the method's values minus the
+// baseline's), the per-run figures, and the table's sentences.
+TEST_F(EvalCommandTest, BaselinesStandBesideTheMethod) {
+  Result r = Eval({"--dataset", gen(), "--method", "upgnet", "--runs", "2",
+                   "--epochs", "40", "--feature-steps", "4", "--baselines",
+                   "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters"]["method"], "upgnet");
+  EXPECT_EQ(j["parameters"]["propagation"]["aggregator"], "hoa");
+  EXPECT_EQ(j["parameters"]["propagation"]["nfr_tau"], 0.9);
+  ASSERT_TRUE(j.contains("baselines")) << r.out;
+  for (const char* key : {"feature_free", "graph_labels", "raw"}) {
+    ASSERT_TRUE(j["baselines"].contains(key)) << key;
+    const auto& b = j["baselines"][key];
+    ASSERT_EQ(b["values"].size(), 2u) << key;
+    EXPECT_EQ(b["difference"]["values"].size(), 2u) << key;
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_NEAR(b["difference"]["values"][run].get<double>(),
+                  j["values"][run].get<double>() -
+                      b["values"][run].get<double>(),
+                  1e-12);
+      EXPECT_EQ(j["per_run"][run]["baselines"][key], b["values"][run]);
+    }
+    EXPECT_GE(b["mean"].get<double>(), 0.0);
+    EXPECT_LE(b["mean"].get<double>(), 1.0);
+  }
+  EXPECT_EQ(j["baselines_summary"].size(), 3u);
+  EXPECT_GT(j["baselines_seconds"].get<double>(), 0.0);
+  // The table says it in words, one line per baseline.
+  Result table = Eval({"--dataset", gen(), "--method", "lpgnn", "--runs", "1",
+                       "--epochs", "20", "--baselines"});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("beside it, on the same splits"));
+  EXPECT_THAT(table.out, HasSubstr("graph alone (no reports)"));
+  EXPECT_THAT(table.out, HasSubstr("graph and labels (label propagation)"));
+  EXPECT_THAT(table.out, HasSubstr("raw features (no feature privacy)"));
+  EXPECT_THAT(table.err, HasSubstr("run 1/1 baselines:"));
+  // On raw features the raw baseline is the method itself: left out.
+  Result raw = Eval({"--dataset", gen(), "--method", "lpgnn", "--mechanism",
+                     "none", "--runs", "1", "--epochs", "20", "--baselines",
+                     "--format", "json"});
+  ASSERT_EQ(raw.code, 0) << raw.err;
+  EXPECT_FALSE(nlohmann::json::parse(raw.out)["baselines"].contains("raw"));
 }
 
 TEST_F(EvalCommandTest, LinkAndLabelNoiseRuns) {

@@ -53,6 +53,13 @@ inline constexpr const auto& kTaskNames = wire::kPipelineTaskNames;
 inline absl::string_view MethodName(Method m) { return kMethodNames.Name(m); }
 inline absl::string_view TaskName(Task t) { return kTaskNames.Name(t); }
 
+// True for the methods that learn a graph model on estimates held against a
+// fill (LPGNN, UPGNET): Multi-bit by default, KProp or HOA over the
+// features, a GCN or GraphSAGE, labels through randomized response.
+inline bool IsGnnMethod(Method m) {
+  return m == v1::PIPELINE_METHOD_LPGNN || m == v1::PIPELINE_METHOD_UPGNET;
+}
+
 // True for the central-DP structure embeddings (SE-PrivGEmb, DPNE).
 inline bool IsReleaseMethod(Method m) {
   return embedding::ReleaseMethodOf(m).has_value();
@@ -156,6 +163,46 @@ inline constexpr auto kZStorageNames = MakeNameTable<ZStorage>(
                   {ZStorage::kMemory, "memory"},
                   {ZStorage::kFile, "file"}});
 
+// How LPGNN's and UPGNET's node task aggregates the estimates before the
+// graph model.
+//  kKProp: feature_steps KProp steps (LPGNN): the K-hop scale alone.
+//  kHoa: UPGNET's high-order aggregator, the mean of KProp's steps 1..K
+//    (HighOrderAggregate, server/propagation/propagation.h): every scale up
+//    to K. Always dense: n x d floats three times over.
+enum class FeatureAggregator { kKProp, kHoa };
+
+// The names "kprop" and "hoa" (--aggregator).
+inline constexpr auto kFeatureAggregatorNames =
+    MakeNameTable<FeatureAggregator>(
+        "aggregator", {{FeatureAggregator::kKProp, "kprop"},
+                       {FeatureAggregator::kHoa, "hoa"}});
+
+// What LPGNN's and UPGNET's graph model reads (aggregated as configured).
+//  kReports: the curator's estimates (the default).
+//  kPositional: positional_features public N(0, 1) columns alone (no
+//    private data: the feature-free baseline's input, baselines.h).
+//  kBoth: the estimates and the positional columns side by side,
+//    standardised after aggregation.
+//  kAuto: every run trains on each of the three and keeps the one whose
+//    selected epoch scores best on the validation nodes (the reports on a
+//    tie); RunResult::tuning records each. Why: at a small budget the
+//    reports are noise the positional signal does better without, at a
+//    large one they carry more than it (docs/papers.md, "UPGNET and the
+//    graph alone").
+// The positional columns of run r of seed s come from StageSeed(s, r,
+// kBaseline), the feature-free baseline's own stream.
+enum class NodeInputs { kReports, kPositional, kBoth, kAuto };
+
+// The names "reports", "positional", "both" and "auto" (--inputs).
+inline constexpr auto kNodeInputsNames = MakeNameTable<NodeInputs>(
+    "inputs", {{NodeInputs::kReports, "reports"},
+               {NodeInputs::kPositional, "positional"},
+               {NodeInputs::kBoth, "both"},
+               {NodeInputs::kAuto, "auto"}});
+
+// The positional columns' default width.
+inline constexpr int kPositionalFeatures = 512;
+
 struct PipelineConfig {
   Task task = v1::PIPELINE_TASK_NODE;
   Method method = v1::PIPELINE_METHOD_PRIVGE;
@@ -204,6 +251,18 @@ struct PipelineConfig {
   uint64_t z_slice_bytes = kZSliceBytes;
   int feature_steps = 16;
   bool feature_self_loops = false;
+  // LPGNN and UPGNET: how the estimates are aggregated (K = feature_steps).
+  FeatureAggregator aggregator = FeatureAggregator::kKProp;
+  // LPGNN and UPGNET: UPGNET's node feature regularisation of the curator's
+  // estimates before aggregation, x <- sign(x) max(|x| - B tau, 0), B the
+  // mechanism's EstimateBound (server/pipeline/nfr.h); tau = nfr_tau in
+  // [0, 1), 0 off. Needs a bounded mechanism (multibit, onebit,
+  // piecewise). Post-processing: no privacy cost.
+  double nfr_tau = 0;
+  // LPGNN and UPGNET: the model's inputs (NodeInputs) and the positional
+  // columns' width (>= 1).
+  NodeInputs inputs = NodeInputs::kReports;
+  int positional_features = kPositionalFeatures;
   // LPGNN: when tune_feature_steps is non-empty, every run first trains each
   // candidate K_x (and, with a label budget, K_y from tune_label_steps, or
   // label_steps when empty) on its own split and reports, and keeps the one
@@ -215,6 +274,9 @@ struct PipelineConfig {
   // RunResult::tuning records every candidate.
   std::vector<int> tune_feature_steps;
   std::vector<int> tune_label_steps;
+  // LPGNN and UPGNET: with a non-empty grid, every run also chooses nfr_tau
+  // from it, with K_x, the same way (each pair of K_x and tau trained).
+  std::vector<double> tune_nfr;
   // KProp's weights over the features (and kVote's over the labels).
   KPropNorm kprop_norm = KPropNorm::kSymmetric;
   // LPGNN: take K_x, K_y, learning rate, weight decay and dropout from the

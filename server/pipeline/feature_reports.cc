@@ -335,7 +335,7 @@ absl::StatusOr<SparseRows> CollectFeatures(const Dataset& d,
 // Post-processing of the reports: no privacy cost.
 absl::Status UnbiasHdsForLpgnn(const Dataset& d, const PipelineConfig& c,
                                SparseRows* x, float* fill) {
-  if (c.method != v1::PIPELINE_METHOD_LPGNN) return absl::OkStatus();
+  if (!IsGnnMethod(c.method)) return absl::OkStatus();
   if (c.mechanism != "hds" && c.mechanism != "square-wave") {
     return absl::OkStatus();
   }

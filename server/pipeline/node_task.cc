@@ -20,6 +20,8 @@
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 #include "server/pipeline/internal/deferred_kprop.h"
+#include "server/pipeline/baselines.h"
+#include "server/pipeline/nfr.h"
 #include "server/propagation/propagation.h"
 #include "server/training/mlp_rows.h"
 #include "server/training/row_file.h"
@@ -287,6 +289,12 @@ absl::StatusOr<NodeFeatures> PropagateNode(const NodeRunInputs& in,
       RETURN_IF_ERROR(PropagatePpr(in, c, &out));
       out.propagate_seconds = SecondsSince(t_prop);
       return out;
+    } else if (c.aggregator == FeatureAggregator::kHoa) {
+      ASSIGN_OR_RETURN(z, HighOrderAggregate(*in.graph,
+                                             DenseWithFill(*in.x, in.x_fill),
+                                             feature_steps,
+                                             c.feature_self_loops, c.threads,
+                                             c.kprop_norm));
     } else if (DefersKProp(c, in.x->rows, in.x->cols)) {
       ASSIGN_OR_RETURN(training::SparseInput<float> deferred,
                        DeferKProp(*in.graph, *in.x, in.x_fill, c,
@@ -494,6 +502,92 @@ absl::Status DropUntrusted(const std::vector<uint32_t>& untrusted,
   return absl::OkStatus();
 }
 
+// x (held against fill) and z side by side: z's columns after x's.
+SparseRows AppendColumns(const SparseRows& x, float fill,
+                         const SparseRows& z) {
+  const SparseRows full = WithoutFill(x, fill);
+  SparseRows out;
+  out.cols = full.cols + z.cols;
+  out.indices.reserve(full.nnz() + z.nnz());
+  out.values.reserve(full.nnz() + z.nnz());
+  for (size_t v = 0; v < full.rows; ++v) {
+    const auto idx = full.row_indices(v);
+    const auto val = full.row_values(v);
+    out.indices.insert(out.indices.end(), idx.begin(), idx.end());
+    out.values.insert(out.values.end(), val.begin(), val.end());
+    for (uint32_t j : z.row_indices(v)) {
+      out.indices.push_back(static_cast<uint32_t>(full.cols + j));
+    }
+    const auto zv = z.row_values(v);
+    out.values.insert(out.values.end(), zv.begin(), zv.end());
+    out.offsets.push_back(out.indices.size());
+  }
+  out.rows = full.rows;
+  return out;
+}
+
+// NodeInputs other than kReports: the candidates (kAuto: reports,
+// positional, both; else the one asked) each aggregated and trained, the
+// positional ones standardised after aggregation; the best validation wins
+// (the first on a tie). The run's cost is every candidate's.
+absl::StatusOr<RunResult> TrainOnInputs(const NodeRunInputs& in,
+                                        const PipelineConfig& c,
+                                        int feature_steps, int label_steps,
+                                        uint64_t model_seed,
+                                        uint64_t positional_seed,
+                                        nlohmann::json* tuning) {
+  const SparseRows positional = FeatureFreeFeatures(
+      in.x->rows, static_cast<size_t>(c.positional_features),
+      positional_seed);
+  std::vector<NodeInputs> candidates;
+  if (c.inputs == NodeInputs::kAuto) {
+    candidates = {NodeInputs::kReports, NodeInputs::kPositional,
+                  NodeInputs::kBoth};
+  } else {
+    candidates = {c.inputs};
+  }
+  RunResult best;
+  double best_validation = -1, propagate_seconds = 0, train_seconds = 0;
+  NodeInputs kept = candidates.front();
+  nlohmann::json rows = nlohmann::json::array();
+  for (NodeInputs inputs : candidates) {
+    NodeRunInputs candidate = in;
+    PipelineConfig cc = c;
+    SparseRows both;
+    if (inputs == NodeInputs::kPositional) {
+      candidate.x = &positional;
+      candidate.x_fill = 0;
+    } else if (inputs == NodeInputs::kBoth) {
+      both = AppendColumns(*in.x, in.x_fill, positional);
+      candidate.x = &both;
+      candidate.x_fill = 0;
+    }
+    if (inputs != NodeInputs::kReports) cc.standardize = true;
+    ASSIGN_OR_RETURN(const NodeFeatures features,
+                     PropagateNode(candidate, cc, feature_steps));
+    ASSIGN_OR_RETURN(RunResult r, TrainNodeOnce(candidate, cc, features,
+                                                label_steps, false,
+                                                model_seed));
+    rows.push_back({{"inputs", kNodeInputsNames.Name(inputs)},
+                    {"validation", r.training.best_validation},
+                    {"epochs", r.training.epochs}});
+    propagate_seconds += r.propagate_seconds;
+    train_seconds += r.train_seconds;
+    if (r.training.best_validation > best_validation) {
+      best_validation = r.training.best_validation;
+      kept = inputs;
+      best = std::move(r);
+    }
+  }
+  best.propagate_seconds = propagate_seconds;
+  best.train_seconds = train_seconds;
+  *tuning = {{"candidates", std::move(rows)},
+             {"inputs", kNodeInputsNames.Name(kept)},
+             {"feature_steps", feature_steps},
+             {"positional_features", c.positional_features}};
+  return best;
+}
+
 }  // namespace
 
 absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
@@ -556,8 +650,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     ASSIGN_OR_RETURN(
         x, CollectFeatures(d, c, collected, overrides.features,
                            poisoning.get(), noise, &r, &untrusted,
-                           c.method == v1::PIPELINE_METHOD_LPGNN ? &in.x_fill
-                                                                 : nullptr));
+                           IsGnnMethod(c.method) ? &in.x_fill : nullptr));
     RETURN_IF_ERROR(UnbiasHdsForLpgnn(d, c, &x, &in.x_fill));
     in.x = &x;
     if (overrides.untrusted != nullptr) {
@@ -579,32 +672,57 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   const uint64_t model_seed = StageSeed(seed, run, Stage::kModel);
   int feature_steps = c.feature_steps, label_steps = c.label_steps;
   nlohmann::json tuning;
-  if (c.method == v1::PIPELINE_METHOD_LPGNN && !c.tune_feature_steps.empty()) {
+  double nfr_tau = c.nfr_tau;
+  if (IsGnnMethod(c.method) &&
+      (!c.tune_feature_steps.empty() || !c.tune_nfr.empty())) {
     // Every candidate on this run's split and reports, scored by its
     // selected epoch's validation accuracy (against the reports when the
     // labels are noisy); the first best wins.
+    const std::vector<int> kx_grid = c.tune_feature_steps.empty()
+                                         ? std::vector<int>{c.feature_steps}
+                                         : c.tune_feature_steps;
     const std::vector<int> ky_grid =
         c.label_epsilon && !c.tune_label_steps.empty()
             ? c.tune_label_steps
             : std::vector<int>{c.label_steps};
+    const std::vector<double> tau_grid =
+        c.tune_nfr.empty() ? std::vector<double>{c.nfr_tau} : c.tune_nfr;
     double best = -1;
     tuning = nlohmann::json::array();
-    for (int kx : c.tune_feature_steps) {
-      ASSIGN_OR_RETURN(const NodeFeatures features, PropagateNode(in, c, kx));
-      for (int ky : ky_grid) {
-        ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(in, c, features, ky,
-                                                    true, model_seed));
-        tuning.push_back({{"feature_steps", kx},
-                          {"label_steps", ky},
-                          {"validation", t.training.best_validation},
-                          {"epochs", t.training.epochs}});
-        if (t.training.best_validation > best) {
-          best = t.training.best_validation;
-          feature_steps = kx;
-          label_steps = ky;
+    for (double tau : tau_grid) {
+      SparseRows regularised;
+      NodeRunInputs candidate = in;
+      if (tau > 0) {
+        ASSIGN_OR_RETURN(const double threshold, NfrThreshold(c, d, tau));
+        regularised = x;
+        ApplyNfr(threshold, &regularised, &candidate.x_fill);
+        candidate.x = &regularised;
+      }
+      for (int kx : kx_grid) {
+        ASSIGN_OR_RETURN(const NodeFeatures features,
+                         PropagateNode(candidate, c, kx));
+        for (int ky : ky_grid) {
+          ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(candidate, c, features,
+                                                      ky, true, model_seed));
+          nlohmann::json row = {{"feature_steps", kx},
+                                {"label_steps", ky},
+                                {"validation", t.training.best_validation},
+                                {"epochs", t.training.epochs}};
+          if (!c.tune_nfr.empty()) row["nfr_tau"] = tau;
+          tuning.push_back(std::move(row));
+          if (t.training.best_validation > best) {
+            best = t.training.best_validation;
+            feature_steps = kx;
+            label_steps = ky;
+            nfr_tau = tau;
+          }
         }
       }
     }
+  }
+  if (nfr_tau > 0 && in.x != nullptr) {
+    ASSIGN_OR_RETURN(const double threshold, NfrThreshold(c, d, nfr_tau));
+    ApplyNfr(threshold, &x, &in.x_fill);
   }
   RunResult t;
   // The robust defence reads the first model's posteriors.
@@ -655,6 +773,21 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
           "the graph's ", in.graph->num_nodes(), " nodes pass auto's ",
           c.auto_ppr_max_nodes, ", past which PPR scores at chance");
     }
+  } else if (IsGnnMethod(c.method) && c.inputs != NodeInputs::kReports &&
+             in.x != nullptr) {
+    nlohmann::json inputs_tuning;
+    ASSIGN_OR_RETURN(t, TrainOnInputs(in, chosen, feature_steps, label_steps,
+                                      model_seed,
+                                      StageSeed(seed, run, Stage::kBaseline),
+                                      &inputs_tuning));
+    if (!tuning.is_null()) {
+      // The steps (and NFR) were tuned on the reports first.
+      inputs_tuning["steps"] = {{"candidates", std::move(tuning)},
+                                {"feature_steps", feature_steps},
+                                {"label_steps", label_steps}};
+      if (!c.tune_nfr.empty()) inputs_tuning["steps"]["nfr_tau"] = nfr_tau;
+    }
+    tuning = std::move(inputs_tuning);
   } else {
     ASSIGN_OR_RETURN(NodeFeatures features,
                      PropagateNode(in, c, feature_steps));
@@ -685,6 +818,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     t.tuning = {{"candidates", std::move(tuning)},
                 {"feature_steps", feature_steps},
                 {"label_steps", label_steps}};
+    if (!c.tune_nfr.empty()) t.tuning["nfr_tau"] = nfr_tau;
   }
   return t;
 }

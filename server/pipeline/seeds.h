@@ -11,7 +11,8 @@ namespace ldpgraph::pipeline {
 
 // The streams of a run: the split, the privacy noise, the model's
 // initialisation (and training randomness).
-enum class Stage : uint64_t { kSplit = 1, kNoise = 2, kModel = 4 };
+// kBaseline: the baselines' own public draws (baselines.h).
+enum class Stage : uint64_t { kSplit = 1, kNoise = 2, kModel = 4, kBaseline = 8 };
 
 // An independent 64-bit seed per (seed, run, stage).
 uint64_t StageSeed(uint64_t seed, int run, Stage stage);

@@ -137,6 +137,20 @@ absl::StatusOr<DenseMatrix> KProp(const Graph& graph, DenseMatrix x,
                                   int steps, bool self_loops, int threads = 0,
                                   KPropNorm norm = KPropNorm::kMean);
 
+// HOA, UPGNET's high-order aggregator (He, Li, Tang and Su, "Going Deeper
+// into Locally Differentially Private Graph Neural Networks", ICML 2025):
+// H = (1/K) sum_{k=1..K} T^k x, T KProp's step (KPropOperator: D^-1/2 A
+// D^-1/2 with kSymmetric and no self loops, as UPGNET), K = steps. Where
+// KProp's K steps keep only the last scale, which on a graph of many
+// components tends to each component's constant, HOA keeps every scale
+// from one hop to K. steps >= 0 (0 returns x); a node with no neighbours
+// keeps its value, as in KProp. threads as KProp's: the same bits for any
+// number. Memory: x, KProp's buffer and the sum, three n x d floats.
+// Post-processing: no privacy cost.
+absl::StatusOr<DenseMatrix> HighOrderAggregate(
+    const Graph& graph, DenseMatrix x, int steps, bool self_loops,
+    int threads = 0, KPropNorm norm = KPropNorm::kSymmetric);
+
 // One entry of KProp's step as a matrix: h_k(row) gets weight * h_{k-1}(col).
 struct KPropEntry {
   NodeId row;

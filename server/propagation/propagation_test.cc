@@ -753,6 +753,78 @@ TEST(KPropTest, OperatorIsOneStep) {
   EXPECT_EQ(row6, 1);
 }
 
+TEST(HighOrderAggregateTest, MatchesADenseReference) {
+  // Two components, an isolated node, a stored self loop. The reference
+  // builds D^-1/2 A D^-1/2 densely in double from the edge list (an
+  // isolated node's row: 1 on the diagonal, as KProp keeps its value) and
+  // sums its powers: H = (1/K) sum_{k=1..K} T^k x.
+  const size_t n = 9;
+  const std::vector<Edge> edges = {{0, 1}, {1, 2}, {2, 0}, {2, 3}, {3, 3},
+                                   {4, 5}, {5, 6}, {6, 7}};
+  Graph g = MakeGraph(n, edges, true);
+  DenseMatrix x = RandomDense(n, 4, 11);
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(n, n);
+  for (const Edge& e : edges) {
+    a(e.u, e.v) = 1;
+    a(e.v, e.u) = 1;
+  }
+  Eigen::VectorXd deg = a.rowwise().sum();
+  Eigen::MatrixXd t = Eigen::MatrixXd::Zero(n, n);
+  for (size_t u = 0; u < n; ++u) {
+    if (deg(u) == 0) {
+      t(u, u) = 1;
+      continue;
+    }
+    for (size_t v = 0; v < n; ++v) {
+      if (a(u, v) != 0) t(u, v) = 1 / std::sqrt(deg(u) * deg(v));
+    }
+  }
+  Eigen::MatrixXd x0(n, 4);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < 4; ++j) x0(i, j) = x.at(i, j);
+  }
+  for (int steps : {1, 3, 8}) {
+    Eigen::MatrixXd power = x0, sum = Eigen::MatrixXd::Zero(n, 4);
+    for (int k = 0; k < steps; ++k) {
+      power = t * power;
+      sum += power;
+    }
+    sum /= steps;
+    auto h = HighOrderAggregate(g, x, steps, false, 1);
+    ASSERT_TRUE(h.ok()) << h.status();
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < 4; ++j) {
+        EXPECT_NEAR(h->at(i, j), sum(i, j), 1e-5)
+            << "K " << steps << " at (" << i << ", " << j << ")";
+      }
+    }
+  }
+  // K = 0 returns x; HOA with K = 1 is one KProp step; the isolated node 8
+  // keeps its row.
+  auto zero = HighOrderAggregate(g, x, 0, false);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(zero->data, x.data);
+  auto h1 = HighOrderAggregate(g, x, 1, false, 0);
+  auto k1 = KProp(g, x, 1, false, 0, KPropNorm::kSymmetric);
+  ASSERT_TRUE(h1.ok() && k1.ok());
+  EXPECT_EQ(h1->data, k1->data);
+  auto h8 = HighOrderAggregate(g, x, 8, false, 2);
+  ASSERT_TRUE(h8.ok());
+  for (size_t j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(h8->at(8, j), x.at(8, j));
+  EXPECT_FALSE(HighOrderAggregate(g, x, -1, false).ok());
+  DenseMatrix wrong(n + 1, 4);
+  EXPECT_FALSE(HighOrderAggregate(g, wrong, 2, false).ok());
+}
+
+TEST(HighOrderAggregateTest, ThreadsDoNotChangeTheBits) {
+  Graph g = RandomGraph(3000, 9000, 20, 45);
+  DenseMatrix x = RandomDense(3000, 8, 47);
+  auto one = HighOrderAggregate(g, x, 6, false, 1);
+  auto many = HighOrderAggregate(g, x, 6, false, 3);
+  ASSERT_TRUE(one.ok() && many.ok());
+  EXPECT_EQ(one->data, many->data);
+}
+
 TEST(KPropTest, ThreadsDoNotChangeTheBits) {
   Graph g = RandomGraph(3000, 9000, 20, 41);
   DenseMatrix x = RandomDense(3000, 24, 43);

@@ -1,0 +1,101 @@
+#include "server/ldpgraph/eval_baselines.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "server/pipeline/baselines.h"
+#include "server/training/metrics.h"
+
+namespace ldpgraph::tool {
+
+std::vector<EvalBaseline> EvalBaselinesFor(const pipeline::PipelineConfig& c,
+                                           const EvalEdgesOptions& edges) {
+  using pipeline::Baseline;
+  std::vector<EvalBaseline> out;
+  if (pipeline::BaselineApplies(c, Baseline::kFeatureFree)) {
+    out.push_back({"feature_free", "graph alone (no reports)"});
+  }
+  if (pipeline::BaselineApplies(c, Baseline::kGraphLabels)) {
+    out.push_back({"graph_labels", "graph and labels (label propagation)"});
+  }
+  if (pipeline::BaselineApplies(c, Baseline::kRaw) && c.mechanism != "none") {
+    out.push_back({"raw", "raw features (no feature privacy)"});
+  }
+  if (edges.enabled()) {
+    out.push_back({"no_graph", "no graph (features and labels alone)"});
+    out.push_back({"true_graph", "true graph (no edge privacy)"});
+  }
+  return out;
+}
+
+absl::StatusOr<pipeline::RunResult> RunEvalBaseline(
+    const Dataset& d, const pipeline::PipelineConfig& c,
+    const EvalBaseline& b, const EvalRunGraph& graph, uint64_t seed,
+    int run) {
+  using pipeline::Baseline;
+  if (b.key == "true_graph") return pipeline::RunPipeline(d, c, seed, run);
+  if (b.key == "no_graph") {
+    ASSIGN_OR_RETURN(const Graph empty, Graph::FromEdges(d.graph.num_nodes(),
+                                                         {}));
+    pipeline::RunOverrides o = graph.overrides();
+    o.graph = &empty;
+    return pipeline::RunPipeline(d, c, seed, run, o);
+  }
+  ASSIGN_OR_RETURN(const Baseline kind, pipeline::kBaselineNames.Parse(
+                                            b.key == "feature_free"
+                                                ? "feature-free"
+                                            : b.key == "graph_labels"
+                                                ? "graph-labels"
+                                                : b.key));
+  const pipeline::RunOverrides o = graph.overrides();
+  return pipeline::RunBaseline(d, c, kind, seed, run, o.graph);
+}
+
+nlohmann::json BaselinesToJson(
+    const std::vector<EvalBaseline>& baselines,
+    const std::vector<std::vector<double>>& values,
+    const std::vector<double>& method_values) {
+  nlohmann::json out = nlohmann::json::object();
+  nlohmann::json summary = nlohmann::json::array();
+  const training::Summary m = training::Summarize(method_values);
+  for (size_t i = 0; i < baselines.size() && i < values.size(); ++i) {
+    const training::Summary s = training::Summarize(values[i]);
+    std::vector<double> diff;
+    for (size_t r = 0; r < values[i].size() && r < method_values.size();
+         ++r) {
+      diff.push_back(method_values[r] - values[i][r]);
+    }
+    const training::Summary ds = training::Summarize(diff);
+    out[baselines[i].key] = {
+        {"label", baselines[i].label},
+        {"mean", s.mean},
+        {"std", s.std},
+        {"values", values[i]},
+        {"difference", {{"mean", ds.mean}, {"std", ds.std}, {"values", diff}}}};
+    // A difference within one standard deviation of the paired runs is no
+    // difference the runs can show.
+    std::string sentence;
+    const double points = 100 * ds.mean, spread = 100 * ds.std;
+    if (std::abs(ds.mean) <= ds.std) {
+      sentence = absl::StrFormat(
+          "%s: %.1f %%, level with the method's %.1f %% (difference %+.1f "
+          "± %.1f points)",
+          baselines[i].label, 100 * s.mean, 100 * m.mean, points, spread);
+    } else if (ds.mean > 0) {
+      sentence = absl::StrFormat(
+          "%s: %.1f %%; the method adds %.1f ± %.1f points over it",
+          baselines[i].label, 100 * s.mean, points, spread);
+    } else {
+      sentence = absl::StrFormat(
+          "%s: %.1f %%, ahead of the method by %.1f ± %.1f points: here the "
+          "baseline wins",
+          baselines[i].label, 100 * s.mean, -points, spread);
+    }
+    summary.push_back(sentence);
+  }
+  out["summary"] = std::move(summary);
+  return out;
+}
+
+}  // namespace ldpgraph::tool

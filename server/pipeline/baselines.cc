@@ -1,0 +1,272 @@
+#include "server/pipeline/baselines.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numbers>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/dataset/splits.h"
+#include "common/random.h"
+#include "common/status_macros.h"
+#include "common/stopwatch.h"
+#include "server/pipeline/internal/stages.h"
+#include "server/propagation/propagation.h"
+#include "server/training/metrics.h"
+
+namespace ldpgraph::pipeline {
+namespace {
+
+// The split of run `run` of c, as RunNode draws it.
+absl::StatusOr<NodeSplit> RunSplit(const Dataset& d, const PipelineConfig& c,
+                                   uint64_t seed, int run) {
+  if (c.planetoid_split) return PlanetoidSplit(d);
+  return RandomNodeSplit(d.labels, c.train_fraction, c.validation_fraction,
+                         StageSeed(seed, c.fixed_split ? 0 : run,
+                                   Stage::kSplit));
+}
+
+// Row-wise argmax (ties to the lower class); a row of zeros (no label
+// reached the node) gets `fallback`.
+std::vector<int32_t> ArgmaxRows(const DenseMatrix& f, int32_t fallback) {
+  std::vector<int32_t> out(f.rows, fallback);
+  for (size_t v = 0; v < f.rows; ++v) {
+    float best = 0;
+    for (size_t k = 0; k < f.cols; ++k) {
+      if (f.at(v, k) > best) {
+        best = f.at(v, k);
+        out[v] = static_cast<int32_t>(k);
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<RunResult> RunGraphLabels(const Dataset& d, const Graph& graph,
+                                         const PipelineConfig& c,
+                                         uint64_t seed, int run) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(NodeSplit split, RunSplit(d, c, seed, run));
+  const int classes = d.meta.classes;
+  std::vector<int32_t> train_targets, validation_targets;
+  if (c.label_epsilon) {
+    // The label reports such a run would hold: randomized response with
+    // the run's budget, from the baseline's own stream.
+    ASSIGN_OR_RETURN(internal::NoiseStreams noise,
+                     internal::NoiseStreams::Create(
+                         c, StageSeed(seed, run, Stage::kBaseline),
+                         d.graph.num_nodes()));
+    ASSIGN_OR_RETURN(internal::LabelReports reports,
+                     internal::PerturbLabels(d, split, c, classes, nullptr,
+                                             nullptr, noise));
+    for (NodeId v : split.train) train_targets.push_back(reports.reported[v]);
+    for (NodeId v : split.validation) {
+      validation_targets.push_back(reports.reported[v]);
+    }
+  } else {
+    for (NodeId v : split.train) train_targets.push_back(d.labels[v]);
+    for (NodeId v : split.validation) {
+      validation_targets.push_back(d.labels[v]);
+    }
+  }
+  const std::vector<uint32_t> train(split.train.begin(), split.train.end());
+  const std::vector<uint32_t> validation(split.validation.begin(),
+                                         split.validation.end());
+  ASSIGN_OR_RETURN(LabelPropagationResult lp,
+                   PropagateLabels(graph, classes, train, train_targets,
+                                   validation, validation_targets, c.threads));
+  RunResult r;
+  std::vector<int32_t> predicted, truth;
+  for (NodeId v : split.test) {
+    predicted.push_back(lp.predictions[v]);
+    truth.push_back(d.labels[v]);
+  }
+  ASSIGN_OR_RETURN(r.metric, training::Accuracy(predicted, truth));
+  ASSIGN_OR_RETURN(r.micro_f1, training::MicroF1(predicted, truth, classes));
+  ASSIGN_OR_RETURN(r.macro_f1, training::MacroF1(predicted, truth, classes));
+  r.confusion.assign(classes, std::vector<uint32_t>(classes, 0));
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    ++r.confusion[truth[i]][predicted[i]];
+  }
+  nlohmann::json candidates = nlohmann::json::array();
+  for (size_t i = 0; i < lp.validation.size(); ++i) {
+    candidates.push_back({{"alpha", kLabelPropagationAlphas[i]},
+                          {"validation", lp.validation[i]}});
+  }
+  r.tuning = {{"candidates", std::move(candidates)}, {"alpha", lp.alpha}};
+  r.train_seconds = SecondsSince(start);
+  r.noise_source = c.label_epsilon ? (c.secure_noise ? "secure"
+                                                     : "seeded-not-private")
+                                   : "none";
+  return r;
+}
+
+}  // namespace
+
+absl::string_view BaselineKey(Baseline b) {
+  switch (b) {
+    case Baseline::kFeatureFree:
+      return "feature_free";
+    case Baseline::kGraphLabels:
+      return "graph_labels";
+    case Baseline::kRaw:
+      return "raw";
+  }
+  return "unknown";
+}
+
+bool BaselineApplies(const PipelineConfig& c, Baseline b) {
+  if (c.task != v1::PIPELINE_TASK_NODE) return false;
+  return b != Baseline::kFeatureFree || !IsReleaseMethod(c.method);
+}
+
+absl::StatusOr<PipelineConfig> BaselineConfig(const PipelineConfig& c,
+                                              Baseline b) {
+  if (!BaselineApplies(c, b) || b == Baseline::kGraphLabels) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", kBaselineNames.Name(b), " baseline has no configuration beside ",
+        MethodName(c.method), " on the ", TaskName(c.task), " task"));
+  }
+  PipelineConfig out = c;
+  out.mechanism = "none";
+  out.sampled.reset();
+  out.nfr_tau = 0;
+  out.tune_nfr.clear();
+  out.attack_fraction = 0;
+  out.attack_class.reset();
+  out.defences = Defences();
+  out.keep_node_outputs = false;
+  out.keep_node_model = false;
+  if (!IsReleaseMethod(c.method)) {
+    // Raw values as they are, as `--mechanism none` runs them.
+    out.scaling = FeatureScaling::kUnit;
+    out.standardize = false;
+    out.standardize_clip = 0;
+  }
+  if (b == Baseline::kFeatureFree) {
+    // Random columns carry no scale of their own: standardised after
+    // propagation, as the re-evaluation's.
+    out.standardize = true;
+    if (IsGnnMethod(c.method) && c.aggregator != FeatureAggregator::kHoa) {
+      out.aggregator = FeatureAggregator::kHoa;
+      out.feature_steps = kFeatureFreeSteps;
+      out.tune_feature_steps.clear();
+    }
+  }
+  return out;
+}
+
+SparseRows FeatureFreeFeatures(size_t n, size_t d, uint64_t seed) {
+  PublicRandom rng(seed);
+  SparseRows x;
+  x.cols = d;
+  x.offsets.reserve(n + 1);
+  x.indices.reserve(n * d);
+  x.values.reserve(n * d);
+  for (size_t v = 0; v < n; ++v) {
+    for (size_t j = 0; j < d; j += 2) {
+      // Box-Muller: two normals from two uniforms in (0, 1].
+      const double u1 = 1.0 - rng.UniformDouble(), u2 = rng.UniformDouble();
+      const double radius = std::sqrt(-2.0 * std::log(u1));
+      const double angle = 2 * std::numbers::pi * u2;
+      x.indices.push_back(static_cast<uint32_t>(j));
+      x.values.push_back(static_cast<float>(radius * std::cos(angle)));
+      if (j + 1 < d) {
+        x.indices.push_back(static_cast<uint32_t>(j + 1));
+        x.values.push_back(static_cast<float>(radius * std::sin(angle)));
+      }
+    }
+    x.offsets.push_back(x.indices.size());
+  }
+  x.rows = n;
+  return x;
+}
+
+absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
+                                      const PipelineConfig& c, Baseline b,
+                                      uint64_t seed, int run,
+                                      const Graph* graph) {
+  if (graph != nullptr && graph->num_nodes() != d.graph.num_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a baseline's graph must have the dataset's ", d.graph.num_nodes(),
+        " nodes, not ", graph->num_nodes()));
+  }
+  if (b == Baseline::kGraphLabels) {
+    if (!BaselineApplies(c, b)) {
+      return absl::InvalidArgumentError(
+          "the graph-labels baseline applies to the node task");
+    }
+    return RunGraphLabels(d, graph != nullptr ? *graph : d.graph, c, seed,
+                          run);
+  }
+  ASSIGN_OR_RETURN(const PipelineConfig bc, BaselineConfig(c, b));
+  RunOverrides overrides;
+  overrides.graph = graph;
+  if (b == Baseline::kRaw) return RunPipeline(d, bc, seed, run, overrides);
+  const SparseRows random = FeatureFreeFeatures(
+      d.graph.num_nodes(), d.meta.features,
+      StageSeed(seed, run, Stage::kBaseline));
+  overrides.features = &random;
+  return RunPipeline(d, bc, seed, run, overrides);
+}
+
+absl::StatusOr<LabelPropagationResult> PropagateLabels(
+    const Graph& graph, int classes, const std::vector<uint32_t>& train,
+    const std::vector<int32_t>& train_targets,
+    const std::vector<uint32_t>& validation,
+    const std::vector<int32_t>& validation_targets, int threads) {
+  const size_t n = graph.num_nodes();
+  if (classes < 1 || train.size() != train_targets.size() ||
+      validation.size() != validation_targets.size()) {
+    return absl::InvalidArgumentError(
+        "label propagation: classes < 1 or lists of different sizes");
+  }
+  DenseMatrix y(n, classes);
+  std::vector<uint32_t> counts(classes, 0);
+  for (size_t i = 0; i < train.size(); ++i) {
+    const int32_t t = train_targets[i];
+    if (t < 0) continue;
+    if (t >= classes || train[i] >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "label propagation: training node ", train[i], " has label ", t,
+          " outside [0, ", classes, ") or lies outside the graph"));
+    }
+    y.at(train[i], t) = 1.0f;
+    ++counts[t];
+  }
+  // A node no label reaches: the commonest training label.
+  const int32_t fallback = static_cast<int32_t>(
+      std::max_element(counts.begin(), counts.end()) - counts.begin());
+  LabelPropagationResult out;
+  double best = -1;
+  for (double alpha : kLabelPropagationAlphas) {
+    DenseMatrix f = y;
+    for (int s = 0; s < kLabelPropagationSteps; ++s) {
+      ASSIGN_OR_RETURN(f, KProp(graph, std::move(f), 1, false, threads,
+                                KPropNorm::kSymmetric));
+      for (size_t i = 0; i < f.data.size(); ++i) {
+        f.data[i] = static_cast<float>(alpha * f.data[i] +
+                                       (1 - alpha) * y.data[i]);
+      }
+    }
+    std::vector<int32_t> predictions = ArgmaxRows(f, fallback);
+    size_t right = 0, scored = 0;
+    for (size_t i = 0; i < validation.size(); ++i) {
+      if (validation_targets[i] < 0) continue;
+      ++scored;
+      right += predictions[validation[i]] == validation_targets[i];
+    }
+    const double accuracy =
+        scored == 0 ? 0.0 : static_cast<double>(right) / scored;
+    out.validation.push_back(accuracy);
+    if (accuracy > best) {
+      best = accuracy;
+      out.alpha = alpha;
+      out.predictions = std::move(predictions);
+    }
+  }
+  return out;
+}
+
+}  // namespace ldpgraph::pipeline

@@ -1,0 +1,98 @@
+// The baselines a node-task result stands beside: what the curator learns
+// without the private features, computed the same way as the method, so
+// that a result can say what its budget bought.
+//
+//  kFeatureFree ("feature-free"): no private data at all. Every node gets
+//    i.i.d. N(0, 1) features of the dataset's width, drawn from a public
+//    seed; the method then runs on them as on raw features (mechanism
+//    none), with the same split, model, training and tuning, standardised
+//    after propagation. LPGNN and UPGNET aggregate them by HOA (K the run's
+//    feature_steps under HOA, else kFeatureFreeSteps): K KProp steps alone
+//    wash random features out to each component's constant, where HOA
+//    keeps the positional signal of every scale (the independent
+//    re-evaluation of LDP graph learning defines it so: random features,
+//    HOA, the same GNN).
+//  kGraphLabels ("graph-labels"): label propagation (Zhou et al., "Learning
+//    with Local and Global Consistency", NIPS 2003) from the training
+//    labels the run would hold (its label reports, under a label budget)
+//    over D^-1/2 A D^-1/2, no features: F <- alpha S F + (1 - alpha) Y for
+//    kLabelPropagationSteps steps, alpha chosen per run from
+//    kLabelPropagationAlphas by validation accuracy (against the
+//    validation labels the run holds).
+//  kRaw ("raw"): the method on the raw features (mechanism none), the
+//    labels as the run holds them: the features' privacy cost alone.
+//
+// Attacks and defences are left out of every baseline (they act on
+// reports). A central-DP release method (SE-PrivGEmb, DPNE) has no
+// features: kFeatureFree does not apply to it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/dataset/dataset.h"
+#include "common/matrix.h"
+#include "common/names.h"
+#include "server/pipeline/config.h"
+#include "server/pipeline/pipeline.h"
+
+namespace ldpgraph::pipeline {
+
+enum class Baseline { kFeatureFree, kGraphLabels, kRaw };
+
+// The names "feature-free", "graph-labels", "raw"; JSON keys replace the
+// dashes with underscores (BaselineKey).
+inline constexpr auto kBaselineNames = MakeNameTable<Baseline>(
+    "baseline", {{Baseline::kFeatureFree, "feature-free"},
+                 {Baseline::kGraphLabels, "graph-labels"},
+                 {Baseline::kRaw, "raw"}});
+// "feature_free", "graph_labels", "raw".
+absl::string_view BaselineKey(Baseline b);
+
+// HOA's K for the feature-free baseline of a method that does not
+// aggregate by HOA itself (UPGNET's default).
+inline constexpr int kFeatureFreeSteps = 32;
+inline constexpr int kLabelPropagationSteps = 100;
+inline constexpr double kLabelPropagationAlphas[] = {0.5, 0.8, 0.9, 0.99};
+
+// Whether b applies beside c (node task; kFeatureFree not for a release).
+bool BaselineApplies(const PipelineConfig& c, Baseline b);
+
+// The configuration baseline b runs beside a run of c (kFeatureFree,
+// kRaw; kGraphLabels has no model). INVALID_ARGUMENT when b does not
+// apply.
+absl::StatusOr<PipelineConfig> BaselineConfig(const PipelineConfig& c,
+                                              Baseline b);
+
+// n x d i.i.d. N(0, 1) entries, every one stored, from a public generator
+// seeded by seed: not private data, and not private noise.
+SparseRows FeatureFreeFeatures(size_t n, size_t d, uint64_t seed);
+
+// Run `run` of baseline b beside c on d, with c's split of (seed, run),
+// over graph (null: d.graph; else the graph the run learned on, a private
+// one, with d.graph's node count). RunResult::metric is its test accuracy;
+// kGraphLabels fills metric, micro_f1, macro_f1, confusion, train_seconds
+// and tuning (each alpha's validation accuracy, and the one kept).
+absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
+                                      const PipelineConfig& c, Baseline b,
+                                      uint64_t seed, int run,
+                                      const Graph* graph = nullptr);
+
+// Label propagation on a split: targets[i] the label of train[i] (-1: none,
+// left out), the validation nodes scored against validation_targets. What
+// RunBaseline's kGraphLabels runs; for callers that hold the labels
+// themselves (the curator's evaluate stage).
+struct LabelPropagationResult {
+  std::vector<int32_t> predictions;  // every node's class
+  double alpha = 0;                  // the one kept
+  std::vector<double> validation;    // per kLabelPropagationAlphas
+};
+absl::StatusOr<LabelPropagationResult> PropagateLabels(
+    const Graph& graph, int classes, const std::vector<uint32_t>& train,
+    const std::vector<int32_t>& train_targets,
+    const std::vector<uint32_t>& validation,
+    const std::vector<int32_t>& validation_targets, int threads);
+
+}  // namespace ldpgraph::pipeline
