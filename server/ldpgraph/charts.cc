@@ -170,6 +170,63 @@ absl::StatusOr<Charts> ReproCharts(const json& report) {
   return Charts{{"", std::move(c)}};
 }
 
+absl::StatusOr<Charts> SweepCharts(const json& sweep) {
+  std::string dataset;
+  ASSIGN_OR_RETURN(dataset, GetString(sweep, "dataset", "sweep JSON"));
+  if (!sweep.contains("runs") || !sweep["runs"].is_number_integer()) {
+    return absl::InvalidArgumentError("sweep JSON: 'runs' must be an integer");
+  }
+  ASSIGN_OR_RETURN(const json* lines, GetArray(sweep, "lines", "sweep JSON"));
+  LineChart c;
+  c.title = absl::StrFormat(
+      "Node classification on %s: test accuracy (mean ± std of %d runs)",
+      dataset, sweep["runs"].get<int>());
+  c.x_label = "feature budget epsilon (log scale)";
+  c.y_label = "test accuracy";
+  c.log_x = true;
+  for (size_t i = 0; i < lines->size(); ++i) {
+    const json& line = (*lines)[i];
+    const std::string where = absl::StrCat("sweep JSON line ", i);
+    ASSIGN_OR_RETURN(const std::string label,
+                     GetString(line, "label", where));
+    ASSIGN_OR_RETURN(const json* cells, GetArray(line, "cells", where));
+    if (cells->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": 'cells' is empty"));
+    }
+    Series& s = SeriesNamed(&c, label);
+    for (const json& cell : *cells) {
+      ASSIGN_OR_RETURN(const json eps, GetBudget(cell, "epsilon", where));
+      ASSIGN_OR_RETURN(const std::optional<MeanStd> v,
+                       GetSummary(cell, "accuracy", where));
+      if (eps.is_null() || !v) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": every cell needs a finite 'epsilon' and 'accuracy'"));
+      }
+      s.points.emplace_back(eps.get<double>(), v->mean);
+      s.error.push_back(v->std);
+    }
+  }
+  if (sweep.contains("baselines") && sweep["baselines"].is_object()) {
+    for (const auto& [key, b] : sweep["baselines"].items()) {
+      ASSIGN_OR_RETURN(const std::string label,
+                       GetString(b, "label", "sweep JSON baseline"));
+      ASSIGN_OR_RETURN(const std::optional<MeanStd> v,
+                       GetSummary(b, "accuracy", "sweep JSON baseline"));
+      if (!v) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sweep JSON baseline ", key, ": 'accuracy' is missing"));
+      }
+      c.references.push_back({label, v->mean, v->std});
+    }
+  }
+  if (c.series.empty()) {
+    return absl::InvalidArgumentError("sweep JSON: no line to draw");
+  }
+  FitLegend(&c);
+  return Charts{{"", std::move(c)}};
+}
+
 namespace {
 
 // ---- ldpgraph edges ----

@@ -32,6 +32,13 @@ using Charts = std::vector<std::pair<std::string, plot::LineChart>>;
 // JSON, or when no cell has a finite epsilon.
 absl::StatusOr<Charts> ReproCharts(const nlohmann::json& report);
 
+// The chart of `ldpgraph sweep --plot`, suffix "": test accuracy (error
+// bars: std over runs) against the feature budget on a log axis, one line
+// per method; each baseline (feature-free, graph-labels, raw) a dashed
+// reference line with its band of +- std. INVALID_ARGUMENT naming the key
+// for an object that is not sweep's JSON, or a line without a cell.
+absl::StatusOr<Charts> SweepCharts(const nlohmann::json& sweep);
+
 // The charts of `ldpgraph edges --plot`, for each (model, eps_x, eps_y) of
 // the grid, in the grid's order; error bars and bands: std over runs; each
 // graph has the same colour in every chart.

@@ -137,6 +137,66 @@ json EdgesGrid(const std::vector<std::string>& models) {
           {"cells", cells}};
 }
 
+json SweepCell(double eps, double mean, double std) {
+  return {{"epsilon", eps}, {"accuracy", {{"mean", mean}, {"std", std}}}};
+}
+
+json SweepReport() {
+  return {{"command", "sweep"}, {"dataset", "citeseer"}, {"runs", 10},
+          {"lines",
+           {{{"method", "lpgnn"}, {"label", "LPGNN"},
+             {"cells", {SweepCell(0.01, 0.5, 0.02), SweepCell(1, 0.6, 0.01)}}},
+            {{"method", "upgnet-mbm"}, {"label", "UPGNET-MBM"},
+             {"cells", {SweepCell(0.01, 0.6, 0.02), SweepCell(1, 0.68, 0.01)}}}}},
+          {"baselines",
+           {{"feature_free",
+             {{"label", "graph alone (no reports)"},
+              {"accuracy", {{"mean", 0.68}, {"std", 0.01}}}}},
+            {"raw",
+             {{"label", "raw features (no feature privacy)"},
+              {"accuracy", {{"mean", 0.75}, {"std", 0.02}}}}}}}};
+}
+
+TEST(SweepChartsTest, OneLinePerMethodAndTheBaselinesAsReferences) {
+  auto charts = SweepCharts(SweepReport());
+  ASSERT_TRUE(charts.ok()) << charts.status();
+  ASSERT_EQ(charts->size(), 1u);
+  const plot::LineChart& c = (*charts)[0].second;
+  EXPECT_TRUE(c.log_x);
+  EXPECT_THAT(c.title, HasSubstr("citeseer"));
+  EXPECT_THAT(c.title, HasSubstr("10 runs"));
+  ASSERT_EQ(c.series.size(), 2u);
+  EXPECT_EQ(c.series[1].name, "UPGNET-MBM");
+  EXPECT_THAT(c.series[1].points,
+              ElementsAre(std::pair<double, double>{0.01, 0.6},
+                          std::pair<double, double>{1, 0.68}));
+  EXPECT_THAT(c.series[1].error, ElementsAre(0.02, 0.01));
+  ASSERT_EQ(c.references.size(), 2u);
+  EXPECT_EQ(c.references[0].name, "graph alone (no reports)");
+  EXPECT_EQ(c.references[0].y, 0.68);
+  EXPECT_EQ(c.references[1].error, 0.02);
+  EXPECT_TRUE(plot::RenderSvg(c).ok());
+}
+
+TEST(SweepChartsTest, SaysWhatIsWrong) {
+  json j = SweepReport();
+  j.erase("lines");
+  auto no_lines = SweepCharts(j);
+  ASSERT_FALSE(no_lines.ok());
+  EXPECT_THAT(no_lines.status().message(), HasSubstr("'lines'"));
+  j = SweepReport();
+  j["lines"][0]["cells"][1].erase("accuracy");
+  auto no_accuracy = SweepCharts(j);
+  ASSERT_FALSE(no_accuracy.ok());
+  EXPECT_THAT(no_accuracy.status().message(), HasSubstr("line 0"));
+  j = SweepReport();
+  j["lines"][0]["cells"] = json::array();
+  EXPECT_FALSE(SweepCharts(j).ok());
+  j = SweepReport();
+  j["baselines"]["raw"].erase("accuracy");
+  EXPECT_FALSE(SweepCharts(j).ok());
+}
+
 TEST(EdgesChartsTest, AccuracyAttacksAndTradeoffOfOneCombination) {
   auto charts = EdgesCharts(EdgesGrid({"gcn"}));
   ASSERT_TRUE(charts.ok()) << charts.status();

@@ -1,9 +1,11 @@
 #include "server/ldpgraph/eval_baselines.h"
 
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/stopwatch.h"
 #include "server/pipeline/baselines.h"
 #include "server/training/metrics.h"
 
@@ -95,6 +97,32 @@ nlohmann::json BaselinesToJson(
     summary.push_back(sentence);
   }
   out["summary"] = std::move(summary);
+  return out;
+}
+
+absl::StatusOr<nlohmann::json> EvaluateBaselineRuns(
+    const Dataset& d, const pipeline::PipelineConfig& c, int runs,
+    uint64_t seed, std::ostream* progress) {
+  nlohmann::json out = nlohmann::json::object();
+  const EvalRunGraph graph;  // the dataset's own
+  for (const EvalBaseline& b : EvalBaselinesFor(c, EvalEdgesOptions())) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<double> values;
+    for (int run = 0; run < runs; ++run) {
+      ASSIGN_OR_RETURN(const pipeline::RunResult r,
+                       RunEvalBaseline(d, c, b, graph, seed, run));
+      values.push_back(r.metric);
+      if (progress != nullptr) {
+        *progress << absl::StrFormat("  %s run %d/%d: %.4f\n", b.key,
+                                     run + 1, runs, r.metric);
+      }
+    }
+    const training::Summary s = training::Summarize(values);
+    out[b.key] = {{"label", b.label},
+                  {"accuracy", {{"mean", s.mean}, {"std", s.std}}},
+                  {"values", values},
+                  {"seconds", SecondsSince(start)}};
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 // (the run on the dataset's own graph: what the edge privacy costs).
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,13 @@ nlohmann::json BaselinesToJson(
     const std::vector<EvalBaseline>& baselines,
     const std::vector<std::vector<double>>& values,
     const std::vector<double>& method_values);
+
+// The baselines of EvalBaselinesFor(c) alone (no edges), R runs on the
+// splits of (seed, 0..R-1), progress lines on progress when set: per key
+// {label, accuracy: {mean, std}, values, seconds}. For grids whose cells
+// share their baselines (`ldpgraph sweep`, `ldpgraph repro --baselines`).
+absl::StatusOr<nlohmann::json> EvaluateBaselineRuns(
+    const Dataset& d, const pipeline::PipelineConfig& c, int runs,
+    uint64_t seed, std::ostream* progress);
 
 }  // namespace ldpgraph::tool

@@ -661,7 +661,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "screen-alpha", "edges", "edge-epsilon", "blink-delta",
            "blink-variant", "attack-edges"},
           {"secure", "label-self-loops", "feature-self-loops", "standardize",
-           "no-standardize", "baselines", "help"}));
+           "no-standardize", "baselines", "smooth", "help"}));
   EvalOptions o;
   auto dataset = a.Get("dataset");
   if (!dataset) return absl::InvalidArgumentError("--dataset is required");
@@ -689,6 +689,11 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
       pipeline::ParseDefenceFlags(a, &c.defences, &c.screen_alpha));
   ASSIGN_OR_RETURN(o.edges, ParseEvalEdgesFlags(a, c));
   o.baselines = a.Flag("baselines");
+  c.smooth = a.Flag("smooth");
+  if (c.smooth && c.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "--smooth applies to the node task (--task node)");
+  }
   if (o.baselines && c.task != v1::PIPELINE_TASK_NODE) {
     return absl::InvalidArgumentError(
         "--baselines applies to the node task (--task node)");
@@ -964,6 +969,14 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          (each run trains all three and keeps the best
                          validation: three trainings)
   --positional-features N   the positional columns' width (default 512)
+  --smooth               node task: after training, spread the training
+                         labels the curator holds over the model's class
+                         posteriors (C&S's smoothing: Z <- a S Z + (1 - a)
+                         Z0, S = D^-1/2 A D^-1/2, Z0 the posteriors with
+                         the training nodes' labels), a chosen per run from
+                         0 (off), 0.5, 0.8, 0.9, 0.99 by validation; the
+                         JSON's per-run "smooth" holds the model's own
+                         accuracy. Post-processing: no privacy cost
   --tune-nfr LIST        lpgnn, upgnet: choose TAU per run from this grid
                          ("default": 0,0.1,0.3,0.5,0.7,0.9) by validation,
                          with --tune-feature-steps (upgnet's "default" K

@@ -6,6 +6,7 @@
 // and reproduces; repro fills the paper column only where a paper reports a
 // number.
 #include "server/ldpgraph/eval_command.h"
+#include "server/ldpgraph/sweep_command.h"
 
 #include <unistd.h>
 
@@ -375,6 +376,48 @@ TEST_F(EvalCommandTest, BaselinesStandBesideTheMethod) {
                      "--format", "json"});
   ASSERT_EQ(raw.code, 0) << raw.err;
   EXPECT_FALSE(nlohmann::json::parse(raw.out)["baselines"].contains("raw"));
+}
+
+// `ldpgraph sweep`: each method's line over the budgets, the baselines
+// once, a chart; bad flags are usage errors naming the flag.
+TEST_F(EvalCommandTest, SweepDrawsEachMethodBesideTheBaselines) {
+  auto sweep = [](const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    const int code = RunSweep(args, out, err);
+    return Result{code, out.str(), err.str()};
+  };
+  for (const auto& [args, needle] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{}, "--dataset is required"},
+           {{"--dataset", gen(), "--methods", "lpgnn,gcn"},
+            "--methods: unknown method 'gcn'"},
+           {{"--dataset", gen(), "--epsilons", "1,inf"},
+            "--epsilons takes finite budgets > 0"},
+           {{"--dataset", gen(), "--runs", "0"}, "--runs"}}) {
+    Result r = sweep(args);
+    EXPECT_EQ(r.code, 2) << needle;
+    EXPECT_THAT(r.err, HasSubstr(needle));
+  }
+  const std::string plot = *dir_ + "/sweep.svg";
+  Result r = sweep({"--dataset", gen(), "--methods", "upgnet-mbm,lpgnn",
+                    "--epsilons", "1,4", "--runs", "1", "--format", "json",
+                    "--plot", plot});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  ASSERT_EQ(j["lines"].size(), 2u);
+  EXPECT_EQ(j["lines"][0]["method"], "upgnet-mbm");
+  ASSERT_EQ(j["lines"][1]["cells"].size(), 2u);
+  EXPECT_EQ(j["lines"][1]["cells"][1]["epsilon"], 4.0);
+  EXPECT_EQ(j["lines"][1]["cells"][1]["parameters"]["method"], "lpgnn");
+  for (const char* key : {"feature_free", "graph_labels", "raw"}) {
+    ASSERT_TRUE(j["baselines"].contains(key)) << key;
+    EXPECT_EQ(j["baselines"][key]["values"].size(), 1u);
+  }
+  EXPECT_THAT(r.err, HasSubstr("wrote " + plot));
+  auto svg = ReadFileToString(plot);
+  ASSERT_TRUE(svg.ok());
+  EXPECT_THAT(*svg, HasSubstr("graph alone (no reports)"));
+  EXPECT_THAT(*svg, HasSubstr("UPGNET-MBM"));
 }
 
 TEST_F(EvalCommandTest, LinkAndLabelNoiseRuns) {

@@ -11,6 +11,7 @@
 #include "server/ldpgraph/prepare_command.h"
 #include "server/ldpgraph/propagate_command.h"
 #include "server/ldpgraph/sample_command.h"
+#include "server/ldpgraph/sweep_command.h"
 
 namespace {
 
@@ -33,6 +34,9 @@ Commands:
              link prediction), R runs; mean, spread, every setting used
   repro      run a paper's grid (mechanisms by budgets) and print it beside
              the paper's numbers
+  sweep      accuracy against the feature budget for LPGNN, PrivGE, UPGNET
+             and a combined pipeline, beside the baselines that use no
+             private feature (table, JSON, SVG chart)
   edges      private edges: neighbour substitution and randomized response
              by edge budget, learning on the private graph, and a
              link-inference attack on the released outputs (the edge LDP
@@ -71,6 +75,9 @@ int main(int argc, char** argv) {
   }
   if (command == "repro") {
     return ldpgraph::tool::RunRepro(args, std::cout, std::cerr);
+  }
+  if (command == "sweep") {
+    return ldpgraph::tool::RunSweep(args, std::cout, std::cerr);
   }
   if (command == "edges") {
     return ldpgraph::tool::RunEdges(args, std::cout, std::cerr);

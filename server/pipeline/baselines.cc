@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "common/dataset/splits.h"
 #include "common/random.h"
 #include "common/status_macros.h"
@@ -211,19 +212,18 @@ absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
   return RunPipeline(d, bc, seed, run, overrides);
 }
 
-absl::StatusOr<LabelPropagationResult> PropagateLabels(
-    const Graph& graph, int classes, const std::vector<uint32_t>& train,
-    const std::vector<int32_t>& train_targets,
-    const std::vector<uint32_t>& validation,
-    const std::vector<int32_t>& validation_targets, int threads) {
-  const size_t n = graph.num_nodes();
-  if (classes < 1 || train.size() != train_targets.size() ||
-      validation.size() != validation_targets.size()) {
-    return absl::InvalidArgumentError(
-        "label propagation: classes < 1 or lists of different sizes");
-  }
-  DenseMatrix y(n, classes);
-  std::vector<uint32_t> counts(classes, 0);
+namespace {
+
+// y as the training nodes' one-hot rows over prior (zeros when prior is
+// null); INVALID_ARGUMENT for a label outside [0, classes) or a node
+// outside the graph. counts gets each class's training nodes.
+absl::StatusOr<DenseMatrix> Seeds(size_t n, int classes,
+                                  const DenseMatrix* prior,
+                                  const std::vector<uint32_t>& train,
+                                  const std::vector<int32_t>& train_targets,
+                                  std::vector<uint32_t>* counts) {
+  DenseMatrix y = prior != nullptr ? *prior : DenseMatrix(n, classes);
+  counts->assign(classes, 0);
   for (size_t i = 0; i < train.size(); ++i) {
     const int32_t t = train_targets[i];
     if (t < 0) continue;
@@ -232,17 +232,23 @@ absl::StatusOr<LabelPropagationResult> PropagateLabels(
           "label propagation: training node ", train[i], " has label ", t,
           " outside [0, ", classes, ") or lies outside the graph"));
     }
+    for (int k = 0; k < classes; ++k) y.at(train[i], k) = 0.0f;
     y.at(train[i], t) = 1.0f;
-    ++counts[t];
+    ++(*counts)[t];
   }
-  // A node no label reaches: the commonest training label.
-  const int32_t fallback = static_cast<int32_t>(
-      std::max_element(counts.begin(), counts.end()) - counts.begin());
+  return y;
+}
+
+// Z <- alpha S Z + (1 - alpha) y for each alpha; the best validation wins.
+absl::StatusOr<LabelPropagationResult> Spread(
+    const Graph& graph, const DenseMatrix& y, absl::Span<const double> alphas,
+    int32_t fallback, const std::vector<uint32_t>& validation,
+    const std::vector<int32_t>& validation_targets, int threads) {
   LabelPropagationResult out;
   double best = -1;
-  for (double alpha : kLabelPropagationAlphas) {
+  for (double alpha : alphas) {
     DenseMatrix f = y;
-    for (int s = 0; s < kLabelPropagationSteps; ++s) {
+    for (int s = 0; alpha > 0 && s < kLabelPropagationSteps; ++s) {
       ASSIGN_OR_RETURN(f, KProp(graph, std::move(f), 1, false, threads,
                                 KPropNorm::kSymmetric));
       for (size_t i = 0; i < f.data.size(); ++i) {
@@ -267,6 +273,62 @@ absl::StatusOr<LabelPropagationResult> PropagateLabels(
     }
   }
   return out;
+}
+
+absl::Status CheckLists(int classes, const std::vector<uint32_t>& train,
+                        const std::vector<int32_t>& train_targets,
+                        const std::vector<uint32_t>& validation,
+                        const std::vector<int32_t>& validation_targets) {
+  if (classes < 1 || train.size() != train_targets.size() ||
+      validation.size() != validation_targets.size()) {
+    return absl::InvalidArgumentError(
+        "label propagation: classes < 1 or lists of different sizes");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LabelPropagationResult> PropagateLabels(
+    const Graph& graph, int classes, const std::vector<uint32_t>& train,
+    const std::vector<int32_t>& train_targets,
+    const std::vector<uint32_t>& validation,
+    const std::vector<int32_t>& validation_targets, int threads) {
+  RETURN_IF_ERROR(CheckLists(classes, train, train_targets, validation,
+                             validation_targets));
+  std::vector<uint32_t> counts;
+  ASSIGN_OR_RETURN(const DenseMatrix y,
+                   Seeds(graph.num_nodes(), classes, nullptr, train,
+                         train_targets, &counts));
+  // A node no label reaches: the commonest training label.
+  const int32_t fallback = static_cast<int32_t>(
+      std::max_element(counts.begin(), counts.end()) - counts.begin());
+  return Spread(graph, y, kLabelPropagationAlphas, fallback, validation,
+                validation_targets, threads);
+}
+
+absl::StatusOr<LabelPropagationResult> SmoothPredictions(
+    const Graph& graph, const DenseMatrix& posteriors,
+    const std::vector<uint32_t>& train,
+    const std::vector<int32_t>& train_targets,
+    const std::vector<uint32_t>& validation,
+    const std::vector<int32_t>& validation_targets, int threads) {
+  const int classes = static_cast<int>(posteriors.cols);
+  RETURN_IF_ERROR(CheckLists(classes, train, train_targets, validation,
+                             validation_targets));
+  if (posteriors.rows != graph.num_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "smoothing: ", posteriors.rows, " rows of posteriors for ",
+        graph.num_nodes(), " nodes"));
+  }
+  std::vector<uint32_t> counts;
+  ASSIGN_OR_RETURN(const DenseMatrix y,
+                   Seeds(graph.num_nodes(), classes, &posteriors, train,
+                         train_targets, &counts));
+  std::vector<double> alphas = {0.0};
+  alphas.insert(alphas.end(), std::begin(kLabelPropagationAlphas),
+                std::end(kLabelPropagationAlphas));
+  return Spread(graph, y, alphas, 0, validation, validation_targets, threads);
 }
 
 }  // namespace ldpgraph::pipeline

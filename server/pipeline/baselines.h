@@ -89,6 +89,22 @@ struct LabelPropagationResult {
   double alpha = 0;                  // the one kept
   std::vector<double> validation;    // per kLabelPropagationAlphas
 };
+// C&S's smoothing step (Huang et al., "Combining Label Propagation and
+// Simple Models Out-performs Graph Neural Networks", ICLR 2021) on a
+// model's class posteriors (rows = nodes): Z0 the posteriors with each
+// training node's row set to its label's one-hot, then
+// Z <- alpha S Z + (1 - alpha) Z0 for kLabelPropagationSteps steps, alpha
+// chosen from 0 (the model's own predictions) and kLabelPropagationAlphas
+// by validation accuracy (the first best on a tie). The labels it spreads
+// are the ones the curator trains on: post-processing, no privacy cost.
+// validation in the result has one entry per candidate, 0 first.
+absl::StatusOr<LabelPropagationResult> SmoothPredictions(
+    const Graph& graph, const DenseMatrix& posteriors,
+    const std::vector<uint32_t>& train,
+    const std::vector<int32_t>& train_targets,
+    const std::vector<uint32_t>& validation,
+    const std::vector<int32_t>& validation_targets, int threads);
+
 absl::StatusOr<LabelPropagationResult> PropagateLabels(
     const Graph& graph, int classes, const std::vector<uint32_t>& train,
     const std::vector<int32_t>& train_targets,

@@ -159,3 +159,62 @@ TEST(RunBaselineTest, TheGraphAloneLearnsTheClasses) {
 
 }  // namespace
 }  // namespace ldpgraph::pipeline
+
+namespace ldpgraph::pipeline {
+namespace {
+
+// --inputs auto trains the reports, the positional columns and both, and
+// keeps the best validation; --smooth records each strength it tried, 0
+// (the model's own predictions) first, and keeps the best validation.
+TEST(RunNodeInputsTest, AutoKeepsTheBestCandidateAndSmoothSaysWhatItChose) {
+  const Dataset d = Generated(5);
+  PipelineConfig c = DefaultConfig(v1::PIPELINE_METHOD_UPGNET,
+                                   v1::PIPELINE_TASK_NODE);
+  c.node_model.train.max_epochs = 100;
+  c.threads = 1;
+  c.epsilon = 0.5;
+  c.feature_steps = 8;
+  c.inputs = NodeInputs::kAuto;
+  c.positional_features = 16;
+  c.smooth = true;
+  ASSERT_TRUE(ValidateConfig(c).ok());
+  auto r = RunPipeline(d, c, 1, 0);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto& candidates = r->tuning["candidates"];
+  ASSERT_EQ(candidates.size(), 3u) << r->tuning.dump();
+  EXPECT_EQ(candidates[0]["inputs"], "reports");
+  EXPECT_EQ(candidates[1]["inputs"], "positional");
+  EXPECT_EQ(candidates[2]["inputs"], "both");
+  double best = -1;
+  std::string kept;
+  for (const auto& cand : candidates) {
+    if (cand["validation"].get<double>() > best) {
+      best = cand["validation"].get<double>();
+      kept = cand["inputs"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(r->tuning["inputs"], kept);
+  EXPECT_EQ(r->tuning["positional_features"], 16);
+  const auto& smooth = r->smooth;
+  ASSERT_EQ(smooth["candidates"].size(),
+            1 + std::size(kLabelPropagationAlphas));
+  EXPECT_EQ(smooth["candidates"][0]["alpha"], 0.0);
+  double best_smooth = -1, alpha = -1;
+  for (const auto& cand : smooth["candidates"]) {
+    if (cand["validation"].get<double>() > best_smooth) {
+      best_smooth = cand["validation"].get<double>();
+      alpha = cand["alpha"].get<double>();
+    }
+  }
+  EXPECT_EQ(smooth["alpha"].get<double>(), alpha);
+  if (alpha == 0) {
+    EXPECT_EQ(smooth["accuracy_before"].get<double>(), r->metric);
+  }
+  EXPECT_FALSE(r->node_outputs);  // kept for the smoothing only
+  // Positional inputs refuse what they cannot serve.
+  c.defences.robust = true;
+  EXPECT_FALSE(ValidateConfig(c).ok());
+}
+
+}  // namespace
+}  // namespace ldpgraph::pipeline

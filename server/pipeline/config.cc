@@ -229,6 +229,10 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
     return absl::InvalidArgumentError(
         "NFR and HOA apply to --method lpgnn or upgnet");
   }
+  if (c.smooth && c.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "smoothing the predictions applies to the node task");
+  }
   if (c.inputs != NodeInputs::kReports) {
     if (!IsGnnMethod(c.method)) {
       return absl::InvalidArgumentError(
@@ -494,6 +498,7 @@ nlohmann::json ConfigToJson(const PipelineConfig& c) {
       }
     }
   }
+  if (c.task == v1::PIPELINE_TASK_NODE) j["smooth"] = c.smooth;
   j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
   if (c.attack_class) {
     j["attack"] = {{"kind", poisoning::kAttackNames.Name(c.attack_kind)},

@@ -259,6 +259,11 @@ struct PipelineConfig {
   // [0, 1), 0 off. Needs a bounded mechanism (multibit, onebit,
   // piecewise). Post-processing: no privacy cost.
   double nfr_tau = 0;
+  // Node task: C&S's smoothing of the trained model's class posteriors
+  // with the training labels the run holds over D^-1/2 A D^-1/2, its
+  // strength (0: none) chosen per run by validation (SmoothPredictions,
+  // baselines.h). Post-processing: no privacy cost. Off by default.
+  bool smooth = false;
   // LPGNN and UPGNET: the model's inputs (NodeInputs) and the positional
   // columns' width (>= 1).
   NodeInputs inputs = NodeInputs::kReports;

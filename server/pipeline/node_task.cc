@@ -23,6 +23,7 @@
 #include "server/pipeline/baselines.h"
 #include "server/pipeline/nfr.h"
 #include "server/propagation/propagation.h"
+#include "server/training/metrics.h"
 #include "server/training/mlp_rows.h"
 #include "server/training/row_file.h"
 
@@ -588,6 +589,59 @@ absl::StatusOr<RunResult> TrainOnInputs(const NodeRunInputs& in,
   return best;
 }
 
+// c.smooth on t's posteriors (SmoothPredictions) with the labels the run
+// holds for split's training and validation nodes (the label reports under
+// a label budget): t's test figures become the smoothed predictions'.
+absl::Status Smooth(const Dataset& d, const Graph& graph,
+                    const NodeSplit& split, const LabelReports* labels,
+                    const PipelineConfig& c, RunResult* t) {
+  if (!t->node_outputs) {
+    return absl::InternalError("smooth: the model kept no outputs");
+  }
+  const std::vector<int32_t>& held =
+      labels != nullptr ? labels->reported : d.labels;
+  const std::vector<uint32_t> train(split.train.begin(), split.train.end());
+  const std::vector<uint32_t> validation(split.validation.begin(),
+                                         split.validation.end());
+  std::vector<int32_t> train_targets, validation_targets;
+  for (uint32_t v : train) train_targets.push_back(held[v]);
+  for (uint32_t v : validation) validation_targets.push_back(held[v]);
+  ASSIGN_OR_RETURN(
+      const LabelPropagationResult s,
+      SmoothPredictions(graph, *t->node_outputs, train, train_targets,
+                        validation, validation_targets, c.threads));
+  const int classes = d.meta.classes;
+  std::vector<int32_t> predicted, truth;
+  for (NodeId v : split.test) {
+    predicted.push_back(s.predictions[v]);
+    truth.push_back(d.labels[v]);
+  }
+  nlohmann::json candidates = nlohmann::json::array();
+  for (size_t i = 0; i < s.validation.size(); ++i) {
+    candidates.push_back(
+        {{"alpha", i == 0 ? 0.0 : kLabelPropagationAlphas[i - 1]},
+         {"validation", s.validation[i]}});
+  }
+  t->smooth = {{"alpha", s.alpha},
+               {"candidates", std::move(candidates)},
+               {"accuracy_before", t->metric}};
+  if (predicted.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(t->metric, training::Accuracy(predicted, truth));
+  ASSIGN_OR_RETURN(t->micro_f1, training::MicroF1(predicted, truth, classes));
+  ASSIGN_OR_RETURN(t->macro_f1, training::MacroF1(predicted, truth, classes));
+  t->confusion.assign(classes, std::vector<uint32_t>(classes, 0));
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    if (truth[i] >= 0 && truth[i] < classes) {
+      ++t->confusion[truth[i]][predicted[i]];
+    }
+  }
+  if (c.attack_class) {
+    ASSIGN_OR_RETURN(t->target_rate,
+                     TargetRate(t->confusion, *c.attack_class));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
@@ -725,9 +779,9 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     ApplyNfr(threshold, &x, &in.x_fill);
   }
   RunResult t;
-  // The robust defence reads the first model's posteriors.
+  // The robust defence and the smoothing read the model's posteriors.
   PipelineConfig chosen = c;
-  if (c.defences.robust) chosen.keep_node_outputs = true;
+  if (c.defences.robust || c.smooth) chosen.keep_node_outputs = true;
   std::optional<NodeFeatures> kept_features;
   if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
       c.propagation == NodePropagation::kAuto && in.release == nullptr) {
@@ -796,10 +850,14 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
     if (c.defences.robust) kept_features = std::move(features);
   }
   if (c.defences.robust) {
-    chosen.keep_node_outputs = c.keep_node_outputs;
+    chosen.keep_node_outputs = c.keep_node_outputs || c.smooth;
     ASSIGN_OR_RETURN(t, RobustRetrain(in, chosen, *kept_features, label_steps,
                                       model_seed, poisoning.get(),
                                       std::move(t)));
+  }
+  if (c.smooth) {
+    RETURN_IF_ERROR(Smooth(d, graph, split, in.labels, c, &t));
+    if (!c.keep_node_outputs) t.node_outputs.reset();
   }
   if (c.keep_node_model && in.x != nullptr) {
     t.node_features = std::make_shared<const SparseRows>(

@@ -234,6 +234,7 @@ nlohmann::json RunResultToJson(const RunResult& r) {
   if (!r.release.is_null()) j["release"] = r.release;
   if (!r.screen.is_null()) j["screen"] = r.screen;
   if (!r.robust.is_null()) j["robust"] = r.robust;
+  if (!r.smooth.is_null()) j["smooth"] = r.smooth;
   return j;
 }
 

@@ -109,6 +109,10 @@ struct RunResult {
   // "retrained" saying whether the model was trained again (null
   // otherwise).
   nlohmann::json robust;
+  // With c.smooth: {"alpha", "candidates": [{alpha, validation}...],
+  // "accuracy_before"} (the model's own test accuracy; metric is the
+  // smoothed one).
+  nlohmann::json smooth;
 };
 
 // What a caller may put in place of a run's own inputs; unset members
@@ -175,7 +179,8 @@ absl::StatusOr<RunResult> RunPipelineOnCollected(const Dataset& public_data,
 // collected reports), propagate_seconds, train_seconds, micro_f1 and
 // macro_f1 (0 for the link task); confusion (node task); target_rate with
 // an attack class; label_agreement and label_agreement_raw
-// with noisy labels; tuning, release and screen when the run has them. The
+// with noisy labels; tuning, release, screen, robust and smooth when the
+// run has them. The
 // headline metric is left to the caller, which names it its own way.
 nlohmann::json RunResultToJson(const RunResult& r);
 
