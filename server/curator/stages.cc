@@ -21,6 +21,7 @@
 #include "common/random.h"
 #include "server/curator/detail_lists.h"
 #include "server/embedding/release.h"
+#include "server/pipeline/baselines.h"
 #include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"
 
@@ -594,10 +595,24 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   ASSIGN_OR_RETURN(
       const pipeline::Method method,
       RequestMethod(q.pipeline_method(),
-                    {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
+                    {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN,
+                     v1::PIPELINE_METHOD_UPGNET}));
   ASSIGN_OR_RETURN(const pipeline::Task task, RequestTask(q.pipeline_task()));
   ASSIGN_OR_RETURN(const pipeline::Defences defences,
                    RequestEvaluateDefences(q));
+  std::vector<pipeline::Baseline> baselines;
+  for (const std::string& name : q.baselines()) {
+    ASSIGN_OR_RETURN(const pipeline::Baseline b,
+                     pipeline::kBaselineNames.Parse(
+                         name, "baselines",
+                         {pipeline::Baseline::kFeatureFree,
+                          pipeline::Baseline::kGraphLabels}));
+    if (task != v1::PIPELINE_TASK_NODE) {
+      return absl::InvalidArgumentError(
+          "baselines apply to the node task");
+    }
+    baselines.push_back(b);
+  }
   ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "evaluate"));
   if (task == v1::PIPELINE_TASK_NODE && data_->meta.classes < 2) {
     return absl::FailedPreconditionError(
@@ -701,6 +716,18 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   details["metric"] = task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
   details["value"] = run.metric;
   details.update(pipeline::RunResultToJson(run));
+  for (const pipeline::Baseline b : baselines) {
+    const auto tb = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(const pipeline::RunResult br,
+                     pipeline::RunCollectedBaseline(public_data, c, b,
+                                                    collected, q.seed()));
+    details["baselines"][std::string(pipeline::BaselineKey(b))] = {
+        {"label", b == pipeline::Baseline::kFeatureFree
+                      ? "graph alone (no reports)"
+                      : "graph and labels alone"},
+        {"value", br.metric},
+        {"seconds", SecondsSince(tb)}};
+  }
   v1::StageResult r;
   r.set_stage("evaluate");
   r.set_input(q.input());

@@ -353,6 +353,54 @@ TEST_F(StagesScreenTest, BadEvaluateDefencesAreRefused) {
   EXPECT_THAT(r.status().message(), HasSubstr("node task only"));
 }
 
+// Evaluate's baselines: scored beside the result from what the curator
+// holds (the label campaign's reports, the screen's untrusted nodes), in
+// the details; raw features are not the curator's to use.
+TEST_F(StagesScreenTest, EvaluateScoresTheBaselinesBesideTheResult) {
+  stages_ = std::make_unique<Stages>(&curator_->operators(), &data_,
+                                     dir_.path(), false, ReleaseBudget{}, 2);
+  v1::EstimateRequest e;
+  e.set_campaign_id("c1");
+  auto plain = stages_->Estimate(e);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  v1::EvaluateRequest q;
+  q.set_input(plain->id());
+  q.set_pipeline_method(v1::PIPELINE_METHOD_UPGNET);
+  q.set_pipeline_task(v1::PIPELINE_TASK_NODE);
+  q.set_label_campaign_id("c2");
+  q.set_seed(1);
+  // UPGNET's NFR needs a bounded mechanism; these reports are HDS's.
+  auto hds = stages_->Evaluate(q);
+  EXPECT_EQ(hds.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(hds.status().message(), HasSubstr("hds's are not"));
+  q.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
+  q.add_baselines("feature-free");
+  q.add_baselines("graph-labels");
+  auto r = stages_->Evaluate(q);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto d = nlohmann::json::parse(r->details_json());
+  EXPECT_EQ(d["method"], "lpgnn");
+  for (const char* key : {"feature_free", "graph_labels"}) {
+    ASSERT_TRUE(d["baselines"].contains(key)) << d.dump();
+    const double v = d["baselines"][key]["value"].get<double>();
+    EXPECT_GE(v, 0.0);
+    EXPECT_LE(v, 1.0);
+    EXPECT_GE(d["baselines"][key]["seconds"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(d["baselines"]["feature_free"]["label"],
+            "graph alone (no reports)");
+  q.clear_baselines();
+  q.add_baselines("raw");
+  auto raw = stages_->Evaluate(q);
+  EXPECT_EQ(raw.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(raw.status().message(), HasSubstr("'raw'"));
+  q.clear_baselines();
+  auto none = stages_->Evaluate(q);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(nlohmann::json::parse(none->details_json())
+                   .contains("baselines"));
+}
+
 // A graph's ledger entry counts all its releases and lists the latest
 // kLedgerResultIds, so that GetReleaseLedger stays bounded however many
 // releases a graph has; the composition covers all of them.

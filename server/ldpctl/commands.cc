@@ -45,7 +45,7 @@ const std::set<std::string>& CommandValueFlags() {
       "feature-epsilon", "feature-dimension", "feature-sampled",
       "feature-range", "round-timeout-ms", "graph-campaign", "dim",
       "noise-multiplier", "max-epochs", "proximity", "batch", "blink-delta",
-      "blink-variant", "defence", "screen-alpha", "list"};
+      "blink-variant", "defence", "screen-alpha", "list", "baselines"};
   return *flags;
 }
 

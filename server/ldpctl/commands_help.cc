@@ -188,6 +188,7 @@ Usage:
   ldpctl pipeline evaluate RESULT [--task ...] [--method ...] [--labels ...]
                                   [--graph-campaign ...] [--blink-variant V]
                                   [--seed S] [--defence D[,D]]
+                                  [--baselines feature-free,graph-labels]
 
 `run` estimates a features campaign's reports and evaluates the method's
 curator-side pipeline on the estimate (propagation, training, test), in one
@@ -196,7 +197,12 @@ go. Each stage records a result (r1, r2, ...) that `results` lists and
   --task T        node (classification, default) or link (prediction)
   --method M      privge (default: PPR or 16 KProp steps, whichever
                   validates better on the node task; PPR for links; MLP)
-                  or lpgnn (KProp + GraphSAGE)
+                  or lpgnn (KProp + GraphSAGE) or upgnet (NFR, HOA +
+                  GraphSAGE)
+  --baselines L   evaluate: also score, beside the result, what the curator
+                  learns without the reports: feature-free (random
+                  features, the same model) and graph-labels (label
+                  propagation); the result's details carry "baselines"
   --labels C      a label campaign whose reports replace the curator's
                   training labels (LPGNN's label randomized response)
   --graph-campaign C

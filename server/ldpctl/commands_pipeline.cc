@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -129,8 +130,19 @@ absl::StatusOr<v1::EvaluateRequest> EvaluateRequestFromFlags(
       const pipeline::Method method,
       pipeline::kMethodNames.Parse(
           a.Get("method").value_or("privge"), "--method",
-          {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
+          {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN,
+           v1::PIPELINE_METHOD_UPGNET}));
   req.set_pipeline_task(task);
+  if (auto list = a.Get("baselines"); list && *list != "none") {
+    for (absl::string_view name : absl::StrSplit(*list, ',')) {
+      ASSIGN_OR_RETURN(const pipeline::Baseline b,
+                       pipeline::kBaselineNames.Parse(
+                           name, "--baselines",
+                           {pipeline::Baseline::kFeatureFree,
+                            pipeline::Baseline::kGraphLabels}));
+      req.add_baselines(std::string(pipeline::kBaselineNames.Name(b)));
+    }
+  }
   req.set_pipeline_method(method);
   req.set_label_campaign_id(a.Get("labels").value_or(""));
   req.set_graph_campaign_id(a.Get("graph-campaign").value_or(""));

@@ -45,8 +45,9 @@ Data:
                       work folder
   --nodes N           size of the generated dataset (default 3000)
 Pipeline (the defaults of ldpgraph eval):
-  --method M          privge (HDS, PPR, MLP; default) or lpgnn (Multi-bit,
+  --method M          privge (HDS, PPR, MLP; default), lpgnn (Multi-bit,
                       KProp, GraphSAGE, LPGNN's published label denoising)
+                      or upgnet (Multi-bit, NFR, HOA, GraphSAGE)
   --task T            node (classification, default) or link (prediction,
                       privge only)
   --mechanism M       the features mechanism (default: the method's)
@@ -180,6 +181,22 @@ Scenarios (default: off):
   --attack-edges V    --attack fake-edges: the victims each malicious node
                       claims an edge to (default 50)
 )";
+// The baselines' flag, after the Defence section.
+constexpr char kBaselinesHelp[] = R"(
+Baselines (node task; ldpctl simulate and ldpctl run):
+  --baselines LIST    what the evaluate stage also scores beside the result,
+                      from what the curator holds anyway (comma separated, or
+                      none): graph-labels (default up to 100,000 nodes:
+                      label propagation from the training labels, no
+                      features; well under a second on the quick start's
+                      graph) and feature-free (random
+                      features in place of the reports, the same model,
+                      labels and split: one more training, so asked for).
+                      The table adds a row per baseline saying what the
+                      reports added over it; the JSON a "baselines" object
+                      as ldpgraph eval --baselines lays it out
+)";
+
 // After kHelp and the --attack text ldpgraph eval shares
 // (poisoning::kAttackHelp): what simulate's adaptive attacker assumes.
 constexpr char kAttackAlphaHelp[] =
@@ -249,10 +266,12 @@ constexpr char kDefenceSection[] =
     "\nDefence (default: off; ldpctl simulate and ldpctl run):\n";
 std::string SimulateHelp() {
   return absl::StrCat(kHelp, poisoning::kAttackHelp, kAttackAlphaHelp,
-                      kDefenceSection, pipeline::kDefenceHelp, kHelpTail);
+                      kDefenceSection, pipeline::kDefenceHelp, kBaselinesHelp,
+                      kHelpTail);
 }
 std::string RunHelp() {
-  return absl::StrCat(kRunHelp, kDefenceSection, pipeline::kDefenceHelp);
+  return absl::StrCat(kRunHelp, kDefenceSection, pipeline::kDefenceHelp,
+                      kBaselinesHelp);
 }
 
 int RunAttached(const std::vector<std::string>& args, std::ostream& out,

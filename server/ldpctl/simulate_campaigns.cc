@@ -308,6 +308,12 @@ absl::Status Simulation::Train(const Campaigns& c, v1::StageResult* estimate,
     }
     req.set_seed(o_.seed.value_or(1));
     SetDefence(o_, &req);
+    if (o_.baselines_given ||
+        data_.meta.nodes <= kDefaultBaselinesMaxNodes) {
+      for (const pipeline::Baseline b : o_.baselines) {
+        req.add_baselines(std::string(pipeline::kBaselineNames.Name(b)));
+      }
+    }
     return admin_->stub->Evaluate(ctx, req, evaluate);
   });
 }

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/status_macros.h"
 
@@ -314,7 +315,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
                                   "blink-delta", "blink-variant",
                                   "round-timeout-ms", "quorum",
                                   "campaign-deadline", "defence",
-                                  "screen-alpha"};
+                                  "screen-alpha", "baselines"};
   std::set<std::string> flags = {"json"};
   if (attach) {
     for (const char* f : kConnectionValueFlags) values.insert(f);
@@ -352,7 +353,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     ASSIGN_OR_RETURN(
         o.method, pipeline::kMethodNames.Parse(
                       *m, "--method",
-                      {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN}));
+                      {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN,
+                       v1::PIPELINE_METHOD_UPGNET}));
   }
   if (auto t = a.Get("task")) {
     ASSIGN_OR_RETURN(o.task, pipeline::kTaskNames.Parse(*t, "--task"));
@@ -380,6 +382,27 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   }
   RETURN_IF_ERROR(ParseAttackFlags(a, &o));
   RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defences, &o.screen_alpha));
+  if (auto list = a.Get("baselines")) {
+    o.baselines_given = true;
+    o.baselines.clear();
+    if (*list != "none") {
+      for (absl::string_view name : absl::StrSplit(*list, ',')) {
+        ASSIGN_OR_RETURN(const pipeline::Baseline b,
+                         pipeline::kBaselineNames.Parse(
+                             name, "--baselines",
+                             {pipeline::Baseline::kFeatureFree,
+                              pipeline::Baseline::kGraphLabels}));
+        o.baselines.push_back(b);
+      }
+    }
+  }
+  if (o.task != v1::PIPELINE_TASK_NODE) {
+    if (a.Get("baselines") && !o.baselines.empty()) {
+      return absl::InvalidArgumentError(
+          "--baselines applies to the node task");
+    }
+    o.baselines.clear();
+  }
   if (o.defences.edge_consistency) {
     return absl::InvalidArgumentError(
         "--defence edge-consistency: a deployment's curator applies screen "

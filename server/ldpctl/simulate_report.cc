@@ -272,6 +272,24 @@ absl::StatusOr<json> Simulation::Results(
   j["parameters"] = pipeline::ConfigToJson(config_);
   j["noise_source"] = o_.seed ? "seeded-not-private" : "secure";
   j["per_run"] = json::array({run});
+  // The evaluate stage's baselines (--baselines), as ldpgraph eval
+  // --baselines lays them out for one run.
+  if (details.contains("baselines") && details["baselines"].is_object()) {
+    json b = json::object();
+    for (const auto& [key, v] : details["baselines"].items()) {
+      const double value = v.value("value", 0.0);
+      const double diff = evaluate.metric() - value;
+      b[key] = {{"label", v.value("label", key)},
+                {"mean", value},
+                {"std", 0.0},
+                {"values", json::array({value})},
+                {"difference", {{"mean", diff},
+                                {"std", 0.0},
+                                {"values", json::array({diff})}}},
+                {"seconds", v.value("seconds", 0.0)}};
+    }
+    j["baselines"] = std::move(b);
+  }
   j["deployment"] =
       Deployment(c, details, status, spent, estimate, evaluate, total);
   return j;
@@ -411,9 +429,17 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
     for (const auto& [k, v] : stage_seconds_) {
       if (k == "evaluate") whole = v;
     }
-    d["evaluate_seconds"] = {{"propagate", prop},
-                             {"train", train},
-                             {"rest", std::max(0.0, whole - prop - train)}};
+    double baselines = 0;
+    if (details.contains("baselines") && details["baselines"].is_object()) {
+      for (const auto& [k, v] : details["baselines"].items()) {
+        baselines += v.value("seconds", 0.0);
+      }
+    }
+    d["evaluate_seconds"] = {
+        {"propagate", prop},
+        {"train", train},
+        {"baselines", baselines},
+        {"rest", std::max(0.0, whole - prop - train - baselines)}};
   }
   d["total_seconds"] = total;
   d["results"] = {{"estimate", estimate.id()}, {"evaluate", evaluate.id()}};
@@ -508,9 +534,11 @@ void Simulation::Report(const json& j) {
     return;
   }
   const json& d = j["deployment"];
-  const bool lpgnn = o_.method == v1::PIPELINE_METHOD_LPGNN;
   std::string pipeline_text =
-      absl::StrCat(lpgnn ? "LPGNN" : "PrivGE", ", ",
+      absl::StrCat(o_.method == v1::PIPELINE_METHOD_LPGNN    ? "LPGNN"
+                   : o_.method == v1::PIPELINE_METHOD_UPGNET ? "UPGNET"
+                                                             : "PrivGE",
+                   ", ",
                    o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
                                                      : "link prediction",
                    ", ", config_.mechanism, " epsilon_x ",
@@ -588,6 +616,20 @@ void Simulation::Report(const json& j) {
   out_ << "\n";
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
+  if (j.contains("baselines")) {
+    // What the campaign's reports bought over what the curator holds anyway.
+    for (const auto& [key, b] : j["baselines"].items()) {
+      const double diff = 100 * b["difference"]["mean"].get<double>();
+      row(b["label"].get<std::string>(),
+          absl::StrFormat("%.4f (%s)", b["mean"].get<double>(),
+                          diff >= 0
+                              ? absl::StrFormat("the reports add %.1f points",
+                                                diff)
+                              : absl::StrFormat("ahead of the reports by %.1f "
+                                                "points",
+                                                -diff)));
+    }
+  }
   if (j["per_run"][0].contains("target_rate")) {
     row(absl::StrCat("target rate (class ", o_.attack_class, ")"),
         absl::StrFormat("%.4f", j["per_run"][0]["target_rate"].get<double>()));
@@ -630,6 +672,10 @@ void Simulation::Report(const json& j) {
                           r["propagate_seconds"].get<double>());
   out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which train",
                           r["train_seconds"].get<double>());
+  if (d["evaluate_seconds"]["baselines"].get<double>() > 0) {
+    out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which baselines",
+                            d["evaluate_seconds"]["baselines"].get<double>());
+  }
   out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which the rest",
                           d["evaluate_seconds"]["rest"].get<double>());
   out_ << absl::StrFormat("  %-26s %9.2f\n", "total", d["total_seconds"].get<double>());

@@ -44,14 +44,33 @@ std::vector<int32_t> ArgmaxRows(const DenseMatrix& f, int32_t fallback) {
   return out;
 }
 
+// collected: the deployed curator's label reports and untrusted nodes
+// (null: simulated, as RunPipeline).
 absl::StatusOr<RunResult> RunGraphLabels(const Dataset& d, const Graph& graph,
                                          const PipelineConfig& c,
-                                         uint64_t seed, int run) {
+                                         uint64_t seed, int run,
+                                         const Collected* collected = nullptr) {
   const auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(NodeSplit split, RunSplit(d, c, seed, run));
   const int classes = d.meta.classes;
   std::vector<int32_t> train_targets, validation_targets;
-  if (c.label_epsilon) {
+  if (collected != nullptr) {
+    const std::vector<int32_t>& held = collected->label_reports
+                                           ? *collected->label_reports
+                                           : d.labels;
+    if (held.size() != d.graph.num_nodes()) {
+      return absl::InvalidArgumentError("collected label reports: wrong size");
+    }
+    const std::vector<uint32_t>& untrusted = collected->untrusted;
+    for (auto* list : {&split.train, &split.validation}) {
+      std::erase_if(*list, [&](NodeId v) {
+        return held[v] < 0 ||
+               std::binary_search(untrusted.begin(), untrusted.end(), v);
+      });
+    }
+    for (NodeId v : split.train) train_targets.push_back(held[v]);
+    for (NodeId v : split.validation) validation_targets.push_back(held[v]);
+  } else if (c.label_epsilon) {
     // The label reports such a run would hold: randomized response with
     // the run's budget, from the baseline's own stream.
     ASSIGN_OR_RETURN(internal::NoiseStreams noise,
@@ -101,6 +120,13 @@ absl::StatusOr<RunResult> RunGraphLabels(const Dataset& d, const Graph& graph,
                                                      : "seeded-not-private")
                                    : "none";
   return r;
+}
+
+// The raw width: meta.json's feature count, or the width of the rows a
+// curator keeps when its meta says none.
+size_t FeatureWidth(const Dataset& d) {
+  return d.meta.features > 0 ? static_cast<size_t>(d.meta.features)
+                             : d.features.cols;
 }
 
 }  // namespace
@@ -184,6 +210,32 @@ SparseRows FeatureFreeFeatures(size_t n, size_t d, uint64_t seed) {
   return x;
 }
 
+absl::StatusOr<RunResult> RunCollectedBaseline(const Dataset& public_data,
+                                               const PipelineConfig& c,
+                                               Baseline b,
+                                               const Collected& collected,
+                                               uint64_t seed) {
+  if (!BaselineApplies(c, b) || b == Baseline::kRaw) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", kBaselineNames.Name(b), " baseline does not apply beside a ",
+        "deployed curator's ", MethodName(c.method), " on the ",
+        TaskName(c.task), " task",
+        b == Baseline::kRaw ? " (it holds no raw features)" : ""));
+  }
+  if (b == Baseline::kGraphLabels) {
+    return RunGraphLabels(public_data, public_data.graph, c, seed, 0,
+                          &collected);
+  }
+  ASSIGN_OR_RETURN(const PipelineConfig bc, BaselineConfig(c, b));
+  Collected random;
+  random.features = FeatureFreeFeatures(public_data.graph.num_nodes(),
+                                        FeatureWidth(public_data),
+                                        StageSeed(seed, 0, Stage::kBaseline));
+  random.label_reports = collected.label_reports;
+  random.untrusted = collected.untrusted;
+  return RunPipelineOnCollected(public_data, bc, random, seed);
+}
+
 absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
                                       const PipelineConfig& c, Baseline b,
                                       uint64_t seed, int run,
@@ -206,7 +258,7 @@ absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
   overrides.graph = graph;
   if (b == Baseline::kRaw) return RunPipeline(d, bc, seed, run, overrides);
   const SparseRows random = FeatureFreeFeatures(
-      d.graph.num_nodes(), d.meta.features,
+      d.graph.num_nodes(), FeatureWidth(d),
       StageSeed(seed, run, Stage::kBaseline));
   overrides.features = &random;
   return RunPipeline(d, bc, seed, run, overrides);

@@ -40,14 +40,8 @@
 
 namespace ldpgraph::pipeline {
 
-enum class Baseline { kFeatureFree, kGraphLabels, kRaw };
+// The baselines and their names (Baseline, kBaselineNames): config.h.
 
-// The names "feature-free", "graph-labels", "raw"; JSON keys replace the
-// dashes with underscores (BaselineKey).
-inline constexpr auto kBaselineNames = MakeNameTable<Baseline>(
-    "baseline", {{Baseline::kFeatureFree, "feature-free"},
-                 {Baseline::kGraphLabels, "graph-labels"},
-                 {Baseline::kRaw, "raw"}});
 // "feature_free", "graph_labels", "raw".
 absl::string_view BaselineKey(Baseline b);
 
@@ -79,6 +73,21 @@ absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
                                       const PipelineConfig& c, Baseline b,
                                       uint64_t seed, int run,
                                       const Graph* graph = nullptr);
+
+// Baseline b beside a deployed curator's evaluation (RunPipelineOnCollected
+// of c on public_data and collected, run 0 of seed), from what that
+// curator holds: kFeatureFree trains on random features in place of the
+// collected estimates, with the same label reports and untrusted nodes;
+// kGraphLabels propagates the labels the run trains on (the label reports
+// when collected, else public_data's) with the untrusted nodes and the
+// nodes without a label report left out of training and validation.
+// INVALID_ARGUMENT for kRaw (a deployed curator holds no raw features) and
+// where b does not apply.
+absl::StatusOr<RunResult> RunCollectedBaseline(const Dataset& public_data,
+                                               const PipelineConfig& c,
+                                               Baseline b,
+                                               const Collected& collected,
+                                               uint64_t seed);
 
 // Label propagation on a split: targets[i] the label of train[i] (-1: none,
 // left out), the validation nodes scored against validation_targets. What

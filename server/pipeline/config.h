@@ -200,6 +200,16 @@ inline constexpr auto kNodeInputsNames = MakeNameTable<NodeInputs>(
                {NodeInputs::kBoth, "both"},
                {NodeInputs::kAuto, "auto"}});
 
+// The baselines a node-task result stands beside (baselines.h).
+enum class Baseline { kFeatureFree, kGraphLabels, kRaw };
+
+// The names "feature-free", "graph-labels", "raw" (--baselines); JSON keys
+// replace the dashes with underscores (BaselineKey, baselines.h).
+inline constexpr auto kBaselineNames = MakeNameTable<Baseline>(
+    "baseline", {{Baseline::kFeatureFree, "feature-free"},
+                 {Baseline::kGraphLabels, "graph-labels"},
+                 {Baseline::kRaw, "raw"}});
+
 // The positional columns' default width.
 inline constexpr int kPositionalFeatures = 512;
 

@@ -133,6 +133,26 @@ TEST_F(SimulateTest, EqualsTheLibraryWithTheSameSeeds) {
     EXPECT_EQ(s["per_run"][0].value("tuning", json()),
               e["per_run"][0].value("tuning", json()));
     EXPECT_EQ(s["per_run"][0].contains("tuning"), c.flags.size() == 2);
+    // The node task's default baseline: label propagation from the labels
+    // the curator trains on, beside the result.
+    if (s["task"] == "node") {
+      ASSERT_TRUE(s.contains("baselines")) << s.dump();
+      const json& lp = s["baselines"]["graph_labels"];
+      EXPECT_EQ(lp["label"], "graph and labels alone");
+      EXPECT_DOUBLE_EQ(lp["difference"]["mean"].get<double>(),
+                       s["mean"].get<double>() - lp["mean"].get<double>());
+      if (c.flags.size() == 2) {
+        // Clean labels: the library's baseline on the same split, exactly.
+        std::vector<std::string> flags = c.flags;
+        flags.push_back("--baselines");
+        json eb = Eval(data, flags);
+        ASSERT_TRUE(eb.is_object());
+        EXPECT_EQ(lp["mean"].get<double>(),
+                  eb["baselines"]["graph_labels"]["values"][0].get<double>());
+      }
+    } else {
+      EXPECT_FALSE(s.contains("baselines"));
+    }
     const json& d = s["deployment"];
     EXPECT_EQ(d["hosts"], 3);
     EXPECT_EQ(d["reports"].get<int>(), 900 * c.campaigns);

@@ -24,6 +24,8 @@ namespace ldpgraph::ldpctl::internal {
 // Everything a run was asked for, each field at its flag's default unless
 // given. A plain value: ParseOptions fills and validates it, nothing else
 // writes it.
+inline constexpr uint64_t kDefaultBaselinesMaxNodes = 100'000;
+
 struct Options {
   // ldpctl run: attach to a running deployment through `connection`
   // instead of starting one.
@@ -85,6 +87,16 @@ struct Options {
   // retraining.
   pipeline::Defences defences;
   double screen_alpha = pipeline::kDefaultScreenAlpha;
+  // --baselines: what the evaluate stage also scores beside the result
+  // (server/pipeline/baselines.h), node task: graph-labels by default (label
+  // propagation: well under a second on the quick start's graph);
+  // feature-free trains the model once more and is asked for.
+  // Without the flag the default applies to graphs of at most
+  // kDefaultBaselinesMaxNodes nodes: past them label propagation's 400
+  // passes over the graph add to a large run's evaluate stage.
+  std::vector<pipeline::Baseline> baselines = {
+      pipeline::Baseline::kGraphLabels};
+  bool baselines_given = false;
   std::string bin_dir;
   std::string work_dir;
   bool keep = false;
