@@ -418,6 +418,44 @@ TEST_F(EvalCommandTest, SweepDrawsEachMethodBesideTheBaselines) {
   ASSERT_TRUE(svg.ok());
   EXPECT_THAT(*svg, HasSubstr("graph alone (no reports)"));
   EXPECT_THAT(*svg, HasSubstr("UPGNET-MBM"));
+  // A saved sweep prints and draws the same without running again.
+  const std::string saved = *dir_ + "/sweep.json";
+  {
+    std::ofstream f(saved);
+    f << r.out;
+  }
+  Result again = sweep({"--from-json", saved});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("UPGNET-MBM (Multi-bit, NFR, HOA)"));
+  EXPECT_THAT(again.out, HasSubstr("graph and labels (label propagation)"));
+  Result mixed = sweep({"--from-json", saved, "--runs", "3"});
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_THAT(mixed.err, HasSubstr("--runs applies to a sweep that runs"));
+  Result broken = sweep({"--from-json", plot});
+  EXPECT_EQ(broken.code, 1);
+  EXPECT_THAT(broken.err, HasSubstr("is not a sweep's JSON"));
+}
+
+// With --edges the baselines add the run without any edge and the run on
+// the true graph.
+TEST_F(EvalCommandTest, BaselinesOfAPrivateGraph) {
+  Result r = Eval({"--dataset", gen(), "--method", "lpgnn", "--runs", "1",
+                   "--epochs", "20", "--edges", "rr", "--edge-epsilon", "4",
+                   "--baselines", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key :
+       {"feature_free", "graph_labels", "raw", "no_graph", "true_graph"}) {
+    EXPECT_TRUE(j["baselines"].contains(key)) << key;
+  }
+  EXPECT_EQ(j["baselines"]["true_graph"]["label"],
+            "true graph (no edge privacy)");
+  // The true graph's run is the run without --edges.
+  Result plain = Eval({"--dataset", gen(), "--method", "lpgnn", "--runs", "1",
+                       "--epochs", "20", "--format", "json"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(j["baselines"]["true_graph"]["values"][0],
+            nlohmann::json::parse(plain.out)["values"][0]);
 }
 
 TEST_F(EvalCommandTest, LinkAndLabelNoiseRuns) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 #include "server/ldpgraph/charts.h"
@@ -79,6 +80,7 @@ struct SweepOptions {
   bool baselines = true;
   bool json = false;
   std::string plot;
+  std::string from_json;  // --from-json: a saved sweep, not measured again
 };
 
 absl::StatusOr<SweepOptions> ParseSweepOptions(
@@ -86,12 +88,24 @@ absl::StatusOr<SweepOptions> ParseSweepOptions(
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args,
                                              {"dataset", "methods", "epsilons",
                                               "runs", "seed", "threads",
-                                              "format", "plot"},
+                                              "format", "plot", "from-json"},
                                              {"no-baselines", "help"}));
   SweepOptions o;
-  auto dataset = a.Get("dataset");
-  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
-  o.dataset = *dataset;
+  if (auto f = a.Get("from-json")) {
+    for (const char* flag : {"dataset", "methods", "epsilons", "runs", "seed",
+                             "threads"}) {
+      if (a.Get(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--from-json prints and draws a saved sweep; --", flag,
+            " applies to a sweep that runs"));
+      }
+    }
+    o.from_json = *f;
+  } else {
+    auto dataset = a.Get("dataset");
+    if (!dataset) return absl::InvalidArgumentError("--dataset is required");
+    o.dataset = *dataset;
+  }
   for (const SweepMethod& m : kSweepMethods) o.methods.push_back(m.name);
   if (auto list = a.Get("methods")) {
     o.methods.clear();
@@ -272,6 +286,9 @@ learns anyway, the lines a budget has to beat.
                      graph_labels, raw} of {label, accuracy, values}
   --plot FILE        also draw the sweep as an SVG chart: one line per
                      method, the baselines as dashed horizontal lines
+  --from-json FILE   print (and with --plot draw) a saved sweep's JSON
+                     instead of running one: a sweep saved piece by piece
+                     (tests/bench/sweep.sh merges one run per method)
   --help             this text
 
 Example:
@@ -285,13 +302,31 @@ int RunSweep(const std::vector<std::string>& args, std::ostream& out,
       ParseCommand("sweep", args, SweepHelp, ParseSweepOptions, out, err);
   if (!parsed.ok()) return parsed.exit_code();
   const SweepOptions& o = *parsed;
-  auto dataset = LoadDataset(o.dataset);
-  if (!dataset.ok()) {
-    err << "ldpgraph sweep: " << dataset.status().message() << "\n";
-    return kExitRuntimeError;
+  absl::StatusOr<nlohmann::json> j;
+  if (!o.from_json.empty()) {
+    auto text = ReadFileToString(o.from_json);
+    if (!text.ok()) {
+      err << "ldpgraph sweep: " << text.status().message() << "\n";
+      return kExitRuntimeError;
+    }
+    j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j->is_discarded() || !j->contains("lines") ||
+        !j->contains("epsilons") || !j->contains("dataset") ||
+        !j->contains("runs")) {
+      err << "ldpgraph sweep: " << o.from_json
+          << " is not a sweep's JSON (ldpgraph sweep --format json)\n";
+      return kExitRuntimeError;
+    }
+    j->emplace("seconds", 0.0);
+  } else {
+    auto dataset = LoadDataset(o.dataset);
+    if (!dataset.ok()) {
+      err << "ldpgraph sweep: " << dataset.status().message() << "\n";
+      return kExitRuntimeError;
+    }
+    err << kSeededWarning << "\n";
+    j = Sweep(o, *dataset, err);
   }
-  err << kSeededWarning << "\n";
-  auto j = Sweep(o, *dataset, err);
   if (!j.ok()) {
     err << "ldpgraph sweep: " << j.status().message() << "\n";
     return j.status().code() == absl::StatusCode::kInvalidArgument

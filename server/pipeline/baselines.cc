@@ -165,6 +165,8 @@ absl::StatusOr<PipelineConfig> BaselineConfig(const PipelineConfig& c,
   out.defences = Defences();
   out.keep_node_outputs = false;
   out.keep_node_model = false;
+  out.node_model.train.patience =
+      std::min(out.node_model.train.patience, kBaselinePatience);
   if (!IsReleaseMethod(c.method)) {
     // Raw values as they are, as `--mechanism none` runs them.
     out.scaling = FeatureScaling::kUnit;
