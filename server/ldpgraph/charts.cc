@@ -166,6 +166,16 @@ absl::StatusOr<Charts> ReproCharts(const json& report) {
     return absl::InvalidArgumentError(
         "repro JSON: no cell has a finite epsilon to draw against");
   }
+  // repro --baselines: each a dashed line, as sweep draws them.
+  if (report.contains("baselines") && report["baselines"].is_object()) {
+    for (const auto& [key, b] : report["baselines"].items()) {
+      ASSIGN_OR_RETURN(const std::string label,
+                       GetString(b, "label", "repro JSON baseline"));
+      ASSIGN_OR_RETURN(const std::optional<MeanStd> v,
+                       GetSummary(b, "accuracy", "repro JSON baseline"));
+      if (v) c.references.push_back({label, v->mean, v->std});
+    }
+  }
   FitLegend(&c);
   return Charts{{"", std::move(c)}};
 }

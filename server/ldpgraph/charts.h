@@ -27,7 +27,8 @@ using Charts = std::vector<std::pair<std::string, plot::LineChart>>;
 // a log axis, one line per row of repro's table (the mechanism for privge
 // and dpne, the label budget for lpgnn); the cells at eps = inf (raw
 // features, or dpne's non-private factorisation) as dashed reference lines
-// with a band of +- std. One chart: a repro run covers one dataset and one
+// with a band of +- std, and so are repro --baselines' baselines. One
+// chart: a repro run covers one dataset and one
 // task. INVALID_ARGUMENT naming the key for an object that is not repro's
 // JSON, or when no cell has a finite epsilon.
 absl::StatusOr<Charts> ReproCharts(const nlohmann::json& report);

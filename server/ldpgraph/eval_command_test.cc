@@ -579,6 +579,28 @@ TEST_F(EvalCommandTest, ReproFillsThePaperColumnWherePublished) {
   EXPECT_THAT(r.out, ::testing::Not(::testing::ContainsRegex("\\[[0-9]")));
 }
 
+TEST_F(EvalCommandTest, ReproBaselinesStandUnderTheGrid) {
+  Result r = Repro({"--paper", "lpgnn", "--dataset", gen(), "--epsilons",
+                    "1", "--label-epsilons", "inf", "--runs", "1",
+                    "--baselines", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"feature_free", "graph_labels", "raw"}) {
+    ASSERT_TRUE(j["baselines"].contains(key)) << key;
+    EXPECT_EQ(j["baselines"][key]["values"].size(), 1u);
+  }
+  Result table = Repro({"--paper", "lpgnn", "--dataset", gen(), "--epsilons",
+                        "1", "--label-epsilons", "inf", "--runs", "1",
+                        "--baselines"});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("baselines beside it"));
+  EXPECT_THAT(table.out, HasSubstr("graph alone (no reports)"));
+  Result link = Repro({"--paper", "privge", "--task", "link", "--dataset",
+                       gen(), "--baselines"});
+  EXPECT_EQ(link.code, 2);
+  EXPECT_THAT(link.err, HasSubstr("--baselines applies to the node task"));
+}
+
 TEST_F(EvalCommandTest, ReproUsageErrors) {
   EXPECT_EQ(Repro({"--dataset", gen()}).code, 2);
   Result r = Repro({"--paper", "deepwalk", "--dataset", gen()});

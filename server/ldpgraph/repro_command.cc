@@ -13,6 +13,7 @@
 #include "common/cli_args.h"
 #include "common/status_macros.h"
 #include "server/ldpgraph/charts.h"
+#include "server/ldpgraph/eval_baselines.h"
 #include "server/ldpgraph/eval_command.h"
 #include "server/ldpgraph/tool_util.h"
 
@@ -149,6 +150,7 @@ struct ReproOptions {
   uint64_t seed = 1;
   bool json = false;
   std::string plot;  // --plot: the chart's file when not empty
+  bool baselines = false;  // --baselines (node task)
 };
 
 absl::StatusOr<std::vector<double>> ParseBudgets(absl::string_view flag,
@@ -175,7 +177,7 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
                                   {"paper", "dataset", "task", "mechanisms",
                                    "epsilons", "label-epsilons", "runs", "seed",
                                    "format", "plot"},
-                                  {"help"}));
+                                  {"baselines", "help"}));
   ReproOptions o;
   ASSIGN_OR_RETURN(o.paper,
                    pipeline::kMethodNames.Parse(
@@ -238,6 +240,11 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
     ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
     o.json = i == 1;
   }
+  o.baselines = a.Flag("baselines");
+  if (o.baselines && o.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "--baselines applies to the node task (--task node)");
+  }
   if (auto f = a.Get("plot")) {
     RETURN_IF_ERROR(CheckPlotPath(*f));
     if (std::all_of(o.epsilons.begin(), o.epsilons.end(),
@@ -280,6 +287,11 @@ Usage: ldpgraph repro --paper privge|lpgnn|dpne --dataset DIR [flags]
   --runs R           runs per cell (default 5; the papers use 10)
   --seed S           base seed (default 1); noise is seeded: NOT private
   --format F         table (default) or json
+  --baselines        node task: also the baselines beside the paper's
+                     model, with no budget (feature-free: random features;
+                     graph-labels: label propagation; raw: raw features),
+                     as rows under the table and "baselines" in the JSON
+                     (each: label, accuracy mean and std, values)
   --plot FILE        also draw the grid as an SVG chart in FILE (default:
                      none), after the table or JSON: the metric against
                      epsilon (log axis), one line per table row, error bars
@@ -478,7 +490,23 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
   }
   const std::string metric =
       o.task == v1::PIPELINE_TASK_NODE ? "accuracy" : "roc_auc";
-  const nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
+  nlohmann::json baselines;
+  if (o.baselines) {
+    // Beside the paper's own model at its first budget (the baselines use
+    // no budget), clean labels: what the curator learns without reports.
+    PipelineConfig c = pipeline::DefaultConfig(o.paper, o.task);
+    c.propagation = pipeline::NodePropagation::kPpr;
+    c.standardize_clip = 0;
+    pipeline::ResolveDatasetSettings(dataset->meta, &c);
+    err << "baselines\n";
+    auto b = EvaluateBaselineRuns(*dataset, c, o.runs, o.seed, &err);
+    if (!b.ok()) {
+      err << "ldpgraph repro: " << b.status().message() << "\n";
+      return kExitRuntimeError;
+    }
+    baselines = *std::move(b);
+  }
+  nlohmann::json j = {{"paper", pipeline::MethodName(o.paper)},
                             {"dataset", name},
                             {"task", pipeline::TaskName(o.task)},
                             {"metric", metric},
@@ -486,10 +514,20 @@ int RunRepro(const std::vector<std::string>& args, std::ostream& out,
                             {"seed", o.seed},
                             {"cells", table->cells},
                             {"seconds", SecondsSince(start)}};
+  if (!baselines.is_null()) j["baselines"] = baselines;
   if (o.json) {
     out << j.dump() << "\n";
   } else {
     PrintTable(o, name, metric, table->rows, out);
+    if (!baselines.is_null()) {
+      out << "baselines beside it (no budget; the same splits):\n";
+      for (const auto& [key, b] : baselines.items()) {
+        out << absl::StrFormat("  %-38s %.1f±%.1f\n",
+                               b["label"].get<std::string>(),
+                               100 * b["accuracy"]["mean"].get<double>(),
+                               100 * b["accuracy"]["std"].get<double>());
+      }
+    }
     out << absl::StrFormat("(%.0f s)\n", j["seconds"].get<double>());
   }
   if (!o.plot.empty()) {
