@@ -173,6 +173,12 @@ absl::StatusOr<PipelineConfig> BaselineConfig(const PipelineConfig& c,
     out.standardize = false;
     out.standardize_clip = 0;
   }
+  if (b == Baseline::kRaw && c.method == v1::PIPELINE_METHOD_LPGNN) {
+    // LPGNN's table has its own row for raw features (eps_x = inf): the
+    // authors' non-private settings, as `--mechanism none` runs them. The
+    // settings the user fixed stay.
+    out.dataset_settings = true;
+  }
   if (b == Baseline::kFeatureFree) {
     // Random columns carry no scale of their own: standardised after
     // propagation, as the re-evaluation's.

@@ -20,7 +20,9 @@
 //    kLabelPropagationAlphas by validation accuracy (against the
 //    validation labels the run holds).
 //  kRaw ("raw"): the method on the raw features (mechanism none), the
-//    labels as the run holds them: the features' privacy cost alone.
+//    labels as the run holds them: the features' privacy cost alone. LPGNN
+//    takes its settings table's row for raw features (the authors'
+//    non-private settings), as `ldpgraph eval --mechanism none` does.
 //
 // Attacks and defences are left out of every baseline (they act on
 // reports). A central-DP release method (SE-PrivGEmb, DPNE) has no

@@ -71,6 +71,7 @@ TEST(BaselineConfigTest, RawAndFeatureFreeRunTheMethodWithoutReports) {
   c.attack_class = 0;
   c.defences.screen = true;
   c.feature_steps = 4;
+  c.dataset_settings = false;  // resolved at the run's budget
   auto raw = BaselineConfig(c, Baseline::kRaw);
   ASSERT_TRUE(raw.ok());
   EXPECT_EQ(raw->mechanism, "none");
@@ -79,12 +80,15 @@ TEST(BaselineConfigTest, RawAndFeatureFreeRunTheMethodWithoutReports) {
   EXPECT_FALSE(raw->defences.any());
   EXPECT_EQ(raw->aggregator, FeatureAggregator::kKProp);
   EXPECT_EQ(raw->feature_steps, 4);
+  // LPGNN's raw baseline takes the settings table's non-private row.
+  EXPECT_TRUE(raw->dataset_settings);
   EXPECT_TRUE(ValidateConfig(*raw).ok());
   auto ff = BaselineConfig(c, Baseline::kFeatureFree);
   ASSERT_TRUE(ff.ok());
   EXPECT_EQ(ff->aggregator, FeatureAggregator::kHoa);
   EXPECT_EQ(ff->feature_steps, kFeatureFreeSteps);
   EXPECT_TRUE(ff->standardize);
+  EXPECT_FALSE(ff->dataset_settings);  // the method's own settings
   EXPECT_TRUE(ValidateConfig(*ff).ok());
   // UPGNET keeps its own HOA and K; its NFR goes (no reports).
   PipelineConfig u = DefaultConfig(v1::PIPELINE_METHOD_UPGNET,
