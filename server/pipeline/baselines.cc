@@ -299,6 +299,35 @@ absl::StatusOr<DenseMatrix> Seeds(size_t n, int classes,
   return y;
 }
 
+// kLabelPropagationSteps of Z <- alpha S Z + (1 - alpha) y from Z = y.
+absl::StatusOr<DenseMatrix> PropagateScores(const Graph& graph,
+                                            const DenseMatrix& y,
+                                            double alpha, int threads) {
+  DenseMatrix f = y;
+  for (int s = 0; alpha > 0 && s < kLabelPropagationSteps; ++s) {
+    ASSIGN_OR_RETURN(f, KProp(graph, std::move(f), 1, false, threads,
+                              KPropNorm::kSymmetric));
+    for (size_t i = 0; i < f.data.size(); ++i) {
+      f.data[i] =
+          static_cast<float>(alpha * f.data[i] + (1 - alpha) * y.data[i]);
+    }
+  }
+  return f;
+}
+
+// The accuracy of predictions on the validation nodes with a target.
+double ValidationAccuracy(const std::vector<int32_t>& predictions,
+                          const std::vector<uint32_t>& validation,
+                          const std::vector<int32_t>& validation_targets) {
+  size_t right = 0, scored = 0;
+  for (size_t i = 0; i < validation.size(); ++i) {
+    if (validation_targets[i] < 0) continue;
+    ++scored;
+    right += predictions[validation[i]] == validation_targets[i];
+  }
+  return scored == 0 ? 0.0 : static_cast<double>(right) / scored;
+}
+
 // Z <- alpha S Z + (1 - alpha) y for each alpha; the best validation wins.
 absl::StatusOr<LabelPropagationResult> Spread(
     const Graph& graph, const DenseMatrix& y, absl::Span<const double> alphas,
@@ -307,24 +336,11 @@ absl::StatusOr<LabelPropagationResult> Spread(
   LabelPropagationResult out;
   double best = -1;
   for (double alpha : alphas) {
-    DenseMatrix f = y;
-    for (int s = 0; alpha > 0 && s < kLabelPropagationSteps; ++s) {
-      ASSIGN_OR_RETURN(f, KProp(graph, std::move(f), 1, false, threads,
-                                KPropNorm::kSymmetric));
-      for (size_t i = 0; i < f.data.size(); ++i) {
-        f.data[i] = static_cast<float>(alpha * f.data[i] +
-                                       (1 - alpha) * y.data[i]);
-      }
-    }
+    ASSIGN_OR_RETURN(const DenseMatrix f,
+                     PropagateScores(graph, y, alpha, threads));
     std::vector<int32_t> predictions = ArgmaxRows(f, fallback);
-    size_t right = 0, scored = 0;
-    for (size_t i = 0; i < validation.size(); ++i) {
-      if (validation_targets[i] < 0) continue;
-      ++scored;
-      right += predictions[validation[i]] == validation_targets[i];
-    }
     const double accuracy =
-        scored == 0 ? 0.0 : static_cast<double>(right) / scored;
+        ValidationAccuracy(predictions, validation, validation_targets);
     out.validation.push_back(accuracy);
     if (accuracy > best) {
       best = accuracy;
@@ -388,7 +404,43 @@ absl::StatusOr<LabelPropagationResult> SmoothPredictions(
   std::vector<double> alphas = {0.0};
   alphas.insert(alphas.end(), std::begin(kLabelPropagationAlphas),
                 std::end(kLabelPropagationAlphas));
-  return Spread(graph, y, alphas, 0, validation, validation_targets, threads);
+  ASSIGN_OR_RETURN(LabelPropagationResult out,
+                   Spread(graph, y, alphas, 0, validation, validation_targets,
+                          threads));
+  double best = *std::max_element(out.validation.begin(),
+                                  out.validation.end());
+  // The mixtures: label propagation's scores, each row summing to 1 (a
+  // row no label reaches stays 0), weighted against the posteriors.
+  ASSIGN_OR_RETURN(const DenseMatrix seeds,
+                   Seeds(graph.num_nodes(), classes, nullptr, train,
+                         train_targets, &counts));
+  ASSIGN_OR_RETURN(DenseMatrix lp, PropagateScores(graph, seeds, 0.9, threads));
+  for (size_t v = 0; v < lp.rows; ++v) {
+    double sum = 0;
+    for (int k = 0; k < classes; ++k) sum += lp.at(v, k);
+    if (sum <= 0) continue;
+    for (int k = 0; k < classes; ++k) {
+      lp.at(v, k) = static_cast<float>(lp.at(v, k) / sum);
+    }
+  }
+  for (double w : kSmoothMixWeights) {
+    DenseMatrix mixed = posteriors;
+    for (size_t i = 0; i < mixed.data.size(); ++i) {
+      mixed.data[i] = static_cast<float>(w * posteriors.data[i] +
+                                         (1 - w) * lp.data[i]);
+    }
+    std::vector<int32_t> predictions = ArgmaxRows(mixed, 0);
+    const double accuracy =
+        ValidationAccuracy(predictions, validation, validation_targets);
+    out.mix_validation.push_back(accuracy);
+    if (accuracy > best) {
+      best = accuracy;
+      out.mix = w;
+      out.alpha = 0;
+      out.predictions = std::move(predictions);
+    }
+  }
+  return out;
 }
 
 }  // namespace ldpgraph::pipeline

@@ -107,14 +107,24 @@ struct LabelPropagationResult {
   std::vector<int32_t> predictions;  // every node's class
   double alpha = 0;                  // the one kept
   std::vector<double> validation;    // per kLabelPropagationAlphas
+  // SmoothPredictions' mixtures: the weight of the model's posteriors kept
+  // (0: none kept), and each kSmoothMixWeights' validation accuracy.
+  double mix = 0;
+  std::vector<double> mix_validation;
 };
+
+// SmoothPredictions' other candidates: the model's posteriors weighted w
+// and label propagation's row-normalised scores (alpha 0.9) 1 - w.
+inline constexpr double kSmoothMixWeights[] = {0.25, 0.5, 0.75};
 // C&S's smoothing step (Huang et al., "Combining Label Propagation and
 // Simple Models Out-performs Graph Neural Networks", ICLR 2021) on a
 // model's class posteriors (rows = nodes): Z0 the posteriors with each
 // training node's row set to its label's one-hot, then
 // Z <- alpha S Z + (1 - alpha) Z0 for kLabelPropagationSteps steps, alpha
 // chosen from 0 (the model's own predictions) and kLabelPropagationAlphas
-// by validation accuracy (the first best on a tie). The labels it spreads
+// by validation accuracy (the first best on a tie), or a mixture of the
+// posteriors and label propagation's scores (kSmoothMixWeights) when one
+// validates better still. The labels it spreads
 // are the ones the curator trains on: post-processing, no privacy cost.
 // validation in the result has one entry per candidate, 0 first.
 absl::StatusOr<LabelPropagationResult> SmoothPredictions(

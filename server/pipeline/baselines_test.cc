@@ -200,18 +200,20 @@ TEST(RunNodeInputsTest, AutoKeepsTheBestCandidateAndSmoothSaysWhatItChose) {
   EXPECT_EQ(r->tuning["inputs"], kept);
   EXPECT_EQ(r->tuning["positional_features"], 16);
   const auto& smooth = r->smooth;
-  ASSERT_EQ(smooth["candidates"].size(),
-            1 + std::size(kLabelPropagationAlphas));
+  ASSERT_EQ(smooth["candidates"].size(), 1 + std::size(kLabelPropagationAlphas) +
+                                             std::size(kSmoothMixWeights));
   EXPECT_EQ(smooth["candidates"][0]["alpha"], 0.0);
-  double best_smooth = -1, alpha = -1;
+  double best_smooth = -1, alpha = -1, mix = 0;
   for (const auto& cand : smooth["candidates"]) {
     if (cand["validation"].get<double>() > best_smooth) {
       best_smooth = cand["validation"].get<double>();
-      alpha = cand["alpha"].get<double>();
+      alpha = cand.value("alpha", 0.0);
+      mix = cand.value("mix", 0.0);
     }
   }
   EXPECT_EQ(smooth["alpha"].get<double>(), alpha);
-  if (alpha == 0) {
+  EXPECT_EQ(smooth["mix"].get<double>(), mix);
+  if (alpha == 0 && mix == 0) {
     EXPECT_EQ(smooth["accuracy_before"].get<double>(), r->metric);
   }
   EXPECT_FALSE(r->node_outputs);  // kept for the smoothing only

@@ -622,7 +622,12 @@ absl::Status Smooth(const Dataset& d, const Graph& graph,
         {{"alpha", i == 0 ? 0.0 : kLabelPropagationAlphas[i - 1]},
          {"validation", s.validation[i]}});
   }
+  for (size_t i = 0; i < s.mix_validation.size(); ++i) {
+    candidates.push_back({{"mix", kSmoothMixWeights[i]},
+                          {"validation", s.mix_validation[i]}});
+  }
   t->smooth = {{"alpha", s.alpha},
+               {"mix", s.mix},
                {"candidates", std::move(candidates)},
                {"accuracy_before", t->metric}};
   if (predicted.empty()) return absl::OkStatus();
