@@ -241,6 +241,40 @@ absl::Status ParseTuneGrids(const CliArgs& a, PipelineConfig* config) {
   if (!c.tune_label_steps.empty() && c.tune_feature_steps.empty()) {
     c.tune_feature_steps = {c.feature_steps};
   }
+  // The model's grids: "default" is the re-evaluation's of UPGNET
+  // (docs/papers.md, "UPGNET and the graph alone").
+  struct ModelGrid {
+    const char* flag;
+    std::vector<double>* grid;
+    std::vector<double> defaults;
+    double low, high;  // the values' range, [low, high)
+  };
+  for (ModelGrid g :
+       {ModelGrid{"tune-lr", &c.tune_learning_rate, {1e-2, 1e-3, 1e-4}, 1e-12,
+                  10},
+        ModelGrid{"tune-weight-decay", &c.tune_weight_decay,
+                  {0, 1e-4, 1e-3, 1e-2}, 0, 10},
+        ModelGrid{"tune-dropout", &c.tune_dropout, {0.25, 0.5, 0.75}, 0, 1}}) {
+    auto list = a.Get(g.flag);
+    if (!list) continue;
+    if (!pipeline::IsGnnMethod(method)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", g.flag, " applies to --method lpgnn or upgnet"));
+    }
+    if (*list == "default") {
+      *g.grid = g.defaults;
+      continue;
+    }
+    for (absl::string_view item : absl::StrSplit(*list, ',')) {
+      double v = 0;
+      if (!absl::SimpleAtod(item, &v) || !(v >= g.low && v < g.high)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", g.flag, " must be 'default' or a comma-separated list of "
+            "values in [", g.low, ", ", g.high, "), got '", *list, "'"));
+      }
+      g.grid->push_back(v);
+    }
+  }
   if (auto list = a.Get("tune-nfr")) {
     if (!pipeline::IsGnnMethod(method)) {
       return absl::InvalidArgumentError(
@@ -648,6 +682,7 @@ absl::StatusOr<EvalOptions> ParseEvalOptions(
            "z-storage", "scratch-dir",
            "propagation", "label-denoising", "kprop-norm", "tune-feature-steps",
            "tune-label-steps", "tune-nfr", "aggregator", "nfr", "inputs", "positional-features",
+           "tune-lr", "tune-weight-decay", "tune-dropout",
            "r", "rmax", "model", "hidden", "layers", "dropout", "lr",
            "weight-decay", "epochs", "patience", "loss", "link-batch", "node-batch",
            "batch-lr", "batch-epochs", "batch-patience", "batch-decays",
@@ -981,6 +1016,12 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          ("default": 0,0.1,0.3,0.5,0.7,0.9) by validation,
                          with --tune-feature-steps (upgnet's "default" K
                          grid: 0,2,4,8,16,32,64)
+  --tune-lr LIST, --tune-weight-decay LIST, --tune-dropout LIST
+                         lpgnn, upgnet: the model's settings chosen the same
+                         way ("default": 0.01,0.001,0.0001; 0,0.0001,0.001,
+                         0.01; 0.25,0.5,0.75). Every combination of every
+                         grid trains once per run: the "default" grids
+                         together are 7 x 6 x 3 x 4 x 3 = 1512 trainings
 )";
 // the model and its training;
 constexpr char kEvalHelpModel[] = R"(Model:

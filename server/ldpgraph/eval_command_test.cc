@@ -191,6 +191,10 @@ TEST_F(EvalCommandTest, UsageErrorsNameTheFlag) {
        "--aggregator applies to --method lpgnn or upgnet"},
       {{"--dataset", d, "--method", "upgnet", "--tune-nfr", "0.5,1.5"},
        "--tune-nfr must be 'default' or a comma-separated list"},
+      {{"--dataset", d, "--tune-lr", "0.1"},
+       "--tune-lr applies to --method lpgnn or upgnet"},
+      {{"--dataset", d, "--method", "upgnet", "--tune-dropout", "0.5,1"},
+       "--tune-dropout must be 'default' or a comma-separated list"},
       {{"--dataset", d, "--method", "upgnet", "--inputs", "all"},
        "--inputs must be one of reports, positional, both, auto, got 'all'"},
       {{"--dataset", d, "--method", "upgnet", "--positional-features", "8"},
@@ -360,6 +364,26 @@ TEST_F(EvalCommandTest, BaselinesStandBesideTheMethod) {
     EXPECT_LE(b["mean"].get<double>(), 1.0);
   }
   EXPECT_EQ(j["baselines_summary"].size(), 3u);
+  // The model's settings tuned per run by validation: every combination
+  // trained, the best kept and said.
+  Result tuned = Eval({"--dataset", gen(), "--method", "upgnet", "--runs", "1",
+                       "--epochs", "30", "--feature-steps", "4", "--tune-lr",
+                       "0.01,0.001", "--tune-dropout", "0.25,0.5", "--format",
+                       "json"});
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  const auto tj = nlohmann::json::parse(tuned.out)["per_run"][0]["tuning"];
+  ASSERT_EQ(tj["candidates"].size(), 4u) << tj.dump();
+  double best = -1;
+  nlohmann::json kept;
+  for (const auto& cand : tj["candidates"]) {
+    if (cand["validation"].get<double>() > best) {
+      best = cand["validation"].get<double>();
+      kept = cand;
+    }
+  }
+  EXPECT_EQ(tj["learning_rate"], kept["learning_rate"]);
+  EXPECT_EQ(tj["dropout"], kept["dropout"]);
+  EXPECT_EQ(tj["weight_decay"], 0.01);  // upgnet's, not tuned
   EXPECT_GT(j["baselines_seconds"].get<double>(), 0.0);
   // The table says it in words, one line per baseline.
   Result table = Eval({"--dataset", gen(), "--method", "lpgnn", "--runs", "1",

@@ -292,6 +292,12 @@ struct PipelineConfig {
   // LPGNN and UPGNET: with a non-empty grid, every run also chooses nfr_tau
   // from it, with K_x, the same way (each pair of K_x and tau trained).
   std::vector<double> tune_nfr;
+  // LPGNN and UPGNET: grids of the model's learning rate, weight decay and
+  // dropout, chosen per run with K_x (and tau) the same way (every
+  // combination trained; empty: the configured value alone).
+  std::vector<double> tune_learning_rate;
+  std::vector<double> tune_weight_decay;
+  std::vector<double> tune_dropout;
   // KProp's weights over the features (and kVote's over the labels).
   KPropNorm kprop_norm = KPropNorm::kSymmetric;
   // LPGNN: take K_x, K_y, learning rate, weight decay and dropout from the

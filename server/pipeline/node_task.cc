@@ -732,8 +732,13 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   int feature_steps = c.feature_steps, label_steps = c.label_steps;
   nlohmann::json tuning;
   double nfr_tau = c.nfr_tau;
+  // The model's settings the tuning keeps (the configured ones otherwise).
+  training::NodeModelConfig tuned_model = c.node_model;
+  const bool tune_model = !c.tune_learning_rate.empty() ||
+                          !c.tune_weight_decay.empty() ||
+                          !c.tune_dropout.empty();
   if (IsGnnMethod(c.method) &&
-      (!c.tune_feature_steps.empty() || !c.tune_nfr.empty())) {
+      (!c.tune_feature_steps.empty() || !c.tune_nfr.empty() || tune_model)) {
     // Every candidate on this run's split and reports, scored by its
     // selected epoch's validation accuracy (against the reports when the
     // labels are noisy); the first best wins.
@@ -746,6 +751,15 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
             : std::vector<int>{c.label_steps};
     const std::vector<double> tau_grid =
         c.tune_nfr.empty() ? std::vector<double>{c.nfr_tau} : c.tune_nfr;
+    auto grid_or = [](const std::vector<double>& grid, double value) {
+      return grid.empty() ? std::vector<double>{value} : grid;
+    };
+    const std::vector<double> lr_grid = grid_or(
+        c.tune_learning_rate, c.node_model.train.adam.learning_rate);
+    const std::vector<double> wd_grid = grid_or(
+        c.tune_weight_decay, c.node_model.train.adam.weight_decay);
+    const std::vector<double> dropout_grid =
+        grid_or(c.tune_dropout, c.node_model.dropout);
     double best = -1;
     tuning = nlohmann::json::array();
     for (double tau : tau_grid) {
@@ -761,19 +775,37 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
         ASSIGN_OR_RETURN(const NodeFeatures features,
                          PropagateNode(candidate, c, kx));
         for (int ky : ky_grid) {
-          ASSIGN_OR_RETURN(RunResult t, TrainNodeOnce(candidate, c, features,
-                                                      ky, true, model_seed));
-          nlohmann::json row = {{"feature_steps", kx},
-                                {"label_steps", ky},
-                                {"validation", t.training.best_validation},
-                                {"epochs", t.training.epochs}};
-          if (!c.tune_nfr.empty()) row["nfr_tau"] = tau;
-          tuning.push_back(std::move(row));
-          if (t.training.best_validation > best) {
-            best = t.training.best_validation;
-            feature_steps = kx;
-            label_steps = ky;
-            nfr_tau = tau;
+          for (double lr : lr_grid) {
+            for (double wd : wd_grid) {
+              for (double dropout : dropout_grid) {
+                PipelineConfig cc = c;
+                cc.node_model.train.adam.learning_rate = lr;
+                cc.node_model.train.adam.weight_decay = wd;
+                cc.node_model.dropout = dropout;
+                ASSIGN_OR_RETURN(RunResult t,
+                                 TrainNodeOnce(candidate, cc, features, ky,
+                                               true, model_seed));
+                nlohmann::json row = {
+                    {"feature_steps", kx},
+                    {"label_steps", ky},
+                    {"validation", t.training.best_validation},
+                    {"epochs", t.training.epochs}};
+                if (!c.tune_nfr.empty()) row["nfr_tau"] = tau;
+                if (tune_model) {
+                  row["learning_rate"] = lr;
+                  row["weight_decay"] = wd;
+                  row["dropout"] = dropout;
+                }
+                tuning.push_back(std::move(row));
+                if (t.training.best_validation > best) {
+                  best = t.training.best_validation;
+                  feature_steps = kx;
+                  label_steps = ky;
+                  nfr_tau = tau;
+                  tuned_model = cc.node_model;
+                }
+              }
+            }
           }
         }
       }
@@ -786,6 +818,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   RunResult t;
   // The robust defence and the smoothing read the model's posteriors.
   PipelineConfig chosen = c;
+  chosen.node_model = tuned_model;
   if (c.defences.robust || c.smooth) chosen.keep_node_outputs = true;
   std::optional<NodeFeatures> kept_features;
   if (c.method == v1::PIPELINE_METHOD_PRIVGE &&
@@ -882,6 +915,11 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                 {"feature_steps", feature_steps},
                 {"label_steps", label_steps}};
     if (!c.tune_nfr.empty()) t.tuning["nfr_tau"] = nfr_tau;
+    if (tune_model) {
+      t.tuning["learning_rate"] = tuned_model.train.adam.learning_rate;
+      t.tuning["weight_decay"] = tuned_model.train.adam.weight_decay;
+      t.tuning["dropout"] = tuned_model.dropout;
+    }
   }
   return t;
 }
