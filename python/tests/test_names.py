@@ -33,7 +33,8 @@ def test_the_known_spellings():
     assert names.MECHANISM_KINDS["square-wave"] == mechanism_pb2.MECHANISM_KIND_SQUARE_WAVE
     assert names.MECHANISM_KINDS["edge-blink"] == mechanism_pb2.MECHANISM_KIND_EDGE_BLINK
     assert list(names.ATTRIBUTES) == ["features", "label", "edges"]
-    assert list(names.PIPELINE_METHODS) == ["privge", "lpgnn", "se-privgemb", "dpne"]
+    assert list(names.PIPELINE_METHODS) == ["privge", "lpgnn", "se-privgemb", "dpne",
+                                           "upgnet"]
     assert list(names.PIPELINE_TASKS) == ["node", "link"]
     assert names.FEATURE_MECHANISMS == ("square-wave", "hds", "multibit", "onebit",
                                         "piecewise", "laplace")

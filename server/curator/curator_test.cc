@@ -785,12 +785,13 @@ TEST_F(CuratorTest, EvaluateRejectsUnspecifiedTaskAndMethod) {
   auto no_method = stages.Evaluate(q);
   EXPECT_EQ(no_method.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(no_method.status().message(),
-            "pipeline_method is unspecified; it must be one of privge, lpgnn");
+            "pipeline_method is unspecified; it must be one of privge, lpgnn, "
+            "upgnet");
   q.set_pipeline_method(v1::PIPELINE_METHOD_DPNE);
   auto release = stages.Evaluate(q);
   EXPECT_EQ(release.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(release.status().message(),
-            "pipeline_method must be one of privge, lpgnn, got 'dpne'");
+            "pipeline_method must be one of privge, lpgnn, upgnet, got 'dpne'");
   q.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
   q.clear_pipeline_task();
   auto no_task = stages.Evaluate(q);
