@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/npy.h"
@@ -600,18 +601,11 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
   ASSIGN_OR_RETURN(const pipeline::Task task, RequestTask(q.pipeline_task()));
   ASSIGN_OR_RETURN(const pipeline::Defences defences,
                    RequestEvaluateDefences(q));
-  std::vector<pipeline::Baseline> baselines;
-  for (const std::string& name : q.baselines()) {
-    ASSIGN_OR_RETURN(const pipeline::Baseline b,
-                     pipeline::kBaselineNames.Parse(
-                         name, "baselines",
-                         {pipeline::Baseline::kFeatureFree,
-                          pipeline::Baseline::kGraphLabels}));
-    if (task != v1::PIPELINE_TASK_NODE) {
-      return absl::InvalidArgumentError(
-          "baselines apply to the node task");
-    }
-    baselines.push_back(b);
+  ASSIGN_OR_RETURN(const std::vector<pipeline::Baseline> baselines,
+                   pipeline::ParseDeployedBaselines(
+                       absl::StrJoin(q.baselines(), ","), "baselines"));
+  if (!baselines.empty() && task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError("baselines apply to the node task");
   }
   ASSIGN_OR_RETURN(store::ResultRow input, FindEstimate(q.input(), "evaluate"));
   if (task == v1::PIPELINE_TASK_NODE && data_->meta.classes < 2) {

@@ -133,13 +133,10 @@ absl::StatusOr<v1::EvaluateRequest> EvaluateRequestFromFlags(
           {v1::PIPELINE_METHOD_PRIVGE, v1::PIPELINE_METHOD_LPGNN,
            v1::PIPELINE_METHOD_UPGNET}));
   req.set_pipeline_task(task);
-  if (auto list = a.Get("baselines"); list && *list != "none") {
-    for (absl::string_view name : absl::StrSplit(*list, ',')) {
-      ASSIGN_OR_RETURN(const pipeline::Baseline b,
-                       pipeline::kBaselineNames.Parse(
-                           name, "--baselines",
-                           {pipeline::Baseline::kFeatureFree,
-                            pipeline::Baseline::kGraphLabels}));
+  if (auto list = a.Get("baselines")) {
+    ASSIGN_OR_RETURN(const std::vector<pipeline::Baseline> baselines,
+                     pipeline::ParseDeployedBaselines(*list, "--baselines"));
+    for (const pipeline::Baseline b : baselines) {
       req.add_baselines(std::string(pipeline::kBaselineNames.Name(b)));
     }
   }

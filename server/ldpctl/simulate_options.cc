@@ -384,17 +384,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defences, &o.screen_alpha));
   if (auto list = a.Get("baselines")) {
     o.baselines_given = true;
-    o.baselines.clear();
-    if (*list != "none") {
-      for (absl::string_view name : absl::StrSplit(*list, ',')) {
-        ASSIGN_OR_RETURN(const pipeline::Baseline b,
-                         pipeline::kBaselineNames.Parse(
-                             name, "--baselines",
-                             {pipeline::Baseline::kFeatureFree,
-                              pipeline::Baseline::kGraphLabels}));
-        o.baselines.push_back(b);
-      }
-    }
+    ASSIGN_OR_RETURN(o.baselines,
+                     pipeline::ParseDeployedBaselines(*list, "--baselines"));
   }
   if (o.task != v1::PIPELINE_TASK_NODE) {
     if (a.Get("baselines") && !o.baselines.empty()) {

@@ -82,6 +82,27 @@ Series& SeriesNamed(LineChart* c, const std::string& name) {
   return c->series.back();
 }
 
+// report's "baselines" (each {label, accuracy: {mean, std}}), when it has
+// them, as dashed reference lines on c.
+absl::Status AddBaselines(const json& report, const std::string& where,
+                          LineChart* c) {
+  if (!report.contains("baselines") || !report["baselines"].is_object()) {
+    return absl::OkStatus();
+  }
+  for (const auto& [key, b] : report["baselines"].items()) {
+    const std::string at = absl::StrCat(where, " baseline ", key);
+    ASSIGN_OR_RETURN(const std::string label, GetString(b, "label", at));
+    ASSIGN_OR_RETURN(const std::optional<MeanStd> v,
+                     GetSummary(b, "accuracy", at));
+    if (!v) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ": 'accuracy' is missing"));
+    }
+    c->references.push_back({label, v->mean, v->std});
+  }
+  return absl::OkStatus();
+}
+
 // ---- ldpgraph repro ----
 
 struct ReproCell {
@@ -167,15 +188,7 @@ absl::StatusOr<Charts> ReproCharts(const json& report) {
         "repro JSON: no cell has a finite epsilon to draw against");
   }
   // repro --baselines: each a dashed line, as sweep draws them.
-  if (report.contains("baselines") && report["baselines"].is_object()) {
-    for (const auto& [key, b] : report["baselines"].items()) {
-      ASSIGN_OR_RETURN(const std::string label,
-                       GetString(b, "label", "repro JSON baseline"));
-      ASSIGN_OR_RETURN(const std::optional<MeanStd> v,
-                       GetSummary(b, "accuracy", "repro JSON baseline"));
-      if (v) c.references.push_back({label, v->mean, v->std});
-    }
-  }
+  RETURN_IF_ERROR(AddBaselines(report, "repro JSON", &c));
   FitLegend(&c);
   return Charts{{"", std::move(c)}};
 }
@@ -217,19 +230,7 @@ absl::StatusOr<Charts> SweepCharts(const json& sweep) {
       s.error.push_back(v->std);
     }
   }
-  if (sweep.contains("baselines") && sweep["baselines"].is_object()) {
-    for (const auto& [key, b] : sweep["baselines"].items()) {
-      ASSIGN_OR_RETURN(const std::string label,
-                       GetString(b, "label", "sweep JSON baseline"));
-      ASSIGN_OR_RETURN(const std::optional<MeanStd> v,
-                       GetSummary(b, "accuracy", "sweep JSON baseline"));
-      if (!v) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "sweep JSON baseline ", key, ": 'accuracy' is missing"));
-      }
-      c.references.push_back({label, v->mean, v->std});
-    }
-  }
+  RETURN_IF_ERROR(AddBaselines(sweep, "sweep JSON", &c));
   if (c.series.empty()) {
     return absl::InvalidArgumentError("sweep JSON: no line to draw");
   }

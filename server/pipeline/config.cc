@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/status_macros.h"
 
@@ -121,6 +122,20 @@ void ResolveDatasetSettings(const DatasetMeta& meta, PipelineConfig* c) {
     c->node_model.train.adam.weight_decay = row->weight_decay;
   }
   if (!fixed.dropout) c->node_model.dropout = row->dropout;
+}
+
+absl::StatusOr<std::vector<Baseline>> ParseDeployedBaselines(
+    absl::string_view list, absl::string_view flag) {
+  std::vector<Baseline> out;
+  if (list.empty() || list == "none") return out;
+  for (absl::string_view name : absl::StrSplit(list, ',')) {
+    ASSIGN_OR_RETURN(const Baseline b,
+                     kBaselineNames.Parse(name, flag,
+                                          {Baseline::kFeatureFree,
+                                           Baseline::kGraphLabels}));
+    out.push_back(b);
+  }
+  return out;
 }
 
 absl::Status ValidateAttack(const PipelineConfig& c) {

@@ -210,6 +210,13 @@ inline constexpr auto kBaselineNames = MakeNameTable<Baseline>(
                  {Baseline::kGraphLabels, "graph-labels"},
                  {Baseline::kRaw, "raw"}});
 
+// A deployed curator's baselines from a comma-separated list ("none" or
+// empty: no baseline): feature-free and graph-labels (raw features are not the
+// curator's to use). INVALID_ARGUMENT "<flag> must be one of feature-free,
+// graph-labels, got '<name>'".
+absl::StatusOr<std::vector<Baseline>> ParseDeployedBaselines(
+    absl::string_view list, absl::string_view flag);
+
 // The positional columns' default width.
 inline constexpr int kPositionalFeatures = 512;
 
