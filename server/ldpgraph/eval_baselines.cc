@@ -1,6 +1,7 @@
 #include "server/ldpgraph/eval_baselines.h"
 
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -75,24 +76,32 @@ nlohmann::json BaselinesToJson(
         {"std", s.std},
         {"values", values[i]},
         {"difference", {{"mean", ds.mean}, {"std", ds.std}, {"values", diff}}}};
-    // A difference within one standard deviation of the paired runs is no
-    // difference the runs can show.
+    // The paired difference's standard error; within two of them the runs
+    // cannot tell the two apart. One run has no spread to judge by.
+    const size_t n = diff.size();
+    const double se = n > 1 ? ds.std / std::sqrt(static_cast<double>(n)) : 0;
+    const double points = 100 * ds.mean, error = 100 * se;
     std::string sentence;
-    const double points = 100 * ds.mean, spread = 100 * ds.std;
-    if (std::abs(ds.mean) <= ds.std) {
+    if (n < 2) {
+      sentence = absl::StrFormat(
+          "%s: %.1f %% against the method's %.1f %% (one run: no spread to "
+          "judge by)",
+          baselines[i].label, 100 * s.mean, 100 * m.mean);
+    } else if (std::abs(ds.mean) <= 2 * se) {
       sentence = absl::StrFormat(
           "%s: %.1f %%, level with the method's %.1f %% (difference %+.1f "
-          "± %.1f points)",
-          baselines[i].label, 100 * s.mean, 100 * m.mean, points, spread);
+          "± %.1f points, standard error over %zu paired runs)",
+          baselines[i].label, 100 * s.mean, 100 * m.mean, points, error, n);
     } else if (ds.mean > 0) {
       sentence = absl::StrFormat(
-          "%s: %.1f %%; the method adds %.1f ± %.1f points over it",
-          baselines[i].label, 100 * s.mean, points, spread);
+          "%s: %.1f %%; the method adds %.1f ± %.1f points over it "
+          "(standard error over %zu paired runs)",
+          baselines[i].label, 100 * s.mean, points, error, n);
     } else {
       sentence = absl::StrFormat(
-          "%s: %.1f %%, ahead of the method by %.1f ± %.1f points: here the "
-          "baseline wins",
-          baselines[i].label, 100 * s.mean, -points, spread);
+          "%s: %.1f %%, ahead of the method by %.1f ± %.1f points (standard "
+          "error over %zu paired runs): here the baseline wins",
+          baselines[i].label, 100 * s.mean, -points, error, n);
     }
     summary.push_back(sentence);
   }

@@ -38,7 +38,9 @@ absl::StatusOr<pipeline::RunResult> RunEvalBaseline(
 // metrics and the method's (paired by run): per key mean, std, values,
 // label, and difference (the method's minus the baseline's, per run: mean,
 // std, values), plus "summary": one sentence per baseline saying what the
-// method gains over it, or that the baseline wins.
+// method gains over it, or that the baseline wins, when the paired
+// difference passes two standard errors (level otherwise; one run: no
+// verdict).
 nlohmann::json BaselinesToJson(
     const std::vector<EvalBaseline>& baselines,
     const std::vector<std::vector<double>>& values,

@@ -6,6 +6,7 @@
 // and reproduces; repro fills the paper column only where a paper reports a
 // number.
 #include "server/ldpgraph/eval_command.h"
+#include "server/ldpgraph/eval_baselines.h"
 #include "server/ldpgraph/sweep_command.h"
 
 #include <unistd.h>
@@ -458,6 +459,33 @@ TEST_F(EvalCommandTest, SweepDrawsEachMethodBesideTheBaselines) {
   Result broken = sweep({"--from-json", plot});
   EXPECT_EQ(broken.code, 1);
   EXPECT_THAT(broken.err, HasSubstr("is not a sweep's JSON"));
+}
+
+// The summary's verdict follows the paired difference's standard error:
+// a win or a loss past two of them, level within, none from one run.
+TEST(BaselinesToJsonTest, SaysWhoWinsOnlyWhenTheRunsCanTell) {
+  const std::vector<EvalBaseline> b = {{"feature_free", "graph alone"},
+                                       {"graph_labels", "graph and labels"},
+                                       {"raw", "raw"}};
+  const std::vector<double> method = {0.80, 0.82, 0.84, 0.86};
+  // Differences: +0.10 each (a clear gain), -0.05 each (a clear loss), and
+  // +-0.01 alternating (level).
+  const std::vector<std::vector<double>> values = {
+      {0.70, 0.72, 0.74, 0.76},
+      {0.85, 0.87, 0.89, 0.91},
+      {0.79, 0.83, 0.83, 0.87}};
+  const nlohmann::json j = BaselinesToJson(b, values, method);
+  const auto& s = j["summary"];
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_THAT(s[0].get<std::string>(), HasSubstr("the method adds 10.0"));
+  EXPECT_THAT(s[1].get<std::string>(), HasSubstr("here the baseline wins"));
+  EXPECT_THAT(s[2].get<std::string>(), HasSubstr("level with"));
+  EXPECT_NEAR(j["graph_labels"]["difference"]["mean"].get<double>(), -0.05,
+              1e-12);
+  const nlohmann::json one =
+      BaselinesToJson({b[0]}, {{0.70}}, std::vector<double>{0.80});
+  EXPECT_THAT(one["summary"][0].get<std::string>(),
+              HasSubstr("no spread to judge by"));
 }
 
 // With --edges the baselines add the run without any edge and the run on
