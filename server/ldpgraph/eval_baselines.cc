@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
@@ -17,13 +18,15 @@ std::vector<EvalBaseline> EvalBaselinesFor(const pipeline::PipelineConfig& c,
   using pipeline::Baseline;
   std::vector<EvalBaseline> out;
   if (pipeline::BaselineApplies(c, Baseline::kFeatureFree)) {
-    out.push_back({"feature_free", "graph alone (no reports)"});
+    out.push_back({"feature_free", "graph alone (no reports)",
+                   Baseline::kFeatureFree});
   }
   if (pipeline::BaselineApplies(c, Baseline::kGraphLabels)) {
-    out.push_back({"graph_labels", "graph and labels (label propagation)"});
+    out.push_back({"graph_labels", "graph and labels (label propagation)",
+                   Baseline::kGraphLabels});
   }
   if (pipeline::BaselineApplies(c, Baseline::kRaw) && c.mechanism != "none") {
-    out.push_back({"raw", "raw features (no feature privacy)"});
+    out.push_back({"raw", "raw features (no feature privacy)", Baseline::kRaw});
   }
   if (edges.enabled()) {
     out.push_back({"no_graph", "no graph (features and labels alone)"});
@@ -45,14 +48,12 @@ absl::StatusOr<pipeline::RunResult> RunEvalBaseline(
     o.graph = &empty;
     return pipeline::RunPipeline(d, c, seed, run, o);
   }
-  ASSIGN_OR_RETURN(const Baseline kind, pipeline::kBaselineNames.Parse(
-                                            b.key == "feature_free"
-                                                ? "feature-free"
-                                            : b.key == "graph_labels"
-                                                ? "graph-labels"
-                                                : b.key));
+  if (!b.kind) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown baseline '", b.key, "'"));
+  }
   const pipeline::RunOverrides o = graph.overrides();
-  return pipeline::RunBaseline(d, c, kind, seed, run, o.graph);
+  return pipeline::RunBaseline(d, c, *b.kind, seed, run, o.graph);
 }
 
 nlohmann::json BaselinesToJson(

@@ -8,6 +8,7 @@
 // (the run on the dataset's own graph: what the edge privacy costs).
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ namespace ldpgraph::tool {
 struct EvalBaseline {
   std::string key;    // JSON key: feature_free, graph_labels, raw, ...
   std::string label;  // the table's words: "graph alone (no reports)", ...
+  // The library's baseline (server/pipeline/baselines.h); unset for
+  // no_graph and true_graph, which are runs of the method itself.
+  std::optional<pipeline::Baseline> kind;
 };
 std::vector<EvalBaseline> EvalBaselinesFor(const pipeline::PipelineConfig& c,
                                            const EvalEdgesOptions& edges);

@@ -19,15 +19,6 @@
 namespace ldpgraph::pipeline {
 namespace {
 
-// The split of run `run` of c, as RunNode draws it.
-absl::StatusOr<NodeSplit> RunSplit(const Dataset& d, const PipelineConfig& c,
-                                   uint64_t seed, int run) {
-  if (c.planetoid_split) return PlanetoidSplit(d);
-  return RandomNodeSplit(d.labels, c.train_fraction, c.validation_fraction,
-                         StageSeed(seed, c.fixed_split ? 0 : run,
-                                   Stage::kSplit));
-}
-
 // Row-wise argmax (ties to the lower class); a row of zeros (no label
 // reached the node) gets `fallback`.
 std::vector<int32_t> ArgmaxRows(const DenseMatrix& f, int32_t fallback) {
@@ -51,7 +42,7 @@ absl::StatusOr<RunResult> RunGraphLabels(const Dataset& d, const Graph& graph,
                                          uint64_t seed, int run,
                                          const Collected* collected = nullptr) {
   const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(NodeSplit split, RunSplit(d, c, seed, run));
+  ASSIGN_OR_RETURN(NodeSplit split, internal::RunNodeSplit(d, c, seed, run));
   const int classes = d.meta.classes;
   std::vector<int32_t> train_targets, validation_targets;
   if (collected != nullptr) {
@@ -102,13 +93,8 @@ absl::StatusOr<RunResult> RunGraphLabels(const Dataset& d, const Graph& graph,
     predicted.push_back(lp.predictions[v]);
     truth.push_back(d.labels[v]);
   }
-  ASSIGN_OR_RETURN(r.metric, training::Accuracy(predicted, truth));
-  ASSIGN_OR_RETURN(r.micro_f1, training::MicroF1(predicted, truth, classes));
-  ASSIGN_OR_RETURN(r.macro_f1, training::MacroF1(predicted, truth, classes));
-  r.confusion.assign(classes, std::vector<uint32_t>(classes, 0));
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    ++r.confusion[truth[i]][predicted[i]];
-  }
+  RETURN_IF_ERROR(
+      internal::ScoreTestPredictions(predicted, truth, classes, c, &r));
   nlohmann::json candidates = nlohmann::json::array();
   for (size_t i = 0; i < lp.validation.size(); ++i) {
     candidates.push_back({{"alpha", kLabelPropagationAlphas[i]},

@@ -385,15 +385,8 @@ absl::StatusOr<RunResult> TrainNodeOnce(const NodeRunInputs& in,
   r.metric = t.test_accuracy;
   r.micro_f1 = t.test_micro_f1;
   r.macro_f1 = t.test_macro_f1;
-  r.confusion.assign(d.meta.classes,
-                     std::vector<uint32_t>(d.meta.classes, 0));
-  for (size_t i = 0; i < t.test_predictions.size(); ++i) {
-    const int32_t truth = data.test_truth[i], pred = t.test_predictions[i];
-    if (truth >= 0 && truth < d.meta.classes && pred >= 0 &&
-        pred < d.meta.classes) {
-      ++r.confusion[truth][pred];
-    }
-  }
+  r.confusion =
+      ConfusionMatrix(t.test_predictions, data.test_truth, d.meta.classes);
   if (c.attack_class) {
     ASSIGN_OR_RETURN(r.target_rate, TargetRate(r.confusion, *c.attack_class));
   }
@@ -631,23 +624,48 @@ absl::Status Smooth(const Dataset& d, const Graph& graph,
                {"candidates", std::move(candidates)},
                {"accuracy_before", t->metric}};
   if (predicted.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(t->metric, training::Accuracy(predicted, truth));
-  ASSIGN_OR_RETURN(t->micro_f1, training::MicroF1(predicted, truth, classes));
-  ASSIGN_OR_RETURN(t->macro_f1, training::MacroF1(predicted, truth, classes));
-  t->confusion.assign(classes, std::vector<uint32_t>(classes, 0));
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    if (truth[i] >= 0 && truth[i] < classes) {
-      ++t->confusion[truth[i]][predicted[i]];
-    }
-  }
-  if (c.attack_class) {
-    ASSIGN_OR_RETURN(t->target_rate,
-                     TargetRate(t->confusion, *c.attack_class));
-  }
-  return absl::OkStatus();
+  return ScoreTestPredictions(predicted, truth, classes, c, t);
 }
 
 }  // namespace
+
+absl::StatusOr<NodeSplit> RunNodeSplit(const Dataset& d,
+                                       const PipelineConfig& c, uint64_t seed,
+                                       int run) {
+  if (c.planetoid_split) return PlanetoidSplit(d);
+  return RandomNodeSplit(d.labels, c.train_fraction, c.validation_fraction,
+                         StageSeed(seed, c.fixed_split ? 0 : run,
+                                   Stage::kSplit));
+}
+
+std::vector<std::vector<uint32_t>> ConfusionMatrix(
+    const std::vector<int32_t>& predicted, const std::vector<int32_t>& truth,
+    int classes) {
+  std::vector<std::vector<uint32_t>> m(classes,
+                                       std::vector<uint32_t>(classes, 0));
+  for (size_t i = 0; i < predicted.size() && i < truth.size(); ++i) {
+    if (truth[i] >= 0 && truth[i] < classes && predicted[i] >= 0 &&
+        predicted[i] < classes) {
+      ++m[truth[i]][predicted[i]];
+    }
+  }
+  return m;
+}
+
+absl::Status ScoreTestPredictions(const std::vector<int32_t>& predicted,
+                                  const std::vector<int32_t>& truth,
+                                  int classes, const PipelineConfig& c,
+                                  RunResult* r) {
+  ASSIGN_OR_RETURN(r->metric, training::Accuracy(predicted, truth));
+  ASSIGN_OR_RETURN(r->micro_f1, training::MicroF1(predicted, truth, classes));
+  ASSIGN_OR_RETURN(r->macro_f1, training::MacroF1(predicted, truth, classes));
+  r->confusion = ConfusionMatrix(predicted, truth, classes);
+  if (c.attack_class) {
+    ASSIGN_OR_RETURN(r->target_rate,
+                     TargetRate(r->confusion, *c.attack_class));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
                                   const Collected* collected, uint64_t seed,
@@ -657,15 +675,7 @@ absl::StatusOr<RunResult> RunNode(const Dataset& d, const PipelineConfig& c,
   const Graph& graph =
       overrides.graph != nullptr ? *overrides.graph : d.graph;
   const int classes = d.meta.classes;
-  NodeSplit split;
-  if (c.planetoid_split) {
-    ASSIGN_OR_RETURN(split, PlanetoidSplit(d));
-  } else {
-    const uint64_t split_seed =
-        StageSeed(seed, c.fixed_split ? 0 : run, Stage::kSplit);
-    ASSIGN_OR_RETURN(split, RandomNodeSplit(d.labels, c.train_fraction,
-                                            c.validation_fraction, split_seed));
-  }
+  ASSIGN_OR_RETURN(NodeSplit split, RunNodeSplit(d, c, seed, run));
   const Collected* labels_collected =
       collected != nullptr && collected->label_reports ? collected : nullptr;
   if (labels_collected != nullptr) {

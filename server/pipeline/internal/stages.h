@@ -85,6 +85,28 @@ class NoiseStreams {
 absl::StatusOr<DenseMatrix> RunRelease(const Graph& g, const PipelineConfig& c,
                                        uint64_t seed, int run, RunResult* r);
 
+// --- The node task's split and scoring (node_task.cc) ---
+
+// The node split of run `run` of c: Planetoid's, or a random one drawn from
+// (seed, run) (run 0's with c.fixed_split).
+absl::StatusOr<NodeSplit> RunNodeSplit(const Dataset& d,
+                                       const PipelineConfig& c, uint64_t seed,
+                                       int run);
+
+// The [truth][predicted] counts of aligned lists; a pair with a class
+// outside [0, classes) is not counted.
+std::vector<std::vector<uint32_t>> ConfusionMatrix(
+    const std::vector<int32_t>& predicted, const std::vector<int32_t>& truth,
+    int classes);
+
+// r's test figures from predictions against the true labels (aligned,
+// classes in [0, classes)): metric (accuracy), micro_f1, macro_f1,
+// confusion, and target_rate with c.attack_class.
+absl::Status ScoreTestPredictions(const std::vector<int32_t>& predicted,
+                                  const std::vector<int32_t>& truth,
+                                  int classes, const PipelineConfig& c,
+                                  RunResult* r);
+
 // --- Feature collection (feature_reports.cc) ---
 
 // The features the curator holds after collection: scaled to the public
