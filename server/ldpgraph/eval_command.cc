@@ -951,9 +951,11 @@ constexpr char kEvalHelpPropagation[] = R"(Propagation:
                          (default 100000; PPR scored 0.29 there and 0.24
                          from 1M to 10M nodes, at chance)
   --alpha A --r R --rmax T   privge PPR (defaults 0.05, 0.5, 1e-4)
-  --standardize / --no-standardize   privge: scale each column of Z to zero
+  --standardize / --no-standardize   scale each column of Z (privge) or of
+                         the aggregated features (lpgnn, upgnet) to zero
                          mean, unit variance before the classifier (default
-                         on for the node task, off with --mechanism none)
+                         on for privge's node task and for upgnet, off with
+                         --mechanism none)
   --standardize-clip C   privge, node task: clamp the standardised Z to
                          [-C, C] deviations (default 10; 0: no clamp). A
                          node whose propagation gathers few reports keeps

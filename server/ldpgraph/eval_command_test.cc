@@ -348,6 +348,7 @@ TEST_F(EvalCommandTest, BaselinesStandBesideTheMethod) {
   EXPECT_EQ(j["parameters"]["method"], "upgnet");
   EXPECT_EQ(j["parameters"]["propagation"]["aggregator"], "hoa");
   EXPECT_EQ(j["parameters"]["propagation"]["nfr_tau"], 0.9);
+  EXPECT_EQ(j["parameters"]["propagation"]["standardize"], true);
   ASSERT_TRUE(j.contains("baselines")) << r.out;
   for (const char* key : {"feature_free", "graph_labels", "raw"}) {
     ASSERT_TRUE(j["baselines"].contains(key)) << key;

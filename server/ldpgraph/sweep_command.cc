@@ -58,6 +58,9 @@ absl::StatusOr<PipelineConfig> SweepConfig(absl::string_view name, double eps,
       c.sampled = std::clamp(static_cast<int>(std::floor(eps / 2.5)), 1,
                              static_cast<int>(std::max<size_t>(
                                  1, d.meta.features)));
+      // tau per run on validation: 0.9 (UPGNET-MBM's) erases Piecewise's
+      // reports, whose range grows as d C / k (cora, eps 4: 76.4 at 0.9).
+      c.tune_nfr = {0, 0.5, 0.9};
     } else if (name == "combined") {
       c.inputs = pipeline::NodeInputs::kAuto;
       c.smooth = true;
@@ -266,7 +269,8 @@ learns anyway, the lines a budget has to beat.
                        privge      PrivGE: HDS, PPR or KProp (auto), MLP
                        upgnet-mbm  UPGNET: Multi-bit, NFR 0.9, HOA K 32
                        upgnet-pm   UPGNET with the Piecewise mechanism,
-                                   k = max(1, floor(eps / 2.5))
+                                   k = max(1, floor(eps / 2.5)), tau per
+                                   run from {0, 0.5, 0.9} on validation
                        combined    UPGNET-MBM with --inputs auto (each run
                                    keeps the reports, public positional
                                    columns, or both, by validation) and
