@@ -98,6 +98,13 @@ TEST(BaselineConfigTest, RawAndFeatureFreeRunTheMethodWithoutReports) {
   ASSERT_TRUE(uff.ok());
   EXPECT_EQ(uff->feature_steps, 8);
   EXPECT_EQ(uff->nfr_tau, 0);
+  EXPECT_TRUE(uff->standardize);
+  // The baselines stop earlier than the method's 500 epochs; a shorter
+  // patience of the user's stays.
+  EXPECT_EQ(u.node_model.train.patience, 500);
+  EXPECT_EQ(uff->node_model.train.patience, kBaselinePatience);
+  u.node_model.train.patience = 20;
+  EXPECT_EQ(BaselineConfig(u, Baseline::kRaw)->node_model.train.patience, 20);
   EXPECT_TRUE(ValidateConfig(*uff).ok());
   EXPECT_FALSE(BaselineConfig(c, Baseline::kGraphLabels).ok());
   PipelineConfig dpne = DefaultConfig(v1::PIPELINE_METHOD_DPNE,
