@@ -389,6 +389,17 @@ TEST_F(StagesScreenTest, EvaluateScoresTheBaselinesBesideTheResult) {
   }
   EXPECT_EQ(d["baselines"]["feature_free"]["label"],
             "graph alone (no reports)");
+  // The same reports over a graph of no edge: what the graph adds (beside
+  // a graph released under edge LDP, whether it adds at all).
+  q.clear_baselines();
+  q.add_baselines("no-graph");
+  auto alone = stages_->Evaluate(q);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  const auto ad = nlohmann::json::parse(alone->details_json());
+  ASSERT_TRUE(ad["baselines"].contains("no_graph")) << ad.dump();
+  EXPECT_EQ(ad["baselines"]["no_graph"]["label"], "reports alone (no graph)");
+  EXPECT_EQ(ad["value"], d["value"]);  // the method's own run unchanged
+  EXPECT_NE(ad["baselines"]["no_graph"]["value"], ad["value"]);
   q.clear_baselines();
   q.add_baselines("raw");
   auto raw = stages_->Evaluate(q);

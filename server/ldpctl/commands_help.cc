@@ -188,7 +188,7 @@ Usage:
   ldpctl pipeline evaluate RESULT [--task ...] [--method ...] [--labels ...]
                                   [--graph-campaign ...] [--blink-variant V]
                                   [--seed S] [--defence D[,D]]
-                                  [--baselines feature-free,graph-labels]
+                                  [--baselines feature-free,graph-labels,no-graph]
 
 `run` estimates a features campaign's reports and evaluates the method's
 curator-side pipeline on the estimate (propagation, training, test), in one
@@ -201,8 +201,10 @@ go. Each stage records a result (r1, r2, ...) that `results` lists and
                   GraphSAGE)
   --baselines L   evaluate: also score, beside the result, what the curator
                   learns without the reports: feature-free (random
-                  features, the same model) and graph-labels (label
-                  propagation); the result's details carry "baselines"
+                  features, the same model), graph-labels (label
+                  propagation) and no-graph (the reports over a graph of
+                  no edge: what the graph adds); the result's details
+                  carry "baselines"
   --labels C      a label campaign whose reports replace the curator's
                   training labels (LPGNN's label randomized response)
   --graph-campaign C

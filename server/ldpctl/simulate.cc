@@ -191,7 +191,10 @@ Baselines (node task; ldpctl simulate and ldpctl run):
                       features; well under a second on the quick start's
                       graph) and feature-free (random
                       features in place of the reports, the same model,
-                      labels and split: one more training, so asked for).
+                      labels and split: one more training, so asked for)
+                      and no-graph (the same reports over a graph of no
+                      edge: what the graph adds; beside --edges, whether
+                      the private graph adds at all: one more training).
                       The table adds a row per baseline saying what the
                       reports added over it; the JSON a "baselines" object
                       as ldpgraph eval --baselines lays it out

@@ -620,13 +620,21 @@ void Simulation::Report(const json& j) {
     // What the campaign's reports bought over what the curator holds anyway.
     for (const auto& [key, b] : j["baselines"].items()) {
       const double diff = 100 * b["difference"]["mean"].get<double>();
+      // no_graph holds the reports without the graph: the difference is
+      // the graph's.
+      const std::string what = key == "no_graph" ? "graph" : "reports";
       row(b["label"].get<std::string>(),
           absl::StrFormat("%.4f (%s)", b["mean"].get<double>(),
                           diff >= 0
-                              ? absl::StrFormat("the reports add %.1f points",
+                              ? absl::StrFormat("the %s add%s %.1f points",
+                                                what,
+                                                what == "graph" ? "s" : "",
                                                 diff)
-                              : absl::StrFormat("ahead of the reports by %.1f "
+                              : absl::StrFormat("ahead of the %s by %.1f "
                                                 "points",
+                                                what == "graph"
+                                                    ? "result with the graph"
+                                                    : "reports",
                                                 -diff)));
     }
   }

@@ -125,6 +125,8 @@ absl::string_view BaselineKey(Baseline b) {
       return "graph_labels";
     case Baseline::kRaw:
       return "raw";
+    case Baseline::kNoGraph:
+      return "no_graph";
   }
   return "unknown";
 }
@@ -136,7 +138,8 @@ bool BaselineApplies(const PipelineConfig& c, Baseline b) {
 
 absl::StatusOr<PipelineConfig> BaselineConfig(const PipelineConfig& c,
                                               Baseline b) {
-  if (!BaselineApplies(c, b) || b == Baseline::kGraphLabels) {
+  if (!BaselineApplies(c, b) || b == Baseline::kGraphLabels ||
+      b == Baseline::kNoGraph) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the ", kBaselineNames.Name(b), " baseline has no configuration beside ",
         MethodName(c.method), " on the ", TaskName(c.task), " task"));
@@ -220,6 +223,18 @@ absl::StatusOr<RunResult> RunCollectedBaseline(const Dataset& public_data,
     return RunGraphLabels(public_data, public_data.graph, c, seed, 0,
                           &collected);
   }
+  if (b == Baseline::kNoGraph) {
+    // The curator's own data with a graph of no edge: the same reports,
+    // labels, split and model.
+    Dataset alone;
+    alone.meta = public_data.meta;
+    alone.meta.edges = 0;
+    alone.labels = public_data.labels;
+    alone.features.cols = public_data.features.cols;
+    ASSIGN_OR_RETURN(alone.graph,
+                     Graph::FromEdges(public_data.graph.num_nodes(), {}));
+    return RunPipelineOnCollected(alone, c, collected, seed);
+  }
   ASSIGN_OR_RETURN(const PipelineConfig bc, BaselineConfig(c, b));
   Collected random;
   random.features = FeatureFreeFeatures(public_data.graph.num_nodes(),
@@ -246,6 +261,17 @@ absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
     }
     return RunGraphLabels(d, graph != nullptr ? *graph : d.graph, c, seed,
                           run);
+  }
+  if (b == Baseline::kNoGraph) {
+    if (!BaselineApplies(c, b)) {
+      return absl::InvalidArgumentError(
+          "the no-graph baseline applies to the node task");
+    }
+    ASSIGN_OR_RETURN(const Graph empty,
+                     Graph::FromEdges(d.graph.num_nodes(), {}));
+    RunOverrides alone;
+    alone.graph = &empty;
+    return RunPipeline(d, c, seed, run, alone);
   }
   ASSIGN_OR_RETURN(const PipelineConfig bc, BaselineConfig(c, b));
   RunOverrides overrides;

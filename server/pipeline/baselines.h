@@ -67,8 +67,8 @@ inline constexpr double kLabelPropagationAlphas[] = {0.5, 0.8, 0.9, 0.99};
 bool BaselineApplies(const PipelineConfig& c, Baseline b);
 
 // The configuration baseline b runs beside a run of c (kFeatureFree,
-// kRaw; kGraphLabels has no model). INVALID_ARGUMENT when b does not
-// apply.
+// kRaw; kGraphLabels has no model, kNoGraph is c itself). INVALID_ARGUMENT
+// when b does not apply.
 absl::StatusOr<PipelineConfig> BaselineConfig(const PipelineConfig& c,
                                               Baseline b);
 
@@ -78,7 +78,7 @@ SparseRows FeatureFreeFeatures(size_t n, size_t d, uint64_t seed);
 
 // Run `run` of baseline b beside c on d, with c's split of (seed, run),
 // over graph (null: d.graph; else the graph the run learned on, a private
-// one, with d.graph's node count). RunResult::metric is its test accuracy;
+// one, with d.graph's node count; kNoGraph: a graph of no edge). RunResult::metric is its test accuracy;
 // kGraphLabels fills metric, micro_f1, macro_f1, confusion, train_seconds
 // and tuning (each alpha's validation accuracy, and the one kept).
 absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
@@ -92,8 +92,10 @@ absl::StatusOr<RunResult> RunBaseline(const Dataset& d,
 // collected estimates, with the same label reports and untrusted nodes;
 // kGraphLabels propagates the labels the run trains on (the label reports
 // when collected, else public_data's) with the untrusted nodes and the
-// nodes without a label report left out of training and validation.
-// INVALID_ARGUMENT for kRaw (a deployed curator holds no raw features) and
+// nodes without a label report left out of training and validation;
+// kNoGraph runs c on the same collected reports and labels over a graph of
+// no edge (what the graph adds; beside a graph released under edge LDP,
+// whether it adds at all). INVALID_ARGUMENT for kRaw (a deployed curator holds no raw features) and
 // where b does not apply.
 absl::StatusOr<RunResult> RunCollectedBaseline(const Dataset& public_data,
                                                const PipelineConfig& c,

@@ -142,7 +142,8 @@ absl::StatusOr<std::vector<Baseline>> ParseDeployedBaselines(
     ASSIGN_OR_RETURN(const Baseline b,
                      kBaselineNames.Parse(name, flag,
                                           {Baseline::kFeatureFree,
-                                           Baseline::kGraphLabels}));
+                                           Baseline::kGraphLabels,
+                                           Baseline::kNoGraph}));
     out.push_back(b);
   }
   return out;

@@ -201,19 +201,20 @@ inline constexpr auto kNodeInputsNames = MakeNameTable<NodeInputs>(
                {NodeInputs::kAuto, "auto"}});
 
 // The baselines a node-task result stands beside (baselines.h).
-enum class Baseline { kFeatureFree, kGraphLabels, kRaw };
+enum class Baseline { kFeatureFree, kGraphLabels, kRaw, kNoGraph };
 
-// The names "feature-free", "graph-labels", "raw" (--baselines); JSON keys
-// replace the dashes with underscores (BaselineKey, baselines.h).
+// The names "feature-free", "graph-labels", "raw", "no-graph" (--baselines);
+// JSON keys replace the dashes with underscores (BaselineKey, baselines.h).
 inline constexpr auto kBaselineNames = MakeNameTable<Baseline>(
     "baseline", {{Baseline::kFeatureFree, "feature-free"},
                  {Baseline::kGraphLabels, "graph-labels"},
-                 {Baseline::kRaw, "raw"}});
+                 {Baseline::kRaw, "raw"},
+                 {Baseline::kNoGraph, "no-graph"}});
 
 // A deployed curator's baselines from a comma-separated list ("none" or
-// empty: no baseline): feature-free and graph-labels (raw features are not the
-// curator's to use). INVALID_ARGUMENT "<flag> must be one of feature-free,
-// graph-labels, got '<name>'".
+// empty: no baseline): feature-free, graph-labels and no-graph (raw
+// features are not the curator's to use). INVALID_ARGUMENT "<flag> must be
+// one of feature-free, graph-labels, no-graph, got '<name>'".
 absl::StatusOr<std::vector<Baseline>> ParseDeployedBaselines(
     absl::string_view list, absl::string_view flag);
 

@@ -159,5 +159,22 @@ TEST(DefencesTest, ParsesACommaListAndNamesItCanonically) {
               ::testing::HasSubstr("an empty name"));
 }
 
+// A deployed curator's baselines: what it holds anyway, never the raw
+// features.
+TEST(ParseDeployedBaselinesTest, TheCuratorsOwn) {
+  auto b = ParseDeployedBaselines("graph-labels,no-graph,feature-free",
+                                  "--baselines");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(*b, (std::vector<Baseline>{Baseline::kGraphLabels,
+                                       Baseline::kNoGraph,
+                                       Baseline::kFeatureFree}));
+  EXPECT_TRUE(ParseDeployedBaselines("none", "--baselines")->empty());
+  EXPECT_TRUE(ParseDeployedBaselines("", "--baselines")->empty());
+  auto raw = ParseDeployedBaselines("no-graph,raw", "--baselines");
+  EXPECT_EQ(raw.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(raw.status().message(), ::testing::HasSubstr("'raw'"));
+  EXPECT_THAT(raw.status().message(), ::testing::HasSubstr("--baselines"));
+}
+
 }  // namespace
 }  // namespace ldpgraph::pipeline
