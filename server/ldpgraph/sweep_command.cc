@@ -33,7 +33,7 @@ struct SweepMethod {
 
 constexpr SweepMethod kSweepMethods[] = {
     {"lpgnn", "LPGNN (Multi-bit, KProp)"},
-    {"privge", "PrivGE (HDS, PPR)"},
+    {"privge", "PrivGE (HDS, PPR or KProp)"},
     {"upgnet-mbm", "UPGNET-MBM (Multi-bit, NFR, HOA)"},
     {"upgnet-pm", "UPGNET-PM (Piecewise, NFR, HOA)"},
     {"combined", "combined (UPGNET inputs auto, smoothed)"},
