@@ -716,7 +716,8 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
                      pipeline::RunCollectedBaseline(public_data, c, b,
                                                     collected, q.seed()));
     details["baselines"][std::string(pipeline::BaselineKey(b))] = {
-        {"label", b == pipeline::Baseline::kFeatureFree ? "graph alone (no reports)"
+        {"label", b == pipeline::Baseline::kFeatureFree
+                      ? "graph alone (no reports)"
                   : b == pipeline::Baseline::kNoGraph
                       ? "reports alone (no graph)"
                       : "graph and labels alone"},

@@ -622,20 +622,16 @@ void Simulation::Report(const json& j) {
       const double diff = 100 * b["difference"]["mean"].get<double>();
       // no_graph holds the reports without the graph: the difference is
       // the graph's.
-      const std::string what = key == "no_graph" ? "graph" : "reports";
+      const bool graph = key == "no_graph";
+      const char* gain = graph ? "the graph adds" : "the reports add";
+      const char* ahead = graph ? "the result with the graph" : "the reports";
       row(b["label"].get<std::string>(),
-          absl::StrFormat("%.4f (%s)", b["mean"].get<double>(),
-                          diff >= 0
-                              ? absl::StrFormat("the %s add%s %.1f points",
-                                                what,
-                                                what == "graph" ? "s" : "",
-                                                diff)
-                              : absl::StrFormat("ahead of the %s by %.1f "
-                                                "points",
-                                                what == "graph"
-                                                    ? "result with the graph"
-                                                    : "reports",
-                                                -diff)));
+          absl::StrFormat(
+              "%.4f (%s)", b["mean"].get<double>(),
+              diff >= 0
+                  ? absl::StrFormat("%s %.1f points", gain, diff)
+                  : absl::StrFormat("ahead of %s by %.1f points", ahead,
+                                    -diff)));
     }
   }
   if (j["per_run"][0].contains("target_rate")) {
