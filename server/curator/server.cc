@@ -38,6 +38,81 @@ struct CuratorServer::Internals {
   absl::Notification shut_down;
 };
 
+namespace {
+
+// Waits until this process holds the operator lease (roles.h), retrying
+// every 250 ms through errors (a database that is away); CANCELLED when
+// options.cancelled says so.
+absl::Status WaitForLease(store::CuratorStore& store,
+                          const ServerOptions& options) {
+  bool said = false;
+  while (true) {
+    absl::StatusOr<bool> held = store.TryOperatorLease();
+    if (held.ok() && *held) break;
+    if (!said && options.log) {
+      options.log(held.ok() ? "standby: another operator holds the lease; "
+                              "waiting for it"
+                            : absl::StrCat("standby: ", held.status().message()));
+      said = true;
+    }
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError("stopped while waiting for the operator lease");
+    }
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  if (said && options.log) options.log("took the operator lease");
+  return absl::OkStatus();
+}
+
+// The curator over its store, the lease taken first by a process that
+// serves the admin API. Over a shared store a database that cannot be
+// reached -- at start, or gone while the state loads -- is waited for:
+// every step is tried again from a new connection, after 250 ms doubling
+// to 5 s, with one log line per outage, until options.cancelled. (The
+// store and its lease are given up between tries: a standby may take over
+// meanwhile, which is what it is for.)
+absl::StatusOr<std::unique_ptr<Curator>> OpenCurator(
+    const ServerOptions& options, bool shared, const Curator::Options& co) {
+  store::CuratorStore::Options so;
+  so.synchronous_full = options.synchronous_full;
+  absl::Duration backoff = absl::Milliseconds(250);
+  bool said = false;
+  while (true) {
+    absl::Status failed;
+    auto store = store::CuratorStore::OpenUrl(
+        options.store_url, options.store_password_file, options.data_dir, so);
+    if (store.ok()) {
+      if (ServesAdmin(options.role)) {
+        RETURN_IF_ERROR(WaitForLease(**store, options));
+      }
+      auto curator = Curator::Open(std::move(*store), co);
+      if (curator.ok()) {
+        if (said && options.log) options.log("the store answers: starting");
+        return curator;
+      }
+      failed = curator.status();
+    } else {
+      failed = store.status();
+    }
+    if (!shared || failed.code() != absl::StatusCode::kUnavailable) {
+      return failed;
+    }
+    if (!said && options.log) {
+      options.log(absl::StrCat("waiting for the store (retried every ",
+                               "0.25-5 s): ", failed.message()));
+      said = true;
+    }
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError(absl::StrCat(
+          "stopped while waiting for the store: ", failed.message()));
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(2 * backoff, absl::Seconds(5));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
     ServerOptions options) {
   if (options.data_dir.empty()) {
@@ -87,36 +162,12 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         "the curator needs its graph (a dataset folder) or a node count");
   }
 
-  store::CuratorStore::Options so;
-  so.synchronous_full = options.synchronous_full;
-  ASSIGN_OR_RETURN(auto store, store::CuratorStore::OpenUrl(
-                                   options.store_url, options.store_password_file,
-                                   options.data_dir, so));
   const bool shared = !(options.store_url.empty() || options.store_url == "sqlite");
   if (!shared && options.role != Role::kAll) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--role ", RoleName(options.role),
         " needs a store shared with the other roles (--store postgres://...); "
         "over SQLite one process does everything (--role all)"));
-  }
-  if (ServesAdmin(options.role)) {
-    // One operator at a time: wait for the lease (roles.h).
-    bool said = false;
-    while (true) {
-      absl::StatusOr<bool> held = store->TryOperatorLease();
-      if (held.ok() && *held) break;
-      if (!said && options.log) {
-        options.log(held.ok() ? "standby: another operator holds the lease; "
-                                "waiting for it"
-                              : absl::StrCat("standby: ", held.status().message()));
-        said = true;
-      }
-      if (options.cancelled && options.cancelled()) {
-        return absl::CancelledError("stopped while waiting for the operator lease");
-      }
-      absl::SleepFor(absl::Milliseconds(250));
-    }
-    if (said && options.log) options.log("took the operator lease");
   }
   Curator::Options co;
   co.shared_store = shared;
@@ -129,7 +180,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   co.fleet_min_hosts = static_cast<size_t>(options.fleet_min_hosts);
   co.check_in = options.check_in;
   co.max_enrol = options.max_enrol;
-  ASSIGN_OR_RETURN(s->curator_, Curator::Open(std::move(store), co));
+  ASSIGN_OR_RETURN(s->curator_, OpenCurator(options, shared, co));
   s->stages_ = std::make_unique<Stages>(&s->curator_->operators(),
                                         &s->public_data_,
                                         results, options.private_edges,
@@ -265,7 +316,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         curator->campaigns().CloseExpired(now).IgnoreError();
         last_close = now;
       }
-      if (shared && ServesAdmin(role) && now - last_lease >= absl::Seconds(1)) {
+      if (shared && ServesAdmin(role) &&
+          now - last_lease >= absl::Milliseconds(500)) {
         last_lease = now;
         absl::StatusOr<bool> held = curator->store().TryOperatorLease();
         if (held.ok() && !*held) {

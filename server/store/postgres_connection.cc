@@ -2,6 +2,7 @@
 // libpq connection with the helpers every call uses, and the answer log
 // read and written through it.
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <cstdint>
 #include <string>
@@ -33,11 +34,45 @@ absl::StatusCode CodeFor(PGconn* conn, const PGresult* result) {
   return absl::StatusCode::kInternal;
 }
 
+// Whether the server has closed an idle connection since its last use. It
+// sends nothing to an idle client of ours (no LISTEN, no SET) but, on its
+// way down, an error ("terminating connection due to administrator
+// command") and the end of the stream; a crashed server only the end. So
+// an idle socket with nothing to read is open, without a round trip; one
+// with input is read and parsed (libpq hands such an error to the notice
+// processor and keeps the connection OK) and read again, to reach the end.
+bool ClosedByServer(PGconn* conn) {
+  pollfd p{};
+  p.fd = PQsocket(conn);
+  p.events = POLLIN;
+  if (p.fd < 0) return true;
+  if (poll(&p, 1, 0) == 0) return false;
+  for (int i = 0; i < 2; ++i) {
+    if (PQconsumeInput(conn) == 0 || PQstatus(conn) != CONNECTION_OK) {
+      return true;
+    }
+    PQisBusy(conn);  // parses what came in
+  }
+  return PQstatus(conn) != CONNECTION_OK;
+}
+
 }  // namespace
 
 absl::Status Connection::Ensure() {
-  if (conn_ != nullptr && PQstatus(conn_.get()) == CONNECTION_OK) {
+  if (conn_ != nullptr && PQstatus(conn_.get()) == CONNECTION_OK &&
+      PQtransactionStatus(conn_.get()) == PQTRANS_IDLE) {
+    // An idle connection the server has since closed (a restart, a crash,
+    // an administrator's pg_terminate_backend) still says CONNECTION_OK
+    // until it is used: read what the socket holds, without waiting, so
+    // that its end shows now and not as the next statement's failure.
+    if (!ClosedByServer(conn_.get())) return absl::OkStatus();
+    conn_.reset();
+    ++reconnects_;
+  } else if (conn_ != nullptr && PQstatus(conn_.get()) == CONNECTION_OK) {
     return absl::OkStatus();
+  } else if (conn_ != nullptr) {
+    conn_.reset();
+    ++reconnects_;
   }
   const char* keys[] = {"dbname",          "password",
                         "connect_timeout", "application_name",
@@ -99,13 +134,18 @@ absl::StatusOr<Result> Connection::Exec(absl::string_view operation,
 absl::Status Connection::InTransaction(absl::string_view operation,
                                        absl::FunctionRef<absl::Status()> body,
                                        bool read_only) {
+  const char* begin = read_only
+                          ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                          : "BEGIN";
   RETURN_IF_ERROR(Ensure());
-  RETURN_IF_ERROR(
-      Exec(operation,
-           read_only ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-                     : "BEGIN",
-           {})
-          .status());
+  if (absl::Status s = Exec(operation, begin, {}).status(); !s.ok()) {
+    // BEGIN changes nothing: when the connection broke under it (the server
+    // went away between Ensure's look and the statement), connect again and
+    // begin once more.
+    if (conn_ == nullptr || PQstatus(conn_.get()) == CONNECTION_OK) return s;
+    RETURN_IF_ERROR(Ensure());
+    RETURN_IF_ERROR(Exec(operation, begin, {}).status());
+  }
   absl::Status status = body();
   if (status.ok()) status = Exec(operation, "COMMIT", {}).status();
   if (!status.ok() && conn_ != nullptr &&

@@ -140,9 +140,11 @@ absl::StatusOr<int64_t> PgStore::AddResult(
     absl::FunctionRef<std::string(int64_t)> record_for_id,
     const std::string& matrix_path) {
   absl::MutexLock lock(&mu_);
-  return InsertWithId("adding a result",
-                      "INSERT INTO results(record, matrix_path) "
-                      "VALUES(''::bytea, $1) RETURNING id",
+  // Without gaps, as campaign ids (PgStore::CreateCampaign).
+  return InsertWithId("adding a result", kResultIdLock,
+                      "INSERT INTO results(id, record, matrix_path) "
+                      "SELECT COALESCE(MAX(id), 0) + 1, ''::bytea, $1 "
+                      "FROM results RETURNING id",
                       {Bytes(matrix_path)},
                       "UPDATE results SET record = $2 WHERE id = $1",
                       record_for_id);
@@ -244,12 +246,33 @@ absl::StatusOr<bool> PgStore::TryOperatorLease() {
     }
     held_ = false;
     lease_.Drop();
+    lease_broke_ = true;
   }
-  RETURN_IF_ERROR(lease_.Ensure());
-  ASSIGN_OR_RETURN(Result r, lease_.Exec("taking the operator lease",
-                                         "SELECT pg_try_advisory_lock($1::bigint)",
-                                         {Int8(kOperatorLease)}));
-  held_ = GetBool(r.get(), 0, 0);
+  const int64_t reconnects = lease_.reconnects();
+  if (absl::Status s = lease_.Ensure(); !s.ok()) {
+    lease_broke_ = true;
+    return s;
+  }
+  if (lease_.reconnects() != reconnects) lease_broke_ = true;
+  if (lease_broke_) {
+    // Back after a lost connection (a database restart frees every lock):
+    // the operator that held the lease takes it again at once; one that did
+    // not leaves it kOperatorLeaseGrace to do so, so that a restart of the
+    // database does not move the work to the standby.
+    lease_broke_ = false;
+    if (!was_holder_) lease_grace_until_ = absl::Now() + kOperatorLeaseGrace;
+  }
+  if (absl::Now() < lease_grace_until_) return false;
+  absl::StatusOr<Result> r =
+      lease_.Exec("taking the operator lease",
+                  "SELECT pg_try_advisory_lock($1::bigint)",
+                  {Int8(kOperatorLease)});
+  if (!r.ok()) {
+    lease_broke_ = PQstatus(lease_.get()) != CONNECTION_OK;
+    return r.status();
+  }
+  held_ = GetBool(r->get(), 0, 0);
+  was_holder_ = held_;
   return held_;
 }
 

@@ -21,6 +21,15 @@
 //   - TryOperatorLease is a session-level advisory lock on a connection of
 //     its own: PostgreSQL frees it when that connection ends, so a killed
 //     operator's lease passes to a standby as soon as the server notices.
+//     A restart of the database frees it too: the operator that held it
+//     takes it again when the database is back, ahead of a standby, which
+//     waits kOperatorLeaseGrace (1.5 s) after its own reconnection first.
+//
+// Reconnection: every call reconnects a connection that broke, and notices
+// before it uses an idle connection that the server has closed since (a
+// restart), so the first call after a database restart succeeds rather than
+// failing with "server closed the connection unexpectedly". A call that
+// was in flight when the database went away is UNAVAILABLE (see Errors).
 //
 // Durability: a call returns OK once PostgreSQL committed it
 // (synchronous_commit on; off with Options::synchronous_full false, which

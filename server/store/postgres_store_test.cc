@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -456,6 +457,93 @@ TEST_F(PostgresStoreTest, SurvivesADatabaseCrash) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(*out, ElementsAre(AppendOutcome::kStored, AppendOutcome::kDuplicate));
   EXPECT_EQ(Answers(*s, c).size(), 2u);
+}
+
+// The failure the operator met (a standby exiting on "server closed the
+// connection unexpectedly"): every kind of call, made first after the
+// database restarted under an idle connection, succeeds.
+TEST_F(PostgresStoreTest, FirstCallsAfterARestartSucceed) {
+  auto s = OpenOrDie();
+  const int64_t c = CreateCampaign(*s);
+  ASSERT_TRUE(s->PutFleetPlan({"host-0"}).ok());
+  for (int round = 0; round < 2; ++round) {
+    // A fast shutdown in round 0 (the server tells its clients), a crash
+    // in round 1 (the sockets just close).
+    ASSERT_TRUE((round == 0 ? pg_->Stop() : pg_->Kill()).ok());
+    ASSERT_TRUE(pg_->Restart().ok());
+    auto plan = s->GetFleetPlan();  // a read outside a transaction
+    ASSERT_TRUE(plan.ok()) << "round " << round << ": " << plan.status();
+    EXPECT_THAT(*plan, ElementsAre("host-0"));
+    ASSERT_TRUE(pg_->Kill().ok());
+    ASSERT_TRUE(pg_->Restart().ok());
+    auto out = s->AppendAnswers({Answer(c, 10 + round, "x")});  // a transaction
+    ASSERT_TRUE(out.ok()) << "round " << round << ": " << out.status();
+  }
+}
+
+// PostgreSQL's sequences skip ahead after a crash (by 32); campaign and
+// result ids do not.
+TEST_F(PostgresStoreTest, IdsHaveNoGapAfterACrash) {
+  auto s = OpenOrDie();
+  EXPECT_EQ(CreateCampaign(*s), 1);
+  EXPECT_EQ(CreateCampaign(*s), 2);
+  auto r1 = s->AddResult([](int64_t id) { return absl::StrCat("r", id); }, "");
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(*r1, 1);
+  ASSERT_TRUE(pg_->Kill().ok());
+  ASSERT_TRUE(pg_->Restart().ok());
+  EXPECT_EQ(CreateCampaign(*s), 3);
+  auto r2 = s->AddResult([](int64_t id) { return absl::StrCat("r", id); }, "");
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ(*r2, 2);
+  // Two stores creating at once take distinct, consecutive ids.
+  auto t = OpenOrDie();
+  std::vector<int64_t> ids(40);
+  std::thread other([&] {
+    for (int i = 0; i < 20; ++i) ids[20 + i] = CreateCampaign(*t);
+  });
+  for (int i = 0; i < 20; ++i) ids[i] = CreateCampaign(*s);
+  other.join();
+  std::sort(ids.begin(), ids.end());
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(ids[i], 4 + i);
+}
+
+// A restart of the database frees the lease; the operator that held it
+// takes it back, and a standby that polls all along does not get it first.
+TEST_F(PostgresStoreTest, TheLeaseStaysWithItsHolderAcrossARestart) {
+  auto active = OpenOrDie();
+  auto standby = OpenOrDie();
+  ASSERT_TRUE(*active->TryOperatorLease());
+  EXPECT_FALSE(*standby->TryOperatorLease());
+  ASSERT_TRUE(pg_->Kill().ok());
+  EXPECT_FALSE(active->TryOperatorLease().ok());   // the database is away
+  EXPECT_FALSE(standby->TryOperatorLease().ok());
+  ASSERT_TRUE(pg_->Restart().ok());
+  // The standby polls first and often, as a standby's server does.
+  for (int i = 0; i < 5; ++i) {
+    auto held = standby->TryOperatorLease();
+    ASSERT_TRUE(held.ok()) << held.status();
+    EXPECT_FALSE(*held) << "poll " << i;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  auto held = active->TryOperatorLease();
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_TRUE(*held);
+  EXPECT_FALSE(*standby->TryOperatorLease());
+  // When the holder does not come back, the standby takes the lease once
+  // its grace is over.
+  ASSERT_TRUE(pg_->Kill().ok());
+  active.reset();
+  ASSERT_TRUE(pg_->Restart().ok());
+  bool taken = false;
+  const absl::Time start = absl::Now();
+  while (!taken && absl::Now() - start < absl::Seconds(10)) {
+    auto t = standby->TryOperatorLease();
+    taken = t.ok() && *t;
+    if (!taken) absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(taken);
+  EXPECT_GE(absl::Now() - start, absl::Seconds(1));  // after its grace
 }
 
 }  // namespace

@@ -276,7 +276,11 @@ class CuratorStore {
   // The operator lease: at most one store over a database holds it at a
   // time. True if this store holds it (taking it if free), false if another
   // does. A store that lost it (its database connection broke) says false
-  // until it takes it again. A SQLite store serves one curator: always true.
+  // until it takes it again; after the database comes back, a store that
+  // held the lease takes it again at once and one that did not waits a
+  // grace period first, so that a database restart leaves the active
+  // operator active. UNAVAILABLE while the database cannot be reached.
+  // A SQLite store serves one curator: always true.
   virtual absl::StatusOr<bool> TryOperatorLease() = 0;
   // What the store is, for logs and status: "sqlite <path>", or
   // "postgres <host>:<port>/<database>" (never a password).

@@ -185,6 +185,69 @@ TEST_F(ReplicasTest, AFrontendAnswersStatusOnlyAndSeesTheOperatorsCampaigns) {
       absl::Seconds(10), absl::Milliseconds(10)));
 }
 
+// Every process rides out a restart of the database (a fast shutdown, then
+// a crash): the active operator stays active and serves within seconds of
+// the database's return, the standby and the frontend stay up, and when
+// the active one is killed afterwards the standby takes over with every
+// campaign, their ids without a gap.
+TEST_F(ReplicasTest, EveryProcessSurvivesADatabaseRestart) {
+  ASSERT_TRUE(a_.Start(Curator("a", "operator"), dir_ + "/a.log").ok());
+  const int port_a = WaitReady("a", a_, absl::Seconds(30));
+  ASSERT_GT(port_a, 0);
+  ASSERT_TRUE(b_.Start(Curator("b", "operator"), dir_ + "/b.log").ok());
+  ASSERT_TRUE(
+      frontend_.Start(Curator("f", "frontend"), dir_ + "/f.log").ok());
+  ASSERT_GT(WaitReady("f", frontend_, absl::Seconds(30)), 0);
+  EXPECT_TRUE(PollUntil(
+      [&] { return absl::StrContains(b_.LogTail(), "standby"); },
+      absl::Seconds(20)))
+      << b_.LogTail();
+  Admin admin_a = AdminAt(port_a);
+  std::vector<std::string> ids;
+  v1::Campaign created;
+  ASSERT_TRUE(admin_a.Create(Features(), &created).ok());
+  ids.push_back(created.id());
+
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE((round == 0 ? pg_->Stop() : pg_->Kill()).ok());
+    absl::SleepFor(absl::Seconds(1));
+    ASSERT_TRUE(pg_->Restart().ok());
+    const absl::Time back = absl::Now();
+    // The active operator writes again (a campaign: the lease and the
+    // store both), within seconds.
+    ASSERT_TRUE(PollUntil(
+        [&] { return admin_a.Create(Features(), &created).ok(); },
+        absl::Seconds(20), absl::Milliseconds(50)))
+        << "round " << round << ":\n" << a_.LogTail();
+    const double serving_s = absl::ToDoubleSeconds(absl::Now() - back);
+    std::cerr << "round " << round << ": the operator created a campaign "
+              << serving_s << " s after the database came back\n";
+    EXPECT_LT(serving_s, 10);
+    ids.push_back(created.id());
+    // Two seconds later, nobody has exited and the standby still waits.
+    absl::SleepFor(absl::Seconds(2));
+    for (ChildProcess* p : {&a_, &b_, &frontend_}) {
+      EXPECT_FALSE(p->Exited())
+          << "round " << round << ": " << p->LogTail();
+    }
+    EXPECT_FALSE(ReadFile(Ready("b")).ok()) << "the standby serves too";
+  }
+  EXPECT_THAT(ids, ::testing::ElementsAre("c1", "c2", "c3"));
+
+  const absl::Time killed = absl::Now();
+  a_.Kill();
+  const int port_b = WaitReady("b", b_, absl::Seconds(30));
+  ASSERT_GT(port_b, 0) << b_.LogTail();
+  std::cerr << "standby took over " << absl::ToDoubleSeconds(absl::Now() - killed)
+            << " s after the kill\n";
+  for (const std::string& id : ids) {
+    auto got = AdminAt(port_b).Get(id);
+    EXPECT_TRUE(got.ok()) << id << ": " << got.status();
+  }
+  ASSERT_TRUE(AdminAt(port_b).Create(Features(), &created).ok());
+  EXPECT_EQ(created.id(), "c4");
+}
+
 TEST_F(ReplicasTest, RolesNeedASharedStore) {
   const std::string c = dir_ + "/certs/";
   auto r = RunCommand(

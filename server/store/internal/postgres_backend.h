@@ -40,6 +40,14 @@ constexpr int64_t kAnswerLogLock = 0x6c647067'00000002;
 constexpr int64_t kAuditLock = 0x6c647067'00000003;
 constexpr int64_t kSealedLock = 0x6c647067'00000004;
 constexpr int64_t kOperatorLease = 0x6c647067'00000005;
+constexpr int64_t kCampaignIdLock = 0x6c647067'00000006;
+constexpr int64_t kResultIdLock = 0x6c647067'00000007;
+
+// How long an operator that did not hold the lease waits, after its lease
+// connection broke and came back, before it tries to take the lease: the
+// former holder's chance to take it again after a database restart (its
+// server checks the lease every 500 ms).
+constexpr absl::Duration kOperatorLeaseGrace = absl::Milliseconds(1500);
 
 // A query parameter: binary (int8 big-endian, bytea raw) or text.
 struct Param {
@@ -97,8 +105,11 @@ class Connection {
         connect_timeout_(absl::StrCat(connect_timeout_s)),
         synchronous_full_(synchronous_full) {}
 
-  // Connected, reconnecting if the connection broke: UNAVAILABLE naming
-  // the server and libpq's words otherwise.
+  // Connected, reconnecting if the connection broke -- including an idle
+  // one the server closed since its last use (a database restart), which
+  // is noticed here, without a round trip, rather than as the next
+  // statement's failure: UNAVAILABLE naming the server and libpq's words
+  // otherwise.
   absl::Status Ensure();
 
   absl::StatusOr<Result> Exec(absl::string_view operation, const char* sql,
@@ -114,12 +125,15 @@ class Connection {
 
   PGconn* get() { return conn_.get(); }
   void Drop() { conn_.reset(); }
+  // Connections dropped because they broke (not the first connect).
+  int64_t reconnects() const { return reconnects_; }
   const std::string& name() const { return name_; }
 
  private:
   const std::string url_, password_, name_, connect_timeout_;
   const bool synchronous_full_;
   Conn conn_;
+  int64_t reconnects_ = 0;
 };
 
 // answer_log through a connection inside its transaction, for LogCore.
@@ -259,7 +273,7 @@ class PgStore final : public CuratorStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::StatusOr<int64_t> InsertWithId(
-      absl::string_view operation, const char* insert,
+      absl::string_view operation, int64_t id_lock, const char* insert,
       const std::vector<Param>& params, const char* update,
       absl::FunctionRef<std::string(int64_t)> record_for_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -299,6 +313,12 @@ class PgStore final : public CuratorStore {
   absl::Mutex lease_mu_;
   Connection lease_ ABSL_GUARDED_BY(lease_mu_);
   bool held_ ABSL_GUARDED_BY(lease_mu_) = false;
+  // The lease connection broke since the last attempt; we held the lease
+  // when we last knew; no attempt before this time (TryOperatorLease).
+  bool lease_broke_ ABSL_GUARDED_BY(lease_mu_) = false;
+  bool was_holder_ ABSL_GUARDED_BY(lease_mu_) = false;
+  absl::Time lease_grace_until_ ABSL_GUARDED_BY(lease_mu_) =
+      absl::InfinitePast();
 };
 
 }  // namespace ldpgraph::store::postgres_internal
