@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
+#include "common/net/address_list.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::agent {
@@ -49,6 +50,31 @@ constexpr auto kCallDeadline = std::chrono::seconds(30);
 
 }  // namespace
 
+class AgentHost::TrackedCall {
+ public:
+  TrackedCall(AgentHost* host, grpc::ClientContext* ctx) : host_(host), ctx_(ctx) {
+    host_->Track(ctx_);
+  }
+  ~TrackedCall() { host_->Untrack(ctx_); }
+  TrackedCall(const TrackedCall&) = delete;
+  TrackedCall& operator=(const TrackedCall&) = delete;
+
+ private:
+  AgentHost* const host_;
+  grpc::ClientContext* const ctx_;
+};
+
+void AgentHost::Track(grpc::ClientContext* ctx) {
+  absl::MutexLock lock(&mu_);
+  calls_.insert(ctx);
+  if (stopping_.load()) ctx->TryCancel();
+}
+
+void AgentHost::Untrack(grpc::ClientContext* ctx) {
+  absl::MutexLock lock(&mu_);
+  calls_.erase(ctx);
+}
+
 // The exchange's view of the curator: the host's stub and current session.
 class AgentHost::Transport final : public ExchangeTransport {
  public:
@@ -58,6 +84,7 @@ class AgentHost::Transport final : public ExchangeTransport {
       const std::vector<uint32_t>& nodes) override {
     grpc::ClientContext ctx;
     RETURN_IF_ERROR(Prepare(&ctx));
+    const TrackedCall tracked(host_, &ctx);
     v1::PublicKeysRequest req;
     req.mutable_node_ids()->Assign(nodes.begin(), nodes.end());
     v1::PublicKeysResponse resp;
@@ -72,6 +99,7 @@ class AgentHost::Transport final : public ExchangeTransport {
   absl::Status Relay(const std::vector<v1::SealedMessage>& messages) override {
     grpc::ClientContext ctx;
     RETURN_IF_ERROR(Prepare(&ctx));
+    const TrackedCall tracked(host_, &ctx);
     v1::RelayRequest req;
     req.mutable_messages()->Assign(messages.begin(), messages.end());
     v1::RelayResponse resp;
@@ -81,6 +109,7 @@ class AgentHost::Transport final : public ExchangeTransport {
       const std::string& campaign, uint64_t after, uint32_t max) override {
     grpc::ClientContext ctx;
     RETURN_IF_ERROR(Prepare(&ctx));
+    const TrackedCall tracked(host_, &ctx);
     v1::FetchSealedRequest req;
     req.set_after_sequence(after);
     req.set_max_messages(max);
@@ -142,7 +171,7 @@ absl::StatusOr<std::unique_ptr<AgentHost>> AgentHost::Create(
   }
   {
     std::string tls_name;
-    RETURN_IF_ERROR(CuratorTarget(options.curator, &tls_name).status());
+    RETURN_IF_ERROR(net::AddressListTarget(options.curator, "--curator", &tls_name).status());
   }
   if (!options.insecure && options.ca_pem.empty()) {
     return absl::InvalidArgumentError(
@@ -200,57 +229,6 @@ void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
   }
 }
 
-absl::StatusOr<std::string> CuratorTarget(const std::string& curator,
-                                          std::string* tls_name) {
-  const std::vector<std::string> entries =
-      absl::StrSplit(curator, ',', absl::SkipWhitespace());
-  if (entries.size() <= 1) {
-    *tls_name = "";
-    return curator;
-  }
-  std::vector<std::string> v4, v6;
-  for (const std::string& entry : entries) {
-    const size_t colon = entry.rfind(':');
-    if (colon == std::string::npos || colon + 1 == entry.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--curator: '", entry, "' has no port (want HOST:PORT,HOST:PORT,...)"));
-    }
-    std::string host = entry.substr(0, colon);
-    const std::string port = entry.substr(colon + 1);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    }
-    if (tls_name->empty()) *tls_name = host;
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
-    if (rc != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--curator: cannot resolve '", host, "': ", gai_strerror(rc)));
-    }
-    for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-      char text[INET6_ADDRSTRLEN] = {};
-      if (a->ai_family == AF_INET) {
-        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr,
-                  text, sizeof(text));
-        v4.push_back(absl::StrCat(text, ":", port));
-      } else if (a->ai_family == AF_INET6) {
-        inet_ntop(AF_INET6,
-                  &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, text,
-                  sizeof(text));
-        v6.push_back(absl::StrCat("[", text, "]:", port));
-      }
-    }
-    freeaddrinfo(found);
-  }
-  // One scheme per target: IPv4 when any host has an IPv4 address.
-  std::vector<std::string>& list = v4.empty() ? v6 : v4;
-  list.erase(std::unique(list.begin(), list.end()), list.end());
-  return absl::StrCat(v4.empty() ? "ipv6:" : "ipv4:", absl::StrJoin(list, ","));
-}
-
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& options,
                                                   grpc::ChannelArguments args) {
   args.SetMaxReceiveMessageSize(64 << 20);
@@ -272,7 +250,7 @@ std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& option
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   std::string tls_name;
-  absl::StatusOr<std::string> target = CuratorTarget(options.curator, &tls_name);
+  absl::StatusOr<std::string> target = net::AddressListTarget(options.curator, "--curator", &tls_name);
   if (!target.ok()) {
     // Checked when the options are (AgentHost::Create): a channel to
     // nowhere, whose calls fail naming the target.
@@ -304,6 +282,12 @@ GrpcShardLeases::GrpcShardLeases(const AgentHostOptions& options,
   request_.mutable_proof()->set_secret(std::string(proof.secret()));
 }
 
+void GrpcShardLeases::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (in_flight_ != nullptr) in_flight_->TryCancel();
+}
+
 absl::StatusOr<v1::ClaimShardResponse> GrpcShardLeases::Ask() {
   grpc::ClientContext ctx;
   // Wait for the channel instead of failing fast: a blocked call is what
@@ -311,8 +295,17 @@ absl::StatusOr<v1::ClaimShardResponse> GrpcShardLeases::Ask() {
   // poller would), so the claim goes out as soon as the curator listens.
   ctx.set_wait_for_ready(true);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return absl::CancelledError("the host is stopping");
+    in_flight_ = &ctx;
+  }
   v1::ClaimShardResponse resp;
   grpc::Status g = stub_->ClaimShard(&ctx, request_, &resp);
+  {
+    absl::MutexLock lock(&mu_);
+    in_flight_ = nullptr;
+  }
   if (!g.ok()) {
     return absl::Status(static_cast<absl::StatusCode>(g.error_code()),
                         absl::StrCat("ClaimShard: ", g.error_message()));
@@ -385,7 +378,7 @@ absl::Status AgentHost::Run() {
 void AgentHost::Stop() {
   stopping_.store(true);
   absl::MutexLock lock(&mu_);
-  if (subscribe_ctx_ != nullptr) subscribe_ctx_->TryCancel();
+  for (grpc::ClientContext* ctx : calls_) ctx->TryCancel();
 }
 
 std::string AgentHost::last_error() const {
@@ -413,6 +406,7 @@ absl::StatusOr<std::string> AgentHost::Enrol(v1::AgentService::Stub& stub) {
     }
     v1::EnrolResponse enrolled;
     grpc::ClientContext ctx;
+    const TrackedCall tracked(this, &ctx);
     // Wait for the channel rather than fail fast while the curator is away:
     // the call goes out the moment a reconnection succeeds.
     ctx.set_wait_for_ready(true);
@@ -450,11 +444,8 @@ absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
 
   grpc::ClientContext ctx;
   ctx.AddMetadata("ldpgraph-session", token);
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_.load()) return absl::OkStatus();
-    subscribe_ctx_ = &ctx;
-  }
+  if (stopping_.load()) return absl::OkStatus();
+  const TrackedCall tracked(this, &ctx);
   auto reader = stub.Subscribe(&ctx, v1::SubscribeRequest());
   ready_.store(true);
   v1::Task task;
@@ -463,10 +454,6 @@ absl::Status AgentHost::Session(v1::AgentService::Stub& stub) {
     answered = Answer(stub, token, task);
   }
   ready_.store(false);
-  {
-    absl::MutexLock lock(&mu_);
-    subscribe_ctx_ = nullptr;
-  }
   if (!answered.ok()) {
     ctx.TryCancel();
     reader->Finish().ok();
@@ -518,6 +505,7 @@ absl::Status AgentHost::SendReports(v1::AgentService::Stub& stub,
   const std::string campaign = reports.front().campaign_id();
   grpc::ClientContext ctx;
   ctx.AddMetadata("ldpgraph-session", token);
+  const TrackedCall tracked(this, &ctx);
   auto stream = stub.Report(&ctx);
   uint64_t logged = 0;
   auto read_ack = [&]() -> absl::Status {

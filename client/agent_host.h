@@ -129,16 +129,6 @@ void FillCredential(const AgentHostOptions& options, const AgentShard& shard,
 
 // The gRPC channel to the curator that options describe (TLS unless
 // insecure; keepalives; 64 MiB messages), added to `args`.
-// The gRPC target for --curator: one address as given (a host name, or a
-// Kubernetes Service name, is resolved by gRPC); a list host:port,... as
-// one "ipv4:" (or "ipv6:") target of every address the hosts resolve to
-// now, which gRPC's pick_first policy walks in order, moving to the next
-// live one when the one in use fails. *tls_name: the first host, the name
-// a TLS certificate is checked against unless --server-name says otherwise.
-// INVALID_ARGUMENT for an entry without a port, or a host that does not
-// resolve (naming it).
-absl::StatusOr<std::string> CuratorTarget(const std::string& curator,
-                                          std::string* tls_name);
 
 std::shared_ptr<grpc::Channel> MakeCuratorChannel(
     const AgentHostOptions& options,
@@ -165,12 +155,18 @@ class GrpcShardLeases : public ShardLeases {
   // Nothing to call: the curator has no release; the lease lapses after
   // the curator's --fleet-lease and a spare takes the shard.
   void Release(const ShardClaim&) override {}
+  // Cancels the call in flight, and every later one as it starts (CANCELLED):
+  // for a host stopping on a signal, which must not wait out a claim's 5 s.
+  void Cancel();
 
  private:
   absl::StatusOr<v1::ClaimShardResponse> Ask();
 
   v1::ClaimShardRequest request_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
+  absl::Mutex mu_;
+  grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class AgentHost {
@@ -219,6 +215,13 @@ class AgentHost {
                             std::vector<v1::Report> reports);
   // The current session's token; empty between sessions.
   std::string token() const;
+  // Every call in flight is registered while it runs, so that Stop cancels
+  // it at once (an Enrol waiting 30 s for a curator that is gone, a report
+  // stream, the task stream): a host stops promptly on SIGTERM. A call
+  // registered after Stop is cancelled as it starts.
+  class TrackedCall;
+  void Track(grpc::ClientContext* ctx);
+  void Untrack(grpc::ClientContext* ctx);
 
   const AgentHostOptions options_;
   const std::unique_ptr<AgentShard> shard_;
@@ -230,7 +233,7 @@ class AgentHost {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> ready_{false};
   mutable absl::Mutex mu_;
-  grpc::ClientContext* subscribe_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
   std::string last_error_ ABSL_GUARDED_BY(mu_);
   std::string token_ ABSL_GUARDED_BY(mu_);
 };

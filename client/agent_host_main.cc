@@ -699,7 +699,10 @@ absl::Status RunFromCurator(const Config& config, ShardHost& runner,
     result = loop.Run();
     done.store(true);
   });
-  if (WaitForSignalOr([&] { return done.load(); })) loop.Stop();
+  if (WaitForSignalOr([&] { return done.load(); })) {
+    loop.Stop();
+    leases.Cancel();  // a claim waiting for a curator that is gone
+  }
   worker.join();
   return result;
 }

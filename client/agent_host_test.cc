@@ -4,9 +4,14 @@
 #include "client/agent_host.h"
 
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/net/free_port.h"
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -93,6 +98,37 @@ TEST(AgentHostTest, CreateWantsAValidCredentialForEachNode) {
   options.answer_part = 1;
   auto host = AgentHost::Create(options, Shard(tmp.path() + "/d", {3, 4}));
   EXPECT_TRUE(host.ok()) << host.status();
+}
+
+// A host whose curator is gone waits in Enrol (wait-for-ready, 30 s): Stop
+// cancels the call, so a host stops at once on SIGTERM rather than being
+// killed by its supervisor (podman and Kubernetes wait 10 to 30 s).
+TEST(AgentHostTest, StopCancelsACallWaitingForAGoneCurator) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  AgentHostOptions options;
+  auto port = net::FreeLoopbackPort();  // nothing listens on it
+  ASSERT_TRUE(port.ok()) << port.status();
+  options.curator = absl::StrCat("127.0.0.1:", *port);
+  options.insecure = true;
+  options.credentials = {NodeSecret(3, Secret('a'))};
+  auto host = AgentHost::Create(options, Shard(tmp.path() + "/s", {3}));
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::Status result = absl::UnknownError("still running");
+  absl::Notification done;
+  std::thread run([&] {
+    result = (*host)->Run();
+    done.Notify();
+  });
+  absl::SleepFor(absl::Seconds(1));  // in Enrol by now
+  EXPECT_FALSE(done.HasBeenNotified());
+  const absl::Time stop = absl::Now();
+  (*host)->Stop();
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  run.join();
+  const absl::Duration took = absl::Now() - stop;
+  std::cerr << "stopped in " << absl::FormatDuration(took) << "\n";
+  EXPECT_LT(took, absl::Seconds(5));  // Enrol's deadline is 30 s
+  EXPECT_TRUE(result.ok()) << result;
 }
 
 }  // namespace

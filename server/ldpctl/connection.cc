@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "common/net/address_list.h"
 #include "server/curator/credentials.h"
 
 namespace ldpgraph::ldpctl {
@@ -153,6 +154,13 @@ absl::StatusOr<ConnectionSettings> ResolveConnection(const CliArgs& a) {
     return std::nullopt;
   };
   if (auto v = pick("curator", "LDPCTL_CURATOR")) s.curator = *v;
+  {
+    // A list (an operator and its standby) must be well formed now, not at
+    // the first call.
+    std::string tls_name;
+    RETURN_IF_ERROR(
+        net::AddressListTarget(s.curator, "--curator", &tls_name).status());
+  }
   s.server_name = pick("server-name", "LDPCTL_SERVER_NAME");
 
   if (a.Flag("insecure")) {
@@ -236,9 +244,17 @@ Connection Connect(const ConnectionSettings& s) {
     creds = grpc::SslCredentials(ssl);
     if (s.server_name) args.SetSslTargetNameOverride(*s.server_name);
   }
+  // A list HOST:PORT,... (an operator and its standby): one target that
+  // moves to the next live address when the one in use goes.
+  std::string tls_name;
+  absl::StatusOr<std::string> target =
+      net::AddressListTarget(s.curator, "--curator", &tls_name);
+  if (!s.insecure && !s.server_name && !tls_name.empty()) {
+    args.SetSslTargetNameOverride(tls_name);
+  }
   Connection c;
-  c.stub = v1::AdminService::NewStub(
-      grpc::CreateCustomChannel(s.curator, creds, args));
+  c.stub = v1::AdminService::NewStub(grpc::CreateCustomChannel(
+      target.ok() ? *target : s.curator, creds, args));
   c.token = s.admin_token_hex;
   c.address = s.curator;
   return c;

@@ -9,6 +9,9 @@
 // are relative to the config file's folder. `ldpctl simulate` writes one
 // for the deployment it runs.
 //
+// curator: HOST:PORT, or a list HOST:PORT,HOST:PORT,... (an operator and
+// its standby: calls go to the first that serves, and move on when it goes).
+//
 // Environment: LDPCTL_CURATOR, LDPCTL_ADMIN_TOKEN_FILE, LDPCTL_ADMIN_TOKEN
 // (the hex token itself), LDPCTL_CA, LDPCTL_SERVER_NAME, LDPCTL_INSECURE=1.
 #pragma once

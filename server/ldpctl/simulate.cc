@@ -159,6 +159,19 @@ Scenarios (default: off):
                       --churn's: acknowledged reports lost, extra epsilon
                       (ledger, agents' memos). Hosts send --churn-batch
                       reports per batch
+  --database-restarts K  with --store postgres: SIGKILL the PostgreSQL
+                      server (every process of it) K times during the
+                      features campaign, each restarted at once. Every
+                      curator process rides it out: reported under
+                      scenario.database_restarts as --frontend-kills's
+                      figures, with the seconds until reports flow again
+  --operator-kills K  with --frontends: start a standby operator beside the
+                      active one and SIGKILL the active one K times during
+                      the features campaign; the standby takes over, ldpctl
+                      follows it (its connection lists both), and the killed
+                      one restarts as the next standby. Reported under
+                      scenario.operator_kills: the seconds until the standby
+                      serves, reports lost, extra epsilon
   --churn-batch N     under --churn the hosts send N reports per batch
                       (default 16; else 512), so that a kill lands between
                       batches as it would on a host whose nodes report one
@@ -224,6 +237,7 @@ Examples:
   ldpctl simulate --hosts 4 --latency 200 --jitter 20 --loss 0.05
   ldpctl simulate --hosts 10 --churn 0.1 --dropout 0.3
   ldpctl simulate --store postgres --frontends 3 --frontend-kills 10
+  ldpctl simulate --store postgres --frontends 3 --database-restarts 3 --operator-kills 3
   ldpctl simulate --method lpgnn --epsilon 3 --label-epsilon 3 --malicious 0.1 --defence screen
   ldpctl simulate --method lpgnn --mechanism multibit --epsilon 2 --edges ns1 --edge-epsilon 1
 )";

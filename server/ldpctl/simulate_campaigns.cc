@@ -146,8 +146,14 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     admin_->Prepare(&ctx);
     v1::GetCampaignRequest get;
     get.set_campaign_id(c.id());
-    RETURN_IF_ERROR(FromGrpc(admin_->stub->GetCampaign(&ctx, get, &c),
-                             admin_->address));
+    const grpc::Status got = admin_->stub->GetCampaign(&ctx, get, &c);
+    if (got.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        o_.server_faults() && absl::Now() < until) {
+      // An operator or the database between a fault and its return.
+      absl::SleepFor(absl::Milliseconds(20));
+      continue;
+    }
+    RETURN_IF_ERROR(FromGrpc(got, admin_->address));
     const auto& p = c.progress();
     const uint32_t answered = p.reported() + p.refused();
     if (answered >= online_nodes_ && !all_online_seconds_.contains(c.id())) {
@@ -163,6 +169,10 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     if (o_.frontend_kills > 0 && what == "features") {
       RETURN_IF_ERROR(KillFrontends(c, absl::Now() - opened));
     }
+    if ((o_.database_restarts > 0 || o_.operator_kills > 0) &&
+        what == "features") {
+      RETURN_IF_ERROR(ServerFaults(c, absl::Now() - opened));
+    }
     if (absl::Now() > until) {
       return absl::DeadlineExceededError(absl::StrCat(
           c.id(), ": ", answered, " of ", p.targeted(),
@@ -171,8 +181,10 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     // A kill due soon is looked for often: a small campaign is over in a
     // few tens of milliseconds.
     const bool kill_due =
-        o_.frontend_kills > 0 && what == "features" &&
-        frontend_kills_.size() < static_cast<size_t>(o_.frontend_kills);
+        what == "features" &&
+        (frontend_kills_.size() < static_cast<size_t>(o_.frontend_kills) ||
+         database_restarts_.size() < static_cast<size_t>(o_.database_restarts) ||
+         operator_kills_.size() < static_cast<size_t>(o_.operator_kills));
     absl::SleepFor(
         absl::Milliseconds((churn && churn->pending()) || kill_due ? 2 : 50));
   }

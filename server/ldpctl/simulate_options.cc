@@ -126,6 +126,25 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
     }
     o.frontend_kills = static_cast<int>(*kills);
   }
+  ASSIGN_OR_RETURN(auto restarts, a.GetInt("database-restarts"));
+  if (restarts) {
+    if (*restarts < 0 || *restarts > 100 ||
+        (*restarts > 0 && o.store != "postgres")) {
+      return absl::InvalidArgumentError(
+          "--database-restarts must be in [0, 100], with --store postgres");
+    }
+    o.database_restarts = static_cast<int>(*restarts);
+  }
+  ASSIGN_OR_RETURN(auto operator_kills, a.GetInt("operator-kills"));
+  if (operator_kills) {
+    if (*operator_kills < 0 || *operator_kills > 100 ||
+        (*operator_kills > 0 && o.frontends < 1)) {
+      return absl::InvalidArgumentError(
+          "--operator-kills must be in [0, 100], with --store postgres and "
+          "--frontends 1 or more (an operator and a standby beside them)");
+    }
+    o.operator_kills = static_cast<int>(*operator_kills);
+  }
   o.sync = a.Get("sync").value_or("full");
   if (o.sync != "full" && o.sync != "normal") {
     return absl::InvalidArgumentError(
@@ -182,10 +201,11 @@ absl::Status ParseChurnFlags(const CliArgs& a, Options* options) {
   ASSIGN_OR_RETURN(auto batch, a.GetInt("churn-batch"));
   if (batch) {
     if (*batch < 1 || *batch > 65536 ||
-        !(options->churn_on || options->frontend_kills > 0)) {
+        !(options->churn_on || options->server_faults())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--churn-batch must be in [1, 65536], with --churn or "
-          "--frontend-kills; got ", *batch));
+          "--churn-batch must be in [1, 65536], with --churn, "
+          "--frontend-kills, --database-restarts or --operator-kills; got ",
+          *batch));
     }
     options->churn_batch = static_cast<int>(*batch);
   }
@@ -326,7 +346,8 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
          "dropout", "latency", "jitter", "loss", "churn", "churn-down",
          "churn-batch", "malicious", "attack", "attack-class", "attack-dims",
          "attack-edges", "store",
-         "frontends", "frontend-kills"});
+         "frontends", "frontend-kills", "database-restarts",
+         "operator-kills"});
     flags.insert({"keep", "keep-running"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));

@@ -233,6 +233,13 @@ absl::StatusOr<json> Simulation::Results(
   if (o_.frontend_kills > 0) {
     ASSIGN_OR_RETURN(frontend_figures_, FrontendFigures(c));
   }
+  if (o_.database_restarts > 0) {
+    ASSIGN_OR_RETURN(database_figures_,
+                     FaultFigures(c, database_restarts_, false));
+  }
+  if (o_.operator_kills > 0) {
+    ASSIGN_OR_RETURN(operator_figures_, FaultFigures(c, operator_kills_, true));
+  }
   const uint64_t eval_seed = o_.seed.value_or(1);
   json details = json::parse(evaluate.details_json(), nullptr, false);
   if (details.is_discarded()) details = json::object();
@@ -360,6 +367,12 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   if (!churn_figures_.is_null()) d["scenario"]["churn"] = churn_figures_;
   if (!frontend_figures_.is_null()) {
     d["scenario"]["frontend_kills"] = frontend_figures_;
+  }
+  if (!database_figures_.is_null()) {
+    d["scenario"]["database_restarts"] = database_figures_;
+  }
+  if (!operator_figures_.is_null()) {
+    d["scenario"]["operator_kills"] = operator_figures_;
   }
   d["store"] = {{"kind", o_.store}, {"frontends", o_.frontends}};
   // The attacker's nodes, drawn once for the poisoning and defence figures.
@@ -491,6 +504,34 @@ void Simulation::ScenarioRows(const json& d, const TableRow& row) const {
                         fk["acknowledged_reports_checked"].get<uint64_t>(),
                         fk["curator_extra_epsilon_max"].get<double>(),
                         fk["agent_extra_epsilon_max"].get<double>()));
+  }
+  if (sc.contains("database_restarts")) {
+    const json& dr = sc["database_restarts"];
+    row("database restarts",
+        absl::StrFormat("%d SIGKILLs of PostgreSQL; reports flowed again "
+                        "within %.2f s of its return; %u acknowledged reports "
+                        "lost (of %u checked); extra epsilon %g (ledger), %g "
+                        "(agents' memos)",
+                        dr["restarts"].get<int>(),
+                        dr["flowing_seconds_max"].get<double>(),
+                        dr["acknowledged_reports_lost"].get<uint64_t>(),
+                        dr["acknowledged_reports_checked"].get<uint64_t>(),
+                        dr["curator_extra_epsilon_max"].get<double>(),
+                        dr["agent_extra_epsilon_max"].get<double>()));
+  }
+  if (sc.contains("operator_kills")) {
+    const json& ok = sc["operator_kills"];
+    row("operator kills",
+        absl::StrFormat("%d SIGKILLs of the active operator; the standby "
+                        "served within %.2f s; %u acknowledged reports lost "
+                        "(of %u checked); extra epsilon %g (ledger), %g "
+                        "(agents' memos)",
+                        ok["kills"].get<int>(),
+                        ok["serving_seconds_max"].get<double>(),
+                        ok["acknowledged_reports_lost"].get<uint64_t>(),
+                        ok["acknowledged_reports_checked"].get<uint64_t>(),
+                        ok["curator_extra_epsilon_max"].get<double>(),
+                        ok["agent_extra_epsilon_max"].get<double>()));
   }
   if (sc.contains("churn")) {
     const json& ch = sc["churn"];

@@ -26,6 +26,7 @@
 #include "common/dataset/prepare.h"
 #include "common/files.h"
 #include "common/hex.h"
+#include "common/net/free_port.h"
 #include "common/status_macros.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/connection.h"
@@ -47,6 +48,7 @@ absl::Status Simulation::Check() {
   }
   std::vector<ChildProcess*> all;
   if (curator_) all.push_back(curator_.get());
+  if (standby_) all.push_back(standby_.get());
   for (auto& f : frontends_) {
     if (f) all.push_back(f.get());
   }
@@ -256,6 +258,48 @@ absl::Status Simulation::StartFrontend(int i, int port) {
   return absl::OkStatus();
 }
 
+std::string Simulation::OperatorReady(int slot) const {
+  return slot == 0 ? work_ + "/curator.ready"
+                   : absl::StrCat(work_, "/operator-", slot, ".ready");
+}
+
+std::vector<std::string> Simulation::OperatorArgs(int slot,
+                                                  const std::string& ready) const {
+  const std::string tls = work_ + "/tls";
+  std::vector<std::string> argv = {
+      o_.bin_dir + "/ldpgraph-curator", "--listen",
+      absl::StrCat("127.0.0.1:", operator_ports_[slot]), "--http", "off",
+      "--data-dir", absl::StrCat(work_, slot == 0 ? "/curator" : "/operator-1"),
+      "--graph", dataset_dir_, "--admin-token", tls + "/admin.token",
+      "--node-key", tls + "/node.key", "--tls-cert", tls + "/curator.pem",
+      "--tls-key", tls + "/curator.key", "--sync", o_.sync, "--max-threads",
+      absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--pipeline-threads",
+      absl::StrCat(o_.threads), "--ready-file", ready};
+  const std::vector<std::string> store = StoreArgs();
+  argv.insert(argv.end(), store.begin(), store.end());
+  if (o_.frontends > 0) argv.insert(argv.end(), {"--role", "operator"});
+  // The curator learns the graph from the agents' reports only.
+  if (o_.edges != "none") argv.push_back("--private-edges");
+  return argv;
+}
+
+absl::Status Simulation::StartOperator(int slot,
+                                       std::unique_ptr<ChildProcess>* into) {
+  const std::string ready = OperatorReady(slot);
+  std::error_code ec;
+  fs::remove(ready, ec);
+  const std::string base =
+      slot == 0 ? work_ + "/curator" : absl::StrCat(work_, "/operator-", slot);
+  const int starts = operator_starts_[slot]++;
+  const std::string log =
+      starts == 0 ? base + ".log" : absl::StrCat(base, ".restart-", starts, ".log");
+  const std::string name =
+      o_.operator_kills > 0 ? absl::StrCat("operator ", slot)
+                            : (o_.frontends > 0 ? "operator" : "curator");
+  ASSIGN_OR_RETURN(*into, ChildProcess::Start(name, OperatorArgs(slot, ready), log));
+  return absl::OkStatus();
+}
+
 absl::Status Simulation::StartCurator() {
   if (o_.attach) {
     admin_ = Connect(o_.connection);
@@ -271,31 +315,30 @@ absl::Status Simulation::StartCurator() {
   if (std::getenv("GLIBC_TUNABLES") == nullptr) {
     setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 0);
   }
-  const std::string tls = work_ + "/tls";
-  const std::string ready = work_ + "/curator.ready";
-  std::vector<std::string> argv = {
-      o_.bin_dir + "/ldpgraph-curator", "--listen", "127.0.0.1:0", "--http",
-      "off", "--data-dir", work_ + "/curator", "--graph", dataset_dir_,
-      "--admin-token", tls + "/admin.token", "--node-key", tls + "/node.key",
-      "--tls-cert", tls + "/curator.pem", "--tls-key", tls + "/curator.key",
-      "--sync", o_.sync, "--max-threads",
-      absl::StrCat(std::max(256, 4 * o_.hosts + 64)), "--pipeline-threads",
-      absl::StrCat(o_.threads), "--ready-file", ready};
-  const std::vector<std::string> store = StoreArgs();
-  argv.insert(argv.end(), store.begin(), store.end());
-  if (o_.frontends > 0) argv.insert(argv.end(), {"--role", "operator"});
-  // The curator learns the graph from the agents' reports only.
-  if (o_.edges != "none") argv.push_back("--private-edges");
+  if (o_.operator_kills > 0) {
+    // Fixed ports: ldpctl's connection lists both operators.
+    for (int& port : operator_ports_) {
+      ASSIGN_OR_RETURN(port, net::FreeLoopbackPort());
+    }
+  }
   const std::string what = o_.frontends > 0 ? "operator" : "curator";
-  ASSIGN_OR_RETURN(curator_, ChildProcess::Start(what, std::move(argv),
-                                                 work_ + "/curator.log"));
-  ASSIGN_OR_RETURN(port_, WaitReady(curator_.get(), ready, what));
+  RETURN_IF_ERROR(StartOperator(0, &curator_));
+  ASSIGN_OR_RETURN(port_, WaitReady(curator_.get(), OperatorReady(0), what));
   frontends_.resize(o_.frontends);
   frontend_ports_.assign(o_.frontends, 0);
   frontend_restarts_.assign(o_.frontends, 0);
   for (int i = 0; i < o_.frontends; ++i) RETURN_IF_ERROR(StartFrontend(i, 0));
+  // --operator-kills: a standby beside the active operator, waiting for
+  // the lease.
+  if (o_.operator_kills > 0) RETURN_IF_ERROR(StartOperator(1, &standby_));
+  const std::string tls = work_ + "/tls";
+  const std::string address =
+      o_.operator_kills > 0
+          ? absl::StrCat("127.0.0.1:", operator_ports_[0], ",127.0.0.1:",
+                         operator_ports_[1])
+          : absl::StrCat("127.0.0.1:", port_);
   ConnectionSettings s;
-  s.curator = absl::StrCat("127.0.0.1:", port_);
+  s.curator = address;
   s.server_name = "localhost";
   ASSIGN_OR_RETURN(s.ca_pem, ReadFileToString(tls + "/ca.pem"));
   ASSIGN_OR_RETURN(std::string token, ReadFileToString(tls + "/admin.token"));
@@ -306,7 +349,7 @@ absl::Status Simulation::StartCurator() {
   return WriteNewFile(
       work_ + "/ldpctl.conf",
       absl::StrCat("# ldpctl --config ", work_, "/ldpctl.conf <command>\n",
-                   "curator = 127.0.0.1:", port_, "\n",
+                   "curator = ", address, "\n",
                    "server-name = localhost\n", "ca = tls/ca.pem\n",
                    "admin-token = tls/admin.token\n"),
       0644);
@@ -335,7 +378,7 @@ absl::Status Simulation::StartAgent(int h) {
       argv.push_back("--seed");
       argv.push_back(absl::StrCat(pipeline::NoiseSeed(*o_.seed, 0)));
     }
-    if (o_.churn_on || o_.frontend_kills > 0) {
+    if (o_.churn_on || o_.server_faults()) {
       argv.insert(argv.end(), {"--batch", absl::StrCat(o_.churn_batch)});
     }
     // Sealing keys serve neighbour substitution only: a run without it
@@ -392,7 +435,9 @@ void Simulation::StopAll() {
   for (auto& f : frontends_) {
     if (f) f->Stop(absl::Seconds(10));
   }
+  if (standby_) standby_->Terminate();
   if (curator_) curator_->Stop(absl::Seconds(10));
+  if (standby_) standby_->Stop(absl::Seconds(10));
   observer_.reset();
   if (postgres_) {
     if (absl::Status s = postgres_->Stop(); !s.ok()) {

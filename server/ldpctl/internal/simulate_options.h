@@ -72,10 +72,18 @@ struct Options {
   // The server side: "sqlite" (one curator, its embedded store) or
   // "postgres" (a local PostgreSQL server, an operator and `frontends`
   // frontends; none: one curator of role all on PostgreSQL), and SIGKILLs
-  // of frontends during the features campaign.
+  // of frontends during the features campaign; SIGKILLs of the database
+  // (each restarted at once) and of the active operator (a standby takes
+  // over; the killed one comes back as the next standby).
   std::string store = "sqlite";
   int frontends = 0;
   int frontend_kills = 0;
+  int database_restarts = 0;
+  int operator_kills = 0;
+  // Any fault of the server side during the features campaign.
+  bool server_faults() const {
+    return frontend_kills > 0 || database_restarts > 0 || operator_kills > 0;
+  }
   // Simulated poisoning (--malicious): unset is off.
   std::optional<double> malicious;
   int attack_class = 0;

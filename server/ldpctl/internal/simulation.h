@@ -287,6 +287,47 @@ class Simulation {
   std::string killed_campaign_;
   std::vector<FrontendKill> frontend_kills_;
   json frontend_figures_;  // null without --frontend-kills
+  // --operator-kills: the standby operator (null without the flag), each
+  // slot's fixed port (the active one is curator_, in slot active_slot_),
+  // and each kill. --database-restarts: each restart. What the store held
+  // before each, and how long until the deployment served again.
+  std::unique_ptr<ChildProcess> standby_;
+  int operator_ports_[2] = {0, 0};
+  int operator_starts_[2] = {0, 0};
+  int active_slot_ = 0;
+  struct ServerFault {
+    double after_seconds = 0;
+    uint32_t answered_at_fault = 0;
+    std::vector<uint32_t> stored_before;
+    // --operator-kills: kill -> the standby's ready file; kill -> the first
+    // answer through ldpctl's connection. --database-restarts: the seconds
+    // the database was down (kill to accepting again), and from its return
+    // until the operator counts more answers than at the kill (null when
+    // the campaign ended first).
+    double takeover_seconds = 0;
+    double serving_seconds = 0;
+    double down_seconds = 0;
+    std::optional<double> flowing_seconds;
+  };
+  std::vector<ServerFault> operator_kills_, database_restarts_;
+  std::string fault_campaign_;  // the features campaign, for the figures
+  json operator_figures_, database_figures_;  // null without the flags
+  // Starts the operator of `slot` on its port (its log operator-SLOT.log,
+  // .restart-K.log after a kill); it serves at once or waits as a standby.
+  absl::Status StartOperator(int slot, std::unique_ptr<ChildProcess>* into);
+  std::vector<std::string> OperatorArgs(int slot, const std::string& ready) const;
+  std::string OperatorReady(int slot) const;
+  // --database-restarts, --operator-kills: the faults due at `c`'s
+  // progress (each kind spread over the campaign, apart from the others).
+  absl::Status ServerFaults(const v1::Campaign& c, absl::Duration since_open);
+  absl::Status RestartDatabase(const v1::Campaign& c, absl::Duration since_open);
+  absl::Status KillOperator(const v1::Campaign& c, absl::Duration since_open);
+  // The answers the store holds for campaign `id` now (0 on an error).
+  uint32_t StoredCount(const std::string& id);
+  // scenario.operator_kills / scenario.database_restarts.
+  absl::StatusOr<json> FaultFigures(const Campaigns& c,
+                                    const std::vector<ServerFault>& faults,
+                                    bool operator_kills);
   // The curator processes' arguments for the store (--store ... or none).
   std::vector<std::string> StoreArgs() const;
   absl::Status StartPostgres();
