@@ -22,7 +22,11 @@
 //              loads the state from the store and serves. An operator that
 //              finds it lost the lease (its connection broke and another
 //              took it) stops serving and exits, so that two never act at
-//              once; its supervisor restarts it as a standby.
+//              once; its supervisor restarts it as a standby. A restart
+//              of the database frees the lease too: the holder takes it
+//              back when the database answers, ahead of a standby
+//              (PostgresStore's grace), and no process exits for the
+//              database's absence -- each waits and reconnects.
 //   kAll       both, in one process (the default); over PostgreSQL it syncs
 //              as a frontend does, so that a database shared with other
 //              processes stays right.

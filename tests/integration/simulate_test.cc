@@ -811,6 +811,50 @@ TEST_F(SimulateTest, FrontendsOnPostgresEqualSqliteAndLoseNothing) {
   EXPECT_THAT(r.err, HasSubstr("--store must be sqlite or postgres"));
 }
 
+// The database and the operator fail too: PostgreSQL killed (every process
+// of it) and restarted, the active operator killed with a standby beside
+// it, each during the features campaign. Every curator process rides it
+// out; nothing acknowledged is lost, nothing is charged twice, the standby
+// serves within seconds, and the seeded metric is the SQLite run's.
+TEST_F(SimulateTest, DatabaseRestartsAndOperatorKillsLoseNothing) {
+  const std::vector<std::string> base = {"--nodes", "1500", "--hosts", "3",
+                                         "--seed", "5"};
+  json sqlite = Simulate(base);
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--store", "postgres", "--frontends", "2",
+                           "--database-restarts", "1", "--operator-kills", "1",
+                           "--churn-batch", "1"});
+  json pg = Simulate(args);
+  ASSERT_FALSE(sqlite.is_discarded() || pg.is_discarded());
+  EXPECT_EQ(pg["mean"].get<double>(), sqlite["mean"].get<double>());
+  const json& sc = pg["deployment"]["scenario"];
+  for (const char* kind : {"database_restarts", "operator_kills"}) {
+    const json& f = sc[kind];
+    SCOPED_TRACE(f.dump());
+    EXPECT_EQ(f["each"].size(), 1u) << kind;
+    EXPECT_GT(f["acknowledged_reports_checked"].get<uint64_t>(), 0u);
+    EXPECT_EQ(f["acknowledged_reports_lost"].get<uint64_t>(), 0u);
+    EXPECT_EQ(f["curator_extra_epsilon_max"].get<double>(), 0.0);
+    EXPECT_EQ(f["agent_extra_epsilon_max"].get<double>(), 0.0);
+    EXPECT_EQ(f["charged_not_received_epsilon_max"].get<double>(), 0.0);
+  }
+  // Generous bounds for a loaded machine; docs/operators.md has the figures.
+  EXPECT_LT(sc["operator_kills"]["serving_seconds_max"].get<double>(), 15);
+  for (const json& c : pg["deployment"]["campaigns"]) {
+    EXPECT_EQ(c["reported"].get<uint32_t>(), c["targeted"].get<uint32_t>());
+    EXPECT_EQ(c["rejected"].get<uint32_t>(), 0u);
+    EXPECT_EQ(c["id"], "c1");  // the only campaign, whatever the crash did
+  }
+
+  CommandResult r = Ldpctl({"simulate", "--database-restarts", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--database-restarts must be in [0, 100], "
+                               "with --store postgres"));
+  r = Ldpctl({"simulate", "--store", "postgres", "--operator-kills", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--frontends 1 or more"));
+}
+
 // Churn during a neighbour-substitution exchange: every host killed while
 // the sealed messages flow and restarted; the exchange replays its part
 // (its randomness comes from the node keys kept in agent.db), completes,
