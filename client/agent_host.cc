@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/net/address_list.h"
+#include "common/net/route_header.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::agent {
@@ -271,7 +272,10 @@ std::shared_ptr<grpc::Channel> MakeCuratorChannel(const AgentHostOptions& option
       args.SetSslTargetNameOverride(tls_name);
     }
   }
-  return grpc::CreateCustomChannel(*target, creds, args);
+  // Every call names the host, for an edge that balances per call
+  // (common/net/route_header.h).
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      *target, creds, args, net::RouteInterceptors(options.host_name));
 }
 
 GrpcShardLeases::GrpcShardLeases(const AgentHostOptions& options,

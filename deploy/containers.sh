@@ -27,7 +27,7 @@ project=ldpgraph
 # 1.0.3 ignores `profiles` and would start the monitoring profile too.
 default_services="init curator agent campaign"
 # The replicas profile (curators on PostgreSQL), also named on its `up`.
-replicas_services="init postgres operator operator-standby frontend-1 frontend-2 frontend-3 agent-1 agent-2 agent-3 campaign-replicas"
+replicas_services="init postgres operator operator-standby frontend-1 frontend-2 frontend-3 edge agent-1 agent-2 agent-3 campaign-replicas"
 
 # Removes every container and volume of the compose project, however many
 # agents it had (podman-compose's down only knows the replicas it is told).

@@ -9,7 +9,7 @@ packages=(
   libabsl-dev libeigen3-dev libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev libcpp-httplib-dev nlohmann-json3-dev
-  libpq-dev postgresql-15
+  libpq-dev postgresql-15 haproxy
   libopenblas-pthread-dev
   python3 python3-numpy
   python3-dev pybind11-dev python3-grpcio python3-protobuf python3-pytest

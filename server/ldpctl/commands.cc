@@ -45,7 +45,9 @@ const std::set<std::string>& CommandValueFlags() {
       "feature-epsilon", "feature-dimension", "feature-sampled",
       "feature-range", "round-timeout-ms", "graph-campaign", "dim",
       "noise-multiplier", "max-epochs", "proximity", "batch", "blink-delta",
-      "blink-variant", "defence", "screen-alpha", "list", "baselines"};
+      "blink-variant", "defence", "screen-alpha", "list", "baselines",
+      "listen", "frontends", "tls-pem", "threads", "frontends-from-dns",
+      "max-frontends"};
   return *flags;
 }
 
@@ -54,6 +56,7 @@ absl::Status RunAdmin(const std::string& command, const std::string& sub,
                       const std::string& id, const CliArgs& a, const Output& o) {
   if (command == "credentials") return Credentials(a, o);
   if (command == "secrets") return Secrets(a, o);
+  if (command == "edge-config") return EdgeConfigCommand(a, o);
   // Usage errors before any connection setting is looked at.
   RETURN_IF_ERROR(CheckPipelineUsage(command, sub, id, a));
   ASSIGN_OR_RETURN(ConnectionSettings settings, ResolveConnection(a));
@@ -84,7 +87,7 @@ const std::set<std::string>& CommandsWithSub() {
 const std::set<std::string>& KnownCommands() {
   static const auto* s = new std::set<std::string>{
       "simulate", "run", "secrets", "status", "campaign", "budget", "pipeline", "release", "results",
-      "export", "audit", "credentials"};
+      "export", "audit", "credentials", "edge-config"};
   return *s;
 }
 
@@ -150,7 +153,7 @@ int RunLdpctl(const std::vector<std::string>& all_args,
   std::set<std::string> value_flags = CommandValueFlags();
   for (const char* f : kConnectionValueFlags) value_flags.insert(f);
   auto parsed = CliArgs::Parse(args, value_flags,
-                               {"insecure", "json", "per-node", "keep-existing"});
+                               {"insecure", "json", "per-node", "keep-existing", "plaintext-frontends", "resolve"});
   const std::string name = absl::StrCat(command, sub.empty() ? "" : " ", sub);
   if (!parsed.ok()) {
     err << "ldpctl " << name << ": " << parsed.status().message()

@@ -1,6 +1,7 @@
 // The offline commands (internal/commands.h): `credentials` (node
-// credentials for agent hosts) and `secrets` (everything a containerised
-// development deployment needs). Neither talks to a curator.
+// credentials for agent hosts), `secrets` (everything a containerised
+// development deployment needs) and `edge-config` (the TLS edge's HAProxy
+// configuration). None talks to a curator.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/dataset/dataset.h"
+#include "common/net/edge_config.h"
 #include "common/status_macros.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/dev_tls.h"
@@ -91,6 +93,48 @@ absl::Status Secrets(const CliArgs& a, const Output& o) {
   o.err << "ldpctl: wrote a development CA, a curator certificate for "
         << absl::StrJoin(names, ",") << ", an admin token, a node key and "
         << range.second - range.first << " node credentials to " << dir << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status EdgeConfigCommand(const CliArgs& a, const Output& o) {
+  net::EdgeConfig c;
+  c.listen = a.Get("listen").value_or("0.0.0.0:7443");
+  if (a.Has("frontends") == a.Has("frontends-from-dns") || !a.Has("tls-pem")) {
+    return absl::InvalidArgumentError(
+        "edge-config needs --frontends HOST:PORT,... (or --frontends-from-dns "
+        "NAME:PORT) and --tls-pem FILE");
+  }
+  if (a.Has("frontends")) {
+    c.backends = absl::StrSplit(*a.Get("frontends"), ',', absl::SkipWhitespace());
+  } else {
+    c.backends_from_dns = *a.Get("frontends-from-dns");
+  }
+  c.resolve_at_run_time = a.Flag("resolve");
+  ASSIGN_OR_RETURN(auto max_frontends, a.GetInt("max-frontends"));
+  if (max_frontends) c.max_backends = static_cast<int>(*max_frontends);
+  c.tls_pem = *a.Get("tls-pem");
+  if (a.Flag("plaintext-frontends") == a.Has("ca")) {
+    return absl::InvalidArgumentError(
+        "edge-config needs --ca FILE (the CA of the frontends' certificates) "
+        "or --plaintext-frontends (a private network only), not both");
+  }
+  c.backend_ca = a.Get("ca").value_or("");
+  c.backend_name = a.Get("server-name").value_or("localhost");
+  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
+  if (threads) {
+    if (*threads < 1 || *threads > 256) {
+      return absl::InvalidArgumentError("--threads must be in [1, 256]");
+    }
+    c.threads = static_cast<int>(*threads);
+  }
+  ASSIGN_OR_RETURN(const std::string text, net::HaproxyConfigText(c));
+  if (!a.Has("out")) {
+    o.out << text;
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(WriteNewFile(*a.Get("out"), text, 0644));
+  o.err << "ldpctl: wrote " << *a.Get("out") << " (haproxy -f "
+        << *a.Get("out") << " -db)\n";
   return absl::OkStatus();
 }
 

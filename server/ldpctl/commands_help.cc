@@ -40,9 +40,12 @@ Offline:
   secrets             everything a containerised deployment needs: a
                       development CA and curator certificate, an admin token,
                       a node key and every node's credential
+  edge-config         the HAProxy configuration of a TLS edge in front of
+                      curator frontends
 
 Connection (every command against a curator; flag > environment > config):
-  --curator ADDR      curator address (default 127.0.0.1:7443; $LDPCTL_CURATOR)
+  --curator ADDR      curator address (default 127.0.0.1:7443; $LDPCTL_CURATOR),
+                      or HOST:PORT,HOST:PORT for an operator and its standby
   --admin-token FILE  the admin token, hex ($LDPCTL_ADMIN_TOKEN_FILE, or the
                       token itself in $LDPCTL_ADMIN_TOKEN)
   --ca FILE           CA certificate that signed the curator's ($LDPCTL_CA)
@@ -328,6 +331,37 @@ its own shard's file (mode 600).
 
 Example:
   ldpctl credentials --node-key certs/node.key --nodes 0-1000 --out host0.tsv
+)"},
+    {"edge-config", R"(ldpctl edge-config: the TLS edge's HAProxy configuration (offline)
+
+Usage: ldpctl edge-config (--frontends HOST:PORT,... [--resolve] |
+                           --frontends-from-dns NAME:PORT [--max-frontends N])
+                          --tls-pem FILE (--ca FILE | --plaintext-frontends)
+                          [--listen HOST:PORT] [--server-name NAME]
+                          [--threads N] [--out FILE]
+
+Prints (or writes to --out) a haproxy.cfg for HAProxy (apt-get install
+haproxy) in front of curator frontends: it terminates the agents' and
+devices' TLS on --listen (default 0.0.0.0:7443) with the certificate and
+key of --tls-pem (one PEM file, the chain then the key), and forwards
+their calls over HTTP/2 to the frontends, many clients' streams on each
+connection. Every client's calls go to one frontend (its sessions live
+there), chosen by the ldpgraph-route header agents send (their --name),
+with consistent hashing; a frontend that fails its health check (every
+second) is taken out and its clients move. The hop to the frontends is
+TLS checked against --ca for --server-name (default localhost), unless
+--plaintext-frontends (a private network only). --resolve resolves the
+frontends' names again at run time (containers, whose addresses change
+when they restart); --frontends-from-dns takes every address a name
+resolves to (a Kubernetes headless Service), up to --max-frontends (16),
+as frontends come and go. Per-node credentials stay
+in the messages, end to end: the edge cannot act as a node.
+Run it: haproxy -f haproxy.cfg -db. Why HAProxy and what it saves the
+curator: docs/operators.md, "An edge in front of the frontends".
+
+Example:
+  ldpctl edge-config --frontends f1:7443,f2:7443,f3:7443 --tls-pem edge.pem \
+    --ca ca.pem --server-name curator --out haproxy.cfg
 )"},
     {"secrets", R"(ldpctl secrets: the secrets of a development deployment (offline)
 

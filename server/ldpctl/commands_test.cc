@@ -5,6 +5,7 @@
 // know, against a stand-in admin service that returns them.
 #include "server/ldpctl/commands.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,8 @@
 #include "gtest/gtest.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/curator/server.h"
+#include "server/ldpctl/dev_tls.h"
+#include "common/net/edge_config.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
@@ -240,6 +243,50 @@ class UnknownEnumsAdmin final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 };
+
+// `ldpctl edge-config` writes what HAProxy itself accepts (`haproxy -c`,
+// with a real certificate), and says what is missing.
+TEST(LdpctlEdgeConfigTest, HaproxyAcceptsWhatItWrites) {
+  // deploy/install-deps.sh installs it; without it there is nothing to check.
+  auto haproxy = net::FindHaproxy();
+  if (!haproxy.ok()) GTEST_SKIP() << haproxy.status().message();
+  TempFolder dir;
+  auto tls = MakeDevTlsMaterial({"curator", "localhost"});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  ASSERT_TRUE(WriteNewFile(dir.File("edge.pem"),
+                           tls->server_cert_pem + tls->server_key_pem, 0600).ok());
+  ASSERT_TRUE(WriteNewFile(dir.File("ca.pem"), tls->ca_cert_pem, 0644).ok());
+  for (const std::vector<std::string>& frontends :
+       {std::vector<std::string>{"--frontends", "127.0.0.1:7001,127.0.0.1:7002"},
+        std::vector<std::string>{"--frontends", "localhost:7001", "--resolve"},
+        std::vector<std::string>{"--frontends-from-dns", "localhost:7001",
+                                 "--max-frontends", "4"}}) {
+    std::vector<std::string> args = {"edge-config", "--tls-pem", dir.File("edge.pem"),
+                                     "--ca", dir.File("ca.pem"), "--server-name",
+                                     "curator", "--listen", "127.0.0.1:17443"};
+    args.insert(args.end(), frontends.begin(), frontends.end());
+    Result r = Ldpctl(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("balance hdr(ldpgraph-route)"));
+    const std::string cfg = dir.File("haproxy.cfg");
+    std::filesystem::remove(cfg);
+    ASSERT_TRUE(WriteNewFile(cfg, r.out, 0644).ok());
+    const int rc = std::system(absl::StrCat(*haproxy, " -c -f ", cfg, " > ",
+                                            dir.File("check.log"), " 2>&1")
+                                   .c_str());
+    std::ifstream log(dir.File("check.log"));
+    std::stringstream text;
+    text << log.rdbuf();
+    EXPECT_EQ(rc, 0) << frontends[0] << ":\n" << r.out << "\n" << text.str();
+  }
+  Result r = Ldpctl({"edge-config", "--tls-pem", dir.File("edge.pem"), "--ca",
+                     dir.File("ca.pem")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("needs --frontends"));
+  r = Ldpctl({"edge-config", "--tls-pem", dir.File("edge.pem"), "--frontends", "f:1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--ca FILE"));
+}
 
 TEST(LdpctlDisplayTest, UnknownEnumValuesAreShownAsUnknownWithTheirNumber) {
   TempFolder dir;

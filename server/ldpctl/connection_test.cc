@@ -132,6 +132,19 @@ TEST_F(ConnectionTest, ErrorsNameWhatIsWrongAndWhere) {
   EXPECT_THAT(s.status().message(), HasSubstr("LDPCTL_ADMIN_TOKEN"));
 }
 
+// An operator and its standby: a list, checked when the settings resolve.
+TEST_F(ConnectionTest, AListOfOperators) {
+  auto s = ResolveConnection(Args({"--curator", "127.0.0.1:7444,127.0.0.1:7445",
+                                   "--admin-token", dir_.File("token"), "--insecure"}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->curator, "127.0.0.1:7444,127.0.0.1:7445");
+  s = ResolveConnection(Args({"--curator", "127.0.0.1:7444,standby",
+                              "--admin-token", dir_.File("token"), "--insecure"}));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("--curator: 'standby' has no port (want HOST:PORT,HOST:PORT,...)"));
+}
+
 TEST(ExitCodeTest, DocumentedCodes) {
   EXPECT_EQ(ExitCodeOf(absl::OkStatus()), 0);
   EXPECT_EQ(ExitCodeOf(absl::InternalError("")), 1);

@@ -159,6 +159,11 @@ Scenarios (default: off):
                       --churn's: acknowledged reports lost, extra epsilon
                       (ledger, agents' memos). Hosts send --churn-batch
                       reports per batch
+  --edge              the agents reach the curator (its frontends with
+                      --frontends) through HAProxy, which terminates their
+                      TLS and spreads their calls over the frontends on a
+                      few HTTP/2 connections, keeping each host on one
+                      (apt-get install haproxy). Not with --latency
   --database-restarts K  with --store postgres: SIGKILL the PostgreSQL
                       server (every process of it) K times during the
                       features campaign, each restarted at once. Every

@@ -148,9 +148,12 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     get.set_campaign_id(c.id());
     const grpc::Status got = admin_->stub->GetCampaign(&ctx, get, &c);
     if (got.error_code() == grpc::StatusCode::UNAVAILABLE &&
-        o_.server_faults() && absl::Now() < until) {
-      // An operator or the database between a fault and its return.
-      absl::SleepFor(absl::Milliseconds(20));
+        absl::Now() < until) {
+      // An operator between its death and its standby's takeover, or the
+      // database between a crash and its return: wait, as the agents do.
+      progress_.Update(stage, absl::StrCat("the curator is unavailable, "
+                                           "retrying: ", got.error_message()));
+      absl::SleepFor(absl::Milliseconds(o_.server_faults() ? 20 : 200));
       continue;
     }
     RETURN_IF_ERROR(FromGrpc(got, admin_->address));

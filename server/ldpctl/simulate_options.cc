@@ -126,6 +126,7 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
     }
     o.frontend_kills = static_cast<int>(*kills);
   }
+  o.edge = a.Flag("edge");
   ASSIGN_OR_RETURN(auto restarts, a.GetInt("database-restarts"));
   if (restarts) {
     if (*restarts < 0 || *restarts > 100 ||
@@ -272,6 +273,12 @@ absl::Status ParseNetworkFlags(const CliArgs& a, Options* options) {
   o.latency_ms = latency.value_or(0);
   o.jitter_ms = jitter.value_or(0);
   o.loss = loss.value_or(0);
+  if (o.edge && (o.latency_ms > 0 || o.jitter_ms > 0 || o.loss > 0)) {
+    return absl::InvalidArgumentError(
+        "--edge with --latency, --jitter or --loss: the network scenario puts "
+        "a proxy per host in front of the curator, where the edge is; choose "
+        "one");
+  }
   return absl::OkStatus();
 }
 
@@ -348,7 +355,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
          "attack-edges", "store",
          "frontends", "frontend-kills", "database-restarts",
          "operator-kills"});
-    flags.insert({"keep", "keep-running"});
+    flags.insert({"keep", "keep-running", "edge"});
   }
   ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
   Options o;

@@ -375,6 +375,11 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
     d["scenario"]["operator_kills"] = operator_figures_;
   }
   d["store"] = {{"kind", o_.store}, {"frontends", o_.frontends}};
+  if (edge_) {
+    d["edge"] = {{"kind", "haproxy"},
+                 {"peak_rss_mib", static_cast<double>(edge_->PeakRssBytes()) /
+                                      (1024.0 * 1024.0)}};
+  }
   // The attacker's nodes, drawn once for the poisoning and defence figures.
   const std::vector<uint32_t> malicious =
       o_.malicious ? MaliciousNodes() : std::vector<uint32_t>();
@@ -596,7 +601,7 @@ void Simulation::Report(const json& j) {
   row("dataset", absl::StrCat(j["dataset"].get<std::string>(), " (",
                               d["nodes"].get<uint32_t>(), " nodes, ",
                               d["edges"].get<size_t>(), " edges)"));
-  row("deployment",
+  std::string deployment =
       o_.attach ? absl::StrCat("curator ", d["curator"].get<std::string>(), " + ",
                                hosts_, " agent hosts, gRPC over ",
                                d["tls"].get<bool>() ? "TLS" : "PLAINTEXT")
@@ -608,7 +613,11 @@ void Simulation::Report(const json& j) {
                                      " on PostgreSQL + ", o_.hosts,
                                      " agent hosts, gRPC over TLS on 127.0.0.1")
                       : absl::StrCat("1 curator + ", o_.hosts,
-                                     " agent hosts, gRPC over TLS on 127.0.0.1"));
+                                     " agent hosts, gRPC over TLS on 127.0.0.1");
+  if (!o_.attach && o_.edge) {
+    deployment += "; the agents' TLS ends at an HAProxy edge";
+  }
+  row("deployment", deployment);
   row("pipeline", pipeline_text);
   if (const json& r = j["per_run"][0]; r.contains("tuning") &&
                                        r["tuning"].contains("candidates")) {

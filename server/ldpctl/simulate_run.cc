@@ -3,7 +3,11 @@
 // pipeline's configuration, starting the curator (or the operator and its
 // frontends over a local PostgreSQL) and the agent hosts, watching them
 // (Check), stopping them (StopAll), and --keep-running.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include "common/dataset/prepare.h"
 #include "common/files.h"
 #include "common/hex.h"
+#include "common/net/edge_config.h"
 #include "common/net/free_port.h"
 #include "common/status_macros.h"
 #include "server/curator/credentials.h"
@@ -49,6 +54,7 @@ absl::Status Simulation::Check() {
   std::vector<ChildProcess*> all;
   if (curator_) all.push_back(curator_.get());
   if (standby_) all.push_back(standby_.get());
+  if (edge_) all.push_back(edge_.get());
   for (auto& f : frontends_) {
     if (f) all.push_back(f.get());
   }
@@ -328,6 +334,7 @@ absl::Status Simulation::StartCurator() {
   frontend_ports_.assign(o_.frontends, 0);
   frontend_restarts_.assign(o_.frontends, 0);
   for (int i = 0; i < o_.frontends; ++i) RETURN_IF_ERROR(StartFrontend(i, 0));
+  if (o_.edge) RETURN_IF_ERROR(StartEdge());
   // --operator-kills: a standby beside the active operator, waiting for
   // the lease.
   if (o_.operator_kills > 0) RETURN_IF_ERROR(StartOperator(1, &standby_));
@@ -353,6 +360,53 @@ absl::Status Simulation::StartCurator() {
                    "server-name = localhost\n", "ca = tls/ca.pem\n",
                    "admin-token = tls/admin.token\n"),
       0644);
+}
+
+absl::Status Simulation::StartEdge() {
+  progress_.Update("starting", "the edge (HAProxy)");
+  ASSIGN_OR_RETURN(const std::string haproxy, net::FindHaproxy());
+  const std::string tls = work_ + "/tls";
+  // HAProxy reads the certificate and its key from one file.
+  ASSIGN_OR_RETURN(std::string cert, ReadFileToString(tls + "/curator.pem"));
+  ASSIGN_OR_RETURN(std::string key, ReadFileToString(tls + "/curator.key"));
+  RETURN_IF_ERROR(WriteNewFile(tls + "/edge.pem", cert + key, 0600));
+  ASSIGN_OR_RETURN(edge_port_, net::FreeLoopbackPort());
+  net::EdgeConfig c;
+  c.listen = absl::StrCat("127.0.0.1:", edge_port_);
+  c.tls_pem = tls + "/edge.pem";
+  if (frontend_ports_.empty()) {
+    c.backends.push_back(absl::StrCat("127.0.0.1:", port_));
+  } else {
+    for (int p : frontend_ports_) c.backends.push_back(absl::StrCat("127.0.0.1:", p));
+  }
+  c.backend_ca = tls + "/ca.pem";
+  c.backend_name = "localhost";
+  ASSIGN_OR_RETURN(const std::string text, net::HaproxyConfigText(c));
+  const std::string config = work_ + "/haproxy.cfg";
+  RETURN_IF_ERROR(WriteNewFile(config, text, 0644));
+  ASSIGN_OR_RETURN(edge_, ChildProcess::Start("edge", {haproxy, "-f", config, "-db"},
+                                              work_ + "/edge.log"));
+  // Ready once it accepts connections.
+  const absl::Time until = absl::Now() + absl::Seconds(o_.timeout_s);
+  while (true) {
+    RETURN_IF_ERROR(Check());
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(edge_port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool up = fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    if (fd >= 0) close(fd);
+    if (up) break;
+    if (absl::Now() > until) {
+      return absl::DeadlineExceededError("the edge did not listen in --timeout");
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  progress_.Note(absl::StrCat("edge: HAProxy on 127.0.0.1:", edge_port_, " in front of ",
+                              c.backends.size(), frontend_ports_.empty() ? " curator" : " frontends",
+                              " (", config, ", log edge.log)"));
+  return absl::OkStatus();
 }
 
 absl::Status Simulation::StartAgents() {
@@ -428,6 +482,7 @@ void Simulation::StopAll() {
     if (a) a->Stop(absl::Seconds(5));
   }
   proxies_.clear();
+  if (edge_) edge_->Stop(absl::Seconds(5));
   admin_.reset();
   for (auto& f : frontends_) {
     if (f) f->Terminate();

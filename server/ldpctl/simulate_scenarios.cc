@@ -328,6 +328,7 @@ absl::StatusOr<json> Simulation::FrontendFigures(const Campaigns& c) {
 }
 
 std::string Simulation::AgentCuratorAddress(int h) const {
+  if (edge_port_ > 0) return absl::StrCat("127.0.0.1:", edge_port_);
   if (!frontend_ports_.empty()) {
     // Every frontend, starting at a different one per host: each host keeps
     // to the first live one of its list.

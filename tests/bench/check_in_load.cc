@@ -27,6 +27,8 @@
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/hex.h"
+#include "common/net/edge_config.h"
+#include "common/net/free_port.h"
 #include "common/status_macros.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
@@ -51,6 +53,7 @@ struct Options {
   int visits = 1;    // check-ins per device: a population that returns
   bool tls = true;
   bool resume = true;
+  bool edge = false;  // devices reach the curator through HAProxy
   double rate = 0;  // the curator's --check-in-rate
   double epsilon = 1;
   int classes = 6;
@@ -69,7 +72,7 @@ absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
                      {"devices", "window", "processes", "threads", "check-in-rate", "visits",
                       "epsilon", "classes", "fleet-nice", "timeout", "curator",
                       "curator-args", "dir"},
-                     {"plaintext", "no-resume", "keep", "tls"}));
+                     {"plaintext", "no-resume", "keep", "tls", "edge"}));
   Options o;
   auto get_int = [&](const char* flag, int* out, int lo, int hi) -> absl::Status {
     ASSIGN_OR_RETURN(auto v, a.GetInt(flag));
@@ -102,6 +105,10 @@ absl::StatusOr<Options> Parse(const std::vector<std::string>& args) {
   if (o.processes > o.devices) o.processes = o.devices;
   o.tls = !a.Flag("plaintext");
   o.resume = !a.Flag("no-resume");
+  o.edge = a.Flag("edge");
+  if (o.edge && !o.tls) {
+    return absl::InvalidArgumentError("--edge terminates TLS: not with --plaintext");
+  }
   o.keep = a.Flag("keep");
   o.dir = a.Get("dir").value_or("");
   o.curator_bin = a.Get("curator").value_or(FindProgram("ldpgraph-curator"));
@@ -366,6 +373,11 @@ Flags:
                      to S / K) and finds nothing more to answer (IDLE): a
                      population that returns, resuming its TLS sessions
   --plaintext        no TLS (compare)
+  --edge             the devices connect to HAProxy (apt-get install
+                     haproxy), which terminates their TLS and forwards their
+                     calls to the curator on a few kept-alive HTTP/2
+                     connections (TLS too); the edge's own CPU and memory
+                     are reported beside the curator's
   --no-resume        no TLS session cache: every visit a full handshake
   --epsilon E        the campaign's epsilon (default 1)
   --classes C        label classes (default 6)
@@ -474,6 +486,37 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
     if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const std::string target = absl::StrCat("127.0.0.1:", port);
+  // --edge: HAProxy in front of the curator; the devices go there, the
+  // admin calls stay direct.
+  pid_t edge = -1;
+  std::string device_target = target;
+  if (o.edge) {
+    auto haproxy = net::FindHaproxy();
+    if (!haproxy.ok()) return Fail(std::string(haproxy.status().message()));
+    std::ofstream(dir + "/edge.pem")
+        << ReadFileOr(dir + "/curator.pem") << ReadFileOr(dir + "/curator.key");
+    chmod((dir + "/edge.pem").c_str(), 0600);
+    auto edge_port = net::FreeLoopbackPort();
+    if (!edge_port.ok()) return Fail(std::string(edge_port.status().message()));
+    net::EdgeConfig ec;
+    ec.listen = absl::StrCat("127.0.0.1:", *edge_port);
+    ec.tls_pem = dir + "/edge.pem";
+    ec.backends = {target};
+    ec.backend_ca = dir + "/ca.pem";
+    ec.backend_name = kTlsName;
+    auto text = net::HaproxyConfigText(ec);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    std::ofstream(dir + "/haproxy.cfg") << *text;
+    edge = Spawn({*haproxy, "-f", dir + "/haproxy.cfg", "-db"}, dir + "/edge.log");
+    device_target = ec.listen;
+    for (double until = MonoSeconds() + 30; !PortAccepts(*edge_port);) {
+      if (auto how = ExitedHow(edge)) {
+        return Fail(absl::StrCat("the edge ", *how, ":\n", LogTail(dir + "/edge.log")));
+      }
+      if (MonoSeconds() > until) return Fail("the edge did not listen within 30 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   grpc::ChannelArguments admin_args;
   admin_args.SetMaxReceiveMessageSize(256 << 20);
   auto admin = v1::AdminService::NewStub(MakeChannel(target, ca_pem, kTlsName, admin_args));
@@ -498,17 +541,19 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
     return Fail(absl::StrCat("CreateCampaign: ", GrpcError(s)));
   }
   const ProcStats at_go = ReadProc(curator);
+  const ProcStats edge_at_go = edge > 0 ? ReadProc(edge) : ProcStats{};
   const double t0 = MonoSeconds() + 0.2;
   for (const Child& w : workers) {
-    const std::string go = absl::StrCat(target, " ", absl::StrFormat("%.6f", t0), "\n");
+    const std::string go = absl::StrCat(device_target, " ", absl::StrFormat("%.6f", t0), "\n");
     if (write(w.down, go.data(), go.size()) < 0) return Fail("cannot start a worker");
   }
   std::cerr << absl::StrFormat(
       "fleet_load --check-in: %d devices over %.0f s (%s, %d worker processes x %d visits), "
-      "curator %s, campaign %s\n",
+      "curator %s%s, campaign %s\n",
       o.devices, o.window, o.tls ? (o.resume ? "TLS, sessions resumed" : "TLS, no resumption")
                                  : "plaintext",
-      o.processes, o.threads, target, campaign.id());
+      o.processes, o.threads, target,
+      o.edge ? absl::StrCat(" behind the edge at ", device_target) : "", campaign.id());
 
   // Watch: the curator's CPU, memory and sockets, GetStatus latency, and
   // progress, until the campaign completes and the workers are done.
@@ -546,6 +591,7 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
   }
   const double elapsed = MonoSeconds() - t0;
   const ProcStats at_end = ReadProc(curator);
+  const ProcStats edge_at_end = edge > 0 ? ReadProc(edge) : ProcStats{};
   json fleet = json::object();
   std::vector<std::string> errors;
   double workers_cpu = 0;
@@ -597,6 +643,7 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
       });
   call(&v1::AdminService::Stub::GetStatus, v1::GetStatusRequest(), &st);
   StopProcess(curator, 10);
+  if (edge > 0) StopProcess(edge, 5);
 
   const double cpu = at_end.cpu_seconds - at_go.cpu_seconds;
   const int64_t errs = fleet.value("errors", int64_t{0}) + static_cast<int64_t>(!b.ok());
@@ -625,6 +672,14 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
                   {"check_ins_per_cpu_second", cpu > 0 ? st.check_ins() / cpu : 0.0},
                   {"peak_rss_mib", Mib(peak_rss)},
                   {"peak_open_sockets", peak_sockets}};
+  const double edge_cpu = edge_at_end.cpu_seconds - edge_at_go.cpu_seconds;
+  if (edge > 0) {
+    j["edge"] = {{"kind", "haproxy"},
+                 {"cpu_seconds", edge_cpu},
+                 {"cpu_ms_per_check_in",
+                  st.check_ins() > 0 ? 1000 * edge_cpu / st.check_ins() : 0.0},
+                 {"peak_rss_mib", Mib(edge_at_end.hwm_kib)}};
+  }
   j["fleet"] = fleet;
   j["fleet"]["cpu_seconds"] = workers_cpu;
   j["visit_ms_worst_worker"] = {{"p50", visit.p50}, {"p99", visit.p99}};
@@ -651,6 +706,12 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
       completed_at >= 0 ? absl::StrFormat(" (complete at %.1f s)", completed_at) : "",
       st.reports_duplicate(), cpu, cpu > 0 ? st.check_ins() / cpu : 0.0, Mib(peak_rss),
       peak_sockets, visit.p50, visit.p99, gs.p50, gs.p99, max_spent, o.epsilon, over, errs);
+  if (edge > 0) {
+    std::cerr << absl::StrFormat(
+        "  edge (HAProxy) CPU      %.2f s: %.3f ms per check-in; peak RSS %.1f MiB\n",
+        edge_cpu, st.check_ins() > 0 ? 1000 * edge_cpu / st.check_ins() : 0.0,
+        Mib(edge_at_end.hwm_kib));
+  }
   for (const auto& e : errors) std::cerr << "    " << e << "\n";
   std::cout << j.dump() << std::endl;
   if (!o.keep) fs::remove_all(dir);

@@ -1,6 +1,9 @@
 #include "tests/bench/load_util.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -17,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -315,6 +319,25 @@ absl::StatusOr<RunSecrets> WriteRunSecrets(const std::string& folder) {
   }
   secrets.node_key = *std::move(key);
   return secrets;
+}
+
+std::string ReadFileOr(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream text;
+  text << f.rdbuf();
+  return text.str();
+}
+
+bool PortAccepts(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  ::close(fd);
+  return up;
 }
 
 }  // namespace ldpgraph::bench

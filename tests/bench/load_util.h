@@ -64,6 +64,10 @@ std::optional<std::string> ExitedHow(pid_t pid);
 // SIGTERM, up to grace for the exit, then SIGKILL; reaps.
 void StopProcess(pid_t pid, double grace_seconds);
 std::string LogTail(const std::string& path, size_t bytes = 2000);
+// A file's whole text; "" if it cannot be read.
+std::string ReadFileOr(const std::string& path);
+// Whether something accepts TCP connections on 127.0.0.1:port now.
+bool PortAccepts(int port);
 
 // Fresh secure random bytes as hex (exits on failure).
 std::string RandomHex(size_t bytes);

@@ -855,6 +855,37 @@ TEST_F(SimulateTest, DatabaseRestartsAndOperatorKillsLoseNothing) {
   EXPECT_THAT(r.err, HasSubstr("--frontends 1 or more"));
 }
 
+// The agents' TLS ends at an HAProxy edge in front of two frontends, one of
+// them killed mid-campaign: the edge moves its hosts to the live one (their
+// route header keeps each host on one frontend otherwise), nothing is lost
+// or charged twice, and the seeded metric is the direct run's.
+TEST_F(SimulateTest, AnEdgeInFrontOfTheFrontendsChangesNothingButTheRoute) {
+  const std::vector<std::string> base = {"--nodes", "1500", "--hosts", "3",
+                                         "--seed", "5"};
+  json direct = Simulate(base);
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--store", "postgres", "--frontends", "2",
+                           "--frontend-kills", "1", "--churn-batch", "2",
+                           "--edge"});
+  json edge = Simulate(args);
+  ASSERT_FALSE(direct.is_discarded() || edge.is_discarded());
+  EXPECT_EQ(edge["mean"].get<double>(), direct["mean"].get<double>());
+  const json& d = edge["deployment"];
+  EXPECT_EQ(d["edge"]["kind"], "haproxy");
+  const json& fk = d["scenario"]["frontend_kills"];
+  SCOPED_TRACE(fk.dump());
+  EXPECT_EQ(fk["kills"].get<int>(), 1);
+  EXPECT_EQ(fk["acknowledged_reports_lost"].get<uint64_t>(), 0u);
+  EXPECT_EQ(fk["curator_extra_epsilon_max"].get<double>(), 0.0);
+  EXPECT_EQ(fk["agent_extra_epsilon_max"].get<double>(), 0.0);
+  for (const json& c : d["campaigns"]) {
+    EXPECT_EQ(c["reported"].get<uint32_t>(), c["targeted"].get<uint32_t>());
+  }
+  CommandResult r = Ldpctl({"simulate", "--edge", "--latency", "50"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--edge with --latency"));
+}
+
 // Churn during a neighbour-substitution exchange: every host killed while
 // the sealed messages flow and restarted; the exchange replays its part
 // (its randomness comes from the node keys kept in agent.db), completes,

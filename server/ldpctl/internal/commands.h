@@ -91,5 +91,8 @@ absl::Status Credentials(const CliArgs& a, const Output& o);
 // secrets --out DIR: a development deployment's CA, certificate, tokens and
 // credentials; FAILED_PRECONDITION if DIR already holds some of them.
 absl::Status Secrets(const CliArgs& a, const Output& o);
+// `ldpctl edge-config`: the HAProxy configuration of a TLS edge in front of
+// curator frontends (common/net/edge_config.h), to stdout or --out.
+absl::Status EdgeConfigCommand(const CliArgs& a, const Output& o);
 
 }  // namespace ldpgraph::ldpctl::internal

@@ -80,6 +80,9 @@ struct Options {
   int frontend_kills = 0;
   int database_restarts = 0;
   int operator_kills = 0;
+  // --edge: the agents reach the curator through HAProxy, which terminates
+  // their TLS (common/net/edge_config.h).
+  bool edge = false;
   // Any fault of the server side during the features campaign.
   bool server_faults() const {
     return frontend_kills > 0 || database_restarts > 0 || operator_kills > 0;

@@ -328,6 +328,11 @@ class Simulation {
   absl::StatusOr<json> FaultFigures(const Campaigns& c,
                                     const std::vector<ServerFault>& faults,
                                     bool operator_kills);
+  // --edge: HAProxy in front of the frontends (or the one curator), its
+  // port, and its start.
+  std::unique_ptr<ChildProcess> edge_;
+  int edge_port_ = 0;
+  absl::Status StartEdge();
   // The curator processes' arguments for the store (--store ... or none).
   std::vector<std::string> StoreArgs() const;
   absl::Status StartPostgres();
