@@ -7,10 +7,18 @@
 #   bash deploy/containers.sh compose [N]  # docker-compose.yml with N agent hosts
 #                                        # (default 3) to a finished campaign
 #   bash deploy/containers.sh kube       # deploy/k8s played with `podman kube play`
+#   bash deploy/containers.sh replicas   # the compose replicas profile (PostgreSQL, the
+#                                        # edge, two operators, three frontends) to a
+#                                        # finished campaign, killing a frontend, the
+#                                        # active operator and the database during it;
+#                                        # checks every node's report and the ledger.
+#                                        # Builds what it needs. Not in `all`: about
+#                                        # 20 minutes on two cores.
 #   bash deploy/containers.sh check      # compose config + Kubernetes schema validation
 #                                        # (no engine, no images: what CI runs)
 #
-# The engine is podman when it is installed, else docker (CONTAINER_ENGINE
+# The engine is podman when it is installed, else docker when its daemon
+# answers, else podman (which setup installs; CONTAINER_ENGINE
 # overrides). With podman, `setup` runs ../shared/tools/container-engine-setup
 # when it exists, which also makes the local debian:bookworm-slim base image
 # on machines that reach no container registry; builds use --network host so
@@ -20,7 +28,15 @@ cd "$(dirname "$0")/.."
 
 engine=${CONTAINER_ENGINE:-}
 if [ -z "$engine" ]; then
-  if command -v podman >/dev/null; then engine=podman; else engine=docker; fi
+  # podman when installed; else docker when its daemon answers; else podman,
+  # which `setup` installs (a docker client without a daemon is no engine).
+  if command -v podman >/dev/null; then
+    engine=podman
+  elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+    engine=docker
+  else
+    engine=podman
+  fi
 fi
 project=ldpgraph
 # What `up` starts without a profile. Named on every `up`: podman-compose
@@ -66,7 +82,7 @@ setup() {
 build() {
   local net=()
   [ "$engine" = podman ] && net=(--network host)
-  for target in curator agent ldpctl; do
+  for target in curator agent ldpctl edge; do
     local name=ldpgraph-$target
     [ "$target" = ldpctl ] && name=ldpctl
     echo "== build localhost/$name:dev (target $target)"
@@ -75,6 +91,103 @@ build() {
   done
   "$engine" images --filter reference='localhost/*' \
     --format '{{.Repository}}:{{.Tag}} {{.Size}}'
+}
+
+# PostgreSQL's image (deploy/postgres/Dockerfile), for the replicas profile.
+build_postgres() {
+  local net=()
+  [ "$engine" = podman ] && net=(--network host)
+  echo "== build localhost/ldpgraph-postgres:dev"
+  "$engine" build "${net[@]}" -f deploy/postgres/Dockerfile \
+    -t localhost/ldpgraph-postgres:dev deploy/postgres
+}
+
+# The container of a compose service of the current project.
+service_id() {
+  "$engine" ps -a -q --filter label=com.docker.compose.project="$project" \
+    --filter label=com.docker.compose.service="$1" | head -1
+}
+
+# SIGKILL a service's container, then start it again after a second (the
+# supervisor's restart, made explicit: podman's restart policy does not
+# restart a container podman itself killed).
+kill_and_restart() {
+  local id
+  id=$(service_id "$1")
+  [ -n "$id" ] || { echo "replicas: no container for $1" >&2; return 1; }
+  echo "-- $(date +%T) SIGKILL $1"
+  "$engine" kill -s KILL "$id" >/dev/null
+  sleep 1
+  "$engine" start "$id" >/dev/null
+  echo "-- $(date +%T) $1 started again"
+}
+
+# The operator that holds the lease now: operator-standby if it took it
+# (its log says so), else operator.
+active_operator() {
+  local id
+  id=$(service_id operator-standby)
+  if [ -n "$id" ] && "$engine" logs "$id" 2>&1 | grep -q "took the operator lease"; then
+    echo operator-standby
+  else
+    echo operator
+  fi
+}
+
+replicas_run() {
+  local project=ldpgraph-replicas
+  local nodes=${LDPGRAPH_NODES:-3000} rate=${LDPGRAPH_AGENT_RATE:-30}
+  echo "== replicas: PostgreSQL, the edge, two operators, three frontends, three agent"
+  echo "   hosts ($nodes nodes, $rate reports/s per host); a frontend, the active operator"
+  echo "   and the database killed during the features campaign"
+  for image in ldpgraph-curator ldpgraph-agent ldpctl ldpgraph-edge; do
+    "$engine" image exists "localhost/$image:dev" 2>/dev/null || { build; break; }
+  done
+  "$engine" image exists localhost/ldpgraph-postgres:dev 2>/dev/null || build_postgres
+  compose_purge
+  LDPGRAPH_NODES=$nodes LDPGRAPH_AGENT_RATE=$rate compose up -d --no-build \
+    $replicas_services > /tmp/ldpgraph-replicas.log 2>&1 || {
+    echo "replicas: up failed; see /tmp/ldpgraph-replicas.log" >&2
+    tail -30 /tmp/ldpgraph-replicas.log >&2
+    compose_purge
+    return 1
+  }
+  local job rc=0 t0
+  job=$(service_id campaign-replicas)
+  [ -n "$job" ] || { echo "replicas: no campaign container" >&2; compose_purge; return 1; }
+  t0=$(date +%s)
+  echo "-- waiting for the features campaign ($job)"
+  until "$engine" logs "$job" 2>&1 | grep -q "collecting features"; do
+    if [ "$("$engine" inspect -f '{{.State.Running}}' "$job")" != true ] ||
+       [ $(( $(date +%s) - t0 )) -gt 900 ]; then
+      echo "replicas: the campaign did not start collecting" >&2
+      "$engine" logs "$job" 2>&1 | tail -20 >&2
+      compose logs > /tmp/ldpgraph-replicas.log 2>&1 || true
+      compose_purge
+      return 1
+    fi
+    sleep 1
+  done
+  sleep 4; kill_and_restart frontend-2
+  sleep 4; kill_and_restart "$(active_operator)"
+  sleep 4; kill_and_restart postgres
+  rc=$(timeout 1800 "$engine" wait "$job") || rc=124
+  local out
+  out=$("$engine" logs "$job" 2>&1)
+  echo "$out" | sed 's/^/   /'
+  compose logs > /tmp/ldpgraph-replicas.log 2>&1 || true
+  compose_purge
+  if [ "$rc" != 0 ]; then
+    echo "replicas: the campaign job failed (exit $rc); every log: /tmp/ldpgraph-replicas.log" >&2
+    return 1
+  fi
+  # Every node's report stored once, and the ledger charged each node its
+  # one campaign's epsilon, no more.
+  echo "$out" | grep -Eq "reports +$nodes \(0 refused, 0 rejected\)" || {
+    echo "replicas: not every node's report was stored once" >&2; return 1; }
+  echo "$out" | grep -Eq "epsilon spent per node +mean 1 \(min 1, max 1\)" || {
+    echo "replicas: the ledger does not charge every node exactly epsilon 1" >&2; return 1; }
+  echo "replicas: $nodes reports, each node charged once, through three kills (logs: /tmp/ldpgraph-replicas.log)"
 }
 
 compose_run() {
@@ -203,8 +316,9 @@ case "${1:-all}" in
   build) build ;;
   compose) compose_run "${2:-3}" ;;
   kube) kube ;;
+  replicas) replicas_run ;;
   check) check ;;
   all) setup; check; build; compose_run 3; kube ;;
-  -h|--help|help) sed -n '2,17p' "$0" ;;
-  *) echo "containers.sh: unknown command '$1' (setup, build, compose, kube, check, all)" >&2; exit 2 ;;
+  -h|--help|help) sed -n '2,24p' "$0" ;;
+  *) echo "containers.sh: unknown command '$1' (setup, build, compose, kube, replicas, check, all)" >&2; exit 2 ;;
 esac

@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
   book.close_on_quorum = o.close_on_quorum;
   ASSIGN_OR_RETURN(c->campaigns_, CampaignBook::Open(s, &c->ledger_, book));
   RETURN_IF_ERROR(OperatorSide::LoadCaps(*s, c->ledger_, num_nodes));
-  ASSIGN_OR_RETURN(c->keys_, KeyDirectory::Open(s, num_nodes));
+  ASSIGN_OR_RETURN(c->keys_, KeyDirectory::Open(s, num_nodes, o.shared_store));
   CheckInDesk::Options desk = o.check_in;
   desk.num_nodes = num_nodes;
   RETURN_IF_ERROR(desk.Validate());

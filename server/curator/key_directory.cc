@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -9,12 +10,13 @@
 
 namespace ldpgraph::curator {
 
-KeyDirectory::KeyDirectory(store::CuratorStore* store, uint32_t num_nodes)
-    : store_(store), num_nodes_(num_nodes) {}
+KeyDirectory::KeyDirectory(store::CuratorStore* store, uint32_t num_nodes,
+                           bool shared)
+    : store_(store), num_nodes_(num_nodes), shared_(shared) {}
 
 absl::StatusOr<std::unique_ptr<KeyDirectory>> KeyDirectory::Open(
-    store::CuratorStore* store, uint32_t num_nodes) {
-  std::unique_ptr<KeyDirectory> d(new KeyDirectory(store, num_nodes));
+    store::CuratorStore* store, uint32_t num_nodes, bool shared) {
+  std::unique_ptr<KeyDirectory> d(new KeyDirectory(store, num_nodes, shared));
   RETURN_IF_ERROR(d->Load());
   return d;
 }
@@ -91,15 +93,33 @@ absl::StatusOr<std::vector<v1::NodeKey>> KeyDirectory::Get(
     return absl::InvalidArgumentError(absl::StrCat(
         "PublicKeys asks for ", nodes.size(), " nodes; at most ", kMaxGet));
   }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] >= num_nodes_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node_ids[", i, "] = ", nodes[i],
+                       " out of range: the graph has ", num_nodes_, " nodes"));
+    }
+  }
   std::vector<v1::NodeKey> out;
+  if (shared_) {
+    // Other frontends enrol nodes too: the store's keys, the newest.
+    absl::flat_hash_map<uint32_t, std::string> fresh;
+    RETURN_IF_ERROR(store_->GetNodeKeys(
+        nodes, [&](uint32_t node, const std::string& key) {
+          if (key.size() == kKeySize) fresh[node] = key;
+        }));
+    for (const uint32_t v : nodes) {
+      auto it = fresh.find(v);
+      if (it == fresh.end()) continue;
+      v1::NodeKey& k = out.emplace_back();
+      k.set_node_id(v);
+      k.set_public_key(it->second);
+    }
+    return out;
+  }
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const uint32_t v = nodes[i];
-    if (v >= num_nodes_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("node_ids[", i, "] = ", v,
-                       " out of range: the graph has ", num_nodes_, " nodes"));
-    }
     if (!has_key_[v]) continue;
     v1::NodeKey& k = out.emplace_back();
     k.set_node_id(v);

@@ -6,7 +6,10 @@
 //
 // A node that enrols with another key replaces its old one, and the
 // replacement is audited; enrolling without a key, or with the same key,
-// changes nothing. Keys survive restarts: Open reads them back.
+// changes nothing. Keys survive restarts: Open reads them back. On a store
+// shared by several frontends (roles.h), a node may enrol at any of them:
+// Get then reads the asked nodes' keys from the store, so every frontend
+// serves every key, the newest.
 //
 // Thread-safe: one internal lock, held across the store write of Put so
 // that two enrolments of one node cannot both count a key as new.
@@ -41,7 +44,7 @@ class KeyDirectory {
   // another size, are ignored). `store` must outlive the directory. Store
   // errors are returned.
   static absl::StatusOr<std::unique_ptr<KeyDirectory>> Open(
-      store::CuratorStore* store, uint32_t num_nodes);
+      store::CuratorStore* store, uint32_t num_nodes, bool shared = false);
 
   // OK for a key of kKeySize bytes; INVALID_ARGUMENT naming the node and
   // the size otherwise.
@@ -64,16 +67,18 @@ class KeyDirectory {
       const std::string& actor);
 
   // The keys of `nodes`, in request order, leaving out nodes without one.
-  // INVALID_ARGUMENT for more than kMaxGet ids or an id outside the graph.
+  // INVALID_ARGUMENT for more than kMaxGet ids or an id outside the graph;
+  // on a shared store, the store's error.
   absl::StatusOr<std::vector<v1::NodeKey>> Get(
       const std::vector<uint32_t>& nodes) const;
 
  private:
-  KeyDirectory(store::CuratorStore* store, uint32_t num_nodes);
+  KeyDirectory(store::CuratorStore* store, uint32_t num_nodes, bool shared);
   absl::Status Load() ABSL_LOCKS_EXCLUDED(mu_);
 
   store::CuratorStore* const store_;
   const uint32_t num_nodes_;
+  const bool shared_;
   mutable absl::Mutex mu_;
   // keys_[v] is v's key iff has_key_[v].
   std::vector<std::array<char, kKeySize>> keys_ ABSL_GUARDED_BY(mu_);

@@ -90,6 +90,30 @@ TEST_F(KeyDirectoryTest, KeysSurviveAReopen) {
   EXPECT_EQ((*got)[1].public_key(), K('z'));
 }
 
+// Two frontends on one shared store: a key enrolled at one is served by
+// the other (it reads the asked nodes' keys from the store), the newest
+// when it was replaced there. A directory that is not shared serves what
+// it loaded.
+TEST_F(KeyDirectoryTest, ASharedStoreServesKeysEnrolledElsewhere) {
+  auto a = KeyDirectory::Open(store_.get(), kNodes, /*shared=*/true);
+  auto b = KeyDirectory::Open(store_.get(), kNodes, /*shared=*/true);
+  auto alone = KeyDirectory::Open(store_.get(), kNodes, /*shared=*/false);
+  ASSERT_TRUE(a.ok() && b.ok() && alone.ok());
+  ASSERT_TRUE((*a)->Put(Keys{{3, std::string(32, 'x')}}, "host:h").ok());
+  auto got = (*b)->Get({3, 4});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].node_id(), 3u);
+  EXPECT_EQ((*got)[0].public_key(), std::string(32, 'x'));
+  ASSERT_TRUE((*a)->Put(Keys{{3, std::string(32, 'y')}}, "host:h").ok());
+  got = (*b)->Get({3});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)[0].public_key(), std::string(32, 'y'));
+  got = (*alone)->Get({3});
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->empty());  // loaded before the key existed
+}
+
 TEST_F(KeyDirectoryTest, PutRejectsAKeyOfTheWrongSizeStoringNothing) {
   auto put = keys_->Put(Keys{{1, K('a')}, {2, "short"}}, "host:h");
   EXPECT_EQ(put.status().code(), absl::StatusCode::kInvalidArgument);

@@ -136,6 +136,24 @@ absl::Status PgStore::ForEachNodeKey(
                          fn);
 }
 
+absl::Status PgStore::GetNodeKeys(
+    const std::vector<uint32_t>& nodes,
+    absl::FunctionRef<void(uint32_t, const std::string&)> fn) {
+  if (nodes.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(c_.Ensure());
+  ASSIGN_OR_RETURN(Result r,
+                   c_.Exec("reading node keys",
+                           "SELECT node, public_key FROM node_keys WHERE "
+                           "node = ANY($1::bigint[]) ORDER BY node",
+                           {ArrayParam(nodes)}));
+  for (int i = 0; i < PQntuples(r.get()); ++i) {
+    fn(static_cast<uint32_t>(GetInt8(r.get(), i, 0)),
+       std::string(GetBytes(r.get(), i, 1)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> PgStore::AddResult(
     absl::FunctionRef<std::string(int64_t)> record_for_id,
     const std::string& matrix_path) {

@@ -167,6 +167,13 @@ TEST_F(PostgresStoreTest, RoundTripsEveryRecord) {
                  keys.emplace_back(n, k);
                }).ok());
   EXPECT_THAT(keys, ElementsAre(std::pair<uint32_t, std::string>{2, binary}));
+  ASSERT_TRUE(s->PutNodeKeys({{9, "k9"}}).ok());
+  keys.clear();
+  ASSERT_TRUE(s->GetNodeKeys({9, 4, 2}, [&](uint32_t n, const std::string& k) {
+                 keys.emplace_back(n, k);
+               }).ok());
+  EXPECT_THAT(keys, ElementsAre(std::pair<uint32_t, std::string>{2, binary},
+                                std::pair<uint32_t, std::string>{9, "k9"}));
 
   // Audit: the close, the enrolment, one more; paged.
   ASSERT_TRUE(s->Audit("me", "x", "{}").ok());

@@ -150,6 +150,25 @@ absl::Status SqliteStore::ForEachNodeKey(
   return absl::OkStatus();
 }
 
+absl::Status SqliteStore::GetNodeKeys(
+    const std::vector<uint32_t>& nodes,
+    absl::FunctionRef<void(uint32_t node, const std::string& key)> fn) {
+  if (nodes.empty()) return absl::OkStatus();
+  const std::string nodes_json = absl::StrCat("[", absl::StrJoin(nodes, ","), "]");
+  SqliteImpl& s = *impl_;
+  absl::MutexLock lock(&s.mu);
+  constexpr absl::string_view kOperation = "reading node keys";
+  sqlite3_stmt* stmt = s.stmts.some_node_keys.get();
+  ScopedReset reset(stmt);
+  RETURN_IF_ERROR(s.BindOrError(kOperation, stmt, Text{nodes_json}));
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    fn(static_cast<uint32_t>(sqlite3_column_int64(stmt, 0)), ColumnBlob(stmt, 1));
+  }
+  if (rc != SQLITE_DONE) return s.Error(kOperation, rc);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> SqliteStore::AddResult(
     absl::FunctionRef<std::string(int64_t id)> record_for_id,
     const std::string& matrix_path) {

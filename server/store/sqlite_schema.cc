@@ -245,6 +245,9 @@ absl::Status SqliteImpl::PrepareAll() {
   ASSIGN_OR_RETURN(s.all_node_keys,
                    Prepare("SELECT node, public_key FROM node_keys "
                            "ORDER BY node"));
+  ASSIGN_OR_RETURN(s.some_node_keys,
+                   Prepare("SELECT node, public_key FROM node_keys WHERE node "
+                           "IN (SELECT value FROM json_each(?1)) ORDER BY node"));
   ASSIGN_OR_RETURN(s.put_frontend,
                    Prepare("INSERT INTO frontends(name, status, unix_ms) "
                            "VALUES(?1, ?2, ?3) ON CONFLICT(name) DO UPDATE "

@@ -240,6 +240,11 @@ class CuratorStore {
       const std::vector<std::pair<uint32_t, std::string>>& keys) = 0;
   virtual absl::Status ForEachNodeKey(
       absl::FunctionRef<void(uint32_t node, const std::string& key)> fn) = 0;
+  // The keys of those of `nodes` that have one, by ascending node: what a
+  // frontend reads on a shared store, where other frontends enrol nodes.
+  virtual absl::Status GetNodeKeys(
+      const std::vector<uint32_t>& nodes,
+      absl::FunctionRef<void(uint32_t node, const std::string& key)> fn) = 0;
 
   // Pipeline results. AddResult assigns the id (1, 2, ...) and calls
   // record_for_id with it inside the transaction. ListResults: ascending id.

@@ -151,6 +151,24 @@ TEST(CuratorStoreTest, FrontendStatusIsReplacedAndSurvivesReopen) {
   EXPECT_THAT(*store->FreshFrontendStatus(absl::Milliseconds(10)), IsEmpty());
 }
 
+TEST(CuratorStoreTest, NodeKeysOfSomeNodesByAscendingNode) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  ASSERT_TRUE(store->PutNodeKeys({{7, "seven"}, {2, std::string("t\0o", 3)}}).ok());
+  ASSERT_TRUE(store->PutNodeKeys({{7, "SEVEN"}}).ok());  // replaced
+  std::vector<std::pair<uint32_t, std::string>> keys;
+  ASSERT_TRUE(store->GetNodeKeys({7, 5, 2}, [&](uint32_t n, const std::string& k) {
+                       keys.emplace_back(n, k);
+                     }).ok());
+  EXPECT_THAT(keys, ElementsAre(std::pair<uint32_t, std::string>{2, std::string("t\0o", 3)},
+                                std::pair<uint32_t, std::string>{7, "SEVEN"}));
+  keys.clear();
+  ASSERT_TRUE(store->GetNodeKeys({}, [&](uint32_t n, const std::string& k) {
+                       keys.emplace_back(n, k);
+                     }).ok());
+  EXPECT_THAT(keys, IsEmpty());
+}
+
 TEST(CuratorStoreTest, CreatesListsAndUpdatesCampaigns) {
   TempDir dir;
   auto store = OpenOrDie(dir.path());

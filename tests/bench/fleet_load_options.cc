@@ -103,6 +103,11 @@ Programs and files:
                           simulated host's channel (its own connection) and
                           every real agent does its own TLS handshake, with
                           its node credentials as without TLS
+  --edge                  with --tls: the hosts connect to HAProxy (apt-get
+                          install haproxy), which terminates their TLS and
+                          carries their calls to the curator on a few
+                          HTTP/2 connections (TLS too); the edge's CPU and
+                          memory are reported beside the curator's
   --keep                  keep the work folder (logs, stores)
   -h, --help              this text
 
@@ -174,7 +179,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
        "fleet-nice",
        "timeout", "hold", "churn", "curator", "agent", "curator-args", "dir", "latency",
        "jitter", "loss", "dropout", "campaign-deadline"},
-      {"keep", "tls"});
+      {"keep", "tls", "edge"});
   if (!parsed.ok()) return parsed.status();
   const ldpgraph::CliArgs& a = *parsed;
   Options o;
@@ -263,6 +268,12 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   o.dir = a.Get("dir").value_or("");
   o.keep = a.Flag("keep");
   o.tls = a.Flag("tls");
+  o.edge = a.Flag("edge");
+  if (o.edge && (!o.tls || o.network())) {
+    return absl::InvalidArgumentError(
+        "--edge terminates the hosts' TLS: it needs --tls, and not --latency, "
+        "--jitter or --loss (the proxy would sit where the edge is)");
+  }
   if (absl::Status s = ParseScenario(a, &o); !s.ok()) return s;
   return o;
 }

@@ -45,6 +45,8 @@ struct Options {
   std::string dir;
   bool keep = false;
   bool tls = false;
+  // --edge (with --tls): the hosts reach the curator through HAProxy.
+  bool edge = false;
   // Scenarios: the network (no proxy when all three are 0) and dropout.
   double latency_ms = 0, jitter_ms = 0, loss = 0;
   double dropout = 0;

@@ -114,6 +114,12 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
                   {"threads", at_done_.threads},
                   {"threads_max_sampled", probe_->max_threads()},
                   {"threads_at_start", at_ready_.threads}};
+  if (o_.edge) {
+    j["edge"] = {{"kind", "haproxy"},
+                 {"cpu_seconds_total", edge_at_done_.cpu_seconds},
+                 {"rss_mib", Mib(edge_at_done_.rss_kib)},
+                 {"peak_rss_mib", Mib(edge_at_done_.hwm_kib)}};
+  }
   j["getstatus_ms"] = ToJson(f.all);
   j["getstatus_ms_enrolment"] = ToJson(f.enrol);
   j["getstatus_ms_campaign"] = ToJson(f.camp);
@@ -182,6 +188,11 @@ std::string Run::Table(const Figures& f, bool show_dir) const {
   row("curator RSS",
       absl::StrFormat("%.1f MiB now, %.1f MiB peak (%.1f at start)", Mib(at_done_.rss_kib),
                       Mib(at_done_.hwm_kib), Mib(at_ready_.rss_kib)));
+  if (o_.edge) {
+    row("edge (HAProxy)", absl::StrFormat("CPU %.2f s; RSS %.1f MiB now, %.1f MiB peak",
+                                          edge_at_done_.cpu_seconds, Mib(edge_at_done_.rss_kib),
+                                          Mib(edge_at_done_.hwm_kib)));
+  }
   row("curator threads", absl::StrFormat("%d now, %d most seen (%d at start)", at_done_.threads,
                                          probe_->max_threads(), at_ready_.threads));
   auto lat = [&](const Percentiles& q) {

@@ -26,6 +26,8 @@
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
 #include "common/hex.h"
+#include "common/net/edge_config.h"
+#include "common/net/free_port.h"
 #include "common/seed_mix.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/dev_tls.h"
@@ -456,6 +458,8 @@ void Run::Cleanup() {
   admin_.reset();  // an open admin channel would hold the curator's shutdown
   if (curator_ > 0) StopProcess(curator_, 15);
   curator_ = -1;
+  if (edge_ > 0) StopProcess(edge_, 5);
+  edge_ = -1;
   if (made_dir_ && success_ && !o_.keep) {
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -503,6 +507,7 @@ int Run::Main() {
 
   // The curator (and the agents) while the fleet is still connected.
   if (curator_ > 0) at_done_ = ReadProc(curator_);
+  if (edge_ > 0) edge_at_done_ = ReadProc(edge_);
   for (pid_t a : agents_) agent_stats_.push_back(a > 0 ? ReadProc(a) : ProcStats());
   if (fleet_) {
     for (pid_t w : fleet_->pids()) {
@@ -515,9 +520,55 @@ int Run::Main() {
   return success_ ? 0 : 1;
 }
 
+bool Run::StartEdge() {
+  auto haproxy = ldpgraph::net::FindHaproxy();
+  if (!haproxy.ok()) {
+    Fail(std::string(haproxy.status().message()));
+    return false;
+  }
+  std::ofstream(dir_ + "/edge.pem")
+      << ReadFileOr(dir_ + "/curator.pem") << ReadFileOr(dir_ + "/curator.key");
+  chmod((dir_ + "/edge.pem").c_str(), 0600);
+  auto port = ldpgraph::net::FreeLoopbackPort();
+  if (!port.ok()) {
+    Fail(std::string(port.status().message()));
+    return false;
+  }
+  ldpgraph::net::EdgeConfig c;
+  c.listen = absl::StrCat("127.0.0.1:", *port);
+  c.tls_pem = dir_ + "/edge.pem";
+  c.backends = {target_};
+  c.backend_ca = dir_ + "/ca.pem";
+  c.backend_name = kTlsName;
+  auto text = ldpgraph::net::HaproxyConfigText(c);
+  if (!text.ok()) {
+    Fail(std::string(text.status().message()));
+    return false;
+  }
+  std::ofstream(dir_ + "/haproxy.cfg") << *text;
+  edge_ = Spawn({*haproxy, "-f", dir_ + "/haproxy.cfg", "-db"}, dir_ + "/edge.log");
+  for (double until = MonoSeconds() + 30; !PortAccepts(*port);) {
+    if (auto how = ExitedHow(edge_)) {
+      edge_ = -1;
+      Fail(absl::StrCat("the edge ", *how, ":\n", LogTail(dir_ + "/edge.log")));
+      return false;
+    }
+    if (MonoSeconds() > until) {
+      Fail("the edge did not listen within 30 s");
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  agent_target_ = c.listen;
+  progress_.Line(absl::StrCat("edge: HAProxy on ", agent_target_, " (pid ", edge_,
+                              ") in front of the curator"));
+  return true;
+}
+
 bool Run::StartScenario() {
   agent_target_ = target_;
   for (uint32_t v = 0; v < nodes(); ++v) offline_ += NodeOffline(o_, v);
+  if (o_.edge) return StartEdge();
   if (!o_.network()) return true;
   ldpgraph::net::FaultProxy::Options p;
   p.upstream = target_;

@@ -83,6 +83,10 @@ class Run {
   std::string target_;
   std::string agent_target_;  // the proxy's address, or target_
   std::unique_ptr<ldpgraph::net::FaultProxy> proxy_;
+  // --edge: HAProxy's pid, and its figures with the fleet connected.
+  pid_t edge_ = -1;
+  ProcStats edge_at_done_;
+  bool StartEdge();
   uint32_t offline_ = 0;  // --dropout: nodes that never come online
   std::vector<pid_t> agents_;
   std::unique_ptr<Fleet> fleet_;

@@ -242,6 +242,9 @@ class PgStore final : public CuratorStore {
 
   absl::Status ForEachNodeKey(
       absl::FunctionRef<void(uint32_t, const std::string&)> fn) override;
+  absl::Status GetNodeKeys(
+      const std::vector<uint32_t>& nodes,
+      absl::FunctionRef<void(uint32_t, const std::string&)> fn) override;
 
   absl::StatusOr<int64_t> AddResult(
       absl::FunctionRef<std::string(int64_t)> record_for_id,

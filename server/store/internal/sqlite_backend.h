@@ -49,7 +49,7 @@ struct SqliteImpl {
     Stmt clear_fleet, put_fleet, get_fleet;
     Stmt insert_audit, list_audit;
     Stmt insert_sealed, fetch_sealed, fetch_sealed_campaign;
-    Stmt put_node_key, all_node_keys;
+    Stmt put_node_key, all_node_keys, some_node_keys;
     Stmt put_frontend, drop_frontends, fresh_frontends;
     Stmt insert_result, set_result_record, list_results, list_results_before,
         get_result;
@@ -266,6 +266,9 @@ class SqliteStore final : public CuratorStore {
   absl::Status PutNodeKeys(
       const std::vector<std::pair<uint32_t, std::string>>& keys) override;
   absl::Status ForEachNodeKey(
+      absl::FunctionRef<void(uint32_t, const std::string&)> fn) override;
+  absl::Status GetNodeKeys(
+      const std::vector<uint32_t>& nodes,
       absl::FunctionRef<void(uint32_t, const std::string&)> fn) override;
   absl::StatusOr<int64_t> AddResult(
       absl::FunctionRef<std::string(int64_t id)> record_for_id,
