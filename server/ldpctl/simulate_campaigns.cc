@@ -140,6 +140,7 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     ASSIGN_OR_RETURN(churn, ChurnFor(c.id(), req.spec().kind() ==
                                          v1::MECHANISM_KIND_EDGE_SUBSTITUTION));
   }
+  std::optional<absl::Time> unavailable_since;  // the curator away since
   while (true) {
     RETURN_IF_ERROR(Check());
     grpc::ClientContext ctx;
@@ -151,11 +152,18 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
         absl::Now() < until) {
       // An operator between its death and its standby's takeover, or the
       // database between a crash and its return: wait, as the agents do.
+      // After 2 s away, connect anew: the names are resolved again.
       progress_.Update(stage, absl::StrCat("the curator is unavailable, "
                                            "retrying: ", got.error_message()));
+      if (!unavailable_since) unavailable_since = absl::Now();
+      if (absl::Now() - *unavailable_since > absl::Seconds(2)) {
+        admin_ = Connect(admin_settings_);
+        unavailable_since = absl::Now();
+      }
       absl::SleepFor(absl::Milliseconds(o_.server_faults() ? 20 : 200));
       continue;
     }
+    unavailable_since.reset();
     RETURN_IF_ERROR(FromGrpc(got, admin_->address));
     const auto& p = c.progress();
     const uint32_t answered = p.reported() + p.refused();

@@ -308,6 +308,7 @@ absl::Status Simulation::StartOperator(int slot,
 
 absl::Status Simulation::StartCurator() {
   if (o_.attach) {
+    admin_settings_ = o_.connection;
     admin_ = Connect(o_.connection);
     return absl::OkStatus();
   }
@@ -351,6 +352,7 @@ absl::Status Simulation::StartCurator() {
   ASSIGN_OR_RETURN(std::string token, ReadFileToString(tls + "/admin.token"));
   while (!token.empty() && (token.back() == '\n')) token.pop_back();
   s.admin_token_hex = token;
+  admin_settings_ = s;
   admin_ = Connect(s);
   // For the operator: ldpctl --config WORK/ldpctl.conf <command>.
   return WriteNewFile(

@@ -249,6 +249,10 @@ class Simulation {
   int port_ = 0;
   int hosts_ = 0;  // agent hosts subscribed when enrolment finished
   std::optional<Connection> admin_;
+  // What admin_ was made from: Connect again when the curator stays away
+  // (a list's names are resolved once per channel, and a restarted
+  // operator's container may come back at another address).
+  ConnectionSettings admin_settings_;
   std::string failure_logs_;
   std::vector<std::pair<std::string, double>> stage_seconds_;
   // The nodes --dropout leaves online (all of them without it), and per
