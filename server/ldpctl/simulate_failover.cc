@@ -65,13 +65,21 @@ absl::Status Simulation::ServerFaults(const v1::Campaign& c,
   return absl::OkStatus();
 }
 
-absl::Status Simulation::RestartDatabase(const v1::Campaign& c,
-                                         absl::Duration since_open) {
+absl::StatusOr<Simulation::ServerFault> Simulation::FaultAt(
+    const v1::Campaign& c, absl::Duration since_open) {
   fault_campaign_ = c.id();
   ServerFault f;
   f.after_seconds = absl::ToDoubleSeconds(since_open);
   ASSIGN_OR_RETURN(f.stored_before, Reporters(c.id()));
-  f.answered_at_fault = static_cast<uint32_t>(f.stored_before.size());
+  f.answered_at_fault = std::max<uint32_t>(
+      c.progress().reported() + c.progress().refused(),
+      static_cast<uint32_t>(f.stored_before.size()));
+  return f;
+}
+
+absl::Status Simulation::RestartDatabase(const v1::Campaign& c,
+                                         absl::Duration since_open) {
+  ASSIGN_OR_RETURN(ServerFault f, FaultAt(c, since_open));
   const uint32_t reported_at_kill = c.progress().reported();
   const absl::Time t = absl::Now();
   RETURN_IF_ERROR(postgres_->Kill());
@@ -120,11 +128,7 @@ absl::Status Simulation::RestartDatabase(const v1::Campaign& c,
 
 absl::Status Simulation::KillOperator(const v1::Campaign& c,
                                       absl::Duration since_open) {
-  fault_campaign_ = c.id();
-  ServerFault f;
-  f.after_seconds = absl::ToDoubleSeconds(since_open);
-  ASSIGN_OR_RETURN(f.stored_before, Reporters(c.id()));
-  f.answered_at_fault = c.progress().reported() + c.progress().refused();
+  ASSIGN_OR_RETURN(ServerFault f, FaultAt(c, since_open));
   const int dead = active_slot_;
   const absl::Time t = absl::Now();
   const std::string how = curator_->Kill();
@@ -170,11 +174,7 @@ absl::StatusOr<json> Simulation::FaultFigures(
     bool operator_kills) {
   std::vector<CampaignAnswers> answers;
   std::vector<uint32_t> final_set;
-  for (const v1::Campaign& campaign : c.all) {
-    ASSIGN_OR_RETURN(auto reporters, Reporters(campaign.id()));
-    if (campaign.id() == fault_campaign_) final_set = reporters;
-    answers.push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
-  }
+  RETURN_IF_ERROR(FinalAnswers(c, fault_campaign_, &answers, &final_set));
   ASSIGN_OR_RETURN(json spending, SpendingChecks(answers));
   uint64_t checked = 0, lost = 0;
   double worst = 0;

@@ -290,14 +290,22 @@ absl::Status Simulation::KillFrontends(const v1::Campaign& c,
   return absl::OkStatus();
 }
 
+absl::Status Simulation::FinalAnswers(const Campaigns& c,
+                                      const std::string& campaign_id,
+                                      std::vector<CampaignAnswers>* answers,
+                                      std::vector<uint32_t>* final_set) {
+  for (const v1::Campaign& campaign : c.all) {
+    ASSIGN_OR_RETURN(auto reporters, Reporters(campaign.id()));
+    if (campaign.id() == campaign_id) *final_set = reporters;
+    answers->push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<json> Simulation::FrontendFigures(const Campaigns& c) {
   std::vector<CampaignAnswers> answers;
   std::vector<uint32_t> final_set;
-  for (const v1::Campaign& campaign : c.all) {
-    ASSIGN_OR_RETURN(auto reporters, Reporters(campaign.id()));
-    if (campaign.id() == killed_campaign_) final_set = reporters;
-    answers.push_back({campaign.attribute(), campaign.spec(), std::move(reporters)});
-  }
+  RETURN_IF_ERROR(FinalAnswers(c, killed_campaign_, &answers, &final_set));
   ASSIGN_OR_RETURN(json spending, SpendingChecks(answers));
   uint64_t checked = 0, lost = 0;
   json kills = json::array();

@@ -324,6 +324,9 @@ class Simulation {
   // --database-restarts, --operator-kills: the faults due at `c`'s
   // progress (each kind spread over the campaign, apart from the others).
   absl::Status ServerFaults(const v1::Campaign& c, absl::Duration since_open);
+  // A fault's record as it begins: when, and what the store held.
+  absl::StatusOr<ServerFault> FaultAt(const v1::Campaign& c,
+                                      absl::Duration since_open);
   absl::Status RestartDatabase(const v1::Campaign& c, absl::Duration since_open);
   absl::Status KillOperator(const v1::Campaign& c, absl::Duration since_open);
   // The answers the store holds for campaign `id` now (0 on an error).
@@ -345,6 +348,11 @@ class Simulation {
   // Waits for a curator process's ready file; its gRPC port.
   absl::StatusOr<int> WaitReady(ChildProcess* p, const std::string& ready,
                                 const std::string& what);
+  // Every campaign's final reporters (for the spending checks) into
+  // *answers, and campaign_id's into *final_set.
+  absl::Status FinalAnswers(const Campaigns& c, const std::string& campaign_id,
+                            std::vector<CampaignAnswers>* answers,
+                            std::vector<uint32_t>* final_set);
   // The nodes that reported to campaign `id`, from the store.
   absl::StatusOr<std::vector<uint32_t>> Reporters(const std::string& id);
   // --frontend-kills: kills due at `answered` of `targeted`.
