@@ -7,6 +7,7 @@
 #   overlays/OVERLAY/secrets/agent/    ca.pem nodes.credentials
 #   overlays/OVERLAY/secrets/admin/    ca.pem admin.token
 #   overlays/replicas/secrets/db/      db.password (OVERLAY=replicas only)
+#   overlays/replicas/secrets/edge/    curator.pem curator.key ca.pem (replicas only)
 #
 # (git ignores those folders.) Least privilege: the curator gets its TLS key
 # pair, the admin token and the node key; the agents get the CA certificate
@@ -119,11 +120,12 @@ files_curator=(curator.pem curator.key admin.token node.key)
 files_agent=(ca.pem nodes.credentials)
 files_admin=(ca.pem admin.token)
 files_db=()
-[[ "$overlay" == replicas ]] && files_db=(db.password)
+files_edge=()
+[[ "$overlay" == replicas ]] && files_db=(db.password) && files_edge=(curator.pem curator.key ca.pem)
 
 existing=()
 for f in "${files_curator[@]/#/curator/}" "${files_agent[@]/#/agent/}" "${files_admin[@]/#/admin/}" \
-  "${files_db[@]/#/db/}"; do
+  "${files_db[@]/#/db/}" "${files_edge[@]/#/edge/}"; do
   [[ -e "$out/$f" ]] && existing+=("$f")
 done
 if [[ ${#existing[@]} -gt 0 && "${FORCE:-}" != 1 ]]; then
@@ -165,6 +167,7 @@ copy_to() {
 copy_to curator "${files_curator[@]}"
 copy_to agent "${files_agent[@]}"
 copy_to admin "${files_admin[@]}"
+[[ ${#files_edge[@]} -eq 0 ]] || copy_to edge "${files_edge[@]}"
 if [[ ${#files_db[@]} -gt 0 ]]; then
   # The first line is the password (initdb --pwfile and the curators'
   # --store-password-file read that).
