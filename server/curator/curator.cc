@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Curator>> Curator::Open(
   fleet.settle = o.fleet_settle;
   fleet.lease = o.fleet_lease;
   fleet.min_hosts = o.fleet_min_hosts;
+  fleet.shared = o.shared_store;
   ASSIGN_OR_RETURN(c->fleet_, FleetPlanner::Create(fleet, s));
   CampaignBook::Options book;
   book.num_nodes = num_nodes;

@@ -23,8 +23,11 @@ absl::StatusOr<std::unique_ptr<FleetPlanner>> FleetPlanner::Create(
     return absl::InvalidArgumentError(
         "fleet host bounds must satisfy 1 <= min_hosts <= max_hosts");
   }
+  if (options.shared && store == nullptr) {
+    return absl::InvalidArgumentError("a shared fleet plan needs its store");
+  }
   std::unique_ptr<FleetPlanner> p(new FleetPlanner(options, store));
-  if (store != nullptr) {
+  if (store != nullptr && !options.shared) {
     ASSIGN_OR_RETURN(std::vector<std::string> holders, store->GetFleetPlan());
     if (holders.size() > options.num_nodes) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -68,6 +71,7 @@ absl::StatusOr<FleetPlanner::Grant> FleetPlanner::Claim(absl::string_view host,
     return absl::InvalidArgumentError(
         "a shard claim needs a host name of 1 to 256 bytes");
   }
+  if (options_.shared) return ClaimShared(host, now);
   absl::MutexLock lock(&mu_);
   if (!holders_.empty()) {
     if (auto it = shard_of_.find(host); it != shard_of_.end()) {
@@ -131,8 +135,43 @@ absl::StatusOr<FleetPlanner::Grant> FleetPlanner::Claim(absl::string_view host,
   return Spare();
 }
 
+absl::StatusOr<FleetPlanner::Grant> FleetPlanner::ClaimShared(
+    absl::string_view host, absl::Time now) {
+  store::FleetClaim q;
+  q.host = std::string(host);
+  q.now_ms = absl::ToUnixMillis(now);
+  q.settle_ms = absl::ToInt64Milliseconds(options_.settle);
+  q.lease_ms = absl::ToInt64Milliseconds(options_.lease);
+  q.min_hosts = static_cast<uint32_t>(options_.min_hosts);
+  q.max_hosts = static_cast<uint32_t>(std::min<size_t>(options_.max_hosts, UINT32_MAX));
+  q.num_nodes = options_.num_nodes;
+  ASSIGN_OR_RETURN(store::FleetGrant g, store_->ClaimFleetShard(q));
+  absl::MutexLock lock(&mu_);
+  shared_shards_ = g.shards;
+  Grant out;
+  switch (g.state) {
+    case store::FleetGrant::State::kWaiting:
+      out.retry_after = absl::Milliseconds(g.retry_after_ms);
+      return out;
+    case store::FleetGrant::State::kSpare:
+      return Spare();
+    case store::FleetGrant::State::kAssigned:
+      break;
+  }
+  const uint64_t n = options_.num_nodes;
+  const uint64_t k = g.shards;
+  out.state = Grant::State::kAssigned;
+  out.shard = g.shard;
+  out.shards = g.shards;
+  out.begin = static_cast<uint32_t>(n * g.shard / k);
+  out.end = static_cast<uint32_t>(n * (g.shard + 1) / k);
+  out.retry_after = options_.lease / 3;
+  return out;
+}
+
 uint32_t FleetPlanner::shards() const {
   absl::MutexLock lock(&mu_);
+  if (options_.shared) return shared_shards_;
   return static_cast<uint32_t>(holders_.size());
 }
 

@@ -28,6 +28,9 @@
 // partition starts with a new curator data directory. This keeps a node on
 // the shard whose state directory holds its spent budget and memo.
 //
+// Several frontends on one PostgreSQL store (Options::shared) run the same
+// protocol in the database, so a host may claim at any of them.
+//
 // Thread-safe.
 #pragma once
 
@@ -62,6 +65,11 @@ class FleetPlanner {
     size_t min_hosts = 1;
     // Most hosts gathered at once; later ones are told to wait.
     size_t max_hosts = 100000;
+    // The store is shared by several frontends (roles.h): the protocol runs
+    // in it (CuratorStore::ClaimFleetShard), each claim one transaction, so
+    // that every frontend answers from one plan. Otherwise it runs in this
+    // object's memory and the store only keeps the plan.
+    bool shared = false;
   };
 
   struct Grant {
@@ -98,9 +106,14 @@ class FleetPlanner {
   Grant Assigned(uint32_t shard) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Grant Spare() const;
 
+  // The claim as the shared store runs it (Options::shared).
+  absl::StatusOr<Grant> ClaimShared(absl::string_view host, absl::Time now);
+
   const Options options_;
   store::CuratorStore* const store_;
   mutable absl::Mutex mu_;
+  // Shared: the plan's size as the last claim saw it.
+  uint32_t shared_shards_ ABSL_GUARDED_BY(mu_) = 0;
   // Gathering: every host that claimed, and when the last new one came.
   absl::flat_hash_map<std::string, Seen> gathered_ ABSL_GUARDED_BY(mu_);
   absl::Time last_join_ ABSL_GUARDED_BY(mu_);

@@ -75,6 +75,15 @@ CREATE TABLE frontends(
   status BYTEA NOT NULL,
   unix_ms BIGINT NOT NULL);
 )sql",
+    // 4: the fleet planner shared by the frontends (ClaimFleetShard): the
+    // hosts gathering before a plan, and each shard's last renewal.
+    R"sql(
+CREATE TABLE fleet_hosts(
+  host BYTEA PRIMARY KEY,
+  first_ms BIGINT NOT NULL,
+  last_ms BIGINT NOT NULL);
+ALTER TABLE fleet ADD COLUMN renewed_ms BIGINT NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 

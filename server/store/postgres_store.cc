@@ -3,6 +3,7 @@
 // declared in server/store/internal/postgres_backend.h.
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -207,6 +208,87 @@ absl::Status PgStore::PutFleetPlan(const std::vector<std::string>& holders) {
     }
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<FleetGrant> PgStore::ClaimFleetShard(const FleetClaim& q) {
+  absl::MutexLock lock(&mu_);
+  constexpr absl::string_view kOp = "claiming a fleet shard";
+  FleetGrant g;
+  RETURN_IF_ERROR(c_.InTransaction(kOp, [&]() -> absl::Status {
+    g = FleetGrant();
+    RETURN_IF_ERROR(c_.XactLock(kOp, kFleetLock));
+    ASSIGN_OR_RETURN(Result k, c_.Exec(kOp, "SELECT count(*) FROM fleet", {}));
+    int64_t shards = GetInt8(k.get(), 0, 0);
+    if (shards == 0) {
+      // Gathering: join (or renew), and fix the plan once the gathering
+      // is large enough and quiet for `settle`.
+      ASSIGN_OR_RETURN(
+          Result have,
+          c_.Exec(kOp,
+                  "SELECT count(*), coalesce(max(first_ms), 0)::bigint, "
+                  "coalesce(bool_or(host = $1), false) FROM fleet_hosts",
+                  {Bytes(q.host)}));
+      int64_t gathered = GetInt8(have.get(), 0, 0);
+      int64_t last_join = GetInt8(have.get(), 0, 1);
+      if (GetBool(have.get(), 0, 2)) {
+        RETURN_IF_ERROR(c_.Exec(kOp,
+                                "UPDATE fleet_hosts SET last_ms = $2 "
+                                "WHERE host = $1",
+                                {Bytes(q.host), Int8(q.now_ms)})
+                            .status());
+      } else if (gathered < static_cast<int64_t>(q.max_hosts)) {
+        RETURN_IF_ERROR(c_.Exec(kOp,
+                                "INSERT INTO fleet_hosts(host, first_ms, "
+                                "last_ms) VALUES($1, $2, $2)",
+                                {Bytes(q.host), Int8(q.now_ms)})
+                            .status());
+        ++gathered;
+        last_join = std::max(last_join, q.now_ms);
+      }
+      const int64_t quiet = q.now_ms - last_join;
+      if (gathered < static_cast<int64_t>(q.min_hosts) || quiet < q.settle_ms) {
+        g.retry_after_ms = std::clamp<int64_t>(q.settle_ms - quiet, 100, 1000);
+        return absl::OkStatus();
+      }
+      // The plan: live hosts, by first claim (then name), one per node.
+      RETURN_IF_ERROR(
+          c_.Exec(kOp,
+                  "INSERT INTO fleet(shard, holder, renewed_ms) "
+                  "SELECT row_number() OVER (ORDER BY first_ms, host) - 1, "
+                  "host, $1::bigint FROM fleet_hosts WHERE last_ms > "
+                  "$1::bigint - $2::bigint ORDER BY first_ms, host LIMIT "
+                  "$3::bigint",
+                  {Int8(q.now_ms), Int8(q.lease_ms), Int8(q.num_nodes)})
+              .status());
+      RETURN_IF_ERROR(c_.Exec(kOp, "DELETE FROM fleet_hosts", {}).status());
+      ASSIGN_OR_RETURN(Result fixed,
+                       c_.Exec(kOp, "SELECT count(*) FROM fleet", {}));
+      shards = GetInt8(fixed.get(), 0, 0);
+    }
+    g.shards = static_cast<uint32_t>(shards);
+    g.state = FleetGrant::State::kSpare;
+    // A holder renews; a stranger takes the first lapsed shard.
+    ASSIGN_OR_RETURN(Result mine,
+                     c_.Exec(kOp,
+                             "UPDATE fleet SET renewed_ms = $2 WHERE holder = "
+                             "$1 RETURNING shard",
+                             {Bytes(q.host), Int8(q.now_ms)}));
+    if (PQntuples(mine.get()) == 0) {
+      ASSIGN_OR_RETURN(
+          mine, c_.Exec(kOp,
+                        "UPDATE fleet SET holder = $1, renewed_ms = $2 WHERE "
+                        "shard = (SELECT shard FROM fleet WHERE renewed_ms "
+                        "<= $2::bigint - $3::bigint ORDER BY shard LIMIT 1) "
+                        "RETURNING shard",
+                        {Bytes(q.host), Int8(q.now_ms), Int8(q.lease_ms)}));
+    }
+    if (PQntuples(mine.get()) > 0) {
+      g.state = FleetGrant::State::kAssigned;
+      g.shard = static_cast<uint32_t>(GetInt8(mine.get(), 0, 0));
+    }
+    return absl::OkStatus();
+  }));
+  return g;
 }
 
 absl::StatusOr<std::vector<std::string>> PgStore::GetFleetPlan() {

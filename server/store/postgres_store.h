@@ -76,6 +76,6 @@ class PostgresStore {
 };
 
 // The schema version this build creates and reads.
-inline constexpr int kPostgresSchemaVersion = 3;
+inline constexpr int kPostgresSchemaVersion = 4;
 
 }  // namespace ldpgraph::store

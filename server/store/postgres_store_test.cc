@@ -553,5 +553,55 @@ TEST_F(PostgresStoreTest, TheLeaseStaysWithItsHolderAcrossARestart) {
   EXPECT_GE(absl::Now() - start, absl::Seconds(1));  // after its grace
 }
 
+// The fleet planner run in the database: two stores (two frontends) answer
+// from one plan. Hosts gather until the gathering is quiet for `settle`,
+// the plan takes the live ones in the order they first claimed, a holder
+// renews at either frontend, and a stranger is a spare until a holder's
+// lease lapses, then takes that shard.
+TEST_F(PostgresStoreTest, OneFleetPlanAcrossFrontends) {
+  auto f1 = OpenOrDie();
+  auto f2 = OpenOrDie();
+  auto claim = [](CuratorStore& s, const std::string& host, int64_t now_ms) {
+    FleetClaim q;
+    q.host = host;
+    q.now_ms = now_ms;
+    q.settle_ms = 1000;
+    q.lease_ms = 5000;
+    q.min_hosts = 2;
+    q.max_hosts = 100;
+    q.num_nodes = 10;
+    auto g = s.ClaimFleetShard(q);
+    EXPECT_TRUE(g.ok()) << g.status();
+    return g.ok() ? *g : FleetGrant();
+  };
+  using State = FleetGrant::State;
+  EXPECT_EQ(claim(*f1, "host-b", 0).state, State::kWaiting);   // first
+  FleetGrant g = claim(*f2, "host-a", 100);                    // second
+  EXPECT_EQ(g.state, State::kWaiting);
+  EXPECT_EQ(g.retry_after_ms, 1000);  // a new host: 1 s of quiet from now
+  g = claim(*f1, "host-a", 600);  // renews: no new host
+  EXPECT_EQ(g.state, State::kWaiting);
+  EXPECT_EQ(g.retry_after_ms, 500);
+  // Quiet for 1 s since host-a joined: the plan, by first claim.
+  g = claim(*f2, "host-a", 1100);
+  EXPECT_EQ(g.state, State::kAssigned);
+  EXPECT_EQ(g.shard, 1u);
+  EXPECT_EQ(g.shards, 2u);
+  g = claim(*f1, "host-b", 1200);
+  EXPECT_EQ(g.state, State::kAssigned);
+  EXPECT_EQ(g.shard, 0u);
+  // The plan is the store's, as PutFleetPlan's readers see it.
+  EXPECT_THAT(*f2->GetFleetPlan(), ElementsAre("host-b", "host-a"));
+  // A third host after the plan: a spare while both holders renew...
+  EXPECT_EQ(claim(*f2, "host-c", 3000).state, State::kSpare);
+  EXPECT_EQ(claim(*f1, "host-a", 5500).shard, 1u);  // renewed at the other
+  // ...host-b's lease lapses (last renewal 1200 + 5000): host-c takes it.
+  g = claim(*f1, "host-c", 6300);
+  EXPECT_EQ(g.state, State::kAssigned);
+  EXPECT_EQ(g.shard, 0u);
+  EXPECT_THAT(*f1->GetFleetPlan(), ElementsAre("host-c", "host-a"));
+  EXPECT_EQ(claim(*f2, "host-b", 6400).state, State::kSpare);  // came back late
+}
+
 }  // namespace
 }  // namespace ldpgraph::store

@@ -210,6 +210,13 @@ absl::Status SqliteStore::PutFleetPlan(const std::vector<std::string>& holders) 
       });
 }
 
+absl::StatusOr<FleetGrant> SqliteStore::ClaimFleetShard(const FleetClaim&) {
+  return absl::FailedPreconditionError(
+      "a SQLite store serves one curator process, whose fleet planner keeps "
+      "the protocol in memory (FleetPlanner::Options::shared is for "
+      "PostgreSQL)");
+}
+
 absl::StatusOr<std::vector<std::string>> SqliteStore::GetFleetPlan() {
   SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);

@@ -102,6 +102,24 @@ struct SealedRow {
   std::string ciphertext;
 };
 
+// One shard claim of the fleet planner on a shared store
+// (server/curator/fleet.h, FleetPlanner::Options::shared): the protocol's
+// settings, the claimant and the time (milliseconds since the epoch).
+struct FleetClaim {
+  std::string host;
+  int64_t now_ms = 0;
+  int64_t settle_ms = 0, lease_ms = 0;
+  uint32_t min_hosts = 1, max_hosts = 1, num_nodes = 1;
+};
+// Its answer: waiting (gathering), assigned shard `shard` of `shards`, or
+// spare; when to claim again while waiting.
+struct FleetGrant {
+  enum class State { kWaiting, kAssigned, kSpare };
+  State state = State::kWaiting;
+  uint32_t shard = 0, shards = 0;
+  int64_t retry_after_ms = 0;
+};
+
 struct ResultRow {
   int64_t id = 0;  // assigned by AddResult
   std::string record;  // serialised v1::StageResult
@@ -216,6 +234,13 @@ class CuratorStore {
   // none was stored.
   virtual absl::Status PutFleetPlan(const std::vector<std::string>& holders) = 0;
   virtual absl::StatusOr<std::vector<std::string>> GetFleetPlan() = 0;
+  // The fleet planner's protocol (fleet.h) run in the database, for
+  // frontends that share it: the gathered hosts, the plan and each holder's
+  // last renewal are rows, and a claim reads and changes them in one
+  // transaction under a lock, so that every frontend answers from one plan.
+  // A store that serves one process (SQLite) answers FAILED_PRECONDITION:
+  // its planner keeps the protocol in memory.
+  virtual absl::StatusOr<FleetGrant> ClaimFleetShard(const FleetClaim& claim) = 0;
 
   // Audit log: append-only; rows are stamped with the time of the call.
   // ListAudit: rows with sequence > after_sequence, ascending, at most

@@ -42,6 +42,7 @@ constexpr int64_t kSealedLock = 0x6c647067'00000004;
 constexpr int64_t kOperatorLease = 0x6c647067'00000005;
 constexpr int64_t kCampaignIdLock = 0x6c647067'00000006;
 constexpr int64_t kResultIdLock = 0x6c647067'00000007;
+constexpr int64_t kFleetLock = 0x6c647067'00000008;
 
 // How long an operator that did not hold the lease waits, after its lease
 // connection broke and came back, before it tries to take the lease: the
@@ -224,6 +225,7 @@ class PgStore final : public CuratorStore {
   absl::Status PutFleetPlan(const std::vector<std::string>& holders) override;
 
   absl::StatusOr<std::vector<std::string>> GetFleetPlan() override;
+  absl::StatusOr<FleetGrant> ClaimFleetShard(const FleetClaim& claim) override;
 
   absl::Status Audit(const std::string& actor, const std::string& action,
                      const std::string& details) override;

@@ -255,6 +255,7 @@ class SqliteStore final : public CuratorStore {
       absl::FunctionRef<void(uint32_t, const std::string&)> fn) override;
   absl::Status PutFleetPlan(const std::vector<std::string>& holders) override;
   absl::StatusOr<std::vector<std::string>> GetFleetPlan() override;
+  absl::StatusOr<FleetGrant> ClaimFleetShard(const FleetClaim& claim) override;
   absl::Status Audit(const std::string& actor, const std::string& action,
                      const std::string& details_json) override;
   absl::StatusOr<std::vector<AuditRow>> ListAudit(int64_t after_sequence,
