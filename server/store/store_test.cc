@@ -169,6 +169,16 @@ TEST(CuratorStoreTest, NodeKeysOfSomeNodesByAscendingNode) {
   EXPECT_THAT(keys, IsEmpty());
 }
 
+TEST(CuratorStoreTest, TheSharedFleetPlannerIsPostgresOnly) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path());
+  FleetClaim q;
+  q.host = "h";
+  auto g = store->ClaimFleetShard(q);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(g.status().message(), HasSubstr("keeps the protocol in memory"));
+}
+
 TEST(CuratorStoreTest, CreatesListsAndUpdatesCampaigns) {
   TempDir dir;
   auto store = OpenOrDie(dir.path());
