@@ -172,13 +172,19 @@ replicas_run() {
   sleep 4; kill_and_restart "$(active_operator)"
   sleep 4; kill_and_restart postgres
   rc=$(timeout 1800 "$engine" wait "$job") || rc=124
-  local out
+  local out svc logs=/tmp/ldpgraph-replicas-logs
   out=$("$engine" logs "$job" 2>&1)
   echo "$out" | sed 's/^/   /'
-  compose logs > /tmp/ldpgraph-replicas.log 2>&1 || true
+  # Every service's own log, before the containers go.
+  rm -rf "$logs" && mkdir -p "$logs"
+  for svc in $replicas_services; do
+    local id
+    id=$(service_id "$svc")
+    [ -z "$id" ] || "$engine" logs "$id" > "$logs/$svc.log" 2>&1 || true
+  done
   compose_purge
   if [ "$rc" != 0 ]; then
-    echo "replicas: the campaign job failed (exit $rc); every log: /tmp/ldpgraph-replicas.log" >&2
+    echo "replicas: the campaign job failed (exit $rc); every service's log: $logs/" >&2
     return 1
   fi
   # Every node's report stored once, and the ledger charged each node its
@@ -187,7 +193,7 @@ replicas_run() {
     echo "replicas: not every node's report was stored once" >&2; return 1; }
   echo "$out" | grep -Eq "epsilon spent per node +mean 1 \(min 1, max 1\)" || {
     echo "replicas: the ledger does not charge every node exactly epsilon 1" >&2; return 1; }
-  echo "replicas: $nodes reports, each node charged once, through three kills (logs: /tmp/ldpgraph-replicas.log)"
+  echo "replicas: $nodes reports, each node charged once, through three kills (logs: $logs/)"
 }
 
 compose_run() {

@@ -148,8 +148,12 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     v1::GetCampaignRequest get;
     get.set_campaign_id(c.id());
     const grpc::Status got = admin_->stub->GetCampaign(&ctx, get, &c);
-    if (got.error_code() == grpc::StatusCode::UNAVAILABLE &&
-        absl::Now() < until) {
+    // UNAVAILABLE, or CANCELLED by a server on its way down (an operator
+    // that found its lease taken): the call never reached a curator that
+    // answers.
+    if ((got.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         got.error_code() == grpc::StatusCode::CANCELLED) &&
+        absl::Now() < until && !Interrupts::interrupted()) {
       // An operator between its death and its standby's takeover, or the
       // database between a crash and its return: wait, as the agents do.
       // After 2 s away, connect anew: the names are resolved again.

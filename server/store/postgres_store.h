@@ -23,7 +23,7 @@
 //     operator's lease passes to a standby as soon as the server notices.
 //     A restart of the database frees it too: the operator that held it
 //     takes it again when the database is back, ahead of a standby, which
-//     waits kOperatorLeaseGrace (1.5 s) after its own reconnection first.
+//     waits kOperatorLeaseGrace (3 s) after its own reconnection first.
 //
 // Reconnection: every call reconnects a connection that broke, and notices
 // before it uses an idle connection that the server has closed since (a

@@ -46,9 +46,13 @@ constexpr int64_t kFleetLock = 0x6c647067'00000008;
 
 // How long an operator that did not hold the lease waits, after its lease
 // connection broke and came back, before it tries to take the lease: the
-// former holder's chance to take it again after a database restart (its
-// server checks the lease every 500 ms).
-constexpr absl::Duration kOperatorLeaseGrace = absl::Milliseconds(1500);
+// former holder's chance to take it again after a database restart. The
+// holder checks every 500 ms, and one of its attempts may be stuck
+// connecting to the database's old address for kLeaseConnectTimeoutS (libpq's
+// least) when the database came back elsewhere (a container restarted):
+// the grace covers both.
+constexpr int kLeaseConnectTimeoutS = 2;
+constexpr absl::Duration kOperatorLeaseGrace = absl::Seconds(3);
 
 // A query parameter: binary (int8 big-endian, bytea raw) or text.
 struct Param {
@@ -176,7 +180,7 @@ class PgStore final : public CuratorStore {
       : name_(name),
         core_(name),
         c_(url, password, name, o.connect_timeout_s, o.synchronous_full),
-        lease_(url, password, name, o.connect_timeout_s, true) {}
+        lease_(url, password, name, kLeaseConnectTimeoutS, true) {}
 
   absl::Status Init();
 
