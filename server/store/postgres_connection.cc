@@ -74,10 +74,18 @@ absl::Status Connection::Ensure() {
     conn_.reset();
     ++reconnects_;
   }
-  const char* keys[] = {"dbname",          "password",
-                        "connect_timeout", "application_name",
-                        "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", nullptr};
+  // A statement whose bytes the server never acknowledges fails after the
+  // connect timeout (tcp_user_timeout), not after the kernel's 15 minutes of
+  // retransmissions: a database that vanished without closing its sockets
+  // (a container or machine gone, its address dropping packets) is noticed
+  // as soon as an idle connection would be by its keepalives.
+  const std::string user_timeout_ms = absl::StrCat(
+      std::stoi(connect_timeout_) * 1000);
+  const char* keys[] = {"dbname",           "password",
+                        "connect_timeout",  "application_name",
+                        "keepalives_idle",  "keepalives_interval",
+                        "keepalives_count", "tcp_user_timeout",
+                        nullptr};
   const char* values[] = {url_.c_str(),
                           password_.empty() ? nullptr : password_.c_str(),
                           connect_timeout_.c_str(),
@@ -85,6 +93,7 @@ absl::Status Connection::Ensure() {
                           "5",
                           "2",
                           "3",
+                          user_timeout_ms.c_str(),
                           nullptr};
   conn_.reset(PQconnectdbParams(keys, values, /*expand_dbname=*/1));
   if (conn_ == nullptr || PQstatus(conn_.get()) != CONNECTION_OK) {

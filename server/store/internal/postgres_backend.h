@@ -47,10 +47,10 @@ constexpr int64_t kFleetLock = 0x6c647067'00000008;
 // How long an operator that did not hold the lease waits, after its lease
 // connection broke and came back, before it tries to take the lease: the
 // former holder's chance to take it again after a database restart. The
-// holder checks every 500 ms, and one of its attempts may be stuck
-// connecting to the database's old address for kLeaseConnectTimeoutS (libpq's
-// least) when the database came back elsewhere (a container restarted):
-// the grace covers both.
+// holder checks every 500 ms, and one of its attempts may be stuck for
+// kLeaseConnectTimeoutS (libpq's least; also the connection's
+// tcp_user_timeout) on the database's old address when the database came
+// back elsewhere (a container restarted): the grace covers both.
 constexpr int kLeaseConnectTimeoutS = 2;
 constexpr absl::Duration kOperatorLeaseGrace = absl::Seconds(3);
 
