@@ -27,8 +27,6 @@
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/hex.h"
-#include "common/net/edge_config.h"
-#include "common/net/free_port.h"
 #include "common/status_macros.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
@@ -491,31 +489,10 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
   pid_t edge = -1;
   std::string device_target = target;
   if (o.edge) {
-    auto haproxy = net::FindHaproxy();
-    if (!haproxy.ok()) return Fail(std::string(haproxy.status().message()));
-    std::ofstream(dir + "/edge.pem")
-        << ReadFileOr(dir + "/curator.pem") << ReadFileOr(dir + "/curator.key");
-    chmod((dir + "/edge.pem").c_str(), 0600);
-    auto edge_port = net::FreeLoopbackPort();
-    if (!edge_port.ok()) return Fail(std::string(edge_port.status().message()));
-    net::EdgeConfig ec;
-    ec.listen = absl::StrCat("127.0.0.1:", *edge_port);
-    ec.tls_pem = dir + "/edge.pem";
-    ec.backends = {target};
-    ec.backend_ca = dir + "/ca.pem";
-    ec.backend_name = kTlsName;
-    auto text = net::HaproxyConfigText(ec);
-    if (!text.ok()) return Fail(std::string(text.status().message()));
-    std::ofstream(dir + "/haproxy.cfg") << *text;
-    edge = Spawn({*haproxy, "-f", dir + "/haproxy.cfg", "-db"}, dir + "/edge.log");
-    device_target = ec.listen;
-    for (double until = MonoSeconds() + 30; !PortAccepts(*edge_port);) {
-      if (auto how = ExitedHow(edge)) {
-        return Fail(absl::StrCat("the edge ", *how, ":\n", LogTail(dir + "/edge.log")));
-      }
-      if (MonoSeconds() > until) return Fail("the edge did not listen within 30 s");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    auto started = StartEdge(dir, target, kTlsName);
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    edge = started->pid;
+    device_target = started->address;
   }
   grpc::ChannelArguments admin_args;
   admin_args.SetMaxReceiveMessageSize(256 << 20);

@@ -26,8 +26,6 @@
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
 #include "common/hex.h"
-#include "common/net/edge_config.h"
-#include "common/net/free_port.h"
 #include "common/seed_mix.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/dev_tls.h"
@@ -521,45 +519,13 @@ int Run::Main() {
 }
 
 bool Run::StartEdge() {
-  auto haproxy = ldpgraph::net::FindHaproxy();
-  if (!haproxy.ok()) {
-    Fail(std::string(haproxy.status().message()));
+  auto started = ldpgraph::bench::StartEdge(dir_, target_, kTlsName);
+  if (!started.ok()) {
+    Fail(std::string(started.status().message()));
     return false;
   }
-  std::ofstream(dir_ + "/edge.pem")
-      << ReadFileOr(dir_ + "/curator.pem") << ReadFileOr(dir_ + "/curator.key");
-  chmod((dir_ + "/edge.pem").c_str(), 0600);
-  auto port = ldpgraph::net::FreeLoopbackPort();
-  if (!port.ok()) {
-    Fail(std::string(port.status().message()));
-    return false;
-  }
-  ldpgraph::net::EdgeConfig c;
-  c.listen = absl::StrCat("127.0.0.1:", *port);
-  c.tls_pem = dir_ + "/edge.pem";
-  c.backends = {target_};
-  c.backend_ca = dir_ + "/ca.pem";
-  c.backend_name = kTlsName;
-  auto text = ldpgraph::net::HaproxyConfigText(c);
-  if (!text.ok()) {
-    Fail(std::string(text.status().message()));
-    return false;
-  }
-  std::ofstream(dir_ + "/haproxy.cfg") << *text;
-  edge_ = Spawn({*haproxy, "-f", dir_ + "/haproxy.cfg", "-db"}, dir_ + "/edge.log");
-  for (double until = MonoSeconds() + 30; !PortAccepts(*port);) {
-    if (auto how = ExitedHow(edge_)) {
-      edge_ = -1;
-      Fail(absl::StrCat("the edge ", *how, ":\n", LogTail(dir_ + "/edge.log")));
-      return false;
-    }
-    if (MonoSeconds() > until) {
-      Fail("the edge did not listen within 30 s");
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  agent_target_ = c.listen;
+  edge_ = started->pid;
+  agent_target_ = started->address;
   progress_.Line(absl::StrCat("edge: HAProxy on ", agent_target_, " (pid ", edge_,
                               ") in front of the curator"));
   return true;

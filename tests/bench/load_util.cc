@@ -26,6 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/hex.h"
+#include "common/net/edge_config.h"
+#include "common/net/free_port.h"
+#include "common/status_macros.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
 #include "common/wire/codec.h"
@@ -338,6 +341,39 @@ bool PortAccepts(int port) {
   const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   ::close(fd);
   return up;
+}
+
+absl::StatusOr<EdgeProcess> StartEdge(const std::string& dir,
+                                      const std::string& target,
+                                      const std::string& tls_name) {
+  ASSIGN_OR_RETURN(const std::string haproxy, net::FindHaproxy());
+  std::ofstream(dir + "/edge.pem")
+      << ReadFileOr(dir + "/curator.pem") << ReadFileOr(dir + "/curator.key");
+  chmod((dir + "/edge.pem").c_str(), 0600);
+  ASSIGN_OR_RETURN(const int port, net::FreeLoopbackPort());
+  net::EdgeConfig c;
+  c.listen = absl::StrCat("127.0.0.1:", port);
+  c.tls_pem = dir + "/edge.pem";
+  c.backends = {target};
+  c.backend_ca = dir + "/ca.pem";
+  c.backend_name = tls_name;
+  ASSIGN_OR_RETURN(const std::string text, net::HaproxyConfigText(c));
+  std::ofstream(dir + "/haproxy.cfg") << text;
+  EdgeProcess edge;
+  edge.pid = Spawn({haproxy, "-f", dir + "/haproxy.cfg", "-db"}, dir + "/edge.log");
+  edge.address = c.listen;
+  for (double until = MonoSeconds() + 30; !PortAccepts(port);) {
+    if (auto how = ExitedHow(edge.pid)) {
+      return absl::InternalError(
+          absl::StrCat("the edge ", *how, ":\n", LogTail(dir + "/edge.log")));
+    }
+    if (MonoSeconds() > until) {
+      StopProcess(edge.pid, 1);
+      return absl::DeadlineExceededError("the edge did not listen within 30 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return edge;
 }
 
 }  // namespace ldpgraph::bench
