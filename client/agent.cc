@@ -125,23 +125,32 @@ absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
   return std::unique_ptr<RandomSource>(std::move(secure));
 }
 
+std::unique_ptr<RandomSource> NodeEdgeRandomSource(
+    std::optional<uint64_t> seed, uint32_t node) {
+  if (!seed) return nullptr;
+  return std::make_unique<SeededRandomForTesting>(
+      NodeNoiseSeed(EdgeStreamSeed(*seed), node));
+}
+
 // --- NodeAgent ---------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
     NodeRecord record, const AgentPolicy& policy,
     std::unique_ptr<RandomSource> rng,
     std::shared_ptr<const poisoning::Adversary> adversary,
-    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary) {
+    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary,
+    std::unique_ptr<RandomSource> edge_rng) {
   return Create(std::move(record), std::make_shared<const AgentPolicy>(policy),
                 std::move(rng), std::move(adversary),
-                std::move(edge_adversary));
+                std::move(edge_adversary), std::move(edge_rng));
 }
 
 absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
     NodeRecord record, std::shared_ptr<const AgentPolicy> policy,
     std::unique_ptr<RandomSource> rng,
     std::shared_ptr<const poisoning::Adversary> adversary,
-    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary) {
+    std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary,
+    std::unique_ptr<RandomSource> edge_rng) {
   if (rng == nullptr) {
     return absl::InvalidArgumentError("NodeAgent needs a random source");
   }
@@ -161,11 +170,12 @@ absl::StatusOr<std::unique_ptr<NodeAgent>> NodeAgent::Create(
   }
   return std::unique_ptr<NodeAgent>(new NodeAgent(
       std::move(record), AttributeMask(policy->attributes), std::move(budget),
-      std::move(rng), std::move(attackers)));
+      std::move(rng), std::move(edge_rng), std::move(attackers)));
 }
 
 absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
   v1::Report body;
+  CountedRandom& edge_rng = StreamOf("edges");
   if (const FeatureMechanism* mech = spec.feature()) {
     // The scaled dense row, made for this answer only.
     const std::vector<double> features = record_.features.Dense();
@@ -187,8 +197,8 @@ absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
     ASSIGN_OR_RETURN(
         std::vector<uint32_t> reported,
         edge_adversary() != nullptr
-            ? edge_adversary()->CraftRrReport(*rr, record_.node, rng_)
-            : rr->Perturb(record_.node, record_.neighbours, rng_));
+            ? edge_adversary()->CraftRrReport(*rr, record_.node, edge_rng)
+            : rr->Perturb(record_.node, record_.neighbours, edge_rng));
     body.mutable_edges()->mutable_neighbours()->Assign(reported.begin(),
                                                        reported.end());
   } else if (const edges::BlinkClient* blink = spec.blink()) {
@@ -197,8 +207,9 @@ absl::StatusOr<v1::Report> NodeAgent::Perturb(const wire::CompiledSpec& spec) {
     ASSIGN_OR_RETURN(
         edges::BlinkReport report,
         edge_adversary() != nullptr
-            ? edge_adversary()->CraftBlinkReport(*blink, record_.node, rng_)
-            : blink->Report(record_.node, record_.neighbours, rng_));
+            ? edge_adversary()->CraftBlinkReport(*blink, record_.node,
+                                                 edge_rng)
+            : blink->Report(record_.node, record_.neighbours, edge_rng));
     v1::EdgeReport* e = body.mutable_edges();
     e->mutable_neighbours()->Assign(report.neighbours.begin(),
                                     report.neighbours.end());
@@ -332,7 +343,7 @@ absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerThroughBudget(
   uint64_t draws = 0;  // the stream's position after a fresh answer
   absl::StatusOr<Answered> answered = budget_->Answer(key, [&] {
     absl::StatusOr<std::string> a = Serialise(perturb(), built);
-    draws = rng_.draws();
+    draws = StreamOf(attribute).draws();
     return a;
   });
   if (!answered.ok()) {
@@ -524,7 +535,7 @@ absl::Status NodeAgent::Restore(const QueryKey& key, const std::string& answer,
     return absl::Status(s.code(), absl::StrCat("node ", record_.node,
                                                ": restore: ", s.message()));
   }
-  rng_.AdvanceTo(draws);
+  StreamOf(key.attribute).AdvanceTo(draws);
   return absl::OkStatus();
 }
 
@@ -564,7 +575,8 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
     ASSIGN_OR_RETURN(std::unique_ptr<NodeAgent> agent,
                      NodeAgent::Create(std::move(record), shared, std::move(rng),
                                        std::move(adversary),
-                                       std::move(edge_adversary)));
+                                       std::move(edge_adversary),
+                                       NodeEdgeRandomSource(seed, node)));
     nodes.push_back(node);
     agents.push_back(std::move(agent));
   }

@@ -109,6 +109,15 @@ using ::ldpgraph::NodeNoiseSeed;
 absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
     std::optional<uint64_t> seed, uint32_t node);
 
+// The stream of a seeded node's edge answers: SeededRandomForTesting(
+// NodeNoiseSeed(EdgeStreamSeed(seed), node)) (common/random.h), so that an
+// edges campaign leaves the features' and label's noise as it was, and a
+// seeded deployment draws the bits `ldpgraph eval --edges` draws. Null
+// without a seed: secure words are independent whatever came before, so
+// the node's one secure source serves every attribute.
+std::unique_ptr<RandomSource> NodeEdgeRandomSource(
+    std::optional<uint64_t> seed, uint32_t node);
+
 // SIMULATION ONLY (ldpgraph-agent --malicious): the attacker of a simulated
 // data poisoning (common/attacks/poisoning.h) and the nodes of a shard it
 // controls. Those nodes answer feature and label questions as the
@@ -183,13 +192,16 @@ class NodeAgent {
   // adversary (simulation only, see SimulatedAttack): set for a node the
   // attacker controls, whose feature and label answers it crafts;
   // edge_adversary (fake-edges): set for such a node too, whose edge
-  // randomized response and Blink answers it crafts.
+  // randomized response and Blink answers it crafts. edge_rng, if set, is
+  // the stream of the edge answers (NodeEdgeRandomSource); else they draw
+  // from rng too.
   static absl::StatusOr<std::unique_ptr<NodeAgent>> Create(
       NodeRecord record, const AgentPolicy& policy,
       std::unique_ptr<RandomSource> rng,
       std::shared_ptr<const poisoning::Adversary> adversary = nullptr,
       std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary =
-          nullptr);
+          nullptr,
+      std::unique_ptr<RandomSource> edge_rng = nullptr);
   // The same with a policy shared by many agents (not null): its caps are
   // shared, not copied (AgentShard::Create gives one to all its nodes).
   static absl::StatusOr<std::unique_ptr<NodeAgent>> Create(
@@ -197,7 +209,8 @@ class NodeAgent {
       std::unique_ptr<RandomSource> rng,
       std::shared_ptr<const poisoning::Adversary> adversary = nullptr,
       std::shared_ptr<const poisoning::EdgeAdversary> edge_adversary =
-          nullptr);
+          nullptr,
+      std::unique_ptr<RandomSource> edge_rng = nullptr);
 
   // Answers task for this node (the caller routes: task.node_ids is not
   // consulted). Not for neighbour substitution (FAILED_PRECONDITION: see
@@ -282,8 +295,9 @@ class NodeAgent {
   // PrivacyBudget::Restore: no caps checked, idempotent). DATA_LOSS if
   // answer is not a serialised v1::Report body of key's attribute;
   // ALREADY_EXISTS for a different answer to a question already in the memo.
-  // draws is the row's MemoRow::draws: a seeded node's source is advanced
-  // to it (see CountedRandom), so that its next fresh answer draws what it
+  // draws is the row's MemoRow::draws: a seeded node's source (of key's
+  // attribute: the edge stream for edges) is advanced to it (see
+  // CountedRandom), so that its next fresh answer draws what it
   // would have drawn had this process answered the restored questions
   // itself. For startup only: not concurrent with answering.
   absl::Status Restore(const QueryKey& key, const std::string& answer,
@@ -304,12 +318,21 @@ class NodeAgent {
   NodeAgent(NodeRecord record, uint8_t allowed,
             std::unique_ptr<PrivacyBudget> budget,
             std::unique_ptr<RandomSource> rng,
+            std::unique_ptr<RandomSource> edge_rng,
             std::unique_ptr<const Attackers> attackers)
       : record_(std::move(record)),
         allowed_(allowed),
         budget_(std::move(budget)),
         rng_(std::move(rng)),
+        edge_rng_(edge_rng == nullptr
+                      ? nullptr
+                      : std::make_unique<CountedRandom>(std::move(edge_rng))),
         attackers_(std::move(attackers)) {}
+
+  // The stream an answer about attribute draws from.
+  CountedRandom& StreamOf(absl::string_view attribute) {
+    return edge_rng_ != nullptr && attribute == "edges" ? *edge_rng_ : rng_;
+  }
 
   const poisoning::Adversary* adversary() const {
     return attackers_ == nullptr ? nullptr : attackers_->adversary.get();
@@ -346,6 +369,8 @@ class NodeAgent {
   const uint8_t allowed_;
   const std::unique_ptr<PrivacyBudget> budget_;
   CountedRandom rng_;  // used under budget_'s lock
+  // The edge answers' stream; null: rng_ (both used under budget_'s lock).
+  const std::unique_ptr<CountedRandom> edge_rng_;
   // Simulation only: set for a malicious node; else null.
   const std::unique_ptr<const Attackers> attackers_;
 };
@@ -398,7 +423,8 @@ struct ShardCounters {
 // between tasks.
 class AgentShard {
  public:
-  // Builds one NodeAgent per record (NodeRandomSource(seed, node) each),
+  // Builds one NodeAgent per record (NodeRandomSource(seed, node) and
+  // NodeEdgeRandomSource(seed, node) each),
   // opens <state_dir>/agent.db (AgentStateStore::Open, creating the
   // directory if missing) and restores every stored answer of the shard's
   // nodes into their budgets before anything else. Loads each node's key

@@ -137,7 +137,9 @@ std::unique_ptr<NodeAgent> MakeAgent(uint32_t node, const AgentPolicy& policy,
                                      std::optional<uint64_t> seed = 7) {
   auto rng = NodeRandomSource(seed, node);
   EXPECT_TRUE(rng.ok()) << rng.status();
-  auto agent = NodeAgent::Create(Record(node), policy, std::move(*rng));
+  auto agent = NodeAgent::Create(Record(node), policy, std::move(*rng),
+                                 nullptr, nullptr,
+                                 NodeEdgeRandomSource(seed, node));
   EXPECT_TRUE(agent.ok()) << agent.status();
   return std::move(*agent);
 }
@@ -447,11 +449,11 @@ TEST(NodeAgentBlinkTest, AnsweredFromTheNodesStreamThenFromTheMemo) {
   EXPECT_DOUBLE_EQ(agent->budget().spent("edges"), 2.0);
 
   // Exactly BlinkClient::Report on the node's true neighbours, drawn from
-  // the node's seeded stream.
+  // the node's seeded edge stream.
   auto blink = edges::BlinkClient::Create({.epsilon = 2.0, .delta = 0.25},
                                           kNodes);
   ASSERT_TRUE(blink.ok()) << blink.status();
-  SeededRandomForTesting rng(NodeNoiseSeed(kSeed, kNode));
+  SeededRandomForTesting rng(NodeNoiseSeed(EdgeStreamSeed(kSeed), kNode));
   auto direct = (*blink)->Report(kNode, Record(kNode).neighbours, rng);
   ASSERT_TRUE(direct.ok()) << direct.status();
   const v1::EdgeReport& e = first.report.edges();
@@ -505,8 +507,11 @@ TEST(NodeAgentTest, SeededAnswersEqualPerturbingDirectly) {
   auto agent = MakeAgent(kNode, Policy(), kSeed);
   auto twin = MakeAgent(kNode, Policy(), kSeed);
 
-  // The same stream, drawn in the same order: features, label, edges.
+  // The record stream, drawn in order: features, label; the edge stream
+  // (EdgeStreamSeed) for the edges, which the agents answer first: an
+  // edges campaign leaves the features' and the label's noise as it was.
   SeededRandomForTesting rng(NodeNoiseSeed(kSeed, kNode));
+  SeededRandomForTesting edge_rng(NodeNoiseSeed(EdgeStreamSeed(kSeed), kNode));
   const v1::Task features = FeatureTask("c", 1.0);
   auto spec = wire::FromWireFeatureSpec(features.spec());
   ASSERT_TRUE(spec.ok());
@@ -520,10 +525,11 @@ TEST(NodeAgentTest, SeededAnswersEqualPerturbingDirectly) {
   ASSERT_TRUE(label.ok());
   auto edge_rr = EdgeRandomizedResponse::Create(0.5, kNodes);
   ASSERT_TRUE(edge_rr.ok());
-  auto edges = (*edge_rr)->Perturb(kNode, record.neighbours, rng);
+  auto edges = (*edge_rr)->Perturb(kNode, record.neighbours, edge_rng);
   ASSERT_TRUE(edges.ok());
 
   for (NodeAgent* a : {agent.get(), twin.get()}) {
+    NodeAgent::Response e = MustRespond(*a, EdgeTask("c", 0.5));
     NodeAgent::Response f = MustRespond(*a, features);
     ASSERT_TRUE(f.report.has_features());
     EXPECT_EQ(f.report.features().SerializeAsString(),
@@ -531,7 +537,6 @@ TEST(NodeAgentTest, SeededAnswersEqualPerturbingDirectly) {
     NodeAgent::Response l = MustRespond(*a, LabelTask("c", 2.0));
     ASSERT_TRUE(l.report.has_label());
     EXPECT_EQ(l.report.label().label(), static_cast<uint32_t>(*label));
-    NodeAgent::Response e = MustRespond(*a, EdgeTask("c", 0.5));
     ASSERT_TRUE(e.report.has_edges());
     EXPECT_EQ(std::vector<uint32_t>(e.report.edges().neighbours().begin(),
                                     e.report.edges().neighbours().end()),
@@ -749,14 +754,16 @@ TEST(AgentShardTest, ARestartedShardRemembersEveryAnswerEvenWithAnotherSeed) {
 }
 
 // A seeded shard restarted between two questions continues each node's
-// stream where it stopped: its next fresh answers are exactly those of a
-// shard that never restarted (not the stream's first words again, which
-// would tie, say, a node's label answer to the draws of its features).
+// streams where they stopped (the record stream, and the edge stream for
+// edges questions): its next fresh answers are exactly those of a shard
+// that never restarted (not a stream's first words again, which would tie,
+// say, a node's label answer to the draws of its features).
 TEST(AgentShardTest, ARestartedSeededShardContinuesEachNodesStream) {
   const std::vector<uint32_t> all = {0, 2, 5, 7};
-  const std::vector<v1::Task> tasks = {FeatureTask("c1", 1.0, all),
-                                       LabelTask("c2", 2.0, all),
-                                       FeatureTask("c3", 0.5, all)};
+  const std::vector<v1::Task> tasks = {
+      FeatureTask("c1", 1.0, all), EdgeTask("c2", 1.0, all),
+      LabelTask("c3", 2.0, all), EdgeTask("c4", 0.5, all),
+      FeatureTask("c5", 0.5, all)};
   std::vector<std::vector<std::string>> straight;
   {
     TempFolder tmp(TempFolder::kLeaveMissing);
@@ -785,7 +792,7 @@ TEST(AgentShardTest, ARestartedSeededShardContinuesEachNodesStream) {
                   })
                   .ok());
   for (uint32_t v : all) {
-    ASSERT_EQ(draws[v].size(), 3u);
+    ASSERT_EQ(draws[v].size(), tasks.size());
     for (uint64_t d : draws[v]) EXPECT_GT(d, 0u) << "node " << v;
   }
 }
@@ -1483,14 +1490,14 @@ TEST(SimulatedAttackTest, FakeEdgesNodesCraftTheirEdgeReports) {
   EXPECT_EQ(Body(ra.reports[0]), Body(rb.reports[0]));  // honest node 0
   auto rr = EdgeRandomizedResponse::Create(1.0, kNodes);
   ASSERT_TRUE(rr.ok()) << rr.status();
-  SeededRandomForTesting stream(NodeNoiseSeed(kSeed, 5));
+  SeededRandomForTesting stream(NodeNoiseSeed(EdgeStreamSeed(kSeed), 5));
   auto crafted = attack.edge_adversary->CraftRrReport(**rr, 5, stream);
   ASSERT_TRUE(crafted.ok()) << crafted.status();
   const v1::EdgeReport& e = ra.reports[1].edges();
   EXPECT_EQ(std::vector<uint32_t>(e.neighbours().begin(), e.neighbours().end()),
             *crafted);
   EXPECT_TRUE(wire::ValidateEdgeReport(e, rr_task.spec(), 5).ok());
-  // Blink, next in the node's stream: the claimed degree n - 2.
+  // Blink, next in the node's edge stream: the claimed degree n - 2.
   const v1::Task blink_task =
       MakeTask("c2", v1::ATTRIBUTE_EDGES, BlinkSpec(2.0, 0.25), {5});
   const ShardResponse rblink = MustRespondAll(**a, blink_task);

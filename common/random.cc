@@ -53,6 +53,10 @@ uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node) {
   return mix(s + 0x9e3779b97f4a7c15ULL * (uint64_t{node} + 1));
 }
 
+uint64_t EdgeStreamSeed(uint64_t seed) {
+  return SeedMix(seed ^ 0x6564676573763031ULL);  // "edgesv01"
+}
+
 uint64_t RandomSource::UniformInt(uint64_t n) {
   // Lemire's nearly-divisionless method: multiply, reject the biased sliver.
   unsigned __int128 m = static_cast<unsigned __int128>(Next64()) * n;

@@ -207,6 +207,17 @@ using PublicRandom = SeededRandomForTesting;
 // same streams, so a simulated deployment and `ldpgraph eval` agree.
 uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node);
 
+// The seed of the edge answers' streams beside the streams of seed:
+//   EdgeStreamSeed = mix'(seed ^ 0x6564676573763031)   ("edgesv01")
+// with mix' one splitmix64 step (common/seed_mix.h SeedMix). A seeded agent
+// draws node's edge answers (randomized response, Blink, the fake-edges
+// attacker's) from SeededRandomForTesting(NodeNoiseSeed(EdgeStreamSeed(S),
+// node)), its features and label from NodeNoiseSeed(S, node): asking for
+// the graph first leaves the features' noise as it was, and the pipeline's
+// seeded edges campaign (server/pipeline/private_edges.h) draws from the
+// same edge streams.
+uint64_t EdgeStreamSeed(uint64_t seed);
+
 // The warning tools print when a seeded generator replaces the secure one.
 inline constexpr absl::string_view kSeededWarning =
     "WARNING: seeded random generator in use: reproducible, for tests and "

@@ -23,6 +23,8 @@
 #include "server/curator/detail_lists.h"
 #include "server/embedding/release.h"
 #include "server/pipeline/baselines.h"
+#include "server/pipeline/edge_screen.h"
+#include "server/pipeline/private_edges.h"
 #include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"
 
@@ -60,6 +62,80 @@ absl::Status SyncFile(const std::string& path, const std::string& dir) {
     ::close(fd);
   }
   return absl::OkStatus();
+}
+
+// The edge-consistency screen (server/pipeline/edge_screen.h) over an
+// randomized response or Blink campaign's reports at level alpha, as
+// `ldpgraph eval --defence edge-consistency` screens the simulated ones
+// (pipeline::BuildPrivateEdges): the public p (and eps_d for Blink) from
+// the campaign's spec, the nodes without a report no evidence. A flagged
+// node is then treated as one that did not report: its report is removed
+// from *reports and, for randomized response, every entry naming it from
+// the others' (a distrusted node is isolated; Blink's estimate filters the
+// lists to the reporters itself). FAILED_PRECONDITION for a substitution
+// campaign (its lists are not bits the screen has a law for).
+absl::StatusOr<pipeline::EdgeScreenResult> ScreenGraphReports(
+    const v1::Campaign& campaign, const wire::CompiledSpec& spec, uint32_t n,
+    double alpha, std::vector<std::pair<uint32_t, v1::Report>>* reports) {
+  const v1::MechanismKind kind = campaign.spec().kind();
+  pipeline::PrivateEdgesConfig pc;
+  pc.epsilon = campaign.spec().epsilon();
+  if (kind == v1::MECHANISM_KIND_EDGE_RR) {
+    pc.kind = pipeline::EdgeMechanism::kRr;
+  } else if (kind == v1::MECHANISM_KIND_EDGE_BLINK && spec.blink() != nullptr) {
+    pc.kind = pipeline::EdgeMechanism::kBlink;
+    pc.blink_delta = spec.blink()->params().delta;
+  } else {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "defence edge-consistency screens randomized response or Blink edge "
+        "reports; campaign ", campaign.id(), " is ",
+        wire::kMechanismKindNames.Name(kind)));
+  }
+  pipeline::EdgeScreenParams sp;
+  sp.nodes = n;
+  sp.flip_probability = pc.flip_probability();
+  sp.alpha = alpha;
+  if (pc.kind == pipeline::EdgeMechanism::kBlink) {
+    sp.degree_epsilon = pc.blink_delta * pc.epsilon;
+  }
+  pipeline::EdgeReports er;
+  er.neighbours.resize(n);
+  er.reported.assign(n, false);
+  if (sp.degree_epsilon) er.noisy_degrees.assign(n, 0.0);
+  for (const auto& [v, report] : *reports) {
+    if (v >= n) continue;
+    er.reported[v] = true;
+    er.neighbours[v].assign(report.edges().neighbours().begin(),
+                            report.edges().neighbours().end());
+    if (sp.degree_epsilon) er.noisy_degrees[v] = report.edges().noisy_degree();
+  }
+  absl::StatusOr<pipeline::EdgeScreenResult> screen =
+      pipeline::ScreenEdgeReports(sp, er);
+  if (!screen.ok()) {
+    return absl::Status(screen.status().code(),
+                        absl::StrCat("campaign ", campaign.id(),
+                                     ": edge-consistency: ",
+                                     screen.status().message()));
+  }
+  er = {};
+  std::vector<bool> flagged(n, false);
+  for (uint32_t v : screen->flagged) flagged[v] = true;
+  if (!screen->flagged.empty()) {
+    std::erase_if(*reports, [&](const auto& r) {
+      return r.first < n && flagged[r.first];
+    });
+    if (pc.kind == pipeline::EdgeMechanism::kRr) {
+      for (auto& [v, report] : *reports) {
+        auto* list = report.mutable_edges()->mutable_neighbours();
+        list->erase(std::remove_if(list->begin(), list->end(),
+                                   [&](uint32_t u) {
+                                     return u < n && flagged[u];
+                                   }),
+                    list->end());
+      }
+    }
+  }
+  return screen;
 }
 
 // A request's blink_variant for a graph campaign of `kind` (the campaign's
@@ -201,20 +277,13 @@ absl::StatusOr<std::optional<double>> RequestScreen(
                                : pipeline::kDefaultScreenAlpha;
 }
 
-// An evaluate request's defences: robust is applied, screen asserts that
-// the input was screened (EvaluateRequest.defence); edge-consistency is no
-// stage's.
+// An evaluate request's defences (EvaluateRequest.defence): robust and
+// edge-consistency are applied, screen asserts that the input was screened.
 absl::StatusOr<pipeline::Defences> RequestEvaluateDefences(
     const v1::EvaluateRequest& q) {
   pipeline::Defences defences;
   if (!q.defence().empty()) {
     ASSIGN_OR_RETURN(defences, pipeline::ParseDefences(q.defence(), "defence"));
-  }
-  if (defences.edge_consistency) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the curator's stages do not apply edge-consistency; evaluate applies "
-        "robust (and screen is the estimate's), got defence '",
-        q.defence(), "'"));
   }
   return defences;
 }
@@ -335,6 +404,14 @@ absl::StatusOr<SparseRows> Stages::EstimateRows(
 absl::StatusOr<Graph> Stages::AssembledGraph(
     absl::string_view campaign_id, absl::string_view blink_variant,
     nlohmann::json* details) const {
+  return AssembledGraph(campaign_id, blink_variant, std::nullopt, details,
+                        nullptr);
+}
+
+absl::StatusOr<Graph> Stages::AssembledGraph(
+    absl::string_view campaign_id, absl::string_view blink_variant,
+    std::optional<double> edge_screen_alpha, nlohmann::json* details,
+    std::vector<uint32_t>* flagged) const {
   ASSIGN_OR_RETURN(v1::Campaign campaign,
                    curator_->campaigns().Get(campaign_id));
   const v1::MechanismKind kind = campaign.spec().kind();
@@ -359,11 +436,19 @@ absl::StatusOr<Graph> Stages::AssembledGraph(
   nlohmann::json& d = details != nullptr ? *details : ignored;
   d["graph"] = std::string(campaign_id);
   d["graph_epsilon"] = campaign.spec().epsilon();
+  // The campaign's parameters, as compiled when it was created.
+  ASSIGN_OR_RETURN(std::shared_ptr<const wire::CompiledSpec> spec,
+                   curator_->campaigns().Spec(campaign_id));
+  if (edge_screen_alpha) {
+    ASSIGN_OR_RETURN(pipeline::EdgeScreenResult screen,
+                     ScreenGraphReports(campaign, *spec, n,
+                                        *edge_screen_alpha, &reports));
+    d["graph_defence"] = "edge-consistency";
+    d["graph_screen"] = pipeline::EdgeScreenToJson(screen);
+    if (flagged != nullptr) *flagged = std::move(screen.flagged);
+  }
   if (kind == v1::MECHANISM_KIND_EDGE_BLINK) {
     d["graph_mechanism"] = std::string(wire::kMechanismKindNames.Name(kind));
-    // The campaign's Blink parameters, as compiled when it was created.
-    ASSIGN_OR_RETURN(std::shared_ptr<const wire::CompiledSpec> spec,
-                     curator_->campaigns().Spec(campaign_id));
     return BlinkGraph(campaign, spec->blink()->params(), n, reports, variant,
                       &d);
   }
@@ -388,8 +473,14 @@ absl::StatusOr<Graph> Stages::AssembledGraph(
 
 absl::StatusOr<Stages::StageGraph> Stages::GraphFor(
     const std::string& campaign_id, const std::string& blink_variant,
-    nlohmann::json* details) const {
+    nlohmann::json* details, bool edge_consistency) const {
   StageGraph out;
+  if (campaign_id.empty() && edge_consistency) {
+    return absl::InvalidArgumentError(
+        "defence edge-consistency screens the edge reports of a graph "
+        "campaign: give graph_campaign_id, a randomized response or Blink "
+        "edges campaign (ldpctl pipeline evaluate --graph-campaign ID)");
+  }
   if (campaign_id.empty()) {
     RETURN_IF_ERROR(RequestBlinkVariant(blink_variant,
                                         v1::MECHANISM_KIND_UNSPECIFIED)
@@ -405,7 +496,13 @@ absl::StatusOr<Stages::StageGraph> Stages::GraphFor(
     (*details)["graph_edges"] = data_->graph.num_edges();
     return out;
   }
-  ASSIGN_OR_RETURN(Graph g, AssembledGraph(campaign_id, blink_variant, details));
+  ASSIGN_OR_RETURN(
+      Graph g,
+      AssembledGraph(campaign_id, blink_variant,
+                     edge_consistency ? std::optional<double>(
+                                            pipeline::kDefaultEdgeScreenAlpha)
+                                      : std::nullopt,
+                     details, &out.flagged));
   (*details)["graph_edges"] = g.num_edges();
   out.assembled = std::move(g);
   return out;
@@ -614,8 +711,9 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
         "classes)");
   }
   nlohmann::json graph_details = nlohmann::json::object();
-  ASSIGN_OR_RETURN(StageGraph sg, GraphFor(q.graph_campaign_id(),
-                                           q.blink_variant(), &graph_details));
+  ASSIGN_OR_RETURN(StageGraph sg,
+                   GraphFor(q.graph_campaign_id(), q.blink_variant(),
+                            &graph_details, defences.edge_consistency));
   // The curator's public data with the stage's graph: a copy only when the
   // graph is an assembled one.
   std::optional<Dataset> with_graph;
@@ -686,6 +784,15 @@ absl::StatusOr<v1::StageResult> Stages::Evaluate(const v1::EvaluateRequest& q) {
     // The nodes the estimate's screen flagged are not trusted.
     ASSIGN_OR_RETURN(collected.untrusted,
                      FlaggedNodes(estimate, IdListFile(estimate)));
+  }
+  // Nor, with their labels, the nodes the edge screen caught (as ldpgraph
+  // eval's RunOverrides::untrusted).
+  if (!sg.flagged.empty()) {
+    std::vector<uint32_t> both;
+    std::set_union(collected.untrusted.begin(), collected.untrusted.end(),
+                   sg.flagged.begin(), sg.flagged.end(),
+                   std::back_inserter(both));
+    collected.untrusted = std::move(both);
   }
   pipeline::ResolveDatasetSettings(public_data.meta, &c);
   ASSIGN_OR_RETURN(pipeline::RunResult run,

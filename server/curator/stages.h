@@ -43,6 +43,18 @@
 // whose edges are private (ldpgraph-curator --private-edges) holds none:
 // there, a stage without graph_campaign_id is FAILED_PRECONDITION.
 //
+// The edge-consistency defence (EvaluateRequest.defence "edge-consistency",
+// randomized response and Blink campaigns): before the graph is assembled
+// its reports are screened (server/pipeline/edge_screen.h, at the default
+// level 1e-3), and a flagged node is treated as one that did not report
+// (randomized response: its row and every bit about it dropped; Blink:
+// left out of the estimate), and evaluate leaves it out of training and
+// validation: what `ldpgraph eval --edges rr|blink --defence
+// edge-consistency` does with the simulated reports, so a seeded
+// deployment equals it. The details add "graph_defence" and
+// "graph_screen" (pipeline::EdgeScreenToJson; its "flagged" list cut as
+// every id list is).
+//
 // Releases (SE-PrivGEmb, DPNE; server/embedding/release.h) are the one
 // stage whose output leaves the curator with a central-DP guarantee. Each
 // graph (the curator's, or an edges campaign's assembled graph) has a
@@ -181,6 +193,16 @@ class Stages {
   absl::StatusOr<Graph> AssembledGraph(absl::string_view campaign_id,
                                        absl::string_view blink_variant = "",
                                        nlohmann::json* details = nullptr) const;
+  // The same, the reports screened first when edge_screen_alpha is set
+  // (defence edge-consistency at that level; see the file comment): the
+  // flagged nodes, ascending, into *flagged (if given), the screen's
+  // figures into details ("graph_defence", "graph_screen"). A substitution
+  // campaign is then FAILED_PRECONDITION.
+  absl::StatusOr<Graph> AssembledGraph(absl::string_view campaign_id,
+                                       absl::string_view blink_variant,
+                                       std::optional<double> edge_screen_alpha,
+                                       nlohmann::json* details,
+                                       std::vector<uint32_t>* flagged) const;
 
  private:
   // Stores r with details (their id lists cut, the whole lists into the
@@ -201,15 +223,18 @@ class Stages {
 
   // The graph a stage runs on (see the file comment), and its description
   // into details. blink_variant set without a Blink campaign:
-  // INVALID_ARGUMENT.
+  // INVALID_ARGUMENT. edge_consistency: the campaign's reports screened
+  // first (at the default level), INVALID_ARGUMENT without a campaign.
   struct StageGraph {
     std::optional<Graph> assembled;  // set: the stage's graph
     const Graph* curators = nullptr;  // else this one
+    std::vector<uint32_t> flagged;  // the edge screen's, ascending
     const Graph& get() const { return assembled ? *assembled : *curators; }
   };
   absl::StatusOr<StageGraph> GraphFor(const std::string& campaign_id,
                                       const std::string& blink_variant,
-                                      nlohmann::json* details) const;
+                                      nlohmann::json* details,
+                                      bool edge_consistency = false) const;
 
   // One graph's ledger: its release ids and their composed curve.
   struct GraphLedger {

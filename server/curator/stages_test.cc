@@ -25,6 +25,7 @@
 #include "common/dp/rdp_accountant.h"
 #include "server/curator/credentials.h"
 #include "server/curator/detail_lists.h"
+#include "server/pipeline/edges_config.h"
 
 namespace ldpgraph::curator {
 namespace {
@@ -339,10 +340,12 @@ TEST_F(StagesScreenTest, BadEvaluateDefencesAreRefused) {
   EXPECT_THAT(filter.status().message(), HasSubstr("'filter'"));
   auto twice = EvaluateDetails(plain->id(), "robust,robust");
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  // edge-consistency screens a graph campaign's reports: none is given.
   auto edges = EvaluateDetails(plain->id(), "robust,edge-consistency");
   EXPECT_EQ(edges.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(edges.status().message(),
-              HasSubstr("the curator's stages do not apply edge-consistency"));
+              HasSubstr("defence edge-consistency screens the edge reports of "
+                        "a graph campaign"));
   v1::EvaluateRequest link;
   link.set_input(plain->id());
   link.set_pipeline_method(v1::PIPELINE_METHOD_PRIVGE);
@@ -714,6 +717,67 @@ TEST_F(StagesBlinkTest, AForgedDegreeIsRejectedAtIngest) {
   nlohmann::json details;
   ASSERT_TRUE(stages_->AssembledGraph("c1", "", &details).ok());
   EXPECT_EQ(details["graph_nonreporters"], kFirstReporter);
+}
+
+// --defence edge-consistency on a Blink graph: node 0 (which had not
+// reported) sends a forged report, every other node claimed at Blink's
+// noisy degree of a node with two neighbours. The screen flags it (its
+// bits and degree disagree by far more than the bound), the graph is then
+// exactly the graph without its report (a flagged node is a non-reporter),
+// without the screen it is not, and evaluate leaves node 0 out of training
+// and validation.
+TEST_F(StagesBlinkTest, EdgeConsistencyTreatsAFlaggedNodeAsANonReporter) {
+  auto before = stages_->AssembledGraph("c1");
+  ASSERT_TRUE(before.ok()) << before.status();
+  auto client = edges::BlinkClient::Create({.epsilon = kEps, .delta = kDelta},
+                                           kN);
+  ASSERT_TRUE(client.ok());
+  SeededRandomForTesting rng(11);
+  auto honest = (*client)->Report(0, truth_.neighbors(0), rng);
+  ASSERT_TRUE(honest.ok());
+  v1::ReportBatch batch;
+  v1::Report* b = batch.add_reports();
+  b->set_campaign_id("c1");
+  b->set_node_id(0);
+  for (uint32_t u = 1; u < kN; ++u) b->mutable_edges()->add_neighbours(u);
+  b->mutable_edges()->set_noisy_degree(honest->noisy_degree);
+  auto ack = requests::Ingest(curator_->agents(), *session_, batch);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  ASSERT_EQ(ack->results(0).code(), 0) << ack->results(0).message();
+
+  auto forged = stages_->AssembledGraph("c1");
+  ASSERT_TRUE(forged.ok()) << forged.status();
+  EXPECT_GT(forged->degree(0), 0u);  // unscreened, the forgery is in
+  nlohmann::json details;
+  std::vector<uint32_t> flagged;
+  auto screened = stages_->AssembledGraph(
+      "c1", "", pipeline::kDefaultEdgeScreenAlpha, &details, &flagged);
+  ASSERT_TRUE(screened.ok()) << screened.status();
+  EXPECT_EQ(flagged, std::vector<uint32_t>({0}));
+  EXPECT_EQ(screened->Edges(), before->Edges());
+  EXPECT_EQ(details["graph_defence"], "edge-consistency");
+  EXPECT_EQ(details["graph_screen"]["reporters"], kN - kFirstReporter + 1);
+  EXPECT_EQ(details["graph_screen"]["degree"]["flagged_nodes"], 1);
+  EXPECT_EQ(details["graph_nonreporters"], kFirstReporter);
+
+  v1::EvaluateRequest q;
+  q.set_input(estimate_);
+  q.set_pipeline_task(v1::PIPELINE_TASK_NODE);
+  q.set_pipeline_method(v1::PIPELINE_METHOD_LPGNN);
+  q.set_graph_campaign_id("c1");
+  q.set_seed(1);
+  q.set_defence("edge-consistency");
+  auto evaluated = stages_->Evaluate(q);
+  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+  const auto ed = nlohmann::json::parse(evaluated->details_json());
+  EXPECT_EQ(ed["untrusted_nodes"], 1);
+  EXPECT_EQ(ed["graph_screen"]["flagged"], nlohmann::json::array({0}));
+  EXPECT_EQ(ed["graph_edges"], before->num_edges());
+  // It screens a graph campaign's reports, nothing else.
+  q.clear_graph_campaign_id();
+  auto without = stages_->Evaluate(q);
+  EXPECT_EQ(without.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(without.status().message(), HasSubstr("give graph_campaign_id"));
 }
 
 }  // namespace

@@ -9,8 +9,9 @@
 // drawn from a seed (PublicRandom), never from the privacy noise.
 //
 // Seeded runs: an agent given --seed draws each node's answers in turn from
-// one stream (NodeNoiseSeed). Each memo row stores how far the node's
-// stream had gone (MemoRow::draws, client/agent_state.h), and a restarted
+// its streams (NodeNoiseSeed; the edge answers from their own,
+// client/agent.h NodeEdgeRandomSource). Each memo row stores how far the
+// answer's stream had gone (MemoRow::draws, client/agent_state.h), and a restarted
 // host advances each node's stream to it, so a node that answers after a
 // restart draws exactly what it would have drawn without one: a seeded run
 // with churn equals the run without it, and `ldpgraph eval`.

@@ -224,14 +224,17 @@ go. Each stage records a result (r1, r2, ...) that `results` lists and
                   releases read no weights)
   --seed S        seed of the split and model initialisation (default 1)
   --defence D[,D] the curator's defences against poisoned reports, a comma
-                  list of none, screen, robust (default none). screen: the
-                  estimate screens the feature reports' sampled dimensions
-                  (--screen-alpha A, default 1e-3) and the nodes it flags
-                  are left out of training; robust: evaluate (node task)
-                  trains, leaves out the training and validation nodes
-                  whose label the first model contradicts, and trains
-                  again. `pipeline evaluate --defence screen` checks that
-                  its input estimate was screened
+                  list of none, screen, robust, edge-consistency (default
+                  none). screen: the estimate screens the feature reports'
+                  sampled dimensions (--screen-alpha A, default 1e-3) and
+                  the nodes it flags are left out of training; robust:
+                  evaluate (node task) trains, leaves out the training and
+                  validation nodes whose label the first model
+                  contradicts, and trains again; edge-consistency: evaluate
+                  screens the edge reports of --graph-campaign (edge-rr or
+                  edge-blink; level 1e-3) and isolates the nodes it flags.
+                  `pipeline evaluate --defence screen` checks that its
+                  input estimate was screened
 
 Examples:
   ldpctl pipeline run c1

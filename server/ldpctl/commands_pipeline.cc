@@ -59,19 +59,26 @@ void PrintResult(const Output& o, const v1::StageResult& r) {
 
 // --defence and --screen-alpha of `pipeline run`, `estimate` or
 // `evaluate` (sub): the screen goes to the estimate stage, robust to the
-// evaluate stage. INVALID_ARGUMENT naming the flag for a bad list,
-// edge-consistency (no stage applies it), robust for `estimate` alone,
-// --screen-alpha for `evaluate` (the estimate's screen has its level).
+// evaluate stage, edge-consistency to the evaluate stage's graph.
+// INVALID_ARGUMENT naming the flag for a bad list, robust or
+// edge-consistency for `estimate` alone, edge-consistency without
+// --graph-campaign, --screen-alpha for `evaluate` (the estimate's screen
+// has its level).
 absl::StatusOr<pipeline::Defences> PipelineDefences(const CliArgs& a,
                                                     const std::string& sub,
                                                     double* alpha) {
   pipeline::Defences d;
   *alpha = pipeline::kDefaultScreenAlpha;
   RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &d, alpha));
-  if (d.edge_consistency) {
+  if (d.edge_consistency && sub == "estimate") {
     return absl::InvalidArgumentError(
-        "--defence edge-consistency: the curator's stages apply screen "
-        "(estimate) and robust (evaluate), not edge-consistency");
+        "--defence edge-consistency applies to pipeline evaluate and run (the "
+        "evaluate stage screens its graph campaign's edge reports)");
+  }
+  if (d.edge_consistency && !a.Has("graph-campaign")) {
+    return absl::InvalidArgumentError(
+        "--defence edge-consistency screens edge reports: it needs "
+        "--graph-campaign (an edge-rr or edge-blink campaign)");
   }
   if (sub == "estimate" && d.robust) {
     return absl::InvalidArgumentError(

@@ -120,9 +120,12 @@ TEST(LdpctlPipelineDefenceTest, UsageErrorsComeBeforeTheConnection) {
               HasSubstr("--screen-alpha applies to pipeline estimate and run"));
   r = Ldpctl({"pipeline", "run", "c1", "--defence", "edge-consistency"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency: the curator's "
-                               "stages apply screen (estimate) and robust "
-                               "(evaluate)"));
+  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency screens edge "
+                               "reports: it needs --graph-campaign"));
+  r = Ldpctl({"pipeline", "estimate", "c1", "--defence", "edge-consistency"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency applies to "
+                               "pipeline evaluate and run"));
   r = Ldpctl({"pipeline", "run", "c1", "--defence", "filter"});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("got 'filter'"));

@@ -189,11 +189,9 @@ Scenarios (default: off):
                       --label-epsilon, labels) through the same budget; the
                       table and JSON add target_rate, the test nodes of
                       other classes predicted --attack-class. Default: off.
-                      Seeded, equal to `ldpgraph eval` with the same flags
-                      but --edges (the agents' edge answers draw from their
-                      own noise streams, not from those of eval's offline
-                      edges campaign; so does fake-edges, which needs
-                      --edges rr or blink and crafts them)
+                      Seeded, equal to `ldpgraph eval` with the same flags,
+                      --edges rr or blink and fake-edges (which needs them
+                      and crafts them) included
   --attack-class C    the class the attacker wants predicted (default 0)
   --attack-dims R     its target feature dimensions (default 10)
   --attack-edges V    --attack fake-edges: the victims each malicious node

@@ -422,11 +422,10 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     }
     o.baselines.clear();
   }
-  if (o.defences.edge_consistency) {
+  if (o.defences.edge_consistency && o.edges != "rr" && o.edges != "blink") {
     return absl::InvalidArgumentError(
-        "--defence edge-consistency: a deployment's curator applies screen "
-        "(its estimate stage) and robust (its evaluate stage), not "
-        "edge-consistency");
+        "--defence edge-consistency screens edge reports: it needs --edges "
+        "rr or blink");
   }
   return o;
 }

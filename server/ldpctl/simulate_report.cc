@@ -27,6 +27,7 @@
 #include "server/ldpctl/internal/simulation.h"
 #include "server/ldpctl/process.h"
 #include "server/pipeline/config.h"
+#include "server/pipeline/edges_config.h"
 
 namespace ldpgraph::ldpctl::internal {
 namespace {
@@ -71,7 +72,8 @@ void TruncatedLists(const json& object, const std::string& prefix,
 // screen found (its details: "screen", "overreported_dims",
 // "flagged_nodes", "flagged"), and under "robust" what the evaluate
 // stage's robust retraining left out (its details' "robust": "dropped",
-// "dropped_nodes", ...). With an attacker (malicious: its nodes,
+// "dropped_nodes", ...), and under "edge_consistency" what its graph's
+// screen flagged (its details' "graph_screen"). With an attacker (malicious: its nodes,
 // ascending; empty without), how many of its nodes each caught.
 json DefenceJson(const Options& o, const v1::StageResult& estimate,
                  const v1::StageResult& evaluate,
@@ -87,6 +89,17 @@ json DefenceJson(const Options& o, const v1::StageResult& estimate,
       }
     }
     if (o.malicious) CountMalicious(malicious, "flagged", "malicious_flagged", &d);
+  }
+  if (o.defences.edge_consistency) {
+    // The evaluate stage's graph screen (its details' "graph_screen").
+    const json e = json::parse(evaluate.details_json(), nullptr, false);
+    if (e.is_object() && e.contains("graph_screen")) {
+      d["edge_consistency"] = e["graph_screen"];
+      if (o.malicious) {
+        CountMalicious(malicious, "flagged", "malicious_flagged",
+                       &d["edge_consistency"]);
+      }
+    }
   }
   if (o.defences.robust) {
     const json e = json::parse(evaluate.details_json(), nullptr, false);
@@ -122,6 +135,18 @@ std::string DefenceRow(const json& d) {
       }
       parts.push_back(row);
     }
+  }
+  if (d.contains("edge_consistency")) {
+    const json& e = d["edge_consistency"];
+    std::string row = absl::StrFormat(
+        "edge consistency (alpha %g): %u nodes isolated",
+        e.value("alpha", 0.0), e.value("flagged_nodes", 0u));
+    if (e.contains("malicious_flagged")) {
+      absl::StrAppendFormat(&row, ", %u of the %u malicious nodes caught",
+                            e["malicious_flagged"].get<uint32_t>(),
+                            e["malicious"].get<uint32_t>());
+    }
+    parts.push_back(row);
   }
   if (d.contains("robust")) {
     const json& r = d["robust"];
@@ -277,6 +302,21 @@ absl::StatusOr<json> Simulation::Results(
   j["dataset"] = data_.meta.name;
   j["seed"] = eval_seed;
   j["parameters"] = pipeline::ConfigToJson(config_);
+  if (o_.edges == "rr" || o_.edges == "blink") {
+    // The edges campaign's settings, as ldpgraph eval --edges records them.
+    pipeline::PrivateEdgesConfig pc;
+    pc.kind = o_.edges == "rr" ? pipeline::EdgeMechanism::kRr
+                               : pipeline::EdgeMechanism::kBlink;
+    pc.epsilon = o_.edge_epsilon;
+    pc.blink_delta = o_.blink_delta;
+    pc.blink_variant = o_.blink_variant;
+    pc.edge_consistency = o_.defences.edge_consistency;
+    json e = pipeline::PrivateEdgesConfigToJson(pc);
+    if (o_.attack_kind == poisoning::AttackKind::kFakeEdges) {
+      e["attack_edges"] = o_.attack_edges;
+    }
+    j["parameters"]["edges"] = std::move(e);
+  }
   j["noise_source"] = o_.seed ? "seeded-not-private" : "secure";
   j["per_run"] = json::array({run});
   // The evaluate stage's baselines (--baselines), as ldpgraph eval

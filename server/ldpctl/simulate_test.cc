@@ -136,12 +136,11 @@ TEST_F(SimulateTest, DefenceFlagsAreChecked) {
   EXPECT_THAT(r.err, HasSubstr("--defence: defence must be a comma list of "
                                "none, screen, robust, edge-consistency, got "
                                "'filter'"));
-  // The deployment's stages apply screen and robust only.
+  // edge-consistency screens edge reports: the curator's own graph has none.
   r = Simulate({"--nodes", "400", "--defence", "robust,edge-consistency"});
   EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency: a deployment's "
-                               "curator applies screen (its estimate stage) "
-                               "and robust (its evaluate stage)"));
+  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency screens edge "
+                               "reports: it needs --edges rr or blink"));
   r = Simulate({"--nodes", "400", "--screen-alpha", "0.01"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_THAT(r.err, HasSubstr("--screen-alpha needs --defence screen"));

@@ -88,11 +88,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/dp/tails.h"
+#include "server/pipeline/edges_config.h"
 
 namespace ldpgraph::pipeline {
-
-// The default level alpha of the edge-consistency screen.
-inline constexpr double kDefaultEdgeScreenAlpha = 1e-3;
 
 // The screen's public parameters.
 struct EdgeScreenParams {

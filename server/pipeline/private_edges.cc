@@ -10,15 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "common/edges/substitution.h"
 #include "common/mechanisms/edge_rr.h"
-#include "common/seed_mix.h"
 #include "common/status_macros.h"
 #include "server/pipeline/pipeline.h"
 
 namespace ldpgraph::pipeline {
 namespace {
-
-// Tags the edge streams apart from the feature and label streams.
-constexpr uint64_t kEdgeTag = 0x6564676573763031ULL;  // "edgesv01"
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -146,37 +142,8 @@ absl::StatusOr<Graph> EstimateBlink(const PrivateEdgesConfig& c, uint32_t n,
 
 }  // namespace
 
-absl::Status PrivateEdgesConfig::Validate() const {
-  if (!(epsilon > 0) || !std::isfinite(epsilon)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "edge epsilon must be finite and > 0, got ", epsilon));
-  }
-  if (kind == EdgeMechanism::kBlink) {
-    RETURN_IF_ERROR(
-        (edges::BlinkParams{.epsilon = epsilon, .delta = blink_delta}
-             .Validate()));
-    if (blink_iterations < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "blink iterations must be >= 1, got ", blink_iterations));
-    }
-  }
-  if (edge_consistency && !(screen_alpha > 0 && screen_alpha < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "edge screen alpha must be in (0, 1), got ", screen_alpha));
-  }
-  return absl::OkStatus();
-}
-
-double PrivateEdgesConfig::adjacency_epsilon() const {
-  return kind == EdgeMechanism::kRr ? epsilon : (1.0 - blink_delta) * epsilon;
-}
-
-double PrivateEdgesConfig::flip_probability() const {
-  return 1.0 / (1.0 + std::exp(adjacency_epsilon()));
-}
-
 uint64_t EdgeNoiseSeed(uint64_t seed, int run) {
-  return SeedMix(NoiseSeed(seed, run) ^ kEdgeTag);
+  return EdgeStreamSeed(NoiseSeed(seed, run));
 }
 
 double ExpectedReportedPairs(uint32_t nodes, const PrivateEdgesConfig& c) {
@@ -266,22 +233,6 @@ absl::StatusOr<PrivateEdges> BuildPrivateEdges(
   }
   out.seconds = SecondsSince(start);
   return out;
-}
-
-nlohmann::json PrivateEdgesConfigToJson(const PrivateEdgesConfig& c) {
-  nlohmann::json j;
-  j["mechanism"] = std::string(kEdgeMechanismNames.Name(c.kind));
-  j["epsilon"] = c.epsilon;
-  if (c.kind == EdgeMechanism::kBlink) {
-    j["blink_delta"] = c.blink_delta;
-    j["blink_variant"] =
-        std::string(edges::kBlinkVariantNames.Name(c.blink_variant));
-    j["blink_iterations"] = c.blink_iterations;
-  }
-  j["edge_consistency"] = c.edge_consistency;
-  if (c.edge_consistency) j["screen_alpha"] = c.screen_alpha;
-  j["max_reported_pairs"] = c.max_reported_pairs;
-  return j;
 }
 
 nlohmann::json PrivateEdgesToJson(const PrivateEdges& e) {

@@ -50,38 +50,9 @@
 #include "common/names.h"
 #include "common/random.h"
 #include "server/pipeline/edge_screen.h"
+#include "server/pipeline/edges_config.h"
 
 namespace ldpgraph::pipeline {
-
-// The edge mechanisms of the offline campaign.
-enum class EdgeMechanism { kRr, kBlink };
-// "rr", "blink" (--edges).
-inline constexpr auto kEdgeMechanismNames = MakeNameTable<EdgeMechanism>(
-    "edges", {{EdgeMechanism::kRr, "rr"}, {EdgeMechanism::kBlink, "blink"}});
-
-struct PrivateEdgesConfig {
-  EdgeMechanism kind = EdgeMechanism::kBlink;
-  double epsilon = 1.0;  // eps_e per node, finite and > 0
-  // Blink: the degree's share of eps_e in (0, 1), the graph variant, and
-  // the cap on the beta model's iterations (>= 1).
-  double blink_delta = 0.1;
-  edges::BlinkVariant blink_variant = edges::BlinkVariant::kHard;
-  int blink_iterations = edges::BetaFitOptions().max_iterations;
-  // Defences::edge_consistency: screen the reports at level screen_alpha
-  // in (0, 1) before estimating.
-  bool edge_consistency = false;
-  double screen_alpha = kDefaultEdgeScreenAlpha;
-  // The cap on n (n - 1) / 2 * p, the expected number of reported pairs
-  // (`ldpgraph edges --max-rr-edges`' default).
-  uint64_t max_reported_pairs = 20'000'000;
-
-  // INVALID_ARGUMENT naming the setting and its rule.
-  absl::Status Validate() const;
-  // eps_a: epsilon for rr, (1 - delta) epsilon for Blink.
-  double adjacency_epsilon() const;
-  // p = 1 / (1 + e^eps_a).
-  double flip_probability() const;
-};
 
 // What the campaign built.
 struct PrivateEdges {
@@ -122,16 +93,13 @@ absl::StatusOr<PrivateEdges> BuildPrivateEdges(
 
 // The seed of the edge mechanisms' per-node streams of run `run` of seed:
 // node v draws from SeededRandomForTesting(NodeNoiseSeed(EdgeNoiseSeed(
-// seed, run), v)). Derived from NoiseSeed(seed, run), tagged apart from it.
+// seed, run), v)): EdgeStreamSeed(NoiseSeed(seed, run)) (common/random.h),
+// the streams a deployment's agents seeded with NoiseSeed(seed, run) draw
+// their edge answers from.
 uint64_t EdgeNoiseSeed(uint64_t seed, int run);
 
 // The expected number of reported pairs of c on n nodes: n (n - 1) / 2 * p.
 double ExpectedReportedPairs(uint32_t nodes, const PrivateEdgesConfig& c);
-
-// The settings: {"mechanism", "epsilon", and for Blink "blink_delta",
-// "blink_variant", "blink_iterations"; "edge_consistency", "screen_alpha"
-// (with the screen), "max_reported_pairs"}.
-nlohmann::json PrivateEdgesConfigToJson(const PrivateEdgesConfig& c);
 
 // The figures: {"mechanism", "edges" (of the graph), "reported_entries",
 // "malicious" (count), "victims_per_node", "malicious_edges", "seconds",

@@ -300,6 +300,64 @@ TEST_F(SimulateTest, PrivateEdgesFromTheAgents) {
                                "non-reporters isolated"));
 }
 
+// The graph from the agents equals `ldpgraph eval --edges` by seed: a
+// seeded agent draws its edge answers from the edge streams eval draws
+// from (common/random.h EdgeStreamSeed), and its features from where they
+// were without an edges campaign; the curator's evaluate stage applies
+// --defence edge-consistency to the campaign's reports as eval applies it
+// to the simulated ones (the same nodes isolated, the same graph, the same
+// metric), here against the fake-edges attacker. Without the defence the
+// attacker's nodes stay in the graph: the check could fail.
+TEST_F(SimulateTest, EdgeConsistencyInTheDeploymentEqualsTheLibrary) {
+  const std::string data = Generated(600);
+  for (const char* mechanism : {"rr", "blink"}) {
+    SCOPED_TRACE(mechanism);
+    const std::vector<std::string> base = {
+        "--method", "lpgnn", "--mechanism", "multibit", "--epsilon", "2",
+        "--edges", mechanism, "--edge-epsilon", "6", "--malicious", "0.05",
+        "--attack", "fake-edges", "--seed", "2"};
+    for (bool defended : {false, true}) {
+      SCOPED_TRACE(defended ? "defended" : "undefended");
+      std::vector<std::string> flags = base;
+      if (defended) flags.insert(flags.end(), {"--defence", "edge-consistency"});
+      std::vector<std::string> sim = {"--dataset", data, "--hosts", "2"};
+      sim.insert(sim.end(), flags.begin(), flags.end());
+      json s = Simulate(sim);
+      json e = Eval(data, flags);
+      ASSERT_TRUE(s.is_object() && e.is_object());
+      EXPECT_EQ(s["mean"].get<double>(), e["mean"].get<double>());
+      EXPECT_EQ(s["parameters"], e["parameters"]);
+      const json& ee = e["per_run"][0]["edges"];
+      EXPECT_EQ(s["deployment"]["graph"]["edges"], ee["edges"]);
+      EXPECT_EQ(s["deployment"]["rejected"], 0);
+      const json& sc = s["deployment"]["scenario"];
+      if (!defended) {
+        EXPECT_FALSE(sc.contains("defence"));
+        EXPECT_GT(ee["malicious_edges"].get<int>(), 0);
+        continue;
+      }
+      ASSERT_TRUE(sc.contains("defence")) << sc.dump();
+      const json& d = sc["defence"]["edge_consistency"];
+      EXPECT_EQ(d["flagged"], ee["screen"]["flagged"]);
+      EXPECT_EQ(d["malicious_flagged"], ee["malicious_flagged"]);
+      // At eps_e 6 the screen catches most of the attacker's 50 claimed
+      // victims per node (edge_screen.h): the deployment's figures say so.
+      EXPECT_GE(d["malicious_flagged"].get<int>(),
+                d["malicious"].get<int>() / 2);
+    }
+  }
+  // The table says what the screen did; the flag needs rr or blink.
+  CommandResult r = Ldpctl({"simulate", "--dataset", data, "--hosts", "2",
+                            "--edges", "rr", "--edge-epsilon", "6",
+                            "--defence", "edge-consistency"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("edge consistency (alpha 0.001): "));
+  r = Ldpctl({"simulate", "--edges", "ns1", "--defence", "edge-consistency"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--defence edge-consistency screens edge "
+                               "reports: it needs --edges rr or blink"));
+}
+
 TEST_F(SimulateTest, EqualsTheLibraryOnCora) {
   const std::string cora = CoraDir();
   ASSERT_FALSE(cora.empty());
