@@ -46,8 +46,13 @@ absl::StatusOr<std::string> HaproxyConfigText(const EdgeConfig& c) {
       "# Written by ldpgraph (common/net/edge_config.h): TLS for clients,\n"
       "# their calls spread over the frontends by the route header.\n"
       "global\n",
-      c.max_connections > 0 ? absl::StrCat("  maxconn ", c.max_connections, "\n")
-                            : "",
+      c.max_connections > 0
+          ? absl::StrCat("  maxconn ", c.max_connections,
+                         "\n"
+                         "  # One descriptor a client: the frontends' "
+                         "connections are shared.\n"
+                         "  no strict-limits\n")
+          : "",
       c.threads > 0 ? absl::StrCat("  nbthread ", c.threads, "\n") : "",
       "  tune.ssl.default-dh-param 2048\n"
       "  ssl-default-bind-options ssl-min-ver TLSv1.2\n"

@@ -56,7 +56,13 @@ struct EdgeConfig {
   // devices' connections are long-lived.
   absl::Duration idle_timeout = absl::Hours(1);
   // Clients the edge holds at once; 0: what its descriptor limit allows
-  // (HAProxy's own choice, about half of `ulimit -n`).
+  // (HAProxy's own choice, about half of `ulimit -n`: it budgets two
+  // descriptors a client, one for the client and one for a server
+  // connection). Set, the config says `no strict-limits`: the clients'
+  // streams share a few server connections (http-reuse always), so a
+  // client needs one descriptor, and HAProxy starts with this maxconn under
+  // a limit that covers one a client (with a warning that it could not
+  // raise the limit to two a client).
   int max_connections = 0;
 };
 

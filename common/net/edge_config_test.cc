@@ -46,6 +46,10 @@ TEST(HaproxyConfigTextTest, TerminatesTlsAndKeepsAClientOnOneFrontend) {
   auto capped_text = HaproxyConfigText(capped);
   ASSERT_TRUE(capped_text.ok());
   EXPECT_THAT(*capped_text, HasSubstr("maxconn 5000"));
+  // One descriptor a client: HAProxy must not refuse to start for want of
+  // two.
+  EXPECT_THAT(*capped_text, HasSubstr("no strict-limits"));
+  EXPECT_THAT(*text, Not(HasSubstr("strict-limits")));
   EXPECT_THAT(*capped_text, HasSubstr("nbthread 2"));
 }
 

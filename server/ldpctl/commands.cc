@@ -47,7 +47,7 @@ const std::set<std::string>& CommandValueFlags() {
       "noise-multiplier", "max-epochs", "proximity", "batch", "blink-delta",
       "blink-variant", "defence", "screen-alpha", "list", "baselines",
       "listen", "frontends", "tls-pem", "threads", "frontends-from-dns",
-      "max-frontends"};
+      "max-frontends", "max-connections"};
   return *flags;
 }
 

@@ -127,6 +127,14 @@ absl::Status EdgeConfigCommand(const CliArgs& a, const Output& o) {
     }
     c.threads = static_cast<int>(*threads);
   }
+  ASSIGN_OR_RETURN(auto max_connections, a.GetInt("max-connections"));
+  if (max_connections) {
+    if (*max_connections < 1 || *max_connections > 10'000'000) {
+      return absl::InvalidArgumentError(
+          "--max-connections must be in [1, 10000000]");
+    }
+    c.max_connections = static_cast<int>(*max_connections);
+  }
   ASSIGN_OR_RETURN(const std::string text, net::HaproxyConfigText(c));
   if (!a.Has("out")) {
     o.out << text;

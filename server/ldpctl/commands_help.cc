@@ -341,7 +341,7 @@ Usage: ldpctl edge-config (--frontends HOST:PORT,... [--resolve] |
                            --frontends-from-dns NAME:PORT [--max-frontends N])
                           --tls-pem FILE (--ca FILE | --plaintext-frontends)
                           [--listen HOST:PORT] [--server-name NAME]
-                          [--threads N] [--out FILE]
+                          [--threads N] [--max-connections N] [--out FILE]
 
 Prints (or writes to --out) a haproxy.cfg for HAProxy (apt-get install
 haproxy) in front of curator frontends: it terminates the agents' and
@@ -359,6 +359,11 @@ when they restart); --frontends-from-dns takes every address a name
 resolves to (a Kubernetes headless Service), up to --max-frontends (16),
 as frontends come and go. Per-node credentials stay
 in the messages, end to end: the edge cannot act as a node.
+--max-connections N caps the clients held at once (default: HAProxy's
+choice, half of its open-files limit, as it budgets a server connection
+per client); set, the edge starts with N under a limit of N plus a few
+(the clients' streams share the frontend connections). Raise the edge
+machine's open-files limit (LimitNOFILE, ulimit -n) above N.
 Run it: haproxy -f haproxy.cfg -db. Why HAProxy and what it saves the
 curator: docs/operators.md, "An edge in front of the frontends".
 

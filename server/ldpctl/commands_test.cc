@@ -263,7 +263,9 @@ TEST(LdpctlEdgeConfigTest, HaproxyAcceptsWhatItWrites) {
        {std::vector<std::string>{"--frontends", "127.0.0.1:7001,127.0.0.1:7002"},
         std::vector<std::string>{"--frontends", "localhost:7001", "--resolve"},
         std::vector<std::string>{"--frontends-from-dns", "localhost:7001",
-                                 "--max-frontends", "4"}}) {
+                                 "--max-frontends", "4"},
+        std::vector<std::string>{"--frontends", "127.0.0.1:7001",
+                                 "--max-connections", "12000"}}) {
     std::vector<std::string> args = {"edge-config", "--tls-pem", dir.File("edge.pem"),
                                      "--ca", dir.File("ca.pem"), "--server-name",
                                      "curator", "--listen", "127.0.0.1:17443"};

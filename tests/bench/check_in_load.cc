@@ -489,7 +489,7 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
   pid_t edge = -1;
   std::string device_target = target;
   if (o.edge) {
-    auto started = StartEdge(dir, target, kTlsName);
+    auto started = StartEdge(dir, {target}, kTlsName);
     if (!started.ok()) return Fail(std::string(started.status().message()));
     edge = started->pid;
     device_target = started->address;

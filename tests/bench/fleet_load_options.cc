@@ -108,6 +108,12 @@ Programs and files:
                           carries their calls to the curator on a few
                           HTTP/2 connections (TLS too); the edge's CPU and
                           memory are reported beside the curator's
+  --frontends N           with --edge: a throwaway PostgreSQL server
+                          (initdb and postgres from Debian's postgresql
+                          package), an operator and N frontend curators on
+                          it; the edge spreads the hosts over the frontends
+                          (by their route header) and each frontend's CPU
+                          and memory are reported
   --keep                  keep the work folder (logs, stores)
   -h, --help              this text
 
@@ -178,7 +184,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
        "attribute", "epsilon", "classes", "features", "status-interval-ms", "enrol-timeout",
        "fleet-nice",
        "timeout", "hold", "churn", "curator", "agent", "curator-args", "dir", "latency",
-       "jitter", "loss", "dropout", "campaign-deadline"},
+       "jitter", "loss", "dropout", "campaign-deadline", "frontends"},
       {"keep", "tls", "edge"});
   if (!parsed.ok()) return parsed.status();
   const ldpgraph::CliArgs& a = *parsed;
@@ -273,6 +279,13 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     return absl::InvalidArgumentError(
         "--edge terminates the hosts' TLS: it needs --tls, and not --latency, "
         "--jitter or --loss (the proxy would sit where the edge is)");
+  }
+  if (absl::Status s = get_int("frontends", &o.frontends, 1, 64); !s.ok()) {
+    return s;
+  }
+  if (o.frontends > 0 && !o.edge) {
+    return absl::InvalidArgumentError(
+        "--frontends spreads the hosts through the edge: it needs --edge");
   }
   if (absl::Status s = ParseScenario(a, &o); !s.ok()) return s;
   return o;

@@ -47,6 +47,9 @@ struct Options {
   bool tls = false;
   // --edge (with --tls): the hosts reach the curator through HAProxy.
   bool edge = false;
+  // --frontends N (with --edge): PostgreSQL, an operator and N frontends on
+  // it, the edge spreading the hosts over the frontends.
+  int frontends = 0;
   // Scenarios: the network (no proxy when all three are 0) and dropout.
   double latency_ms = 0, jitter_ms = 0, loss = 0;
   double dropout = 0;

@@ -114,6 +114,19 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
                   {"threads", at_done_.threads},
                   {"threads_max_sampled", probe_->max_threads()},
                   {"threads_at_start", at_ready_.threads}};
+  if (!frontends_at_done_.empty()) {
+    // The frontends hold the hosts' sessions and task streams; "curator"
+    // above is then the operator.
+    json fr = json::array();
+    for (const ProcStats& f : frontends_at_done_) {
+      fr.push_back({{"cpu_seconds_total", f.cpu_seconds},
+                    {"rss_mib", Mib(f.rss_kib)},
+                    {"peak_rss_mib", Mib(f.hwm_kib)},
+                    {"threads", f.threads}});
+    }
+    j["frontends"] = std::move(fr);
+    j["store"] = "postgres";
+  }
   if (o_.edge) {
     j["edge"] = {{"kind", "haproxy"},
                  {"cpu_seconds_total", edge_at_done_.cpu_seconds},
@@ -181,13 +194,19 @@ std::string Run::Table(const Figures& f, bool show_dir) const {
                                admin_errors_ + probe_->failures(), ")"));
   }
   auto cpu = [](double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f", s); };
-  row("curator CPU",
+  row(frontends_at_done_.empty() ? "curator CPU" : "operator CPU",
       absl::StrCat(cpu(f.cpu_total), " s total (startup ", cpu(at_ready_.cpu_seconds),
                    ", enrolment ", cpu(f.cpu_enrol), ", campaign ", cpu(f.cpu_campaign),
                    o_.hold > 0 ? absl::StrCat(", hold ", cpu(f.cpu_hold)) : "", ")"));
-  row("curator RSS",
+  row(frontends_at_done_.empty() ? "curator RSS" : "operator RSS",
       absl::StrFormat("%.1f MiB now, %.1f MiB peak (%.1f at start)", Mib(at_done_.rss_kib),
                       Mib(at_done_.hwm_kib), Mib(at_ready_.rss_kib)));
+  for (size_t i = 0; i < frontends_at_done_.size(); ++i) {
+    const ProcStats& f = frontends_at_done_[i];
+    row(absl::StrCat("frontend ", i),
+        absl::StrFormat("CPU %.2f s; RSS %.1f MiB now, %.1f MiB peak", f.cpu_seconds,
+                        Mib(f.rss_kib), Mib(f.hwm_kib)));
+  }
   if (o_.edge) {
     row("edge (HAProxy)", absl::StrFormat("CPU %.2f s; RSS %.1f MiB now, %.1f MiB peak",
                                           edge_at_done_.cpu_seconds, Mib(edge_at_done_.rss_kib),

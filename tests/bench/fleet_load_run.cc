@@ -94,21 +94,10 @@ bool Run::Prepare() {
   return true;
 }
 
-bool Run::StartCurator() {
-  const std::string ready = dir_ + "/curator.ready";
-  std::vector<std::string> argv = {o_.curator_bin,
-                                   "--listen",
-                                   "127.0.0.1:0",
-                                   "--http",
-                                   "off",
-                                   "--data-dir",
-                                   dir_ + "/curator",
-                                   "--admin-token",
-                                   dir_ + "/admin.token",
-                                   "--node-key",
-                                   dir_ + "/node.key",
-                                   "--ready-file",
-                                   ready};
+std::vector<std::string> Run::CuratorCommonArgs() const {
+  std::vector<std::string> argv = {"--http", "off", "--admin-token",
+                                   dir_ + "/admin.token", "--node-key",
+                                   dir_ + "/node.key"};
   if (o_.tls) {
     argv.insert(argv.end(), {"--tls-cert", dir_ + "/curator.pem", "--tls-key",
                              dir_ + "/curator.key"});
@@ -120,6 +109,60 @@ bool Run::StartCurator() {
   } else {
     argv.insert(argv.end(), {"--nodes", absl::StrCat(nodes())});
   }
+  if (postgres_ != nullptr) {
+    argv.insert(argv.end(), {"--store", postgres_->url(), "--store-password-file",
+                             postgres_->password_file()});
+  }
+  return argv;
+}
+
+int Run::WaitReady(pid_t pid, const std::string& ready, const std::string& log,
+                   const std::string& what) {
+  const double until = MonoSeconds() + 60;
+  while (true) {
+    if (auto how = ExitedHow(pid)) {
+      Fail(absl::StrCat(what, " ", *how, "; last lines of ", log, ":\n", LogTail(log)));
+      return 0;
+    }
+    std::ifstream f(ready);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    json j = json::parse(text, nullptr, false);
+    if (!j.is_discarded() && j.contains("grpc_port")) return j["grpc_port"].get<int>();
+    if (MonoSeconds() > until || g_interrupted) {
+      Fail(absl::StrCat(what, " did not write its ready file within 60 s"));
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool Run::StartPostgres() {
+  // The server runs as an unprivileged user when fleet_load runs as root:
+  // it must pass through the work folder (the secrets in it stay 0600).
+  chmod(dir_.c_str(), 0711);
+  ldpgraph::store::LocalPostgres::Options pg;
+  pg.dir = dir_ + "/postgres";
+  pg.fsync = false;  // a benchmark of connections, not of commits
+  pg.max_connections = std::max(100, 8 * (o_.frontends + 1) + 20);
+  progress_.Line("starting PostgreSQL (initdb)");
+  auto started = ldpgraph::store::LocalPostgres::Start(pg);
+  if (!started.ok()) {
+    Fail(absl::StrCat("PostgreSQL: ", started.status().message()));
+    return false;
+  }
+  postgres_ = std::move(*started);
+  progress_.Line(absl::StrCat("PostgreSQL on 127.0.0.1:", postgres_->port()));
+  return true;
+}
+
+bool Run::StartCurator() {
+  if (o_.frontends > 0 && !StartPostgres()) return false;
+  const std::string ready = dir_ + "/curator.ready";
+  std::vector<std::string> argv = {o_.curator_bin, "--listen", "127.0.0.1:0",
+                                   "--data-dir", dir_ + "/curator",
+                                   "--ready-file", ready};
+  for (const std::string& a : CuratorCommonArgs()) argv.push_back(a);
+  if (o_.frontends > 0) argv.insert(argv.end(), {"--role", "operator"});
   // --curator-args may give --http (to scrape /metrics): then it replaces
   // the "--http off" above.
   if (std::find(o_.curator_args.begin(), o_.curator_args.end(), "--http") !=
@@ -128,34 +171,39 @@ bool Run::StartCurator() {
     argv.erase(http, http + 2);
   }
   argv.insert(argv.end(), o_.curator_args.begin(), o_.curator_args.end());
-  progress_.Line(absl::StrCat("starting ", o_.curator_bin));
+  progress_.Line(absl::StrCat("starting ", o_.curator_bin,
+                              o_.frontends > 0 ? " (the operator)" : ""));
   curator_ = Spawn(argv, dir_ + "/curator.log");
-  const double until = MonoSeconds() + 60;
-  while (true) {
-    if (auto how = ExitedHow(curator_)) {
-      curator_ = -1;
-      Fail(absl::StrCat("the curator ", *how, "; last lines of ", dir_, "/curator.log:\n",
-                        LogTail(dir_ + "/curator.log")));
-      return false;
-    }
-    std::ifstream f(ready);
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    json j = json::parse(text, nullptr, false);
-    if (!j.is_discarded() && j.contains("grpc_port")) {
-      port_ = j["grpc_port"].get<int>();
-      break;
-    }
-    if (MonoSeconds() > until || g_interrupted) {
-      Fail("the curator did not write its ready file within 60 s");
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  port_ = WaitReady(curator_, ready, dir_ + "/curator.log", "the curator");
+  if (port_ == 0) {
+    if (ExitedHow(curator_)) curator_ = -1;
+    return false;
   }
   target_ = absl::StrCat("127.0.0.1:", port_);
   at_ready_ = ReadProc(curator_);
   progress_.Line(absl::StrCat("curator ready on ", target_, " (pid ", curator_, ", ",
                               at_ready_.threads, " threads, RSS ",
                               absl::StrFormat("%.1f", Mib(at_ready_.rss_kib)), " MiB)"));
+  return o_.frontends == 0 || StartFrontends();
+}
+
+bool Run::StartFrontends() {
+  for (int i = 0; i < o_.frontends; ++i) {
+    const std::string ready = absl::StrCat(dir_, "/frontend-", i, ".ready");
+    const std::string log = absl::StrCat(dir_, "/frontend-", i, ".log");
+    std::vector<std::string> argv = {o_.curator_bin, "--role", "frontend", "--listen",
+                                     "127.0.0.1:0", "--data-dir",
+                                     absl::StrCat(dir_, "/frontend-", i), "--ready-file",
+                                     ready};
+    for (const std::string& a : CuratorCommonArgs()) argv.push_back(a);
+    argv.insert(argv.end(), o_.curator_args.begin(), o_.curator_args.end());
+    frontends_.push_back(Spawn(argv, log));
+    const int port = WaitReady(frontends_.back(), ready, log, absl::StrCat("frontend ", i));
+    if (port == 0) return false;
+    frontend_targets_.push_back(absl::StrCat("127.0.0.1:", port));
+    progress_.Line(absl::StrCat("frontend ", i, " ready on ", frontend_targets_.back(),
+                                " (pid ", frontends_.back(), ")"));
+  }
   return true;
 }
 
@@ -224,6 +272,15 @@ std::optional<std::string> Run::SomethingDied() {
       curator_ = -1;
       return absl::StrCat("the curator (pid ", pid, ") ", *how, "; last lines of ", dir_,
                           "/curator.log:\n", LogTail(dir_ + "/curator.log"));
+    }
+  }
+  for (size_t i = 0; i < frontends_.size(); ++i) {
+    if (frontends_[i] <= 0) continue;
+    if (auto how = ExitedHow(frontends_[i])) {
+      frontends_[i] = -1;
+      const std::string log = absl::StrCat(dir_, "/frontend-", i, ".log");
+      return absl::StrCat("frontend ", i, " ", *how, "; last lines of ", log, ":\n",
+                          LogTail(log));
     }
   }
   for (size_t a = 0; a < agents_.size(); ++a) {
@@ -454,8 +511,13 @@ void Run::Cleanup() {
   probe_.reset();
   proxy_.reset();
   admin_.reset();  // an open admin channel would hold the curator's shutdown
+  for (pid_t& f : frontends_) {
+    if (f > 0) StopProcess(f, 15);
+    f = -1;
+  }
   if (curator_ > 0) StopProcess(curator_, 15);
   curator_ = -1;
+  postgres_.reset();  // stops the server and removes its socket folder
   if (edge_ > 0) StopProcess(edge_, 5);
   edge_ = -1;
   if (made_dir_ && success_ && !o_.keep) {
@@ -506,6 +568,8 @@ int Run::Main() {
   // The curator (and the agents) while the fleet is still connected.
   if (curator_ > 0) at_done_ = ReadProc(curator_);
   if (edge_ > 0) edge_at_done_ = ReadProc(edge_);
+  frontends_at_done_.clear();
+  for (pid_t f : frontends_) frontends_at_done_.push_back(f > 0 ? ReadProc(f) : ProcStats());
   for (pid_t a : agents_) agent_stats_.push_back(a > 0 ? ReadProc(a) : ProcStats());
   if (fleet_) {
     for (pid_t w : fleet_->pids()) {
@@ -519,7 +583,10 @@ int Run::Main() {
 }
 
 bool Run::StartEdge() {
-  auto started = ldpgraph::bench::StartEdge(dir_, target_, kTlsName);
+  // Every host's connection at once, and room for ldpctl-like callers.
+  auto started = ldpgraph::bench::StartEdge(
+      dir_, frontend_targets_.empty() ? std::vector<std::string>{target_} : frontend_targets_,
+      kTlsName, hosts() + 1000);
   if (!started.ok()) {
     Fail(std::string(started.status().message()));
     return false;
@@ -527,7 +594,10 @@ bool Run::StartEdge() {
   edge_ = started->pid;
   agent_target_ = started->address;
   progress_.Line(absl::StrCat("edge: HAProxy on ", agent_target_, " (pid ", edge_,
-                              ") in front of the curator"));
+                              ") in front of ",
+                              frontend_targets_.empty()
+                                  ? std::string("the curator")
+                                  : absl::StrCat(frontend_targets_.size(), " frontends")));
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include "common/net/fault_proxy.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/ldpctl/churn.h"
+#include "server/store/local_postgres.h"
 #include "tests/bench/fleet_load_admin.h"
 #include "tests/bench/fleet_load_options.h"
 #include "tests/bench/fleet_load_workers.h"
@@ -87,6 +88,19 @@ class Run {
   pid_t edge_ = -1;
   ProcStats edge_at_done_;
   bool StartEdge();
+  // --frontends: the store they share, their pids and addresses, and their
+  // figures with the fleet connected.
+  std::unique_ptr<ldpgraph::store::LocalPostgres> postgres_;
+  std::vector<pid_t> frontends_;
+  std::vector<std::string> frontend_targets_;
+  std::vector<ProcStats> frontends_at_done_;
+  bool StartPostgres();
+  bool StartFrontends();
+  // The curator's flags shared by the operator and the frontends.
+  std::vector<std::string> CuratorCommonArgs() const;
+  // Waits for a curator's ready file; its port, or 0 after Fail.
+  int WaitReady(pid_t pid, const std::string& ready, const std::string& log,
+                const std::string& what);
   uint32_t offline_ = 0;  // --dropout: nodes that never come online
   std::vector<pid_t> agents_;
   std::unique_ptr<Fleet> fleet_;

@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/net/route_header.h"
 #include "common/random.h"
 #include "common/seed_mix.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
@@ -53,6 +54,14 @@ struct Host {
   std::atomic<bool> dead{false};
   std::atomic<int64_t> pending_nodes{0};  // nodes asked but not yet acked
 };
+
+// Every call of a host carries its name in the route header, as a real
+// agent's do, so that an edge in front of several frontends keeps its
+// session's calls on one of them.
+void Route(const Host& h, grpc::ClientContext* ctx) {
+  ctx->AddMetadata(ldpgraph::net::kRouteHeader,
+                   absl::StrCat("fleet-load-host-", h.index));
+}
 
 class Worker {
  public:
@@ -148,7 +157,10 @@ ldpgraph::RandomSource& Rng() {
 // before the worker exits, so TryCancel is always safe).
 class SubscribeReactor : public grpc::ClientReadReactor<v1::Task> {
  public:
-  explicit SubscribeReactor(Host* h) : h_(h) { ctx_.AddMetadata("ldpgraph-session", h->token); }
+  explicit SubscribeReactor(Host* h) : h_(h) {
+    ctx_.AddMetadata("ldpgraph-session", h->token);
+    Route(*h, &ctx_);
+  }
   void Start() {
     h_->worker->CallStarted();
     h_->stub->async()->Subscribe(&ctx_, &req_, this);
@@ -186,6 +198,7 @@ class ReportReactor : public grpc::ClientBidiReactor<v1::ReportBatch, v1::Report
   ReportReactor(Host* h, std::vector<v1::ReportBatch> batches)
       : h_(h), batches_(std::move(batches)) {
     ctx_.AddMetadata("ldpgraph-session", h->token);
+    Route(*h, &ctx_);
   }
   void Start() {
     h_->worker->CallStarted();
@@ -296,6 +309,7 @@ void Worker::StartSubscribe(Host& h) {
 }
 
 void Worker::Enrol(Host& h) {
+  Route(h, &h.enrol_ctx);
   h.enrol_ctx.set_wait_for_ready(true);
   h.enrol_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   CallStarted();

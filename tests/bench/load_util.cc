@@ -344,8 +344,9 @@ bool PortAccepts(int port) {
 }
 
 absl::StatusOr<EdgeProcess> StartEdge(const std::string& dir,
-                                      const std::string& target,
-                                      const std::string& tls_name) {
+                                      const std::vector<std::string>& targets,
+                                      const std::string& tls_name,
+                                      int max_connections) {
   ASSIGN_OR_RETURN(const std::string haproxy, net::FindHaproxy());
   std::ofstream(dir + "/edge.pem")
       << ReadFileOr(dir + "/curator.pem") << ReadFileOr(dir + "/curator.key");
@@ -354,9 +355,10 @@ absl::StatusOr<EdgeProcess> StartEdge(const std::string& dir,
   net::EdgeConfig c;
   c.listen = absl::StrCat("127.0.0.1:", port);
   c.tls_pem = dir + "/edge.pem";
-  c.backends = {target};
+  c.backends = targets;
   c.backend_ca = dir + "/ca.pem";
   c.backend_name = tls_name;
+  c.max_connections = max_connections;
   ASSIGN_OR_RETURN(const std::string text, net::HaproxyConfigText(c));
   std::ofstream(dir + "/haproxy.cfg") << text;
   EdgeProcess edge;

@@ -69,19 +69,21 @@ std::string ReadFileOr(const std::string& path);
 // Whether something accepts TCP connections on 127.0.0.1:port now.
 bool PortAccepts(int port);
 
-// HAProxy (common/net/edge_config.h) in front of `target` on a free
+// HAProxy (common/net/edge_config.h) in front of `targets` on a free
 // loopback port: it shows the certificate and key of dir's curator.pem and
 // curator.key, checks the backend against dir's ca.pem for `tls_name`, and
 // writes dir/edge.pem, haproxy.cfg and edge.log. Returns once it accepts
 // connections; an error saying what failed (the edge's log tail if it
-// exited, or no listener within 30 s).
+// exited, or no listener within 30 s). max_connections > 0: the clients it
+// holds at once (EdgeConfig::max_connections), for a run of that many.
 struct EdgeProcess {
   pid_t pid = -1;
   std::string address;  // 127.0.0.1:PORT
 };
 absl::StatusOr<EdgeProcess> StartEdge(const std::string& dir,
-                                      const std::string& target,
-                                      const std::string& tls_name);
+                                      const std::vector<std::string>& targets,
+                                      const std::string& tls_name,
+                                      int max_connections = 0);
 
 // Fresh secure random bytes as hex (exits on failure).
 std::string RandomHex(size_t bytes);
