@@ -350,8 +350,9 @@ key of --tls-pem (one PEM file, the chain then the key), and forwards
 their calls over HTTP/2 to the frontends, many clients' streams on each
 connection. Every client's calls go to one frontend (its sessions live
 there), chosen by the ldpgraph-route header agents send (their --name),
-with consistent hashing; a frontend that fails its health check (every
-second) is taken out and its clients move. The hop to the frontends is
+with consistent hashing; a frontend that refuses a call's connection, or
+fails three health checks in a row (every 2 s), is taken out and its
+clients move. The hop to the frontends is
 TLS checked against --ca for --server-name (default localhost), unless
 --plaintext-frontends (a private network only). --resolve resolves the
 frontends' names again at run time (containers, whose addresses change
