@@ -6,7 +6,10 @@
 #   bash deploy/containers.sh build      # the three images (deploy/Dockerfile)
 #   bash deploy/containers.sh compose [N]  # docker-compose.yml with N agent hosts
 #                                        # (default 3) to a finished campaign
-#   bash deploy/containers.sh kube       # deploy/k8s played with `podman kube play`
+#   bash deploy/containers.sh kube [replicas]
+#                                        # deploy/k8s played with `podman kube play`
+#                                        # (overlay local; replicas: PostgreSQL, two
+#                                        # operators, three frontends, two edges)
 #   bash deploy/containers.sh replicas   # the compose replicas profile (PostgreSQL, the
 #                                        # edge, two operators, three frontends) to a
 #                                        # finished campaign, killing a frontend, the
@@ -233,11 +236,18 @@ compose_run() {
 }
 
 kube() {
+  local overlay=${1:-local}
+  if [ "$overlay" = replicas ]; then
+    for image in ldpgraph-curator ldpgraph-agent ldpctl ldpgraph-edge; do
+      "$engine" image exists "localhost/$image:dev" 2>/dev/null || { build; break; }
+    done
+    "$engine" image exists localhost/ldpgraph-postgres:dev 2>/dev/null || build_postgres
+  fi
   # The overlay's secrets, made once (make-secrets.sh keeps existing ones)
   # with the native binaries if built, else with the ldpctl image.
-  if [ ! -f deploy/k8s/overlays/local/secrets/curator/node.key ]; then
+  if [ ! -f "deploy/k8s/overlays/$overlay/secrets/curator/node.key" ]; then
     if [ -x build/ldpctl ] && [ -x build/ldpgraph ]; then
-      bash deploy/k8s/make-secrets.sh
+      OVERLAY=$overlay bash deploy/k8s/make-secrets.sh
     else
       local wrap
       wrap=$(mktemp -d)
@@ -246,13 +256,13 @@ kube() {
           "$engine" "$PWD" "$PWD" "$tool" > "$wrap/$tool"
         chmod +x "$wrap/$tool"
       done
-      bash deploy/k8s/make-secrets.sh "$wrap/ldpctl" "$wrap/ldpgraph"
+      OVERLAY=$overlay bash deploy/k8s/make-secrets.sh "$wrap/ldpctl" "$wrap/ldpgraph"
       rm -rf "$wrap"
     fi
   fi
   local rc=0
-  bash deploy/k8s/podman-play.sh play || rc=$?
-  bash deploy/k8s/podman-play.sh down --purge
+  bash deploy/k8s/podman-play.sh play --overlay "deploy/k8s/overlays/$overlay" || rc=$?
+  bash deploy/k8s/podman-play.sh down --purge --overlay "deploy/k8s/overlays/$overlay"
   return "$rc"
 }
 
@@ -321,10 +331,10 @@ case "${1:-all}" in
   setup) setup ;;
   build) build ;;
   compose) compose_run "${2:-3}" ;;
-  kube) kube ;;
+  kube) kube "${2:-local}" ;;
   replicas) replicas_run ;;
   check) check ;;
   all) setup; check; build; compose_run 3; kube ;;
-  -h|--help|help) sed -n '2,24p' "$0" ;;
+  -h|--help|help) sed -n '2,21p' "$0" ;;
   *) echo "containers.sh: unknown command '$1' (setup, build, compose, kube, replicas, check, all)" >&2; exit 2 ;;
 esac

@@ -36,6 +36,11 @@
 //                    it, 4.3.1 dereferences a nil pointer and panics.
 //   ConfigMap     -> configmaps.yaml, passed with --configmap.
 //   Namespace     -> dropped (podman has no namespaces).
+//   HorizontalPodAutoscaler, PodDisruptionBudget -> dropped: a cluster's
+//                    scaling and eviction policies, with no machine to
+//                    scale to or drain on one host; the Deployment's own
+//                    replicas run (the replicas overlay sets them to the
+//                    autoscaler's minimum).
 //   PersistentVolumeClaim -> kept (one file per claim, played only if the
 //                    volume does not exist yet: 4.3.1 fails on an existing one).
 //
@@ -64,7 +69,10 @@
 //   Pod-level runAsUser/runAsGroup are honoured by 4.3.1; fsGroup is not,
 //   but podman chowns a new, empty named or emptyDir volume to the
 //   container's user on first use, and mounts secret files world-readable
-//   inside the pod, so uid 10001 can use them all. seccompProfile
+//   inside the pod, so uid 10001 can use them all. A secret's volume takes
+//   the image's mount point's owner and mode, though, so a pod whose user
+//   is not that owner names the owner's group in supplementalGroups (which
+//   4.3.1 honours): PostgreSQL's pod, for /db-secrets (group 10001). seccompProfile
 //   RuntimeDefault is what podman applies anyway.
 //
 // Plan (DIR/plan.txt, one step per line, fields separated by spaces):
@@ -74,8 +82,12 @@
 //   pvc NAME FILE
 //   workload NAME FILE ALIASES POD[,POD...]      ALIASES "-" or a,b
 //   job POD CONTAINER BACKOFF_LIMIT DEADLINE_SECONDS
-// Workloads come in start order: pods behind a ClusterIP Service (servers
-// others dial) first, then the rest, then Jobs.
+// Workloads come in start order: StatefulSets behind a ClusterIP Service
+// (the stores others wait for: PostgreSQL, the single curator) first, then
+// the other pods behind a ClusterIP Service (servers others dial), then
+// the rest, then Jobs. kube play returns only once a pod's init containers
+// are done, so a frontend whose init container waits for PostgreSQL must
+// come after it.
 
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -281,6 +293,8 @@ class Converter {
         case "Namespace":
         case "Service":
         case "ConfigMap":
+        case "HorizontalPodAutoscaler":
+        case "PodDisruptionBudget":
           break;
         case "Secret":
           this.secretFile(o);
@@ -312,7 +326,7 @@ class Converter {
             }
             pods.push(pod);
           }
-          workloads.push({ name: sts, pods, labels: o.spec.template.metadata?.labels, order: order++ });
+          workloads.push({ name: sts, pods, labels: o.spec.template.metadata?.labels, order: order++, stateful: true });
           break;
         }
         case "Deployment": {
@@ -366,7 +380,8 @@ class Converter {
     }
     for (const image of images) this.steps.unshift(["image", image]);
 
-    workloads.sort((a, b) => (this.behindClusterIP(b.labels) ? 1 : 0) - (this.behindClusterIP(a.labels) ? 1 : 0) || a.order - b.order);
+    const tier = (w) => (this.behindClusterIP(w.labels) ? (w.stateful ? 0 : 1) : 2);
+    workloads.sort((a, b) => tier(a) - tier(b) || a.order - b.order);
     let index = 10;
     for (const w of [...workloads, ...jobs]) {
       const file = `${index}-${w.name}.yaml`;

@@ -75,7 +75,7 @@ checks_sh='
   sleep_until_stopped() { trap "exit 0" TERM INT; sleep 3600 & wait; }'
 # shellcheck disable=SC2016
 curator_sh="$checks_sh"'
-  t curator-args sh -c "echo \"$*\" | grep -q -- \"--fleet-settle 10 --max-threads 512\"" - "$@"
+  t curator-args sh -c "echo \"$*\" | grep -q -- \"--fleet-settle 10 \" && echo \"$*\" | grep -q -- \"--max-threads 512\"" - "$@"
   t curator-dataset test "$(cat /dataset/marker)" = nodes=3000
   t curator-secret-files test "$(ls /secrets | xargs)" = "admin.token curator.key curator.pem node.key"
   t curator-secret-bytes sh -c "printf \"secret secrets/curator/node.key\\n\\000\\001\\377binary\\n\" | cmp -s - /secrets/node.key"

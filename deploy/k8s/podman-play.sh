@@ -151,6 +151,16 @@ down() {
   else
     log "no pods of this deployment were running"
   fi
+  # A pod's emptyDir volumes (named <pod>-<volume> by the converter) go
+  # with it, as in a cluster: a later play must not find a stale one (a
+  # run folder owned by another image's user stopped PostgreSQL).
+  local v
+  while IFS= read -r pod; do
+    while IFS= read -r v; do
+      [[ "$v" == "$pod"-* ]] || continue
+      podman volume rm -f "$v" >/dev/null && log "removed volume $v (emptyDir)"
+    done < <(podman volume ls --format '{{.Name}}')
+  done < <(all_pods)
   for s in "${secrets[@]}"; do
     read -r name file <<<"$s"
     # kube play copies a secret's files into a volume named after it.

@@ -27,6 +27,10 @@
 #   PGSOCKETDIR             the Unix socket's folder (/var/run/postgresql)
 # Arguments are passed on to postgres (e.g. -c max_connections=200).
 set -eu
+# The image's PATH names PostgreSQL's programs, but a runtime need not pass
+# it on (podman kube play 4.3 gives a container the usual default instead).
+PATH="/usr/lib/postgresql/15/bin:$PATH"
+export PATH
 
 PGDATA=${PGDATA:-/var/lib/postgresql/data/pgdata}
 PGPORT=${PGPORT:-5432}
