@@ -9,7 +9,8 @@
 #   bash deploy/containers.sh kube [replicas]
 #                                        # deploy/k8s played with `podman kube play`
 #                                        # (overlay local; replicas: PostgreSQL, two
-#                                        # operators, three frontends, two edges)
+#                                        # operators, three frontends, two edges, with
+#                                        # the same three kills as `replicas`)
 #   bash deploy/containers.sh replicas   # the compose replicas profile (PostgreSQL, the
 #                                        # edge, two operators, three frontends) to a
 #                                        # finished campaign, killing a frontend, the
@@ -261,9 +262,84 @@ kube() {
     fi
   fi
   local rc=0
+  if [ "$overlay" = replicas ]; then
+    kube_replicas_faults || rc=$?
+    return "$rc"
+  fi
   bash deploy/k8s/podman-play.sh play --overlay "deploy/k8s/overlays/$overlay" || rc=$?
   bash deploy/k8s/podman-play.sh down --purge --overlay "deploy/k8s/overlays/$overlay"
   return "$rc"
+}
+
+# The replicas overlay played with its agents slowed (a kustomization over
+# it that sets LDPGRAPH_AGENT_RATE, default 30 reports a second a host), a
+# frontend pod, the operator pod holding the lease and the PostgreSQL pod
+# SIGKILLed once each while the features campaign collects, each started
+# again a second later (as the kubelet restarts a container); it passes only if
+# every node's report was stored once and every node charged epsilon 1.
+kube_replicas_faults() {
+  local rate=${LDPGRAPH_AGENT_RATE:-30} nodes=3000 over rc=0 out play t0
+  over=$(mktemp -d)
+  cat > "$over/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$over" deploy/k8s/overlays/replicas)
+patches:
+  - patch: |-
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: ldpgraph-config
+        namespace: ldpgraph-replicas
+      data:
+        LDPGRAPH_AGENT_RATE: "$rate"
+EOF
+  echo "== kube replicas: agents at $rate reports/s each; a frontend, the active operator and"
+  echo "   PostgreSQL killed during the features campaign"
+  out=$(mktemp)
+  bash deploy/k8s/podman-play.sh play --overlay "$over" > "$out" 2>&1 &
+  play=$!
+  t0=$(date +%s)
+  until podman logs ldpgraph-campaign-campaign 2>&1 | grep -q "collecting features"; do
+    if ! kill -0 "$play" 2>/dev/null || [ $(( $(date +%s) - t0 )) -gt 900 ]; then
+      echo "kube replicas: the campaign did not start collecting" >&2
+      tail -30 "$out" >&2
+      wait "$play" || true
+      bash deploy/k8s/podman-play.sh down --purge --overlay "$over"
+      rm -rf "$over" "$out"
+      return 1
+    fi
+    sleep 1
+  done
+  local victim
+  for victim in ldpgraph-curator-frontend-1-frontend ACTIVE ldpgraph-postgres-0-postgres; do
+    sleep 4
+    if [ "$victim" = ACTIVE ]; then
+      victim=ldpgraph-curator-operator-0-operator
+      podman logs ldpgraph-curator-operator-1-operator 2>&1 | grep -q "took the operator lease" &&
+        victim=ldpgraph-curator-operator-1-operator
+    fi
+    # podman takes its own kill for a stop and does not apply the restart
+    # policy: start it again a second later, as the kubelet would.
+    echo "-- $(date +%T) SIGKILL $victim"
+    podman kill -s KILL "$victim" >/dev/null
+    sleep 1
+    podman start "$victim" >/dev/null
+    echo "-- $(date +%T) $victim started again"
+  done
+  wait "$play" || rc=$?
+  sed 's/^/   /' "$out"
+  bash deploy/k8s/podman-play.sh down --purge --overlay "$over"
+  local text
+  text=$(cat "$out")
+  rm -rf "$over" "$out"
+  [ "$rc" = 0 ] || { echo "kube replicas: the play failed (exit $rc)" >&2; return 1; }
+  echo "$text" | grep -Eq "reports +$nodes \(0 refused, 0 rejected\)" || {
+    echo "kube replicas: not every node's report was stored once" >&2; return 1; }
+  echo "$text" | grep -Eq "epsilon spent per node +mean 1 \(min 1, max 1\)" || {
+    echo "kube replicas: the ledger does not charge every node exactly epsilon 1" >&2; return 1; }
+  echo "kube replicas: $nodes reports, each node charged once, through three kills"
 }
 
 # The tools `check` needs, from Debian's packages: docker-compose (only its
@@ -335,6 +411,6 @@ case "${1:-all}" in
   replicas) replicas_run ;;
   check) check ;;
   all) setup; check; build; compose_run 3; kube ;;
-  -h|--help|help) sed -n '2,21p' "$0" ;;
+  -h|--help|help) sed -n '2,22p' "$0" ;;
   *) echo "containers.sh: unknown command '$1' (setup, build, compose, kube, replicas, check, all)" >&2; exit 2 ;;
 esac
