@@ -90,27 +90,20 @@ json DefenceJson(const Options& o, const v1::StageResult& estimate,
     }
     if (o.malicious) CountMalicious(malicious, "flagged", "malicious_flagged", &d);
   }
-  if (o.defences.edge_consistency) {
-    // The evaluate stage's graph screen (its details' "graph_screen").
-    const json e = json::parse(evaluate.details_json(), nullptr, false);
-    if (e.is_object() && e.contains("graph_screen")) {
-      d["edge_consistency"] = e["graph_screen"];
-      if (o.malicious) {
-        CountMalicious(malicious, "flagged", "malicious_flagged",
-                       &d["edge_consistency"]);
-      }
-    }
-  }
-  if (o.defences.robust) {
-    const json e = json::parse(evaluate.details_json(), nullptr, false);
-    if (e.is_object() && e.contains("robust")) {
-      d["robust"] = e["robust"];
-      if (o.malicious) {
-        CountMalicious(malicious, "dropped_nodes", "malicious_dropped",
-                       &d["robust"]);
-      }
-    }
-  }
+  // The evaluate stage's figures: its graph screen ("graph_screen") and
+  // its robust retraining ("robust"), each with the attacker's nodes it
+  // caught among its node list.
+  const json ev = json::parse(evaluate.details_json(), nullptr, false);
+  auto from_evaluate = [&](bool applied, const char* source, const char* key,
+                           const char* list_key, const char* caught_key) {
+    if (!applied || !ev.is_object() || !ev.contains(source)) return;
+    d[key] = ev[source];
+    if (o.malicious) CountMalicious(malicious, list_key, caught_key, &d[key]);
+  };
+  from_evaluate(o.defences.edge_consistency, "graph_screen", "edge_consistency",
+                "flagged", "malicious_flagged");
+  from_evaluate(o.defences.robust, "robust", "robust", "dropped_nodes",
+                "malicious_dropped");
   return d;
 }
 
