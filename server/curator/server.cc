@@ -443,6 +443,18 @@ absl::Status CuratorServer::RegisterMetrics() {
         return out;
       }));
   RETURN_IF_ERROR(RegisterCampaignMetrics(m, &curator->campaigns()));
+  // Group commit (store.h): the store's writes and the commits that wrote
+  // them; their ratio is the mean group (SQLite; PostgreSQL reports 0).
+  RETURN_IF_ERROR(m.AddCounterCallback(
+      "ldpgraph_store_writes_total",
+      "Writes of answers, caps and audit rows to the store (SQLite; grouped "
+      "into commits: see ldpgraph_store_commits_total).",
+      [curator] { return double(curator->store().write_counts().writes); }));
+  RETURN_IF_ERROR(m.AddCounterCallback(
+      "ldpgraph_store_commits_total",
+      "Transactions (syncs to disk) that wrote those writes: concurrent writes "
+      "share one (group commit).",
+      [curator] { return double(curator->store().write_counts().commits); }));
   // Devices in check-in mode (check_ins.h): check-ins by outcome, distinct
   // devices seen, check-in sessions live.
   RETURN_IF_ERROR(m.AddCounterCallback(

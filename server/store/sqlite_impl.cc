@@ -19,6 +19,60 @@ absl::Status SqliteImpl::InTransaction(absl::string_view operation,
       {stmts.begin.get(), stmts.commit.get(), stmts.rollback.get()}, body);
 }
 
+absl::Status SqliteImpl::WriteGroup(const std::vector<GroupWrite*>& group) {
+  const std::string operation =
+      group.size() == 1
+          ? group[0]->operation
+          : absl::StrCat("writing ", group.size(),
+                         " changes in one commit (the first: ",
+                         group[0]->operation, ")");
+  // All the group's answers, in queue order: the one write's own vector
+  // when only one appends.
+  std::vector<GroupWrite*> appenders;
+  for (GroupWrite* w : group) {
+    if (w->answers != nullptr && !w->answers->empty()) appenders.push_back(w);
+  }
+  std::vector<AnswerRow> merged;
+  const std::vector<AnswerRow>* answers = nullptr;
+  if (appenders.size() == 1) {
+    answers = appenders[0]->answers;
+  } else if (appenders.size() > 1) {
+    size_t n = 0;
+    for (const GroupWrite* w : appenders) n += w->answers->size();
+    merged.reserve(n);
+    for (const GroupWrite* w : appenders) {
+      merged.insert(merged.end(), w->answers->begin(), w->answers->end());
+    }
+    answers = &merged;
+  }
+  std::vector<AppendOutcome> outcomes;
+  std::vector<NewRow> new_rows;
+  RETURN_IF_ERROR(InTransaction(
+      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) -> absl::Status {
+        for (const GroupWrite* w : group) {
+          if (w->caps != nullptr) RETURN_IF_ERROR(InsertCaps(operation, *w->caps));
+          if (w->action != nullptr) {
+            RETURN_IF_ERROR(InsertAudit(operation, w->now_ms, *w->actor,
+                                        *w->action, *w->details_json));
+          }
+        }
+        if (answers == nullptr) return absl::OkStatus();
+        Rows rows(*this, operation);
+        RETURN_IF_ERROR(core.CatchUp(rows));
+        ASSIGN_OR_RETURN(outcomes, core.Append(rows, *answers,
+                                               group[0]->now_ms, &new_rows));
+        return absl::OkStatus();
+      }));
+  core.Commit(new_rows);
+  size_t next = 0;
+  for (GroupWrite* w : appenders) {
+    w->outcomes.assign(outcomes.begin() + next,
+                       outcomes.begin() + next + w->answers->size());
+    next += w->answers->size();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SqliteImpl::UpdateCampaignRow(absl::string_view operation,
                                            const CampaignRow& row) {
   sqlite3_stmt* stmt = stmts.update_campaign.get();

@@ -29,14 +29,13 @@ absl::Status CheckLimit(int limit) {
 absl::Status SqliteStore::Audit(const std::string& actor,
                                  const std::string& action,
                                  const std::string& details_json) {
-  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  SqliteImpl& s = *impl_;
-  absl::MutexLock lock(&s.mu);
-  constexpr absl::string_view kOperation = "appending to the audit log";
-  return s.InTransaction(
-      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-        return s.InsertAudit(kOperation, now_ms, actor, action, details_json);
-      });
+  GroupWrite w;
+  w.actor = &actor;
+  w.action = &action;
+  w.details_json = &details_json;
+  w.operation = "appending to the audit log";
+  w.bytes = details_json.size();
+  return Write(w);
 }
 
 absl::StatusOr<std::vector<AuditRow>> SqliteStore::ListAudit(

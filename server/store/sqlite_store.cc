@@ -68,23 +68,69 @@ absl::StatusOr<std::vector<CampaignRow>> SqliteStore::ListCampaigns() {
 
 absl::StatusOr<std::vector<AppendOutcome>> SqliteStore::AppendAnswers(
     const std::vector<AnswerRow>& answers) {
-  std::vector<AppendOutcome> outcomes;
-  if (answers.empty()) return outcomes;
-  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  if (answers.empty()) return std::vector<AppendOutcome>{};
+  GroupWrite w;
+  w.answers = &answers;
+  w.operation = "appending answers";
+  for (const AnswerRow& a : answers) w.bytes += a.payload.size();
+  RETURN_IF_ERROR(Write(w));
+  return std::move(w.outcomes);
+}
+
+absl::Status SqliteStore::Write(GroupWrite& w) {
   SqliteImpl& s = *impl_;
-  absl::MutexLock lock(&s.mu);
-  constexpr absl::string_view kOperation = "appending answers";
-  std::vector<NewRow> new_rows;
-  RETURN_IF_ERROR(s.InTransaction(
-      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        SqliteImpl::Rows rows(s, kOperation);
-        RETURN_IF_ERROR(s.core.CatchUp(rows));
-        ASSIGN_OR_RETURN(outcomes,
-                         s.core.Append(rows, answers, now_ms, &new_rows));
-        return absl::OkStatus();
-      }));
-  s.core.Commit(new_rows);
-  return outcomes;
+  w.now_ms = absl::ToUnixMillis(absl::Now());
+  s.queue_mu.Lock();
+  s.writers.push_back(&w);
+  struct Waiter {
+    SqliteImpl* s;
+    GroupWrite* w;
+  } waiter{&s, &w};
+  s.queue_mu.Await(absl::Condition(
+      +[](Waiter* x) ABSL_EXCLUSIVE_LOCKS_REQUIRED(x->s->queue_mu) {
+        return x->w->done || x->s->writers.front() == x->w;
+      },
+      &waiter));
+  if (w.done) {  // a leader wrote it
+    s.queue_mu.Unlock();
+    return w.status;
+  }
+  // The leader: it stays at the front, so no other leads, while it takes
+  // the store's mutex; the writes queued by then form its group.
+  s.queue_mu.Unlock();
+  std::vector<GroupWrite*> group;
+  {
+    absl::MutexLock lock(&s.mu);
+    {
+      absl::MutexLock queue(&s.queue_mu);
+      size_t bytes = 0;
+      for (GroupWrite* x : s.writers) {
+        if (!group.empty() && (group.size() == kMaxGroupWrites ||
+                               bytes + x->bytes > kMaxGroupBytes)) {
+          break;
+        }
+        group.push_back(x);
+        bytes += x->bytes;
+      }
+    }
+    const absl::Status status = s.WriteGroup(group);
+    if (status.ok() || group.size() == 1) {
+      for (GroupWrite* x : group) x->status = status;
+      s.group_commits.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      for (GroupWrite* x : group) {
+        x->status = s.WriteGroup({x});
+        s.group_commits.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    s.group_writes.fetch_add(group.size(), std::memory_order_relaxed);
+  }
+  absl::MutexLock queue(&s.queue_mu);
+  for (size_t i = 0; i < group.size(); ++i) {
+    s.writers.front()->done = true;
+    s.writers.pop_front();
+  }
+  return w.status;
 }
 
 absl::Status SqliteStore::ForEachAnswer(
@@ -153,28 +199,26 @@ absl::Status SqliteStore::ForEachAnswerKey(
 absl::Status SqliteStore::PutCaps(
     const std::vector<std::pair<uint32_t, std::string>>& caps) {
   if (caps.empty()) return absl::OkStatus();
-  SqliteImpl& s = *impl_;
-  absl::MutexLock lock(&s.mu);
-  constexpr absl::string_view kOperation = "storing caps";
-  return s.InTransaction(
-      kOperation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        return s.InsertCaps(kOperation, caps);
-      });
+  GroupWrite w;
+  w.caps = &caps;
+  w.operation = "storing caps";
+  for (const auto& [node, bytes] : caps) w.bytes += bytes.size();
+  return Write(w);
 }
 
 absl::Status SqliteStore::PutCapsAndAudit(
     const std::vector<std::pair<uint32_t, std::string>>& caps,
     const std::string& actor, const std::string& action,
     const std::string& details_json) {
-  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-  SqliteImpl& s = *impl_;
-  absl::MutexLock lock(&s.mu);
-  const std::string operation = absl::StrCat("storing caps and auditing ", action);
-  return s.InTransaction(
-      operation, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) -> absl::Status {
-        RETURN_IF_ERROR(s.InsertCaps(operation, caps));
-        return s.InsertAudit(operation, now_ms, actor, action, details_json);
-      });
+  GroupWrite w;
+  w.caps = &caps;
+  w.actor = &actor;
+  w.action = &action;
+  w.details_json = &details_json;
+  w.operation = absl::StrCat("storing caps and auditing ", action);
+  for (const auto& [node, bytes] : caps) w.bytes += bytes.size();
+  w.bytes += details_json.size();
+  return Write(w);
 }
 
 absl::Status SqliteStore::ForEachCaps(

@@ -7,9 +7,13 @@
 // Durability: every mutating call is one transaction, committed before it
 // returns OK. With Options::synchronous_full (the default) a commit is on
 // disk when the call returns, so an acknowledgement the curator sends after
-// it survives a crash of the process or the machine.
+// it survives a crash of the process or the machine. Concurrent writes of
+// answers, caps and audit rows are committed in groups (one transaction and
+// one sync for all the calls waiting when a commit starts, leveldb's group
+// commit): each call still returns only once its writes are durable, and a
+// group that fails is retried call by call, so a call's error is its own.
 //
-// Answers are stored as a log: each AppendAnswers call writes one row per
+// Answers are stored as a log: each commit of AppendAnswers calls writes one row per
 // campaign it stored new answers for (more for over 64 MiB of them), whose
 // blob packs those answers in a compact, versioned, length-checked
 // encoding; rows are never changed. The store keeps an index in memory of
@@ -315,6 +319,16 @@ class CuratorStore {
   // What the store is, for logs and status: "sqlite <path>", or
   // "postgres <host>:<port>/<database>" (never a password).
   virtual std::string Describe() const = 0;
+  // Group commit (SQLite): concurrent AppendAnswers, PutCaps,
+  // PutCapsAndAudit and Audit calls share one transaction and one sync to
+  // disk; `writes` counts those calls, `commits` the transactions that wrote
+  // them (commits <= writes; their ratio is the mean group). A PostgreSQL
+  // store reports zeros: its server shares one WAL flush among concurrent
+  // commits itself.
+  struct WriteCounts {
+    uint64_t writes = 0, commits = 0;
+  };
+  virtual WriteCounts write_counts() const { return {}; }
 
   CuratorStore(const CuratorStore&) = delete;
   CuratorStore& operator=(const CuratorStore&) = delete;

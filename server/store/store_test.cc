@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -1348,6 +1349,147 @@ TEST(CuratorStoreTest, BatchSurvivesSigkillSynchronousFull) {
 
 TEST(CuratorStoreTest, BatchSurvivesSigkillSynchronousNormal) {
   AppendThenGetKilled(/*synchronous_full=*/false);
+}
+
+// Group commit. Another connection holds the database's lock, so the first
+// writer leads and waits in BEGIN; the writers arriving meanwhile queue and
+// are written by the next leader in one commit.
+class HeldLock {
+ public:
+  explicit HeldLock(const std::string& dir) {
+    EXPECT_EQ(sqlite3_open((dir + "/curator.db").c_str(), &db_), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+  }
+  void Release() {
+    if (db_ == nullptr) return;
+    EXPECT_EQ(sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+  ~HeldLock() { Release(); }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+TEST(CuratorStoreTest, ConcurrentWritesShareACommitAndKeepTheirOutcomes) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.busy_timeout_ms = 30000;
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+  const CuratorStore::WriteCounts before = store->write_counts();
+  HeldLock held(dir.path());
+  constexpr int kDistinct = 8, kSame = 4, kCaps = 4;
+  std::vector<absl::StatusOr<std::vector<AppendOutcome>>> distinct(kDistinct),
+      same(kSame);
+  std::vector<absl::Status> caps(kCaps);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kDistinct; ++i) {
+    threads.emplace_back([&, i] {
+      distinct[i] = store->AppendAnswers(
+          {Answer(1, 2 * i, absl::StrCat("d", i)), Answer(1, 2 * i + 1, "e")});
+    });
+  }
+  for (int i = 0; i < kSame; ++i) {
+    threads.emplace_back(
+        [&, i] { same[i] = store->AppendAnswers({Answer(2, 0, "same")}); });
+  }
+  for (int i = 0; i < kCaps; ++i) {
+    threads.emplace_back([&, i] {
+      caps[i] = store->PutCapsAndAudit({{100 + i, "c"}}, absl::StrCat("d:", i),
+                                       "check-in", "{}");
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(500));
+  held.Release();
+  for (std::thread& t : threads) t.join();
+
+  for (int i = 0; i < kDistinct; ++i) {
+    ASSERT_TRUE(distinct[i].ok()) << distinct[i].status();
+    EXPECT_THAT(*distinct[i],
+                ElementsAre(AppendOutcome::kStored, AppendOutcome::kStored));
+  }
+  // One node answered four times at once: stored once, three resends.
+  int stored = 0, duplicates = 0;
+  for (const auto& s : same) {
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(s->size(), 1u);
+    stored += (*s)[0] == AppendOutcome::kStored;
+    duplicates += (*s)[0] == AppendOutcome::kDuplicate;
+  }
+  EXPECT_EQ(stored, 1);
+  EXPECT_EQ(duplicates, kSame - 1);
+  for (const absl::Status& s : caps) EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(AllAnswers(*store).size(), size_t{2 * kDistinct + 1});
+  auto audit = store->ListAudit(0, 100);
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  EXPECT_EQ(audit->size(), size_t{kCaps});
+  // 16 writes; the first leads alone (it waited for the lock), the rest
+  // queued behind it: two commits, a few more if a thread was slow to start.
+  const CuratorStore::WriteCounts after = store->write_counts();
+  EXPECT_EQ(after.writes - before.writes, uint64_t{kDistinct + kSame + kCaps});
+  EXPECT_LE(after.commits - before.commits, 4u);
+
+  // What was grouped survives a reopen, indexed: a resend is a duplicate.
+  store.reset();
+  store = OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  auto again = store->AppendAnswers({Answer(2, 0, "same"), Answer(1, 3, "e")});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(*again, ElementsAre(AppendOutcome::kDuplicate,
+                                  AppendOutcome::kDuplicate));
+}
+
+// A group whose commit fails is written again write by write: one write's
+// error (a spoiled campaign) is not its neighbours'.
+TEST(CuratorStoreTest, AFailedGroupIsRetriedWriteByWrite) {
+  TempDir dir;
+  CuratorStore::Options options;
+  options.busy_timeout_ms = 30000;
+  auto store = OpenOrDie(dir.path(), options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AppendAnswers({Answer(1, 1, "aa")}).ok());
+  ExecSql(dir.path(), "UPDATE answer_log SET answers = x'0101' WHERE id = 1");
+  HeldLock held(dir.path());
+  absl::Status first;
+  std::thread leader([&] { first = store->Audit("operator", "first", "{}"); });
+  absl::SleepFor(absl::Milliseconds(200));  // the leader waits in BEGIN
+  absl::StatusOr<std::vector<AppendOutcome>> spoiled, good1, good2;
+  absl::Status audit;
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { spoiled = store->AppendAnswers({Answer(1, 1, "aa")}); });
+  threads.emplace_back([&] { good1 = store->AppendAnswers({Answer(2, 5, "x")}); });
+  threads.emplace_back([&] { good2 = store->AppendAnswers({Answer(2, 6, "y")}); });
+  threads.emplace_back([&] { audit = store->Audit("operator", "second", "{}"); });
+  absl::SleepFor(absl::Milliseconds(300));
+  held.Release();
+  leader.join();
+  for (std::thread& t : threads) t.join();
+
+  EXPECT_TRUE(first.ok()) << first;
+  EXPECT_EQ(spoiled.status().code(), absl::StatusCode::kDataLoss)
+      << spoiled.status();
+  EXPECT_THAT(spoiled.status().message(), HasSubstr("answer_log row 1"));
+  ASSERT_TRUE(good1.ok()) << good1.status();
+  EXPECT_THAT(*good1, ElementsAre(AppendOutcome::kStored));
+  ASSERT_TRUE(good2.ok()) << good2.status();
+  EXPECT_THAT(*good2, ElementsAre(AppendOutcome::kStored));
+  EXPECT_TRUE(audit.ok()) << audit;
+  std::vector<AnswerRow> rows;
+  ASSERT_TRUE(store
+                  ->ForEachAnswer(2,
+                                  [&](const AnswerRow& row) {
+                                    rows.push_back(row);
+                                    return true;
+                                  })
+                  .ok());
+  EXPECT_EQ(rows.size(), 2u);
+  auto log = store->ListAudit(0, 10);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->size(), 2u);
 }
 
 }  // namespace

@@ -306,6 +306,15 @@ TEST_F(CuratorMetricsTest, ReportsRefusalsRejectionsAndTheLedger) {
 
   EXPECT_EQ(Sample(text, "ldpgraph_curator_reports_accepted_total"), 7);
   EXPECT_GT(Sample(text, "ldpgraph_curator_report_bytes_total"), 0);
+  // The store's group commit: the batches and enrolments were written, in
+  // no more commits than writes.
+  EXPECT_THAT(text, HasSubstr("# TYPE ldpgraph_store_writes_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE ldpgraph_store_commits_total counter\n"));
+  const double writes = Sample(text, "ldpgraph_store_writes_total");
+  const double commits = Sample(text, "ldpgraph_store_commits_total");
+  EXPECT_GE(writes, 3);
+  EXPECT_GE(commits, 1);
+  EXPECT_LE(commits, writes);
   // Refusals by reason: every reason, the ones never given at 0.
   EXPECT_EQ(Sample(text, "ldpgraph_curator_refusals_total{reason=\"policy\"}"), 1);
   EXPECT_EQ(Sample(text, "ldpgraph_curator_refusals_total{reason=\"no_data\"}"), 1);

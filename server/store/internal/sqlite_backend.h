@@ -9,7 +9,9 @@
 // server/store/.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,6 +41,29 @@ using sqlite::ScopedReset;
 using sqlite::Stmt;
 using sqlite::Text;
 
+// One write waiting in SqliteImpl's group commit (SqliteStore::Write): the
+// answers to append, or caps to put with an optional audit row. Lives on its
+// writer's stack until done.
+struct GroupWrite {
+  // AppendAnswers: the answers, and their outcomes once written.
+  const std::vector<AnswerRow>* answers = nullptr;
+  std::vector<AppendOutcome> outcomes;
+  // PutCaps, PutCapsAndAudit, Audit: caps to put (may be null), and an
+  // audit row when action is not null.
+  const std::vector<std::pair<uint32_t, std::string>>* caps = nullptr;
+  const std::string* actor = nullptr;
+  const std::string* action = nullptr;
+  const std::string* details_json = nullptr;
+  int64_t now_ms = 0;
+  // What the write is, for messages when it is written alone.
+  std::string operation;
+  // Payload bytes, for the group's size limit.
+  size_t bytes = 0;
+  // Set by the leader that wrote it, under SqliteImpl::queue_mu.
+  absl::Status status;
+  bool done = false;
+};
+
 struct SqliteImpl {
   // Statements prepared once at Open (SQLITE_PREPARE_PERSISTENT) and reused.
   struct Statements {
@@ -66,6 +91,12 @@ struct SqliteImpl {
   // The database file, for messages.
   const std::string path;
   absl::Mutex mu;
+  // Group commit: the writes waiting, in arrival order; the first is the
+  // leader, which writes a group of them in one transaction (WriteGroup).
+  // Lock order: mu before queue_mu.
+  absl::Mutex queue_mu ABSL_ACQUIRED_AFTER(mu);
+  std::deque<GroupWrite*> writers ABSL_GUARDED_BY(queue_mu);
+  std::atomic<uint64_t> group_writes{0}, group_commits{0};
   // Declared before stmts, so destroyed after them.
   Db db ABSL_GUARDED_BY(mu);
   Statements stmts ABSL_GUARDED_BY(mu);
@@ -122,6 +153,14 @@ struct SqliteImpl {
   // so nothing of it is stored, and returns the first error.
   absl::Status InTransaction(absl::string_view operation,
                              absl::FunctionRef<absl::Status()> body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // Writes `group` in one transaction (one sync to disk): every caps and
+  // audit row, then all the answers as one LogCore::Append (so a node
+  // answered twice within the group is stored once, the later answer
+  // kDuplicate or kConflict, as if written one after the other). On success
+  // fills each write's outcomes; on failure nothing of the group is stored.
+  absl::Status WriteGroup(const std::vector<GroupWrite*>& group)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   // Inside a write transaction: replaces campaign row.id's state and
@@ -288,8 +327,22 @@ class SqliteStore final : public CuratorStore {
   std::string Describe() const override {
     return absl::StrCat("sqlite ", impl_->path);
   }
+  WriteCounts write_counts() const override {
+    return WriteCounts{impl_->group_writes.load(std::memory_order_relaxed),
+                       impl_->group_commits.load(std::memory_order_relaxed)};
+  }
 
  private:
+  // Group commit, leveldb's writer queue: queues w; the writer at the
+  // front leads, taking the mutex and writing the writes queued by then
+  // (at most kMaxGroupWrites, kMaxGroupBytes of payload) in one
+  // transaction; the others wait to be told their status. If the group's
+  // transaction fails, each of its writes is tried alone, so that one
+  // write's error is not another's.
+  absl::Status Write(GroupWrite& w);
+  static constexpr size_t kMaxGroupWrites = 256;
+  static constexpr size_t kMaxGroupBytes = size_t{8} << 20;
+
   std::unique_ptr<SqliteImpl> impl_;
 };
 
