@@ -470,6 +470,13 @@ int RunCheckInLoad(const std::vector<std::string>& args) {
   } else {
     argv.push_back("--insecure");
   }
+  // --curator-args may give --http (to scrape /metrics): then it replaces
+  // the "--http off" above.
+  if (std::find(o.curator_args.begin(), o.curator_args.end(), "--http") !=
+      o.curator_args.end()) {
+    auto http = std::find(argv.begin(), argv.end(), "--http");
+    argv.erase(http, http + 2);
+  }
   argv.insert(argv.end(), o.curator_args.begin(), o.curator_args.end());
   const pid_t curator = Spawn(argv, dir + "/curator.log");
   int port = 0;
