@@ -64,6 +64,7 @@ absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::Open(
         absl::StrCat("max_bytes must be >= 0, got ", options.max_bytes));
   }
   std::error_code ec;
+  if (options.read_only) return OpenReadOnly(dir);
   const bool created = fs::create_directories(dir, ec);
   if (ec) {
     return absl::InternalError(absl::StrCat(
@@ -84,7 +85,7 @@ absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::Open(
   // From here on the store owns the connection and closes it on every error
   // path.
   std::unique_ptr<AgentStateStore> store(
-      new AgentStateStore(path, db.release()));
+      new AgentStateStore(path, db.release(), /*read_only=*/false));
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
 
   // The first statement reads the file: a file that is not a database
@@ -137,6 +138,36 @@ absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::Open(
   return store;
 }
 
+absl::StatusOr<std::unique_ptr<AgentStateStore>> AgentStateStore::OpenReadOnly(
+    const std::string& dir) {
+  const std::string path = (fs::path(dir) / "agent.db").string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("agent state ", path, " does not exist (opened read-only)"));
+  }
+  ASSIGN_OR_RETURN(sqlite::Db db, sqlite::OpenDatabaseReadOnly(path));
+  sqlite3* raw = db.get();
+  std::unique_ptr<AgentStateStore> store(
+      new AgentStateStore(path, db.release(), /*read_only=*/true));
+  sqlite3_busy_timeout(raw, Options().busy_timeout_ms);
+  ASSIGN_OR_RETURN(const int64_t version,
+                   sqlite::QueryInt(raw, path, "PRAGMA user_version",
+                                    "read the schema version"));
+  if (version != kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " holds agent state of schema version ", version,
+        "; this build reads version ", kSchemaVersion));
+  }
+  return store;
+}
+
+absl::Status AgentStateStore::Writable(absl::string_view what) const {
+  if (!read_only_) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(path_, " is open read-only: cannot ", what));
+}
+
 AgentStateStore::~AgentStateStore() { sqlite::DbCloser()(db_); }
 
 absl::Status AgentStateStore::ForEach(
@@ -185,6 +216,7 @@ absl::Status AgentStateStore::Commit(const std::vector<MemoRow>& rows) {
     }
   }
   if (rows.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(Writable("commit memo rows"));
   absl::MutexLock lock(&mu_);
   return sqlite::InTransaction(
       db_, path_, "the memo transaction",
@@ -268,6 +300,7 @@ absl::Status AgentStateStore::StoreKeys(
     }
   }
   if (keys.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(Writable("store keys"));
   absl::MutexLock lock(&mu_);
   return sqlite::InTransaction(
       db_, path_, "the keys transaction",

@@ -48,6 +48,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/accounting.h"
 
@@ -83,6 +84,12 @@ class AgentStateStore {
     // 0: none. A write beyond it fails with RESOURCE_EXHAUSTED as a full
     // disk would: tests use it to simulate one.
     int64_t max_bytes = 0;
+    // Open an existing <dir>/agent.db read-only, for a reader beside the
+    // host that owns it (ldpctl's figures): nothing is created or changed,
+    // the file must exist (NOT_FOUND naming it) and hold this schema
+    // version (FAILED_PRECONDITION otherwise), and Commit and StoreKeys
+    // fail with FAILED_PRECONDITION.
+    bool read_only = false;
   };
 
   // Opens <dir>/agent.db, creating the directory (mode 0700, parents
@@ -137,11 +144,17 @@ class AgentStateStore {
   const std::string& path() const { return path_; }
 
  private:
-  AgentStateStore(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+  AgentStateStore(std::string path, sqlite3* db, bool read_only)
+      : path_(std::move(path)), read_only_(read_only), db_(db) {}
+  static absl::StatusOr<std::unique_ptr<AgentStateStore>> OpenReadOnly(
+      const std::string& dir);
+  // OK, or FAILED_PRECONDITION naming the file if it was opened read-only.
+  absl::Status Writable(absl::string_view what) const;
   absl::Status CommitLocked(const std::vector<MemoRow>& rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
+  const bool read_only_;
   mutable absl::Mutex mu_;
   sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
 };

@@ -60,6 +60,35 @@ TEST(AgentStateStoreTest, OpenCreatesTheDirectoryAndAnEmptyMemo) {
   EXPECT_TRUE(ReadAll(**store).empty());
 }
 
+TEST(AgentStateStoreTest, ReadOnlyReadsBesideTheWriterAndChangesNothing) {
+  TempFolder tmp(TempFolder::kLeaveMissing);
+  AgentStateStore::Options ro;
+  ro.read_only = true;
+  // No state yet: NOT_FOUND naming the file, and nothing is created.
+  auto missing = AgentStateStore::Open(tmp.path(), ro);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("agent.db"));
+  EXPECT_FALSE(fs::exists(tmp.path()));
+
+  auto writer = AgentStateStore::Open(tmp.path());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const MemoRow a = Row(1, "features", 0.5, "A");
+  ASSERT_TRUE((*writer)->Commit({a}).ok());
+  auto reader = AgentStateStore::Open(tmp.path(), ro);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(ReadAll(**reader), std::vector<MemoRow>{a});
+  // It sees what the writer commits later.
+  const MemoRow b = Row(2, "label", 1, "B", "k=3");
+  ASSERT_TRUE((*writer)->Commit({b}).ok());
+  EXPECT_EQ(ReadAll(**reader), (std::vector<MemoRow>{a, b}));
+  const absl::Status s = (*reader)->Commit({Row(3, "label", 1, "C", "k=3")});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("read-only"));
+  EXPECT_EQ((*reader)->StoreKeys({{3, std::string(32, 'k')}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*(*writer)->Count(), 2);
+}
+
 TEST(AgentStateStoreTest, DatabaseIsInWalMode) {
   TempFolder tmp(TempFolder::kLeaveMissing);
   auto store = AgentStateStore::Open(tmp.path());

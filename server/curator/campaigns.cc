@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/accounting.h"
@@ -23,7 +22,7 @@ enum NodeStatus : uint8_t {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
-std::string CampaignName(int64_t id) { return absl::StrCat("c", id); }
+using store::CampaignName;
 
 }  // namespace
 
@@ -65,13 +64,7 @@ CampaignBook::CampaignBook(store::CuratorStore* store, Ledger* ledger,
 CampaignBook::~CampaignBook() = default;
 
 absl::StatusOr<int64_t> CampaignBook::ParseId(absl::string_view id) {
-  int64_t n = 0;
-  if (id.size() < 2 || id[0] != 'c' || !absl::SimpleAtoi(id.substr(1), &n) ||
-      n <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("campaign id must look like c1, c2, ...; got '", id, "'"));
-  }
-  return n;
+  return store::ParseCampaignName(id);
 }
 
 absl::StatusOr<std::unique_ptr<CampaignBook>> CampaignBook::Open(

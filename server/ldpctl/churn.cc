@@ -2,43 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/agent_state.h"
 #include "common/random.h"
 #include "common/seed_mix.h"
-#include "common/sqlite.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
-#include "server/store/answer_log.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
 
 // Separates the churn plan's stream from every other use of the seed.
 constexpr uint64_t kChurnTag = 0x636875726e763031ULL;  // "churnv01"
-
-// Runs a read-only query over the database at path, calling row on every
-// row; the store's errors name the file and the operation.
-absl::Status ForEachRow(const std::string& path, const char* sql,
-                        const std::function<absl::Status(sqlite3_stmt*)>& bind,
-                        const std::function<absl::Status(sqlite3_stmt*)>& row,
-                        const std::string& operation) {
-  ASSIGN_OR_RETURN(sqlite::Db db, sqlite::OpenDatabaseReadOnly(path));
-  ASSIGN_OR_RETURN(sqlite::Stmt stmt, sqlite::Prepare(db.get(), path, sql));
-  if (bind) RETURN_IF_ERROR(bind(stmt.get()));
-  for (;;) {
-    const int rc = sqlite3_step(stmt.get());
-    if (rc == SQLITE_DONE) return absl::OkStatus();
-    if (rc != SQLITE_ROW) {
-      return sqlite::SqliteError(rc, db.get(), path, operation);
-    }
-    RETURN_IF_ERROR(row(stmt.get()));
-  }
-}
 
 }  // namespace
 
@@ -127,52 +107,43 @@ absl::Status ChurnDriver::Finish() {
 }
 
 absl::StatusOr<std::vector<uint32_t>> StoredReporters(
-    const std::string& curator_data_dir, const std::string& campaign_id) {
-  int64_t id = 0;
-  if (campaign_id.size() < 2 || campaign_id[0] != 'c' ||
-      !absl::SimpleAtoi(campaign_id.substr(1), &id) || id <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "campaign id must look like c1, c2, ...; got '", campaign_id, "'"));
-  }
-  const std::string path = curator_data_dir + "/curator.db";
-  std::set<uint32_t> nodes;
-  RETURN_IF_ERROR(ForEachRow(
-      path, "SELECT answers FROM answer_log WHERE campaign = ?1",
-      [&](sqlite3_stmt* s) {
-        return sqlite::Bind(nullptr, path, "bind the campaign", s, id);
-      },
-      [&](sqlite3_stmt* s) {
-        store::LogReader reader(sqlite::ColumnView(s, 0));
-        absl::Status st = reader.Read([&](const store::LogEntry& e) {
-          if (!e.refusal) nodes.insert(e.node);
-        });
-        if (!st.ok()) {
-          return absl::DataLossError(absl::StrCat(
-              path, ": answer log of ", campaign_id, ": ", st.message()));
-        }
-        return absl::OkStatus();
-      },
-      absl::StrCat("read the answer log of ", campaign_id)));
-  return std::vector<uint32_t>(nodes.begin(), nodes.end());
+    store::CuratorStore& store, absl::string_view campaign_id) {
+  ASSIGN_OR_RETURN(const int64_t id, store::ParseCampaignName(campaign_id));
+  std::vector<uint32_t> nodes;
+  RETURN_IF_ERROR(store.ForEachAnswer(id, [&](const store::AnswerRow& a) {
+    if (!a.refusal) nodes.push_back(a.node);
+    return true;
+  }));
+  return nodes;  // ascending: ForEachAnswer orders a campaign's by node
+}
+
+absl::StatusOr<std::vector<uint32_t>> StoredReporters(
+    const std::string& curator_data_dir, absl::string_view campaign_id) {
+  RETURN_IF_ERROR(store::ParseCampaignName(campaign_id).status());
+  store::CuratorStore::Options options;
+  options.read_only = true;
+  ASSIGN_OR_RETURN(std::unique_ptr<store::CuratorStore> store,
+                   store::CuratorStore::Open(curator_data_dir, options));
+  return StoredReporters(*store, campaign_id);
 }
 
 absl::Status AddMemoSpending(const std::string& state_dir, uint32_t nodes,
                              std::vector<double>* spent, uint64_t* rows) {
   spent->resize(std::max<size_t>(spent->size(), nodes), 0.0);
-  const std::string path = state_dir + "/agent.db";
-  return ForEachRow(
-      path, "SELECT node, epsilon FROM memo", nullptr,
-      [&](sqlite3_stmt* s) {
-        const int64_t node = sqlite3_column_int64(s, 0);
-        if (node < 0 || node >= int64_t{nodes}) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path, ": memo row of node ", node, " outside [0, ", nodes, ")"));
-        }
-        (*spent)[node] += sqlite3_column_double(s, 1);
-        ++*rows;
-        return absl::OkStatus();
-      },
-      "read the memo");
+  agent::AgentStateStore::Options options;
+  options.read_only = true;
+  ASSIGN_OR_RETURN(std::unique_ptr<agent::AgentStateStore> state,
+                   agent::AgentStateStore::Open(state_dir, options));
+  return state->ForEach([&](const agent::MemoRow& row) -> absl::Status {
+    if (row.node >= nodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(state->path(), ": memo row of node ", row.node,
+                       " outside [0, ", nodes, ")"));
+    }
+    (*spent)[row.node] += row.key.epsilon;
+    ++*rows;
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::vector<double>> ExpectedSpending(

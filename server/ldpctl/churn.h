@@ -24,9 +24,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "ldpgraph/v1/agent.pb.h"
 #include "ldpgraph/v1/mechanism.pb.h"
+#include "server/store/store.h"
 
 namespace ldpgraph::ldpctl {
 
@@ -97,20 +99,23 @@ class ChurnDriver {
 };
 
 // The nodes with a stored report (not a refusal) for campaign `campaign_id`
-// ("c1", ...) in the curator's store <curator_data_dir>/curator.db, read
-// read-only from its answer log (server/store/answer_log.h): what the
-// curator has made durable, which is a superset of what it has
+// ("c1", ...) in `store`, read through its interface (ForEachAnswer): what
+// the curator has made durable, which is a superset of what it has
 // acknowledged (it acknowledges a report after its commit). Ascending.
-// INVALID_ARGUMENT for a malformed id; the store's errors (INTERNAL naming
-// the file) and DATA_LOSS for a damaged log.
+// INVALID_ARGUMENT for a malformed id; the store's errors (DATA_LOSS for a
+// damaged log).
 absl::StatusOr<std::vector<uint32_t>> StoredReporters(
-    const std::string& curator_data_dir, const std::string& campaign_id);
+    store::CuratorStore& store, absl::string_view campaign_id);
+// The same from the SQLite store of a curator's data directory, opened
+// read-only beside the running curator (store.h Options::read_only).
+absl::StatusOr<std::vector<uint32_t>> StoredReporters(
+    const std::string& curator_data_dir, absl::string_view campaign_id);
 
 // Per node (indexed by node id, `nodes` entries), the sum of the epsilons
-// of the rows of an agent host's memo <state_dir>/agent.db
-// (client/agent_state.h), read read-only, added into *spent; *rows counts
-// the rows read. INVALID_ARGUMENT for a row whose node is >= nodes; the
-// store's errors otherwise.
+// of the memo rows of an agent host's state <state_dir>/agent.db, read
+// through client/agent_state.h opened read-only, added into *spent; *rows
+// counts the rows read. INVALID_ARGUMENT for a row whose node is >= nodes;
+// the state's errors otherwise (NOT_FOUND for a host with no state).
 absl::Status AddMemoSpending(const std::string& state_dir, uint32_t nodes,
                              std::vector<double>* spent, uint64_t* rows);
 

@@ -1,14 +1,18 @@
 #include "server/ldpctl/churn.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/sqlite.h"
+#include "client/agent_state.h"
+#include "common/accounting.h"
 #include "common/wire/codec.h"
 #include "gtest/gtest.h"
-#include "server/store/answer_log.h"
+#include "server/store/store.h"
 
 namespace ldpgraph::ldpctl {
 namespace {
@@ -127,6 +131,9 @@ TEST(ExpectedSpendingTest, SubstitutionSharesTheFeaturesQuestion) {
 }
 
 // The readers on real databases of the stores' schemas.
+// The readers go through the owners' interfaces: the curator's store and the
+// agent's state, written here by those same interfaces, and read while the
+// writer still has them open (as a running curator or host would).
 class StoreReadersTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -135,49 +142,53 @@ class StoreReadersTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  sqlite::Db Make(const std::string& file, const char* schema) {
-    auto db = sqlite::OpenDatabase((dir_ / file).string());
-    EXPECT_TRUE(db.ok());
-    EXPECT_TRUE(sqlite::Exec(db->get(), file, schema, "schema").ok());
-    return std::move(*db);
-  }
   std::filesystem::path dir_;
 };
 
+store::AnswerRow Answer(int64_t campaign, uint32_t node, bool refusal) {
+  store::AnswerRow a;
+  a.campaign = campaign;
+  a.node = node;
+  a.refusal = refusal;
+  a.payload = "x";
+  return a;
+}
+
 TEST_F(StoreReadersTest, StoredReportersReadsTheAnswerLogWithoutRefusals) {
-  sqlite::Db db = Make("curator.db",
-                       "PRAGMA journal_mode=WAL; CREATE TABLE answer_log(id "
-                       "INTEGER PRIMARY KEY, campaign INTEGER, answers BLOB);");
-  auto append = [&](int64_t campaign, std::vector<std::pair<uint32_t, bool>> entries) {
-    std::string blob;
-    store::StartLogBlob(blob);
-    for (auto [node, refusal] : entries) {
-      store::EncodeEntry(blob, node, refusal, "x", 1000, 1000);
-    }
-    store::FinishLogBlob(blob, static_cast<uint32_t>(entries.size()));
-    auto stmt = sqlite::Prepare(db.get(), "curator.db",
-                                "INSERT INTO answer_log(campaign, answers) VALUES(?1, ?2)");
-    ASSERT_TRUE(stmt.ok());
-    ASSERT_TRUE(sqlite::Bind(db.get(), "curator.db", "bind", stmt->get(), campaign,
-                             sqlite::Blob{blob})
-                    .ok());
-    ASSERT_TRUE(sqlite::StepDone(db.get(), "curator.db", stmt->get(), "insert").ok());
-  };
-  append(1, {{5, false}, {2, true}, {3, false}});
-  append(2, {{7, false}});
-  append(1, {{1, false}});
+  auto curator = store::CuratorStore::Open(dir_.string(), {});
+  ASSERT_TRUE(curator.ok()) << curator.status();
+  ASSERT_TRUE((*curator)
+                  ->AppendAnswers({Answer(1, 5, false), Answer(1, 2, true),
+                                   Answer(1, 3, false)})
+                  .ok());
+  ASSERT_TRUE((*curator)->AppendAnswers({Answer(2, 7, false)}).ok());
+  ASSERT_TRUE((*curator)->AppendAnswers({Answer(1, 1, false)}).ok());
+
   auto r = StoredReporters(dir_.string(), "c1");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(*r, (std::vector<uint32_t>{1, 3, 5}));
+  auto same = StoredReporters(**curator, "c1");  // through the open store
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(*same, *r);
   EXPECT_EQ(StoredReporters(dir_.string(), "x1").status().code(),
             absl::StatusCode::kInvalidArgument);
+  std::filesystem::create_directories(dir_ / "empty");
+  EXPECT_EQ(StoredReporters((dir_ / "empty").string(), "c1").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "empty" / "curator.db"));
   EXPECT_FALSE(StoredReporters((dir_ / "none").string(), "c1").ok());
 }
 
 TEST_F(StoreReadersTest, AddMemoSpendingSumsEachNodesRows) {
-  sqlite::Db db = Make("agent.db",
-                       "CREATE TABLE memo(node INTEGER, key TEXT, epsilon REAL);"
-                       "INSERT INTO memo VALUES(0, 'a', 1), (0, 'b', 2), (3, 'a', 1);");
+  auto state = agent::AgentStateStore::Open(dir_.string());
+  ASSERT_TRUE(state.ok()) << state.status();
+  auto row = [](uint32_t node, const char* attribute, double eps) {
+    return agent::MemoRow{node, QueryKey{attribute, "rr", "k=2", eps}, "a"};
+  };
+  ASSERT_TRUE((*state)
+                  ->Commit({row(0, "label", 1), row(0, "features", 2),
+                            row(3, "label", 1)})
+                  .ok());
   std::vector<double> spent;
   uint64_t rows = 0;
   ASSERT_TRUE(AddMemoSpending(dir_.string(), 4, &spent, &rows).ok());
@@ -185,6 +196,11 @@ TEST_F(StoreReadersTest, AddMemoSpendingSumsEachNodesRows) {
   EXPECT_EQ(spent, (std::vector<double>{3, 0, 0, 1}));
   EXPECT_EQ(AddMemoSpending(dir_.string(), 2, &spent, &rows).code(),
             absl::StatusCode::kInvalidArgument);
+  // A host without state: NOT_FOUND, and nothing is created.
+  const std::filesystem::path none = dir_ / "no-host";
+  EXPECT_EQ(AddMemoSpending(none.string(), 4, &spent, &rows).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(none));
 }
 
 }  // namespace

@@ -15,7 +15,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -31,11 +30,10 @@
 namespace ldpgraph::ldpctl::internal {
 
 uint32_t Simulation::StoredCount(const std::string& id) {
-  int64_t campaign = 0;
-  if (observer_ == nullptr ||
-      !absl::SimpleAtoi(absl::string_view(id).substr(1), &campaign)) {
-    return 0;
-  }
+  if (observer_ == nullptr) return 0;
+  const absl::StatusOr<int64_t> parsed = store::ParseCampaignName(id);
+  if (!parsed.ok()) return 0;
+  const int64_t campaign = *parsed;
   uint32_t stored = 0;
   observer_
       ->ForEachAnswerKey(

@@ -15,7 +15,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -237,16 +236,7 @@ absl::Status Simulation::StartNetwork() {
 absl::StatusOr<std::vector<uint32_t>> Simulation::Reporters(
     const std::string& id) {
   if (observer_ == nullptr) return StoredReporters(work_ + "/curator", id);
-  int64_t n = 0;
-  if (id.size() < 2 || id[0] != 'c' || !absl::SimpleAtoi(id.substr(1), &n)) {
-    return absl::InvalidArgumentError(absl::StrCat("not a campaign id: ", id));
-  }
-  std::vector<uint32_t> nodes;
-  RETURN_IF_ERROR(observer_->ForEachAnswer(n, [&](const store::AnswerRow& a) {
-    if (!a.refusal) nodes.push_back(a.node);
-    return true;
-  }));
-  return nodes;  // ascending (ForEachAnswer orders by node)
+  return StoredReporters(*observer_, id);
 }
 
 absl::Status Simulation::KillFrontends(const v1::Campaign& c,
@@ -257,12 +247,7 @@ absl::Status Simulation::KillFrontends(const v1::Campaign& c,
   if (observer_ != nullptr) {
     // The store's count now: the operator's lags by its sync interval, in
     // which a small campaign can finish.
-    int64_t id = 0;
-    absl::SimpleAtoi(absl::string_view(c.id()).substr(1), &id);
-    uint32_t stored = 0;
-    RETURN_IF_ERROR(observer_->ForEachAnswerKey(
-        [&](int64_t campaign, uint32_t, bool) { stored += campaign == id; }));
-    answered = std::max(answered, stored);
+    answered = std::max(answered, StoredCount(c.id()));
   }
   // Kill k is due when the answers pass (k + 1) / (K + 1) of the targets.
   if (static_cast<uint64_t>(answered) * (o_.frontend_kills + 1) <

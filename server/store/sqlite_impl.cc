@@ -14,6 +14,10 @@ namespace ldpgraph::store::sqlite_internal {
 
 absl::Status SqliteImpl::InTransaction(absl::string_view operation,
                                        absl::FunctionRef<absl::Status()> body) {
+  if (read_only) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "curator store ", path, " is open read-only: cannot ", operation));
+  }
   return sqlite::InTransaction(
       db.get(), path, operation,
       {stmts.begin.get(), stmts.commit.get(), stmts.rollback.get()}, body);

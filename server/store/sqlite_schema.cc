@@ -108,7 +108,14 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
   auto impl = std::make_unique<sqlite_internal::SqliteImpl>(
       (std::filesystem::path(dir) / kFileName).string());
   absl::MutexLock lock(&impl->mu);
-  ASSIGN_OR_RETURN(impl->db, sqlite::OpenDatabase(impl->path));
+  impl->read_only = options.read_only;
+  if (options.read_only && !std::filesystem::exists(impl->path, ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        "curator store ", impl->path, " does not exist (opened read-only)"));
+  }
+  ASSIGN_OR_RETURN(impl->db, options.read_only
+                                 ? sqlite::OpenDatabaseReadOnly(impl->path)
+                                 : sqlite::OpenDatabase(impl->path));
   sqlite3* db = impl->db.get();
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
@@ -122,6 +129,17 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
         "curator store ", impl->path, " has schema version ", version,
         ", this build reads version ", kSchemaVersion,
         " only (it does not migrate a store of version 1)"));
+  }
+  if (options.read_only) {
+    if (version == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "curator store ", impl->path,
+          " holds no curator state yet (opened read-only)"));
+    }
+    RETURN_IF_ERROR(impl->PrepareAll());
+    RETURN_IF_ERROR(impl->CatchUp("indexing the answer log", /*initial=*/true));
+    return std::unique_ptr<CuratorStore>(
+        new sqlite_internal::SqliteStore(std::move(impl)));
   }
 
   ASSIGN_OR_RETURN(const std::string mode,

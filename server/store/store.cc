@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/postgres_store.h"
 
@@ -12,6 +13,18 @@
 // server/store/internal/sqlite_backend.h) and postgres_*.cc
 // (PostgresStore::Open); this file picks one from a --store URL.
 namespace ldpgraph::store {
+
+std::string CampaignName(int64_t id) { return absl::StrCat("c", id); }
+
+absl::StatusOr<int64_t> ParseCampaignName(absl::string_view name) {
+  int64_t id = 0;
+  if (name.size() < 2 || name[0] != 'c' ||
+      !absl::SimpleAtoi(name.substr(1), &id) || id <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "campaign id must look like c1, c2, ...; got '", name, "'"));
+  }
+  return id;
+}
 
 CuratorStore::~CuratorStore() = default;
 
@@ -30,6 +43,11 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::OpenUrl(
     PostgresStore::Options pg;
     pg.url = url;
     pg.password_file = password_file;
+    if (options.read_only) {
+      return absl::InvalidArgumentError(
+          "a read-only store is a SQLite file under the data directory, not a "
+          "postgres:// URL");
+    }
     pg.synchronous_full = options.synchronous_full;
     return PostgresStore::Open(std::move(pg));
   }

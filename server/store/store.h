@@ -59,6 +59,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace ldpgraph::store {
@@ -130,6 +131,13 @@ struct ResultRow {
   std::string matrix_path;  // file under the data directory, or empty
 };
 
+// Campaigns are named "c<id>" outside the store (the admin API, ldpctl,
+// logs): CampaignName(12) is "c12". ParseCampaignName is its inverse:
+// INVALID_ARGUMENT, quoting the name, for anything but "c" and a positive
+// decimal id.
+std::string CampaignName(int64_t id);
+absl::StatusOr<int64_t> ParseCampaignName(absl::string_view name);
+
 class CuratorStore {
  public:
   struct Options {
@@ -144,6 +152,12 @@ class CuratorStore {
     // PRAGMA busy_timeout: how long a call waits for a lock another
     // connection holds before failing with UNAVAILABLE. Must be >= 0.
     int busy_timeout_ms = 5000;
+    // Open an existing <dir>/curator.db read-only, for a reader beside the
+    // curator that owns it (ldpctl's figures): nothing is created or
+    // changed, the file must exist (NOT_FOUND naming it) and hold this
+    // schema version (FAILED_PRECONDITION otherwise), and every write fails
+    // with FAILED_PRECONDITION. SQLite only.
+    bool read_only = false;
   };
 
   // Opens (creating if needed) <dir>/curator.db, in WAL mode, creating the

@@ -793,6 +793,53 @@ TEST(CuratorStoreTest, ALockHeldElsewhereIsUnavailableThenClears) {
   EXPECT_EQ(AllAnswers(*store).size(), 1u);
 }
 
+TEST(CuratorStoreTest, ReadOnlyReadsBesideTheWriterAndChangesNothing) {
+  TempDir dir;
+  CuratorStore::Options ro;
+  ro.read_only = true;
+  auto missing = CuratorStore::Open(dir.path(), ro);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("curator.db"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/curator.db"));
+
+  auto writer = OpenOrDie(dir.path());
+  ASSERT_NE(writer, nullptr);
+  ASSERT_TRUE(writer->AppendAnswers({Answer(1, 0, "a"), Answer(1, 1, "b", true)}).ok());
+  auto reader = CuratorStore::Open(dir.path(), ro);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(AllAnswers(**reader).size(), 2u);
+  // It catches up with what the writer stores later.
+  ASSERT_TRUE(writer->AppendAnswers({Answer(2, 4, "c")}).ok());
+  EXPECT_THAT(Keys(AllAnswers(**reader)),
+              ElementsAre(std::pair<int64_t, uint32_t>{1, 0},
+                          std::pair<int64_t, uint32_t>{1, 1},
+                          std::pair<int64_t, uint32_t>{2, 4}));
+  auto appended = (*reader)->AppendAnswers({Answer(3, 0, "x")});
+  EXPECT_EQ(appended.status().code(), absl::StatusCode::kFailedPrecondition)
+      << appended.status();
+  EXPECT_THAT(appended.status().message(), HasSubstr("read-only"));
+  EXPECT_EQ((*reader)->Audit("ldpctl", "nothing", "{}").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(AllAnswers(*writer).size(), 3u);
+  // Read-only applies to the SQLite file only.
+  EXPECT_EQ(CuratorStore::OpenUrl("postgres://u@127.0.0.1:1/db", "", dir.path(), ro)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CuratorStoreTest, CampaignNamesRoundTrip) {
+  EXPECT_EQ(CampaignName(12), "c12");
+  auto id = ParseCampaignName("c12");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(*id, 12);
+  for (const char* bad : {"", "c", "c0", "c-1", "x12", "12", "c1x"}) {
+    auto parsed = ParseCampaignName(bad);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(absl::StrCat("'", bad, "'")));
+  }
+}
+
 TEST(CuratorStoreTest, OpenRejectsNegativeBusyTimeout) {
   TempDir dir;
   CuratorStore::Options options;

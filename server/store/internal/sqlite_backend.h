@@ -90,6 +90,8 @@ struct SqliteImpl {
   LogCore core;
   // The database file, for messages.
   const std::string path;
+  // Opened read-only (CuratorStore::Options::read_only): set once at Open.
+  bool read_only = false;
   absl::Mutex mu;
   // Group commit: the writes waiting, in arrival order; the first is the
   // leader, which writes a group of them in one transaction (WriteGroup).
