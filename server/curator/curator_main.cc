@@ -118,22 +118,14 @@ void OnSignal(int sig) { g_signal = sig; }
 
 std::string g_ready_file;
 
-absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
-    const std::vector<std::string>& args) {
-  using ldpgraph::CliArgs;
-  ASSIGN_OR_RETURN(
-      CliArgs a,
-      CliArgs::Parse(args,
-                     {"listen", "http", "data-dir", "graph", "nodes",
-                      "admin-token", "node-key", "tls-cert", "tls-key",
-                      "sync", "max-threads", "ready-file", "fleet-settle",
-                      "fleet-lease", "fleet-min-hosts", "release-epsilon",
-                      "release-delta", "pipeline-threads", "check-in-rate",
-                      "check-in-interval", "check-in-jitter",
-                      "check-in-session", "store", "store-password-file",
-                      "role", "sync-interval", "admin-page-bytes"},
-                     {"insecure", "private-edges"}));
-  ldpgraph::curator::ServerOptions o;
+using ldpgraph::CliArgs;
+using ldpgraph::curator::ServerOptions;
+
+// ParseFlags, group by group: each reads its flags into o and checks them,
+// naming the flag in its error.
+
+// Where to listen and what graph to serve.
+absl::Status ParseListenAndGraph(const CliArgs& a, ServerOptions& o) {
   o.listen = a.Get("listen").value_or("0.0.0.0:7443");
   o.http_listen = a.Get("http").value_or("0.0.0.0:9090");
   if (o.http_listen == "off") o.http_listen.clear();
@@ -153,6 +145,11 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
         "--private-edges applies to --graph (without a graph there are no "
         "edges to drop)");
   }
+  return absl::OkStatus();
+}
+
+// The admin token, the node key and TLS (files read here).
+absl::Status ParseSecretsAndTls(const CliArgs& a, ServerOptions& o) {
   for (const char* flag : {"admin-token", "node-key"}) {
     if (!a.Has(flag)) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is required"));
   }
@@ -175,13 +172,17 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
     ASSIGN_OR_RETURN(o.tls_cert_pem, ldpgraph::ReadFileToString(*a.Get("tls-cert")));
     ASSIGN_OR_RETURN(o.tls_key_pem, ldpgraph::ReadFileToString(*a.Get("tls-key")));
   }
+  return absl::OkStatus();
+}
+
+// The store, its durability, this process's role and how often it syncs.
+absl::Status ParseStoreAndRole(const CliArgs& a, ServerOptions& o) {
   const std::string sync = a.Get("sync").value_or("full");
   if (sync != "full" && sync != "normal") {
     return absl::InvalidArgumentError(
         absl::StrCat("--sync must be full or normal, got '", sync, "'"));
   }
   o.synchronous_full = sync == "full";
-  g_ready_file = a.Get("ready-file").value_or("");
   o.store_url = a.Get("store").value_or("");
   o.store_password_file = a.Get("store-password-file").value_or("");
   ASSIGN_OR_RETURN(o.role, ldpgraph::curator::ParseRole(
@@ -194,40 +195,51 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
     }
     o.sync_interval = absl::Seconds(*sync_interval);
   }
-  ASSIGN_OR_RETURN(auto threads, a.GetInt("max-threads"));
-  if (threads) {
-    if (*threads < 4 || *threads > 100000) {
-      return absl::InvalidArgumentError("--max-threads must be in [4, 100000]");
-    }
-    o.max_threads = static_cast<int>(*threads);
+  return absl::OkStatus();
+}
+
+// An integer flag in [lo, hi] into *out, when given; the error says
+// "--FLAG must be in [lo, hi]" and `why`.
+absl::Status IntFlagIn(const CliArgs& a, const char* flag, int64_t lo,
+                       int64_t hi, int* out, const char* why = "") {
+  ASSIGN_OR_RETURN(auto v, a.GetInt(flag));
+  if (!v) return absl::OkStatus();
+  if (*v < lo || *v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be in [", lo, ", ", hi, "]", why));
   }
-  ASSIGN_OR_RETURN(auto page_bytes, a.GetInt("admin-page-bytes"));
-  if (page_bytes) {
-    if (*page_bytes < 1024 || *page_bytes > o.max_message_bytes / 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--admin-page-bytes must be in [1024, ", o.max_message_bytes / 2,
-          "]"));
-    }
-    o.admin_page_bytes = static_cast<int>(*page_bytes);
+  *out = static_cast<int>(*v);
+  return absl::OkStatus();
+}
+
+// A duration flag in (0, 86400] seconds into *out, when given.
+absl::Status SecondsFlag(const CliArgs& a, const char* flag,
+                         absl::Duration* out) {
+  ASSIGN_OR_RETURN(auto seconds, a.GetDouble(flag));
+  if (!seconds) return absl::OkStatus();
+  if (!(*seconds > 0 && *seconds <= 86400)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be in (0, 86400] seconds"));
   }
-  ASSIGN_OR_RETURN(auto pipeline_threads, a.GetInt("pipeline-threads"));
-  if (pipeline_threads) {
-    if (*pipeline_threads < 0 || *pipeline_threads > 4096) {
-      return absl::InvalidArgumentError(
-          "--pipeline-threads must be in [0, 4096] (0 = every core)");
-    }
-    o.pipeline_threads = static_cast<int>(*pipeline_threads);
-  }
-  for (auto [flag, out] : {std::pair{"fleet-settle", &o.fleet_settle},
-                           std::pair{"fleet-lease", &o.fleet_lease}}) {
-    ASSIGN_OR_RETURN(auto seconds, a.GetDouble(flag));
-    if (!seconds) continue;
-    if (!(*seconds > 0 && *seconds <= 86400)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " must be in (0, 86400] seconds"));
-    }
-    *out = absl::Seconds(*seconds);
-  }
+  *out = absl::Seconds(*seconds);
+  return absl::OkStatus();
+}
+
+// Threads and the admin API's page size.
+absl::Status ParseLimits(const CliArgs& a, ServerOptions& o) {
+  RETURN_IF_ERROR(IntFlagIn(a, "max-threads", 4, 100000, &o.max_threads));
+  RETURN_IF_ERROR(IntFlagIn(a, "admin-page-bytes", 1024,
+                            o.max_message_bytes / 2, &o.admin_page_bytes));
+  return IntFlagIn(a, "pipeline-threads", 0, 4096, &o.pipeline_threads,
+                   " (0 = every core)");
+}
+
+// The fleet planner's timing and the release budget.
+absl::Status ParseFleetAndRelease(const CliArgs& a, ServerOptions& o) {
+  RETURN_IF_ERROR(SecondsFlag(a, "fleet-settle", &o.fleet_settle));
+  RETURN_IF_ERROR(SecondsFlag(a, "fleet-lease", &o.fleet_lease));
+  RETURN_IF_ERROR(
+      IntFlagIn(a, "fleet-min-hosts", 1, 100000, &o.fleet_min_hosts));
   ASSIGN_OR_RETURN(auto release_eps, a.GetDouble("release-epsilon"));
   if (release_eps) {
     if (!(*release_eps > 0) || !std::isfinite(*release_eps)) {
@@ -243,31 +255,44 @@ absl::StatusOr<ldpgraph::curator::ServerOptions> ParseFlags(
     }
     o.release_budget.delta = *release_delta;
   }
+  return absl::OkStatus();
+}
+
+// Devices that check in: pacing, intervals, sessions.
+absl::Status ParseCheckIns(const CliArgs& a, ServerOptions& o) {
   ASSIGN_OR_RETURN(auto rate, a.GetDouble("check-in-rate"));
   if (rate) o.check_in.max_per_second = *rate;
   ASSIGN_OR_RETURN(auto jitter, a.GetDouble("check-in-jitter"));
   if (jitter) o.check_in.jitter = *jitter;
-  for (auto [flag, out] :
-       {std::pair{"check-in-interval", &o.check_in.interval},
-        std::pair{"check-in-session", &o.check_in.session_ttl}}) {
-    ASSIGN_OR_RETURN(auto seconds, a.GetDouble(flag));
-    if (!seconds) continue;
-    if (!(*seconds > 0 && *seconds <= 86400)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " must be in (0, 86400] seconds"));
-    }
-    *out = absl::Seconds(*seconds);
-  }
+  RETURN_IF_ERROR(SecondsFlag(a, "check-in-interval", &o.check_in.interval));
+  RETURN_IF_ERROR(SecondsFlag(a, "check-in-session", &o.check_in.session_ttl));
   if (absl::Status s = o.check_in.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--", s.message()));
   }
-  ASSIGN_OR_RETURN(auto min_hosts, a.GetInt("fleet-min-hosts"));
-  if (min_hosts) {
-    if (*min_hosts < 1 || *min_hosts > 100000) {
-      return absl::InvalidArgumentError("--fleet-min-hosts must be in [1, 100000]");
-    }
-    o.fleet_min_hosts = static_cast<int>(*min_hosts);
-  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ServerOptions> ParseFlags(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(args,
+                     {"listen", "http", "data-dir", "graph", "nodes",
+                      "admin-token", "node-key", "tls-cert", "tls-key",
+                      "sync", "max-threads", "ready-file", "fleet-settle",
+                      "fleet-lease", "fleet-min-hosts", "release-epsilon",
+                      "release-delta", "pipeline-threads", "check-in-rate",
+                      "check-in-interval", "check-in-jitter",
+                      "check-in-session", "store", "store-password-file",
+                      "role", "sync-interval", "admin-page-bytes"},
+                     {"insecure", "private-edges"}));
+  ServerOptions o;
+  RETURN_IF_ERROR(ParseListenAndGraph(a, o));
+  RETURN_IF_ERROR(ParseSecretsAndTls(a, o));
+  RETURN_IF_ERROR(ParseStoreAndRole(a, o));
+  g_ready_file = a.Get("ready-file").value_or("");
+  RETURN_IF_ERROR(ParseLimits(a, o));
+  RETURN_IF_ERROR(ParseFleetAndRelease(a, o));
+  RETURN_IF_ERROR(ParseCheckIns(a, o));
   return o;
 }
 

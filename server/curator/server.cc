@@ -41,6 +41,12 @@ struct CuratorServer::Internals {
 
 namespace {
 
+// Whether the store is shared with other curator processes (a postgres://
+// URL), not this process's SQLite file.
+bool SharedStore(const ServerOptions& options) {
+  return !(options.store_url.empty() || options.store_url == "sqlite");
+}
+
 // Waits until this process holds the operator lease (roles.h), retrying
 // every 250 ms through errors (a database that is away); CANCELLED when
 // options.cancelled says so.
@@ -114,8 +120,16 @@ absl::StatusOr<std::unique_ptr<Curator>> OpenCurator(
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
-    ServerOptions options) {
+// Start, step by step: validate the options, make the data folders, load
+// the public data, open the curator over its store (waiting for the lease
+// and the database where that applies), build the services, listen, serve
+// HTTP, start the background threads. Each step is a function of its own;
+// an error stops the start there.
+
+namespace {
+
+// A step of Start: the options that need no I/O to check.
+absl::Status ValidateServerOptions(const ServerOptions& options) {
   if (options.data_dir.empty()) {
     return absl::InvalidArgumentError("the curator needs a data directory");
   }
@@ -137,41 +151,20 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
         "] (at most half of the largest message), got ",
         options.admin_page_bytes));
   }
-  std::unique_ptr<CuratorServer> s(new CuratorServer());
-  s->options_ = options;
-  RETURN_IF_ERROR(MakeDirs(options.data_dir));
-  const std::string results = options.data_dir + "/results";
-  RETURN_IF_ERROR(MakeDirs(results));
-
-  uint32_t nodes = options.nodes;
-  if (!options.graph_dir.empty()) {
-    ASSIGN_OR_RETURN(s->public_data_, LoadDataset(options.graph_dir));
-    // The curator never holds the nodes' features: drop them at once.
-    s->public_data_.features = SparseRows();
-    s->public_data_.features.cols = s->public_data_.meta.features;
-    nodes = static_cast<uint32_t>(s->public_data_.graph.num_nodes());
-    if (options.private_edges) {
-      // Nor the edges, when they are the nodes' to report.
-      ASSIGN_OR_RETURN(s->public_data_.graph, Graph::FromEdges(nodes, {}));
-      s->public_data_.meta.edges = 0;
-    }
-  } else if (nodes > 0) {
-    s->public_data_.meta.nodes = nodes;
-  }
-  if (nodes == 0) {
-    return absl::InvalidArgumentError(
-        "the curator needs its graph (a dataset folder) or a node count");
-  }
-
-  const bool shared = !(options.store_url.empty() || options.store_url == "sqlite");
-  if (!shared && options.role != Role::kAll) {
+  if (!SharedStore(options) && options.role != Role::kAll) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--role ", RoleName(options.role),
         " needs a store shared with the other roles (--store postgres://...); "
         "over SQLite one process does everything (--role all)"));
   }
+  return absl::OkStatus();
+}
+
+// A step of Start: what the curator's parts are told (curator.h).
+Curator::Options CuratorOptionsFor(const ServerOptions& options,
+                                   uint32_t nodes) {
   Curator::Options co;
-  co.shared_store = shared;
+  co.shared_store = SharedStore(options);
   co.close_on_quorum = options.role != Role::kFrontend;
   co.add_frontend_status = options.role == Role::kOperator;
   co.num_nodes = nodes;
@@ -181,57 +174,12 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   co.fleet_min_hosts = static_cast<size_t>(options.fleet_min_hosts);
   co.check_in = options.check_in;
   co.max_enrol = options.max_enrol;
-  ASSIGN_OR_RETURN(s->curator_, OpenCurator(options, shared, co));
-  s->stages_ = std::make_unique<Stages>(&s->curator_->operators(),
-                                        &s->public_data_,
-                                        results, options.private_edges,
-                                        options.release_budget,
-                                        options.pipeline_threads);
+  return co;
+}
 
-  s->internals_ = std::make_unique<Internals>();
-  RETURN_IF_ERROR(s->RegisterMetrics());
-  Internals* metrics_of = s->internals_.get();
-  RpcObserver observer = [metrics_of](absl::string_view method,
-                                      double seconds, int code) {
-    const std::string m(method);
-    metrics_of->rpc_seconds->With({m})->Observe(seconds);
-    metrics_of->rpc_total
-        ->With({m, absl::StatusCodeToString(static_cast<absl::StatusCode>(code))})
-        ->Increment();
-  };
-  s->internals_->agent =
-      std::make_unique<AgentServiceImpl>(&s->curator_->agents(), observer);
-  v1::CuratorStatus base_status;
-  base_status.set_started_unix_ms(absl::ToUnixMillis(absl::Now()));
-  base_status.set_graph_edges(s->public_data_.graph.num_edges());
-  base_status.set_classes(static_cast<uint32_t>(
-      std::max(0, s->public_data_.meta.classes)));
-  base_status.set_insecure(options.insecure);
-  s->internals_->admin = std::make_unique<AdminServiceImpl>(
-      &s->curator_->operators(), s->stages_.get(), options.admin_token,
-      observer, std::move(base_status), options.max_threads,
-      Listings::Options{.page_bytes =
-                            static_cast<size_t>(options.admin_page_bytes)});
-
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  std::shared_ptr<grpc::ServerCredentials> creds;
-  if (options.insecure) {
-    creds = grpc::InsecureServerCredentials();
-  } else {
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({options.tls_key_pem, options.tls_cert_pem});
-    creds = grpc::SslServerCredentials(ssl);
-  }
-  builder.AddListeningPort(options.listen, creds, &s->port_);
-  if (ServesAgents(options.role)) {
-    builder.RegisterService(s->internals_->agent.get());
-  }
-  // A frontend answers GetStatus too (its sessions and streams, which only
-  // it knows), and nothing else of the admin API.
-  if (!ServesAdmin(options.role)) s->internals_->admin->ServeStatusOnly();
-  builder.RegisterService(s->internals_->admin.get());
+// The gRPC server's builder settings beyond the services (ListenGrpc).
+void ConfigureBuilder(const ServerOptions& options, grpc::ServerBuilder& builder,
+                      grpc::ResourceQuota& quota) {
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // A connection that has not finished its handshake in 10 s is dropped
@@ -246,67 +194,189 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
   // the curator's peak went from 1,117 to 1,066 MiB (docs/benchmarks.md,
   // "Fleet scale"). Reports travel in batches of many records either way.
   builder.AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, 4096);
-  grpc::ResourceQuota quota("ldpgraph-curator");
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);
-  s->server_ = builder.BuildAndStart();
-  if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen));
-  }
-  if (!options.http_listen.empty()) {
-    auto http = SplitHostPort(options.http_listen);
-    if (!http.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("HTTP address: ", http.status().message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
+    ServerOptions options) {
+  RETURN_IF_ERROR(ValidateServerOptions(options));
+  std::unique_ptr<CuratorServer> s(new CuratorServer());
+  s->options_ = options;
+  const std::string results = options.data_dir + "/results";
+  RETURN_IF_ERROR(MakeDirs(options.data_dir));
+  RETURN_IF_ERROR(MakeDirs(results));
+  ASSIGN_OR_RETURN(const uint32_t nodes, s->LoadPublicData());
+  ASSIGN_OR_RETURN(s->curator_,
+                   OpenCurator(options, SharedStore(options),
+                               CuratorOptionsFor(options, nodes)));
+  s->stages_ = std::make_unique<Stages>(&s->curator_->operators(),
+                                        &s->public_data_,
+                                        results, options.private_edges,
+                                        options.release_budget,
+                                        options.pipeline_threads);
+  RETURN_IF_ERROR(s->BuildServices());
+  RETURN_IF_ERROR(s->ListenGrpc());
+  RETURN_IF_ERROR(s->StartHttp());
+  s->StartBackground();
+  return s;
+}
+
+// A step of Start: the public graph and labels (never the nodes' features;
+// nor the edges when the nodes report them), or only a node count. Returns
+// the number of nodes.
+absl::StatusOr<uint32_t> CuratorServer::LoadPublicData() {
+  uint32_t nodes = options_.nodes;
+  if (!options_.graph_dir.empty()) {
+    ASSIGN_OR_RETURN(public_data_, LoadDataset(options_.graph_dir));
+    // The curator never holds the nodes' features: drop them at once.
+    public_data_.features = SparseRows();
+    public_data_.features.cols = public_data_.meta.features;
+    nodes = static_cast<uint32_t>(public_data_.graph.num_nodes());
+    if (options_.private_edges) {
+      // Nor the edges, when they are the nodes' to report.
+      ASSIGN_OR_RETURN(public_data_.graph, Graph::FromEdges(nodes, {}));
+      public_data_.meta.edges = 0;
     }
-    CuratorServer* self = s.get();
-    ASSIGN_OR_RETURN(
-        s->internals_->http,
-        observability::HttpEndpoint::Start(
-            http->first, http->second,
-            &s->internals_->metrics, [self]() -> absl::Status {
-              if (self->stopping_.load()) {
-                return absl::UnavailableError("shutting down");
-              }
-              return absl::OkStatus();
-            }));
+  } else if (nodes > 0) {
+    public_data_.meta.nodes = nodes;
   }
-  // Campaign deadlines are enforced on every report; this closes them in
-  // the store too, so that operators and subscribers see the transition.
-  // On a shared store, every sync_interval: what the other processes
-  // stored; the operator then closes quorate campaigns and checks that it
-  // still holds the lease.
-  Internals* in = s->internals_.get();
-  OperatorSide* curator = &s->curator_->operators();
-  CuratorServer* self = s.get();
+  if (nodes == 0) {
+    return absl::InvalidArgumentError(
+        "the curator needs its graph (a dataset folder) or a node count");
+  }
+  return nodes;
+}
+
+// A step of Start: the metrics and both gRPC services over the curator's
+// sides.
+absl::Status CuratorServer::BuildServices() {
+  internals_ = std::make_unique<Internals>();
+  RETURN_IF_ERROR(RegisterMetrics());
+  Internals* metrics_of = internals_.get();
+  RpcObserver observer = [metrics_of](absl::string_view method,
+                                      double seconds, int code) {
+    const std::string m(method);
+    metrics_of->rpc_seconds->With({m})->Observe(seconds);
+    metrics_of->rpc_total
+        ->With({m, absl::StatusCodeToString(static_cast<absl::StatusCode>(code))})
+        ->Increment();
+  };
+  internals_->agent =
+      std::make_unique<AgentServiceImpl>(&curator_->agents(), observer);
+  v1::CuratorStatus base_status;
+  base_status.set_started_unix_ms(absl::ToUnixMillis(absl::Now()));
+  base_status.set_graph_edges(public_data_.graph.num_edges());
+  base_status.set_classes(
+      static_cast<uint32_t>(std::max(0, public_data_.meta.classes)));
+  base_status.set_insecure(options_.insecure);
+  internals_->admin = std::make_unique<AdminServiceImpl>(
+      &curator_->operators(), stages_.get(), options_.admin_token, observer,
+      std::move(base_status), options_.max_threads,
+      Listings::Options{.page_bytes =
+                            static_cast<size_t>(options_.admin_page_bytes)});
+  // A frontend answers GetStatus too (its sessions and streams, which only
+  // it knows), and nothing else of the admin API.
+  if (!ServesAdmin(options_.role)) internals_->admin->ServeStatusOnly();
+  return absl::OkStatus();
+}
+
+// A step of Start: the gRPC server on options_.listen (TLS unless
+// insecure), with the services the role serves.
+absl::Status CuratorServer::ListenGrpc() {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (options_.insecure) {
+    creds = grpc::InsecureServerCredentials();
+  } else {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({options_.tls_key_pem, options_.tls_cert_pem});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort(options_.listen, creds, &port_);
+  if (ServesAgents(options_.role)) {
+    builder.RegisterService(internals_->agent.get());
+  }
+  builder.RegisterService(internals_->admin.get());
+  grpc::ResourceQuota quota("ldpgraph-curator");
+  ConfigureBuilder(options_, builder, quota);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options_.listen));
+  }
+  return absl::OkStatus();
+}
+
+// A step of Start: /metrics, /healthz and /readyz on options_.http_listen
+// (none when it is empty).
+absl::Status CuratorServer::StartHttp() {
+  if (options_.http_listen.empty()) return absl::OkStatus();
+  auto http = SplitHostPort(options_.http_listen);
+  if (!http.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HTTP address: ", http.status().message()));
+  }
+  ASSIGN_OR_RETURN(internals_->http,
+                   observability::HttpEndpoint::Start(
+                       http->first, http->second, &internals_->metrics,
+                       [this]() -> absl::Status {
+                         if (stopping_.load()) {
+                           return absl::UnavailableError("shutting down");
+                         }
+                         return absl::OkStatus();
+                       }));
+  return absl::OkStatus();
+}
+
+// A step of Start: the threads that run beside the services.
+void CuratorServer::StartBackground() {
+  if (SharedStore(options_) && ServesAdmin(options_.role)) StartLeaseWatch();
+  StartTicker();
+}
+
+// The operator's lease, checked every 500 ms on a thread of its own: a
+// sync stuck connecting to a database that is away must not delay it, or a
+// standby would take the lease when the database returns (the holder takes
+// it back at once, a standby only after its grace: store.h).
+void CuratorServer::StartLeaseWatch() {
+  Internals* in = internals_.get();
+  OperatorSide* curator = &curator_->operators();
+  in->lease_watch = std::thread([in, curator, this, log = options_.log] {
+    while (!in->stop_ticker.WaitForNotificationWithTimeout(
+        absl::Milliseconds(500))) {
+      absl::StatusOr<bool> held = curator->store().TryOperatorLease();
+      if (held.ok() && !*held) {
+        if (log) log("lost the operator lease: another operator holds it");
+        lost_lease_.store(true);
+        return;
+      }
+    }
+  });
+}
+
+// Campaign deadlines are enforced on every report; the ticker closes them
+// in the store too, so that operators and subscribers see the transition.
+// On a shared store, every sync_interval: what the other processes stored;
+// the operator then closes quorate campaigns, and a frontend publishes its
+// status under a name of its own, this process's (a restarted one is a new
+// row, the old one goes stale).
+void CuratorServer::StartTicker() {
+  Internals* in = internals_.get();
+  OperatorSide* curator = &curator_->operators();
+  const bool shared = SharedStore(options_);
   const absl::Duration tick =
-      shared ? std::min(options.sync_interval, absl::Seconds(1))
+      shared ? std::min(options_.sync_interval, absl::Seconds(1))
              : absl::Seconds(1);
-  // A frontend publishes its status under a name of its own, this
-  // process's: a restarted one is a new row, the old one goes stale.
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   const std::string name = absl::StrCat(host, " pid ", getpid());
-  // The operator's lease, checked every 500 ms on a thread of its own: a
-  // sync stuck connecting to a database that is away must not delay it, or
-  // a standby would take the lease when the database returns (the holder
-  // takes it back at once, a standby only after its grace: store.h).
-  if (shared && ServesAdmin(options.role)) {
-    in->lease_watch = std::thread([in, curator, self, log = options.log] {
-      while (!in->stop_ticker.WaitForNotificationWithTimeout(
-          absl::Milliseconds(500))) {
-        absl::StatusOr<bool> held = curator->store().TryOperatorLease();
-        if (held.ok() && !*held) {
-          if (log) log("lost the operator lease: another operator holds it");
-          self->lost_lease_.store(true);
-          return;
-        }
-      }
-    });
-  }
-  in->ticker = std::thread([in, curator, self, tick, shared, name,
-                            role = options.role, log = options.log] {
+  in->ticker = std::thread([in, curator, tick, shared, name,
+                            role = options_.role, log = options_.log] {
     absl::Time last_close = absl::InfinitePast();
     bool failing = false;  // logged once when syncs start and stop failing
     while (!in->stop_ticker.WaitForNotificationWithTimeout(tick)) {
@@ -335,7 +405,6 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(
       }
     }
   });
-  return s;
 }
 
 int CuratorServer::http_port() const {
@@ -377,7 +446,6 @@ absl::Status RegisterCampaignMetrics(observability::MetricsRegistry& registry,
 }  // namespace
 
 absl::Status CuratorServer::RegisterMetrics() {
-  using observability::HistogramSnapshot;
   using observability::MetricsRegistry;
   MetricsRegistry& m = internals_->metrics;
   ASSIGN_OR_RETURN(internals_->rpc_seconds,
@@ -389,6 +457,17 @@ absl::Status CuratorServer::RegisterMetrics() {
                    m.AddCounter("ldpgraph_curator_rpcs_total",
                                 "RPCs by method and status code.",
                                 {"method", "code"}));
+  RETURN_IF_ERROR(RegisterIngestMetrics());
+  RETURN_IF_ERROR(RegisterCampaignMetrics(m, &curator_->operators().campaigns()));
+  RETURN_IF_ERROR(RegisterStoreMetrics());
+  RETURN_IF_ERROR(RegisterCheckInMetrics());
+  return RegisterLedgerMetrics();
+}
+
+// Reports stored, resent, refused and rejected (IngestCounters).
+absl::Status CuratorServer::RegisterIngestMetrics() {
+  using observability::MetricsRegistry;
+  MetricsRegistry& m = internals_->metrics;
   OperatorSide* curator = &curator_->operators();
   const IngestCounters* c = &curator->campaigns().counters();
   auto counter = [&](const char* name, const char* help,
@@ -442,7 +521,13 @@ absl::Status CuratorServer::RegisterMetrics() {
         }
         return out;
       }));
-  RETURN_IF_ERROR(RegisterCampaignMetrics(m, &curator->campaigns()));
+  return absl::OkStatus();
+}
+
+absl::Status CuratorServer::RegisterStoreMetrics() {
+  using observability::MetricsRegistry;
+  MetricsRegistry& m = internals_->metrics;
+  OperatorSide* curator = &curator_->operators();
   // Group commit (store.h): the store's writes and the commits that wrote
   // them; their ratio is the mean group (SQLite; PostgreSQL reports 0).
   RETURN_IF_ERROR(m.AddCounterCallback(
@@ -455,6 +540,13 @@ absl::Status CuratorServer::RegisterMetrics() {
       "Transactions (syncs to disk) that wrote those writes: concurrent writes "
       "share one (group commit).",
       [curator] { return double(curator->store().write_counts().commits); }));
+  return absl::OkStatus();
+}
+
+absl::Status CuratorServer::RegisterCheckInMetrics() {
+  using observability::MetricsRegistry;
+  MetricsRegistry& m = internals_->metrics;
+  OperatorSide* curator = &curator_->operators();
   // Devices in check-in mode (check_ins.h): check-ins by outcome, distinct
   // devices seen, check-in sessions live.
   RETURN_IF_ERROR(m.AddCounterCallback(
@@ -472,7 +564,14 @@ absl::Status CuratorServer::RegisterMetrics() {
       "Distinct devices (nodes) that checked in since start.", [curator] {
         return double(curator->check_ins().counters().devices_seen);
       }));
+  return absl::OkStatus();
+}
 
+absl::Status CuratorServer::RegisterLedgerMetrics() {
+  using observability::HistogramSnapshot;
+  using observability::MetricsRegistry;
+  MetricsRegistry& m = internals_->metrics;
+  OperatorSide* curator = &curator_->operators();
   // The ledger, in one pass per scrape (Ledger::Summary): the
   // histogram's callback takes the summary and leaves the at-cap count for
   // the gauge registered right after it, which the registry renders right

@@ -117,7 +117,19 @@ class CuratorServer {
 
  private:
   CuratorServer() = default;
+  // Start's steps after validation and the store (server.cc, in order).
+  absl::StatusOr<uint32_t> LoadPublicData();
+  absl::Status BuildServices();
   absl::Status RegisterMetrics();
+  absl::Status RegisterIngestMetrics();
+  absl::Status RegisterStoreMetrics();
+  absl::Status RegisterCheckInMetrics();
+  absl::Status RegisterLedgerMetrics();
+  absl::Status ListenGrpc();
+  absl::Status StartHttp();
+  void StartBackground();
+  void StartLeaseWatch();
+  void StartTicker();
   struct Internals;
   ServerOptions options_;
   Dataset public_data_;

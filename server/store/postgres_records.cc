@@ -14,17 +14,6 @@
 #include "server/store/internal/postgres_backend.h"
 
 namespace ldpgraph::store::postgres_internal {
-namespace {
-
-absl::Status CheckLimit(int limit) {
-  if (limit <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit must be > 0, got ", limit));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status PgStore::Audit(const std::string& actor, const std::string& action,
                             const std::string& details) {
@@ -38,7 +27,7 @@ absl::Status PgStore::Audit(const std::string& actor, const std::string& action,
 
 absl::StatusOr<std::vector<AuditRow>> PgStore::ListAudit(int64_t after,
                                                          int limit) {
-  RETURN_IF_ERROR(CheckLimit(limit));
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(c_.Ensure());
   ASSIGN_OR_RETURN(
@@ -80,7 +69,7 @@ absl::Status PgStore::PutSealed(const std::vector<SealedRow>& messages) {
 absl::StatusOr<std::vector<SealedRow>> PgStore::FetchSealed(
     const std::vector<uint32_t>& to_nodes, int64_t after, int limit,
     const std::string& campaign) {
-  RETURN_IF_ERROR(CheckLimit(limit));
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   std::vector<SealedRow> rows;
   if (to_nodes.empty()) return rows;
   absl::MutexLock lock(&mu_);
@@ -186,7 +175,7 @@ absl::StatusOr<std::vector<ResultRow>> PgStore::ListResults() {
 
 absl::StatusOr<std::vector<ResultRow>> PgStore::ListResultsBefore(
     int64_t before_id, int limit) {
-  RETURN_IF_ERROR(CheckLimit(limit));
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(c_.Ensure());
   ASSIGN_OR_RETURN(Result r, c_.Exec("listing results",

@@ -110,10 +110,7 @@ absl::Status PgStore::ForEachAnswer(
 
 absl::StatusOr<std::vector<AnswerRow>> PgStore::ListAnswers(
     int64_t campaign, uint32_t first_node, int limit, bool refusals_only) {
-  if (limit <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit must be > 0, got ", limit));
-  }
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   absl::MutexLock lock(&mu_);
   const std::string operation =
       absl::StrCat("reading a page of the answers of campaign ", campaign);

@@ -14,17 +14,6 @@
 #include "server/store/internal/sqlite_backend.h"
 
 namespace ldpgraph::store::sqlite_internal {
-namespace {
-
-absl::Status CheckLimit(int limit) {
-  if (limit <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit must be > 0, got ", limit));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status SqliteStore::Audit(const std::string& actor,
                                  const std::string& action,
@@ -40,7 +29,7 @@ absl::Status SqliteStore::Audit(const std::string& actor,
 
 absl::StatusOr<std::vector<AuditRow>> SqliteStore::ListAudit(
     int64_t after_sequence, int limit) {
-  RETURN_IF_ERROR(CheckLimit(limit));
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "reading the audit log";
@@ -84,7 +73,7 @@ absl::Status SqliteStore::PutSealed(const std::vector<SealedRow>& messages) {
 absl::StatusOr<std::vector<SealedRow>> SqliteStore::FetchSealed(
     const std::vector<uint32_t>& to_nodes, int64_t after, int limit,
     const std::string& campaign) {
-  RETURN_IF_ERROR(CheckLimit(limit));
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   std::vector<SealedRow> rows;
   if (to_nodes.empty()) return rows;
   const std::string nodes_json =
@@ -202,7 +191,7 @@ absl::StatusOr<std::vector<ResultRow>> SqliteStore::ListResults() {
 
 absl::StatusOr<std::vector<ResultRow>> SqliteStore::ListResultsBefore(
     int64_t before_id, int limit) {
-  RETURN_IF_ERROR(CheckLimit(limit));
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   constexpr absl::string_view kOperation = "listing results";

@@ -149,10 +149,7 @@ absl::Status SqliteStore::ForEachAnswer(
 
 absl::StatusOr<std::vector<AnswerRow>> SqliteStore::ListAnswers(
     int64_t campaign, uint32_t first_node, int limit, bool refusals_only) {
-  if (limit <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit must be > 0, got ", limit));
-  }
+  RETURN_IF_ERROR(CheckPageLimit(limit));
   SqliteImpl& s = *impl_;
   absl::MutexLock lock(&s.mu);
   const std::string operation =

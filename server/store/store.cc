@@ -26,6 +26,14 @@ absl::StatusOr<int64_t> ParseCampaignName(absl::string_view name) {
   return id;
 }
 
+absl::Status CheckPageLimit(int limit) {
+  if (limit <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit must be > 0, got ", limit));
+  }
+  return absl::OkStatus();
+}
+
 CuratorStore::~CuratorStore() = default;
 
 absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::OpenUrl(

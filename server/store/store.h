@@ -138,6 +138,11 @@ struct ResultRow {
 std::string CampaignName(int64_t id);
 absl::StatusOr<int64_t> ParseCampaignName(absl::string_view name);
 
+// The listing calls' page size (ListAudit, ListAnswers, FetchSealed, ...):
+// OK for limit > 0, INVALID_ARGUMENT quoting it otherwise. Every backend
+// checks it first.
+absl::Status CheckPageLimit(int limit);
+
 class CuratorStore {
  public:
   struct Options {
