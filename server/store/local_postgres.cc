@@ -78,8 +78,17 @@ using internal::WriteSecretFile;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LocalPostgres>> LocalPostgres::Start(
-    Options options) {
+// Start, step by step: check the options, prepare the folder (the
+// binaries, the user to run as), find whether a cluster is there already,
+// pick the socket's folder, make or read the passwords (initdb for a new
+// cluster), launch the server on a port, and make or check the role and
+// database. Each step is a function of its own.
+
+namespace {
+
+// A step of Start: the options, checked; dir made absolute, without a
+// trailing slash.
+absl::Status CheckAndNormalise(LocalPostgres::Options& options) {
   if (options.dir.empty()) {
     return absl::InvalidArgumentError("LocalPostgres: Options::dir is empty");
   }
@@ -126,115 +135,143 @@ absl::StatusOr<std::unique_ptr<LocalPostgres>> LocalPostgres::Start(
   while (options.dir.size() > 1 && options.dir.back() == '/') {
     options.dir.pop_back();
   }
+  return absl::OkStatus();
+}
 
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalPostgres>> LocalPostgres::Start(
+    Options options) {
+  RETURN_IF_ERROR(CheckAndNormalise(options));
   std::unique_ptr<LocalPostgres> pg(new LocalPostgres(std::move(options)));
-  const Options& o = pg->options_;
-  ASSIGN_OR_RETURN(pg->bin_dir_, FindBinDir(o.bin_dir));
-  ASSIGN_OR_RETURN(pg->user_, ChooseUser());
-  const ProcessUser& user = pg->user_;
-
-  RETURN_IF_ERROR(MakeDirs(o.dir, 0700));
-  if (user.drop && ::chown(o.dir.c_str(), user.uid, user.gid) != 0) {
-    return absl::ErrnoToStatus(
-        errno, absl::StrCat("LocalPostgres: cannot give ", o.dir, " to user ",
-                            user.name));
-  }
-
-  // A new cluster, or the one an earlier Start made?
-  const std::string data = pg->DataDir();
-  bool fresh = true;
-  if (fs::exists(data, ec)) {
-    if (!fs::is_directory(data, ec)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("LocalPostgres: ", data, " exists and is not a folder"));
-    }
-    if (!fs::exists(data + "/PG_VERSION", ec)) {
-      if (!fs::is_empty(data, ec)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "LocalPostgres: ", data,
-            " holds files but no PostgreSQL cluster (no PG_VERSION); remove "
-            "it or choose another Options::dir"));
-      }
-    } else if (!fs::exists(pg->password_file(), ec)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "LocalPostgres: ", data,
-          " holds a cluster that LocalPostgres did not finish making (no ",
-          pg->password_file(), "); remove ", o.dir,
-          " or choose another Options::dir"));
-    } else if (!o.reuse) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "LocalPostgres: ", o.dir,
-          " already holds a cluster made by an earlier Start; set "
-          "Options::reuse to start it as it is, or remove the folder for a "
-          "new one"));
-    } else {
-      fresh = false;
-    }
-  }
-
-  // The socket's folder: dir itself when "<dir>/.s.PGSQL.<port>" fits in
-  // sun_path and dir is a single item of the comma-separated setting.
-  const bool dir_fits = o.dir.size() + kSocketNameRoom <= kMaxSocketPath &&
-                        o.dir.find_first_of(",\"'\\ \t") == std::string::npos;
-  if (dir_fits) {
-    pg->socket_dir_ = o.dir;
-  } else {
-    char tmpl[] = "/tmp/ldpgraph-pg-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) {
-      return absl::ErrnoToStatus(
-          errno,
-          "LocalPostgres: cannot make a socket folder /tmp/ldpgraph-pg-*");
-    }
-    pg->socket_dir_ = tmpl;
-    pg->own_socket_dir_ = true;
-    if (user.drop && ::chown(tmpl, user.uid, user.gid) != 0) {
-      return absl::ErrnoToStatus(
-          errno, absl::StrCat("LocalPostgres: cannot give ", tmpl, " to user ",
-                              user.name));
-    }
-  }
-
+  RETURN_IF_ERROR(pg->PrepareFolder());
+  ASSIGN_OR_RETURN(const bool fresh, pg->IsNewCluster());
+  RETURN_IF_ERROR(pg->PickSocketDir());
   std::string superuser_password;
-  if (fresh) {
-    ASSIGN_OR_RETURN(pg->password_, NewPassword());
-    ASSIGN_OR_RETURN(superuser_password, NewPassword());
-    RETURN_IF_ERROR(WriteSecretFile(pg->superuser_password_file(),
-                                    superuser_password + "\n", user.drop,
-                                    user.uid, user.gid));
-    RETURN_IF_ERROR(pg->RunInitdb());
-  } else {
-    ASSIGN_OR_RETURN(pg->password_, ReadPassword(pg->password_file()));
-  }
-
-  // Start; with a port of our choosing, choose again if another process
-  // took it before the server bound it.
-  const bool pick = o.port == 0;
-  for (int attempt = 1;; ++attempt) {
-    if (pick) {
-      ASSIGN_OR_RETURN(pg->options_.port, PickFreePort());
-    }
-    bool address_in_use = false;
-    absl::Status s = pg->Launch(&address_in_use);
-    if (s.ok()) break;
-    if (!pick || !address_in_use || attempt == kPortAttempts) return s;
-  }
-
+  RETURN_IF_ERROR(pg->MakeOrReadPasswords(fresh, &superuser_password));
+  RETURN_IF_ERROR(pg->LaunchOnAPort());
   absl::Status made = fresh ? pg->CreateRoleAndDatabase(superuser_password)
                             : pg->CheckRoleAndDatabase();
+  if (made.ok() && fresh) {
+    // Last: the password file marks a cluster that is complete.
+    made = WriteSecretFile(pg->password_file(), pg->password_ + "\n", false, 0, 0);
+  }
   if (!made.ok()) {
     pg->Stop().IgnoreError();
     return made;
   }
-  if (fresh) {
-    // Last: the password file marks a cluster that is complete.
-    absl::Status s =
-        WriteSecretFile(pg->password_file(), pg->password_ + "\n", false, 0, 0);
-    if (!s.ok()) {
-      pg->Stop().IgnoreError();
-      return s;
-    }
-  }
   return pg;
+}
+
+// A step of Start: the binaries, the user the server runs as, and dir,
+// made (mode 0700) and given to that user.
+absl::Status LocalPostgres::PrepareFolder() {
+  const Options& o = options_;
+  ASSIGN_OR_RETURN(bin_dir_, FindBinDir(o.bin_dir));
+  ASSIGN_OR_RETURN(user_, ChooseUser());
+  RETURN_IF_ERROR(MakeDirs(o.dir, 0700));
+  if (user_.drop && ::chown(o.dir.c_str(), user_.uid, user_.gid) != 0) {
+    return absl::ErrnoToStatus(
+        errno, absl::StrCat("LocalPostgres: cannot give ", o.dir, " to user ",
+                            user_.name));
+  }
+  return absl::OkStatus();
+}
+
+// A step of Start: true for a new cluster, false for the one an earlier
+// Start made (with Options::reuse); FAILED_PRECONDITION for anything else
+// in the data folder.
+absl::StatusOr<bool> LocalPostgres::IsNewCluster() const {
+  const Options& o = options_;
+  const std::string data = DataDir();
+  std::error_code ec;
+  if (!fs::exists(data, ec)) return true;
+  if (!fs::is_directory(data, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("LocalPostgres: ", data, " exists and is not a folder"));
+  }
+  if (!fs::exists(data + "/PG_VERSION", ec)) {
+    if (!fs::is_empty(data, ec)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "LocalPostgres: ", data,
+          " holds files but no PostgreSQL cluster (no PG_VERSION); remove "
+          "it or choose another Options::dir"));
+    }
+    return true;
+  }
+  if (!fs::exists(password_file(), ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "LocalPostgres: ", data,
+        " holds a cluster that LocalPostgres did not finish making (no ",
+        password_file(), "); remove ", o.dir,
+        " or choose another Options::dir"));
+  }
+  if (!o.reuse) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "LocalPostgres: ", o.dir,
+        " already holds a cluster made by an earlier Start; set "
+        "Options::reuse to start it as it is, or remove the folder for a "
+        "new one"));
+  }
+  return false;
+}
+
+// A step of Start: the socket's folder: dir itself when
+// "<dir>/.s.PGSQL.<port>" fits in sun_path and dir is a single item of the
+// comma-separated setting; else a new /tmp folder of ours.
+absl::Status LocalPostgres::PickSocketDir() {
+  const Options& o = options_;
+  const bool dir_fits = o.dir.size() + kSocketNameRoom <= kMaxSocketPath &&
+                        o.dir.find_first_of(",\"'\\ \t") == std::string::npos;
+  if (dir_fits) {
+    socket_dir_ = o.dir;
+    return absl::OkStatus();
+  }
+  char tmpl[] = "/tmp/ldpgraph-pg-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    return absl::ErrnoToStatus(
+        errno, "LocalPostgres: cannot make a socket folder /tmp/ldpgraph-pg-*");
+  }
+  socket_dir_ = tmpl;
+  own_socket_dir_ = true;
+  if (user_.drop && ::chown(tmpl, user_.uid, user_.gid) != 0) {
+    return absl::ErrnoToStatus(
+        errno, absl::StrCat("LocalPostgres: cannot give ", tmpl, " to user ",
+                            user_.name));
+  }
+  return absl::OkStatus();
+}
+
+// A step of Start: for a new cluster, the role's and the superuser's
+// passwords (the superuser's written for initdb) and initdb; for an earlier
+// one, the role's password read back.
+absl::Status LocalPostgres::MakeOrReadPasswords(bool fresh,
+                                                std::string* superuser_password) {
+  if (!fresh) {
+    ASSIGN_OR_RETURN(password_, ReadPassword(password_file()));
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(password_, NewPassword());
+  ASSIGN_OR_RETURN(*superuser_password, NewPassword());
+  RETURN_IF_ERROR(WriteSecretFile(superuser_password_file(),
+                                  *superuser_password + "\n", user_.drop,
+                                  user_.uid, user_.gid));
+  return RunInitdb();
+}
+
+// A step of Start: the server launched; with a port of our choosing, chosen
+// again if another process took it before the server bound it.
+absl::Status LocalPostgres::LaunchOnAPort() {
+  const bool pick = options_.port == 0;
+  for (int attempt = 1;; ++attempt) {
+    if (pick) {
+      ASSIGN_OR_RETURN(options_.port, PickFreePort());
+    }
+    bool address_in_use = false;
+    absl::Status s = Launch(&address_in_use);
+    if (s.ok()) return absl::OkStatus();
+    if (!pick || !address_in_use || attempt == kPortAttempts) return s;
+  }
 }
 
 LocalPostgres::~LocalPostgres() {

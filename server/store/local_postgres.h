@@ -203,6 +203,13 @@ class LocalPostgres {
  private:
   explicit LocalPostgres(Options options) : options_(std::move(options)) {}
 
+  // Start's steps (local_postgres.cc, in order).
+  absl::Status PrepareFolder();
+  absl::StatusOr<bool> IsNewCluster() const;
+  absl::Status PickSocketDir();
+  absl::Status MakeOrReadPasswords(bool fresh, std::string* superuser_password);
+  absl::Status LaunchOnAPort();
+
   std::string DataDir() const;
   std::string LogPath() const;
   // The environment of every child: PATH, LC_ALL=C, LANG=C, HOME.
