@@ -607,30 +607,30 @@ void Simulation::ScenarioRows(const json& d, const TableRow& row) const {
   if (sc.contains("defence")) row("defence", DefenceRow(sc["defence"]));
 }
 
+// Report's table, in parts: the setup (what ran), the scenario's rows,
+// the results beside their baselines, and the seconds of each stage.
 void Simulation::Report(const json& j) {
   if (o_.json) {
     out_ << j.dump(2) << "\n" << std::flush;
     return;
-  }
-  const json& d = j["deployment"];
-  std::string pipeline_text =
-      absl::StrCat(o_.method == v1::PIPELINE_METHOD_LPGNN    ? "LPGNN"
-                   : o_.method == v1::PIPELINE_METHOD_UPGNET ? "UPGNET"
-                                                             : "PrivGE",
-                   ", ",
-                   o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
-                                                     : "link prediction",
-                   ", ", config_.mechanism, " epsilon_x ",
-                   absl::StrFormat("%g", config_.epsilon));
-  if (config_.label_epsilon) {
-    absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
-                    absl::StrFormat("%g", *config_.label_epsilon));
   }
   const TableRow row = [&](const std::string& k, const std::string& v) {
     out_ << absl::StrFormat("  %-26s %s\n", k, v);
   };
   out_ << (o_.attach ? "\n== ldpctl run: results ==\n"
                       : "\n== ldpctl simulate: results ==\n");
+  SetupRows(j, row);
+  ScenarioRows(j["deployment"], row);
+  out_ << "\n";
+  ResultRows(j, row);
+  StageTable(j);
+  out_ << std::flush;
+}
+
+// The dataset, the deployment, the pipeline, the propagation chosen, the
+// graph and the noise.
+void Simulation::SetupRows(const json& j, const TableRow& row) const {
+  const json& d = j["deployment"];
   row("dataset", absl::StrCat(j["dataset"].get<std::string>(), " (",
                               d["nodes"].get<uint32_t>(), " nodes, ",
                               d["edges"].get<size_t>(), " edges)"));
@@ -651,6 +651,19 @@ void Simulation::Report(const json& j) {
     deployment += "; the agents' TLS ends at an HAProxy edge";
   }
   row("deployment", deployment);
+  std::string pipeline_text =
+      absl::StrCat(o_.method == v1::PIPELINE_METHOD_LPGNN    ? "LPGNN"
+                   : o_.method == v1::PIPELINE_METHOD_UPGNET ? "UPGNET"
+                                                             : "PrivGE",
+                   ", ",
+                   o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
+                                                     : "link prediction",
+                   ", ", config_.mechanism, " epsilon_x ",
+                   absl::StrFormat("%g", config_.epsilon));
+  if (config_.label_epsilon) {
+    absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
+                    absl::StrFormat("%g", *config_.label_epsilon));
+  }
   row("pipeline", pipeline_text);
   if (const json& r = j["per_run"][0]; r.contains("tuning") &&
                                        r["tuning"].contains("candidates")) {
@@ -665,38 +678,44 @@ void Simulation::Report(const json& j) {
         absl::StrCat(r["tuning"]["propagation"].get<std::string>(),
                      " (kept by validation accuracy: ", tried, ")"));
   }
-  {
-    const json& g = d["graph"];
-    if (g["source"] == "curator") {
-      row("graph", absl::StrFormat("the curator's (true edges, %u)",
-                                   g["edges"].get<uint64_t>()));
-    } else if (g["source"] == "blink") {
-      row("graph",
-          absl::StrFormat(
-              "assembled from %s: Blink, epsilon %g (delta %g), %s over %u "
-              "reporters, %u non-reporters isolated (%u edges)",
-              g["campaign"].get<std::string>(), g["epsilon"].get<double>(),
-              g["delta"].get<double>(), g["variant"].get<std::string>(),
-              g.value("reports", uint64_t{0}),
-              g.value("nonreporters", uint64_t{0}),
-              g["edges"].get<uint64_t>()));
-    } else {
-      row("graph",
-          absl::StrFormat(
-              "assembled from %s: %s, epsilon_e %g, %s (%u edges)",
-              g["campaign"].get<std::string>(),
-              g["source"] == "rr" ? "edge randomized response"
-                                  : absl::StrCat("neighbour substitution, approach ",
-                                                 g["source"] == "ns1" ? "1" : "2"),
-              g["epsilon"].get<double>(), g["rule"].get<std::string>(),
-              g["edges"].get<uint64_t>()));
-    }
-  }
+  GraphRow(d["graph"], row);
   row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
                                       "): reproducible, NOT private")
                        : "secure (OpenSSL)");
-  ScenarioRows(d, row);
-  out_ << "\n";
+}
+
+// Where the graph came from: the curator's, or assembled from an edge
+// campaign.
+void Simulation::GraphRow(const json& g, const TableRow& row) {
+  if (g["source"] == "curator") {
+    row("graph", absl::StrFormat("the curator's (true edges, %u)",
+                                 g["edges"].get<uint64_t>()));
+  } else if (g["source"] == "blink") {
+    row("graph",
+        absl::StrFormat(
+            "assembled from %s: Blink, epsilon %g (delta %g), %s over %u "
+            "reporters, %u non-reporters isolated (%u edges)",
+            g["campaign"].get<std::string>(), g["epsilon"].get<double>(),
+            g["delta"].get<double>(), g["variant"].get<std::string>(),
+            g.value("reports", uint64_t{0}),
+            g.value("nonreporters", uint64_t{0}),
+            g["edges"].get<uint64_t>()));
+  } else {
+    row("graph",
+        absl::StrFormat(
+            "assembled from %s: %s, epsilon_e %g, %s (%u edges)",
+            g["campaign"].get<std::string>(),
+            g["source"] == "rr" ? "edge randomized response"
+                                : absl::StrCat("neighbour substitution, approach ",
+                                               g["source"] == "ns1" ? "1" : "2"),
+            g["epsilon"].get<double>(), g["rule"].get<std::string>(),
+            g["edges"].get<uint64_t>()));
+  }
+}
+
+// The metric, beside its baselines, and what the deployment cost.
+void Simulation::ResultRows(const json& j, const TableRow& row) const {
+  const json& d = j["deployment"];
   row(j["metric"].get<std::string>() + " (test)",
       absl::StrFormat("%.4f", j["mean"].get<double>()));
   if (j.contains("baselines")) {
@@ -750,6 +769,11 @@ void Simulation::Report(const json& j) {
                            mem["agent_host_max"].get<double>(),
                            mem["ldpctl"].get<double>()));
   }
+}
+
+// The seconds of each stage, and of the evaluation's parts.
+void Simulation::StageTable(const json& j) {
+  const json& d = j["deployment"];
   out_ << "\n  " << absl::StrFormat("%-26s %9s\n", "stage", "seconds");
   for (const auto& [k, v] : stage_seconds_) {
     out_ << absl::StrFormat("  %-26s %9.2f\n", k, v);
@@ -766,7 +790,6 @@ void Simulation::Report(const json& j) {
   out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which the rest",
                           d["evaluate_seconds"]["rest"].get<double>());
   out_ << absl::StrFormat("  %-26s %9.2f\n", "total", d["total_seconds"].get<double>());
-  out_ << std::flush;
 }
 
 }  // namespace ldpgraph::ldpctl::internal

@@ -188,6 +188,10 @@ class Simulation {
   // poisoning, defence) from the JSON's deployment d; none when all are off.
   using TableRow = std::function<void(const std::string&, const std::string&)>;
   void ScenarioRows(const json& d, const TableRow& row) const;
+  void SetupRows(const json& j, const TableRow& row) const;
+  static void GraphRow(const json& g, const TableRow& row);
+  void ResultRows(const json& j, const TableRow& row) const;
+  void StageTable(const json& j);
   absl::Status ServeUntilInterrupted();
 
   // What the run's campaigns collected: every campaign in the order it ran,
