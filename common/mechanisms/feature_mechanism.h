@@ -164,8 +164,13 @@ class FeatureMechanism {
   // value they use through Clip (so a k-of-d mechanism touches only k).
   virtual SparseReport PerturbValid(absl::Span<const double> x,
                                     RandomSource& rng) const = 0;
-  // The report passed the structural checks of ValidateReport; check values.
-  virtual absl::Status ValidateValues(const SparseReport& report) const = 0;
+  // The report passed the structural checks of ValidateReport (lengths,
+  // finite values); check what else its values must satisfy. OK by default:
+  // a mechanism whose every finite value is a possible report (Laplace, the
+  // bit mechanisms) keeps it.
+  virtual absl::Status ValidateValues(const SparseReport&) const {
+    return absl::OkStatus();
+  }
   // The report is valid; out is zero-filled, length d.
   virtual void EstimateValid(const SparseReport& report,
                              absl::Span<double> out) const = 0;

@@ -42,9 +42,6 @@ class LaplaceMechanism final : public FeatureMechanism {
 
   SparseReport PerturbValid(absl::Span<const double> x,
                               RandomSource& rng) const override;
-  absl::Status ValidateValues(const SparseReport&) const override {
-    return absl::OkStatus();
-  }
   void EstimateValid(const SparseReport& report,
                      absl::Span<double> out) const override;
   bool dense_reports() const override { return sampled() == dimension(); }

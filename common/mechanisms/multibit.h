@@ -43,9 +43,6 @@ class MultiBitMechanism final : public FeatureMechanism {
 
   SparseReport PerturbValid(absl::Span<const double> x,
                               RandomSource& rng) const override;
-  absl::Status ValidateValues(const SparseReport&) const override {
-    return absl::OkStatus();
-  }
   void EstimateValid(const SparseReport& report,
                      absl::Span<double> out) const override;
   bool bit_reports() const override { return true; }

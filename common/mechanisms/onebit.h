@@ -38,9 +38,6 @@ class OneBitMechanism final : public FeatureMechanism {
 
   SparseReport PerturbValid(absl::Span<const double> x,
                               RandomSource& rng) const override;
-  absl::Status ValidateValues(const SparseReport&) const override {
-    return absl::OkStatus();
-  }
   void EstimateValid(const SparseReport& report,
                      absl::Span<double> out) const override;
   bool dense_reports() const override { return true; }
