@@ -78,6 +78,17 @@ std::vector<AnswerRow> AllAnswers(CuratorStore& store) {
   return rows;
 }
 
+// The stored answers of one campaign, by node (ForEachAnswer(campaign)).
+std::vector<AnswerRow> CampaignAnswers(CuratorStore& store, int64_t campaign) {
+  std::vector<AnswerRow> rows;
+  absl::Status status = store.ForEachAnswer(campaign, [&](const AnswerRow& row) {
+    rows.push_back(row);
+    return true;
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  return rows;
+}
+
 // (campaign, node) of each row, for compact comparisons.
 std::vector<std::pair<int64_t, uint32_t>> Keys(
     const std::vector<AnswerRow>& rows) {
@@ -1213,14 +1224,7 @@ TEST(CuratorStoreTest, AnswerLogSpoiledWhileOpenIsDataLoss) {
       << outcomes.status();
   EXPECT_THAT(outcomes.status().message(), HasSubstr("answer_log row 1"));
   // The other campaign is intact.
-  std::vector<AnswerRow> rows;
-  ASSERT_TRUE(store
-                  ->ForEachAnswer(2,
-                                  [&](const AnswerRow& row) {
-                                    rows.push_back(row);
-                                    return true;
-                                  })
-                  .ok());
+  const std::vector<AnswerRow> rows = CampaignAnswers(*store, 2);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].payload, "z");
   outcomes = store->AppendAnswers({Answer(2, 1, "z"), Answer(2, 2, "y")});
@@ -1525,14 +1529,7 @@ TEST(CuratorStoreTest, AFailedGroupIsRetriedWriteByWrite) {
   ASSERT_TRUE(good2.ok()) << good2.status();
   EXPECT_THAT(*good2, ElementsAre(AppendOutcome::kStored));
   EXPECT_TRUE(audit.ok()) << audit;
-  std::vector<AnswerRow> rows;
-  ASSERT_TRUE(store
-                  ->ForEachAnswer(2,
-                                  [&](const AnswerRow& row) {
-                                    rows.push_back(row);
-                                    return true;
-                                  })
-                  .ok());
+  const std::vector<AnswerRow> rows = CampaignAnswers(*store, 2);
   EXPECT_EQ(rows.size(), 2u);
   auto log = store->ListAudit(0, 10);
   ASSERT_TRUE(log.ok()) << log.status();
