@@ -52,7 +52,7 @@
 #include "absl/status/statusor.h"
 #include "common/edges/blink.h"
 #include "common/mechanisms/edge_rr.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::poisoning {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/wire/codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

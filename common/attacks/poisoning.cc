@@ -10,7 +10,7 @@
 #include "common/mechanisms/multibit.h"
 #include "common/mechanisms/onebit.h"
 #include "common/mechanisms/piecewise.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::poisoning {

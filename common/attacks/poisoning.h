@@ -77,11 +77,11 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/attacks/attack_settings.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
 #include "common/names.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::poisoning {
 
@@ -89,7 +89,7 @@ namespace ldpgraph::poisoning {
 // attack's settings (AttackSettings): common/attacks/attack_settings.h.
 
 // The nodes the attacker controls among 0..n-1 (ascending): those drawn by
-// SimulatedMalicious(seed, v, s.fraction) (common/seed_mix.h), minus those
+// SimulatedMalicious(seed, v, s.fraction) (common/random/seed_mix.h), minus those
 // for which offline(v) holds (an offline node sends nothing; default none).
 std::vector<uint32_t> MaliciousNodes(
     uint32_t n, uint64_t seed, double fraction,

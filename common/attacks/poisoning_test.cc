@@ -18,7 +18,7 @@
 #include "common/mechanisms/hds.h"
 #include "common/mechanisms/multibit.h"
 #include "common/mechanisms/piecewise.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 #include "common/wire/codec.h"
 
 namespace ldpgraph::poisoning {

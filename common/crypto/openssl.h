@@ -1,7 +1,7 @@
 // The OpenSSL plumbing ldpgraph's cryptography shares: owners of OpenSSL
 // handles, the text of OpenSSL's queued error as a Status, and HKDF-SHA256
 // (RFC 5869). Used by the sealed messages (sealed.h), the keyed ChaCha20
-// stream (common/random.h) and the agent's exchange randomness
+// stream (common/random/random.h) and the agent's exchange randomness
 // (client/edge_exchange.h), so that each states its construction and none
 // repeats the calls.
 #pragma once

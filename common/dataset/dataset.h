@@ -23,6 +23,9 @@
 // blank line is an error). Every malformed input is an error that names the
 // file and the 1-based line (and, within a line, the token) that is wrong;
 // nothing is half-loaded.
+//
+// meta.json's in-memory form and reader are in dataset_meta.h, the parser of
+// one nodes.svm line in node_line.h; this header includes both.
 #pragma once
 
 #include <cstdint>
@@ -33,35 +36,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/dataset/dataset_meta.h"
+#include "common/dataset/node_line.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 
 namespace ldpgraph {
-
-struct DatasetMeta {
-  std::string name;
-  size_t nodes = 0;
-  size_t edges = 0;      // lines of edges.txt
-  size_t features = 0;   // feature dimension d
-  int classes = 0;
-  std::string source;
-  std::string license;
-  std::string notes;
-  // When set, every stored feature value lies in [lo, hi]: a public range
-  // fixed by how the data were made, so no scaling step is needed. Reader
-  // and writer enforce it (against the bounds rounded to float, so a value
-  // computed in double inside [lo, hi] and stored as float always passes).
-  std::optional<std::pair<double, double>> feature_range;
-  // Or one public range per feature (feature_ranges), lo <= hi each: values
-  // outside a feature's range are clamped into it when scaled. At most one
-  // of feature_range and feature_ranges is set.
-  std::vector<std::pair<double, double>> feature_ranges;
-  // Where the declared schema comes from ("generator", or "central: ..."
-  // for one computed from every node's values by ldpgraph prepare).
-  std::string feature_schema;
-  // The generator's parameters as a JSON object text, for generated data.
-  std::string generator_json;
-};
 
 struct Dataset {
   DatasetMeta meta;
@@ -82,21 +62,6 @@ struct Dataset {
 // optional strings; unknown keys are ignored. Stored 0-based in features.
 // Parses the whole file in memory: pubmed (13 MB) takes well under 0.1 s.
 absl::StatusOr<Dataset> LoadDataset(const std::string& dir);
-
-// meta.json alone, with LoadDataset's checks and errors for it: the public
-// description (sizes, classes, feature range) an operator configures a
-// campaign from, without reading any node's record.
-absl::StatusOr<DatasetMeta> LoadDatasetMeta(const std::string& dir);
-
-// One line of nodes.svm (without its '\n'; a trailing '\r' is ignored), with
-// LoadDataset's checks and errors ("<path>:<line_number>: ..."): the node's
-// label (-1 for none) and its stored non-zeros (0-based indices, ascending)
-// appended to *indices and *values. What an agent host parses of its own
-// nodes' lines (common/dataset/device_index.h).
-absl::Status ParseNodeLine(const std::string& path, size_t line_number,
-                           absl::string_view line, const DatasetMeta& meta,
-                           int32_t* label, std::vector<uint32_t>* indices,
-                           std::vector<float>* values);
 
 // Writes the three files of d into dir (created if missing). Each file is
 // written to "<name>.tmp" and renamed (nodes.svm, edges.txt, then meta.json),

@@ -39,7 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/dataset/dataset.h"
+#include "common/dataset/dataset_meta.h"
 #include "common/graph/graph.h"
 
 namespace ldpgraph {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"

@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {

@@ -9,7 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph {

@@ -1,7 +1,7 @@
 // Train/validation/test splits of nodes and edges, reproducible by seed
 // (the same seed gives the same split on every platform: the shuffles are
 // written out, not std::shuffle). Splits are public choices, not privacy
-// noise: they use the seeded generator (common/random.h), never the secure
+// noise: they use the seeded generator (common/random/random.h), never the secure
 // one. Counts round half away from zero; fractions must lie in [0, 1] and
 // sum to at most 1 (to within 1e-9, so 0.7 + 0.3 passes); when both counts
 // round up past the total, the second part gets what is left.
@@ -14,7 +14,7 @@
 #include "absl/types/span.h"
 #include "common/dataset/dataset.h"
 #include "common/graph/graph.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 

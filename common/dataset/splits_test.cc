@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/testing/shared_datasets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

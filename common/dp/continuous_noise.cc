@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::dp {

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::dp {
 

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/internal/mechanism_testing.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::dp {
 namespace {

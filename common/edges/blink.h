@@ -63,7 +63,7 @@
 #include "common/graph/graph.h"
 #include "common/mechanisms/edge_blink.h"
 #include "common/names.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::edges {
 

@@ -75,7 +75,7 @@
 #include "absl/types/span.h"
 #include "common/graph/graph.h"
 #include "common/mechanisms/feature_mechanism.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "ldpgraph/v1/edge_exchange.pb.h"
 #include "ldpgraph/v1/mechanism.pb.h"
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ldpgraph {
 namespace {
@@ -21,6 +22,109 @@ size_t SecondOccurrence(absl::Span<const Edge> edges, NodeId a, NodeId b) {
     }
   }
   return edges.size();
+}
+
+// Checks every edge's ids (and self loop) and counts each node's list length
+// into offsets[v + 1], repeats included.
+absl::Status CountListLengths(size_t num_nodes, absl::Span<const Edge> edges,
+                              const Graph::BuildOptions& options,
+                              std::vector<uint64_t>& offsets) {
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const Edge& e = edges[i];
+    if (e.u >= num_nodes || e.v >= num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "edge ", i, " {", e.u, ", ", e.v, "}: node id ",
+          std::max(e.u, e.v), " out of range (graph has ", num_nodes,
+          " nodes)"));
+    }
+    if (e.u == e.v) {
+      if (!options.allow_self_loops) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "edge ", i, " {", e.u, ", ", e.v, "}: self loop not allowed"));
+      }
+      ++offsets[e.u + 1];
+    } else {
+      ++offsets[e.u + 1];
+      ++offsets[e.v + 1];
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Writes both ends' entries of every edge (one for a self loop), and their
+// weights when weighted, into the lists that offsets delimit, in edge order.
+void FillLists(absl::Span<const Edge> edges, absl::Span<const double> weights,
+               bool weighted, const std::vector<uint64_t>& offsets,
+               std::vector<NodeId>& targets, std::vector<double>& w) {
+  std::vector<uint64_t> fill(offsets.begin(), offsets.end() - 1);
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const Edge& e = edges[i];
+    if (weighted) w[fill[e.u]] = weights[i];
+    targets[fill[e.u]++] = e.v;
+    if (e.u == e.v) continue;
+    if (weighted) w[fill[e.v]] = weights[i];
+    targets[fill[e.v]++] = e.u;
+  }
+}
+
+// Sorts targets[begin, end), stably with its weights when weighted (which
+// keeps repeats in input order); list is scratch space.
+void SortList(uint64_t begin, uint64_t end, bool weighted,
+              std::vector<NodeId>& targets, std::vector<double>& w,
+              std::vector<std::pair<NodeId, double>>& list) {
+  if (!weighted) {
+    std::sort(targets.begin() + begin, targets.begin() + end);
+    return;
+  }
+  list.clear();
+  for (uint64_t i = begin; i < end; ++i) list.push_back({targets[i], w[i]});
+  std::stable_sort(list.begin(), list.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.first < b.first;
+                   });
+  for (uint64_t i = begin; i < end; ++i) {
+    targets[i] = list[i - begin].first;
+    w[i] = list[i - begin].second;
+  }
+}
+
+// Sorts each list, then drops repeats, compacting in place: on return
+// offsets delimit the merged lists (offsets[num_nodes] is their total).
+// INVALID_ARGUMENT for a repeat unless merge_duplicates, and for a repeat
+// whose weight differs.
+absl::Status SortAndMergeLists(size_t num_nodes, absl::Span<const Edge> edges,
+                               bool weighted, bool merge_duplicates,
+                               std::vector<uint64_t>& offsets,
+                               std::vector<NodeId>& targets,
+                               std::vector<double>& w) {
+  std::vector<std::pair<NodeId, double>> list;
+  uint64_t write = 0;
+  for (size_t v = 0; v < num_nodes; ++v) {
+    const uint64_t begin = offsets[v], end = offsets[v + 1];
+    SortList(begin, end, weighted, targets, w, list);
+    offsets[v] = write;
+    for (uint64_t i = begin; i < end; ++i) {
+      if (i > begin && targets[i] == targets[i - 1]) {
+        const NodeId a = static_cast<NodeId>(v), b = targets[i];
+        if (!merge_duplicates) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "edge ", SecondOccurrence(edges, a, b), " {", a, ", ", b,
+              "}: duplicate edge"));
+        }
+        if (weighted && w[i] != w[write - 1]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "edge ", SecondOccurrence(edges, a, b), " {", a, ", ", b,
+              "}: weight ", w[i], " differs from the same edge's earlier ",
+              w[write - 1]));
+        }
+        continue;
+      }
+      if (weighted) w[write] = w[i];
+      targets[write++] = targets[i];
+    }
+  }
+  offsets[num_nodes] = write;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -75,81 +179,15 @@ absl::StatusOr<Graph> Graph::Build(size_t num_nodes,
                      std::numeric_limits<NodeId>::max() - 1, " are supported"));
   }
   std::vector<uint64_t> offsets(num_nodes + 1, 0);
-  for (size_t i = 0; i < edges.size(); ++i) {
-    const Edge& e = edges[i];
-    if (e.u >= num_nodes || e.v >= num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "edge ", i, " {", e.u, ", ", e.v, "}: node id ",
-          std::max(e.u, e.v), " out of range (graph has ", num_nodes,
-          " nodes)"));
-    }
-    if (e.u == e.v) {
-      if (!options.allow_self_loops) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "edge ", i, " {", e.u, ", ", e.v, "}: self loop not allowed"));
-      }
-      ++offsets[e.u + 1];
-    } else {
-      ++offsets[e.u + 1];
-      ++offsets[e.v + 1];
-    }
-  }
+  RETURN_IF_ERROR(CountListLengths(num_nodes, edges, options, offsets));
   for (size_t v = 0; v < num_nodes; ++v) offsets[v + 1] += offsets[v];
   std::vector<NodeId> targets(offsets[num_nodes]);
   std::vector<double> w(weighted ? targets.size() : 0);
-  {
-    std::vector<uint64_t> fill(offsets.begin(), offsets.end() - 1);
-    for (size_t i = 0; i < edges.size(); ++i) {
-      const Edge& e = edges[i];
-      if (weighted) w[fill[e.u]] = weights[i];
-      targets[fill[e.u]++] = e.v;
-      if (e.u == e.v) continue;
-      if (weighted) w[fill[e.v]] = weights[i];
-      targets[fill[e.v]++] = e.u;
-    }
-  }
-  // Sort each list (stably with its weights, which keeps repeats in input
-  // order), then drop repeats, compacting in place.
-  std::vector<std::pair<NodeId, double>> list;
-  uint64_t write = 0;
-  for (size_t v = 0; v < num_nodes; ++v) {
-    const uint64_t begin = offsets[v], end = offsets[v + 1];
-    if (weighted) {
-      list.clear();
-      for (uint64_t i = begin; i < end; ++i) list.push_back({targets[i], w[i]});
-      std::stable_sort(list.begin(), list.end(),
-                       [](const auto& a, const auto& b) {
-                         return a.first < b.first;
-                       });
-      for (uint64_t i = begin; i < end; ++i) {
-        targets[i] = list[i - begin].first;
-        w[i] = list[i - begin].second;
-      }
-    } else {
-      std::sort(targets.begin() + begin, targets.begin() + end);
-    }
-    offsets[v] = write;
-    for (uint64_t i = begin; i < end; ++i) {
-      if (i > begin && targets[i] == targets[i - 1]) {
-        const NodeId a = static_cast<NodeId>(v), b = targets[i];
-        if (!options.merge_duplicates) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "edge ", SecondOccurrence(edges, a, b), " {", a, ", ", b,
-              "}: duplicate edge"));
-        }
-        if (weighted && w[i] != w[write - 1]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "edge ", SecondOccurrence(edges, a, b), " {", a, ", ", b,
-              "}: weight ", w[i], " differs from the same edge's earlier ",
-              w[write - 1]));
-        }
-        continue;
-      }
-      if (weighted) w[write] = w[i];
-      targets[write++] = targets[i];
-    }
-  }
-  offsets[num_nodes] = write;
+  FillLists(edges, weights, weighted, offsets, targets, w);
+  RETURN_IF_ERROR(SortAndMergeLists(num_nodes, edges, weighted,
+                                    options.merge_duplicates, offsets,
+                                    targets, w));
+  const uint64_t write = offsets[num_nodes];
   targets.resize(write);
   targets.shrink_to_fit();
   w.resize(weighted ? write : 0);

@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/edge_rr.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 

@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "common/mechanisms/internal/mechanism_testing.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 namespace {

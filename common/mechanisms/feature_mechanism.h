@@ -19,9 +19,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/accounting.h"
+#include "common/dp/accounting.h"
 #include "common/names.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 

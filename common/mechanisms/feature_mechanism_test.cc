@@ -21,7 +21,7 @@
 #include "common/mechanisms/multibit.h"
 #include "common/mechanisms/onebit.h"
 #include "common/mechanisms/piecewise.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 namespace {

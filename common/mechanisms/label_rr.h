@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/mechanisms/internal/mechanism_testing.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 namespace {

@@ -13,7 +13,7 @@
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/internal/mechanism_testing.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 namespace {

@@ -9,7 +9,7 @@
 //   y* = ((e^eps_dim + 1) y - 1)/(e^eps_dim - 1) * Delta + alpha
 //   Var[y*] = Delta^2 e^eps_dim/(e^eps_dim - 1)^2 + (x - alpha)(beta - x)
 // The paper lets a node answer a repeated query with its stored y; in
-// ldpgraph that is the budget memo's job (common/accounting.h).
+// ldpgraph that is the budget memo's job (common/dp/accounting.h).
 #pragma once
 
 #include <memory>

@@ -14,7 +14,7 @@
 #pragma once
 
 #include "common/mechanisms/internal/discrete_sampling.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 

@@ -16,7 +16,7 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/hds.h"
 #include "common/mechanisms/internal/mechanism_testing.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph {
 namespace {

@@ -14,7 +14,29 @@
 
 namespace ldpgraph::net {
 
-absl::StatusOr<std::string> HaproxyConfigText(const EdgeConfig& c) {
+namespace {
+
+// The sections of haproxy.cfg whose text does not depend on the config.
+constexpr char kFileHeader[] =
+    "# Written by ldpgraph (common/net/edge_config.h): TLS for clients,\n"
+    "# their calls spread over the frontends by the route header.\n"
+    "global\n";
+constexpr char kGlobalTls[] =
+    "  tune.ssl.default-dh-param 2048\n"
+    "  ssl-default-bind-options ssl-min-ver TLSv1.2\n"
+    "\n";
+constexpr char kResolversSection[] =
+    "resolvers dns\n"
+    "  parse-resolv-conf\n"
+    "  hold valid 5s\n"
+    "  hold nx 5s\n"
+    "  timeout resolve 1s\n"
+    "  timeout retry 1s\n"
+    "\n";
+
+// INVALID_ARGUMENT for what HaproxyConfigText refuses, in the order its
+// contract lists the checks (the backends' HOST:PORT form last).
+absl::Status ValidateEdgeConfig(const EdgeConfig& c) {
   int port = 0;
   if (c.listen.rfind(':') == std::string::npos ||
       !absl::SimpleAtoi(c.listen.substr(c.listen.rfind(':') + 1), &port) ||
@@ -40,12 +62,21 @@ absl::StatusOr<std::string> HaproxyConfigText(const EdgeConfig& c) {
         "the edge's frontends by DNS want NAME:PORT and at most 1..1000 of "
         "them, got '", c.backends_from_dns, "' and ", c.max_backends));
   }
-  const bool dns = c.resolve_at_run_time || !c.backends_from_dns.empty();
-  const int64_t idle_ms = absl::ToInt64Milliseconds(c.idle_timeout);
-  std::string text = absl::StrCat(
-      "# Written by ldpgraph (common/net/edge_config.h): TLS for clients,\n"
-      "# their calls spread over the frontends by the route header.\n"
-      "global\n",
+  for (size_t i = 0; i < c.backends.size(); ++i) {
+    const std::string& b = c.backends[i];
+    if (b.rfind(':') == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the edge's frontend ", i, " must be HOST:PORT, got '", b, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The header comment, `global` (the connection cap, threads, TLS settings)
+// and, when backends are resolved at run time, the resolvers section.
+std::string GlobalSections(const EdgeConfig& c, bool dns) {
+  return absl::StrCat(
+      kFileHeader,
       c.max_connections > 0
           ? absl::StrCat("  maxconn ", c.max_connections,
                          "\n"
@@ -54,17 +85,13 @@ absl::StatusOr<std::string> HaproxyConfigText(const EdgeConfig& c) {
                          "  no strict-limits\n")
           : "",
       c.threads > 0 ? absl::StrCat("  nbthread ", c.threads, "\n") : "",
-      "  tune.ssl.default-dh-param 2048\n"
-      "  ssl-default-bind-options ssl-min-ver TLSv1.2\n"
-      "\n",
-      dns ? "resolvers dns\n"
-            "  parse-resolv-conf\n"
-            "  hold valid 5s\n"
-            "  hold nx 5s\n"
-            "  timeout resolve 1s\n"
-            "  timeout retry 1s\n"
-            "\n"
-          : "",
+      kGlobalTls, dns ? kResolversSection : "");
+}
+
+// `defaults` (timeouts) and the `frontend clients` that terminates TLS.
+std::string DefaultsAndFrontend(const EdgeConfig& c) {
+  const int64_t idle_ms = absl::ToInt64Milliseconds(c.idle_timeout);
+  return absl::StrCat(
       "defaults\n"
       "  mode http\n"
       "  timeout connect 5s\n"
@@ -80,7 +107,13 @@ absl::StatusOr<std::string> HaproxyConfigText(const EdgeConfig& c) {
       c.max_connections > 0 ? absl::StrCat("  maxconn ", c.max_connections, "\n")
                             : "",
       "  default_backend frontends\n"
-      "\n"
+      "\n");
+}
+
+// `backend frontends`: routing by the route header, how every frontend is
+// reached and watched, and the frontends themselves.
+std::string BackendSection(const EdgeConfig& c, bool dns) {
+  std::string text = absl::StrCat(
       "backend frontends\n"
       "  # One client's calls to one frontend (its sessions live there);\n"
       "  # calls without the header are spread round robin.\n"
@@ -112,14 +145,18 @@ absl::StatusOr<std::string> HaproxyConfigText(const EdgeConfig& c) {
     return text;
   }
   for (size_t i = 0; i < c.backends.size(); ++i) {
-    const std::string& b = c.backends[i];
-    if (b.rfind(':') == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the edge's frontend ", i, " must be HOST:PORT, got '", b, "'"));
-    }
-    absl::StrAppend(&text, "  server f", i, " ", b, "\n");
+    absl::StrAppend(&text, "  server f", i, " ", c.backends[i], "\n");
   }
   return text;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> HaproxyConfigText(const EdgeConfig& c) {
+  if (absl::Status s = ValidateEdgeConfig(c); !s.ok()) return s;
+  const bool dns = c.resolve_at_run_time || !c.backends_from_dns.empty();
+  return absl::StrCat(GlobalSections(c, dns), DefaultsAndFrontend(c),
+                      BackendSection(c, dns));
 }
 
 absl::StatusOr<std::string> FindHaproxy() {

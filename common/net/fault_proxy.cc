@@ -24,7 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 
 namespace ldpgraph::net {
 namespace {

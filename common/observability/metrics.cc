@@ -88,17 +88,6 @@ void AtomicAdd(std::atomic<double>& a, double v) {
   a.fetch_add(v, std::memory_order_relaxed);
 }
 
-// The child for values in children, made by make() on first use.
-template <typename Child, typename Make>
-Child* FindOrAdd(std::map<LabelValues, std::unique_ptr<Child>>& children,
-                 const LabelValues& values, Make make) {
-  auto it = children.find(values);
-  if (it == children.end()) {
-    it = children.emplace(values, make()).first;
-  }
-  return it->second.get();
-}
-
 // The formatted le label of every bucket of bounds, +Inf last.
 std::vector<std::string> LeLabels(const std::vector<double>& bounds) {
   std::vector<std::string> le;
@@ -139,23 +128,6 @@ std::vector<std::string> HistogramSampleNames(const std::string& name) {
   return {name, name + "_bucket", name + "_sum", name + "_count"};
 }
 
-// A gauge without labels read through a callback at render time.
-class GaugeCallbackFamily final : public MetricFamily {
- public:
-  GaugeCallbackFamily(std::string name, std::string help,
-                      std::function<double()> read)
-      : MetricFamily(std::move(name), std::move(help), {}),
-        read_(std::move(read)) {}
-
-  void RenderTo(std::string* out) const override {
-    AppendHeader("gauge", out);
-    AppendSample({}, read_(), out);
-  }
-
- private:
-  const std::function<double()> read_;
-};
-
 // The samples of a labelled callback that can be rendered, sorted by label
 // values: those with one value per label name, each tuple once (the first
 // of a repeated tuple kept, as the sort is stable).
@@ -178,18 +150,20 @@ std::vector<std::pair<LabelValues, Value>> RenderableSamples(
   return samples;
 }
 
-// A counter read through a callback at render time: one unlabelled value,
-// or labelled samples.
-class CounterCallbackFamily final : public MetricFamily {
+// A counter or a gauge read through a callback at render time: labelled
+// samples, or the one sample of a family without labels (SingleSample).
+class SampleCallbackFamily final : public MetricFamily {
  public:
   using Read = std::function<MetricsRegistry::CounterSamples()>;
-  CounterCallbackFamily(std::string name, std::string help,
-                        std::vector<std::string> label_names, Read read)
+  // type: the family's # TYPE, "counter" or "gauge".
+  SampleCallbackFamily(const char* type, std::string name, std::string help,
+                       std::vector<std::string> label_names, Read read)
       : MetricFamily(std::move(name), std::move(help), std::move(label_names)),
+        type_(type),
         read_(std::move(read)) {}
 
   void RenderTo(std::string* out) const override {
-    AppendHeader("counter", out);
+    AppendHeader(type_, out);
     for (const auto& [values, value] :
          RenderableSamples(read_(), label_names().size())) {
       AppendSample(values, value, out);
@@ -197,8 +171,16 @@ class CounterCallbackFamily final : public MetricFamily {
   }
 
  private:
+  const char* const type_;
   const Read read_;
 };
+
+// The samples of a family without labels whose one value is read().
+SampleCallbackFamily::Read SingleSample(std::function<double()> read) {
+  return [read = std::move(read)]() -> MetricsRegistry::CounterSamples {
+    return {{LabelValues{}, read()}};
+  };
+}
 
 // A histogram read through a callback at render time.
 class HistogramCallbackFamily final : public MetricFamily {
@@ -358,50 +340,20 @@ void MetricFamily::AppendHistogram(const LabelValues& values,
   absl::StrAppend(out, " ", cumulative, "\n");
 }
 
-// --- Counter -----------------------------------------------------------------
+// --- Counter and Gauge -------------------------------------------------------
 
-void Counter::Child::Increment(double v) {
+void CounterChild::Increment(double v) {
   if (!(v >= 0)) return;  // negative or NaN
   AtomicAdd(value_, v);
 }
 
-Counter::Child* Counter::With(const LabelValues& values) {
-  CheckArity(values);
-  absl::MutexLock lock(&mu_);
-  return FindOrAdd(children_, values, [] { return std::make_unique<Child>(); });
-}
+void GaugeChild::Increment(double v) { AtomicAdd(value_, v); }
 
-void Counter::RenderTo(std::string* out) const {
-  AppendHeader("counter", out);
-  absl::MutexLock lock(&mu_);
-  for (const auto& [values, child] : children_) {
-    AppendSample(values, child->Value(), out);
-  }
-}
-
-// --- Gauge -------------------------------------------------------------------
-
-void Gauge::Child::Increment(double v) { AtomicAdd(value_, v); }
-
-void Gauge::Child::SetToCurrentTime() { Set(UnixNow()); }
-
-Gauge::Child* Gauge::With(const LabelValues& values) {
-  CheckArity(values);
-  absl::MutexLock lock(&mu_);
-  return FindOrAdd(children_, values, [] { return std::make_unique<Child>(); });
-}
-
-void Gauge::RenderTo(std::string* out) const {
-  AppendHeader("gauge", out);
-  absl::MutexLock lock(&mu_);
-  for (const auto& [values, child] : children_) {
-    AppendSample(values, child->Value(), out);
-  }
-}
+void GaugeChild::SetToCurrentTime() { Set(UnixNow()); }
 
 // --- Histogram ---------------------------------------------------------------
 
-Histogram::Child::Child(const std::vector<double>* bounds)
+HistogramChild::HistogramChild(const std::vector<double>* bounds)
     : bounds_(bounds),
       counts_(new std::atomic<uint64_t>[bounds->size() + 1]) {
   for (size_t i = 0; i <= bounds_->size(); ++i) {
@@ -409,7 +361,7 @@ Histogram::Child::Child(const std::vector<double>* bounds)
   }
 }
 
-void Histogram::Child::Observe(double v) {
+void HistogramChild::Observe(double v) {
   if (std::isnan(v)) return;
   // First bound >= v; past the end is the +Inf bucket.
   const size_t bucket =
@@ -418,7 +370,7 @@ void Histogram::Child::Observe(double v) {
   AtomicAdd(sum_, v);
 }
 
-uint64_t Histogram::Child::Count() const {
+uint64_t HistogramChild::Count() const {
   uint64_t total = 0;
   for (size_t i = 0; i <= bounds_->size(); ++i) {
     total += counts_[i].load(std::memory_order_relaxed);
@@ -426,7 +378,7 @@ uint64_t Histogram::Child::Count() const {
   return total;
 }
 
-std::vector<uint64_t> Histogram::Child::BucketCounts() const {
+std::vector<uint64_t> HistogramChild::BucketCounts() const {
   std::vector<uint64_t> counts(bounds_->size() + 1);
   for (size_t i = 0; i < counts.size(); ++i) {
     counts[i] = counts_[i].load(std::memory_order_relaxed);
@@ -434,22 +386,17 @@ std::vector<uint64_t> Histogram::Child::BucketCounts() const {
   return counts;
 }
 
-Histogram::Child* Histogram::With(const LabelValues& values) {
-  CheckArity(values);
-  absl::MutexLock lock(&mu_);
-  return FindOrAdd(children_, values, [this] {
-    return std::unique_ptr<Child>(new Child(&bounds_));
-  });
+std::unique_ptr<HistogramChild> Histogram::NewChild() const {
+  return std::unique_ptr<HistogramChild>(new HistogramChild(&bounds_));
 }
 
 void Histogram::RenderTo(std::string* out) const {
   AppendHeader("histogram", out);
   const std::vector<std::string> le = LeLabels(bounds_);
-  absl::MutexLock lock(&mu_);
-  for (const auto& [values, child] : children_) {
+  ForEachChild([&](const LabelValues& values, const HistogramChild& child) {
     // One snapshot of the buckets, so _count equals the +Inf bucket.
-    AppendHistogram(values, le, child->BucketCounts(), child->Sum(), out);
-  }
+    AppendHistogram(values, le, child.BucketCounts(), child.Sum(), out);
+  });
 }
 
 HistogramSnapshot HistogramSnapshot::Of(
@@ -528,55 +475,54 @@ absl::Status NoCallback(const std::string& name) {
 
 }  // namespace
 
+template <typename Family>
+absl::StatusOr<Family*> MetricsRegistry::AddFamily(
+    std::unique_ptr<Family> family,
+    const std::vector<std::string>& sample_names) {
+  if (family->label_names().empty()) family->With({});
+  Family* out = family.get();
+  RETURN_IF_ERROR(Register(std::move(family), sample_names));
+  return out;
+}
+
 absl::StatusOr<Counter*> MetricsRegistry::AddCounter(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names) {
-  std::unique_ptr<Counter> family(new Counter(name, help, label_names));
-  if (label_names.empty()) family->With({});
-  Counter* out = family.get();
-  RETURN_IF_ERROR(Register(std::move(family), {name}));
-  return out;
+  return AddFamily(
+      std::unique_ptr<Counter>(new Counter(name, help, label_names)), {name});
 }
 
 absl::StatusOr<Gauge*> MetricsRegistry::AddGauge(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names) {
-  std::unique_ptr<Gauge> family(new Gauge(name, help, label_names));
-  if (label_names.empty()) family->With({});
-  Gauge* out = family.get();
-  RETURN_IF_ERROR(Register(std::move(family), {name}));
-  return out;
+  return AddFamily(std::unique_ptr<Gauge>(new Gauge(name, help, label_names)),
+                   {name});
 }
 
 absl::StatusOr<Histogram*> MetricsRegistry::AddHistogram(
     const std::string& name, const std::string& help,
     const std::vector<std::string>& label_names, std::vector<double> bounds) {
   RETURN_IF_ERROR(ValidateHistogram(name, label_names, bounds));
-  std::unique_ptr<Histogram> family(
-      new Histogram(name, help, label_names, std::move(bounds)));
-  if (label_names.empty()) family->With({});
-  Histogram* out = family.get();
-  RETURN_IF_ERROR(Register(std::move(family), HistogramSampleNames(name)));
-  return out;
+  return AddFamily(std::unique_ptr<Histogram>(new Histogram(
+                       name, help, label_names, std::move(bounds))),
+                   HistogramSampleNames(name));
 }
 
 absl::Status MetricsRegistry::AddGaugeCallback(const std::string& name,
                                                const std::string& help,
                                                std::function<double()> read) {
   if (!read) return NoCallback(name);
-  return Register(
-      std::make_unique<GaugeCallbackFamily>(name, help, std::move(read)),
-      {name});
+  return Register(std::make_unique<SampleCallbackFamily>(
+                      "gauge", name, help, std::vector<std::string>{},
+                      SingleSample(std::move(read))),
+                  {name});
 }
 
 absl::Status MetricsRegistry::AddCounterCallback(
     const std::string& name, const std::string& help,
     std::function<double()> read) {
   if (!read) return NoCallback(name);
-  return AddCounterCallback(
-      name, help, {}, [read = std::move(read)]() -> CounterSamples {
-        return {{LabelValues{}, read()}};
-      });
+  return AddCounterCallback(name, help, {}, SingleSample(std::move(read)));
 }
 
 absl::Status MetricsRegistry::AddCounterCallback(
@@ -584,8 +530,8 @@ absl::Status MetricsRegistry::AddCounterCallback(
     const std::vector<std::string>& label_names,
     std::function<CounterSamples()> read) {
   if (!read) return NoCallback(name);
-  return Register(std::make_unique<CounterCallbackFamily>(
-                      name, help, label_names, std::move(read)),
+  return Register(std::make_unique<SampleCallbackFamily>(
+                      "counter", name, help, label_names, std::move(read)),
                   {name});
 }
 

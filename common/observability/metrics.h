@@ -94,90 +94,146 @@ class MetricFamily {
   const std::vector<std::string> label_names_;
 };
 
-// A family of monotonically increasing counters.
-class Counter final : public MetricFamily {
+// A family whose children, one per tuple of label values, are made on first
+// use and live as long as the family: what Counter, Gauge and Histogram
+// share. Not used directly. Thread-safe.
+template <typename ChildT>
+class LabelledFamily : public MetricFamily {
  public:
-  // One counter. Thread-safe and lock-free; lives as long as the registry.
-  class Child {
-   public:
-    // Adds v. v must be >= 0: a negative or NaN v is ignored, since a
-    // counter that went down would read as a restart.
-    void Increment(double v = 1);
-    double Value() const { return value_.load(std::memory_order_relaxed); }
+  using Child = ChildT;
 
-   private:
-    std::atomic<double> value_{0};
-  };
+  // The child for values, created on first use (a counter or gauge at 0, a
+  // histogram without observations); the same pointer on every call. Stops
+  // the process if values.size() != label_names().size().
+  Child* With(const LabelValues& values) ABSL_LOCKS_EXCLUDED(mu_) {
+    CheckArity(values);
+    absl::MutexLock lock(&mu_);
+    auto it = children_.find(values);
+    if (it == children_.end()) it = children_.emplace(values, NewChild()).first;
+    return it->second.get();
+  }
 
-  // The child for values, created at 0 on first use; the same pointer on
-  // every call. Stops the process if values.size() != label_names().size().
-  Child* With(const LabelValues& values) ABSL_LOCKS_EXCLUDED(mu_);
+ protected:
+  using MetricFamily::MetricFamily;
 
-  void RenderTo(std::string* out) const override ABSL_LOCKS_EXCLUDED(mu_);
+  // A new child, as With() adds it.
+  virtual std::unique_ptr<Child> NewChild() const = 0;
+
+  // Calls visit(values, child) for every child, sorted by label values,
+  // holding the family's lock.
+  template <typename Visit>
+  void ForEachChild(Visit visit) const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [values, child] : children_) visit(values, *child);
+  }
 
  private:
-  friend class MetricsRegistry;
-  using MetricFamily::MetricFamily;
   std::map<LabelValues, std::unique_ptr<Child>> children_ ABSL_GUARDED_BY(mu_);
+};
+
+// A family of children that hold one value each, rendered as one sample per
+// child: what Counter and Gauge share. Not used directly. Thread-safe.
+template <typename ChildT>
+class ValueFamily : public LabelledFamily<ChildT> {
+ public:
+  void RenderTo(std::string* out) const override {
+    this->AppendHeader(type_, out);
+    this->ForEachChild([this, out](const LabelValues& values,
+                                   const ChildT& child) {
+      this->AppendSample(values, child.Value(), out);
+    });
+  }
+
+ protected:
+  // type: the family's # TYPE, "counter" or "gauge".
+  ValueFamily(const char* type, std::string name, std::string help,
+              std::vector<std::string> label_names)
+      : LabelledFamily<ChildT>(std::move(name), std::move(help),
+                               std::move(label_names)),
+        type_(type) {}
+
+  std::unique_ptr<ChildT> NewChild() const override {
+    return std::make_unique<ChildT>();
+  }
+
+ private:
+  const char* const type_;
+};
+
+// One counter (Counter::Child). Thread-safe and lock-free; lives as long as
+// the registry.
+class CounterChild {
+ public:
+  // Adds v. v must be >= 0: a negative or NaN v is ignored, since a
+  // counter that went down would read as a restart.
+  void Increment(double v = 1);
+  double Value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0};
+};
+
+// A family of monotonically increasing counters.
+class Counter final : public ValueFamily<CounterChild> {
+ private:
+  friend class MetricsRegistry;
+  Counter(std::string name, std::string help,
+          std::vector<std::string> label_names)
+      : ValueFamily("counter", std::move(name), std::move(help),
+                    std::move(label_names)) {}
+};
+
+// One gauge (Gauge::Child). Thread-safe and lock-free; lives as long as the
+// registry.
+class GaugeChild {
+ public:
+  void Set(double v) { value_.store(v, std::memory_order_relaxed); }
+  void Increment(double v = 1);
+  void Decrement(double v = 1) { Increment(-v); }
+  // Sets the gauge to the current Unix time in seconds.
+  void SetToCurrentTime();
+  double Value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0};
 };
 
 // A family of values that go up and down.
-class Gauge final : public MetricFamily {
- public:
-  // One gauge. Thread-safe and lock-free; lives as long as the registry.
-  class Child {
-   public:
-    void Set(double v) { value_.store(v, std::memory_order_relaxed); }
-    void Increment(double v = 1);
-    void Decrement(double v = 1) { Increment(-v); }
-    // Sets the gauge to the current Unix time in seconds.
-    void SetToCurrentTime();
-    double Value() const { return value_.load(std::memory_order_relaxed); }
-
-   private:
-    std::atomic<double> value_{0};
-  };
-
-  // As Counter::With.
-  Child* With(const LabelValues& values) ABSL_LOCKS_EXCLUDED(mu_);
-
-  void RenderTo(std::string* out) const override ABSL_LOCKS_EXCLUDED(mu_);
-
+class Gauge final : public ValueFamily<GaugeChild> {
  private:
   friend class MetricsRegistry;
-  using MetricFamily::MetricFamily;
-  std::map<LabelValues, std::unique_ptr<Child>> children_ ABSL_GUARDED_BY(mu_);
+  Gauge(std::string name, std::string help,
+        std::vector<std::string> label_names)
+      : ValueFamily("gauge", std::move(name), std::move(help),
+                    std::move(label_names)) {}
+};
+
+// One histogram (Histogram::Child). Observe is thread-safe and lock-free;
+// lives as long as the registry. A render taken while observations land may
+// see a sum that lags the counts by those observations; the buckets and
+// _count always agree with each other.
+class HistogramChild {
+ public:
+  // Counts v in the first bucket whose upper bound is >= v (the +Inf
+  // bucket past the last bound) and adds it to the sum. NaN is ignored.
+  void Observe(double v);
+  // Observations so far, and their sum.
+  uint64_t Count() const;
+  double Sum() const { return sum_.load(std::memory_order_relaxed); }
+  // Observations per bucket, not cumulative; the last is the +Inf bucket.
+  std::vector<uint64_t> BucketCounts() const;
+
+ private:
+  friend class Histogram;
+  explicit HistogramChild(const std::vector<double>* bounds);
+  const std::vector<double>* bounds_;  // the family's, without +Inf
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_->size() + 1
+  std::atomic<double> sum_{0};
 };
 
 // A family of histograms sharing one set of bucket upper bounds.
-class Histogram final : public MetricFamily {
+class Histogram final : public LabelledFamily<HistogramChild> {
  public:
-  // One histogram. Observe is thread-safe and lock-free; lives as long as
-  // the registry. A render taken while observations land may see a sum that
-  // lags the counts by those observations; the buckets and _count always
-  // agree with each other.
-  class Child {
-   public:
-    // Counts v in the first bucket whose upper bound is >= v (the +Inf
-    // bucket past the last bound) and adds it to the sum. NaN is ignored.
-    void Observe(double v);
-    // Observations so far, and their sum.
-    uint64_t Count() const;
-    double Sum() const { return sum_.load(std::memory_order_relaxed); }
-    // Observations per bucket, not cumulative; the last is the +Inf bucket.
-    std::vector<uint64_t> BucketCounts() const;
-
-   private:
-    friend class Histogram;
-    explicit Child(const std::vector<double>* bounds);
-    const std::vector<double>* bounds_;  // the family's, without +Inf
-    std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_->size() + 1
-    std::atomic<double> sum_{0};
-  };
-
-  // As Counter::With.
-  Child* With(const LabelValues& values) ABSL_LOCKS_EXCLUDED(mu_);
-
   // The upper bounds given at registration, strictly increasing, without the
   // implicit +Inf.
   const std::vector<double>& bounds() const { return bounds_; }
@@ -188,10 +244,11 @@ class Histogram final : public MetricFamily {
   friend class MetricsRegistry;
   Histogram(std::string name, std::string help,
             std::vector<std::string> label_names, std::vector<double> bounds)
-      : MetricFamily(std::move(name), std::move(help), std::move(label_names)),
+      : LabelledFamily(std::move(name), std::move(help),
+                       std::move(label_names)),
         bounds_(std::move(bounds)) {}
+  std::unique_ptr<HistogramChild> NewChild() const override;
   const std::vector<double> bounds_;
-  std::map<LabelValues, std::unique_ptr<Child>> children_ ABSL_GUARDED_BY(mu_);
 };
 
 // One histogram's state as a callback family reports it
@@ -319,6 +376,14 @@ class MetricsRegistry {
   absl::Status Register(std::unique_ptr<MetricFamily> family,
                         const std::vector<std::string>& sample_names)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Makes the child of a family without labels, so that it renders before
+  // its first update, then registers the family; the family, or Register's
+  // error.
+  template <typename Family>
+  absl::StatusOr<Family*> AddFamily(
+      std::unique_ptr<Family> family,
+      const std::vector<std::string>& sample_names) ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<MetricFamily>> families_ ABSL_GUARDED_BY(mu_);

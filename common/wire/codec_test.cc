@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::internal {
 

@@ -53,7 +53,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/mechanisms/feature_mechanism.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::testing_util {
 

@@ -1,4 +1,4 @@
-#include "common/sqlite.h"
+#include "common/storage/sqlite.h"
 
 #include <utility>
 

@@ -1,5 +1,5 @@
 // Tests for the secure and seeded random sources and their derived draws.
-#include "common/random.h"
+#include "common/random/random.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 
 namespace ldpgraph {
 namespace {

@@ -1,6 +1,6 @@
 // Tests for the per-node privacy budget: composition, caps, refusals and the
 // memo that answers repeated identical questions without spending.
-#include "common/accounting.h"
+#include "common/dp/accounting.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

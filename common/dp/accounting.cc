@@ -1,4 +1,4 @@
-#include "common/accounting.h"
+#include "common/dp/accounting.h"
 
 #include <cmath>
 

@@ -209,7 +209,7 @@ uint64_t NodeNoiseSeed(uint64_t seed, uint32_t node);
 
 // The seed of the edge answers' streams beside the streams of seed:
 //   EdgeStreamSeed = mix'(seed ^ 0x6564676573763031)   ("edgesv01")
-// with mix' one splitmix64 step (common/seed_mix.h SeedMix). A seeded agent
+// with mix' one splitmix64 step (common/random/seed_mix.h SeedMix). A seeded agent
 // draws node's edge answers (randomized response, Blink, the fake-edges
 // attacker's) from SeededRandomForTesting(NodeNoiseSeed(EdgeStreamSeed(S),
 // node)), its features and label from NodeNoiseSeed(S, node): asking for

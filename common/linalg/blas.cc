@@ -1,4 +1,4 @@
-#include "common/blas.h"
+#include "common/linalg/blas.h"
 
 #include <mutex>
 

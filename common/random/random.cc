@@ -1,5 +1,5 @@
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 
 #include <openssl/err.h>
 #include <openssl/evp.h>

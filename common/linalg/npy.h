@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 
 namespace ldpgraph {
 

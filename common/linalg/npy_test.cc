@@ -1,4 +1,4 @@
-#include "common/npy.h"
+#include "common/linalg/npy.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // Tests for the SQLite wrapper: the status mapping, binds and column
 // readers, and transactions that roll back on failure.
-#include "common/sqlite.h"
+#include "common/storage/sqlite.h"
 
 #include <string>
 
