@@ -91,6 +91,15 @@ std::string AttributeList(uint8_t mask) {
   return absl::StrJoin(names, ", ");
 }
 
+// Moves an answer to a substitution's features question into out: its
+// features (own_feature) and, for a fresh one, the row to persist.
+void TakeFeatures(NodeAgent::Response features,
+                  NodeAgent::SubstitutionStart& out) {
+  out.own_feature = std::move(*features.report.mutable_features());
+  out.fresh = features.fresh;
+  out.to_persist = std::move(features.to_persist);
+}
+
 }  // namespace
 
 absl::Status AgentPolicy::Validate() const {
@@ -408,70 +417,10 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
   const wire::CompiledSpec& feature_spec = *spec->substitution_features();
   const QueryKey features_key = feature_spec.Key(v1::ATTRIBUTE_FEATURES);
   const QueryKey edges_key = spec->Key(task.attribute());
-  // The features question, answered (memo or fresh) through the budget; a
-  // fresh answer is kept as built.
-  std::optional<v1::Report> built;
-  uint64_t draws = 0;  // the stream's position after a fresh answer
-  auto answer_features = [&]() -> absl::StatusOr<std::optional<Answered>> {
-    absl::StatusOr<Answered> a = budget_->Answer(features_key, [&] {
-      absl::StatusOr<std::string> s = Serialise(Perturb(feature_spec), built);
-      draws = rng_.draws();
-      return s;
-    });
-    if (absl::IsResourceExhausted(a.status())) {
-      return std::optional<Answered>();
-    }
-    if (!a.ok()) {
-      return absl::InternalError(absl::StrCat(
-          "node ", record_.node, ": answering ", features_key.Canonical(),
-          ": ", a.status().message()));
-    }
-    return std::optional<Answered>(*std::move(a));
-  };
-  auto take_features = [&](const Answered& a) -> absl::Status {
-    v1::Report body;
-    if (!a.from_memo) {
-      body = *std::move(built);
-    } else if (!body.ParseFromString(a.answer) ||
-               !BodyMatches(body,
-                            wire::kAttributeNames.Name(v1::ATTRIBUTE_FEATURES))) {
-      return absl::InternalError(absl::StrCat(
-          "node ", record_.node, ": the stored answer to ",
-          features_key.Canonical(), " is not a report body about 'features'"));
-    }
-    out.own_feature = std::move(*body.mutable_features());
-    if (!a.from_memo) {
-      out.fresh = true;
-      out.to_persist = MemoRow{record_.node, features_key, a.answer, draws};
-    }
-    return absl::OkStatus();
-  };
-
   // Asked before: the stored answer, and the dropped set it implies.
   if (std::optional<MemoEntry> memo = budget_->Lookup(edges_key)) {
-    v1::Report body;
-    if (!body.ParseFromString(memo->answer) ||
-        !BodyMatches(body, wire::kAttributeNames.Name(v1::ATTRIBUTE_EDGES))) {
-      return absl::InternalError(absl::StrCat(
-          "node ", record_.node, ": the stored answer to ",
-          edges_key.Canonical(), " is not a report body about 'edges'"));
-    }
-    const auto& listed = body.edges().neighbours();
-    absl::flat_hash_set<uint32_t> kept(listed.begin(), listed.end());
-    std::vector<uint32_t> dropped;
-    for (uint32_t u : record_.neighbours) {
-      if (!kept.contains(u)) dropped.push_back(u);
-    }
-    out.role = SubstitutionStart::Role::kMemo;
-    out.dropped = std::move(dropped);
-    body.set_campaign_id(task.campaign_id());
-    body.set_node_id(record_.node);
-    out.report = std::move(body);
-    // Its features, to take part (normally a memo hit too: both answers
-    // were given together).
-    ASSIGN_OR_RETURN(std::optional<Answered> f, answer_features());
-    if (f) RETURN_IF_ERROR(take_features(*f));
-    return out;
+    return StartFromMemo(task, edges_key, memo->answer, features_key,
+                         feature_spec);
   }
   // Both questions must fit together, before anything is drawn.
   if (absl::Status s = budget_->CanAnswerAll({features_key, edges_key});
@@ -484,16 +433,56 @@ absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::BeginSubstitution(
     out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED, s.message());
     return out;
   }
-  ASSIGN_OR_RETURN(std::optional<Answered> f, answer_features());
-  if (!f) {
+  ASSIGN_OR_RETURN(Response features,
+                   AnswerFeatures(task, features_key, feature_spec));
+  if (features.report.has_refusal()) {
     out.role = SubstitutionStart::Role::kRefuse;
     out.report = Refusal(task, v1::REFUSAL_REASON_BUDGET_EXHAUSTED,
                          "budget exhausted: the features question");
     return out;
   }
-  RETURN_IF_ERROR(take_features(*f));
+  TakeFeatures(std::move(features), out);
   out.role = SubstitutionStart::Role::kTakePart;
   return out;
+}
+
+absl::StatusOr<NodeAgent::SubstitutionStart> NodeAgent::StartFromMemo(
+    const v1::Task& task, const QueryKey& edges_key,
+    const std::string& stored, const QueryKey& features_key,
+    const wire::CompiledSpec& feature_spec) {
+  v1::Report body;
+  if (!body.ParseFromString(stored) ||
+      !BodyMatches(body, wire::kAttributeNames.Name(v1::ATTRIBUTE_EDGES))) {
+    return absl::InternalError(absl::StrCat(
+        "node ", record_.node, ": the stored answer to ",
+        edges_key.Canonical(), " is not a report body about 'edges'"));
+  }
+  const auto& listed = body.edges().neighbours();
+  absl::flat_hash_set<uint32_t> kept(listed.begin(), listed.end());
+  std::vector<uint32_t> dropped;
+  for (uint32_t u : record_.neighbours) {
+    if (!kept.contains(u)) dropped.push_back(u);
+  }
+  SubstitutionStart out;
+  out.role = SubstitutionStart::Role::kMemo;
+  out.dropped = std::move(dropped);
+  body.set_campaign_id(task.campaign_id());
+  body.set_node_id(record_.node);
+  out.report = std::move(body);
+  // Its features, to take part (normally a memo hit too: both answers
+  // were given together); none, and it abstains, when they do not fit the
+  // caps.
+  ASSIGN_OR_RETURN(Response features,
+                   AnswerFeatures(task, features_key, feature_spec));
+  if (!features.report.has_refusal()) TakeFeatures(std::move(features), out);
+  return out;
+}
+
+absl::StatusOr<NodeAgent::Response> NodeAgent::AnswerFeatures(
+    const v1::Task& task, const QueryKey& features_key,
+    const wire::CompiledSpec& feature_spec) {
+  return AnswerThroughBudget(task, features_key,
+                             [&] { return Perturb(feature_spec); });
 }
 
 absl::StatusOr<NodeAgent::Response> NodeAgent::FinishSubstitution(

@@ -55,14 +55,14 @@
 #include "absl/synchronization/mutex.h"
 #include "client/agent_state.h"
 #include "client/node_features.h"
-#include "common/accounting.h"
+#include "common/dp/accounting.h"
 #include "common/attacks/edge_poisoning.h"
 #include "common/attacks/poisoning.h"
 #include "common/cli_args.h"
 #include "common/crypto/sealed.h"
 #include "common/dataset/dataset.h"
 #include "common/dataset/device_index.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/wire/codec.h"
 #include "ldpgraph/v1/agent.pb.h"
 
@@ -98,7 +98,7 @@ struct AgentPolicy {
   absl::Status Validate() const;
 };
 
-// NodeNoiseSeed (common/random.h) gives each node's seeded noise stream.
+// NodeNoiseSeed (common/random/random.h) gives each node's seeded noise stream.
 using ::ldpgraph::NodeNoiseSeed;
 
 // The randomness of one logical agent: ThreadSecureRandom without a seed (the
@@ -110,7 +110,7 @@ absl::StatusOr<std::unique_ptr<RandomSource>> NodeRandomSource(
     std::optional<uint64_t> seed, uint32_t node);
 
 // The stream of a seeded node's edge answers: SeededRandomForTesting(
-// NodeNoiseSeed(EdgeStreamSeed(seed), node)) (common/random.h), so that an
+// NodeNoiseSeed(EdgeStreamSeed(seed), node)) (common/random/random.h), so that an
 // edges campaign leaves the features' and label's noise as it was, and a
 // seeded deployment draws the bits `ldpgraph eval --edges` draws. Null
 // without a seed: secure words are independent whatever came before, so
@@ -363,6 +363,20 @@ class NodeAgent {
   std::optional<v1::Report> CheckTask(
       const v1::Task& task,
       const absl::StatusOr<wire::CompiledSpec>& spec) const;
+  // BeginSubstitution's kMemo start, for an edges question answered
+  // before (`stored`, its memoized body): the stored answer, the dropped
+  // set it implies, and the features (AnswerFeatures) unless they do not
+  // fit the caps (the node then abstains). INTERNAL for a stored answer
+  // that does not parse, and AnswerFeatures' errors.
+  absl::StatusOr<SubstitutionStart> StartFromMemo(
+      const v1::Task& task, const QueryKey& edges_key,
+      const std::string& stored, const QueryKey& features_key,
+      const wire::CompiledSpec& feature_spec);
+  // A substitution's features question (features_key, of feature_spec)
+  // through the budget, as AnswerThroughBudget answers it.
+  absl::StatusOr<Response> AnswerFeatures(
+      const v1::Task& task, const QueryKey& features_key,
+      const wire::CompiledSpec& feature_spec);
 
   const NodeRecord record_;
   // The policy's attributes: bit 1 << a for each v1::Attribute a allowed.

@@ -9,6 +9,48 @@
 #include "common/status_macros.h"
 
 namespace ldpgraph::agent {
+namespace {
+
+// A counter family read from one field of a host's counters.
+template <class Counters>
+struct CounterField {
+  const char* name;
+  const char* help;
+  std::atomic<uint64_t> Counters::*field;
+};
+
+// AgentHost::counters()' families, in the order they are registered.
+constexpr CounterField<AgentHostCounters> kHostCounters[] = {
+    {"ldpgraph_agent_tasks_total", "Tasks received.", &AgentHostCounters::tasks},
+    {"ldpgraph_agent_reports_sent_total", "Reports and refusals sent.",
+     &AgentHostCounters::reports_sent},
+    {"ldpgraph_agent_reports_acked_total",
+     "Reports acknowledged by the curator.", &AgentHostCounters::reports_acked},
+    {"ldpgraph_agent_reports_rejected_total", "Reports the curator rejected.",
+     &AgentHostCounters::rejected},
+    {"ldpgraph_agent_refusals_total", "Tasks refused by a node's policy.",
+     &AgentHostCounters::refusals_sent},
+    {"ldpgraph_agent_reconnects_total", "Sessions lost and retried.",
+     &AgentHostCounters::reconnects},
+};
+
+// The exchanges' families (AgentHost::exchanges().counters()), in order.
+constexpr CounterField<ExchangeCounters> kExchangeCounters[] = {
+    {"ldpgraph_agent_exchange_messages_sent_total",
+     "Sealed agent-to-agent messages relayed.", &ExchangeCounters::messages_sent},
+    {"ldpgraph_agent_exchange_messages_received_total",
+     "Sealed messages opened and delivered to a node.",
+     &ExchangeCounters::messages_received},
+    {"ldpgraph_agent_exchange_messages_rejected_total",
+     "Sealed messages that did not open, parse or deliver "
+     "(tampered, forged, misaddressed).",
+     &ExchangeCounters::messages_rejected},
+    {"ldpgraph_agent_exchange_neighbours_timed_out_total",
+     "Neighbours marked absent after a silent round.",
+     &ExchangeCounters::neighbours_timed_out},
+};
+
+}  // namespace
 
 absl::Status RegisterAgentHostMetrics(observability::MetricsRegistry& registry,
                                       std::function<AgentHost*()> host) {
@@ -29,33 +71,11 @@ absl::Status RegisterAgentHostMetrics(observability::MetricsRegistry& registry,
                    std::function<double(AgentHost&)> f) {
     return registry.AddGaugeCallback(name, help, of_host(std::move(f)));
   };
-  auto host_counter = [&](const char* name, const char* help,
-                          std::atomic<uint64_t> AgentHostCounters::*field) {
-    return counter(name, help, [field](AgentHost& h) {
+  for (const CounterField<AgentHostCounters>& c : kHostCounters) {
+    RETURN_IF_ERROR(counter(c.name, c.help, [field = c.field](AgentHost& h) {
       return static_cast<double>((h.counters().*field).load());
-    });
-  };
-  auto exchange_counter = [&](const char* name, const char* help,
-                              std::atomic<uint64_t> ExchangeCounters::*field) {
-    return counter(name, help, [field](AgentHost& h) {
-      return static_cast<double>((h.exchanges().counters().*field).load());
-    });
-  };
-  using C = AgentHostCounters;
-  RETURN_IF_ERROR(host_counter("ldpgraph_agent_tasks_total", "Tasks received.",
-                               &C::tasks));
-  RETURN_IF_ERROR(host_counter("ldpgraph_agent_reports_sent_total",
-                               "Reports and refusals sent.", &C::reports_sent));
-  RETURN_IF_ERROR(host_counter("ldpgraph_agent_reports_acked_total",
-                               "Reports acknowledged by the curator.",
-                               &C::reports_acked));
-  RETURN_IF_ERROR(host_counter("ldpgraph_agent_reports_rejected_total",
-                               "Reports the curator rejected.", &C::rejected));
-  RETURN_IF_ERROR(host_counter("ldpgraph_agent_refusals_total",
-                               "Tasks refused by a node's policy.",
-                               &C::refusals_sent));
-  RETURN_IF_ERROR(host_counter("ldpgraph_agent_reconnects_total",
-                               "Sessions lost and retried.", &C::reconnects));
+    }));
+  }
   RETURN_IF_ERROR(counter(
       "ldpgraph_agent_fresh_answers_total",
       "Answers drawn with fresh randomness (charged).",
@@ -68,23 +88,11 @@ absl::Status RegisterAgentHostMetrics(observability::MetricsRegistry& registry,
       "ldpgraph_agent_exchanges_running",
       "Neighbour substitution exchanges in progress.",
       [](AgentHost& h) { return double(h.exchanges().running()); }));
-  using E = ExchangeCounters;
-  RETURN_IF_ERROR(exchange_counter("ldpgraph_agent_exchange_messages_sent_total",
-                                   "Sealed agent-to-agent messages relayed.",
-                                   &E::messages_sent));
-  RETURN_IF_ERROR(
-      exchange_counter("ldpgraph_agent_exchange_messages_received_total",
-                       "Sealed messages opened and delivered to a node.",
-                       &E::messages_received));
-  RETURN_IF_ERROR(exchange_counter(
-      "ldpgraph_agent_exchange_messages_rejected_total",
-      "Sealed messages that did not open, parse or deliver "
-      "(tampered, forged, misaddressed).",
-      &E::messages_rejected));
-  RETURN_IF_ERROR(
-      exchange_counter("ldpgraph_agent_exchange_neighbours_timed_out_total",
-                       "Neighbours marked absent after a silent round.",
-                       &E::neighbours_timed_out));
+  for (const CounterField<ExchangeCounters>& c : kExchangeCounters) {
+    RETURN_IF_ERROR(counter(c.name, c.help, [field = c.field](AgentHost& h) {
+      return static_cast<double>((h.exchanges().counters().*field).load());
+    }));
+  }
   return gauge("ldpgraph_agent_epsilon_spent_max",
                "Largest total epsilon spent by a node of the shard.",
                [](AgentHost& h) {

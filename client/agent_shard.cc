@@ -20,26 +20,38 @@
 
 namespace ldpgraph::agent {
 
-absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
-    std::vector<NodeRecord> records, AgentPolicy policy,
-    std::optional<uint64_t> seed, const std::string& state_dir,
-    AgentStateStore::Options store_options, const SimulatedAttack* attack,
-    bool sealing_keys) {
-  if (records.empty()) {
-    return absl::InvalidArgumentError("an agent shard needs at least one node");
-  }
-  RETURN_IF_ERROR(policy.Validate());
-  // One policy for every node: its caps are shared, not copied.
-  const auto shared = std::make_shared<const AgentPolicy>(std::move(policy));
-  std::sort(records.begin(), records.end(),
-            [](const NodeRecord& a, const NodeRecord& b) { return a.node < b.node; });
+namespace {
+
+// The index of node in nodes (ascending), or nullopt.
+std::optional<size_t> IndexOf(const std::vector<uint32_t>& nodes,
+                              uint32_t node) {
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), node);
+  if (it == nodes.end() || *it != node) return std::nullopt;
+  return static_cast<size_t>(it - nodes.begin());
+}
+
+// A shard's nodes, ascending, and each one's agent at its index.
+struct ShardAgents {
   std::vector<uint32_t> nodes;
   std::vector<std::unique_ptr<NodeAgent>> agents;
-  nodes.reserve(records.size());
-  agents.reserve(records.size());
+};
+
+// One NodeAgent per record, all under one shared policy (see
+// AgentShard::Create); the records are moved into the agents and their
+// vector is handed back when this returns. INVALID_ARGUMENT for a repeated
+// node; NodeAgent::Create's and NodeRandomSource's errors.
+absl::StatusOr<ShardAgents> MakeAgents(
+    std::vector<NodeRecord> records,
+    const std::shared_ptr<const AgentPolicy>& shared,
+    std::optional<uint64_t> seed, const SimulatedAttack* attack) {
+  std::sort(records.begin(), records.end(),
+            [](const NodeRecord& a, const NodeRecord& b) { return a.node < b.node; });
+  ShardAgents out;
+  out.nodes.reserve(records.size());
+  out.agents.reserve(records.size());
   for (NodeRecord& record : records) {
     const uint32_t node = record.node;
-    if (!nodes.empty() && nodes.back() == node) {
+    if (!out.nodes.empty() && out.nodes.back() == node) {
       return absl::InvalidArgumentError(
           absl::StrCat("node ", node, " appears twice in the shard"));
     }
@@ -56,69 +68,100 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
                                        std::move(adversary),
                                        std::move(edge_adversary),
                                        NodeEdgeRandomSource(seed, node)));
-    nodes.push_back(node);
-    agents.push_back(std::move(agent));
+    out.nodes.push_back(node);
+    out.agents.push_back(std::move(agent));
   }
-  records = {};  // moved from: hand their vector back
-  auto index = [&](uint32_t node) -> std::optional<size_t> {
-    auto it = std::lower_bound(nodes.begin(), nodes.end(), node);
-    if (it == nodes.end() || *it != node) return std::nullopt;
-    return static_cast<size_t>(it - nodes.begin());
-  };
-  ASSIGN_OR_RETURN(std::unique_ptr<AgentStateStore> store,
-                   AgentStateStore::Open(state_dir, store_options));
-  ShardCounters counters;
-  RETURN_IF_ERROR(store->ForEach([&](const MemoRow& row) -> absl::Status {
-    const std::optional<size_t> i = index(row.node);
+  return out;
+}
+
+// Restores every stored answer of the shard's nodes into their budgets,
+// counting them (counters.restored) and the rows of nodes the shard does
+// not hold (counters.foreign_rows). The store's and NodeAgent::Restore's
+// errors.
+absl::Status RestoreMemo(const AgentStateStore& store, const ShardAgents& shard,
+                         ShardCounters& counters) {
+  return store.ForEach([&](const MemoRow& row) -> absl::Status {
+    const std::optional<size_t> i = IndexOf(shard.nodes, row.node);
     if (!i) {
       ++counters.foreign_rows;
       return absl::OkStatus();
     }
-    RETURN_IF_ERROR(agents[*i]->Restore(row.key, row.answer, row.draws));
+    RETURN_IF_ERROR(shard.agents[*i]->Restore(row.key, row.answer, row.draws));
     ++counters.restored;
     return absl::OkStatus();
-  }));
-  // Each node's key pair: loaded, or made now and stored before anything
-  // can send its public half (in transactions of at most kKeysPerCommit
-  // keys, so that the new ones are never all held twice).
+  });
+}
+
+// Each node's key pair, at its index in nodes (ascending): loaded, or made
+// now and stored before anything can send its public half (in transactions
+// of at most kKeysPerCommit keys, so that the new ones are never all held
+// twice); `generated` counts the ones made. DATA_LOSS for a stored key that
+// is not one; the store's and KeyPair::Generate's errors.
+absl::StatusOr<std::vector<crypto::KeyPair>> LoadOrMakeKeys(
+    AgentStateStore& store, const std::vector<uint32_t>& nodes,
+    uint64_t& generated) {
   constexpr size_t kKeysPerCommit = 8192;
   std::vector<crypto::KeyPair> keys;
-  uint64_t generated = 0;
-  if (sealing_keys) {
-    keys.reserve(nodes.size());
-    ASSIGN_OR_RETURN(auto stored_keys, store->LoadKeys());
-    std::sort(stored_keys.begin(), stored_keys.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    auto stored = stored_keys.begin();
-    std::vector<std::pair<uint32_t, std::string>> new_keys;
-    for (const uint32_t node : nodes) {
-      while (stored != stored_keys.end() && stored->first < node) ++stored;
-      if (stored != stored_keys.end() && stored->first == node) {
-        absl::StatusOr<crypto::KeyPair> pair =
-            crypto::KeyPair::FromPrivate(stored->second);
-        if (!pair.ok()) {
-          return absl::DataLossError(absl::StrCat(
-              store->path(), ": the key of node ", node, ": ",
-              pair.status().message()));
-        }
-        keys.push_back(*pair);
-        continue;
+  keys.reserve(nodes.size());
+  ASSIGN_OR_RETURN(auto stored_keys, store.LoadKeys());
+  std::sort(stored_keys.begin(), stored_keys.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto stored = stored_keys.begin();
+  std::vector<std::pair<uint32_t, std::string>> new_keys;
+  for (const uint32_t node : nodes) {
+    while (stored != stored_keys.end() && stored->first < node) ++stored;
+    if (stored != stored_keys.end() && stored->first == node) {
+      absl::StatusOr<crypto::KeyPair> pair =
+          crypto::KeyPair::FromPrivate(stored->second);
+      if (!pair.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            store.path(), ": the key of node ", node, ": ",
+            pair.status().message()));
       }
-      ASSIGN_OR_RETURN(crypto::KeyPair pair, crypto::KeyPair::Generate());
-      new_keys.emplace_back(node, std::string(pair.private_key()));
-      keys.push_back(pair);
-      if (new_keys.size() == kKeysPerCommit) {
-        RETURN_IF_ERROR(store->StoreKeys(new_keys));
-        generated += new_keys.size();
-        new_keys.clear();
-      }
+      keys.push_back(*pair);
+      continue;
     }
-    RETURN_IF_ERROR(store->StoreKeys(new_keys));
-    generated += new_keys.size();
+    ASSIGN_OR_RETURN(crypto::KeyPair pair, crypto::KeyPair::Generate());
+    new_keys.emplace_back(node, std::string(pair.private_key()));
+    keys.push_back(pair);
+    if (new_keys.size() == kKeysPerCommit) {
+      RETURN_IF_ERROR(store.StoreKeys(new_keys));
+      generated += new_keys.size();
+      new_keys.clear();
+    }
   }
-  counters.keys_generated = generated;
-  std::unique_ptr<AgentShard> shard(new AgentShard(
-      std::move(store), std::move(nodes), std::move(agents), std::move(keys)));
+  RETURN_IF_ERROR(store.StoreKeys(new_keys));
+  generated += new_keys.size();
+  return keys;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
+    std::vector<NodeRecord> records, AgentPolicy policy,
+    std::optional<uint64_t> seed, const std::string& state_dir,
+    AgentStateStore::Options store_options, const SimulatedAttack* attack,
+    bool sealing_keys) {
+  if (records.empty()) {
+    return absl::InvalidArgumentError("an agent shard needs at least one node");
+  }
+  RETURN_IF_ERROR(policy.Validate());
+  // One policy for every node: its caps are shared, not copied.
+  const auto shared = std::make_shared<const AgentPolicy>(std::move(policy));
+  ASSIGN_OR_RETURN(ShardAgents built,
+                   MakeAgents(std::move(records), shared, seed, attack));
+  ASSIGN_OR_RETURN(std::unique_ptr<AgentStateStore> store,
+                   AgentStateStore::Open(state_dir, store_options));
+  ShardCounters counters;
+  RETURN_IF_ERROR(RestoreMemo(*store, built, counters));
+  std::vector<crypto::KeyPair> keys;
+  if (sealing_keys) {
+    ASSIGN_OR_RETURN(keys, LoadOrMakeKeys(*store, built.nodes,
+                                          counters.keys_generated));
+  }
+  std::unique_ptr<AgentShard> shard(
+      new AgentShard(std::move(store), std::move(built.nodes),
+                     std::move(built.agents), std::move(keys)));
   {
     absl::MutexLock lock(&shard->mu_);
     shard->counters_ = std::move(counters);
@@ -127,9 +170,7 @@ absl::StatusOr<std::unique_ptr<AgentShard>> AgentShard::Create(
 }
 
 std::optional<size_t> AgentShard::Find(uint32_t node) const {
-  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), node);
-  if (it == nodes_.end() || *it != node) return std::nullopt;
-  return static_cast<size_t>(it - nodes_.begin());
+  return IndexOf(nodes_, node);
 }
 
 absl::StatusOr<ShardResponse> AgentShard::RespondAll(const v1::Task& task) {

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "common/sqlite.h"
+#include "common/storage/sqlite.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::agent {

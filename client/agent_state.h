@@ -29,7 +29,7 @@
 // leaves this file and the agent's memory. The table was added without a
 // version change: Open creates it in a version-1 database that lacks it.
 //
-// Errors: a SQLite failure is mapped by common/sqlite.h's SqliteError:
+// Errors: a SQLite failure is mapped by common/storage/sqlite.h's SqliteError:
 // INTERNAL naming the database path, the operation and SQLite's message;
 // RESOURCE_EXHAUSTED for a full disk (or the max_bytes bound); UNAVAILABLE
 // when another connection holds the write lock past busy_timeout_ms. A
@@ -50,7 +50,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "common/accounting.h"
+#include "common/dp/accounting.h"
 
 struct sqlite3;
 

@@ -28,7 +28,7 @@
 #include "common/mechanisms/edge_rr.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 #include "common/status_macros.h"
 #include "common/testing/generated_datasets.h"
 #include "common/testing/shared_datasets.h"

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "client/edge_exchange_internal.h"
 #include "common/crypto/openssl.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/status_macros.h"
@@ -18,45 +19,15 @@
 namespace ldpgraph::agent {
 namespace {
 
-constexpr uint8_t kFragmentTag = 0xF1;
-constexpr size_t kFragmentHeader = 1 + 8 + 2 + 2;
-constexpr size_t kMaxParts = 256;
+using exchange_internal::BoxReassembly;
+using exchange_internal::FragmentHeader;
+using exchange_internal::kFragmentHeader;
+using exchange_internal::kMaxParts;
+
 // Per node of a PublicKeys request (the curator's bound).
 constexpr size_t kMaxKeysPerCall = 100000;
 // Individual log lines of one kind per exchange; the rest are counted.
 constexpr int kMaxLogLines = 5;
-
-// The message id and position of a part of a split box.
-struct Fragment {
-  uint64_t id = 0;
-  uint16_t index = 0, count = 0;
-  absl::string_view bytes;
-};
-
-bool ParseFragment(absl::string_view c, Fragment* f) {
-  if (c.size() < kFragmentHeader ||
-      static_cast<uint8_t>(c[0]) != kFragmentTag) {
-    return false;
-  }
-  const auto* p = reinterpret_cast<const uint8_t*>(c.data());
-  f->id = 0;
-  for (int i = 0; i < 8; ++i) f->id = (f->id << 8) | p[1 + i];
-  f->index = static_cast<uint16_t>((p[9] << 8) | p[10]);
-  f->count = static_cast<uint16_t>((p[11] << 8) | p[12]);
-  f->bytes = c.substr(kFragmentHeader);
-  return f->count >= 1 && f->count <= kMaxParts && f->index < f->count;
-}
-
-std::string FragmentHeader(uint64_t id, size_t index, size_t count) {
-  std::string h(kFragmentHeader, '\0');
-  h[0] = static_cast<char>(kFragmentTag);
-  for (int i = 0; i < 8; ++i) h[1 + i] = static_cast<char>(id >> (56 - 8 * i));
-  h[9] = static_cast<char>(index >> 8);
-  h[10] = static_cast<char>(index & 0xff);
-  h[11] = static_cast<char>(count >> 8);
-  h[12] = static_cast<char>(count & 0xff);
-  return h;
-}
 
 }  // namespace
 
@@ -97,7 +68,8 @@ class ExchangeRunner::Exchange {
         options_(options),
         counters_(counters),
         stopping_(stopping),
-        log_(std::move(log)) {}
+        log_(std::move(log)),
+        reassembly_(options.max_reassembly_bytes) {}
 
   void Run();
 
@@ -119,11 +91,6 @@ class ExchangeRunner::Exchange {
     absl::Time waiting_since;
     bool done = false;       // the protocol is over for this node
     bool answered = false;   // and its final answer is made (or not needed)
-  };
-  struct Partial {
-    std::vector<std::string> parts;
-    size_t have = 0, bytes = 0;
-    uint64_t order = 0;
   };
 
   bool Stopping() const { return stopping_->load(); }
@@ -213,9 +180,8 @@ class ExchangeRunner::Exchange {
   std::deque<v1::SealedMessage> outbox_;
   std::vector<v1::Report> reports_;
   uint64_t cursor_ = 0;
-  absl::flat_hash_map<std::pair<uint32_t, uint64_t>, Partial> partial_;
-  size_t partial_bytes_ = 0;
-  uint64_t partial_order_ = 0;
+  // The parts of split boxes received, until each box is whole.
+  BoxReassembly reassembly_;
   uint64_t fragment_ids_ = 0;
   absl::Time next_transport_ = absl::InfinitePast();
   absl::Duration backoff_;
@@ -541,39 +507,21 @@ void ExchangeRunner::Exchange::Deliver(const v1::SealedMessage& m) {
   // A split box: hold its parts until all are here.
   std::string joined;
   absl::string_view box = m.ciphertext();
-  if (!box.empty() && static_cast<uint8_t>(box[0]) == kFragmentTag) {
-    Fragment f;
-    if (!ParseFragment(box, &f)) return Reject(m, "a malformed part");
-    const auto key = std::make_pair(m.from_node(), f.id);
-    Partial& p = partial_[key];
-    if (p.parts.empty()) {
-      p.parts.resize(f.count);
-      p.order = ++partial_order_;
+  if (exchange_internal::IsFragment(box)) {
+    int evicted = 0;
+    const BoxReassembly::Outcome held =
+        reassembly_.Add(m.from_node(), box, &joined, &evicted);
+    if (held == BoxReassembly::Outcome::kMalformed) {
+      return Reject(m, "a malformed part");
     }
-    if (p.parts.size() != f.count) return Reject(m, "a part of another size");
-    if (p.parts[f.index].empty() && !f.bytes.empty()) {
-      p.parts[f.index] = std::string(f.bytes);
-      ++p.have;
-      p.bytes += f.bytes.size();
-      partial_bytes_ += f.bytes.size();
+    if (held == BoxReassembly::Outcome::kOtherSize) {
+      return Reject(m, "a part of another size");
     }
-    // Bounded memory: drop the oldest incomplete boxes.
-    while (partial_bytes_ > options_.max_reassembly_bytes && !partial_.empty()) {
-      auto oldest = partial_.begin();
-      for (auto i = partial_.begin(); i != partial_.end(); ++i) {
-        if (i->second.order < oldest->second.order) oldest = i;
-      }
-      partial_bytes_ -= oldest->second.bytes;
-      partial_.erase(oldest);
+    // Bounded memory: the oldest incomplete boxes were dropped.
+    for (int i = 0; i < evicted; ++i) {
       Reject(m, "too many incomplete split messages held; the oldest dropped");
     }
-    auto held = partial_.find(key);
-    if (held == partial_.end() || held->second.have < held->second.parts.size()) {
-      return;
-    }
-    for (const std::string& part : held->second.parts) joined += part;
-    partial_bytes_ -= held->second.bytes;
-    partial_.erase(held);
+    if (held != BoxReassembly::Outcome::kComplete) return;
     box = joined;
   }
   auto key = node.in.find(m.from_node());

@@ -74,7 +74,7 @@
 #include "client/agent.h"
 #include "common/crypto/sealed.h"
 #include "common/edges/substitution.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "ldpgraph/v1/agent.pb.h"
 
 namespace ldpgraph::agent {
@@ -84,7 +84,7 @@ std::string ExchangeContext(absl::string_view campaign, uint32_t round,
                             uint32_t from, uint32_t to);
 
 // A node's randomness in one exchange: the ChaCha20 stream
-// (KeyedChaCha20Random, common/random.h) keyed by
+// (KeyedChaCha20Random, common/random/random.h) keyed by
 // HKDF-SHA256(ikm = private key, salt = "ldpgraph-exchange-rng-v1",
 // info = campaign). Deterministic for a (key, campaign), independent across
 // campaigns, secure as long as the private key is secret. INTERNAL if

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "common/random.h"
+#include "common/random/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
