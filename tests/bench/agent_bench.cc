@@ -36,7 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "client/agent.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "ldpgraph/v1/agent.pb.h"
 
 namespace ldpgraph::agent {

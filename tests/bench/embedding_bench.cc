@@ -49,7 +49,7 @@
 #include "benchmark/benchmark.h"
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/testing/shared_datasets.h"
 #include "server/embedding/dpne.h"
 #include "server/embedding/proximity.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 #include "common/status_macros.h"
 #include "common/wire/names.h"
 #include "tests/bench/load_util.h"
@@ -175,6 +175,107 @@ absl::Status ParseScenario(const ldpgraph::CliArgs& a, Options* o) {
   return absl::OkStatus();
 }
 
+// Flag `flag`, when given, into *out; INVALID_ARGUMENT unless it is > 0.
+absl::Status GetPositive(const ldpgraph::CliArgs& a, const char* flag, double* out) {
+  auto v = a.GetDouble(flag);
+  if (!v.ok()) return v.status();
+  if (!*v) return absl::OkStatus();
+  if (!(**v > 0)) return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be > 0"));
+  *out = **v;
+  return absl::OkStatus();
+}
+
+// The fleet's, the campaign's and the measurement's numbers, and --churn.
+absl::Status ParseNumbers(const ldpgraph::CliArgs& a, Options* o) {
+  for (absl::Status s :
+       {GetIntFlag(a, "hosts", &o->hosts, 1, 1000000),
+        GetIntFlag(a, "processes", &o->processes, 1, 256),
+        GetIntFlag(a, "enrol-concurrency", &o->enrol_concurrency, 0, 1000000),
+        GetIntFlag(a, "batch", &o->batch, 1, 65536),
+        GetIntFlag(a, "real-agents", &o->real_agents, 1, 10000),
+        GetIntFlag(a, "classes", &o->classes, 2, 1000000),
+        GetIntFlag(a, "features", &o->features, 1, 1000000),
+        GetIntFlag(a, "status-interval-ms", &o->status_interval_ms, 0, 60000),
+        GetIntFlag(a, "fleet-nice", &o->fleet_nice, 0, 19),
+        GetPositive(a, "epsilon", &o->epsilon), GetPositive(a, "enrol-timeout", &o->enrol_timeout),
+        GetPositive(a, "timeout", &o->timeout), GetPositive(a, "hold", &o->hold)}) {
+    if (!s.ok()) return s;
+  }
+  if (auto churn = a.GetDouble("churn"); !churn.ok()) {
+    return churn.status();
+  } else if (*churn) {
+    if (!(**churn >= 0 && **churn <= 1) || o->real_agents == 0) {
+      return absl::InvalidArgumentError("--churn F needs F in [0, 1] and --real-agents");
+    }
+    o->churn = **churn;
+  }
+  return absl::OkStatus();
+}
+
+// --real-agents' flags apart, --nodes-per-host, and the fleet's size.
+absl::Status ParseFleetSize(const ldpgraph::CliArgs& a, Options* o) {
+  if (o->real_agents > 0) {
+    o->nodes_per_host = 100;
+    if (a.Has("hosts") || a.Has("processes") || a.Has("enrol-concurrency") || a.Has("batch") ||
+        a.Has("classes")) {
+      return absl::InvalidArgumentError(
+          "--hosts, --processes, --enrol-concurrency, --batch and --classes "
+          "are for simulated hosts; --real-agents K starts K ldpgraph-agent "
+          "processes");
+    }
+  }
+  if (absl::Status s = GetIntFlag(a, "nodes-per-host", &o->nodes_per_host, 1, 100000);
+      !s.ok()) {
+    return s;
+  }
+  const int64_t hosts = o->real_agents > 0 ? o->real_agents : o->hosts;
+  if (hosts * o->nodes_per_host > (int64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError("hosts * nodes-per-host is too large");
+  }
+  if (o->real_agents > 0 && hosts * o->nodes_per_host < 12) {
+    return absl::InvalidArgumentError(
+        "--real-agents needs at least 12 nodes in all (the generated "
+        "dataset's 6 classes, twice)");
+  }
+  o->processes = std::min(o->processes, o->hosts);
+  return absl::OkStatus();
+}
+
+// --curator and --agent (found beside fleet_load unless given): the ones
+// the run needs must be executable.
+absl::Status FindPrograms(const ldpgraph::CliArgs& a, Options* o) {
+  o->curator_bin = a.Get("curator").value_or(FindProgram("ldpgraph-curator"));
+  o->agent_bin = a.Get("agent").value_or(FindProgram("ldpgraph-agent"));
+  for (const auto& bin : o->real_agents > 0
+                             ? std::vector<std::string>{o->curator_bin, o->agent_bin}
+                             : std::vector<std::string>{o->curator_bin}) {
+    if (access(bin.c_str(), X_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(bin,
+                       " is not an executable: build it (ninja ldpgraph-curator "
+                       "ldpgraph-agent) or give --curator / --agent"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// --edge's conditions, and --frontends.
+absl::Status ParseEdge(const ldpgraph::CliArgs& a, Options* o) {
+  if (o->edge && (!o->tls || o->network())) {
+    return absl::InvalidArgumentError(
+        "--edge terminates the hosts' TLS: it needs --tls, and not --latency, "
+        "--jitter or --loss (the proxy would sit where the edge is)");
+  }
+  if (absl::Status s = GetIntFlag(a, "frontends", &o->frontends, 1, 64); !s.ok()) {
+    return s;
+  }
+  if (o->frontends > 0 && !o->edge) {
+    return absl::InvalidArgumentError(
+        "--frontends spreads the hosts through the edge: it needs --edge");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
@@ -190,84 +291,15 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   const ldpgraph::CliArgs& a = *parsed;
   Options o;
   o.processes = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
-  auto get_int = [&](const char* flag, int* out, int64_t lo, int64_t hi) -> absl::Status {
-    auto v = a.GetInt(flag);
-    if (!v.ok()) return v.status();
-    if (!*v) return absl::OkStatus();
-    if (**v < lo || **v > hi) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " must be in [", lo, ", ", hi, "]"));
-    }
-    *out = static_cast<int>(**v);
-    return absl::OkStatus();
-  };
-  auto get_double = [&](const char* flag, double* out) -> absl::Status {
-    auto v = a.GetDouble(flag);
-    if (!v.ok()) return v.status();
-    if (!*v) return absl::OkStatus();
-    if (!(**v > 0)) return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be > 0"));
-    *out = **v;
-    return absl::OkStatus();
-  };
-  for (absl::Status s :
-       {get_int("hosts", &o.hosts, 1, 1000000), get_int("processes", &o.processes, 1, 256),
-        get_int("enrol-concurrency", &o.enrol_concurrency, 0, 1000000),
-        get_int("batch", &o.batch, 1, 65536), get_int("real-agents", &o.real_agents, 1, 10000),
-        get_int("classes", &o.classes, 2, 1000000), get_int("features", &o.features, 1, 1000000),
-        get_int("status-interval-ms", &o.status_interval_ms, 0, 60000),
-        get_int("fleet-nice", &o.fleet_nice, 0, 19),
-        get_double("epsilon", &o.epsilon), get_double("enrol-timeout", &o.enrol_timeout),
-        get_double("timeout", &o.timeout), get_double("hold", &o.hold)}) {
-    if (!s.ok()) return s;
-  }
-  if (auto churn = a.GetDouble("churn"); !churn.ok()) {
-    return churn.status();
-  } else if (*churn) {
-    if (!(**churn >= 0 && **churn <= 1) || o.real_agents == 0) {
-      return absl::InvalidArgumentError("--churn F needs F in [0, 1] and --real-agents");
-    }
-    o.churn = **churn;
-  }
-  if (o.real_agents > 0) {
-    o.nodes_per_host = 100;
-    if (a.Has("hosts") || a.Has("processes") || a.Has("enrol-concurrency") || a.Has("batch") ||
-        a.Has("classes")) {
-      return absl::InvalidArgumentError(
-          "--hosts, --processes, --enrol-concurrency, --batch and --classes "
-          "are for simulated hosts; --real-agents K starts K ldpgraph-agent "
-          "processes");
-    }
-  }
-  if (absl::Status s = get_int("nodes-per-host", &o.nodes_per_host, 1, 100000); !s.ok()) {
-    return s;
-  }
-  const int64_t hosts = o.real_agents > 0 ? o.real_agents : o.hosts;
-  if (hosts * o.nodes_per_host > (int64_t{1} << 31) - 1) {
-    return absl::InvalidArgumentError("hosts * nodes-per-host is too large");
-  }
-  if (o.real_agents > 0 && hosts * o.nodes_per_host < 12) {
-    return absl::InvalidArgumentError(
-        "--real-agents needs at least 12 nodes in all (the generated "
-        "dataset's 6 classes, twice)");
-  }
-  o.processes = std::min(o.processes, o.hosts);
+  RETURN_IF_ERROR(ParseNumbers(a, &o));
+  RETURN_IF_ERROR(ParseFleetSize(a, &o));
   o.attribute = a.Get("attribute").value_or("label");
   RETURN_IF_ERROR(ldpgraph::wire::kAttributeNames
                       .Parse(o.attribute, "--attribute",
                              {ldpgraph::v1::ATTRIBUTE_LABEL,
                               ldpgraph::v1::ATTRIBUTE_FEATURES})
                       .status());
-  o.curator_bin = a.Get("curator").value_or(FindProgram("ldpgraph-curator"));
-  o.agent_bin = a.Get("agent").value_or(FindProgram("ldpgraph-agent"));
-  for (const auto& bin : o.real_agents > 0 ? std::vector<std::string>{o.curator_bin, o.agent_bin}
-                                           : std::vector<std::string>{o.curator_bin}) {
-    if (access(bin.c_str(), X_OK) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(bin,
-                       " is not an executable: build it (ninja ldpgraph-curator "
-                       "ldpgraph-agent) or give --curator / --agent"));
-    }
-  }
+  RETURN_IF_ERROR(FindPrograms(a, &o));
   if (auto extra = a.Get("curator-args")) {
     o.curator_args = absl::StrSplit(*extra, ' ', absl::SkipEmpty());
   }
@@ -275,18 +307,7 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   o.keep = a.Flag("keep");
   o.tls = a.Flag("tls");
   o.edge = a.Flag("edge");
-  if (o.edge && (!o.tls || o.network())) {
-    return absl::InvalidArgumentError(
-        "--edge terminates the hosts' TLS: it needs --tls, and not --latency, "
-        "--jitter or --loss (the proxy would sit where the edge is)");
-  }
-  if (absl::Status s = get_int("frontends", &o.frontends, 1, 64); !s.ok()) {
-    return s;
-  }
-  if (o.frontends > 0 && !o.edge) {
-    return absl::InvalidArgumentError(
-        "--frontends spreads the hosts through the edge: it needs --edge");
-  }
+  RETURN_IF_ERROR(ParseEdge(a, &o));
   if (absl::Status s = ParseScenario(a, &o); !s.ok()) return s;
   return o;
 }

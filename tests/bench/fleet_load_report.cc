@@ -1,6 +1,10 @@
 // fleet_load's run, reported (tests/bench/fleet_load_run.h): the figures
 // gathered once, as the JSON object on stdout and the table on stderr.
+#include <algorithm>
+#include <cmath>
 #include <iostream>
+#include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +13,24 @@
 #include "tests/bench/fleet_load_run.h"
 
 namespace ldpgraph::bench::fleet {
+namespace {
+
+// One row of the table: the key in a column of 30.
+void Row(std::ostream& t, const std::string& k, const std::string& v) {
+  t << absl::StrFormat("  %-30s %s\n", k, v);
+}
+// Seconds ("-" when not measured, < 0).
+std::string Secs(double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f s", s); }
+// CPU seconds, unit-less ("-" when not measured).
+std::string Cpu(double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f", s); }
+// GetStatus latency percentiles ("-" without a call).
+std::string Latency(const Percentiles& q) {
+  return q.samples == 0 ? std::string("-")
+                        : absl::StrFormat("p50 %.2f  p90 %.2f  p99 %.2f  max %.2f ms (%u calls)",
+                                          q.p50, q.p90, q.p99, q.max, q.samples);
+}
+
+}  // namespace
 
 struct Run::Figures {
   // Curator CPU seconds in total and per phase (-1: not measured).
@@ -57,7 +79,6 @@ Run::Figures Run::Gather() const {
 
 json Run::FiguresJson(const Figures& f, int exit_code) const {
   const auto& p = campaign_.progress();
-  const WorkerCounters& w = f.w;
   json j;
   j["mode"] = real() ? "real-agents" : "simulated";
   j["tls"] = o_.tls;
@@ -87,6 +108,24 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
   j["refused"] = p.refused();
   j["rejected_by_curator"] = p.rejected();
   j["errors"] = f.errors;
+  j["error_counts"] = ErrorCountsJson(f);
+  j["first_errors"] = f.messages;  // at most three of each kind
+  for (const auto& fail : failures_) j["failures"].push_back(fail);
+  AddProcessesJson(f, &j);
+  j["getstatus_ms"] = ToJson(f.all);
+  j["getstatus_ms_enrolment"] = ToJson(f.enrol);
+  j["getstatus_ms_campaign"] = ToJson(f.camp);
+  j["getstatus_ms_hold"] = ToJson(f.hold);
+  j["hold_seconds"] = o_.hold;
+  j["getstatus_failed"] = probe_->failures();
+  j["scenario"] = ScenarioJson();
+  j["work_dir"] = (o_.keep || exit_code != 0 || !made_dir_) ? dir_ : "";
+  return j;
+}
+
+json Run::ErrorCountsJson(const Figures& f) const {
+  const auto& p = campaign_.progress();
+  const WorkerCounters& w = f.w;
   json e;
   if (fleet_) {
     e["enrol_failed"] = w.enrol_failed;
@@ -100,9 +139,11 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
   }
   e["nodes_refused"] = p.refused();
   e["admin_calls_failed"] = admin_errors_ + probe_->failures();
-  j["error_counts"] = e;
-  j["first_errors"] = f.messages;  // at most three of each kind
-  for (const auto& fail : failures_) j["failures"].push_back(fail);
+  return e;
+}
+
+void Run::AddProcessesJson(const Figures& f, json* out) const {
+  json& j = *out;
   j["curator"] = {{"cpu_seconds_total", f.cpu_total},
                   {"cpu_seconds_startup", at_ready_.ok ? at_ready_.cpu_seconds : -1},
                   {"cpu_seconds_enrolment", f.cpu_enrol},
@@ -133,12 +174,6 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
                  {"rss_mib", Mib(edge_at_done_.rss_kib)},
                  {"peak_rss_mib", Mib(edge_at_done_.hwm_kib)}};
   }
-  j["getstatus_ms"] = ToJson(f.all);
-  j["getstatus_ms_enrolment"] = ToJson(f.enrol);
-  j["getstatus_ms_campaign"] = ToJson(f.camp);
-  j["getstatus_ms_hold"] = ToJson(f.hold);
-  j["hold_seconds"] = o_.hold;
-  j["getstatus_failed"] = probe_->failures();
   if (fleet_) j["workers_cpu_seconds"] = fleet_cpu_;
   if (real()) {
     j["agents"] = {{"cpu_seconds_total", f.agents_cpu},
@@ -149,94 +184,14 @@ json Run::FiguresJson(const Figures& f, int exit_code) const {
                    {"private_mib_total", Mib(f.agents_private)},
                    {"rss_mib_each", f.per_agent}};
   }
-  j["scenario"] = ScenarioJson();
-  j["work_dir"] = (o_.keep || exit_code != 0 || !made_dir_) ? dir_ : "";
-  return j;
 }
 
 std::string Run::Table(const Figures& f, bool show_dir) const {
-  const auto& p = campaign_.progress();
-  const WorkerCounters& w = f.w;
-  auto secs = [](double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f s", s); };
   std::ostringstream t;
   t << "\n== fleet_load: " << (real() ? "real agents" : "simulated hosts")
     << (o_.tls ? ", TLS" : ", plaintext") << " ==\n";
-  auto row = [&](const std::string& k, const std::string& v) {
-    t << absl::StrFormat("  %-30s %s\n", k, v);
-  };
-  row("hosts", absl::StrCat(hosts(), " x ", o_.nodes_per_host, " nodes = ", nodes(), " nodes",
-                            real() ? "" : absl::StrCat(" (", o_.processes, " worker processes)")));
-  row("subscribed (curator)",
-      absl::StrCat(subscribed_, " task streams, ", enrolled_nodes_, " nodes enrolled"));
-  row("enrolment", enrol_seconds_ < 0 ? "did not finish"
-                   : fleet_ ? absl::StrCat(secs(enrol_seconds_), " (", w.enrolled, "/", o_.hosts,
-                                           " hosts enrolled, ", w.enrol_failed, " failed)")
-                            : secs(enrol_seconds_));
-  row("campaign",
-      absl::StrCat(campaign_.id().empty() ? "-" : campaign_.id(), " ", o_.attribute, ": ",
-                   p.reported(), "/", p.targeted(), " reported, ",
-                   complete_ ? absl::StrCat("complete in ", secs(campaign_seconds_))
-                   : campaign_.id().empty()
-                       ? std::string("not created")
-                       : absl::StrCat("INCOMPLETE (gave up after ", secs(campaign_waited_), ")")));
-  if (!real()) row("  last ack at", secs(last_ack_seconds_));
-  if (o_.network() || o_.dropout > 0 || o_.campaign_deadline > 0) {
-    row("scenario", ScenarioText());
-  }
-  if (fleet_) {
-    row("errors",
-        absl::StrCat(f.errors, " (enrol ", w.enrol_failed, ", task streams ", w.subscribe_failed,
-                     ", report streams ", w.report_failed, ", rejected ", w.rejected, ", admin ",
-                     admin_errors_ + probe_->failures(), ")"));
-  } else {
-    row("errors", absl::StrCat(f.errors, " (agents died ", agent_errors_, ", rejected ",
-                               p.rejected(), ", refused ", p.refused(), ", admin ",
-                               admin_errors_ + probe_->failures(), ")"));
-  }
-  auto cpu = [](double s) { return s < 0 ? std::string("-") : absl::StrFormat("%.2f", s); };
-  row(frontends_at_done_.empty() ? "curator CPU" : "operator CPU",
-      absl::StrCat(cpu(f.cpu_total), " s total (startup ", cpu(at_ready_.cpu_seconds),
-                   ", enrolment ", cpu(f.cpu_enrol), ", campaign ", cpu(f.cpu_campaign),
-                   o_.hold > 0 ? absl::StrCat(", hold ", cpu(f.cpu_hold)) : "", ")"));
-  row(frontends_at_done_.empty() ? "curator RSS" : "operator RSS",
-      absl::StrFormat("%.1f MiB now, %.1f MiB peak (%.1f at start)", Mib(at_done_.rss_kib),
-                      Mib(at_done_.hwm_kib), Mib(at_ready_.rss_kib)));
-  for (size_t i = 0; i < frontends_at_done_.size(); ++i) {
-    const ProcStats& f = frontends_at_done_[i];
-    row(absl::StrCat("frontend ", i),
-        absl::StrFormat("CPU %.2f s; RSS %.1f MiB now, %.1f MiB peak", f.cpu_seconds,
-                        Mib(f.rss_kib), Mib(f.hwm_kib)));
-  }
-  if (o_.edge) {
-    row("edge (HAProxy)", absl::StrFormat("CPU %.2f s; RSS %.1f MiB now, %.1f MiB peak",
-                                          edge_at_done_.cpu_seconds, Mib(edge_at_done_.rss_kib),
-                                          Mib(edge_at_done_.hwm_kib)));
-  }
-  row("curator threads", absl::StrFormat("%d now, %d most seen (%d at start)", at_done_.threads,
-                                         probe_->max_threads(), at_ready_.threads));
-  auto lat = [&](const Percentiles& q) {
-    return q.samples == 0 ? std::string("-")
-                          : absl::StrFormat("p50 %.2f  p90 %.2f  p99 %.2f  max %.2f ms (%u calls)",
-                                            q.p50, q.p90, q.p99, q.max, q.samples);
-  };
-  row("GetStatus, all", lat(f.all));
-  row("GetStatus, enrolment", lat(f.enrol));
-  row("GetStatus, campaign", lat(f.camp));
-  if (o_.hold > 0) row("GetStatus, hold", lat(f.hold));
-  if (fleet_) row("worker processes CPU", absl::StrFormat("%.2f s", fleet_cpu_));
-  if (real()) {
-    row("agents CPU", absl::StrFormat("%.2f s", f.agents_cpu));
-    row("agents RSS", absl::StrFormat("%.1f MiB total, %.1f MiB largest, %.1f MiB peak total",
-                                      Mib(f.agents_rss), Mib(f.agent_max_rss), Mib(f.agents_hwm)));
-    const double n = std::max<size_t>(1, agent_stats_.size());
-    row("agents PSS", absl::StrFormat(
-                          "%.1f MiB total, %.1f MiB each (shared library "
-                          "pages split among the agents)",
-                          Mib(f.agents_pss), Mib(f.agents_pss) / n));
-    row("agents private", absl::StrFormat("%.1f MiB total, %.1f MiB each",
-                                          Mib(f.agents_private),
-                                          Mib(f.agents_private) / n));
-  }
+  TableRunRows(f, t);
+  TableProcessRows(f, t);
   if (!failures_.empty()) {
     t << "  failures:\n";
     for (const auto& fail : failures_) t << "    " << OneLine(fail, 2000) << "\n";
@@ -245,8 +200,85 @@ std::string Run::Table(const Figures& f, bool show_dir) const {
     t << "  first errors:\n";
     for (const auto& m : f.messages) t << "    " << m << "\n";
   }
-  if (show_dir) row("work folder", dir_);
+  if (show_dir) Row(t, "work folder", dir_);
   return t.str();
+}
+
+void Run::TableRunRows(const Figures& f, std::ostream& t) const {
+  const auto& p = campaign_.progress();
+  const WorkerCounters& w = f.w;
+  Row(t, "hosts",
+      absl::StrCat(hosts(), " x ", o_.nodes_per_host, " nodes = ", nodes(), " nodes",
+                   real() ? "" : absl::StrCat(" (", o_.processes, " worker processes)")));
+  Row(t, "subscribed (curator)",
+      absl::StrCat(subscribed_, " task streams, ", enrolled_nodes_, " nodes enrolled"));
+  Row(t, "enrolment", enrol_seconds_ < 0 ? "did not finish"
+                      : fleet_ ? absl::StrCat(Secs(enrol_seconds_), " (", w.enrolled, "/", o_.hosts,
+                                              " hosts enrolled, ", w.enrol_failed, " failed)")
+                               : Secs(enrol_seconds_));
+  Row(t, "campaign",
+      absl::StrCat(campaign_.id().empty() ? "-" : campaign_.id(), " ", o_.attribute, ": ",
+                   p.reported(), "/", p.targeted(), " reported, ",
+                   complete_ ? absl::StrCat("complete in ", Secs(campaign_seconds_))
+                   : campaign_.id().empty()
+                       ? std::string("not created")
+                       : absl::StrCat("INCOMPLETE (gave up after ", Secs(campaign_waited_), ")")));
+  if (!real()) Row(t, "  last ack at", Secs(last_ack_seconds_));
+  if (o_.network() || o_.dropout > 0 || o_.campaign_deadline > 0) {
+    Row(t, "scenario", ScenarioText());
+  }
+  if (fleet_) {
+    Row(t, "errors",
+        absl::StrCat(f.errors, " (enrol ", w.enrol_failed, ", task streams ", w.subscribe_failed,
+                     ", report streams ", w.report_failed, ", rejected ", w.rejected, ", admin ",
+                     admin_errors_ + probe_->failures(), ")"));
+  } else {
+    Row(t, "errors", absl::StrCat(f.errors, " (agents died ", agent_errors_, ", rejected ",
+                                  p.rejected(), ", refused ", p.refused(), ", admin ",
+                                  admin_errors_ + probe_->failures(), ")"));
+  }
+}
+
+void Run::TableProcessRows(const Figures& f, std::ostream& t) const {
+  Row(t, frontends_at_done_.empty() ? "curator CPU" : "operator CPU",
+      absl::StrCat(Cpu(f.cpu_total), " s total (startup ", Cpu(at_ready_.cpu_seconds),
+                   ", enrolment ", Cpu(f.cpu_enrol), ", campaign ", Cpu(f.cpu_campaign),
+                   o_.hold > 0 ? absl::StrCat(", hold ", Cpu(f.cpu_hold)) : "", ")"));
+  Row(t, frontends_at_done_.empty() ? "curator RSS" : "operator RSS",
+      absl::StrFormat("%.1f MiB now, %.1f MiB peak (%.1f at start)", Mib(at_done_.rss_kib),
+                      Mib(at_done_.hwm_kib), Mib(at_ready_.rss_kib)));
+  for (size_t i = 0; i < frontends_at_done_.size(); ++i) {
+    const ProcStats& f = frontends_at_done_[i];
+    Row(t, absl::StrCat("frontend ", i),
+        absl::StrFormat("CPU %.2f s; RSS %.1f MiB now, %.1f MiB peak", f.cpu_seconds,
+                        Mib(f.rss_kib), Mib(f.hwm_kib)));
+  }
+  if (o_.edge) {
+    Row(t, "edge (HAProxy)",
+        absl::StrFormat("CPU %.2f s; RSS %.1f MiB now, %.1f MiB peak", edge_at_done_.cpu_seconds,
+                        Mib(edge_at_done_.rss_kib), Mib(edge_at_done_.hwm_kib)));
+  }
+  Row(t, "curator threads", absl::StrFormat("%d now, %d most seen (%d at start)", at_done_.threads,
+                                            probe_->max_threads(), at_ready_.threads));
+  Row(t, "GetStatus, all", Latency(f.all));
+  Row(t, "GetStatus, enrolment", Latency(f.enrol));
+  Row(t, "GetStatus, campaign", Latency(f.camp));
+  if (o_.hold > 0) Row(t, "GetStatus, hold", Latency(f.hold));
+  if (fleet_) Row(t, "worker processes CPU", absl::StrFormat("%.2f s", fleet_cpu_));
+  if (real()) {
+    Row(t, "agents CPU", absl::StrFormat("%.2f s", f.agents_cpu));
+    Row(t, "agents RSS",
+        absl::StrFormat("%.1f MiB total, %.1f MiB largest, %.1f MiB peak total",
+                        Mib(f.agents_rss), Mib(f.agent_max_rss), Mib(f.agents_hwm)));
+    const double n = std::max<size_t>(1, agent_stats_.size());
+    Row(t, "agents PSS", absl::StrFormat(
+                             "%.1f MiB total, %.1f MiB each (shared library "
+                             "pages split among the agents)",
+                             Mib(f.agents_pss), Mib(f.agents_pss) / n));
+    Row(t, "agents private", absl::StrFormat("%.1f MiB total, %.1f MiB each",
+                                             Mib(f.agents_private),
+                                             Mib(f.agents_private) / n));
+  }
 }
 
 json Run::ScenarioJson() const {

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -26,7 +25,7 @@
 #include "common/dataset/dataset.h"
 #include "common/dataset/generator.h"
 #include "common/hex.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 #include "server/curator/credentials.h"
 #include "server/ldpctl/dev_tls.h"
 
@@ -124,10 +123,7 @@ int Run::WaitReady(pid_t pid, const std::string& ready, const std::string& log,
       Fail(absl::StrCat(what, " ", *how, "; last lines of ", log, ":\n", LogTail(log)));
       return 0;
     }
-    std::ifstream f(ready);
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    json j = json::parse(text, nullptr, false);
-    if (!j.is_discarded() && j.contains("grpc_port")) return j["grpc_port"].get<int>();
+    if (std::optional<int> port = ReadyFilePort(ready)) return *port;
     if (MonoSeconds() > until || g_interrupted) {
       Fail(absl::StrCat(what, " did not write its ready file within 60 s"));
       return 0;
@@ -163,14 +159,7 @@ bool Run::StartCurator() {
                                    "--ready-file", ready};
   for (const std::string& a : CuratorCommonArgs()) argv.push_back(a);
   if (o_.frontends > 0) argv.insert(argv.end(), {"--role", "operator"});
-  // --curator-args may give --http (to scrape /metrics): then it replaces
-  // the "--http off" above.
-  if (std::find(o_.curator_args.begin(), o_.curator_args.end(), "--http") !=
-      o_.curator_args.end()) {
-    auto http = std::find(argv.begin(), argv.end(), "--http");
-    argv.erase(http, http + 2);
-  }
-  argv.insert(argv.end(), o_.curator_args.begin(), o_.curator_args.end());
+  AppendCuratorArgs(o_.curator_args, &argv);  // its --http replaces "--http off"
   progress_.Line(absl::StrCat("starting ", o_.curator_bin,
                               o_.frontends > 0 ? " (the operator)" : ""));
   curator_ = Spawn(argv, dir_ + "/curator.log");
@@ -324,10 +313,7 @@ void Run::WaitEnrolled() {
     if (g.ok()) {
       have_status = true;
     } else {
-      ++admin_errors_;
-      if (admin_messages_.size() < 3) {
-        admin_messages_.push_back(absl::StrCat("admin: GetStatus: ", GrpcError(g)));
-      }
+      AdminFailed("GetStatus", g);
     }
     bool done = false;
     std::string line;
@@ -366,7 +352,14 @@ void Run::WaitEnrolled() {
   enrolled_nodes_ = s.enrolled_nodes();
 }
 
-void Run::RunCampaign() {
+void Run::AdminFailed(const char* call, const grpc::Status& g) {
+  ++admin_errors_;
+  if (admin_messages_.size() < 3) {
+    admin_messages_.push_back(absl::StrCat("admin: ", call, ": ", GrpcError(g)));
+  }
+}
+
+v1::CreateCampaignRequest Run::CampaignRequest() const {
   v1::CreateCampaignRequest req;
   req.set_name("fleet_load");
   v1::MechanismSpec* spec = req.mutable_spec();
@@ -392,7 +385,11 @@ void Run::RunCampaign() {
             .count() +
         static_cast<int64_t>(o_.campaign_deadline * 1000));
   }
+  return req;
+}
 
+void Run::RunCampaign() {
+  const v1::CreateCampaignRequest req = CampaignRequest();
   at_campaign_ = ReadProc(curator_);
   probe_->SetPhase(kCampaignPhase);
   const double t0 = MonoSeconds();
@@ -418,84 +415,90 @@ void Run::RunCampaign() {
   progress_.Reset();
   int64_t stalled_polls = 0;
   while (!g_interrupted) {
-    if (auto died = SomethingDied()) {
-      Fail(*died);  // its nodes will not answer
-      return;
-    }
-    grpc::ClientContext ctx;
-    admin_->Prepare(&ctx);
-    v1::GetCampaignRequest get;
-    get.set_campaign_id(campaign_.id());
-    v1::Campaign c;
-    grpc::Status g = admin_->stub().GetCampaign(&ctx, get, &c);
-    if (!g.ok()) {
-      ++admin_errors_;
-      if (admin_messages_.size() < 3) {
-        admin_messages_.push_back(absl::StrCat("admin: GetCampaign: ", GrpcError(g)));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
-    campaign_ = c;
-    const auto& p = c.progress();
-    const uint64_t answered = uint64_t{p.reported()} + p.refused();
-    std::string line =
-        absl::StrFormat("campaign %s: %u/%u reported, %u refused, %u rejected", c.id(),
-                        p.reported(), p.targeted(), p.refused(), p.rejected());
-    if (fleet_) {
-      const WorkerCounters w = fleet_->Totals();
-      absl::StrAppend(&line, absl::StrFormat(", %d errors", w.errors));
-      // Nothing more can come: the rest belongs to hosts that failed.
-      if (answered + offline_ < p.targeted() &&
-          answered + offline_ + static_cast<uint64_t>(w.lost_nodes + w.rejected) >=
-              p.targeted()) {
-        if (++stalled_polls > 25) {  // half a second, for stragglers in flight
-          progress_.Line(line);
-          Fail(absl::StrCat("campaign ", c.id(), " cannot complete: ", p.targeted() - answered,
-                            " nodes belong to hosts that failed or were rejected"));
-          return;
-        }
-      }
-    }
-    PollChurn(answered, p.targeted(), MonoSeconds() - t0);
-    // Every online node answered (all of them, without --dropout).
-    const uint64_t expected = p.targeted() - offline_;
-    if (answered < expected && c.state() == v1::CAMPAIGN_STATE_CLOSED) {
-      progress_.Line(line);
-      Fail(absl::StrCat("campaign ", c.id(), " closed on ", c.close_reason(), " with ", answered,
-                        " of ", expected, " online nodes answered"));
-      return;
-    }
-    if (answered >= expected) {
-      campaign_seconds_ = MonoSeconds() - t0;
-      complete_ = p.reported() == expected;
-      if (fleet_) {
-        // The latest ack any host received, on the same monotonic clock.
-        // The workers' counters lag by up to 100 ms: wait for them.
-        for (int i = 0; i < 50; ++i) {
-          const WorkerCounters w = fleet_->Totals();
-          if (w.reported + w.rejected >= static_cast<int64_t>(expected)) {
-            last_ack_seconds_ = w.last_ack_us * 1e-6 - t0;
-            break;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-      }
-      progress_.Line(line);
-      if (p.refused() > 0) {
-        Fail(absl::StrCat(p.refused(), " nodes refused the campaign"));
-      }
-      if (!WaitClosed()) complete_ = false;
-      return;
-    }
-    progress_.Maybe(line);
-    if (MonoSeconds() > until) {
-      progress_.Line(line);
-      Fail(absl::StrFormat("campaign %s incomplete after --timeout %.0f s", c.id(), o_.timeout));
-      return;
-    }
+    if (PollCampaign(t0, until, &stalled_polls)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+bool Run::PollCampaign(double t0, double until, int64_t* stalled_polls) {
+  if (auto died = SomethingDied()) {
+    Fail(*died);  // its nodes will not answer
+    return true;
+  }
+  grpc::ClientContext ctx;
+  admin_->Prepare(&ctx);
+  v1::GetCampaignRequest get;
+  get.set_campaign_id(campaign_.id());
+  v1::Campaign c;
+  grpc::Status g = admin_->stub().GetCampaign(&ctx, get, &c);
+  if (!g.ok()) {
+    AdminFailed("GetCampaign", g);
+    return false;
+  }
+  campaign_ = c;
+  const auto& p = c.progress();
+  const uint64_t answered = uint64_t{p.reported()} + p.refused();
+  std::string line =
+      absl::StrFormat("campaign %s: %u/%u reported, %u refused, %u rejected", c.id(),
+                      p.reported(), p.targeted(), p.refused(), p.rejected());
+  if (fleet_) {
+    const WorkerCounters w = fleet_->Totals();
+    absl::StrAppend(&line, absl::StrFormat(", %d errors", w.errors));
+    // Nothing more can come: the rest belongs to hosts that failed.
+    if (answered + offline_ < p.targeted() &&
+        answered + offline_ + static_cast<uint64_t>(w.lost_nodes + w.rejected) >=
+            p.targeted()) {
+      if (++*stalled_polls > 25) {  // half a second, for stragglers in flight
+        progress_.Line(line);
+        Fail(absl::StrCat("campaign ", c.id(), " cannot complete: ", p.targeted() - answered,
+                          " nodes belong to hosts that failed or were rejected"));
+        return true;
+      }
+    }
+  }
+  PollChurn(answered, p.targeted(), MonoSeconds() - t0);
+  // Every online node answered (all of them, without --dropout).
+  const uint64_t expected = p.targeted() - offline_;
+  if (answered < expected && c.state() == v1::CAMPAIGN_STATE_CLOSED) {
+    progress_.Line(line);
+    Fail(absl::StrCat("campaign ", c.id(), " closed on ", c.close_reason(), " with ", answered,
+                      " of ", expected, " online nodes answered"));
+    return true;
+  }
+  if (answered >= expected) {
+    CampaignAnswered(p, expected, t0, line);
+    return true;
+  }
+  progress_.Maybe(line);
+  if (MonoSeconds() > until) {
+    progress_.Line(line);
+    Fail(absl::StrFormat("campaign %s incomplete after --timeout %.0f s", c.id(), o_.timeout));
+    return true;
+  }
+  return false;
+}
+
+void Run::CampaignAnswered(const v1::CampaignProgress& p, uint64_t expected, double t0,
+                           const std::string& line) {
+  campaign_seconds_ = MonoSeconds() - t0;
+  complete_ = p.reported() == expected;
+  if (fleet_) {
+    // The latest ack any host received, on the same monotonic clock.
+    // The workers' counters lag by up to 100 ms: wait for them.
+    for (int i = 0; i < 50; ++i) {
+      const WorkerCounters w = fleet_->Totals();
+      if (w.reported + w.rejected >= static_cast<int64_t>(expected)) {
+        last_ack_seconds_ = w.last_ack_us * 1e-6 - t0;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  progress_.Line(line);
+  if (p.refused() > 0) {
+    Fail(absl::StrCat(p.refused(), " nodes refused the campaign"));
+  }
+  if (!WaitClosed()) complete_ = false;
 }
 
 void Run::Cleanup() {

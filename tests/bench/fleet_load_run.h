@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -54,12 +55,34 @@ class Run {
   std::optional<ldpgraph::ldpctl::ChurnDriver> churn_;
   // Every host enrolled and subscribed (or failed, or the timeout).
   void WaitEnrolled();
+  // Creates the campaign (CampaignRequest) and waits until every online
+  // node answered, something failed, or --timeout.
   void RunCampaign();
+  v1::CreateCampaignRequest CampaignRequest() const;
+  // One look at the campaign (and the fleet, the churn) at t0 + some
+  // seconds; true when the wait is over: answered, failed or timed out.
+  bool PollCampaign(double t0, double until, int64_t* stalled_polls);
+  // Every online node answered (expected of them): the times, the latest
+  // ack, and with a deadline the wait for the campaign to close.
+  void CampaignAnswered(const v1::CampaignProgress& p, uint64_t expected, double t0,
+                        const std::string& line);
+  // An admin call of the enrolment or campaign loop failed: counted, and
+  // its message kept among the first three.
+  void AdminFailed(const char* call, const grpc::Status& g);
   // The figures of the run, gathered once for the JSON and the table.
   struct Figures;
   Figures Gather() const;
   json FiguresJson(const Figures& f, int exit_code) const;
+  // FiguresJson's "error_counts".
+  json ErrorCountsJson(const Figures& f) const;
+  // FiguresJson's figures of the processes: "curator", "frontends",
+  // "store", "edge", "workers_cpu_seconds", "agents".
+  void AddProcessesJson(const Figures& f, json* j) const;
   std::string Table(const Figures& f, bool show_dir) const;
+  // The table's rows of the run (hosts, enrolment, campaign, scenario,
+  // errors) and of the processes (CPU, memory, threads, GetStatus).
+  void TableRunRows(const Figures& f, std::ostream& t) const;
+  void TableProcessRows(const Figures& f, std::ostream& t) const;
   // Prints the table (stderr) and the JSON object (stdout).
   void Finish(int exit_code);
   void Fail(const std::string& message) {

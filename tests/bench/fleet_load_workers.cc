@@ -25,8 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/net/route_header.h"
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
 #include "server/curator/credentials.h"
 #include "tests/bench/load_util.h"
@@ -121,6 +121,10 @@ class Worker {
   void StartSubscribe(Host& h);
 
  private:
+  // The hosts [first_host, end_host): their channels and Enrol requests.
+  void MakeHosts();
+  // Cancels every call, then waits up to 5 s for them to end.
+  void CancelCalls();
   void SendStatus();
   void Enrol(Host& h);
   void KeepLocked(const char* kind, const std::string& message) {
@@ -346,8 +350,7 @@ void Worker::SendStatus() {
   }
 }
 
-void Worker::Run() {
-  // Channels (lazy: nothing connects before the first call) and credentials.
+void Worker::MakeHosts() {
   for (int i = c_.first_host; i < c_.end_host; ++i) {
     auto h = std::make_unique<Host>();
     h->worker = this;
@@ -371,6 +374,27 @@ void Worker::Run() {
     }
     hosts_.push_back(std::move(h));
   }
+}
+
+void Worker::CancelCalls() {
+  for (auto& h : hosts_) {
+    h->enrol_ctx.TryCancel();
+    SubscribeReactor* r;
+    {
+      std::lock_guard<std::mutex> l(h->mu);
+      r = h->subscribe;
+    }
+    if (r != nullptr) r->Cancel();
+  }
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, std::chrono::seconds(5), [&] { return outstanding_.load() == 0; });
+  }
+}
+
+void Worker::Run() {
+  // Channels (lazy: nothing connects before the first call) and credentials.
+  MakeHosts();
   // The parent's commands.
   std::atomic<bool> go{false};
   std::thread commands([&] {
@@ -416,19 +440,7 @@ void Worker::Run() {
   }
   // Stop: cancel every call, wait (a little) for them to end, report, exit
   // without tearing gRPC down (the process ends anyway).
-  for (auto& h : hosts_) {
-    h->enrol_ctx.TryCancel();
-    SubscribeReactor* r;
-    {
-      std::lock_guard<std::mutex> l(h->mu);
-      r = h->subscribe;
-    }
-    if (r != nullptr) r->Cancel();
-  }
-  {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::seconds(5), [&] { return outstanding_.load() == 0; });
-  }
+  CancelCalls();
   status.join();
   SendStatus();
   commands.detach();

@@ -25,6 +25,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,7 +42,7 @@
 #include "common/cli_args.h"
 #include "common/files.h"
 #include "common/mechanisms/feature_mechanism.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/wire/codec.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "ldpgraph/v1/agent.grpc.pb.h"
@@ -311,6 +312,85 @@ bool ParseFlags(int argc, char** argv, Options* o, int* exit_code) {
   return true;
 }
 
+// --store postgres: a server of its own in o->dir/pg (fsync as --sync);
+// its URL and password file go in *o.
+absl::StatusOr<std::unique_ptr<ldpgraph::store::LocalPostgres>> StartPostgres(Options* o) {
+  chmod(o->dir.c_str(), 0755);  // the server may run as another user
+  ldpgraph::store::LocalPostgres::Options po;
+  po.dir = o->dir + "/pg";
+  po.fsync = o->full;
+  auto started = ldpgraph::store::LocalPostgres::Start(po);
+  if (!started.ok()) return started.status();
+  o->store_url = (*started)->url();
+  o->store_password_file = (*started)->password_file();
+  return started;
+}
+
+// --tls: the curator's certificate and key and the CA's certificate (PEM).
+struct TlsFiles {
+  std::string cert, key, ca;
+};
+
+// The TLS files from --certs, or made by deploy/dev-certs.sh in the work
+// folder; an error saying what failed.
+absl::StatusOr<TlsFiles> ReadTlsFiles(const Options& o) {
+  const std::string certs = o.own_certs ? o.dir + "/certs" : o.certs;
+  if (o.own_certs &&
+      std::system(("bash deploy/dev-certs.sh " + certs + " >/dev/null").c_str()) != 0) {
+    return absl::InternalError(
+        "deploy/dev-certs.sh failed (run from the repository root, or give --certs)");
+  }
+  TlsFiles t;
+  t.cert = Slurp(certs + "/curator.pem");
+  t.key = Slurp(certs + "/curator.key");
+  t.ca = Slurp(certs + "/ca.pem");
+  if (t.cert.empty() || t.key.empty() || t.ca.empty()) {
+    return absl::InternalError("no certificates in " + certs);
+  }
+  return t;
+}
+
+// The reports in batches of `batch`, numbered from 1.
+std::vector<v1::ReportBatch> Batches(const std::vector<v1::Report>& reports, uint32_t nodes,
+                                     int batch) {
+  std::vector<v1::ReportBatch> batches;
+  for (uint32_t first = 0; first < nodes; first += batch) {
+    v1::ReportBatch b;
+    b.set_batch_id(batches.size() + 1);
+    for (uint32_t v = first; v < std::min<uint32_t>(nodes, first + batch); ++v) {
+      *b.add_reports() = reports[v];
+    }
+    batches.push_back(std::move(b));
+  }
+  return batches;
+}
+
+// What the run measured besides the ingest itself.
+struct Costs {
+  double curator_cpu = 0;  // the curator process's, across the ingest
+  double db_cpu = 0;       // the database server's (postgres)
+  size_t wire_bytes = 0;   // every report's, serialized
+};
+
+// The figures as one JSON line on stdout; postgres: the store is not a
+// file (its bytes -1).
+void PrintFigures(const Options& o, const Ingested& in, const Costs& c, bool postgres) {
+  const std::string db = o.dir + "/curator/curator.db";
+  const long long db_bytes =
+      static_cast<long long>(Slurp(db).size() + Slurp(db + "-wal").size());
+  std::cout << absl::StrFormat(
+      "{\"mechanism\":\"%s\",\"nodes\":%u,\"batch\":%d,\"window\":%d,"
+      "\"sync\":\"%s\",\"tls\":%s,\"acked\":%u,\"rejected\":%u,"
+      "\"wall_seconds\":%.3f,\"curator_cpu_seconds\":%.3f,"
+      "\"reports_per_second\":%.0f,\"reports_per_curator_cpu_second\":%.0f,"
+      "\"wire_bytes_per_report\":%.1f,\"store_bytes_per_report\":%.1f,"
+      "\"store\":\"%s\",\"database_server_cpu_seconds\":%.3f}\n",
+      o.mechanism, o.nodes, o.batch, o.window, o.full ? "full" : "normal",
+      o.tls ? "true" : "false", in.acked, in.rejected, in.wall, c.curator_cpu,
+      in.acked / in.wall, in.acked / c.curator_cpu, double(c.wire_bytes) / o.nodes,
+      postgres ? -1.0 : double(db_bytes) / o.nodes, o.store, c.db_cpu);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -324,15 +404,9 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<ldpgraph::store::LocalPostgres> pg;
   if (o.store == "postgres") {
-    chmod(o.dir.c_str(), 0755);  // the server may run as another user
-    ldpgraph::store::LocalPostgres::Options po;
-    po.dir = o.dir + "/pg";
-    po.fsync = o.full;
-    auto started = ldpgraph::store::LocalPostgres::Start(po);
+    auto started = StartPostgres(&o);
     if (!started.ok()) return Fail(std::string(started.status().message()));
-    pg = std::move(*started);
-    o.store_url = pg->url();
-    o.store_password_file = pg->password_file();
+    pg = *std::move(started);
   }
   ldpgraph::MechanismSpec spec;
   if (!MechanismSpecOf(o.mechanism, &spec)) {
@@ -340,35 +414,29 @@ int main(int argc, char** argv) {
   }
   auto mech = ldpgraph::CreateFeatureMechanism(spec);
   if (!mech.ok()) return Fail(std::string(mech.status().message()));
-  size_t wire_bytes = 0;
+  Costs costs;
   const std::vector<v1::Report> reports =
-      PerturbedReports(spec, **mech, o.nodes, &wire_bytes);
+      PerturbedReports(spec, **mech, o.nodes, &costs.wire_bytes);
 
   const std::string node_key(32, 'k');
   const std::string admin_token(32, 'a');
-  std::string cert, key, ca;
+  TlsFiles tls;
   if (o.tls) {
-    const std::string certs = o.own_certs ? o.dir + "/certs" : o.certs;
-    if (o.own_certs &&
-        std::system(("bash deploy/dev-certs.sh " + certs + " >/dev/null").c_str()) != 0) {
-      return Fail("deploy/dev-certs.sh failed (run from the repository root, or give --certs)");
-    }
-    cert = Slurp(certs + "/curator.pem");
-    key = Slurp(certs + "/curator.key");
-    ca = Slurp(certs + "/ca.pem");
-    if (cert.empty() || key.empty() || ca.empty()) return Fail("no certificates in " + certs);
+    auto files = ReadTlsFiles(o);
+    if (!files.ok()) return Fail(std::string(files.status().message()));
+    tls = *std::move(files);
   }
 
   int to_parent[2], to_child[2];
   if (pipe(to_parent) != 0 || pipe(to_child) != 0) return Fail("pipe");
   int port = 0;
   const pid_t child =
-      ForkCurator(o, node_key, admin_token, cert, key, to_parent, to_child, &port);
+      ForkCurator(o, node_key, admin_token, tls.cert, tls.key, to_parent, to_child, &port);
   if (port == 0) return Fail("the curator did not start");
   grpc::ChannelArguments cargs;
   cargs.SetMaxSendMessageSize(64 << 20);
   std::shared_ptr<grpc::ChannelCredentials> creds =
-      o.tls ? grpc::SslCredentials({ca, "", ""}) : grpc::InsecureChannelCredentials();
+      o.tls ? grpc::SslCredentials({tls.ca, "", ""}) : grpc::InsecureChannelCredentials();
   auto channel =
       grpc::CreateCustomChannel(absl::StrCat("localhost:", port), creds, cargs);
   auto agent = v1::AgentService::NewStub(channel);
@@ -378,15 +446,7 @@ int main(int argc, char** argv) {
   if (!token.ok()) return Fail(std::string(token.status().message()));
 
   // Batches built before the clock starts.
-  std::vector<v1::ReportBatch> batches;
-  for (uint32_t first = 0; first < o.nodes; first += o.batch) {
-    v1::ReportBatch b;
-    b.set_batch_id(batches.size() + 1);
-    for (uint32_t v = first; v < std::min<uint32_t>(o.nodes, first + o.batch); ++v) {
-      *b.add_reports() = reports[v];
-    }
-    batches.push_back(std::move(b));
-  }
+  const std::vector<v1::ReportBatch> batches = Batches(reports, o.nodes, o.batch);
 
   char go = 'g';
   const double db_cpu0 = pg ? TreeCpuSeconds(pg->pid()) : 0;
@@ -397,26 +457,12 @@ int main(int argc, char** argv) {
     return Fail(error);
   }
   (void)!write(to_child[1], &go, 1);
-  const double db_cpu = pg ? TreeCpuSeconds(pg->pid()) - db_cpu0 : 0;
-  double curator_cpu = 0;
-  (void)!read(to_parent[0], &curator_cpu, sizeof curator_cpu);
+  costs.db_cpu = pg ? TreeCpuSeconds(pg->pid()) - db_cpu0 : 0;
+  (void)!read(to_parent[0], &costs.curator_cpu, sizeof costs.curator_cpu);
   waitpid(child, nullptr, 0);
   if (!in.finish.ok()) return Fail("Report: " + in.finish.error_message());
 
-  const std::string db = o.dir + "/curator/curator.db";
-  const long long db_bytes =
-      static_cast<long long>(Slurp(db).size() + Slurp(db + "-wal").size());
-  std::cout << absl::StrFormat(
-      "{\"mechanism\":\"%s\",\"nodes\":%u,\"batch\":%d,\"window\":%d,"
-      "\"sync\":\"%s\",\"tls\":%s,\"acked\":%u,\"rejected\":%u,"
-      "\"wall_seconds\":%.3f,\"curator_cpu_seconds\":%.3f,"
-      "\"reports_per_second\":%.0f,\"reports_per_curator_cpu_second\":%.0f,"
-      "\"wire_bytes_per_report\":%.1f,\"store_bytes_per_report\":%.1f,"
-      "\"store\":\"%s\",\"database_server_cpu_seconds\":%.3f}\n",
-      o.mechanism, o.nodes, o.batch, o.window, o.full ? "full" : "normal",
-      o.tls ? "true" : "false", in.acked, in.rejected, in.wall, curator_cpu,
-      in.acked / in.wall, in.acked / curator_cpu, double(wire_bytes) / o.nodes,
-      pg ? -1.0 : double(db_bytes) / o.nodes, o.store, db_cpu);
+  PrintFigures(o, in, costs, pg != nullptr);
   pg.reset();
   if (o.own_dir) {
     std::system(("rm -rf " + o.dir).c_str());

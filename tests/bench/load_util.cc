@@ -331,6 +331,21 @@ std::string ReadFileOr(const std::string& path) {
   return text.str();
 }
 
+std::optional<int> ReadyFilePort(const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(ReadFileOr(path), nullptr, false);
+  if (!j.is_discarded() && j.contains("grpc_port")) return j["grpc_port"].get<int>();
+  return std::nullopt;
+}
+
+void AppendCuratorArgs(const std::vector<std::string>& extra,
+                       std::vector<std::string>* argv) {
+  if (std::find(extra.begin(), extra.end(), "--http") != extra.end()) {
+    auto http = std::find(argv->begin(), argv->end(), "--http");
+    argv->erase(http, http + 2);
+  }
+  argv->insert(argv->end(), extra.begin(), extra.end());
+}
+
 bool PortAccepts(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;

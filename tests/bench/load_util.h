@@ -1,7 +1,8 @@
-// What the load tools (fleet_load and its check-in mode) share: processes
-// and what /proc says of them, the program search, latency percentiles,
-// channels with the run's security, and the simulated agents' reports.
-// Benchmark code, not a library of the system.
+// What the load tools (fleet_load and its check-in mode, restart_bench)
+// share: processes and what /proc says of them, the program search, the
+// curator's ready file and extra flags, integer flags in a range, latency
+// percentiles, channels with the run's security, and the simulated agents'
+// reports. Benchmark code, not a library of the system.
 #pragma once
 
 #include <sys/types.h>
@@ -16,8 +17,11 @@
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/random.h"
+#include "absl/strings/str_cat.h"
+#include "common/cli_args.h"
+#include "common/random/random.h"
 #include "ldpgraph/v1/agent.pb.h"
 
 namespace ldpgraph::bench {
@@ -66,6 +70,14 @@ void StopProcess(pid_t pid, double grace_seconds);
 std::string LogTail(const std::string& path, size_t bytes = 2000);
 // A file's whole text; "" if it cannot be read.
 std::string ReadFileOr(const std::string& path);
+// The gRPC port that a curator's --ready-file at path names ("grpc_port");
+// nullopt while it names none (not written yet, or not whole).
+std::optional<int> ReadyFilePort(const std::string& path);
+// Appends extra (a run's --curator-args) to a curator's argv. When extra
+// gives --http (to scrape /metrics), it replaces the "--http VALUE" pair
+// that argv must hold.
+void AppendCuratorArgs(const std::vector<std::string>& extra,
+                       std::vector<std::string>* argv);
 // Whether something accepts TCP connections on 127.0.0.1:port now.
 bool PortAccepts(int port);
 
@@ -84,6 +96,22 @@ absl::StatusOr<EdgeProcess> StartEdge(const std::string& dir,
                                       const std::vector<std::string>& targets,
                                       const std::string& tls_name,
                                       int max_connections = 0);
+
+// Integer flag `flag` of a, when given, into *out (unchanged otherwise):
+// INVALID_ARGUMENT "--FLAG must be in [lo, hi]" outside that range, and
+// CliArgs's error for a value that is not an integer.
+template <typename T>
+absl::Status GetIntFlag(const CliArgs& a, const char* flag, T* out, int64_t lo, int64_t hi) {
+  absl::StatusOr<std::optional<int64_t>> v = a.GetInt(flag);
+  if (!v.ok()) return v.status();
+  if (!*v) return absl::OkStatus();
+  if (**v < lo || **v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be in [", lo, ", ", hi, "]"));
+  }
+  *out = static_cast<T>(**v);
+  return absl::OkStatus();
+}
 
 // Fresh secure random bytes as hex (exits on failure).
 std::string RandomHex(size_t bytes);

@@ -54,7 +54,7 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
 #include "common/mechanisms/multibit.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "server/pipeline/report_screen.h"
 
 namespace ldpgraph {

@@ -51,8 +51,8 @@
 
 #include <Eigen/Core>
 
-#include "common/blas.h"
-#include "common/npy.h"
+#include "common/linalg/blas.h"
+#include "common/linalg/npy.h"
 #include "server/training/tasks.h"
 #include "tests/bench/epoch_bench_flags.h"
 
@@ -78,48 +78,115 @@ std::vector<int64_t> ReadIntegers(const std::string& path) {
   return out;
 }
 
+// The command line, checked (dies on a bad one).
+struct Flags {
+  std::string z_path, labels_path, train_path;
+  std::string layout;  // dense or sparse
+  int epochs = 0, hidden = 0, threads = 1;
+  uint64_t seed = 1;
+};
+
+Flags ParseFlags(int argc, char** argv) {
+  const ldpgraph::bench::EpochBenchFlags f = ldpgraph::bench::ParseEpochBenchFlags(
+      argc, argv, "mlp_epoch_bench", kUsage,
+      {"z", "labels", "train", "layout"},
+      /*default_epochs=*/200, /*default_hidden=*/64);
+  Flags out;
+  out.z_path = f.args.Get("z").value_or("");
+  out.labels_path = f.args.Get("labels").value_or("");
+  out.train_path = f.args.Get("train").value_or("");
+  out.epochs = f.epochs;
+  out.hidden = f.hidden;
+  out.threads = f.threads;
+  out.seed = f.seed;
+  out.layout = f.args.Get("layout").value_or("dense");
+  if (out.z_path.empty() || out.labels_path.empty() || out.train_path.empty()) {
+    Die(kUsage);
+  }
+  if (out.layout != "dense" && out.layout != "sparse") {
+    Die("--layout must be dense or sparse, got '" + out.layout + "'");
+  }
+  return out;
+}
+
+// Z's non-zeros as compressed rows into *rows; returns the share of Z's
+// entries that are not 0.
+double SparseRowsOf(const ldpgraph::DenseMatrix& z, ldpgraph::SparseRows* rows) {
+  rows->cols = z.cols;
+  for (size_t v = 0; v < z.rows; ++v) {
+    for (size_t j = 0; j < z.cols; ++j) {
+      const float value = z.at(v, j);
+      if (value == 0.0f) continue;
+      rows->indices.push_back(static_cast<uint32_t>(j));
+      rows->values.push_back(value);
+    }
+    rows->offsets.push_back(rows->indices.size());
+    ++rows->rows;
+  }
+  return static_cast<double>(rows->nnz()) / std::max<size_t>(1, z.data.size());
+}
+
+// The classes, and the split: the nodes of train_path train (each must be
+// labelled); of the other labelled nodes, the first kValidationSize
+// validate and the rest test.
+void SplitNodes(const std::vector<int64_t>& labels, const std::string& train_path,
+                ldpgraph::training::NodeTaskData* data) {
+  for (int64_t l : labels) data->classes = std::max<int>(data->classes, l + 1);
+  std::unordered_set<int64_t> in_train;
+  for (int64_t v : ReadIntegers(train_path)) {
+    if (v < 0 || v >= static_cast<int64_t>(labels.size()) || labels[v] < 0) {
+      Die("training id " + std::to_string(v) + " is not a labelled node");
+    }
+    in_train.insert(v);
+    data->train.push_back(static_cast<uint32_t>(v));
+    data->train_targets.push_back(static_cast<int32_t>(labels[v]));
+  }
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] < 0 || in_train.count(v)) continue;
+    if (data->validation.size() < kValidationSize) {
+      data->validation.push_back(static_cast<uint32_t>(v));
+      data->validation_targets.push_back(static_cast<int32_t>(labels[v]));
+    } else {
+      data->test.push_back(static_cast<uint32_t>(v));
+      data->test_truth.push_back(static_cast<int32_t>(labels[v]));
+    }
+  }
+}
+
+// PrivGE's classifier and its training, for exactly f.epochs epochs.
+ldpgraph::training::NodeModelConfig MlpConfig(const Flags& f) {
+  using namespace ldpgraph;
+  training::NodeModelConfig c;
+  c.kind = training::NodeModelKind::kMlp;
+  c.hidden_dim = f.hidden;
+  c.layers = 2;
+  c.dropout = 0.5;
+  c.input_dropout = 0.0;
+  c.activation = training::Activation::kRelu;
+  c.train.max_epochs = f.epochs;
+  c.train.patience = f.epochs + 1;  // never stop early: exactly `epochs` epochs
+  c.batched_max_epochs = f.epochs;
+  c.batched_patience = f.epochs + 1;
+  c.train.adam.learning_rate = 0.01;
+  c.train.adam.weight_decay = 5e-4;
+  c.threads = f.threads;
+  return c;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace ldpgraph;
-  const bench::EpochBenchFlags f = bench::ParseEpochBenchFlags(
-      argc, argv, "mlp_epoch_bench", kUsage,
-      {"z", "labels", "train", "layout"},
-      /*default_epochs=*/200, /*default_hidden=*/64);
-  const std::string z_path = f.args.Get("z").value_or("");
-  const std::string labels_path = f.args.Get("labels").value_or("");
-  const std::string train_path = f.args.Get("train").value_or("");
-  const int epochs = f.epochs, hidden = f.hidden, threads = f.threads;
-  const uint64_t seed = f.seed;
-  const std::string layout = f.args.Get("layout").value_or("dense");
-  if (z_path.empty() || labels_path.empty() || train_path.empty()) {
-    Die(kUsage);
-  }
-  if (layout != "dense" && layout != "sparse") {
-    Die("--layout must be dense or sparse, got '" + layout + "'");
-  }
-
-  auto z = ReadNpy(z_path);
+  const Flags f = ParseFlags(argc, argv);
+  auto z = ReadNpy(f.z_path);
   if (!z.ok()) Die(std::string(z.status().message()));
-  const std::vector<int64_t> labels = ReadIntegers(labels_path);
+  const std::vector<int64_t> labels = ReadIntegers(f.labels_path);
   if (labels.size() != z->rows) Die("labels and Z disagree on the node count");
   training::Mat<float> features;
   SparseRows rows;
-  rows.cols = z->cols;
-  for (size_t v = 0; v < z->rows; ++v) {
-    for (size_t j = 0; j < z->cols; ++j) {
-      const float value = z->at(v, j);
-      if (value == 0.0f) continue;
-      rows.indices.push_back(static_cast<uint32_t>(j));
-      rows.values.push_back(value);
-    }
-    rows.offsets.push_back(rows.indices.size());
-    ++rows.rows;
-  }
-  const double density =
-      static_cast<double>(rows.nnz()) / std::max<size_t>(1, z->data.size());
+  const double density = SparseRowsOf(*z, &rows);
   training::NodeTaskData data;
-  if (layout == "dense") {
+  if (f.layout == "dense") {
     features = Eigen::Map<const training::Mat<float>>(z->data.data(), z->rows,
                                                       z->cols);
     rows = SparseRows();
@@ -128,50 +195,16 @@ int main(int argc, char** argv) {
     data.feature_rows = &rows;
   }
   *z = DenseMatrix();
-  for (int64_t l : labels) data.classes = std::max<int>(data.classes, l + 1);
-  std::unordered_set<int64_t> in_train;
-  for (int64_t v : ReadIntegers(train_path)) {
-    if (v < 0 || v >= static_cast<int64_t>(labels.size()) || labels[v] < 0) {
-      Die("training id " + std::to_string(v) + " is not a labelled node");
-    }
-    in_train.insert(v);
-    data.train.push_back(static_cast<uint32_t>(v));
-    data.train_targets.push_back(static_cast<int32_t>(labels[v]));
-  }
-  for (size_t v = 0; v < labels.size(); ++v) {
-    if (labels[v] < 0 || in_train.count(v)) continue;
-    if (data.validation.size() < kValidationSize) {
-      data.validation.push_back(static_cast<uint32_t>(v));
-      data.validation_targets.push_back(static_cast<int32_t>(labels[v]));
-    } else {
-      data.test.push_back(static_cast<uint32_t>(v));
-      data.test_truth.push_back(static_cast<int32_t>(labels[v]));
-    }
-  }
+  SplitNodes(labels, f.train_path, &data);
 
-  training::NodeModelConfig c;
-  c.kind = training::NodeModelKind::kMlp;
-  c.hidden_dim = hidden;
-  c.layers = 2;
-  c.dropout = 0.5;
-  c.input_dropout = 0.0;
-  c.activation = training::Activation::kRelu;
-  c.train.max_epochs = epochs;
-  c.train.patience = epochs + 1;  // never stop early: exactly `epochs` epochs
-  c.batched_max_epochs = epochs;
-  c.batched_patience = epochs + 1;
-  c.train.adam.learning_rate = 0.01;
-  c.train.adam.weight_decay = 5e-4;
-  c.threads = threads;
-
-  auto r = training::TrainNodeClassifier(data, c, seed);
+  auto r = training::TrainNodeClassifier(data, MlpConfig(f), f.seed);
   if (!r.ok()) Die(std::string(r.status().message()));
   std::printf(
       "{\"framework\":\"ldpgraph\",\"threads\":%d,\"threads_used\":%d,"
       "\"blas\":\"OpenBLAS %s\",\"layout\":\"%s\",\"density\":%.4g,"
       "\"seconds_per_epoch\":%.6g,\"epochs\":%d,\"seconds\":%.6g,"
       "\"test_accuracy\":%.4f}\n",
-      threads, threads, BlasCoreName().c_str(), layout.c_str(), density,
+      f.threads, f.threads, BlasCoreName().c_str(), f.layout.c_str(), density,
       r->training.seconds_per_epoch, r->training.epochs, r->training.seconds,
       r->test_accuracy);
   return 0;

@@ -45,7 +45,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -121,18 +120,6 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (!parsed.ok()) return parsed.status();
   const ldpgraph::CliArgs& a = *parsed;
   Options o;
-  auto get_int = [&](const char* flag, int64_t lo, int64_t hi,
-                     auto* out) -> absl::Status {
-    auto v = a.GetInt(flag);
-    if (!v.ok()) return v.status();
-    if (!*v) return absl::OkStatus();
-    if (**v < lo || **v > hi) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " must be in [", lo, ", ", hi, "]"));
-    }
-    *out = static_cast<std::remove_pointer_t<decltype(out)>>(**v);
-    return absl::OkStatus();
-  };
   auto get_double = [&](const char* flag, double lo, double* out) -> absl::Status {
     auto v = a.GetDouble(flag);
     if (!v.ok()) return v.status();
@@ -144,9 +131,10 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     return absl::OkStatus();
   };
   for (absl::Status s :
-       {get_int("hosts", 1, 10000, &o.hosts),
-        get_int("nodes-per-host", 1, 1000000, &o.nodes_per_host),
-        get_int("restarts", 1, 1000, &o.restarts), get_double("down", 0, &o.down),
+       {ldpgraph::bench::GetIntFlag(a, "hosts", &o.hosts, 1, 10000),
+        ldpgraph::bench::GetIntFlag(a, "nodes-per-host", &o.nodes_per_host, 1, 1000000),
+        ldpgraph::bench::GetIntFlag(a, "restarts", &o.restarts, 1, 1000),
+        get_double("down", 0, &o.down),
         get_double("target-ms", 0, &o.target_ms), get_double("deadline", 1, &o.deadline)}) {
     if (!s.ok()) return s;
   }
@@ -268,11 +256,8 @@ bool Bench::StartCurator(const std::string& listen) {
                         "/curator.log:\n", ldpgraph::bench::LogTail(dir_ + "/curator.log")));
       return false;
     }
-    std::ifstream f(ready);
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    json j = json::parse(text, nullptr, false);
-    if (!j.is_discarded() && j.contains("grpc_port")) {
-      port_ = j["grpc_port"].get<int>();
+    if (std::optional<int> port = ldpgraph::bench::ReadyFilePort(ready)) {
+      port_ = *port;
       break;
     }
     if (MonoSeconds() > until || ldpgraph::bench::g_interrupted) {
