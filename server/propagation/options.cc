@@ -2,7 +2,10 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace ldpgraph {
 
@@ -36,6 +39,32 @@ absl::Status ValidatePprOptions(const PprOptions& o) {
         "block_columns must be >= 0 (0 = automatic), got ", o.block_columns));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<PprOverrides> ReadPprFlags(const CliArgs& a) {
+  PprOverrides given;
+  ASSIGN_OR_RETURN(given.alpha, a.GetDouble("alpha"));
+  ASSIGN_OR_RETURN(given.r, a.GetDouble("r"));
+  ASSIGN_OR_RETURN(given.rmax, a.GetDouble("rmax"));
+  ASSIGN_OR_RETURN(given.tolerance, a.GetDouble("tolerance"));
+  return given;
+}
+
+absl::StatusOr<PprOptions> ApplyPprOverrides(PprOptions base,
+                                             const PprOverrides& given) {
+  if (given.alpha) base.alpha = *given.alpha;
+  if (given.r) base.r = *given.r;
+  if (given.rmax) base.rmax = *given.rmax;
+  if (given.tolerance) base.tolerance = *given.tolerance;
+  RETURN_IF_ERROR(ValidatePprOptions(base));
+  return base;
+}
+
+nlohmann::json PprOptionsToJson(const PprOptions& o) {
+  return {{"alpha", o.alpha},
+          {"r", o.r},
+          {"rmax", o.rmax},
+          {"rmax_scaled_by_max_abs_input", o.relative_rmax}};
 }
 
 }  // namespace ldpgraph

@@ -4,12 +4,20 @@
 // ldpgraph::propagation_options, is what a caller links to name, check or
 // print these settings without propagating (the pipeline's configuration,
 // ldpctl); ldpgraph::propagation links it publicly and propagation.h
-// includes this header.
+// includes this header. PPR's settings are read from a command line or an
+// admin request (PprOverrides), applied and checked (ApplyPprOverrides) and
+// written as JSON (PprOptionsToJson) here alone: `ldpgraph propagate`,
+// `ldpgraph eval` and the curator's stages all go through these.
 #pragma once
+
+#include <optional>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/cli_args.h"
 #include "common/names.h"
 
 namespace ldpgraph {
@@ -48,6 +56,28 @@ struct PprOptions {
 
 // INVALID_ARGUMENT naming the parameter and its rule.
 absl::Status ValidatePprOptions(const PprOptions& o);
+
+// The PPR settings a caller gave, each unset unless given: the flags
+// --alpha, --r, --rmax and --tolerance, or an admin request's fields.
+struct PprOverrides {
+  std::optional<double> alpha, r, rmax, tolerance;
+  bool any() const { return alpha || r || rmax || tolerance; }
+};
+
+// --alpha, --r, --rmax and --tolerance from a command line (unchecked:
+// ApplyPprOverrides checks them); INVALID_ARGUMENT for a value that is not
+// a number (CliArgs::GetDouble's message).
+absl::StatusOr<PprOverrides> ReadPprFlags(const CliArgs& a);
+
+// base with the given settings in place of its own, checked by
+// ValidatePprOptions (its INVALID_ARGUMENT, naming the parameter).
+absl::StatusOr<PprOptions> ApplyPprOverrides(PprOptions base,
+                                             const PprOverrides& given);
+
+// The settings of PPR by push as a JSON object: alpha, r, rmax and
+// rmax_scaled_by_max_abs_input (relative_rmax). Threads and the block width
+// are how the work is done, not what is computed: left out.
+nlohmann::json PprOptionsToJson(const PprOptions& o);
 
 // How a KProp step weighs neighbours: the mean, D^-1 A (LPGNN's paper), or
 // the symmetric D^-1/2 A D^-1/2 of LPGNN's published code (no self loops

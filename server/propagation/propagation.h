@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "server/propagation/options.h"
 
 namespace ldpgraph {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "Eigen/Dense"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -326,7 +326,7 @@ TEST(PprTest, ThreadCountsAgreeForEveryBlockWidth) {
 }
 
 // Past 65,536 nodes a 16-column block's residues pass 4 MiB and the sweep
-// prefetches (propagation.cc): the same bound holds.
+// prefetches (internal/push_sweep.cc): the same bound holds.
 TEST(PprTest, LargeGraphKeepsTheBound) {
   const size_t n = 70000;
   Graph g = RandomGraph(n, 3 * n, 100, 31);
@@ -838,7 +838,7 @@ TEST(KPropTest, ThreadsDoNotChangeTheBits) {
 }
 
 // Past 4 MiB of features KProp prefetches the rows of neighbours further
-// down the adjacency (propagation.cc): the same arithmetic, so the same bits
+// down the adjacency (aggregation.cc): the same arithmetic, so the same bits
 // as KProp on each column alone, whose 160 KB stay under the threshold.
 TEST(KPropTest, PrefetchingGraphGivesTheColumnByColumnBits) {
   const size_t n = 40000, d = 64;

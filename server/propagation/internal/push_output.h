@@ -1,5 +1,5 @@
 // Where backward push's output goes, block of columns by block
-// (propagation.cc's RunPush): straight into a dense n x d buffer, or held
+// (ppr_push.cc's RunPush): straight into a dense n x d buffer, or held
 // sparse until the layout is known (PprPushByDensity, propagation.h, states
 // the contract and the memory). Not part of the library's interface.
 #pragma once
@@ -14,7 +14,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 
 namespace ldpgraph::propagation::internal {
 
