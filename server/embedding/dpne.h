@@ -30,8 +30,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
-#include "common/random.h"
+#include "common/linalg/matrix.h"
+#include "common/random/random.h"
 #include "server/embedding/release_config.h"
 
 namespace ldpgraph::embedding {

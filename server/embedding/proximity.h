@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "server/embedding/release_config.h"
 
 namespace ldpgraph::embedding {

@@ -51,8 +51,8 @@
 #include "absl/status/statusor.h"
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
-#include "common/random.h"
+#include "common/linalg/matrix.h"
+#include "common/random/random.h"
 #include "server/embedding/proximity.h"
 #include "server/embedding/release_config.h"
 

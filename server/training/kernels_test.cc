@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "common/random.h"
+#include "common/random/random.h"
 #include "gtest/gtest.h"
 
 namespace ldpgraph::training::kernels {

@@ -22,8 +22,8 @@
 #include <optional>
 #include <vector>
 
-#include "common/matrix.h"
-#include "common/random.h"
+#include "common/linalg/matrix.h"
+#include "common/random/random.h"
 #include "server/training/row_file.h"
 #include "server/training/models.h"
 #include "server/training/options.h"

@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "server/training/nn.h"
 #include "server/training/options.h"
 #include "server/training/propagated_input.h"

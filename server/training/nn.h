@@ -7,7 +7,7 @@
 // every gradient to many digits.
 //
 // Randomness here (initial weights, dropout masks) is a public choice, not
-// privacy noise: it comes from PublicRandom (common/random.h), so a seed
+// privacy noise: it comes from PublicRandom (common/random/random.h), so a seed
 // reproduces a run bit for bit on every platform.
 #pragma once
 
@@ -19,10 +19,10 @@
 #include <Eigen/Dense>
 #include <Eigen/Sparse>
 
-#include "common/blas.h"
+#include "common/linalg/blas.h"
 #include "common/parallel.h"
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 #include "server/training/options.h"
 
 namespace ldpgraph::training {

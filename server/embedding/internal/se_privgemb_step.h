@@ -9,8 +9,8 @@
 
 #include "absl/types/span.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
-#include "common/random.h"
+#include "common/linalg/matrix.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::embedding::internal {
 
