@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/dataset/splits.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 #include "server/pipeline/internal/stages.h"

@@ -35,7 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/dataset/dataset.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "common/names.h"
 #include "server/pipeline/config.h"
 #include "server/pipeline/pipeline.h"

@@ -172,32 +172,34 @@ absl::Status ValidateAttack(const PipelineConfig& c) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateConfig(const PipelineConfig& c) {
-  RETURN_IF_ERROR(ValidateAttack(c));
-  if (c.threads < 0) {
+namespace {
+
+// SE-PrivGEmb and DPNE: no feature mechanism, label budget or defence;
+// the release's own settings.
+absl::Status ValidateReleaseSettings(const PipelineConfig& c) {
+  if (c.mechanism != "central" && c.mechanism != "none") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "threads must be >= 0 (0 = every core), got ", c.threads));
+        MethodName(c.method),
+        " uses no feature mechanism: mechanism must be central (the "
+        "release's own noise) or none (non-private), got '",
+        c.mechanism, "'"));
   }
-  if (IsReleaseMethod(c.method)) {
-    if (c.mechanism != "central" && c.mechanism != "none") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          MethodName(c.method),
-          " uses no feature mechanism: mechanism must be central (the "
-          "release's own noise) or none (non-private), got '",
-          c.mechanism, "'"));
-    }
-    if (c.label_epsilon) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          MethodName(c.method), " trains on the curator's labels; no label "
-          "budget applies"));
-    }
-    if (c.defences.any()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          MethodName(c.method), " collects no reports: defence ",
-          DefencesName(c.defences), " does not apply"));
-    }
-    return embedding::ValidateReleaseConfig(ReleaseConfigOf(c));
+  if (c.label_epsilon) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        MethodName(c.method), " trains on the curator's labels; no label "
+        "budget applies"));
   }
+  if (c.defences.any()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        MethodName(c.method), " collects no reports: defence ",
+        DefencesName(c.defences), " does not apply"));
+  }
+  return embedding::ValidateReleaseConfig(ReleaseConfigOf(c));
+}
+
+// The reports' privacy: the feature mechanism and its budget, the
+// defences against poisoned reports and the label budget.
+absl::Status ValidatePrivacySettings(const PipelineConfig& c) {
   if (c.mechanism != "none") {
     auto kind = ParseMechanismName(c.mechanism);
     if (!kind.ok()) {
@@ -231,6 +233,12 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
           "label epsilon must be finite and > 0, got ", *c.label_epsilon));
     }
   }
+  return absl::OkStatus();
+}
+
+// LPGNN's and UPGNET's aggregation: the task, NFR and HOA, smoothing,
+// positional inputs and KProp's steps.
+absl::Status ValidateAggregationSettings(const PipelineConfig& c) {
   if (IsGnnMethod(c.method) && c.task == v1::PIPELINE_TASK_LINK) {
     return absl::InvalidArgumentError(absl::StrCat(
         absl::AsciiStrToUpper(MethodName(c.method)),
@@ -283,6 +291,12 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
   if (c.label_steps < 0 || c.feature_steps < 0) {
     return absl::InvalidArgumentError("KProp steps must be >= 0");
   }
+  return absl::OkStatus();
+}
+
+// PrivGE's propagation: PPR, the standardisation's clip, Z's storage and
+// the model.
+absl::Status ValidatePropagationSettings(const PipelineConfig& c) {
   if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
     RETURN_IF_ERROR(ValidatePprOptions(PprOptionsOf(c)));
   }
@@ -325,6 +339,20 @@ absl::Status ValidateConfig(const PipelineConfig& c) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status ValidateConfig(const PipelineConfig& c) {
+  RETURN_IF_ERROR(ValidateAttack(c));
+  if (c.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "threads must be >= 0 (0 = every core), got ", c.threads));
+  }
+  if (IsReleaseMethod(c.method)) return ValidateReleaseSettings(c);
+  RETURN_IF_ERROR(ValidatePrivacySettings(c));
+  RETURN_IF_ERROR(ValidateAggregationSettings(c));
+  return ValidatePropagationSettings(c);
+}
+
 PprOptions PprOptionsOf(const PipelineConfig& c) {
   PprOptions o = c.ppr;
   o.threads = c.threads;
@@ -360,184 +388,6 @@ absl::StatusOr<double> TargetRate(
     to_t += confusion[a][t];
   }
   return others ? static_cast<double>(to_t) / others : 0.0;
-}
-
-nlohmann::json ConfigToJson(const PipelineConfig& c) {
-  using nlohmann::json;
-  auto model_name = [](training::NodeModelKind k) {
-    switch (k) {
-      case training::NodeModelKind::kMlp: return "mlp";
-      case training::NodeModelKind::kGcn: return "gcn";
-      case training::NodeModelKind::kSage: return "sage";
-    }
-    return "?";
-  };
-  auto batch_size = [](int n) { return n < 0 ? json("auto") : json(n); };
-  auto batched = [](const auto& model) {
-    return json{{"learning_rate", model.batched_learning_rate},
-                {"max_epochs", model.batched_max_epochs},
-                {"patience", model.batched_patience}};
-  };
-  auto act = [](training::Activation a) {
-    return a == training::Activation::kRelu ? "relu" : "selu";
-  };
-  auto scaling = [](FeatureScaling s) {
-    switch (s) {
-      case FeatureScaling::kNone: return "none";
-      case FeatureScaling::kUnit: return "unit";
-      case FeatureScaling::kSymmetric: return "symmetric";
-    }
-    return "?";
-  };
-  auto train = [](const training::TrainOptions& t) {
-    return json{{"learning_rate", t.adam.learning_rate},
-                {"weight_decay", t.adam.weight_decay},
-                {"max_epochs", t.max_epochs},
-                {"patience", t.patience}};
-  };
-  json j;
-  j["task"] = TaskName(c.task);
-  j["method"] = MethodName(c.method);
-  j["mechanism"] = c.mechanism;
-  j["epsilon"] = c.mechanism == "none" ? json(nullptr) : json(c.epsilon);
-  j["sampled"] = c.sampled ? json(*c.sampled) : json("default");
-  j["scale"] = scaling(c.scaling);
-  j["label_epsilon"] = c.label_epsilon ? json(*c.label_epsilon) : json(nullptr);
-  if (c.task == v1::PIPELINE_TASK_NODE) {
-    j["label_steps"] = c.label_steps;
-    j["label_self_loops"] = c.label_self_loops;
-    if (c.label_epsilon) {
-      j["label_denoising"] = LabelDenoisingName(c.label_denoising);
-    }
-    j["split"] = c.planetoid_split
-                     ? json("planetoid")
-                     : json{{"train", c.train_fraction},
-                            {"validation", c.validation_fraction}};
-    if (c.fixed_split) j["split"]["fixed"] = true;
-    j["model"] = {{"kind", model_name(c.node_model.kind)},
-                  {"hidden", c.node_model.hidden_dim},
-                  {"layers", c.node_model.layers},
-                  {"dropout", c.node_model.dropout},
-                  {"input_dropout", c.node_model.input_dropout},
-                  {"activation", act(c.node_model.activation)},
-                  {"init", c.node_model.init == training::WeightInit::kTorch
-                               ? "torch"
-                               : "glorot"},
-                  {"training", train(c.node_model.train)},
-                  {"batch_rows", batch_size(c.node_model.batch_rows)},
-                  {"batched_training", batched(c.node_model)},
-                  {"epoch_rows", c.node_model.batched_epoch_rows},
-                  {"validation_rows", c.node_model.validation_rows}};
-  } else {
-    j["split"] = {{"validation", c.link_validation_fraction},
-                  {"test", c.link_test_fraction}};
-    if (c.fixed_split) j["split"]["fixed"] = true;
-    j["model"] = {
-        {"kind", c.link_model.layers == 1 ? "logistic-regression" : "mlp"},
-        {"hidden", c.link_model.hidden_dim},
-        {"layers", c.link_model.layers},
-        {"dropout", c.link_model.dropout},
-        {"input_dropout", c.link_model.input_dropout},
-        {"standardize_features", c.link_model.standardize_features},
-        {"loss", c.link_model.loss == training::LinkLossKind::kPairwise
-                     ? "pairwise"
-                     : "logistic"},
-        {"training", train(c.link_model.train)},
-        {"batch_pairs", batch_size(c.link_model.batch_pairs)},
-        {"batched_training", batched(c.link_model)}};
-    j["model"]["batched_training"]["decay_patience"] =
-        c.link_model.batched_decay_patience;
-    j["model"]["batched_training"]["decay_factor"] =
-        c.link_model.batched_decay_factor;
-    j["model"]["batched_training"]["max_decays"] =
-        c.link_model.batched_max_decays;
-  }
-  if (IsReleaseMethod(c.method)) {
-    const embedding::ReleaseConfig r = ReleaseConfigOf(c);
-    j.erase("sampled");
-    j.erase("scale");
-    j["release"] = {
-        {"private", r.private_release},
-        {"delta", r.private_release && !(c.method == v1::PIPELINE_METHOD_DPNE)
-                      ? json(r.delta)
-                      : json(nullptr)},
-        {"standardize", c.standardize}};
-    if (c.method == v1::PIPELINE_METHOD_DPNE) {
-      j["release"]["dim"] = r.dpne.dim;
-      j["release"]["lambda"] = r.dpne.lambda;
-      j["release"]["mu"] = r.dpne.mu;
-      j["release"]["sweeps"] = r.dpne.sweeps;
-      j["release"]["sensitivity"] = r.dpne.sensitivity;
-    } else {
-      const auto& s = r.se_privgemb;
-      j["release"]["dim"] = s.dim;
-      j["release"]["negatives"] = s.negatives;
-      j["release"]["batch_size"] = s.batch_size;
-      j["release"]["optimizer"] = embedding::OptimizerName(s.optimizer);
-      j["release"]["learning_rate"] = s.learning_rate;
-      j["release"]["max_epochs"] = s.max_epochs;
-      j["release"]["max_steps"] =
-          s.max_steps ? json(*s.max_steps) : json(nullptr);
-      j["release"]["proximity"] = embedding::ProximityName(s.proximity);
-      j["release"]["clip"] = s.clip;
-      j["release"]["noise_multiplier"] = s.noise_multiplier;
-      j["release"]["noised_rows"] =
-          s.noised_rows == embedding::NoisedRows::kTouched ? "touched" : "all";
-    }
-  } else {
-    // PrivGE's link task propagates by PPR whatever c.propagation; LPGNN by
-    // KProp.
-    const NodePropagation p =
-        IsGnnMethod(c.method) ? NodePropagation::kKProp
-        : c.task == v1::PIPELINE_TASK_NODE    ? c.propagation
-                                              : NodePropagation::kPpr;
-    json& prop = j["propagation"];
-    prop["method"] =
-        p == NodePropagation::kPpr ? "ppr-push" : NodePropagationName(p);
-    if (p != NodePropagation::kKProp) {
-      prop["alpha"] = c.ppr.alpha;
-      prop["r"] = c.ppr.r;
-      prop["rmax"] = c.ppr.rmax;
-      prop["rmax_scaled_by_max_abs_input"] = c.ppr.relative_rmax;
-    }
-    if (p == NodePropagation::kAuto) {
-      prop["auto_ppr_max_nodes"] = c.auto_ppr_max_nodes;
-    }
-    if (p != NodePropagation::kPpr) {
-      prop["steps"] = c.feature_steps;
-      prop["self_loops"] = c.feature_self_loops;
-      prop["normalisation"] = KPropNormName(c.kprop_norm);
-    }
-    if (IsGnnMethod(c.method)) {
-      prop["aggregator"] = kFeatureAggregatorNames.Name(c.aggregator);
-      prop["nfr_tau"] = c.nfr_tau;
-      prop["standardize"] = c.standardize;
-      prop["inputs"] = kNodeInputsNames.Name(c.inputs);
-      if (c.inputs != NodeInputs::kReports) {
-        prop["positional_features"] = c.positional_features;
-      }
-    }
-    if (c.method == v1::PIPELINE_METHOD_PRIVGE) {
-      prop["standardize"] = c.standardize;
-      if (c.task == v1::PIPELINE_TASK_NODE) {
-        prop["standardize_clip"] = c.standardize_clip;
-        prop["z_storage"] = kZStorageNames.Name(c.z_storage);
-      }
-    }
-  }
-  if (c.task == v1::PIPELINE_TASK_NODE) j["smooth"] = c.smooth;
-  j["noise"] = c.secure_noise ? "secure" : "seeded-not-private";
-  if (c.attack_class) {
-    j["attack"] = {{"kind", poisoning::kAttackNames.Name(c.attack_kind)},
-                   {"fraction", c.attack_fraction},
-                   {"class", *c.attack_class},
-                   {"dims", c.attack_dims}};
-  }
-  if (c.defences.any()) {
-    j["defence"] = {{"kind", DefencesName(c.defences)}};
-    if (c.defences.screen) j["defence"]["alpha"] = c.screen_alpha;
-  }
-  return j;
 }
 
 }  // namespace ldpgraph::pipeline

@@ -435,8 +435,20 @@ PprOptions PprOptionsOf(const PipelineConfig& c);
 // and c.release_delta.
 embedding::ReleaseConfig ReleaseConfigOf(const PipelineConfig& c);
 
-// Every setting of c, as JSON (for --format json and result records).
+// Every setting of c, as JSON (for --format json and result records):
+// LearningSettingsToJson with FeaturePrivacyToJson's fields beside.
 nlohmann::json ConfigToJson(const PipelineConfig& c);
+
+// What the feature reports were, as JSON: "mechanism", "epsilon" (null for
+// mechanism none) and, for the methods that collect reports, "sampled" and
+// "scale".
+nlohmann::json FeaturePrivacyToJson(const PipelineConfig& c);
+
+// Every other setting of c, as JSON: the task and method, the label budget,
+// the split and model, the release or the propagation, smoothing, the
+// noise, the attack and the defences. The curator's evaluate stage records
+// these beside what its reports' campaigns were.
+nlohmann::json LearningSettingsToJson(const PipelineConfig& c);
 
 // The attack's success on a confusion matrix (RunResult::confusion): the
 // fraction of test nodes whose true class is not t that are predicted t; 0

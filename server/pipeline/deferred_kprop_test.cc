@@ -109,7 +109,7 @@ TEST(PropagatedColumnStatsTest, EqualTheDenseStatistics) {
   }
 }
 
-// The deferred first layer against the dense path as node_task.cc ran it:
+// The deferred first layer against the dense path as PropagateNode runs it:
 // KProp on the dense estimates, ToEigen, Standardize, the dense Forward
 // and Backward. Within float rounding (the dense path adds up in double
 // inside KProp, the deferred one in float).

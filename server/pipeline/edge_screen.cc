@@ -50,6 +50,120 @@ absl::Status CheckReports(const EdgeScreenParams& params,
   return absl::OkStatus();
 }
 
+// Check 1 (Blink): each active node's noisy degree against the degree its
+// bits imply, at `level` per node (split half and half between the bits
+// and the noise). The nodes flagged (out->degree_flagged) leave *active.
+void CheckDegrees(const EdgeReports& reports, double level,
+                  std::vector<bool>* active, EdgeScreenResult* out) {
+  const uint32_t n = out->nodes;
+  const double p = out->flip_probability;
+  out->degree_level = level;
+  out->bits_bound = BitsDeviationBound(n - 1, p, level / 2);
+  out->noise_bound = DegreeNoiseBound(out->degree_epsilon, level / 2);
+  out->degree_threshold =
+      out->noise_bound + out->bits_bound / (1.0 - 2.0 * p);
+  const double noise_ones = static_cast<double>(n - 1) * p;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!(*active)[i]) continue;
+    const double bits_degree =
+        (static_cast<double>(reports.neighbours[i].size()) - noise_ones) /
+        (1.0 - 2.0 * p);
+    const double gap = reports.noisy_degrees[i] - bits_degree;
+    out->degree_gap[i] = gap;
+    out->max_degree_gap = std::max(out->max_degree_gap, std::abs(gap));
+    if (std::abs(gap) > out->degree_threshold) {
+      out->degree_flagged.push_back(i);
+    }
+  }
+  for (uint32_t i : out->degree_flagged) (*active)[i] = false;
+}
+
+// Who claims each node among the active ones: node j's claimants are
+// nodes[offsets[j]] .. nodes[offsets[j + 1] - 1], ascending.
+struct EdgeClaimants {
+  std::vector<uint64_t> offsets;
+  std::vector<uint32_t> nodes;
+};
+
+EdgeClaimants ClaimantsOf(const EdgeReports& reports,
+                          const std::vector<bool>& active) {
+  const uint32_t n = static_cast<uint32_t>(active.size());
+  EdgeClaimants out;
+  out.offsets.assign(n + 1, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!active[i]) continue;
+    for (uint32_t j : reports.neighbours[i]) ++out.offsets[j + 1];
+  }
+  for (uint32_t v = 0; v < n; ++v) out.offsets[v + 1] += out.offsets[v];
+  out.nodes.resize(out.offsets[n]);
+  std::vector<uint64_t> next(out.offsets.begin(), out.offsets.end() - 1);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!active[i]) continue;
+    for (uint32_t j : reports.neighbours[i]) out.nodes[next[j]++] = i;
+  }
+  return out;
+}
+
+// Whether j's report lists i.
+bool ConfirmsClaim(const EdgeReports& reports, uint32_t j, uint32_t i) {
+  const auto& back = reports.neighbours[j];
+  return std::binary_search(back.begin(), back.end(), i);
+}
+
+// Check 2: one-sided claims among the nodes still active, at `level` per
+// node, peeled: the node with the most (the first on a tie) is flagged
+// (out->one_sided_flagged) and leaves *active while it passes the
+// threshold of the nodes left.
+void CheckOneSided(const EdgeReports& reports, double level,
+                   std::vector<bool>* active, EdgeScreenResult* out) {
+  const uint32_t n = out->nodes;
+  const double p = out->flip_probability;
+  std::vector<bool>& live = *active;
+  uint32_t left = 0;
+  for (uint32_t v = 0; v < n; ++v) left += live[v] ? 1 : 0;
+  const double q = p * (1.0 - p);
+  out->one_sided_level = level;
+  if (left < 2) return;
+  out->one_sided_mean = static_cast<double>(left - 1) * q;
+  // Who claims each node, to update the counts when it leaves.
+  const EdgeClaimants claimants = ClaimantsOf(reports, live);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!live[i]) continue;
+    uint32_t c = 0;
+    for (uint32_t j : reports.neighbours[i]) {
+      if (live[j] && !ConfirmsClaim(reports, j, i)) ++c;
+    }
+    out->one_sided[i] = c;
+  }
+  uint64_t threshold = BinomialUpperQuantile(left - 1, q, level);
+  out->one_sided_threshold = threshold;
+  while (left >= 2) {
+    uint32_t worst = n;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!live[i]) continue;
+      if (worst == n || out->one_sided[i] > out->one_sided[worst]) worst = i;
+    }
+    if (out->one_sided[worst] <= threshold) break;
+    out->one_sided_flagged.push_back(worst);
+    live[worst] = false;
+    --left;
+    // Its denials no longer count against the nodes that claimed it.
+    for (uint64_t k = claimants.offsets[worst];
+         k < claimants.offsets[worst + 1]; ++k) {
+      const uint32_t i = claimants.nodes[k];
+      if (live[i] && !ConfirmsClaim(reports, worst, i)) --out->one_sided[i];
+    }
+    if (left >= 2) threshold = BinomialUpperQuantile(left - 1, q, level);
+  }
+  out->one_sided_last_threshold = threshold;
+  std::sort(out->one_sided_flagged.begin(), out->one_sided_flagged.end());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (live[i]) {
+      out->max_one_sided = std::max(out->max_one_sided, out->one_sided[i]);
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status EdgeScreenParams::Validate() const {
@@ -92,7 +206,6 @@ absl::StatusOr<EdgeScreenResult> ScreenEdgeReports(
   RETURN_IF_ERROR(params.Validate());
   RETURN_IF_ERROR(CheckReports(params, reports));
   const uint32_t n = params.nodes;
-  const double p = params.flip_probability;
   // Whether a node is still evidence: it reported and nothing flagged it.
   std::vector<bool> active(n);
   for (uint32_t v = 0; v < n; ++v) {
@@ -101,7 +214,7 @@ absl::StatusOr<EdgeScreenResult> ScreenEdgeReports(
   EdgeScreenResult out;
   out.alpha = params.alpha;
   out.nodes = n;
-  out.flip_probability = p;
+  out.flip_probability = params.flip_probability;
   out.degree_check = params.degree_epsilon.has_value();
   out.checks = out.degree_check ? 2 : 1;
   for (uint32_t v = 0; v < n; ++v) out.reporters += active[v] ? 1 : 0;
@@ -113,88 +226,8 @@ absl::StatusOr<EdgeScreenResult> ScreenEdgeReports(
   const uint32_t m = out.reporters;
   if (m < 2) return out;
   const double level = params.alpha / (out.checks * static_cast<double>(m));
-
-  // Check 1 (Blink): the noisy degree against the degree the bits imply.
-  if (out.degree_check) {
-    out.degree_level = level;
-    out.bits_bound = BitsDeviationBound(n - 1, p, level / 2);
-    out.noise_bound = DegreeNoiseBound(out.degree_epsilon, level / 2);
-    out.degree_threshold = out.noise_bound + out.bits_bound / (1.0 - 2.0 * p);
-    const double noise_ones = static_cast<double>(n - 1) * p;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (!active[i]) continue;
-      const double bits_degree =
-          (static_cast<double>(reports.neighbours[i].size()) - noise_ones) /
-          (1.0 - 2.0 * p);
-      const double gap = reports.noisy_degrees[i] - bits_degree;
-      out.degree_gap[i] = gap;
-      out.max_degree_gap = std::max(out.max_degree_gap, std::abs(gap));
-      if (std::abs(gap) > out.degree_threshold) out.degree_flagged.push_back(i);
-    }
-    for (uint32_t i : out.degree_flagged) active[i] = false;
-  }
-
-  // Check 2: one-sided claims among the nodes still active, peeled.
-  uint32_t left = 0;
-  for (uint32_t v = 0; v < n; ++v) left += active[v] ? 1 : 0;
-  const double q = p * (1.0 - p);
-  out.one_sided_level = level;
-  if (left >= 2) {
-    out.one_sided_mean = static_cast<double>(left - 1) * q;
-    // Who claims each node, to update the counts when it leaves.
-    std::vector<uint64_t> offsets(n + 1, 0);
-    for (uint32_t i = 0; i < n; ++i) {
-      if (!active[i]) continue;
-      for (uint32_t j : reports.neighbours[i]) ++offsets[j + 1];
-    }
-    for (uint32_t v = 0; v < n; ++v) offsets[v + 1] += offsets[v];
-    std::vector<uint32_t> claimants(offsets[n]);
-    {
-      std::vector<uint64_t> next(offsets.begin(), offsets.end() - 1);
-      for (uint32_t i = 0; i < n; ++i) {
-        if (!active[i]) continue;
-        for (uint32_t j : reports.neighbours[i]) claimants[next[j]++] = i;
-      }
-    }
-    auto confirms = [&](uint32_t j, uint32_t i) {  // j's report lists i
-      const auto& back = reports.neighbours[j];
-      return std::binary_search(back.begin(), back.end(), i);
-    };
-    for (uint32_t i = 0; i < n; ++i) {
-      if (!active[i]) continue;
-      uint32_t c = 0;
-      for (uint32_t j : reports.neighbours[i]) {
-        if (active[j] && !confirms(j, i)) ++c;
-      }
-      out.one_sided[i] = c;
-    }
-    uint64_t threshold = BinomialUpperQuantile(left - 1, q, level);
-    out.one_sided_threshold = threshold;
-    while (left >= 2) {
-      uint32_t worst = n;
-      for (uint32_t i = 0; i < n; ++i) {
-        if (!active[i]) continue;
-        if (worst == n || out.one_sided[i] > out.one_sided[worst]) worst = i;
-      }
-      if (out.one_sided[worst] <= threshold) break;
-      out.one_sided_flagged.push_back(worst);
-      active[worst] = false;
-      --left;
-      // Its denials no longer count against the nodes that claimed it.
-      for (uint64_t k = offsets[worst]; k < offsets[worst + 1]; ++k) {
-        const uint32_t i = claimants[k];
-        if (active[i] && !confirms(worst, i)) --out.one_sided[i];
-      }
-      if (left >= 2) threshold = BinomialUpperQuantile(left - 1, q, level);
-    }
-    out.one_sided_last_threshold = threshold;
-    std::sort(out.one_sided_flagged.begin(), out.one_sided_flagged.end());
-    for (uint32_t i = 0; i < n; ++i) {
-      if (active[i]) {
-        out.max_one_sided = std::max(out.max_one_sided, out.one_sided[i]);
-      }
-    }
-  }
+  if (out.degree_check) CheckDegrees(reports, level, &active, &out);
+  CheckOneSided(reports, level, &active, &out);
   std::set_union(out.one_sided_flagged.begin(), out.one_sided_flagged.end(),
                  out.degree_flagged.begin(), out.degree_flagged.end(),
                  std::back_inserter(out.flagged));

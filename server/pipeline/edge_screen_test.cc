@@ -8,8 +8,8 @@
 #include "common/dataset/generator.h"
 #include "common/edges/blink.h"
 #include "common/mechanisms/edge_rr.h"
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -14,9 +14,9 @@
 #include "absl/status/statusor.h"
 #include "common/attacks/poisoning.h"
 #include "common/dataset/dataset.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "common/mechanisms/feature_mechanism.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "server/pipeline/config.h"
 #include "server/pipeline/report_screen.h"
 

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "server/pipeline/config.h"
 
 namespace ldpgraph::pipeline {

@@ -52,7 +52,7 @@
 #include "absl/status/statusor.h"
 #include "common/dataset/dataset.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "server/pipeline/config.h"
 #include "server/pipeline/feature_reports.h"
 #include "server/pipeline/report_screen.h"

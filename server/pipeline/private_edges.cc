@@ -87,7 +87,7 @@ void DropFlagged(const std::vector<bool>& flagged,
 }
 
 // The Blink estimate over the unflagged nodes, mapped back to n nodes (the
-// curator's handling of non-reporters, server/curator/stages.cc).
+// curator's handling of non-reporters, server/curator/stages_graph.cc).
 absl::StatusOr<Graph> EstimateBlink(const PrivateEdgesConfig& c, uint32_t n,
                                     SentReports& reports,
                                     const std::vector<bool>& flagged,

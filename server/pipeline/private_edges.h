@@ -48,7 +48,7 @@
 #include "common/edges/blink.h"
 #include "common/graph/graph.h"
 #include "common/names.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "server/pipeline/edge_screen.h"
 #include "server/pipeline/edges_config.h"
 
@@ -93,7 +93,7 @@ absl::StatusOr<PrivateEdges> BuildPrivateEdges(
 
 // The seed of the edge mechanisms' per-node streams of run `run` of seed:
 // node v draws from SeededRandomForTesting(NodeNoiseSeed(EdgeNoiseSeed(
-// seed, run), v)): EdgeStreamSeed(NoiseSeed(seed, run)) (common/random.h),
+// seed, run), v)): EdgeStreamSeed(NoiseSeed(seed, run)) (common/random/random.h),
 // the streams a deployment's agents seeded with NoiseSeed(seed, run) draw
 // their edge answers from.
 uint64_t EdgeNoiseSeed(uint64_t seed, int run);

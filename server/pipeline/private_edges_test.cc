@@ -6,7 +6,7 @@
 #include "common/dataset/generator.h"
 #include "common/edges/substitution.h"
 #include "common/mechanisms/edge_rr.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/pipeline/pipeline.h"

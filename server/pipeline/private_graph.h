@@ -37,8 +37,8 @@
 #include "common/edges/blink.h"
 #include "common/edges/substitution.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
-#include "common/random.h"
+#include "common/linalg/matrix.h"
+#include "common/random/random.h"
 #include "ldpgraph/v1/mechanism.pb.h"
 #include "server/pipeline/config.h"
 

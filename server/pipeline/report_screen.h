@@ -54,7 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/dp/tails.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/names.h"
 #include "server/pipeline/defences.h"

@@ -5,8 +5,8 @@
 
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/hds.h"
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

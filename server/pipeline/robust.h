@@ -62,7 +62,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 
 namespace ldpgraph::pipeline {
 

@@ -1,6 +1,6 @@
 #include "server/pipeline/seeds.h"
 
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 
 namespace ldpgraph::pipeline {
 

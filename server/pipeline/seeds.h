@@ -1,6 +1,6 @@
 // The seeds of a pipeline run's randomness (pipeline.h, "Randomness"): each
 // run r of a seed s draws every stream from (s, r, stage), by splitmix64
-// steps (common/seed_mix.h), so runs are independent and any single run can
+// steps (common/random/seed_mix.h), so runs are independent and any single run can
 // be replayed. Part of the configuration library (config.h): a simulated
 // deployment gives its agents NoiseSeed(s, 0) to reproduce run 0.
 #pragma once

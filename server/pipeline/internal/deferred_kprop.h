@@ -1,5 +1,5 @@
 // LPGNN's KProp over wide features, deferred into the graph model's first
-// layer (node_task.cc's PropagateNode).
+// layer (node_propagation.cc's PropagateNode).
 //
 // The dense path propagates the n x d estimates (KProp on their dense
 // form), standardises the columns when asked and hands the model the n x d
@@ -33,7 +33,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "server/pipeline/config.h"
 #include "server/propagation/options.h"
 #include "server/training/models.h"

@@ -1,6 +1,7 @@
 // The stages RunPipeline is made of, shared by the pipeline's own sources
-// (pipeline.cc, feature_reports.cc, labels.cc, node_task.cc). Not part of
-// the library's interface: callers use pipeline.h.
+// (pipeline.cc, feature_reports.cc, labels.cc, and the node task's
+// node_task.cc and node_training.cc). Not part of the library's interface:
+// callers use pipeline.h.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,8 @@
 #include "common/dataset/dataset.h"
 #include "common/dataset/splits.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
-#include "common/random.h"
+#include "common/linalg/matrix.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 #include "server/pipeline/pipeline.h"
 #include "server/training/nn.h"
@@ -85,7 +86,7 @@ class NoiseStreams {
 absl::StatusOr<DenseMatrix> RunRelease(const Graph& g, const PipelineConfig& c,
                                        uint64_t seed, int run, RunResult* r);
 
-// --- The node task's split and scoring (node_task.cc) ---
+// --- The node task's split (node_task.cc) and scoring (node_training.cc) ---
 
 // The node split of run `run` of c: Planetoid's, or a random one drawn from
 // (seed, run) (run 0's with c.fixed_split).
