@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 #include "server/curator/credentials.h"
 

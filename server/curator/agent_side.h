@@ -10,8 +10,9 @@
 //   ClaimShard  the proof credential checked, then the fleet planner.
 // Everything else the service asks a part directly, through the accessors:
 //   sessions()   a session by its token (SessionTable::Find);
-//   campaigns()  the tasks of a session, the generation to wait on, and
-//                ingest (CampaignBook's "agents" calls);
+//   campaigns()  a CampaignIntake (side_views.h): the tasks of a session,
+//                the generation to wait on, and ingest; nothing else of
+//                the campaign book;
 //   relay()      sealed messages (RelayMailbox::Relay, Fetch);
 //   keys()       nodes' sealing public keys (KeyDirectory::Get): any
 //                session may ask, the keys are public.
@@ -38,6 +39,7 @@
 #include "server/curator/fleet.h"
 #include "server/curator/key_directory.h"
 #include "server/curator/ledger.h"
+#include "server/curator/side_views.h"
 #include "server/curator/relay_mailbox.h"
 #include "server/curator/sessions.h"
 #include "server/store/store.h"
@@ -111,7 +113,7 @@ class AgentSide {
 
   // --- the parts the service calls directly ---------------------------------
   const SessionTable& sessions() const { return *parts_.sessions; }
-  CampaignBook& campaigns() { return *parts_.campaigns; }
+  CampaignIntake campaigns() { return CampaignIntake(*parts_.campaigns); }
   RelayMailbox& relay() { return *parts_.relay; }
   const KeyDirectory& keys() const { return *parts_.keys; }
   // Task streams open now; the Subscribe service counts them.

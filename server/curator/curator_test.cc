@@ -5,6 +5,8 @@
 #include <map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "common/testing/temp_folder.h"
 #include "common/wire/codec.h"
@@ -765,6 +767,18 @@ TEST_F(CuratorTest, StagesAssembleTheGraphOfAnEdgesCampaign) {
   EXPECT_THAT(propagated->details_json(), HasSubstr(R"("graph":"c1")"));
   EXPECT_THAT(propagated->details_json(), HasSubstr(R"("graph_rule":"union")"));
   EXPECT_THAT(propagated->details_json(), HasSubstr(R"("graph_edges":4)"));
+  // The PPR settings recorded are the ones run: the request's alpha over
+  // PrivGE's defaults, rmax scaled by the input's magnitude.
+  p.set_alpha(0.2);
+  auto with_alpha = stages.Propagate(p);
+  ASSERT_TRUE(with_alpha.ok()) << with_alpha.status();
+  const auto ppr = nlohmann::json::parse(with_alpha->details_json());
+  EXPECT_EQ(ppr["alpha"], 0.2);
+  EXPECT_EQ(ppr["rmax_scaled_by_max_abs_input"], true);
+  p.set_alpha(1.5);
+  EXPECT_THAT(stages.Propagate(p).status().message(),
+              HasSubstr("alpha must be in (0, 1]"));
+  p.set_alpha(0);
   p.set_graph_campaign_id("c3");
   EXPECT_EQ(stages.Propagate(p).status().code(),
             absl::StatusCode::kFailedPrecondition);

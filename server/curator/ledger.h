@@ -30,7 +30,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "common/accounting.h"
+#include "common/dp/accounting.h"
 #include "ldpgraph/v1/admin.pb.h"
 #include "ldpgraph/v1/agent.pb.h"
 

@@ -112,20 +112,141 @@ absl::StatusOr<uint64_t> FirstNode(absl::string_view token,
   return last + 1;
 }
 
+// Where a newest-first listing's page starts: before the token's last id,
+// or (no token) before any.
+absl::StatusOr<int64_t> BeforeId(absl::string_view token,
+                                 absl::string_view prefix,
+                                 absl::string_view method) {
+  int64_t before = std::numeric_limits<int64_t>::max();
+  if (!token.empty()) {
+    ASSIGN_OR_RETURN(const uint64_t last, TokenNumber(token, prefix, method));
+    if (last == 0 || last > uint64_t{std::numeric_limits<int64_t>::max()}) {
+      return BadToken(method, token);
+    }
+    before = static_cast<int64_t>(last);
+  }
+  return before;
+}
+
+constexpr absl::string_view kBudgetsMethod = "GetBudgets";
+
+// GetBudgets' node selection: INVALID_ARGUMENT for node_ids with a range,
+// an empty or reversed range, or node_ids of more than kMaxListedNodes ids.
+absl::Status CheckBudgetsSelection(const v1::GetBudgetsRequest& r, bool list,
+                                   bool range) {
+  if (list && range) {
+    return absl::InvalidArgumentError(
+        "give node_ids or a range (range_begin, range_end), not both");
+  }
+  if (range && r.range_end() <= r.range_begin()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("range_end must be > range_begin, got [", r.range_begin(),
+                     ", ", r.range_end(), ")"));
+  }
+  if (r.node_ids_size() > kMaxListedNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node_ids holds at most ", kMaxListedNodes, " ids, got ",
+        r.node_ids_size(), "; give a range (range_begin, range_end) instead"));
+  }
+  return absl::OkStatus();
+}
+
+// A page of GetBudgets over node_ids into *out: the listed ids inside the
+// graph, in the list's order.
+absl::Status ListedBudgets(const Ledger& ledger,
+                           const v1::GetBudgetsRequest& r, Page& page,
+                           size_t size, v1::GetBudgetsResponse* out) {
+  const uint64_t n = ledger.num_nodes();
+  constexpr absl::string_view kPrefix = "budget-list:";
+  uint64_t next = 0;
+  if (!r.page_token().empty()) {
+    ASSIGN_OR_RETURN(next,
+                     TokenNumber(r.page_token(), kPrefix, kBudgetsMethod));
+    if (next > static_cast<uint64_t>(r.node_ids_size())) {
+      return BadToken(kBudgetsMethod, r.page_token());
+    }
+  }
+  // The listed ids inside the graph, and where each is.
+  std::vector<uint64_t> positions;
+  auto fetch = [&](size_t want) -> absl::StatusOr<std::vector<v1::NodeBudget>> {
+    std::vector<uint32_t> ids;
+    for (; next < static_cast<uint64_t>(r.node_ids_size()) && ids.size() < want;
+         ++next) {
+      if (r.node_ids(static_cast<int>(next)) < n) {
+        ids.push_back(r.node_ids(static_cast<int>(next)));
+        positions.push_back(next);
+      }
+    }
+    if (ids.empty()) return std::vector<v1::NodeBudget>();
+    return ledger.Budgets(ids);
+  };
+  ASSIGN_OR_RETURN(const bool more,
+                   FillFrom(page, size, fetch, out->mutable_budgets()));
+  if (more) {
+    out->set_next_page_token(
+        Token(kPrefix, positions[out->budgets_size() - 1] + 1));
+  }
+  return absl::OkStatus();
+}
+
+// A page of GetBudgets over [range_begin, range_end) into *out.
+absl::Status RangeBudgets(const Ledger& ledger, const v1::GetBudgetsRequest& r,
+                          Page& page, size_t size,
+                          v1::GetBudgetsResponse* out) {
+  const uint64_t n = ledger.num_nodes();
+  constexpr absl::string_view kPrefix = "budget-range:";
+  ASSIGN_OR_RETURN(uint64_t first,
+                   FirstNode(r.page_token(), kPrefix, kBudgetsMethod));
+  first = std::max<uint64_t>(first, r.range_begin());
+  const uint64_t end = std::min<uint64_t>(r.range_end(), n);
+  auto fetch = [&](size_t want) -> absl::StatusOr<std::vector<v1::NodeBudget>> {
+    std::vector<uint32_t> ids;
+    for (; first < end && ids.size() < want; ++first) {
+      ids.push_back(static_cast<uint32_t>(first));
+    }
+    if (ids.empty()) return std::vector<v1::NodeBudget>();
+    return ledger.Budgets(ids);
+  };
+  ASSIGN_OR_RETURN(const bool more,
+                   FillFrom(page, size, fetch, out->mutable_budgets()));
+  if (more) {
+    out->set_next_page_token(
+        Token(kPrefix, out->budgets().rbegin()->node_id()));
+  }
+  return absl::OkStatus();
+}
+
+// A page of GetBudgets over every node whose budget is known into *out.
+absl::Status KnownNodeBudgets(const Ledger& ledger,
+                              const v1::GetBudgetsRequest& r, Page& page,
+                              size_t size, v1::GetBudgetsResponse* out) {
+  const uint64_t n = ledger.num_nodes();
+  constexpr absl::string_view kPrefix = "budgets:";
+  ASSIGN_OR_RETURN(uint64_t first,
+                   FirstNode(r.page_token(), kPrefix, kBudgetsMethod));
+  auto fetch = [&](size_t want) -> absl::StatusOr<std::vector<v1::NodeBudget>> {
+    if (first >= n) return std::vector<v1::NodeBudget>();
+    std::vector<v1::NodeBudget> items =
+        ledger.KnownBudgets(static_cast<uint32_t>(first), want);
+    if (!items.empty()) first = uint64_t{items.back().node_id()} + 1;
+    return items;
+  };
+  ASSIGN_OR_RETURN(const bool more,
+                   FillFrom(page, size, fetch, out->mutable_budgets()));
+  if (more) {
+    out->set_next_page_token(
+        Token(kPrefix, out->budgets().rbegin()->node_id()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ListCampaignsResponse> Listings::Campaigns(
     const v1::ListCampaignsRequest& r) const {
   constexpr absl::string_view kPrefix = "campaigns:";
-  int64_t before = std::numeric_limits<int64_t>::max();
-  if (!r.page_token().empty()) {
-    ASSIGN_OR_RETURN(const uint64_t last,
-                     TokenNumber(r.page_token(), kPrefix, "ListCampaigns"));
-    if (last == 0 || last > uint64_t{std::numeric_limits<int64_t>::max()}) {
-      return BadToken("ListCampaigns", r.page_token());
-    }
-    before = static_cast<int64_t>(last);
-  }
+  ASSIGN_OR_RETURN(int64_t before,
+                   BeforeId(r.page_token(), kPrefix, "ListCampaigns"));
   const size_t size = PageSize(r.page_size());
   v1::ListCampaignsResponse out;
   Page page(size, options_.page_bytes);
@@ -178,92 +299,19 @@ absl::StatusOr<v1::ListRefusalsResponse> Listings::Refusals(
 
 absl::StatusOr<v1::GetBudgetsResponse> Listings::Budgets(
     const v1::GetBudgetsRequest& r) const {
-  constexpr absl::string_view kMethod = "GetBudgets";
   const bool list = r.node_ids_size() > 0;
   const bool range = r.range_begin() != 0 || r.range_end() != 0;
-  if (list && range) {
-    return absl::InvalidArgumentError(
-        "give node_ids or a range (range_begin, range_end), not both");
-  }
-  if (range && r.range_end() <= r.range_begin()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("range_end must be > range_begin, got [", r.range_begin(),
-                     ", ", r.range_end(), ")"));
-  }
-  if (r.node_ids_size() > kMaxListedNodes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node_ids holds at most ", kMaxListedNodes, " ids, got ",
-        r.node_ids_size(), "; give a range (range_begin, range_end) instead"));
-  }
+  RETURN_IF_ERROR(CheckBudgetsSelection(r, list, range));
   const Ledger& ledger = curator_->ledger();
-  const uint64_t n = ledger.num_nodes();
   const size_t size = PageSize(r.page_size());
   Page page(size, options_.page_bytes);
   v1::GetBudgetsResponse out;
   if (list) {
-    constexpr absl::string_view kPrefix = "budget-list:";
-    uint64_t next = 0;
-    if (!r.page_token().empty()) {
-      ASSIGN_OR_RETURN(next, TokenNumber(r.page_token(), kPrefix, kMethod));
-      if (next > static_cast<uint64_t>(r.node_ids_size())) {
-        return BadToken(kMethod, r.page_token());
-      }
-    }
-    // The listed ids inside the graph, and where each is.
-    std::vector<uint64_t> positions;
-    auto fetch = [&](size_t want) -> absl::StatusOr<std::vector<v1::NodeBudget>> {
-      std::vector<uint32_t> ids;
-      for (; next < static_cast<uint64_t>(r.node_ids_size()) && ids.size() < want;
-           ++next) {
-        if (r.node_ids(static_cast<int>(next)) < n) {
-          ids.push_back(r.node_ids(static_cast<int>(next)));
-          positions.push_back(next);
-        }
-      }
-      if (ids.empty()) return std::vector<v1::NodeBudget>();
-      return ledger.Budgets(ids);
-    };
-    ASSIGN_OR_RETURN(const bool more,
-                     FillFrom(page, size, fetch, out.mutable_budgets()));
-    if (more) {
-      out.set_next_page_token(
-          Token(kPrefix, positions[out.budgets_size() - 1] + 1));
-    }
-    return out;
-  }
-  if (range) {
-    constexpr absl::string_view kPrefix = "budget-range:";
-    ASSIGN_OR_RETURN(uint64_t first, FirstNode(r.page_token(), kPrefix, kMethod));
-    first = std::max<uint64_t>(first, r.range_begin());
-    const uint64_t end = std::min<uint64_t>(r.range_end(), n);
-    auto fetch = [&](size_t want) -> absl::StatusOr<std::vector<v1::NodeBudget>> {
-      std::vector<uint32_t> ids;
-      for (; first < end && ids.size() < want; ++first) {
-        ids.push_back(static_cast<uint32_t>(first));
-      }
-      if (ids.empty()) return std::vector<v1::NodeBudget>();
-      return ledger.Budgets(ids);
-    };
-    ASSIGN_OR_RETURN(const bool more,
-                     FillFrom(page, size, fetch, out.mutable_budgets()));
-    if (more) {
-      out.set_next_page_token(Token(kPrefix, out.budgets().rbegin()->node_id()));
-    }
-    return out;
-  }
-  constexpr absl::string_view kPrefix = "budgets:";
-  ASSIGN_OR_RETURN(uint64_t first, FirstNode(r.page_token(), kPrefix, kMethod));
-  auto fetch = [&](size_t want) -> absl::StatusOr<std::vector<v1::NodeBudget>> {
-    if (first >= n) return std::vector<v1::NodeBudget>();
-    std::vector<v1::NodeBudget> items =
-        ledger.KnownBudgets(static_cast<uint32_t>(first), want);
-    if (!items.empty()) first = uint64_t{items.back().node_id()} + 1;
-    return items;
-  };
-  ASSIGN_OR_RETURN(const bool more,
-                   FillFrom(page, size, fetch, out.mutable_budgets()));
-  if (more) {
-    out.set_next_page_token(Token(kPrefix, out.budgets().rbegin()->node_id()));
+    RETURN_IF_ERROR(ListedBudgets(ledger, r, page, size, &out));
+  } else if (range) {
+    RETURN_IF_ERROR(RangeBudgets(ledger, r, page, size, &out));
+  } else {
+    RETURN_IF_ERROR(KnownNodeBudgets(ledger, r, page, size, &out));
   }
   return out;
 }
@@ -271,15 +319,8 @@ absl::StatusOr<v1::GetBudgetsResponse> Listings::Budgets(
 absl::StatusOr<v1::ListResultsResponse> Listings::Results(
     const v1::ListResultsRequest& r) const {
   constexpr absl::string_view kPrefix = "results:";
-  int64_t before = std::numeric_limits<int64_t>::max();
-  if (!r.page_token().empty()) {
-    ASSIGN_OR_RETURN(const uint64_t last,
-                     TokenNumber(r.page_token(), kPrefix, "ListResults"));
-    if (last == 0 || last > uint64_t{std::numeric_limits<int64_t>::max()}) {
-      return BadToken("ListResults", r.page_token());
-    }
-    before = static_cast<int64_t>(last);
-  }
+  ASSIGN_OR_RETURN(int64_t before,
+                   BeforeId(r.page_token(), kPrefix, "ListResults"));
   const size_t size = PageSize(r.page_size());
   std::vector<int64_t> ids;  // of the results read, in order
   auto fetch = [&](size_t n) -> absl::StatusOr<std::vector<v1::StageResult>> {

@@ -97,7 +97,7 @@ class ListingsWireTest : public ::testing::Test {
                             grpc::InsecureChannelCredentials()));
   }
 
-  static store::CuratorStore& Store() {
+  static ResultStore Store() {
     return server_->curator().operators().store();
   }
 

@@ -12,18 +12,18 @@
 //                   campaigns, ingest, check-ins), with the frontends';
 //   PublishStatus   a frontend's Status, into the store for the operator.
 // Everything else is asked of a part directly, through the accessors:
-//   campaigns()  list, get, close, refusals, stored reports, a campaign's
-//                compiled spec; sync and closing by deadline or quorum;
-//                the tally and counters (CampaignBook's "operator",
-//                "several processes" and "status" calls);
+//   campaigns()  a CampaignDesk (side_views.h): list, get, close,
+//                refusals, stored reports, a campaign's compiled spec;
+//                sync and closing by deadline or quorum; the tally and
+//                counters. Not Create (CreateCampaign above) nor ingest;
 //   ledger()     budgets (Ledger::Budgets) and the metrics' summary;
 //   check_ins()  the check-in desk's counters, for the metrics;
-//   store()      the pipeline's results and the audit log (AddResult,
-//                ListResults, ListResultsBefore, GetResult, Audit,
-//                ListAudit), the operator
-//                lease (TryOperatorLease) and Describe. Campaigns, answers,
-//                caps, keys and sealed messages are written by their parts
-//                only, never through this.
+//   store()      a ResultStore (side_views.h): the pipeline's results and
+//                the audit log (AddResult, ListResults, ListResultsBefore,
+//                GetResult, Audit, ListAudit), the operator lease
+//                (TryOperatorLease) and Describe. Campaigns, answers, caps,
+//                keys and sealed messages are written by their parts only,
+//                never through this.
 //
 // Thread-safe. It holds no lock of its own, and never holds a part's lock
 // while it calls another part (curator.h states the order of the parts'
@@ -43,6 +43,7 @@
 #include "server/curator/fleet.h"
 #include "server/curator/ledger.h"
 #include "server/curator/sessions.h"
+#include "server/curator/side_views.h"
 #include "server/store/store.h"
 
 namespace ldpgraph::curator {
@@ -97,10 +98,10 @@ class OperatorSide {
   absl::Status PublishStatus(const std::string& name);
 
   // --- the parts the operator calls directly --------------------------------
-  CampaignBook& campaigns() { return *parts_.campaigns; }
+  CampaignDesk campaigns() { return CampaignDesk(*parts_.campaigns); }
   const Ledger& ledger() const { return *parts_.ledger; }
   const CheckInDesk& check_ins() const { return *parts_.desk; }
-  store::CuratorStore& store() { return *parts_.store; }
+  ResultStore store() { return ResultStore(*parts_.store); }
   uint32_t num_nodes() const { return options_.num_nodes; }
 
  private:

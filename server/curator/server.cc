@@ -416,11 +416,11 @@ namespace {
 // The campaign gauges: open campaigns and their progress, read from
 // `campaigns` (which must outlive `registry`) at every scrape.
 absl::Status RegisterCampaignMetrics(observability::MetricsRegistry& registry,
-                                     const CampaignBook* campaigns) {
+                                     CampaignDesk campaigns) {
   RETURN_IF_ERROR(registry.AddGaugeCallback(
       "ldpgraph_curator_open_campaigns", "Campaigns accepting reports.",
       [campaigns] {
-        return static_cast<double>(campaigns->open_campaigns());
+        return static_cast<double>(campaigns.open_campaigns());
       }));
   // The open campaigns' progress: (reports + refusals) / targets is the
   // share of their questions answered. A campaign leaves all three when it
@@ -428,7 +428,7 @@ absl::Status RegisterCampaignMetrics(observability::MetricsRegistry& registry,
   auto progress = [&registry, campaigns](const char* name, const char* help,
                                          uint64_t CampaignBook::Tally::*field) {
     return registry.AddGaugeCallback(name, help, [campaigns, field] {
-      return static_cast<double>(campaigns->Count().*field);
+      return static_cast<double>(campaigns.Count().*field);
     });
   };
   RETURN_IF_ERROR(progress("ldpgraph_curator_open_campaign_targets",
@@ -458,7 +458,7 @@ absl::Status CuratorServer::RegisterMetrics() {
                                 "RPCs by method and status code.",
                                 {"method", "code"}));
   RETURN_IF_ERROR(RegisterIngestMetrics());
-  RETURN_IF_ERROR(RegisterCampaignMetrics(m, &curator_->operators().campaigns()));
+  RETURN_IF_ERROR(RegisterCampaignMetrics(m, curator_->operators().campaigns()));
   RETURN_IF_ERROR(RegisterStoreMetrics());
   RETURN_IF_ERROR(RegisterCheckInMetrics());
   return RegisterLedgerMetrics();

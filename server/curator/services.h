@@ -2,7 +2,9 @@
 // the calls of the curator's two narrow interfaces (curator.h): the agent
 // service to AgentSide's, the admin service to OperatorSide's and the
 // Stages'. One status conversion (ToGrpcStatus), authentication from
-// request metadata. No domain logic lives here.
+// request metadata. No domain logic lives here. Defined in agent_service.cc
+// (the agent service), admin_service.cc (the admin service) and services.cc
+// (what they share, with internal/services.h).
 #pragma once
 
 #include <atomic>
@@ -112,8 +114,8 @@ class AgentServiceImpl final
  private:
   absl::StatusOr<std::shared_ptr<const Session>> Authenticate(
       grpc::CallbackServerContext* ctx) const;
-  // Threads for agent work that may block (services.cc, WorkPool): store
-  // writes are serialised anyway, so a few suffice.
+  // Threads for agent work that may block (WorkPool, internal/services.h):
+  // store writes are serialised anyway, so a few suffice.
   static constexpr int kAgentThreads = 8;
   // Their niceness above the process's: bulk agent work yields the CPU to
   // gRPC's threads and the admin service, so ldpctl stays responsive on a
@@ -245,7 +247,8 @@ class AdminServiceImpl final
   absl::Status Authorize(grpc::CallbackServerContext* ctx) const;
   // Every unary method: authorizes (a refusal finishes at once), then on the
   // pool parses the request, runs fn(request, &response), serialises the
-  // response; observes and finishes. Defined in services.cc, its only user.
+  // response; observes and finishes. Defined in admin_service.cc, its only
+  // user.
   template <typename Request, typename Response, typename Fn>
   grpc::ServerUnaryReactor* Serve(absl::string_view method,
                                   grpc::CallbackServerContext* ctx,

@@ -82,7 +82,7 @@
 #include "common/dataset/dataset.h"
 #include "common/dp/rdp_accountant.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "common/wire/codec.h"
 #include "ldpgraph/v1/admin.pb.h"
 #include "server/curator/operator_side.h"
@@ -243,6 +243,7 @@ class Stages {
     dp::RdpAccountant spent;
   };
   absl::StatusOr<std::map<std::string, GraphLedger>> Ledgers() const;
+
 
   OperatorSide* curator_;
   const Dataset* data_;

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "common/edges/blink.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -222,7 +222,7 @@ TEST_F(StagesScreenTest, AnOldEstimateWithTheWholeListInItsDetailsIsRead) {
   auto whole = stages_->IdList(screened->id(), "flagged");
   ASSERT_TRUE(whole.ok()) << whole.status();
   // The same estimate as an older curator recorded it.
-  store::CuratorStore& store = curator_->operators().store();
+  ResultStore store = curator_->operators().store();
   auto row = store.GetResult(1);
   ASSERT_TRUE(row.ok()) << row.status();
   v1::StageResult old = *screened;

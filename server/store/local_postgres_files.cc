@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "common/hex.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 #include "server/store/internal/local_postgres_parts.h"
 

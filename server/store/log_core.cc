@@ -11,11 +11,153 @@
 
 namespace ldpgraph::store {
 
+namespace {
+
+// The answers an Append stores to one campaign, as indices in its
+// `answers`.
+struct AppendGroup {
+  int64_t campaign;
+  const CampaignIndex* indexed;  // null: nothing stored yet
+  std::vector<uint32_t> stored;
+  // Whether the nodes in `stored` ascend strictly (the usual case), so
+  // that none repeats.
+  bool ascending = true;
+};
+
+// The answers of a batch that the index does not hold, grouped by campaign
+// (in order of first appearance). An answer stored earlier is not grouped:
+// its outcome is kDuplicate when it is the same answer (the stored bytes
+// read through `rows`), kConflict otherwise.
+absl::StatusOr<std::vector<AppendGroup>> GroupNewAnswers(
+    LogRows& rows, const AnswerIndex& index,
+    const std::vector<AnswerRow>& answers,
+    std::vector<AppendOutcome>& outcomes) {
+  std::vector<AppendGroup> groups;
+  absl::flat_hash_map<int64_t, uint32_t> group_of;
+  std::string stored_payload;
+  uint32_t g = 0;
+  for (uint32_t i = 0; i < answers.size(); ++i) {
+    const AnswerRow& a = answers[i];
+    if (groups.empty() || groups[g].campaign != a.campaign) {
+      const auto [it, inserted] = group_of.try_emplace(
+          a.campaign, static_cast<uint32_t>(groups.size()));
+      if (inserted) {
+        groups.push_back(AppendGroup{a.campaign, index.Find(a.campaign), {}});
+      }
+      g = it->second;
+    }
+    AppendGroup& group = groups[g];
+    if (group.indexed != nullptr) {
+      if (const AnswerLoc* found = group.indexed->Find(a.node)) {
+        // Stored earlier: the same answer or not?
+        const AnswerLoc& loc = *found;
+        const uint32_t length = loc.length();
+        bool same = loc.refusal() == a.refusal && length == a.payload.size();
+        if (same && length > 0) {
+          RETURN_IF_ERROR(rows.ReadBytes(group.indexed->rows[loc.row],
+                                         loc.offset, length, stored_payload));
+          same = std::memcmp(stored_payload.data(), a.payload.data(), length) ==
+                 0;
+        }
+        outcomes[i] = same ? AppendOutcome::kDuplicate : AppendOutcome::kConflict;
+        continue;
+      }
+    }
+    if (!group.stored.empty() && answers[group.stored.back()].node >= a.node) {
+      group.ascending = false;
+    }
+    group.stored.push_back(i);
+  }
+  return groups;
+}
+
+// A second answer for a node in the batch is compared with the first: it
+// is kDuplicate or kConflict, and left out of its group.
+void DropRepeatedNodes(const std::vector<AnswerRow>& answers,
+                       std::vector<AppendGroup>& groups,
+                       std::vector<AppendOutcome>& outcomes) {
+  for (AppendGroup& group : groups) {
+    if (group.ascending) continue;
+    absl::flat_hash_map<uint32_t, uint32_t> first;  // node -> answer
+    first.reserve(group.stored.size());
+    size_t kept = 0;
+    for (const uint32_t i : group.stored) {
+      const AnswerRow& a = answers[i];
+      const auto [it, inserted] = first.try_emplace(a.node, i);
+      if (inserted) {
+        group.stored[kept++] = i;
+        continue;
+      }
+      const AnswerRow& earlier = answers[it->second];
+      outcomes[i] = earlier.refusal == a.refusal && earlier.payload == a.payload
+                        ? AppendOutcome::kDuplicate
+                        : AppendOutcome::kConflict;
+    }
+    group.stored.resize(kept);
+  }
+}
+
+// Inserts a group's answers through `rows`: one row, more if they pass
+// kMaxLogBlobBytes, each added to *new_rows. bytes: the blob being built
+// (a buffer reused from group to group).
+absl::Status InsertGroupRows(LogRows& rows, const AppendGroup& group,
+                             const std::vector<AnswerRow>& answers,
+                             int64_t now_ms, std::string& bytes,
+                             std::vector<NewRow>* new_rows) {
+  size_t payload_bytes = 0;
+  for (const uint32_t i : group.stored) payload_bytes += answers[i].payload.size();
+  size_t k = 0;
+  while (k < group.stored.size()) {
+    bytes.reserve(std::min(kMaxLogBlobBytes,
+                           kLogHeaderBytes + payload_bytes +
+                               (group.stored.size() - k) * kMaxEntryOverhead));
+    StartLogBlob(bytes);
+    NewRow& row = new_rows->emplace_back();
+    row.campaign = group.campaign;
+    row.entries.reserve(group.stored.size() - k);
+    int64_t previous_ms = 0;
+    for (; k < group.stored.size(); ++k) {
+      const AnswerRow& a = answers[group.stored[k]];
+      if (!row.entries.empty() &&
+          bytes.size() + kMaxEntryOverhead + a.payload.size() >
+              kMaxLogBlobBytes) {
+        break;
+      }
+      const int64_t ms = a.unix_ms != 0 ? a.unix_ms : now_ms;
+      const size_t offset =
+          EncodeEntry(bytes, a.node, a.refusal, a.payload, ms, previous_ms);
+      previous_ms = ms;
+      // (Offsets and lengths past 32 bits fail below: neither engine
+      // takes a value of 2^31 bytes or more.)
+      row.entries.push_back(NewEntry{
+          a.node, static_cast<uint32_t>(offset),
+          static_cast<uint32_t>(a.payload.size() << 1 | (a.refusal ? 1 : 0))});
+    }
+    FinishLogBlob(bytes, static_cast<uint32_t>(row.entries.size()));
+    ASSIGN_OR_RETURN(row.id, rows.Insert(group.campaign, bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status LogCore::CorruptRow(int64_t id, int64_t campaign,
                                  absl::string_view what) const {
   return absl::DataLossError(absl::StrCat("curator store ", name_,
                                           ": answer_log row ", id,
                                           " (campaign ", campaign, "): ", what));
+}
+
+absl::Status LogCore::ReadCampaignRow(LogRows& rows, int64_t id,
+                                      int64_t campaign,
+                                      std::string* blob) const {
+  int64_t row_campaign = 0;
+  RETURN_IF_ERROR(rows.ReadRow(id, &row_campaign, blob));
+  if (row_campaign != campaign) {
+    return CorruptRow(id, row_campaign,
+                      absl::StrCat("indexed as a row of campaign ", campaign));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LogCore::CatchUp(LogRows& rows, bool initial) {
@@ -58,76 +200,13 @@ absl::StatusOr<std::vector<AppendOutcome>> LogCore::Append(
     LogRows& rows, const std::vector<AnswerRow>& answers, int64_t now_ms,
     std::vector<NewRow>* new_rows) {
   std::vector<AppendOutcome> outcomes(answers.size(), AppendOutcome::kStored);
-  // The answers the batch stores, grouped by campaign (in order of first
-  // appearance), as indices in `answers`.
-  struct Group {
-    int64_t campaign;
-    const CampaignIndex* indexed;  // null: nothing stored yet
-    std::vector<uint32_t> stored;
-    // Whether the nodes in `stored` ascend strictly (the usual case), so
-    // that none repeats.
-    bool ascending = true;
-  };
-  std::vector<Group> groups;
-  absl::flat_hash_map<int64_t, uint32_t> group_of;
-  std::string stored_payload;
-  uint32_t g = 0;
-  for (uint32_t i = 0; i < answers.size(); ++i) {
-    const AnswerRow& a = answers[i];
-    if (groups.empty() || groups[g].campaign != a.campaign) {
-      const auto [it, inserted] = group_of.try_emplace(
-          a.campaign, static_cast<uint32_t>(groups.size()));
-      if (inserted) {
-        groups.push_back(Group{a.campaign, index_.Find(a.campaign), {}});
-      }
-      g = it->second;
-    }
-    Group& group = groups[g];
-    if (group.indexed != nullptr) {
-      if (const AnswerLoc* found = group.indexed->Find(a.node)) {
-        // Stored earlier: the same answer or not?
-        const AnswerLoc& loc = *found;
-        const uint32_t length = loc.length();
-        bool same = loc.refusal() == a.refusal && length == a.payload.size();
-        if (same && length > 0) {
-          RETURN_IF_ERROR(rows.ReadBytes(group.indexed->rows[loc.row],
-                                         loc.offset, length, stored_payload));
-          same = std::memcmp(stored_payload.data(), a.payload.data(), length) ==
-                 0;
-        }
-        outcomes[i] = same ? AppendOutcome::kDuplicate : AppendOutcome::kConflict;
-        continue;
-      }
-    }
-    if (!group.stored.empty() && answers[group.stored.back()].node >= a.node) {
-      group.ascending = false;
-    }
-    group.stored.push_back(i);
-  }
-  // A second answer for a node in the batch is compared with the first.
-  for (Group& group : groups) {
-    if (group.ascending) continue;
-    absl::flat_hash_map<uint32_t, uint32_t> first;  // node -> answer
-    first.reserve(group.stored.size());
-    size_t kept = 0;
-    for (const uint32_t i : group.stored) {
-      const AnswerRow& a = answers[i];
-      const auto [it, inserted] = first.try_emplace(a.node, i);
-      if (inserted) {
-        group.stored[kept++] = i;
-        continue;
-      }
-      const AnswerRow& earlier = answers[it->second];
-      outcomes[i] = earlier.refusal == a.refusal && earlier.payload == a.payload
-                        ? AppendOutcome::kDuplicate
-                        : AppendOutcome::kConflict;
-    }
-    group.stored.resize(kept);
-  }
+  ASSIGN_OR_RETURN(std::vector<AppendGroup> groups,
+                   GroupNewAnswers(rows, index_, answers, outcomes));
+  DropRepeatedNodes(answers, groups, outcomes);
   // New answers to a campaign the store holds closed (closed by another
   // curator process since this one checked) are not stored.
   std::vector<int64_t> with_new;
-  for (const Group& group : groups) {
+  for (const AppendGroup& group : groups) {
     if (!group.stored.empty()) with_new.push_back(group.campaign);
   }
   if (with_new.empty()) return outcomes;
@@ -136,43 +215,13 @@ absl::StatusOr<std::vector<AppendOutcome>> LogCore::Append(
 
   // One row per campaign (more if its answers pass kMaxLogBlobBytes).
   std::string bytes;
-  for (const Group& group : groups) {
+  for (const AppendGroup& group : groups) {
     if (closed.contains(group.campaign)) {
       for (const uint32_t i : group.stored) outcomes[i] = AppendOutcome::kClosed;
       continue;
     }
-    size_t payload_bytes = 0;
-    for (const uint32_t i : group.stored) payload_bytes += answers[i].payload.size();
-    size_t k = 0;
-    while (k < group.stored.size()) {
-      bytes.reserve(std::min(kMaxLogBlobBytes,
-                             kLogHeaderBytes + payload_bytes +
-                                 (group.stored.size() - k) * kMaxEntryOverhead));
-      StartLogBlob(bytes);
-      NewRow& row = new_rows->emplace_back();
-      row.campaign = group.campaign;
-      row.entries.reserve(group.stored.size() - k);
-      int64_t previous_ms = 0;
-      for (; k < group.stored.size(); ++k) {
-        const AnswerRow& a = answers[group.stored[k]];
-        if (!row.entries.empty() &&
-            bytes.size() + kMaxEntryOverhead + a.payload.size() >
-                kMaxLogBlobBytes) {
-          break;
-        }
-        const int64_t ms = a.unix_ms != 0 ? a.unix_ms : now_ms;
-        const size_t offset =
-            EncodeEntry(bytes, a.node, a.refusal, a.payload, ms, previous_ms);
-        previous_ms = ms;
-        // (Offsets and lengths past 32 bits fail below: neither engine
-        // takes a value of 2^31 bytes or more.)
-        row.entries.push_back(NewEntry{
-            a.node, static_cast<uint32_t>(offset),
-            static_cast<uint32_t>(a.payload.size() << 1 | (a.refusal ? 1 : 0))});
-      }
-      FinishLogBlob(bytes, static_cast<uint32_t>(row.entries.size()));
-      ASSIGN_OR_RETURN(row.id, rows.Insert(group.campaign, bytes));
-    }
+    RETURN_IF_ERROR(
+        InsertGroupRows(rows, group, answers, now_ms, bytes, new_rows));
   }
   return outcomes;
 }
@@ -192,12 +241,7 @@ absl::Status LogCore::Emit(LogRows& rows, int64_t campaign,
   refs.reserve(c.count());
   for (size_t i = 0; i < c.rows.size(); ++i) {
     const int64_t id = c.rows[i];
-    int64_t row_campaign = 0;
-    RETURN_IF_ERROR(rows.ReadRow(id, &row_campaign, &blobs[i]));
-    if (row_campaign != campaign) {
-      return CorruptRow(id, row_campaign,
-                        absl::StrCat("indexed as a row of campaign ", campaign));
-    }
+    RETURN_IF_ERROR(ReadCampaignRow(rows, id, campaign, &blobs[i]));
     const auto row = static_cast<uint32_t>(i);
     if (absl::Status status = LogReader(blobs[i]).Read(
             [&](const LogEntry& e) { refs.push_back(Ref{row, e}); });
@@ -264,12 +308,7 @@ absl::Status LogCore::EmitPage(LogRows& rows, int64_t campaign,
   std::string blob;
   for (const uint32_t row : needed) {
     const int64_t id = c.rows[row];
-    int64_t row_campaign = 0;
-    RETURN_IF_ERROR(rows.ReadRow(id, &row_campaign, &blob));
-    if (row_campaign != campaign) {
-      return CorruptRow(id, row_campaign,
-                        absl::StrCat("indexed as a row of campaign ", campaign));
-    }
+    RETURN_IF_ERROR(ReadCampaignRow(rows, id, campaign, &blob));
     absl::Status status = LogReader(blob).Read([&](const LogEntry& e) {
       const auto it = std::lower_bound(
           picked.begin(), picked.end(), std::make_pair(e.node, uint32_t{0}));

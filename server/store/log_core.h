@@ -99,6 +99,10 @@ class LogCore {
  private:
   absl::Status CorruptRow(int64_t id, int64_t campaign,
                           absl::string_view what) const;
+  // Row `id`'s blob into *blob (the backend's error if it cannot be read);
+  // DATA_LOSS naming it if it is not a row of `campaign`, as the index says.
+  absl::Status ReadCampaignRow(LogRows& rows, int64_t id, int64_t campaign,
+                               std::string* blob) const;
 
   const std::string name_;
   AnswerIndex index_;

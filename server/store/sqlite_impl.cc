@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/sqlite.h"
+#include "common/storage/sqlite.h"
 #include "common/status_macros.h"
 #include "server/store/internal/sqlite_backend.h"
 

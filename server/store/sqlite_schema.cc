@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/sqlite.h"
+#include "common/storage/sqlite.h"
 #include "common/status_macros.h"
 #include "server/store/internal/sqlite_backend.h"
 #include "server/store/store.h"
@@ -85,10 +85,10 @@ CREATE TABLE IF NOT EXISTS frontends(
   unix_ms INTEGER NOT NULL);
 )sql";
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
-    const std::string& dir, Options options) {
+// Open's arguments: INVALID_ARGUMENT for a negative max_bytes or
+// busy_timeout_ms, NOT_FOUND when dir is not a directory.
+absl::Status CheckOpenArguments(const std::string& dir,
+                                const CuratorStore::Options& options) {
   if (options.max_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "curator store: max_bytes must be >= 0, got ", options.max_bytes));
@@ -105,10 +105,86 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
                      " does not exist or is not a directory",
                      ec ? absl::StrCat(" (", ec.message(), ")") : ""));
   }
+  return absl::OkStatus();
+}
+
+// A writable store's connection settings: WAL (INTERNAL if SQLite refuses
+// it), synchronous, and the size limit when options.max_bytes is set.
+absl::Status ConfigureWritable(sqlite_internal::SqliteImpl& impl,
+                               const CuratorStore::Options& options)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl.mu) {
+  ASSIGN_OR_RETURN(const std::string mode,
+                   sqlite::QueryText(impl.db.get(), impl.path,
+                                     "PRAGMA journal_mode = WAL",
+                                     "setting journal_mode=WAL"));
+  if (mode != "wal") {
+    return absl::InternalError(absl::StrCat(
+        "curator store ", impl.path,
+        ": SQLite refused WAL mode (journal_mode is ", mode, ")"));
+  }
+  RETURN_IF_ERROR(
+      impl.Exec("setting synchronous", options.synchronous_full
+                                           ? "PRAGMA synchronous = FULL"
+                                           : "PRAGMA synchronous = NORMAL"));
+  if (options.max_bytes > 0) {
+    ASSIGN_OR_RETURN(const int64_t page_size,
+                     impl.QueryInt("reading page_size", "PRAGMA page_size"));
+    // SQLite keeps the limit at least the current size.
+    const int64_t pages = std::max<int64_t>(1, options.max_bytes / page_size);
+    RETURN_IF_ERROR(
+        impl.QueryInt("setting max_page_count",
+                      absl::StrCat("PRAGMA max_page_count = ", pages))
+            .status());
+  }
+  return absl::OkStatus();
+}
+
+// The schema of a writable store whose file is of `version` (0: new):
+// kSchema and the version for a new file, in one transaction; then
+// kAdditiveSchema in another.
+absl::Status CreateSchema(sqlite_internal::SqliteImpl& impl, int64_t version)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl.mu) {
+  sqlite3* db = impl.db.get();
+  if (version == 0) {
+    // A new file (or one another Open is initialising: the transaction
+    // waits for it, and CREATE ... IF NOT EXISTS makes the second a no-op).
+    RETURN_IF_ERROR(sqlite::InTransaction(
+        db, impl.path, "creating the schema", [&]() -> absl::Status {
+          RETURN_IF_ERROR(sqlite::Exec(db, impl.path, kSchema,
+                                       "creating the schema"));
+          return sqlite::Exec(
+              db, impl.path,
+              absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str(),
+              "setting the schema version");
+        }));
+  }
+  return sqlite::InTransaction(db, impl.path, "adding tables", [&] {
+    return sqlite::Exec(db, impl.path, kAdditiveSchema, "adding tables");
+  });
+}
+
+// Open's last steps, on a connection whose schema is in place: the
+// statements prepared, the answer log indexed, then the store over impl
+// (moved there only then: the caller holds impl->mu until it returns).
+absl::StatusOr<std::unique_ptr<CuratorStore>> ReadyStore(
+    std::unique_ptr<sqlite_internal::SqliteImpl>& impl)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl->mu) {
+  RETURN_IF_ERROR(impl->PrepareAll());
+  RETURN_IF_ERROR(impl->CatchUp("indexing the answer log", /*initial=*/true));
+  return std::unique_ptr<CuratorStore>(
+      new sqlite_internal::SqliteStore(std::move(impl)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
+    const std::string& dir, Options options) {
+  RETURN_IF_ERROR(CheckOpenArguments(dir, options));
   auto impl = std::make_unique<sqlite_internal::SqliteImpl>(
       (std::filesystem::path(dir) / kFileName).string());
   absl::MutexLock lock(&impl->mu);
   impl->read_only = options.read_only;
+  std::error_code ec;
   if (options.read_only && !std::filesystem::exists(impl->path, ec)) {
     return absl::NotFoundError(absl::StrCat(
         "curator store ", impl->path, " does not exist (opened read-only)"));
@@ -136,160 +212,119 @@ absl::StatusOr<std::unique_ptr<CuratorStore>> CuratorStore::Open(
           "curator store ", impl->path,
           " holds no curator state yet (opened read-only)"));
     }
-    RETURN_IF_ERROR(impl->PrepareAll());
-    RETURN_IF_ERROR(impl->CatchUp("indexing the answer log", /*initial=*/true));
-    return std::unique_ptr<CuratorStore>(
-        new sqlite_internal::SqliteStore(std::move(impl)));
+    return ReadyStore(impl);
   }
-
-  ASSIGN_OR_RETURN(const std::string mode,
-                   sqlite::QueryText(db, impl->path, "PRAGMA journal_mode = WAL",
-                                     "setting journal_mode=WAL"));
-  if (mode != "wal") {
-    return absl::InternalError(absl::StrCat(
-        "curator store ", impl->path,
-        ": SQLite refused WAL mode (journal_mode is ", mode, ")"));
-  }
-  RETURN_IF_ERROR(
-      impl->Exec("setting synchronous", options.synchronous_full
-                                            ? "PRAGMA synchronous = FULL"
-                                            : "PRAGMA synchronous = NORMAL"));
-  if (options.max_bytes > 0) {
-    ASSIGN_OR_RETURN(const int64_t page_size,
-                     impl->QueryInt("reading page_size", "PRAGMA page_size"));
-    // SQLite keeps the limit at least the current size.
-    const int64_t pages = std::max<int64_t>(1, options.max_bytes / page_size);
-    RETURN_IF_ERROR(
-        impl->QueryInt("setting max_page_count",
-                       absl::StrCat("PRAGMA max_page_count = ", pages))
-            .status());
-  }
-
-  if (version == 0) {
-    // A new file (or one another Open is initialising: the transaction
-    // waits for it, and CREATE ... IF NOT EXISTS makes the second a no-op).
-    RETURN_IF_ERROR(sqlite::InTransaction(
-        db, impl->path, "creating the schema", [&]() -> absl::Status {
-          RETURN_IF_ERROR(sqlite::Exec(db, impl->path, kSchema,
-                                       "creating the schema"));
-          return sqlite::Exec(
-              db, impl->path,
-              absl::StrCat("PRAGMA user_version = ", kSchemaVersion).c_str(),
-              "setting the schema version");
-        }));
-  }
-  RETURN_IF_ERROR(sqlite::InTransaction(db, impl->path, "adding tables", [&] {
-    return sqlite::Exec(db, impl->path, kAdditiveSchema, "adding tables");
-  }));
-  RETURN_IF_ERROR(impl->PrepareAll());
-  RETURN_IF_ERROR(impl->CatchUp("indexing the answer log", /*initial=*/true));
-  return std::unique_ptr<CuratorStore>(
-      new sqlite_internal::SqliteStore(std::move(impl)));
+  RETURN_IF_ERROR(ConfigureWritable(*impl, options));
+  RETURN_IF_ERROR(CreateSchema(*impl, version));
+  return ReadyStore(impl);
 }
 
 namespace sqlite_internal {
+namespace {
+
+using Statements = SqliteImpl::Statements;
+
+// The statements PrepareAll prepares, in this order: where each is kept,
+// and its SQL.
+struct StatementSql {
+  Stmt Statements::*stmt;
+  const char* sql;
+};
+constexpr StatementSql kPreparedStatements[] = {
+    {&Statements::begin, "BEGIN IMMEDIATE"},
+    {&Statements::begin_read, "BEGIN"},
+    {&Statements::commit, "COMMIT"},
+    {&Statements::rollback, "ROLLBACK"},
+    {&Statements::insert_campaign,
+     "INSERT INTO campaigns(open, record) "
+     "VALUES(1, x'')"},
+    {&Statements::set_campaign_record,
+     "UPDATE campaigns SET record = ?2 WHERE id = ?1"},
+    {&Statements::update_campaign,
+     "UPDATE campaigns SET open = ?2, record = ?3 "
+     "WHERE id = ?1"},
+    {&Statements::list_campaigns,
+     "SELECT id, open, record FROM campaigns "
+     "ORDER BY id"},
+    {&Statements::insert_log,
+     "INSERT INTO answer_log(campaign, answers) "
+     "VALUES(?1, ?2)"},
+    {&Statements::log_after,
+     "SELECT id, campaign, answers FROM answer_log "
+     "WHERE id > ?1 ORDER BY id"},
+    {&Statements::log_row,
+     "SELECT id, campaign, answers FROM answer_log "
+     "WHERE id = ?1"},
+    {&Statements::closed_campaigns, "SELECT open FROM campaigns WHERE id = ?1"},
+    {&Statements::put_caps,
+     "INSERT INTO caps(node, caps) VALUES(?1, ?2) "
+     "ON CONFLICT(node) DO UPDATE SET "
+     "caps = excluded.caps"},
+    {&Statements::all_caps, "SELECT node, caps FROM caps ORDER BY node"},
+    {&Statements::clear_fleet, "DELETE FROM fleet"},
+    {&Statements::put_fleet, "INSERT INTO fleet(shard, holder) VALUES(?1, ?2)"},
+    {&Statements::get_fleet, "SELECT shard, holder FROM fleet ORDER BY shard"},
+    {&Statements::insert_audit,
+     "INSERT INTO audit(unix_ms, actor, action, details_json) "
+     "VALUES(?1, ?2, ?3, ?4)"},
+    {&Statements::list_audit,
+     "SELECT sequence, unix_ms, actor, action, details_json "
+     "FROM audit WHERE sequence > ?1 ORDER BY sequence LIMIT ?2"},
+    {&Statements::insert_sealed,
+     "INSERT INTO sealed(campaign, from_node, to_node, ciphertext) "
+     "VALUES(?1, ?2, ?3, ?4)"},
+    // The recipients come as one JSON array, so the statement is prepared
+    // once whatever their number.
+    {&Statements::fetch_sealed,
+     "SELECT sequence, campaign, from_node, to_node, ciphertext "
+     "FROM sealed WHERE to_node IN (SELECT value FROM json_each(?1)) "
+     "AND sequence > ?2 ORDER BY sequence LIMIT ?3"},
+    {&Statements::fetch_sealed_campaign,
+     "SELECT sequence, campaign, from_node, to_node, ciphertext "
+     "FROM sealed WHERE campaign = ?4 AND "
+     "to_node IN (SELECT value FROM json_each(?1)) "
+     "AND sequence > ?2 ORDER BY sequence LIMIT ?3"},
+    {&Statements::put_node_key,
+     "INSERT INTO node_keys(node, public_key) "
+     "VALUES(?1, ?2) ON CONFLICT(node) DO UPDATE SET "
+     "public_key = excluded.public_key"},
+    {&Statements::all_node_keys,
+     "SELECT node, public_key FROM node_keys "
+     "ORDER BY node"},
+    {&Statements::some_node_keys,
+     "SELECT node, public_key FROM node_keys WHERE node "
+     "IN (SELECT value FROM json_each(?1)) ORDER BY node"},
+    {&Statements::put_frontend,
+     "INSERT INTO frontends(name, status, unix_ms) "
+     "VALUES(?1, ?2, ?3) ON CONFLICT(name) DO UPDATE "
+     "SET status = excluded.status, "
+     "unix_ms = excluded.unix_ms"},
+    {&Statements::drop_frontends, "DELETE FROM frontends WHERE unix_ms < ?1"},
+    {&Statements::fresh_frontends,
+     "SELECT status FROM frontends WHERE unix_ms >= ?1 "
+     "ORDER BY name"},
+    {&Statements::insert_result,
+     "INSERT INTO results(record, matrix_path) "
+     "VALUES(x'', ?1)"},
+    {&Statements::set_result_record,
+     "UPDATE results SET record = ?2 WHERE id = ?1"},
+    {&Statements::list_results,
+     "SELECT id, record, matrix_path FROM results "
+     "ORDER BY id"},
+    {&Statements::list_results_before,
+     "SELECT id, record, matrix_path FROM results "
+     "WHERE id < ?1 ORDER BY id DESC LIMIT ?2"},
+    {&Statements::get_result,
+     "SELECT id, record, matrix_path FROM results "
+     "WHERE id = ?1"},
+};
+
+}  // namespace
 
 absl::Status SqliteImpl::PrepareAll() {
-  Statements& s = stmts;
-  ASSIGN_OR_RETURN(s.begin, Prepare("BEGIN IMMEDIATE"));
-  ASSIGN_OR_RETURN(s.begin_read, Prepare("BEGIN"));
-  ASSIGN_OR_RETURN(s.commit, Prepare("COMMIT"));
-  ASSIGN_OR_RETURN(s.rollback, Prepare("ROLLBACK"));
-  ASSIGN_OR_RETURN(s.insert_campaign,
-                   Prepare("INSERT INTO campaigns(open, record) "
-                           "VALUES(1, x'')"));
-  ASSIGN_OR_RETURN(s.set_campaign_record,
-                   Prepare("UPDATE campaigns SET record = ?2 WHERE id = ?1"));
-  ASSIGN_OR_RETURN(s.update_campaign,
-                   Prepare("UPDATE campaigns SET open = ?2, record = ?3 "
-                           "WHERE id = ?1"));
-  ASSIGN_OR_RETURN(s.list_campaigns,
-                   Prepare("SELECT id, open, record FROM campaigns "
-                           "ORDER BY id"));
-  ASSIGN_OR_RETURN(s.insert_log,
-                   Prepare("INSERT INTO answer_log(campaign, answers) "
-                           "VALUES(?1, ?2)"));
-  ASSIGN_OR_RETURN(s.log_after,
-                   Prepare("SELECT id, campaign, answers FROM answer_log "
-                           "WHERE id > ?1 ORDER BY id"));
-  ASSIGN_OR_RETURN(s.log_row,
-                   Prepare("SELECT id, campaign, answers FROM answer_log "
-                           "WHERE id = ?1"));
-  ASSIGN_OR_RETURN(
-      s.closed_campaigns,
-      Prepare("SELECT open FROM campaigns WHERE id = ?1"));
-  ASSIGN_OR_RETURN(s.put_caps,
-                   Prepare("INSERT INTO caps(node, caps) VALUES(?1, ?2) "
-                           "ON CONFLICT(node) DO UPDATE SET "
-                           "caps = excluded.caps"));
-  ASSIGN_OR_RETURN(s.all_caps,
-                   Prepare("SELECT node, caps FROM caps ORDER BY node"));
-  ASSIGN_OR_RETURN(s.clear_fleet, Prepare("DELETE FROM fleet"));
-  ASSIGN_OR_RETURN(s.put_fleet,
-                   Prepare("INSERT INTO fleet(shard, holder) VALUES(?1, ?2)"));
-  ASSIGN_OR_RETURN(s.get_fleet,
-                   Prepare("SELECT shard, holder FROM fleet ORDER BY shard"));
-  ASSIGN_OR_RETURN(
-      s.insert_audit,
-      Prepare("INSERT INTO audit(unix_ms, actor, action, details_json) "
-              "VALUES(?1, ?2, ?3, ?4)"));
-  ASSIGN_OR_RETURN(
-      s.list_audit,
-      Prepare("SELECT sequence, unix_ms, actor, action, details_json "
-              "FROM audit WHERE sequence > ?1 ORDER BY sequence LIMIT ?2"));
-  ASSIGN_OR_RETURN(
-      s.insert_sealed,
-      Prepare("INSERT INTO sealed(campaign, from_node, to_node, ciphertext) "
-              "VALUES(?1, ?2, ?3, ?4)"));
-  // The recipients come as one JSON array, so the statement is prepared
-  // once whatever their number.
-  ASSIGN_OR_RETURN(
-      s.fetch_sealed,
-      Prepare(
-          "SELECT sequence, campaign, from_node, to_node, ciphertext "
-          "FROM sealed WHERE to_node IN (SELECT value FROM json_each(?1)) "
-          "AND sequence > ?2 ORDER BY sequence LIMIT ?3"));
-  ASSIGN_OR_RETURN(
-      s.fetch_sealed_campaign,
-      Prepare(
-          "SELECT sequence, campaign, from_node, to_node, ciphertext "
-          "FROM sealed WHERE campaign = ?4 AND "
-          "to_node IN (SELECT value FROM json_each(?1)) "
-          "AND sequence > ?2 ORDER BY sequence LIMIT ?3"));
-  ASSIGN_OR_RETURN(s.put_node_key,
-                   Prepare("INSERT INTO node_keys(node, public_key) "
-                           "VALUES(?1, ?2) ON CONFLICT(node) DO UPDATE SET "
-                           "public_key = excluded.public_key"));
-  ASSIGN_OR_RETURN(s.all_node_keys,
-                   Prepare("SELECT node, public_key FROM node_keys "
-                           "ORDER BY node"));
-  ASSIGN_OR_RETURN(s.some_node_keys,
-                   Prepare("SELECT node, public_key FROM node_keys WHERE node "
-                           "IN (SELECT value FROM json_each(?1)) ORDER BY node"));
-  ASSIGN_OR_RETURN(s.put_frontend,
-                   Prepare("INSERT INTO frontends(name, status, unix_ms) "
-                           "VALUES(?1, ?2, ?3) ON CONFLICT(name) DO UPDATE "
-                           "SET status = excluded.status, "
-                           "unix_ms = excluded.unix_ms"));
-  ASSIGN_OR_RETURN(s.drop_frontends,
-                   Prepare("DELETE FROM frontends WHERE unix_ms < ?1"));
-  ASSIGN_OR_RETURN(s.fresh_frontends,
-                   Prepare("SELECT status FROM frontends WHERE unix_ms >= ?1 "
-                           "ORDER BY name"));
-  ASSIGN_OR_RETURN(s.insert_result,
-                   Prepare("INSERT INTO results(record, matrix_path) "
-                           "VALUES(x'', ?1)"));
-  ASSIGN_OR_RETURN(s.set_result_record,
-                   Prepare("UPDATE results SET record = ?2 WHERE id = ?1"));
-  ASSIGN_OR_RETURN(s.list_results,
-                   Prepare("SELECT id, record, matrix_path FROM results "
-                           "ORDER BY id"));
-  ASSIGN_OR_RETURN(s.list_results_before,
-                   Prepare("SELECT id, record, matrix_path FROM results "
-                           "WHERE id < ?1 ORDER BY id DESC LIMIT ?2"));
-  ASSIGN_OR_RETURN(s.get_result,
-                   Prepare("SELECT id, record, matrix_path FROM results "
-                           "WHERE id = ?1"));
+  for (const StatementSql& s : kPreparedStatements) {
+    ASSIGN_OR_RETURN(stmts.*s.stmt, Prepare(s.sql));
+  }
   return absl::OkStatus();
 }
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/sqlite.h"
+#include "common/storage/sqlite.h"
 #include "common/status_macros.h"
 #include "server/store/internal/sqlite_backend.h"
 

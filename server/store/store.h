@@ -30,7 +30,7 @@
 // what was actually collected, and a restarted curator rebuilds it with
 // ForEachAnswer.
 //
-// Errors: a failure of SQLite is mapped by common/sqlite.h's SqliteError:
+// Errors: a failure of SQLite is mapped by common/storage/sqlite.h's SqliteError:
 // RESOURCE_EXHAUSTED for a full disk (SQLITE_FULL, or max_bytes);
 // UNAVAILABLE when another connection holds the lock past busy_timeout_ms
 // (SQLITE_BUSY, SQLITE_LOCKED): nothing is wrong with the store, the call

@@ -26,7 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/sqlite.h"
+#include "common/storage/sqlite.h"
 #include "server/store/log_core.h"
 #include "server/store/store.h"
 
@@ -103,7 +103,7 @@ struct SqliteImpl {
   Db db ABSL_GUARDED_BY(mu);
   Statements stmts ABSL_GUARDED_BY(mu);
 
-  // The failure rc of SQLite as a status (common/sqlite.h's SqliteError:
+  // The failure rc of SQLite as a status (common/storage/sqlite.h's SqliteError:
   // RESOURCE_EXHAUSTED for SQLITE_FULL, UNAVAILABLE for SQLITE_BUSY and
   // SQLITE_LOCKED, INTERNAL otherwise) naming the path, the operation, and
   // SQLite's message.
