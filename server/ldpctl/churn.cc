@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/agent_state.h"
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
 

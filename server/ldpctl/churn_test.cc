@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/agent_state.h"
-#include "common/accounting.h"
+#include "common/dp/accounting.h"
 #include "common/wire/codec.h"
 #include "gtest/gtest.h"
 #include "server/store/store.h"

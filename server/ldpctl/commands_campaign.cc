@@ -31,6 +31,22 @@
 #include "server/ldpctl/internal/commands.h"
 
 namespace ldpgraph::ldpctl {
+namespace {
+
+// --<flag> LO,HI into spec's public range (default [-1, 1]).
+absl::Status RangeFromFlag(const CliArgs& a, const char* flag,
+                           v1::MechanismSpec* spec) {
+  ASSIGN_OR_RETURN(auto range, a.GetDoubleList(flag));
+  if (range && range->size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be LO,HI"));
+  }
+  spec->set_range_low(range ? (*range)[0] : -1.0);
+  spec->set_range_high(range ? (*range)[1] : 1.0);
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<v1::MechanismKind> ParseMechanismKind(absl::string_view name) {
   // Every kind is accepted; the message lists the feature kinds first.
@@ -80,13 +96,7 @@ absl::Status SubstitutionFromFlags(const CliArgs& a, v1::MechanismSpec* spec) {
   f->set_dimension(static_cast<uint32_t>(*d));
   ASSIGN_OR_RETURN(auto k, a.GetUint("feature-sampled"));
   if (k) f->set_sampled(static_cast<uint32_t>(*k));
-  ASSIGN_OR_RETURN(auto range, a.GetDoubleList("feature-range"));
-  if (range && range->size() != 2) {
-    return absl::InvalidArgumentError("--feature-range must be LO,HI");
-  }
-  f->set_range_low(range ? (*range)[0] : -1.0);
-  f->set_range_high(range ? (*range)[1] : 1.0);
-  return absl::OkStatus();
+  return RangeFromFlag(a, "feature-range", f);
 }
 
 namespace internal {
@@ -128,10 +138,8 @@ void PrintCampaign(const Output& o, const v1::Campaign& c) {
   if (!c.close_reason().empty()) o.out << "closed: " << c.close_reason() << "\n";
 }
 
-absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
-                            const Output& o) {
-  v1::CreateCampaignRequest req;
-  req.set_name(a.Get("name").value_or(""));
+// --attribute into req (default features).
+absl::Status AttributeFromFlags(const CliArgs& a, v1::CreateCampaignRequest* req) {
   const std::string attribute = a.Get("attribute").value_or("features");
   auto parsed = wire::kAttributeNames.Parse(attribute);
   if (!parsed.ok()) {
@@ -139,30 +147,34 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
         absl::StrCat("--attribute must be ", wire::kAttributeNames.ChoicesOr(),
                      ", got '", attribute, "'"));
   }
-  req.set_attribute(*parsed);
-  const bool edges = req.attribute() == v1::ATTRIBUTE_EDGES;
-  if (!a.Has("mechanism") || !a.Has("epsilon") ||
-      (!a.Has("dimension") && !edges)) {
-    return absl::InvalidArgumentError(
-        "campaign create needs --mechanism, --epsilon and --dimension");
-  }
-  v1::MechanismSpec* spec = req.mutable_spec();
-  ASSIGN_OR_RETURN(v1::MechanismKind kind, ParseMechanismKind(*a.Get("mechanism")));
-  spec->set_kind(kind);
-  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
-  spec->set_epsilon(*eps);
+  req->set_attribute(*parsed);
+  return absl::OkStatus();
+}
+
+// --dimension into spec; without it (an edges campaign), the curator's
+// number of nodes.
+absl::Status DimensionFromFlags(const CliArgs& a, const Connection& c,
+                                v1::MechanismSpec* spec) {
   ASSIGN_OR_RETURN(auto d, a.GetUint("dimension"));
   if (d) {
     spec->set_dimension(static_cast<uint32_t>(*d));
-  } else {
-    // Edges: the number of nodes, which is the curator's.
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx);
-    v1::CuratorStatus status;
-    RETURN_IF_ERROR(FromGrpc(
-        c.stub->GetStatus(&ctx, v1::GetStatusRequest(), &status), c.address));
-    spec->set_dimension(status.graph_nodes());
+    return absl::OkStatus();
   }
+  // Edges: the number of nodes, which is the curator's.
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx);
+  v1::CuratorStatus status;
+  RETURN_IF_ERROR(FromGrpc(
+      c.stub->GetStatus(&ctx, v1::GetStatusRequest(), &status), c.address));
+  spec->set_dimension(status.graph_nodes());
+  return absl::OkStatus();
+}
+
+// The edge mechanisms' own flags: --blink-delta for edge-blink, the
+// substitution's for edge-substitution; INVALID_ARGUMENT for either given
+// to another mechanism.
+absl::Status EdgeMechanismFromFlags(const CliArgs& a, v1::MechanismKind kind,
+                                    v1::MechanismSpec* spec) {
   if (kind == v1::MECHANISM_KIND_EDGE_BLINK) {
     ASSIGN_OR_RETURN(auto delta, a.GetDouble("blink-delta"));
     spec->mutable_blink()->set_degree_share(
@@ -172,34 +184,52 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
         "--blink-delta applies to --mechanism edge-blink only");
   }
   if (kind == v1::MECHANISM_KIND_EDGE_SUBSTITUTION) {
-    RETURN_IF_ERROR(SubstitutionFromFlags(a, spec));
-  } else {
-    for (const char* flag :
-         {"approach", "similarity", "top-k", "max-dummies", "dummy-mean",
-          "dummy-std", "feature-mechanism", "feature-epsilon",
-          "feature-dimension", "feature-sampled", "feature-range",
-          "round-timeout-ms"}) {
-      if (a.Has(flag)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", flag, " applies to --mechanism edge-substitution only"));
-      }
+    return SubstitutionFromFlags(a, spec);
+  }
+  for (const char* flag :
+       {"approach", "similarity", "top-k", "max-dummies", "dummy-mean",
+        "dummy-std", "feature-mechanism", "feature-epsilon",
+        "feature-dimension", "feature-sampled", "feature-range",
+        "round-timeout-ms"}) {
+    if (a.Has(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " applies to --mechanism edge-substitution only"));
     }
   }
+  return absl::OkStatus();
+}
+
+// The mechanism: --mechanism, --epsilon, --dimension, the edge mechanisms'
+// flags, --sampled and --range into req's spec (its attribute set).
+absl::Status SpecFromFlags(const CliArgs& a, const Connection& c,
+                           v1::CreateCampaignRequest* req) {
+  const bool edges = req->attribute() == v1::ATTRIBUTE_EDGES;
+  if (!a.Has("mechanism") || !a.Has("epsilon") ||
+      (!a.Has("dimension") && !edges)) {
+    return absl::InvalidArgumentError(
+        "campaign create needs --mechanism, --epsilon and --dimension");
+  }
+  v1::MechanismSpec* spec = req->mutable_spec();
+  ASSIGN_OR_RETURN(v1::MechanismKind kind, ParseMechanismKind(*a.Get("mechanism")));
+  spec->set_kind(kind);
+  ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
+  spec->set_epsilon(*eps);
+  RETURN_IF_ERROR(DimensionFromFlags(a, c, spec));
+  RETURN_IF_ERROR(EdgeMechanismFromFlags(a, kind, spec));
   ASSIGN_OR_RETURN(auto k, a.GetUint("sampled"));
   if (k) spec->set_sampled(static_cast<uint32_t>(*k));
-  ASSIGN_OR_RETURN(auto range, a.GetDoubleList("range"));
-  if (range && range->size() != 2) {
-    return absl::InvalidArgumentError("--range must be LO,HI");
-  }
-  spec->set_range_low(range ? (*range)[0] : -1.0);
-  spec->set_range_high(range ? (*range)[1] : 1.0);
+  return RangeFromFlag(a, "range", spec);
+}
+
+// --nodes (all, A-B or a list of ids) into req.
+absl::Status NodesFromFlags(const CliArgs& a, v1::CreateCampaignRequest* req) {
   const std::string nodes = a.Get("nodes").value_or("all");
   if (nodes == "all") {
-    req.mutable_nodes()->set_all(true);
+    req->mutable_nodes()->set_all(true);
   } else if (nodes.find('-') != std::string::npos) {
     ASSIGN_OR_RETURN(auto r, ParseNodeRange(nodes, "nodes"));
-    req.mutable_nodes()->set_range_begin(r.first);
-    req.mutable_nodes()->set_range_end(r.second);
+    req->mutable_nodes()->set_range_begin(r.first);
+    req->mutable_nodes()->set_range_end(r.second);
   } else {
     for (absl::string_view item : absl::StrSplit(nodes, ',')) {
       uint32_t v = 0;
@@ -207,19 +237,35 @@ absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
         return absl::InvalidArgumentError(absl::StrCat(
             "--nodes must be all, A-B or a list of ids, got '", nodes, "'"));
       }
-      req.mutable_nodes()->add_node_ids(v);
+      req->mutable_nodes()->add_node_ids(v);
     }
   }
+  return absl::OkStatus();
+}
+
+// --quorum (default 1) and --deadline (seconds from now) into req.
+absl::Status ClosingFromFlags(const CliArgs& a, v1::CreateCampaignRequest* req) {
   ASSIGN_OR_RETURN(auto quorum, a.GetDouble("quorum"));
-  req.set_quorum(quorum.value_or(1.0));
+  req->set_quorum(quorum.value_or(1.0));
   ASSIGN_OR_RETURN(auto deadline, a.GetDouble("deadline"));
   if (deadline) {
     if (*deadline <= 0) {
       return absl::InvalidArgumentError("--deadline must be > 0 seconds");
     }
-    req.set_deadline_unix_ms(absl::ToUnixMillis(absl::Now()) +
-                             static_cast<int64_t>(*deadline * 1000));
+    req->set_deadline_unix_ms(absl::ToUnixMillis(absl::Now()) +
+                              static_cast<int64_t>(*deadline * 1000));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CreateCampaign(const CliArgs& a, const Connection& c,
+                            const Output& o) {
+  v1::CreateCampaignRequest req;
+  req.set_name(a.Get("name").value_or(""));
+  RETURN_IF_ERROR(AttributeFromFlags(a, &req));
+  RETURN_IF_ERROR(SpecFromFlags(a, c, &req));
+  RETURN_IF_ERROR(NodesFromFlags(a, &req));
+  RETURN_IF_ERROR(ClosingFromFlags(a, &req));
   grpc::ClientContext ctx;
   c.Prepare(&ctx);
   v1::Campaign out;

@@ -14,7 +14,7 @@
 #include "common/dataset/generator.h"
 #include "common/edges/blink.h"
 #include "common/edges/substitution.h"
-#include "common/npy.h"
+#include "common/linalg/npy.h"
 #include "common/testing/temp_folder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -50,6 +50,145 @@ absl::StatusOr<bool> ParseBool(const std::string& v, const std::string& where) {
       absl::StrCat(where, ": insecure must be true or false, got '", v, "'"));
 }
 
+// The settings of the config file ConfigPath names (none: empty), relative
+// paths made relative to its folder, and where they came from ("config
+// FILE").
+struct ConfigSettings {
+  std::map<std::string, std::string> values;
+  std::map<std::string, std::string> where;
+};
+
+absl::StatusOr<ConfigSettings> ReadConfigSettings(const CliArgs& a) {
+  ConfigSettings config;
+  const std::string config_path = ConfigPath(a);
+  if (config_path.empty()) return config;
+  auto text = ReadFileToString(config_path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("config file: ", text.status().message()));
+  }
+  ASSIGN_OR_RETURN(config.values, ParseConfigFile(config_path, *text));
+  const std::filesystem::path dir =
+      std::filesystem::path(config_path).parent_path();
+  for (auto& [key, value] : config.values) {
+    config.where[key] = absl::StrCat("config ", config_path);
+    if ((key == "admin-token" || key == "ca") && !value.empty() &&
+        value[0] != '/') {
+      value = (dir / value).string();
+    }
+  }
+  return config;
+}
+
+// One setting: flag > environment (env, if not null) > config file, its
+// origin recorded in s->origin; nullopt (no origin) when none gives it.
+std::optional<std::string> PickSetting(const CliArgs& a,
+                                       const ConfigSettings& config,
+                                       const char* key, const char* env,
+                                       ConnectionSettings* s) {
+  if (a.Has(key)) {
+    s->origin[key] = absl::StrCat("--", key);
+    return a.Get(key);
+  }
+  if (env != nullptr) {
+    if (auto e = Env(env)) {
+      s->origin[key] = absl::StrCat("$", env);
+      return e;
+    }
+  }
+  if (auto it = config.values.find(key); it != config.values.end()) {
+    s->origin[key] = config.where.at(key);
+    return it->second;
+  }
+  return std::nullopt;
+}
+
+// --insecure, $LDPCTL_INSECURE or the config file's insecure into
+// s->insecure.
+absl::Status ResolveInsecure(const CliArgs& a, const ConfigSettings& config,
+                             ConnectionSettings* s) {
+  if (a.Flag("insecure")) {
+    s->insecure = true;
+  } else if (auto e = Env("LDPCTL_INSECURE")) {
+    ASSIGN_OR_RETURN(s->insecure, ParseBool(*e, "$LDPCTL_INSECURE"));
+  } else if (auto it = config.values.find("insecure");
+             it != config.values.end()) {
+    ASSIGN_OR_RETURN(s->insecure,
+                     ParseBool(it->second, config.where.at("insecure")));
+  }
+  return absl::OkStatus();
+}
+
+// The token into s->admin_token_hex: a file (flag, env, config), or the hex
+// value in the env.
+absl::Status ResolveAdminToken(const CliArgs& a, const ConfigSettings& config,
+                               ConnectionSettings* s) {
+  std::optional<std::string> token_file;
+  if (a.Has("admin-token")) {
+    token_file = a.Get("admin-token");
+    s->origin["admin-token"] = "--admin-token";
+  } else if (auto e = Env("LDPCTL_ADMIN_TOKEN_FILE")) {
+    token_file = e;
+    s->origin["admin-token"] = "$LDPCTL_ADMIN_TOKEN_FILE";
+  } else if (auto t = Env("LDPCTL_ADMIN_TOKEN")) {
+    auto raw = curator::FromHex(absl::StripAsciiWhitespace(*t));
+    if (!raw.ok() || raw->empty()) {
+      return absl::InvalidArgumentError(
+          "$LDPCTL_ADMIN_TOKEN must be the admin token in hex");
+    }
+    s->admin_token_hex = curator::ToHex(*raw);
+    s->origin["admin-token"] = "$LDPCTL_ADMIN_TOKEN";
+  } else if (auto it = config.values.find("admin-token");
+             it != config.values.end()) {
+    token_file = it->second;
+    s->origin["admin-token"] = config.where.at("admin-token");
+  }
+  if (token_file) {
+    auto raw = curator::ReadHexSecretFile(*token_file);
+    if (!raw.ok()) {
+      return absl::Status(
+          raw.status().code(),
+          absl::StrCat("admin token (from ", s->origin["admin-token"], "): ",
+                       raw.status().message()));
+    }
+    s->admin_token_hex = curator::ToHex(*raw);
+  }
+  if (s->admin_token_hex.empty()) {
+    return absl::InvalidArgumentError(
+        "no admin token: give --admin-token FILE, $LDPCTL_ADMIN_TOKEN_FILE, "
+        "$LDPCTL_ADMIN_TOKEN or admin-token in a config file (--config)");
+  }
+  return absl::OkStatus();
+}
+
+// The trust choice: the CA file (flag, env, config) read into s->ca_pem,
+// unless insecure.
+absl::Status ResolveCa(const CliArgs& a, const ConfigSettings& config,
+                       ConnectionSettings* s) {
+  const std::optional<std::string> ca =
+      PickSetting(a, config, "ca", "LDPCTL_CA", s);
+  if (s->insecure) {
+    if (ca && s->origin["ca"] == "--ca") {
+      return absl::InvalidArgumentError("--insecure and --ca exclude each other");
+    }
+    return absl::OkStatus();
+  }
+  if (!ca) {
+    return absl::InvalidArgumentError(
+        "no CA: give --ca FILE (the CA that signed the curator's "
+        "certificate), $LDPCTL_CA or ca in a config file; or --insecure "
+        "for a plaintext development curator");
+  }
+  auto pem = ReadFileToString(*ca);
+  if (!pem.ok()) {
+    return absl::Status(pem.status().code(),
+                        absl::StrCat("CA (from ", s->origin["ca"], "): ",
+                                     pem.status().message()));
+  }
+  s->ca_pem = std::move(*pem);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int ExitCodeOf(const absl::Status& s) {
@@ -115,45 +254,11 @@ absl::StatusOr<std::map<std::string, std::string>> ParseConfigFile(
 
 absl::StatusOr<ConnectionSettings> ResolveConnection(const CliArgs& a) {
   ConnectionSettings s;
-  std::map<std::string, std::string> config;
-  std::map<std::string, std::string> config_where;
-  const std::string config_path = ConfigPath(a);
-  if (!config_path.empty()) {
-    auto text = ReadFileToString(config_path);
-    if (!text.ok()) {
-      return absl::Status(text.status().code(),
-                          absl::StrCat("config file: ", text.status().message()));
-    }
-    ASSIGN_OR_RETURN(config, ParseConfigFile(config_path, *text));
-    const std::filesystem::path dir =
-        std::filesystem::path(config_path).parent_path();
-    for (auto& [key, value] : config) {
-      config_where[key] = absl::StrCat("config ", config_path);
-      if ((key == "admin-token" || key == "ca") && !value.empty() &&
-          value[0] != '/') {
-        value = (dir / value).string();
-      }
-    }
-  }
+  ASSIGN_OR_RETURN(const ConfigSettings config, ReadConfigSettings(a));
   // flag > environment > config file > default, per setting.
-  auto pick = [&](const char* key, const char* env) -> std::optional<std::string> {
-    if (a.Has(key)) {
-      s.origin[key] = absl::StrCat("--", key);
-      return a.Get(key);
-    }
-    if (env != nullptr) {
-      if (auto e = Env(env)) {
-        s.origin[key] = absl::StrCat("$", env);
-        return e;
-      }
-    }
-    if (auto it = config.find(key); it != config.end()) {
-      s.origin[key] = config_where[key];
-      return it->second;
-    }
-    return std::nullopt;
-  };
-  if (auto v = pick("curator", "LDPCTL_CURATOR")) s.curator = *v;
+  if (auto v = PickSetting(a, config, "curator", "LDPCTL_CURATOR", &s)) {
+    s.curator = *v;
+  }
   {
     // A list (an operator and its standby) must be well formed now, not at
     // the first call.
@@ -161,71 +266,11 @@ absl::StatusOr<ConnectionSettings> ResolveConnection(const CliArgs& a) {
     RETURN_IF_ERROR(
         net::AddressListTarget(s.curator, "--curator", &tls_name).status());
   }
-  s.server_name = pick("server-name", "LDPCTL_SERVER_NAME");
-
-  if (a.Flag("insecure")) {
-    s.insecure = true;
-  } else if (auto e = Env("LDPCTL_INSECURE")) {
-    ASSIGN_OR_RETURN(s.insecure, ParseBool(*e, "$LDPCTL_INSECURE"));
-  } else if (auto it = config.find("insecure"); it != config.end()) {
-    ASSIGN_OR_RETURN(s.insecure, ParseBool(it->second, config_where["insecure"]));
-  }
-
-  // The token: a file (flag, env, config), or the hex value in the env.
-  std::optional<std::string> token_file;
-  if (a.Has("admin-token")) {
-    token_file = a.Get("admin-token");
-    s.origin["admin-token"] = "--admin-token";
-  } else if (auto e = Env("LDPCTL_ADMIN_TOKEN_FILE")) {
-    token_file = e;
-    s.origin["admin-token"] = "$LDPCTL_ADMIN_TOKEN_FILE";
-  } else if (auto t = Env("LDPCTL_ADMIN_TOKEN")) {
-    auto raw = curator::FromHex(absl::StripAsciiWhitespace(*t));
-    if (!raw.ok() || raw->empty()) {
-      return absl::InvalidArgumentError(
-          "$LDPCTL_ADMIN_TOKEN must be the admin token in hex");
-    }
-    s.admin_token_hex = curator::ToHex(*raw);
-    s.origin["admin-token"] = "$LDPCTL_ADMIN_TOKEN";
-  } else if (auto it = config.find("admin-token"); it != config.end()) {
-    token_file = it->second;
-    s.origin["admin-token"] = config_where["admin-token"];
-  }
-  if (token_file) {
-    auto raw = curator::ReadHexSecretFile(*token_file);
-    if (!raw.ok()) {
-      return absl::Status(raw.status().code(),
-                          absl::StrCat("admin token (from ", s.origin["admin-token"],
-                                       "): ", raw.status().message()));
-    }
-    s.admin_token_hex = curator::ToHex(*raw);
-  }
-  if (s.admin_token_hex.empty()) {
-    return absl::InvalidArgumentError(
-        "no admin token: give --admin-token FILE, $LDPCTL_ADMIN_TOKEN_FILE, "
-        "$LDPCTL_ADMIN_TOKEN or admin-token in a config file (--config)");
-  }
-
-  const std::optional<std::string> ca = pick("ca", "LDPCTL_CA");
-  if (s.insecure) {
-    if (ca && s.origin["ca"] == "--ca") {
-      return absl::InvalidArgumentError("--insecure and --ca exclude each other");
-    }
-  } else {
-    if (!ca) {
-      return absl::InvalidArgumentError(
-          "no CA: give --ca FILE (the CA that signed the curator's "
-          "certificate), $LDPCTL_CA or ca in a config file; or --insecure "
-          "for a plaintext development curator");
-    }
-    auto pem = ReadFileToString(*ca);
-    if (!pem.ok()) {
-      return absl::Status(pem.status().code(),
-                          absl::StrCat("CA (from ", s.origin["ca"], "): ",
-                                       pem.status().message()));
-    }
-    s.ca_pem = std::move(*pem);
-  }
+  s.server_name =
+      PickSetting(a, config, "server-name", "LDPCTL_SERVER_NAME", &s);
+  RETURN_IF_ERROR(ResolveInsecure(a, config, &s));
+  RETURN_IF_ERROR(ResolveAdminToken(a, config, &s));
+  RETURN_IF_ERROR(ResolveCa(a, config, &s));
   return s;
 }
 

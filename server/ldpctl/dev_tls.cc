@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/hex.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 
 namespace ldpgraph::ldpctl {

@@ -89,7 +89,7 @@ class LdpctlPagesTest : public ::testing::Test {
       r->mutable_refusal()->set_message(absl::StrCat("no data at node ", v));
     }
     ASSERT_TRUE(curator::requests::Ingest(c.agents(), **session, batch).ok());
-    store::CuratorStore& store = c.operators().store();
+    curator::ResultStore store = c.operators().store();
     for (int i = 0; i < kResults; ++i) {
       v1::StageResult r;
       r.set_stage("propagate");

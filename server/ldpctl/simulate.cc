@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/attacks/poisoning.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "server/ldpctl/connection.h"
 #include "server/ldpctl/internal/simulate_options.h"
 #include "server/ldpctl/internal/simulation.h"

@@ -117,80 +117,87 @@ absl::Status Simulation::WaitEnrolled() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Campaign> Simulation::Collect(
-    v1::CreateCampaignRequest req, const std::string& what) {
-  const auto t = std::chrono::steady_clock::now();
-  req.set_quorum(o_.quorum);
+absl::StatusOr<v1::Campaign> Simulation::OpenCampaign(
+    v1::CreateCampaignRequest* req) {
+  req->set_quorum(o_.quorum);
   if (o_.deadline_s > 0) {
-    req.set_deadline_unix_ms(absl::ToUnixMillis(absl::Now()) +
-                             static_cast<int64_t>(o_.deadline_s * 1000));
+    req->set_deadline_unix_ms(absl::ToUnixMillis(absl::Now()) +
+                              static_cast<int64_t>(o_.deadline_s * 1000));
   }
   v1::Campaign c;
-  {
-    grpc::ClientContext ctx;
-    admin_->Prepare(&ctx);
-    RETURN_IF_ERROR(FromGrpc(admin_->stub->CreateCampaign(&ctx, req, &c),
-                             admin_->address));
+  grpc::ClientContext ctx;
+  admin_->Prepare(&ctx);
+  RETURN_IF_ERROR(FromGrpc(admin_->stub->CreateCampaign(&ctx, *req, &c),
+                           admin_->address));
+  return c;
+}
+
+absl::StatusOr<bool> Simulation::RefreshCampaign(
+    const std::string& stage, absl::Time until,
+    std::optional<absl::Time>* unavailable_since, v1::Campaign* c) {
+  grpc::ClientContext ctx;
+  admin_->Prepare(&ctx);
+  v1::GetCampaignRequest get;
+  get.set_campaign_id(c->id());
+  const grpc::Status got = admin_->stub->GetCampaign(&ctx, get, c);
+  // UNAVAILABLE, or CANCELLED by a server on its way down (an operator
+  // that found its lease taken): the call never reached a curator that
+  // answers.
+  if ((got.error_code() == grpc::StatusCode::UNAVAILABLE ||
+       got.error_code() == grpc::StatusCode::CANCELLED) &&
+      absl::Now() < until && !Interrupts::interrupted()) {
+    // An operator between its death and its standby's takeover, or the
+    // database between a crash and its return: wait, as the agents do.
+    // After 2 s away, connect anew: the names are resolved again.
+    progress_.Update(stage, absl::StrCat("the curator is unavailable, "
+                                         "retrying: ", got.error_message()));
+    if (!*unavailable_since) *unavailable_since = absl::Now();
+    if (absl::Now() - **unavailable_since > absl::Seconds(2)) {
+      admin_ = Connect(admin_settings_);
+      *unavailable_since = absl::Now();
+    }
+    absl::SleepFor(absl::Milliseconds(o_.server_faults() ? 20 : 200));
+    return false;
   }
-  const absl::Time opened = absl::Now();
-  const absl::Time until = opened + absl::Seconds(o_.timeout_s);
-  const std::string stage = absl::StrCat("collecting ", what, " (", c.id(), ")");
-  std::optional<ChurnDriver> churn;
-  if (o_.churn_on) {
-    ASSIGN_OR_RETURN(churn, ChurnFor(c.id(), req.spec().kind() ==
-                                         v1::MECHANISM_KIND_EDGE_SUBSTITUTION));
-  }
+  unavailable_since->reset();
+  RETURN_IF_ERROR(FromGrpc(got, admin_->address));
+  return true;
+}
+
+absl::Status Simulation::AwaitCampaign(const std::string& what,
+                                       const std::string& stage,
+                                       absl::Time opened, absl::Time until,
+                                       ChurnDriver* churn, v1::Campaign* c) {
   std::optional<absl::Time> unavailable_since;  // the curator away since
   while (true) {
     RETURN_IF_ERROR(Check());
-    grpc::ClientContext ctx;
-    admin_->Prepare(&ctx);
-    v1::GetCampaignRequest get;
-    get.set_campaign_id(c.id());
-    const grpc::Status got = admin_->stub->GetCampaign(&ctx, get, &c);
-    // UNAVAILABLE, or CANCELLED by a server on its way down (an operator
-    // that found its lease taken): the call never reached a curator that
-    // answers.
-    if ((got.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         got.error_code() == grpc::StatusCode::CANCELLED) &&
-        absl::Now() < until && !Interrupts::interrupted()) {
-      // An operator between its death and its standby's takeover, or the
-      // database between a crash and its return: wait, as the agents do.
-      // After 2 s away, connect anew: the names are resolved again.
-      progress_.Update(stage, absl::StrCat("the curator is unavailable, "
-                                           "retrying: ", got.error_message()));
-      if (!unavailable_since) unavailable_since = absl::Now();
-      if (absl::Now() - *unavailable_since > absl::Seconds(2)) {
-        admin_ = Connect(admin_settings_);
-        unavailable_since = absl::Now();
-      }
-      absl::SleepFor(absl::Milliseconds(o_.server_faults() ? 20 : 200));
-      continue;
-    }
-    unavailable_since.reset();
-    RETURN_IF_ERROR(FromGrpc(got, admin_->address));
-    const auto& p = c.progress();
+    ASSIGN_OR_RETURN(const bool refreshed,
+                     RefreshCampaign(stage, until, &unavailable_since, c));
+    if (!refreshed) continue;
+    const auto& p = c->progress();
     const uint32_t answered = p.reported() + p.refused();
-    if (answered >= online_nodes_ && !all_online_seconds_.contains(c.id())) {
-      all_online_seconds_[c.id()] = absl::ToDoubleSeconds(absl::Now() - opened);
+    if (answered >= online_nodes_ && !all_online_seconds_.contains(c->id())) {
+      all_online_seconds_[c->id()] = absl::ToDoubleSeconds(absl::Now() - opened);
     }
     progress_.Update(stage, absl::StrFormat(
                                 "%u/%u reports, %u refusals, %u rejected",
                                 p.reported(), p.targeted(), p.refused(), p.rejected()));
-    if (answered >= p.targeted() || c.state() == v1::CAMPAIGN_STATE_CLOSED) break;
+    if (answered >= p.targeted() || c->state() == v1::CAMPAIGN_STATE_CLOSED) {
+      return absl::OkStatus();
+    }
     if (churn) {
       RETURN_IF_ERROR(churn->Poll(answered, p.targeted(), absl::Now() - opened));
     }
     if (o_.frontend_kills > 0 && what == "features") {
-      RETURN_IF_ERROR(KillFrontends(c, absl::Now() - opened));
+      RETURN_IF_ERROR(KillFrontends(*c, absl::Now() - opened));
     }
     if ((o_.database_restarts > 0 || o_.operator_kills > 0) &&
         what == "features") {
-      RETURN_IF_ERROR(ServerFaults(c, absl::Now() - opened));
+      RETURN_IF_ERROR(ServerFaults(*c, absl::Now() - opened));
     }
     if (absl::Now() > until) {
       return absl::DeadlineExceededError(absl::StrCat(
-          c.id(), ": ", answered, " of ", p.targeted(),
+          c->id(), ": ", answered, " of ", p.targeted(),
           " nodes answered within --timeout"));
     }
     // A kill due soon is looked for often: a small campaign is over in a
@@ -203,6 +210,22 @@ absl::StatusOr<v1::Campaign> Simulation::Collect(
     absl::SleepFor(
         absl::Milliseconds((churn && churn->pending()) || kill_due ? 2 : 50));
   }
+}
+
+absl::StatusOr<v1::Campaign> Simulation::Collect(
+    v1::CreateCampaignRequest req, const std::string& what) {
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(v1::Campaign c, OpenCampaign(&req));
+  const absl::Time opened = absl::Now();
+  const absl::Time until = opened + absl::Seconds(o_.timeout_s);
+  const std::string stage = absl::StrCat("collecting ", what, " (", c.id(), ")");
+  std::optional<ChurnDriver> churn;
+  if (o_.churn_on) {
+    ASSIGN_OR_RETURN(churn, ChurnFor(c.id(), req.spec().kind() ==
+                                         v1::MECHANISM_KIND_EDGE_SUBSTITUTION));
+  }
+  RETURN_IF_ERROR(AwaitCampaign(what, stage, opened, until,
+                                churn ? &*churn : nullptr, &c));
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   if (churn) {  // hosts still down come back before the next campaign

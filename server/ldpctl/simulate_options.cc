@@ -78,10 +78,8 @@ absl::Status ParseEdgeFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
-// The deployment's processes and output: --hosts, --cap, --sync, --threads,
-// --timeout, --bin-dir, --work-dir, --keep, --keep-running, --format.
-absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
-                               Options* options) {
+// The deployment's size: --hosts and --cap.
+absl::Status ParseHostFlags(const CliArgs& a, Options* options) {
   Options& o = *options;
   ASSIGN_OR_RETURN(auto hosts, a.GetInt("hosts"));
   if (hosts) {
@@ -101,6 +99,13 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
     }
     o.cap = *cap;
   }
+  return absl::OkStatus();
+}
+
+// The curator's side: --store, --frontends, --frontend-kills, --edge,
+// --database-restarts and --operator-kills.
+absl::Status ParseStoreFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
   o.store = a.Get("store").value_or("sqlite");
   if (o.store != "sqlite" && o.store != "postgres") {
     return absl::InvalidArgumentError(
@@ -146,6 +151,14 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
     }
     o.operator_kills = static_cast<int>(*operator_kills);
   }
+  return absl::OkStatus();
+}
+
+// How the run goes and reports: --sync, --threads, --timeout, --bin-dir,
+// --work-dir, --keep, --keep-running, --format.
+absl::Status ParseRunFlags(const CliArgs& a, const std::string& self_path,
+                           Options* options) {
+  Options& o = *options;
   o.sync = a.Get("sync").value_or("full");
   if (o.sync != "full" && o.sync != "normal") {
     return absl::InvalidArgumentError(
@@ -175,6 +188,15 @@ absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
   }
   o.json = format == "json";
   return absl::OkStatus();
+}
+
+// The deployment's processes and output: ParseHostFlags, ParseStoreFlags,
+// ParseRunFlags, in this order.
+absl::Status ParseProcessFlags(const CliArgs& a, const std::string& self_path,
+                               Options* options) {
+  RETURN_IF_ERROR(ParseHostFlags(a, options));
+  RETURN_IF_ERROR(ParseStoreFlags(a, options));
+  return ParseRunFlags(a, self_path, options);
 }
 
 // --churn and --churn-down.
@@ -332,35 +354,38 @@ absl::Status ParseAttackFlags(const CliArgs& a, Options* options) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
-                                     const std::string& self_path, bool attach) {
-  std::set<std::string> values = {"dataset", "method", "task", "mechanism",
-                                  "epsilon", "sampled", "label-epsilon", "seed",
-                                  "timeout", "format", "edges", "edge-epsilon",
-                                  "blink-delta", "blink-variant",
-                                  "round-timeout-ms", "quorum",
-                                  "campaign-deadline", "defence",
-                                  "screen-alpha", "baselines"};
-  std::set<std::string> flags = {"json"};
+// The flags `ldpctl simulate` (or with attach, `ldpctl run`) accepts:
+// the value flags into *values, the others into *flags.
+void AcceptedFlags(bool attach, std::set<std::string>* values,
+                   std::set<std::string>* flags) {
+  *values = {"dataset", "method", "task", "mechanism",
+             "epsilon", "sampled", "label-epsilon", "seed",
+             "timeout", "format", "edges", "edge-epsilon",
+             "blink-delta", "blink-variant",
+             "round-timeout-ms", "quorum",
+             "campaign-deadline", "defence",
+             "screen-alpha", "baselines"};
+  *flags = {"json"};
   if (attach) {
-    for (const char* f : kConnectionValueFlags) values.insert(f);
-    flags.insert("insecure");
+    for (const char* f : kConnectionValueFlags) values->insert(f);
+    flags->insert("insecure");
   } else {
-    values.insert(
+    values->insert(
         {"nodes", "hosts", "cap", "sync", "bin-dir", "work-dir", "threads",
          "dropout", "latency", "jitter", "loss", "churn", "churn-down",
          "churn-batch", "malicious", "attack", "attack-class", "attack-dims",
          "attack-edges", "store",
          "frontends", "frontend-kills", "database-restarts",
          "operator-kills"});
-    flags.insert({"keep", "keep-running", "edge"});
+    flags->insert({"keep", "keep-running", "edge"});
   }
-  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
-  Options o;
-  o.attach = attach;
-  if (attach) {
+}
+
+// The data: with o->attach the connection settings (ResolveConnection) and
+// the required --dataset; --dataset, or --nodes for the generated one.
+absl::Status ParseDataFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
+  if (o.attach) {
     ASSIGN_OR_RETURN(o.connection, ResolveConnection(a));
     if (!a.Has("dataset")) {
       return absl::InvalidArgumentError(
@@ -377,6 +402,13 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
     }
     o.generated_nodes = *nodes;
   }
+  return absl::OkStatus();
+}
+
+// The pipeline: --method, --task, --mechanism, --epsilon, --sampled and
+// --label-epsilon.
+absl::Status ParsePipelineFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
   if (auto m = a.Get("method")) {
     ASSIGN_OR_RETURN(
         o.method, pipeline::kMethodNames.Parse(
@@ -398,17 +430,13 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
   ASSIGN_OR_RETURN(auto sampled, a.GetInt("sampled"));
   if (sampled) o.sampled = static_cast<int>(*sampled);
   ASSIGN_OR_RETURN(o.label_epsilon, a.GetDouble("label-epsilon"));
-  RETURN_IF_ERROR(ParseEdgeFlags(a, &o));
-  ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
-  RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
-  RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
-  if (!attach) RETURN_IF_ERROR(ParseNetworkFlags(a, &o));
-  if (o.network() && o.frontends > 0) {
-    return absl::InvalidArgumentError(
-        "--latency, --jitter and --loss put one proxy per host in front of "
-        "one curator; they do not combine with --frontends");
-  }
-  RETURN_IF_ERROR(ParseAttackFlags(a, &o));
+  return absl::OkStatus();
+}
+
+// --defence, --screen-alpha and --baselines (after the task and the edge
+// flags they are checked against).
+absl::Status ParseDefenceAndBaselineFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
   RETURN_IF_ERROR(pipeline::ParseDefenceFlags(a, &o.defences, &o.screen_alpha));
   if (auto list = a.Get("baselines")) {
     o.baselines_given = true;
@@ -427,6 +455,32 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
         "--defence edge-consistency screens edge reports: it needs --edges "
         "rr or blink");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args,
+                                     const std::string& self_path, bool attach) {
+  std::set<std::string> values, flags;
+  AcceptedFlags(attach, &values, &flags);
+  ASSIGN_OR_RETURN(CliArgs a, CliArgs::Parse(args, values, flags));
+  Options o;
+  o.attach = attach;
+  RETURN_IF_ERROR(ParseDataFlags(a, &o));
+  RETURN_IF_ERROR(ParsePipelineFlags(a, &o));
+  RETURN_IF_ERROR(ParseEdgeFlags(a, &o));
+  ASSIGN_OR_RETURN(o.seed, a.GetUint("seed"));
+  RETURN_IF_ERROR(ParseProcessFlags(a, self_path, &o));
+  RETURN_IF_ERROR(ParseScenarioFlags(a, &o));
+  if (!attach) RETURN_IF_ERROR(ParseNetworkFlags(a, &o));
+  if (o.network() && o.frontends > 0) {
+    return absl::InvalidArgumentError(
+        "--latency, --jitter and --loss put one proxy per host in front of "
+        "one curator; they do not combine with --frontends");
+  }
+  RETURN_IF_ERROR(ParseAttackFlags(a, &o));
+  RETURN_IF_ERROR(ParseDefenceAndBaselineFlags(a, &o));
   return o;
 }
 

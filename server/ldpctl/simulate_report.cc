@@ -1,8 +1,8 @@
 // The Simulation's results (internal/simulation.h): the ledger's spending,
-// the results as `ldpgraph eval --format json` prints them with the
+// and the results as `ldpgraph eval --format json` prints them with the
 // deployment's figures under "deployment" (campaigns, graph, scenarios,
-// defence, bytes, memory, stage seconds), and the table printed instead
-// without --format json.
+// defence, bytes, memory, stage seconds). The table printed instead
+// without --format json is simulate_table.cc's.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -14,8 +14,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "common/attacks/poisoning.h"
@@ -107,57 +105,24 @@ json DefenceJson(const Options& o, const v1::StageResult& estimate,
   return d;
 }
 
-// The table's defence line.
-std::string DefenceRow(const json& d) {
-  std::vector<std::string> parts;
-  if (d.contains("alpha")) {  // the screen
-    if (d.value("screen", "") != "applied") {
-      parts.push_back(
-          "report screen: not applicable (the mechanism samples no "
-          "dimensions)");
-    } else {
-      std::string row = absl::StrFormat(
-          "report screen (alpha %g): %u nodes flagged, %u dimensions "
-          "over-reported",
-          d["alpha"].get<double>(), d["flagged_nodes"].get<uint32_t>(),
-          d["overreported_dims"].get<uint32_t>());
-      if (d.contains("malicious_flagged")) {
-        absl::StrAppendFormat(&row, ", %u of the %u malicious nodes caught",
-                              d["malicious_flagged"].get<uint32_t>(),
-                              d["malicious"].get<uint32_t>());
-      }
-      parts.push_back(row);
-    }
+// The evaluate stage's baselines (details' "baselines", an object), as
+// ldpgraph eval --baselines lays them out for one run, each beside the
+// result's metric.
+json BaselinesJson(const json& details, double metric) {
+  json b = json::object();
+  for (const auto& [key, v] : details["baselines"].items()) {
+    const double value = v.value("value", 0.0);
+    const double diff = metric - value;
+    b[key] = {{"label", v.value("label", key)},
+              {"mean", value},
+              {"std", 0.0},
+              {"values", json::array({value})},
+              {"difference", {{"mean", diff},
+                              {"std", 0.0},
+                              {"values", json::array({diff})}}},
+              {"seconds", v.value("seconds", 0.0)}};
   }
-  if (d.contains("edge_consistency")) {
-    const json& e = d["edge_consistency"];
-    std::string row = absl::StrFormat(
-        "edge consistency (alpha %g): %u nodes isolated",
-        e.value("alpha", 0.0), e.value("flagged_nodes", 0u));
-    if (e.contains("malicious_flagged")) {
-      absl::StrAppendFormat(&row, ", %u of the %u malicious nodes caught",
-                            e["malicious_flagged"].get<uint32_t>(),
-                            e["malicious"].get<uint32_t>());
-    }
-    parts.push_back(row);
-  }
-  if (d.contains("robust")) {
-    const json& r = d["robust"];
-    std::string row = absl::StrFormat(
-        "robust: %u nodes dropped (%u training, %u validation)",
-        r.value("dropped", 0u), r.value("dropped_train", 0u),
-        r.value("dropped_validation", 0u));
-    if (r.contains("malicious_dropped")) {
-      absl::StrAppendFormat(&row, ", %u of the %u malicious nodes among them",
-                            r["malicious_dropped"].get<uint32_t>(),
-                            r["malicious"].get<uint32_t>());
-    }
-    absl::StrAppend(&row, r.value("retrained", true) ? ", retrained"
-                                                     : ", not retrained");
-    parts.push_back(row);
-  }
-  if (parts.empty()) return d["kind"].get<std::string>();
-  return absl::StrJoin(parts, "; ");
+  return b;
 }
 
 }  // namespace
@@ -233,18 +198,7 @@ void Simulation::AddTargetRate(const json& details, json* run) const {
   if (rate.ok()) (*run)["target_rate"] = *rate;
 }
 
-absl::StatusOr<json> Simulation::Results(
-    const Campaigns& c, const v1::StageResult& estimate_cut,
-    const v1::StageResult& evaluate_cut,
-    std::chrono::steady_clock::time_point t0) {
-  // The results' id lists whole, as the library prints them (the curator's
-  // details hold their first ids only).
-  ASSIGN_OR_RETURN(const v1::StageResult estimate,
-                   WithWholeIdLists(estimate_cut));
-  ASSIGN_OR_RETURN(const v1::StageResult evaluate,
-                   WithWholeIdLists(evaluate_cut));
-  v1::CuratorStatus status;
-  ASSIGN_OR_RETURN(const json spent, Spending(&status));
+absl::Status Simulation::GatherScenarioFigures(const Campaigns& c) {
   if (o_.churn_on) {
     ASSIGN_OR_RETURN(churn_figures_, ChurnFigures(c));
   }
@@ -258,9 +212,11 @@ absl::StatusOr<json> Simulation::Results(
   if (o_.operator_kills > 0) {
     ASSIGN_OR_RETURN(operator_figures_, FaultFigures(c, operator_kills_, true));
   }
-  const uint64_t eval_seed = o_.seed.value_or(1);
-  json details = json::parse(evaluate.details_json(), nullptr, false);
-  if (details.is_discarded()) details = json::object();
+  return absl::OkStatus();
+}
+
+json Simulation::RunJson(const v1::StageResult& evaluate,
+                         const json& details) const {
   const bool node = o_.task == v1::PIPELINE_TASK_NODE;
   json run = {{"run", 0},
               {"metric", evaluate.metric()},
@@ -281,20 +237,11 @@ absl::StatusOr<json> Simulation::Results(
   // PrivGE's node task: the propagations tried and the one kept.
   if (details.contains("tuning")) run["tuning"] = details["tuning"];
   AddTargetRate(details, &run);
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  json j;
-  j["task"] = pipeline::TaskName(o_.task);
-  j["metric"] = node ? "accuracy" : "roc_auc";
-  j["mean"] = evaluate.metric();
-  j["std"] = 0.0;
-  j["runs"] = 1;
-  j["values"] = json::array({evaluate.metric()});
-  j["seconds"] = total;
-  j["dataset"] = data_.meta.name;
-  j["seed"] = eval_seed;
-  j["parameters"] = pipeline::ConfigToJson(config_);
+  return run;
+}
+
+json Simulation::ParametersJson() const {
+  json parameters = pipeline::ConfigToJson(config_);
   if (o_.edges == "rr" || o_.edges == "blink") {
     // The edges campaign's settings, as ldpgraph eval --edges records them.
     pipeline::PrivateEdgesConfig pc;
@@ -308,48 +255,62 @@ absl::StatusOr<json> Simulation::Results(
     if (o_.attack_kind == poisoning::AttackKind::kFakeEdges) {
       e["attack_edges"] = o_.attack_edges;
     }
-    j["parameters"]["edges"] = std::move(e);
+    parameters["edges"] = std::move(e);
   }
+  return parameters;
+}
+
+absl::StatusOr<json> Simulation::Results(
+    const Campaigns& c, const v1::StageResult& estimate_cut,
+    const v1::StageResult& evaluate_cut,
+    std::chrono::steady_clock::time_point t0) {
+  // The results' id lists whole, as the library prints them (the curator's
+  // details hold their first ids only).
+  ASSIGN_OR_RETURN(const v1::StageResult estimate,
+                   WithWholeIdLists(estimate_cut));
+  ASSIGN_OR_RETURN(const v1::StageResult evaluate,
+                   WithWholeIdLists(evaluate_cut));
+  v1::CuratorStatus status;
+  ASSIGN_OR_RETURN(const json spent, Spending(&status));
+  RETURN_IF_ERROR(GatherScenarioFigures(c));
+  const uint64_t eval_seed = o_.seed.value_or(1);
+  json details = json::parse(evaluate.details_json(), nullptr, false);
+  if (details.is_discarded()) details = json::object();
+  const bool node = o_.task == v1::PIPELINE_TASK_NODE;
+  const json run = RunJson(evaluate, details);
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  json j;
+  j["task"] = pipeline::TaskName(o_.task);
+  j["metric"] = node ? "accuracy" : "roc_auc";
+  j["mean"] = evaluate.metric();
+  j["std"] = 0.0;
+  j["runs"] = 1;
+  j["values"] = json::array({evaluate.metric()});
+  j["seconds"] = total;
+  j["dataset"] = data_.meta.name;
+  j["seed"] = eval_seed;
+  j["parameters"] = ParametersJson();
   j["noise_source"] = o_.seed ? "seeded-not-private" : "secure";
   j["per_run"] = json::array({run});
   // The evaluate stage's baselines (--baselines), as ldpgraph eval
   // --baselines lays them out for one run.
   if (details.contains("baselines") && details["baselines"].is_object()) {
-    json b = json::object();
-    for (const auto& [key, v] : details["baselines"].items()) {
-      const double value = v.value("value", 0.0);
-      const double diff = evaluate.metric() - value;
-      b[key] = {{"label", v.value("label", key)},
-                {"mean", value},
-                {"std", 0.0},
-                {"values", json::array({value})},
-                {"difference", {{"mean", diff},
-                                {"std", 0.0},
-                                {"values", json::array({diff})}}},
-                {"seconds", v.value("seconds", 0.0)}};
-    }
-    j["baselines"] = std::move(b);
+    j["baselines"] = BaselinesJson(details, evaluate.metric());
   }
   j["deployment"] =
       Deployment(c, details, status, spent, estimate, evaluate, total);
   return j;
 }
 
-json Simulation::Deployment(const Campaigns& c, const json& details,
-                            const v1::CuratorStatus& status,
-                            const json& spent,
-                            const v1::StageResult& estimate,
-                            const v1::StageResult& evaluate,
-                            double total) const {
-  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
-  const std::vector<v1::Campaign>& campaigns = c.all;
-  const std::optional<v1::Campaign>& graph_campaign = c.graph;
-  uint64_t reports = 0, refusals = 0, rejected = 0;
+json Simulation::CampaignsJson(const std::vector<v1::Campaign>& campaigns,
+                               CampaignTotals* totals) const {
   json jc = json::array();
   for (const v1::Campaign& c : campaigns) {
-    reports += c.progress().reported();
-    refusals += c.progress().refused();
-    rejected += c.progress().rejected();
+    totals->reports += c.progress().reported();
+    totals->refusals += c.progress().refused();
+    totals->rejected += c.progress().rejected();
     jc.push_back({{"id", c.id()},
                   {"attribute",
                    std::string(wire::kAttributeNames.Name(c.attribute()))},
@@ -363,8 +324,11 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
       jc.back()["all_online_answered_seconds"] = it->second;
     }
   }
-  json d;
-  // Which graph the pipeline ran on (the evaluate stage's record of it).
+  return jc;
+}
+
+json Simulation::GraphJson(const std::optional<v1::Campaign>& graph_campaign,
+                           const json& details) const {
   json graph = {{"source", o_.edges == "none" ? "curator" : o_.edges}};
   if (graph_campaign) {
     graph["campaign"] = graph_campaign->id();
@@ -386,112 +350,138 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
     }
   }
   graph["edges"] = details.value("graph_edges", uint64_t{0});
-  d["graph"] = graph;
-  d["hosts"] = hosts_;
-  d["nodes"] = n;
-  d["edges"] = data_.meta.edges;
-  d["tls"] = !status.insecure();
-  d["campaigns"] = jc;
-  d["scenario"] = {{"dropout", o_.dropout},
+  return graph;
+}
+
+json Simulation::ScenarioJson(const v1::StageResult& estimate,
+                              const v1::StageResult& evaluate) const {
+  const uint32_t n = static_cast<uint32_t>(data_.meta.nodes);
+  json scenario = {{"dropout", o_.dropout},
                    {"offline_nodes", n - online_nodes_},
                    {"quorum", o_.quorum},
                    {"campaign_deadline_seconds", o_.deadline_s}};
-  if (!o_.attach) d["scenario"]["network"] = NetworkJson();
-  if (!churn_figures_.is_null()) d["scenario"]["churn"] = churn_figures_;
+  if (!o_.attach) scenario["network"] = NetworkJson();
+  if (!churn_figures_.is_null()) scenario["churn"] = churn_figures_;
   if (!frontend_figures_.is_null()) {
-    d["scenario"]["frontend_kills"] = frontend_figures_;
+    scenario["frontend_kills"] = frontend_figures_;
   }
   if (!database_figures_.is_null()) {
-    d["scenario"]["database_restarts"] = database_figures_;
+    scenario["database_restarts"] = database_figures_;
   }
   if (!operator_figures_.is_null()) {
-    d["scenario"]["operator_kills"] = operator_figures_;
-  }
-  d["store"] = {{"kind", o_.store}, {"frontends", o_.frontends}};
-  if (edge_) {
-    d["edge"] = {{"kind", "haproxy"},
-                 {"peak_rss_mib", static_cast<double>(edge_->PeakRssBytes()) /
-                                      (1024.0 * 1024.0)}};
+    scenario["operator_kills"] = operator_figures_;
   }
   // The attacker's nodes, drawn once for the poisoning and defence figures.
   const std::vector<uint32_t> malicious =
       o_.malicious ? MaliciousNodes() : std::vector<uint32_t>();
   if (o_.malicious) {
-    d["scenario"]["malicious"] = {
+    scenario["malicious"] = {
         {"fraction", *o_.malicious},
         {"nodes", malicious.size()},
         {"attack", std::string(poisoning::kAttackNames.Name(o_.attack_kind))},
         {"attack_class", o_.attack_class},
         {"attack_dims", o_.attack_dims}};
     if (o_.attack_kind == poisoning::AttackKind::kFakeEdges) {
-      d["scenario"]["malicious"]["attack_edges"] = o_.attack_edges;
+      scenario["malicious"]["attack_edges"] = o_.attack_edges;
     }
   }
   if (o_.defences.any()) {
-    d["scenario"]["defence"] = DefenceJson(o_, estimate, evaluate, malicious);
+    scenario["defence"] = DefenceJson(o_, estimate, evaluate, malicious);
   }
-  d["reports"] = reports;
-  d["refusals"] = refusals;
-  d["rejected"] = rejected;
+  return scenario;
+}
+
+json Simulation::PeakRssJson() const {
+  uint64_t agents_max = 0, agents_total = 0;
+  for (const auto& a : agents_) {
+    if (!a) continue;
+    agents_max = std::max(agents_max, a->PeakRssBytes());
+    agents_total += a->PeakRssBytes();
+  }
+  constexpr double kMiB = 1 << 20;
+  uint64_t curator = curator_->PeakRssBytes();
+  uint64_t frontends = 0;
+  for (const auto& f : frontends_) {
+    if (f) frontends += f->PeakRssBytes();
+  }
+  curator += frontends;
+  const uint64_t self = SelfPeakRssBytes();
+  // Each process's own peak, summed: an upper bound on what the
+  // deployment held at any one moment (the peaks need not coincide);
+  // "together": the largest sum of every process's resident memory at
+  // one moment, sampled every 100 ms (memory_sampler.h).
+  memory_.SampleNow();
+  json peak = {{"curator", curator / kMiB},
+               {"frontends", frontends / kMiB},
+               {"agent_host_max", agents_max / kMiB},
+               {"agent_hosts_total", agents_total / kMiB},
+               {"ldpctl", self / kMiB},
+               {"all_processes", (curator + agents_total + self) / kMiB},
+               {"together", memory_.PeakBytes() / kMiB}};
+  return peak;
+}
+
+json Simulation::EvaluateSecondsJson(const json& details) const {
+  const double prop = details.value("propagate_seconds", 0.0);
+  const double train = details.value("train_seconds", 0.0);
+  double whole = 0;
+  for (const auto& [k, v] : stage_seconds_) {
+    if (k == "evaluate") whole = v;
+  }
+  double baselines = 0;
+  if (details.contains("baselines") && details["baselines"].is_object()) {
+    for (const auto& [k, v] : details["baselines"].items()) {
+      baselines += v.value("seconds", 0.0);
+    }
+  }
+  json seconds = {{"propagate", prop},
+                  {"train", train},
+                  {"baselines", baselines},
+                  {"rest", std::max(0.0, whole - prop - train - baselines)}};
+  return seconds;
+}
+
+json Simulation::Deployment(const Campaigns& c, const json& details,
+                            const v1::CuratorStatus& status,
+                            const json& spent,
+                            const v1::StageResult& estimate,
+                            const v1::StageResult& evaluate,
+                            double total) const {
+  CampaignTotals totals;
+  json d;
+  // Which graph the pipeline ran on (the evaluate stage's record of it).
+  d["graph"] = GraphJson(c.graph, details);
+  d["hosts"] = hosts_;
+  d["nodes"] = static_cast<uint32_t>(data_.meta.nodes);
+  d["edges"] = data_.meta.edges;
+  d["tls"] = !status.insecure();
+  d["campaigns"] = CampaignsJson(c.all, &totals);
+  d["scenario"] = ScenarioJson(estimate, evaluate);
+  d["store"] = {{"kind", o_.store}, {"frontends", o_.frontends}};
+  if (edge_) {
+    d["edge"] = {{"kind", "haproxy"},
+                 {"peak_rss_mib", static_cast<double>(edge_->PeakRssBytes()) /
+                                      (1024.0 * 1024.0)}};
+  }
+  d["reports"] = totals.reports;
+  d["refusals"] = totals.refusals;
+  d["rejected"] = totals.rejected;
   // An operator's status adds up its frontends' (a restarted one counts
   // since its restart).
   const uint64_t report_bytes = status.report_bytes_received();
   d["report_bytes"] = report_bytes;
-  d["report_bytes_per_report"] = reports ? double(report_bytes) / reports : 0.0;
+  d["report_bytes_per_report"] =
+      totals.reports ? double(report_bytes) / totals.reports : 0.0;
   d["epsilon_spent_per_node"] = spent;
-  if (!o_.attach) {  // ldpctl run cannot see another machine's processes
-    uint64_t agents_max = 0, agents_total = 0;
-    for (const auto& a : agents_) {
-      if (!a) continue;
-      agents_max = std::max(agents_max, a->PeakRssBytes());
-      agents_total += a->PeakRssBytes();
-    }
-    constexpr double kMiB = 1 << 20;
-    uint64_t curator = curator_->PeakRssBytes();
-    uint64_t frontends = 0;
-    for (const auto& f : frontends_) {
-      if (f) frontends += f->PeakRssBytes();
-    }
-    curator += frontends;
-    const uint64_t self = SelfPeakRssBytes();
-    // Each process's own peak, summed: an upper bound on what the
-    // deployment held at any one moment (the peaks need not coincide);
-    // "together": the largest sum of every process's resident memory at
-    // one moment, sampled every 100 ms (memory_sampler.h).
-    memory_.SampleNow();
-    d["peak_rss_mib"] = {{"curator", curator / kMiB},
-                         {"frontends", frontends / kMiB},
-                         {"agent_host_max", agents_max / kMiB},
-                         {"agent_hosts_total", agents_total / kMiB},
-                         {"ldpctl", self / kMiB},
-                         {"all_processes", (curator + agents_total + self) / kMiB},
-                         {"together", memory_.PeakBytes() / kMiB}};
-  }
+  // ldpctl run cannot see another machine's processes.
+  if (!o_.attach) d["peak_rss_mib"] = PeakRssJson();
   json stages = json::object();
   for (const auto& [k, v] : stage_seconds_) stages[k] = v;
   d["stage_seconds"] = stages;
   // Where the evaluate stage's time went: the curator's propagation and
   // training, and the rest (reading the estimate, splits, conversions,
   // recording the result, the call itself).
-  {
-    const double prop = details.value("propagate_seconds", 0.0);
-    const double train = details.value("train_seconds", 0.0);
-    double whole = 0;
-    for (const auto& [k, v] : stage_seconds_) {
-      if (k == "evaluate") whole = v;
-    }
-    double baselines = 0;
-    if (details.contains("baselines") && details["baselines"].is_object()) {
-      for (const auto& [k, v] : details["baselines"].items()) {
-        baselines += v.value("seconds", 0.0);
-      }
-    }
-    d["evaluate_seconds"] = {
-        {"propagate", prop},
-        {"train", train},
-        {"baselines", baselines},
-        {"rest", std::max(0.0, whole - prop - train - baselines)}};
-  }
+  d["evaluate_seconds"] = EvaluateSecondsJson(details);
   d["total_seconds"] = total;
   d["results"] = {{"estimate", estimate.id()}, {"evaluate", evaluate.id()}};
   if (!o_.attach && (o_.keep || o_.keep_running || !created_work_)) {
@@ -499,297 +489,6 @@ json Simulation::Deployment(const Campaigns& c, const json& details,
   }
   if (o_.attach) d["curator"] = admin_->address;
   return d;
-}
-
-void Simulation::ScenarioRows(const json& d, const TableRow& row) const {
-  const json& sc = d["scenario"];
-  if (sc["dropout"].get<double>() > 0 || o_.quorum < 1 || o_.deadline_s > 0) {
-    std::string closing = absl::StrCat("quorum ", o_.quorum);
-    if (o_.deadline_s > 0) {
-      absl::StrAppend(&closing, ", deadline ", o_.deadline_s, " s");
-    }
-    row("scenario",
-        absl::StrFormat("dropout %g (%u nodes offline); campaigns close at %s",
-                        sc["dropout"].get<double>(),
-                        sc["offline_nodes"].get<uint32_t>(), closing));
-    for (const json& c : d["campaigns"]) {
-      row(absl::StrCat("  ", c["attribute"].get<std::string>(), " ",
-                       c["id"].get<std::string>()),
-          absl::StrCat(
-              absl::StrFormat("%u of %u answered, closed on %s",
-                              c["reported"].get<uint32_t>() +
-                                  c["refused"].get<uint32_t>(),
-                              c["targeted"].get<uint32_t>(),
-                              c["close_reason"].get<std::string>()),
-              c.contains("all_online_answered_seconds")
-                  ? absl::StrFormat(
-                        "; every online node in %.2f s",
-                        c["all_online_answered_seconds"].get<double>())
-                  : ""));
-    }
-  }
-  if (sc.contains("network") && sc["network"]["enabled"].get<bool>()) {
-    row("network", NetworkText(sc["network"]));
-  }
-  if (sc.contains("frontend_kills")) {
-    const json& fk = sc["frontend_kills"];
-    row("frontend kills",
-        absl::StrFormat("%d of %d frontends' SIGKILLs; %u acknowledged "
-                        "reports lost (of %u checked); extra epsilon %g "
-                        "(ledger), %g (agents' memos)",
-                        fk["kills"].get<int>(), o_.frontends,
-                        fk["acknowledged_reports_lost"].get<uint64_t>(),
-                        fk["acknowledged_reports_checked"].get<uint64_t>(),
-                        fk["curator_extra_epsilon_max"].get<double>(),
-                        fk["agent_extra_epsilon_max"].get<double>()));
-  }
-  if (sc.contains("database_restarts")) {
-    const json& dr = sc["database_restarts"];
-    row("database restarts",
-        absl::StrFormat("%d SIGKILLs of PostgreSQL; reports flowed again "
-                        "within %.2f s of its return; %u acknowledged reports "
-                        "lost (of %u checked); extra epsilon %g (ledger), %g "
-                        "(agents' memos)",
-                        dr["restarts"].get<int>(),
-                        dr["flowing_seconds_max"].get<double>(),
-                        dr["acknowledged_reports_lost"].get<uint64_t>(),
-                        dr["acknowledged_reports_checked"].get<uint64_t>(),
-                        dr["curator_extra_epsilon_max"].get<double>(),
-                        dr["agent_extra_epsilon_max"].get<double>()));
-  }
-  if (sc.contains("operator_kills")) {
-    const json& ok = sc["operator_kills"];
-    row("operator kills",
-        absl::StrFormat("%d SIGKILLs of the active operator; the standby "
-                        "served within %.2f s; %u acknowledged reports lost "
-                        "(of %u checked); extra epsilon %g (ledger), %g "
-                        "(agents' memos)",
-                        ok["kills"].get<int>(),
-                        ok["serving_seconds_max"].get<double>(),
-                        ok["acknowledged_reports_lost"].get<uint64_t>(),
-                        ok["acknowledged_reports_checked"].get<uint64_t>(),
-                        ok["curator_extra_epsilon_max"].get<double>(),
-                        ok["agent_extra_epsilon_max"].get<double>()));
-  }
-  if (sc.contains("churn")) {
-    const json& ch = sc["churn"];
-    row("churn",
-        absl::StrFormat("%g of the hosts: %d kills, %d restarts; %u "
-                        "acknowledged reports lost (of %u checked); extra "
-                        "epsilon %g (ledger), %g (agents' memos)",
-                        ch["fraction"].get<double>(), ch["kills"].get<int>(),
-                        ch["restarts"].get<int>(),
-                        ch["acknowledged_reports_lost"].get<uint64_t>(),
-                        ch["acknowledged_reports_checked"].get<uint64_t>(),
-                        ch["curator_extra_epsilon_max"].get<double>(),
-                        ch["agent_extra_epsilon_max"].get<double>()));
-    if (const double unsent = ch["charged_not_received_epsilon_max"].get<double>();
-        unsent > 0) {
-      row("", absl::StrFormat("a host charged up to %g epsilon for answers the "
-                              "curator never received (closed first)",
-                              unsent));
-    }
-    for (const json& c : ch["campaigns"]) {
-      row(absl::StrCat("  ", c["id"].get<std::string>()),
-          absl::StrFormat("%u kills, complete in %.2f s",
-                          c["kills"].size(), c["seconds"].get<double>()));
-    }
-  }
-  if (sc.contains("malicious")) {
-    const json& m = sc["malicious"];
-    row("poisoning",
-        absl::StrFormat("malicious %g (%u nodes, simulated), %s attack on "
-                        "class %d, %d target dimensions",
-                        m["fraction"].get<double>(), m["nodes"].get<uint32_t>(),
-                        m.value("attack", "maximal-gain"),
-                        m["attack_class"].get<int>(), m["attack_dims"].get<int>()));
-  }
-  if (sc.contains("defence")) row("defence", DefenceRow(sc["defence"]));
-}
-
-// Report's table, in parts: the setup (what ran), the scenario's rows,
-// the results beside their baselines, and the seconds of each stage.
-void Simulation::Report(const json& j) {
-  if (o_.json) {
-    out_ << j.dump(2) << "\n" << std::flush;
-    return;
-  }
-  const TableRow row = [&](const std::string& k, const std::string& v) {
-    out_ << absl::StrFormat("  %-26s %s\n", k, v);
-  };
-  out_ << (o_.attach ? "\n== ldpctl run: results ==\n"
-                      : "\n== ldpctl simulate: results ==\n");
-  SetupRows(j, row);
-  ScenarioRows(j["deployment"], row);
-  out_ << "\n";
-  ResultRows(j, row);
-  StageTable(j);
-  out_ << std::flush;
-}
-
-// The dataset, the deployment, the pipeline, the propagation chosen, the
-// graph and the noise.
-void Simulation::SetupRows(const json& j, const TableRow& row) const {
-  const json& d = j["deployment"];
-  row("dataset", absl::StrCat(j["dataset"].get<std::string>(), " (",
-                              d["nodes"].get<uint32_t>(), " nodes, ",
-                              d["edges"].get<size_t>(), " edges)"));
-  std::string deployment =
-      o_.attach ? absl::StrCat("curator ", d["curator"].get<std::string>(), " + ",
-                               hosts_, " agent hosts, gRPC over ",
-                               d["tls"].get<bool>() ? "TLS" : "PLAINTEXT")
-                : o_.store == "postgres"
-                      ? absl::StrCat(o_.frontends > 0
-                                         ? absl::StrCat("operator + ", o_.frontends,
-                                                        " frontends")
-                                         : std::string("1 curator"),
-                                     " on PostgreSQL + ", o_.hosts,
-                                     " agent hosts, gRPC over TLS on 127.0.0.1")
-                      : absl::StrCat("1 curator + ", o_.hosts,
-                                     " agent hosts, gRPC over TLS on 127.0.0.1");
-  if (!o_.attach && o_.edge) {
-    deployment += "; the agents' TLS ends at an HAProxy edge";
-  }
-  row("deployment", deployment);
-  std::string pipeline_text =
-      absl::StrCat(o_.method == v1::PIPELINE_METHOD_LPGNN    ? "LPGNN"
-                   : o_.method == v1::PIPELINE_METHOD_UPGNET ? "UPGNET"
-                                                             : "PrivGE",
-                   ", ",
-                   o_.task == v1::PIPELINE_TASK_NODE ? "node classification"
-                                                     : "link prediction",
-                   ", ", config_.mechanism, " epsilon_x ",
-                   absl::StrFormat("%g", config_.epsilon));
-  if (config_.label_epsilon) {
-    absl::StrAppend(&pipeline_text, ", label RR epsilon_y ",
-                    absl::StrFormat("%g", *config_.label_epsilon));
-  }
-  row("pipeline", pipeline_text);
-  if (const json& r = j["per_run"][0]; r.contains("tuning") &&
-                                       r["tuning"].contains("candidates")) {
-    // PrivGE's node task: which propagation the validation nodes chose.
-    std::string tried;
-    for (const json& c : r["tuning"]["candidates"]) {
-      absl::StrAppend(&tried, tried.empty() ? "" : ", ",
-                      c["propagation"].get<std::string>(), " ",
-                      absl::StrFormat("%.3f", c["validation"].get<double>()));
-    }
-    row("propagation",
-        absl::StrCat(r["tuning"]["propagation"].get<std::string>(),
-                     " (kept by validation accuracy: ", tried, ")"));
-  }
-  GraphRow(d["graph"], row);
-  row("noise", o_.seed ? absl::StrCat("seeded (", *o_.seed,
-                                      "): reproducible, NOT private")
-                       : "secure (OpenSSL)");
-}
-
-// Where the graph came from: the curator's, or assembled from an edge
-// campaign.
-void Simulation::GraphRow(const json& g, const TableRow& row) {
-  if (g["source"] == "curator") {
-    row("graph", absl::StrFormat("the curator's (true edges, %u)",
-                                 g["edges"].get<uint64_t>()));
-  } else if (g["source"] == "blink") {
-    row("graph",
-        absl::StrFormat(
-            "assembled from %s: Blink, epsilon %g (delta %g), %s over %u "
-            "reporters, %u non-reporters isolated (%u edges)",
-            g["campaign"].get<std::string>(), g["epsilon"].get<double>(),
-            g["delta"].get<double>(), g["variant"].get<std::string>(),
-            g.value("reports", uint64_t{0}),
-            g.value("nonreporters", uint64_t{0}),
-            g["edges"].get<uint64_t>()));
-  } else {
-    row("graph",
-        absl::StrFormat(
-            "assembled from %s: %s, epsilon_e %g, %s (%u edges)",
-            g["campaign"].get<std::string>(),
-            g["source"] == "rr" ? "edge randomized response"
-                                : absl::StrCat("neighbour substitution, approach ",
-                                               g["source"] == "ns1" ? "1" : "2"),
-            g["epsilon"].get<double>(), g["rule"].get<std::string>(),
-            g["edges"].get<uint64_t>()));
-  }
-}
-
-// The metric, beside its baselines, and what the deployment cost.
-void Simulation::ResultRows(const json& j, const TableRow& row) const {
-  const json& d = j["deployment"];
-  row(j["metric"].get<std::string>() + " (test)",
-      absl::StrFormat("%.4f", j["mean"].get<double>()));
-  if (j.contains("baselines")) {
-    // What the campaign's reports bought over what the curator holds anyway.
-    for (const auto& [key, b] : j["baselines"].items()) {
-      const double diff = 100 * b["difference"]["mean"].get<double>();
-      // no_graph holds the reports without the graph: the difference is
-      // the graph's.
-      const bool graph = key == "no_graph";
-      const char* gain = graph ? "the graph adds" : "the reports add";
-      const char* ahead = graph ? "the result with the graph" : "the reports";
-      row(b["label"].get<std::string>(),
-          absl::StrFormat(
-              "%.4f (%s)", b["mean"].get<double>(),
-              diff >= 0
-                  ? absl::StrFormat("%s %.1f points", gain, diff)
-                  : absl::StrFormat("ahead of %s by %.1f points", ahead,
-                                    -diff)));
-    }
-  }
-  if (j["per_run"][0].contains("target_rate")) {
-    row(absl::StrCat("target rate (class ", o_.attack_class, ")"),
-        absl::StrFormat("%.4f", j["per_run"][0]["target_rate"].get<double>()));
-  }
-  const json& e = d["epsilon_spent_per_node"];
-  row("epsilon spent per node",
-      absl::StrFormat("mean %g (min %g, max %g)", e["mean"].get<double>(),
-                      e["min"].get<double>(), e["max"].get<double>()));
-  row("reports", absl::StrFormat("%u (%u refused, %u rejected)",
-                                 d["reports"].get<uint64_t>(),
-                                 d["refusals"].get<uint64_t>(),
-                                 d["rejected"].get<uint64_t>()));
-  row("bytes on the wire", absl::StrFormat(
-                               "%.1f KiB of reports (%.1f B per report)",
-                               d["report_bytes"].get<uint64_t>() / 1024.0,
-                               d["report_bytes_per_report"].get<double>()));
-  if (d.contains("peak_rss_mib")) {
-    const json& mem = d["peak_rss_mib"];
-    row("peak memory", absl::StrFormat(
-                           "%.0f MiB at once (each process's own peak: "
-                           "%.0f MiB in all, curator %.0f MiB%s, agent hosts "
-                           "%.0f MiB (largest %.0f), ldpctl %.0f MiB)",
-                           mem["together"].get<double>(),
-                           mem["all_processes"].get<double>(),
-                           mem["curator"].get<double>(),
-                           o_.frontends > 0
-                               ? absl::StrFormat(" (frontends %.0f)",
-                                                 mem["frontends"].get<double>())
-                               : std::string(),
-                           mem["agent_hosts_total"].get<double>(),
-                           mem["agent_host_max"].get<double>(),
-                           mem["ldpctl"].get<double>()));
-  }
-}
-
-// The seconds of each stage, and of the evaluation's parts.
-void Simulation::StageTable(const json& j) {
-  const json& d = j["deployment"];
-  out_ << "\n  " << absl::StrFormat("%-26s %9s\n", "stage", "seconds");
-  for (const auto& [k, v] : stage_seconds_) {
-    out_ << absl::StrFormat("  %-26s %9.2f\n", k, v);
-  }
-  const json& r = j["per_run"][0];
-  out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which propagate",
-                          r["propagate_seconds"].get<double>());
-  out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which train",
-                          r["train_seconds"].get<double>());
-  if (d["evaluate_seconds"]["baselines"].get<double>() > 0) {
-    out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which baselines",
-                            d["evaluate_seconds"]["baselines"].get<double>());
-  }
-  out_ << absl::StrFormat("  %-26s %9.2f\n", "  of which the rest",
-                          d["evaluate_seconds"]["rest"].get<double>());
-  out_ << absl::StrFormat("  %-26s %9.2f\n", "total", d["total_seconds"].get<double>());
 }
 
 }  // namespace ldpgraph::ldpctl::internal

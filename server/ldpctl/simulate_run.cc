@@ -88,12 +88,7 @@ absl::Status Simulation::Configure() {
   return absl::OkStatus();
 }
 
-absl::Status Simulation::Prepare() {
-  if (o_.attach) {
-    // Only the public description: the agents hold the records.
-    ASSIGN_OR_RETURN(data_.meta, LoadDatasetMeta(o_.dataset_dir));
-    return Configure();
-  }
+absl::Status Simulation::MakeWorkFolder() {
   if (o_.work_dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     std::string tmpl =
@@ -122,9 +117,10 @@ absl::Status Simulation::Prepare() {
   }
   owns_work_files_ = true;
   chmod(work_.c_str(), 0700);  // secrets live here
+  return absl::OkStatus();
+}
 
-  // The dataset: validated here, before any process starts.
-  const auto t = std::chrono::steady_clock::now();
+absl::Status Simulation::ReadOrGenerateData() {
   if (o_.dataset_dir.empty()) {
     progress_.Update("preparing", absl::StrCat("generating the default dataset (",
                                                o_.generated_nodes, " nodes)"));
@@ -132,35 +128,31 @@ absl::Status Simulation::Prepare() {
     g.nodes = o_.generated_nodes;
     ASSIGN_OR_RETURN(data_, GenerateDataset(g));
     dataset_dir_ = work_ + "/dataset";
-    RETURN_IF_ERROR(WriteDataset(data_, dataset_dir_));
-  } else {
-    progress_.Update("preparing", absl::StrCat("loading ", o_.dataset_dir));
-    dataset_dir_ = fs::absolute(o_.dataset_dir).string();
-    ASSIGN_OR_RETURN(data_, LoadDataset(dataset_dir_));
-    if (!DatasetPrepared(dataset_dir_, data_.meta, /*needs_schema=*/true)) {
-      // The agents scale with a public schema and read their own records
-      // through the device index: a copy with both (ldpgraph prepare).
-      progress_.Update("preparing",
-                       absl::StrCat(o_.dataset_dir,
-                                    " declares no feature schema or has no "
-                                    "device index: preparing a copy (the "
-                                    "papers' central schema) in ",
-                                    work_, "/dataset"));
-      ASSIGN_OR_RETURN(PreparedDataset prepared,
-                       PrepareDataset(dataset_dir_, work_ + "/dataset"));
-      dataset_dir_ = work_ + "/dataset";
-      data_.meta = std::move(prepared.meta);
-    }
+    return WriteDataset(data_, dataset_dir_);
   }
-  data_.features = SparseRows();  // the agents hold them, not ldpctl
-  if (data_.meta.nodes < static_cast<size_t>(o_.hosts)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--hosts ", o_.hosts, " exceeds the dataset's ", data_.meta.nodes, " nodes"));
+  progress_.Update("preparing", absl::StrCat("loading ", o_.dataset_dir));
+  dataset_dir_ = fs::absolute(o_.dataset_dir).string();
+  ASSIGN_OR_RETURN(data_, LoadDataset(dataset_dir_));
+  if (!DatasetPrepared(dataset_dir_, data_.meta, /*needs_schema=*/true)) {
+    // The agents scale with a public schema and read their own records
+    // through the device index: a copy with both (ldpgraph prepare).
+    progress_.Update("preparing",
+                     absl::StrCat(o_.dataset_dir,
+                                  " declares no feature schema or has no "
+                                  "device index: preparing a copy (the "
+                                  "papers' central schema) in ",
+                                  work_, "/dataset"));
+    ASSIGN_OR_RETURN(PreparedDataset prepared,
+                     PrepareDataset(dataset_dir_, work_ + "/dataset"));
+    dataset_dir_ = work_ + "/dataset";
+    data_.meta = std::move(prepared.meta);
   }
-  RETURN_IF_ERROR(Configure());
+  return absl::OkStatus();
+}
 
-  // Secrets and TLS: a throwaway CA, the curator's certificate for
-  // localhost and 127.0.0.1, an admin token, a node key.
+absl::Status Simulation::WriteSecrets() {
+  // A throwaway CA, the curator's certificate for localhost and 127.0.0.1,
+  // an admin token, a node key.
   progress_.Update("preparing", "TLS material and credentials");
   const std::string tls = work_ + "/tls";
   fs::create_directories(tls);
@@ -177,6 +169,27 @@ absl::Status Simulation::Prepare() {
                                  curator::CredentialsFileText(raw_key, begin, end),
                                  0600));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::Prepare() {
+  if (o_.attach) {
+    // Only the public description: the agents hold the records.
+    ASSIGN_OR_RETURN(data_.meta, LoadDatasetMeta(o_.dataset_dir));
+    return Configure();
+  }
+  RETURN_IF_ERROR(MakeWorkFolder());
+  // The dataset: validated here, before any process starts.
+  const auto t = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(ReadOrGenerateData());
+  data_.features = SparseRows();  // the agents hold them, not ldpctl
+  if (data_.meta.nodes < static_cast<size_t>(o_.hosts)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--hosts ", o_.hosts, " exceeds the dataset's ", data_.meta.nodes, " nodes"));
+  }
+  RETURN_IF_ERROR(Configure());
+  // Secrets and TLS.
+  RETURN_IF_ERROR(WriteSecrets());
   Record("prepare", std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - t).count());
   return absl::OkStatus();

@@ -23,7 +23,7 @@
 #include "absl/time/time.h"
 #include "common/attacks/poisoning.h"
 #include "common/net/fault_proxy.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 #include "common/status_macros.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/ldpctl/churn.h"

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dataset/dataset.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "server/ldpgraph/charts.h"
 #include "server/ldpgraph/tool_util.h"
 

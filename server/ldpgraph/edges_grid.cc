@@ -9,13 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/dataset/generator.h"
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 #include "common/status_macros.h"
 #include "common/stopwatch.h"
 #include "ldpgraph/v1/mechanism.pb.h"
 #include "server/attacks/link_inference.h"
 #include "server/ldpgraph/edges_report.h"
+#include "server/ldpgraph/tool_util.h"
 #include "server/pipeline/pipeline.h"
 #include "server/propagation/propagation.h"
 
@@ -257,7 +258,7 @@ absl::Status EdgesGrid::RunFeatures(int run, size_t xi) {
     if (progress_ != nullptr) {
       *progress_ << absl::StrFormat(
           "[run %d/%d] eps_x=%s: %zu feature reports (%.2f s)\n", run + 1,
-          o_.runs, EdgesBudget(f.eps_x), f.own.size(), SecondsSince(t));
+          o_.runs, FormatBudget(f.eps_x), f.own.size(), SecondsSince(t));
     }
   }
   for (size_t ri = 0; ri < rows_.size(); ++ri) {
@@ -274,7 +275,7 @@ absl::Status EdgesGrid::RunRow(int run, size_t ri, FeaturePass& f) {
       row.graph == EdgeGraph::kMlp ? &no_edges_ : &d_.graph;
   std::string label(EdgeGraphName(row.graph));
   if (row.graph != EdgeGraph::kTrue && row.graph != EdgeGraph::kMlp) {
-    absl::StrAppend(&label, " eps_e=", EdgesBudget(*row.eps_e));
+    absl::StrAppend(&label, " eps_e=", FormatBudget(*row.eps_e));
     noise_.Reset(o_.seed, run);
     ASSIGN_OR_RETURN(const pipeline::PrivateGraphConfig gc,
                      GraphConfig(row.graph, *row.eps_e, o_));
@@ -300,7 +301,7 @@ absl::Status EdgesGrid::RunRow(int run, size_t ri, FeaturePass& f) {
       *progress_ << absl::StrFormat(
           "[run %d/%d] eps_x=%s %s: graph of %d edges, homophily %.3f%s "
           "(%.2f s)\n",
-          run + 1, o_.runs, EdgesBudget(f.eps_x), label, pg.graph.num_edges(),
+          run + 1, o_.runs, FormatBudget(f.eps_x), label, pg.graph.num_edges(),
           EdgeHomophily(pg.graph, d_.labels), stats, pg.seconds);
     }
   }
@@ -402,8 +403,8 @@ absl::Status EdgesGrid::TrainCells(int run, size_t ri, const FeaturePass& f,
         }
         *progress_ << absl::StrFormat(
             "  [%zu/%zu] %s %s eps_x=%s eps_y=%s: accuracy %.4f%s (%.1f s)\n",
-            done_, total_, EdgesModelName(model), label, EdgesBudget(f.eps_x),
-            EdgesBudget(eps_y), cr.accuracy, attacks, cr.seconds);
+            done_, total_, EdgesModelName(model), label, FormatBudget(f.eps_x),
+            FormatBudget(eps_y), cr.accuracy, attacks, cr.seconds);
       }
     }
   }

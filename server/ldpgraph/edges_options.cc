@@ -1,12 +1,9 @@
 #include "server/ldpgraph/edges_options.h"
 
 #include <algorithm>
-#include <cmath>
 #include <initializer_list>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/cli_args.h"
 #include "common/status_macros.h"
@@ -17,32 +14,6 @@ namespace ldpgraph::tool {
 namespace {
 
 using training::NodeModelKind;
-
-// A comma-separated list of budgets > 0, "inf" allowed when allow_inf;
-// no repeats.
-absl::StatusOr<std::vector<double>> ParseBudgetList(absl::string_view flag,
-                                                    absl::string_view list,
-                                                    bool allow_inf) {
-  std::vector<double> out;
-  for (absl::string_view s : absl::StrSplit(list, ',')) {
-    double v;
-    if (s == "inf" && allow_inf) {
-      v = kNoPrivacy;
-    } else if (!absl::SimpleAtod(s, &v) || !(v > 0) || !std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--", flag, " takes budgets > 0", allow_inf ? " or inf" : "",
-          ", comma separated; got '", s, "'",
-          allow_inf ? ""
-                    : " (the true graph, eps_e = inf, is --graphs true)"));
-    }
-    if (std::find(out.begin(), out.end(), v) != out.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " lists ", EdgesBudget(v), " twice"));
-    }
-    out.push_back(v);
-  }
-  return out;
-}
 
 // A comma-separated list of choices, no repeats; their positions.
 absl::StatusOr<std::vector<int>> ParseChoiceList(
@@ -98,50 +69,28 @@ absl::Status ParseBlinkAndAttackFlags(const CliArgs& a, EdgesOptions* out) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::string_view EdgesModelName(NodeModelKind k) {
-  switch (k) {
-    case NodeModelKind::kMlp: return "mlp";
-    case NodeModelKind::kGcn: return "gcn";
-    case NodeModelKind::kSage: return "sage";
-  }
-  return "?";
-}
-
-std::string EdgesBudget(double e) {
-  return std::isinf(e) ? "inf" : absl::StrFormat("%g", e);
-}
-
-absl::StatusOr<EdgesOptions> ParseEdgesOptions(
-    const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(
-      CliArgs a,
-      CliArgs::Parse(args,
-                     {"dataset", "edge-epsilons", "feature-epsilons",
-                      "label-epsilons", "models", "graphs", "runs", "seed",
-                      "similarity", "top-k", "max-dummies", "dummy-mean",
-                      "dummy-std", "feature-steps", "label-steps", "epochs",
-                      "patience", "max-rr-edges", "threads", "format",
-                      "save-json", "blink-delta", "blink-variant",
-                      "blink-iterations", "attacks", "linkteller-sources",
-                      "plot"},
-                     {"secure", "help"}));
-  EdgesOptions o;
-  auto dataset = a.Get("dataset");
-  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
-  o.dataset = *dataset;
+// --edge-epsilons, --feature-epsilons, --label-epsilons, --models and
+// --graphs into *out: the grid's axes.
+absl::Status ParseEdgesGridFlags(const CliArgs& a, EdgesOptions* out) {
+  EdgesOptions& o = *out;
+  // Budgets > 0, no repeats; eps_e finite.
+  constexpr BudgetListRules kFinite = {
+      .allow_inf = false,
+      .unique = true,
+      .note = " (the true graph, eps_e = inf, is --graphs true)"};
+  constexpr BudgetListRules kOrInf = {
+      .allow_inf = true, .unique = true, .note = ""};
   if (auto e = a.Get("edge-epsilons")) {
     ASSIGN_OR_RETURN(o.edge_epsilons,
-                     ParseBudgetList("edge-epsilons", *e, false));
+                     ParseBudgetList("edge-epsilons", *e, kFinite));
   }
   if (auto e = a.Get("feature-epsilons")) {
     ASSIGN_OR_RETURN(o.feature_epsilons,
-                     ParseBudgetList("feature-epsilons", *e, true));
+                     ParseBudgetList("feature-epsilons", *e, kOrInf));
   }
   if (auto e = a.Get("label-epsilons")) {
     ASSIGN_OR_RETURN(o.label_epsilons,
-                     ParseBudgetList("label-epsilons", *e, true));
+                     ParseBudgetList("label-epsilons", *e, kOrInf));
   }
   if (auto m = a.Get("models")) {
     ASSIGN_OR_RETURN(auto idx, ParseChoiceList("models", *m, {"gcn", "sage"}));
@@ -162,10 +111,13 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
       o.graphs.push_back(graph);
     }
   }
-  ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
-  if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
-  ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
-  if (seed) o.seed = *seed;
+  return absl::OkStatus();
+}
+
+// --similarity, --top-k, --max-dummies, --dummy-mean and --dummy-std into
+// *out (checked together later, by ValidateEdgesSubstitution).
+absl::Status ParseEdgesSubstitutionFlags(const CliArgs& a, EdgesOptions* out) {
+  EdgesOptions& o = *out;
   if (auto s = a.Get("similarity")) {
     ASSIGN_OR_RETURN(int i, ParseChoice("similarity", *s, {"cosine", "l2"}));
     o.similarity = i == 0 ? edges::Similarity::kCosine : edges::Similarity::kL2;
@@ -186,6 +138,12 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
     }
     o.dummy_std = *sd;
   }
+  return absl::OkStatus();
+}
+
+// --feature-steps, --label-steps, --epochs and --patience into *out.
+absl::Status ParseEdgesLearningFlags(const CliArgs& a, EdgesOptions* out) {
+  EdgesOptions& o = *out;
   ASSIGN_OR_RETURN(auto ks, a.GetInt("feature-steps"));
   if (ks) { ASSIGN_OR_RETURN(o.feature_steps, FlagToInt(*ks, "feature-steps", 0)); }
   ASSIGN_OR_RETURN(auto ky, a.GetInt("label-steps"));
@@ -196,7 +154,13 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
   if (patience) {
     ASSIGN_OR_RETURN(o.patience, FlagToInt(*patience, "patience", 1));
   }
-  RETURN_IF_ERROR(ParseBlinkAndAttackFlags(a, &o));
+  return absl::OkStatus();
+}
+
+// --max-rr-edges, --threads, --secure, --format, --save-json and --plot
+// into *out (--plot after --graphs: it needs a graph with eps_e).
+absl::Status ParseEdgesOutputFlags(const CliArgs& a, EdgesOptions* out) {
+  EdgesOptions& o = *out;
   ASSIGN_OR_RETURN(auto max_rr, a.GetUint("max-rr-edges"));
   if (max_rr) o.max_rr_edges = *max_rr;
   ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
@@ -222,20 +186,66 @@ absl::StatusOr<EdgesOptions> ParseEdgesOptions(
     }
     o.plot = *f;
   }
-  // The substitution parameters, checked once by the library's validator.
+  return absl::OkStatus();
+}
+
+// The substitution parameters, checked once by the library's validator.
+absl::Status ValidateEdgesSubstitution(const EdgesOptions& o) {
   edges::SubstitutionParams p;
   p.similarity = o.similarity;
   p.top_k = o.top_k;
   p.max_dummies = o.max_dummies;
   p.dummy_mean = o.dummy_mean;
   p.dummy_std = o.dummy_std;
-  absl::Status valid = p.Validate();
-  if (!valid.ok()) return valid;
+  return p.Validate();
+}
+
+}  // namespace
+
+absl::string_view EdgesModelName(NodeModelKind k) {
+  switch (k) {
+    case NodeModelKind::kMlp: return "mlp";
+    case NodeModelKind::kGcn: return "gcn";
+    case NodeModelKind::kSage: return "sage";
+  }
+  return "?";
+}
+
+absl::StatusOr<EdgesOptions> ParseEdgesOptions(
+    const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(args,
+                     {"dataset", "edge-epsilons", "feature-epsilons",
+                      "label-epsilons", "models", "graphs", "runs", "seed",
+                      "similarity", "top-k", "max-dummies", "dummy-mean",
+                      "dummy-std", "feature-steps", "label-steps", "epochs",
+                      "patience", "max-rr-edges", "threads", "format",
+                      "save-json", "blink-delta", "blink-variant",
+                      "blink-iterations", "attacks", "linkteller-sources",
+                      "plot"},
+                     {"secure", "help"}));
+  EdgesOptions o;
+  auto dataset = a.Get("dataset");
+  if (!dataset) return absl::InvalidArgumentError("--dataset is required");
+  o.dataset = *dataset;
+  RETURN_IF_ERROR(ParseEdgesGridFlags(a, &o));
+  ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
+  if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
+  ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
+  if (seed) o.seed = *seed;
+  RETURN_IF_ERROR(ParseEdgesSubstitutionFlags(a, &o));
+  RETURN_IF_ERROR(ParseEdgesLearningFlags(a, &o));
+  RETURN_IF_ERROR(ParseBlinkAndAttackFlags(a, &o));
+  RETURN_IF_ERROR(ParseEdgesOutputFlags(a, &o));
+  RETURN_IF_ERROR(ValidateEdgesSubstitution(o));
   return o;
 }
 
-std::string EdgesHelp() {
-  return R"(ldpgraph edges: private edges (the edge LDP thesis, "Structural Differential Privacy in Graph Neural Networks"), its grid reproduced, with two link-inference attacks
+namespace {
+
+// The --help text of `ldpgraph edges`.
+constexpr char kEdgesHelp[] = R"(ldpgraph edges: private edges (the edge LDP thesis, "Structural Differential Privacy in Graph Neural Networks"), its grid reproduced, with two link-inference attacks
 
 Usage: ldpgraph edges --dataset DIR [flags]
 
@@ -408,6 +418,9 @@ Examples:
   ldpgraph edges --dataset ../shared/datasets/pubmed --graphs ns1,ns2,true \
       --models gcn --threads 2 --format json
 )";
-}
+
+}  // namespace
+
+std::string EdgesHelp() { return kEdgesHelp; }
 
 }  // namespace ldpgraph::tool

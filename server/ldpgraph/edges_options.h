@@ -106,7 +106,4 @@ std::string EdgesHelp();
 // A model's name as the grid prints it: "mlp", "gcn", "sage".
 absl::string_view EdgesModelName(training::NodeModelKind k);
 
-// A budget as the grid prints it: "inf", or %g.
-std::string EdgesBudget(double e);
-
 }  // namespace ldpgraph::tool

@@ -230,6 +230,129 @@ std::string CellText(const json& c) {
   return out;
 }
 
+// The attacks a grid ran (a grid saved before --attacks ran the similarity
+// attack alone).
+struct EdgesTableAttacks {
+  bool similarity = false;
+  bool linkteller = false;
+};
+EdgesTableAttacks AttacksRun(const json& grid) {
+  EdgesTableAttacks out;
+  out.similarity = !grid.contains("attacks");
+  for (const json& a : grid.value("attacks", json::array())) {
+    out.similarity |= a == "similarity";
+    out.linkteller |= a == "linkteller";
+  }
+  return out;
+}
+
+// One model's rows, (graph, eps_e) in order of appearance: each row's
+// cells, and the (sum, count) of its cells' graph, run and LinkTeller
+// seconds.
+struct EdgesTableRows {
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::pair<double, int>> graph_s, run_s, lt_s;
+};
+
+// The rows of model `name`'s table from the grid's cells; a skipped cell's
+// note goes to *footnotes once.
+EdgesTableRows ModelRows(const json& grid, const std::string& name,
+                         bool linkteller, std::vector<std::string>* footnotes) {
+  const auto budget = BudgetText;
+  EdgesTableRows rows;
+  for (const json& c : grid["cells"]) {
+    if (c["model"] != name) continue;
+    std::pair<std::string, std::string> key{
+        c["graph"].get<std::string>(),
+        c["edge_epsilon"].is_null() ? "-" : budget(c["edge_epsilon"])};
+    if (rows.keys.empty() || rows.keys.back() != key) {
+      rows.keys.push_back(key);
+      rows.cells.emplace_back();
+      rows.graph_s.emplace_back(0.0, 0);
+      rows.run_s.emplace_back(0.0, 0);
+      rows.lt_s.emplace_back(0.0, 0);
+    }
+    if (!c["skipped"].is_null()) {
+      rows.cells.back().push_back("skipped");
+      const std::string note = absl::StrCat(
+          key.first, " eps_e=", key.second, ": skipped: ",
+          c["skipped"].get<std::string>());
+      if (std::find(footnotes->begin(), footnotes->end(), note) ==
+          footnotes->end()) {
+        footnotes->push_back(note);
+      }
+      continue;
+    }
+    rows.cells.back().push_back(CellText(c));
+    rows.graph_s.back().first += c["graph_seconds"]["mean"].get<double>();
+    ++rows.graph_s.back().second;
+    rows.run_s.back().first += c["seconds"]["mean"].get<double>();
+    ++rows.run_s.back().second;
+    if (linkteller) {
+      rows.lt_s.back().first += c["linkteller_seconds"]["mean"].get<double>();
+      ++rows.lt_s.back().second;
+    }
+  }
+  return rows;
+}
+
+// The table's lines, the header first: graph, eps_e, a column per
+// (eps_x, eps_y), then the mean seconds.
+std::vector<std::vector<std::string>> TableLines(
+    const EdgesTableRows& rows, const std::vector<std::string>& columns,
+    bool linkteller) {
+  std::vector<std::string> header = {"graph", "eps_e"};
+  header.insert(header.end(), columns.begin(), columns.end());
+  header.push_back("graph s");
+  header.push_back("run s");
+  if (linkteller) header.push_back("LT s");
+  std::vector<std::vector<std::string>> table;
+  table.push_back(header);
+  for (size_t r = 0; r < rows.keys.size(); ++r) {
+    std::vector<std::string> line = {rows.keys[r].first, rows.keys[r].second};
+    line.insert(line.end(), rows.cells[r].begin(), rows.cells[r].end());
+    auto mean = [](const std::pair<double, int>& s) {
+      return s.second == 0 ? std::string("-")
+                           : absl::StrFormat("%.2f", s.first / s.second);
+    };
+    const bool built =
+        rows.keys[r].first != "true" && rows.keys[r].first != "mlp";
+    line.push_back(built ? mean(rows.graph_s[r]) : "-");
+    line.push_back(mean(rows.run_s[r]));
+    if (linkteller) line.push_back(mean(rows.lt_s[r]));
+    table.push_back(line);
+  }
+  return table;
+}
+
+// The lines as a Markdown table, each column as wide as its widest cell
+// (width: at least one entry per column, all 0).
+std::string TableText(const std::vector<std::vector<std::string>>& table,
+                      std::vector<size_t> width) {
+  for (const auto& line : table) {
+    for (size_t i = 0; i < line.size() && i < width.size(); ++i) {
+      width[i] = std::max(width[i], DisplayWidth(line[i]));
+    }
+  }
+  std::string out;
+  for (size_t li = 0; li < table.size(); ++li) {
+    std::string text = "|";
+    for (size_t i = 0; i < table[li].size(); ++i) {
+      absl::StrAppend(&text, " ", Pad(table[li][i], width[i]), " |");
+    }
+    absl::StrAppend(&out, text, "\n");
+    if (li == 0) {
+      std::string rule = "|";
+      for (size_t i = 0; i < table[li].size(); ++i) {
+        absl::StrAppend(&rule, std::string(width[i] + 2, '-'), "|");
+      }
+      absl::StrAppend(&out, rule, "\n");
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string EdgesTables(const json& grid) {
@@ -237,87 +360,21 @@ std::string EdgesTables(const json& grid) {
   const json& p = grid["parameters"];
   const auto budget = BudgetText;
   std::vector<std::string> footnotes;
-  // A grid saved before --attacks ran the similarity attack alone.
-  bool similarity = !grid.contains("attacks"), linkteller = false;
-  for (const json& a : grid.value("attacks", json::array())) {
-    similarity |= a == "similarity";
-    linkteller |= a == "linkteller";
-  }
+  const EdgesTableAttacks attacks = AttacksRun(grid);
+  const bool linkteller = attacks.linkteller;
   std::string attacks_title;
-  if (similarity) attacks_title += " / similarity attack AUC %";
+  if (attacks.similarity) attacks_title += " / similarity attack AUC %";
   if (linkteller) attacks_title += " / LinkTeller attack AUC %";
   for (const json& model : p["models"]) {
     const std::string name = model.get<std::string>();
     // Rows in order of appearance; columns (eps_x, eps_y).
-    std::vector<std::pair<std::string, std::string>> row_keys;
-    std::vector<std::vector<std::string>> row_cells;
-    std::vector<std::pair<double, int>> row_graph_s, row_run_s, row_lt_s;
     std::vector<std::string> columns;
     for (const json& x : p["feature_epsilons"]) {
       for (const json& y : p["label_epsilons"]) {
         columns.push_back(absl::StrCat("x=", budget(x), " y=", budget(y)));
       }
     }
-    for (const json& c : grid["cells"]) {
-      if (c["model"] != name) continue;
-      std::pair<std::string, std::string> key{
-          c["graph"].get<std::string>(),
-          c["edge_epsilon"].is_null() ? "-" : budget(c["edge_epsilon"])};
-      if (row_keys.empty() || row_keys.back() != key) {
-        row_keys.push_back(key);
-        row_cells.emplace_back();
-        row_graph_s.emplace_back(0.0, 0);
-        row_run_s.emplace_back(0.0, 0);
-        row_lt_s.emplace_back(0.0, 0);
-      }
-      if (!c["skipped"].is_null()) {
-        row_cells.back().push_back("skipped");
-        const std::string note = absl::StrCat(
-            key.first, " eps_e=", key.second, ": skipped: ",
-            c["skipped"].get<std::string>());
-        if (std::find(footnotes.begin(), footnotes.end(), note) ==
-            footnotes.end()) {
-          footnotes.push_back(note);
-        }
-        continue;
-      }
-      row_cells.back().push_back(CellText(c));
-      row_graph_s.back().first += c["graph_seconds"]["mean"].get<double>();
-      ++row_graph_s.back().second;
-      row_run_s.back().first += c["seconds"]["mean"].get<double>();
-      ++row_run_s.back().second;
-      if (linkteller) {
-        row_lt_s.back().first += c["linkteller_seconds"]["mean"].get<double>();
-        ++row_lt_s.back().second;
-      }
-    }
-    std::vector<size_t> width(columns.size() + 5, 0);
-    std::vector<std::string> header = {"graph", "eps_e"};
-    header.insert(header.end(), columns.begin(), columns.end());
-    header.push_back("graph s");
-    header.push_back("run s");
-    if (linkteller) header.push_back("LT s");
-    std::vector<std::vector<std::string>> table;
-    table.push_back(header);
-    for (size_t r = 0; r < row_keys.size(); ++r) {
-      std::vector<std::string> line = {row_keys[r].first, row_keys[r].second};
-      line.insert(line.end(), row_cells[r].begin(), row_cells[r].end());
-      auto mean = [](const std::pair<double, int>& s) {
-        return s.second == 0 ? std::string("-")
-                             : absl::StrFormat("%.2f", s.first / s.second);
-      };
-      const bool built =
-          row_keys[r].first != "true" && row_keys[r].first != "mlp";
-      line.push_back(built ? mean(row_graph_s[r]) : "-");
-      line.push_back(mean(row_run_s[r]));
-      if (linkteller) line.push_back(mean(row_lt_s[r]));
-      table.push_back(line);
-    }
-    for (const auto& line : table) {
-      for (size_t i = 0; i < line.size() && i < width.size(); ++i) {
-        width[i] = std::max(width[i], DisplayWidth(line[i]));
-      }
-    }
+    const EdgesTableRows rows = ModelRows(grid, name, linkteller, &footnotes);
     absl::StrAppend(
         &out,
         absl::StrFormat(
@@ -325,21 +382,10 @@ std::string EdgesTables(const json& grid) {
             name == "gcn" ? "GCN" : "GraphSAGE",
             grid["dataset"].get<std::string>(), grid["runs"].get<int>(),
             attacks_title));
-    for (size_t li = 0; li < table.size(); ++li) {
-      std::string text = "|";
-      for (size_t i = 0; i < table[li].size(); ++i) {
-        absl::StrAppend(&text, " ", Pad(table[li][i], width[i]), " |");
-      }
-      absl::StrAppend(&out, text, "\n");
-      if (li == 0) {
-        std::string rule = "|";
-        for (size_t i = 0; i < table[li].size(); ++i) {
-          absl::StrAppend(&rule, std::string(width[i] + 2, '-'), "|");
-        }
-        absl::StrAppend(&out, rule, "\n");
-      }
-    }
-    absl::StrAppend(&out, "\n");
+    absl::StrAppend(&out,
+                    TableText(TableLines(rows, columns, linkteller),
+                              std::vector<size_t>(columns.size() + 5, 0)),
+                    "\n");
   }
   for (const std::string& f : footnotes) absl::StrAppend(&out, f, "\n");
   absl::StrAppend(

@@ -22,7 +22,7 @@
 #include "common/dataset/generator.h"
 #include "common/files.h"
 #include "common/testing/svg_shape.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::tool {
 namespace {

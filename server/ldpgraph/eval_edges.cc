@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/attacks/poisoning.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 #include "server/ldpgraph/tool_util.h"
 

@@ -13,7 +13,7 @@
 #include "common/dataset/feature_schema.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/names.h"
-#include "common/npy.h"
+#include "common/linalg/npy.h"
 #include "common/status_macros.h"
 #include "common/parallel.h"
 #include "server/ldpgraph/tool_util.h"
@@ -49,15 +49,9 @@ struct Options {
   bool json = false;
 };
 
-absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(
-      CliArgs a,
-      CliArgs::Parse(args,
-                     {"dataset", "out", "scale", "mechanism", "epsilon", "k",
-                      "m", "seed", "method", "alpha", "r", "rmax", "tolerance",
-                      "threads", "block-columns", "steps"},
-                     {"self-loops", "json", "help"}));
-  Options o;
+// --dataset, --out and --scale.
+absl::Status ParseInputFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
   auto dataset = a.Get("dataset");
   if (!dataset) return absl::InvalidArgumentError("--dataset is required");
   o.dataset = *dataset;
@@ -72,6 +66,13 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     }
     o.scaling = *parsed;
   }
+  return absl::OkStatus();
+}
+
+// --mechanism, --epsilon, --k or --m and --seed, checked before the dataset
+// is loaded, so that a typo costs nothing.
+absl::Status ParsePerturbationFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
   o.mechanism = a.Get("mechanism");
   ASSIGN_OR_RETURN(auto eps, a.GetDouble("epsilon"));
   if (eps) {
@@ -93,42 +94,25 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (o.seed && !o.mechanism) {
     return absl::InvalidArgumentError("--seed needs --mechanism");
   }
-  if (o.mechanism) {
-    // Checked before the dataset is loaded, so a typo costs nothing.
-    auto kind = ParseMechanismName(*o.mechanism);
-    if (!kind.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--mechanism: ", kind.status().message()));
-    }
-    absl::Status eps_ok = ValidateEpsilon(o.epsilon);
-    if (!eps_ok.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", eps_ok.message()));
-    }
+  if (!o.mechanism) return absl::OkStatus();
+  auto kind = ParseMechanismName(*o.mechanism);
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mechanism: ", kind.status().message()));
   }
-  if (auto method = a.Get("method")) {
-    ASSIGN_OR_RETURN(o.method, kMethodNames.Parse(*method, "--method"));
+  absl::Status eps_ok = ValidateEpsilon(o.epsilon);
+  if (!eps_ok.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", eps_ok.message()));
   }
-  ASSIGN_OR_RETURN(auto alpha, a.GetDouble("alpha"));
-  ASSIGN_OR_RETURN(auto r, a.GetDouble("r"));
-  ASSIGN_OR_RETURN(auto rmax, a.GetDouble("rmax"));
-  ASSIGN_OR_RETURN(auto tolerance, a.GetDouble("tolerance"));
-  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
-  ASSIGN_OR_RETURN(auto block, a.GetInt("block-columns"));
-  ASSIGN_OR_RETURN(auto steps, a.GetInt("steps"));
-  if (alpha) o.ppr.alpha = *alpha;
-  if (r) o.ppr.r = *r;
-  if (rmax) o.ppr.rmax = *rmax;
-  if (tolerance) o.ppr.tolerance = *tolerance;
-  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, FlagToInt(*threads, "threads", 0)); }
-  if (block) {
-    ASSIGN_OR_RETURN(o.ppr.block_columns, FlagToInt(*block, "block-columns", 0));
-  }
-  if (steps) { ASSIGN_OR_RETURN(o.steps, FlagToInt(*steps, "steps", 0)); }
-  o.self_loops = a.Flag("self-loops");
-  o.json = a.Flag("json");
+  return absl::OkStatus();
+}
+
+// Which flags apply to which --method: INVALID_ARGUMENT for one that does
+// not.
+absl::Status CheckMethodFlags(const Options& o, const PprOverrides& ppr_given,
+                              bool threads, bool block, bool steps) {
   const bool ppr = o.method == Method::kPush || o.method == Method::kPower;
-  if (!ppr && (alpha || r || rmax || tolerance || block)) {
+  if (!ppr && (ppr_given.any() || block)) {
     return absl::InvalidArgumentError(
         "--alpha, --r, --rmax, --tolerance and --block-columns apply to "
         "--method push or power only");
@@ -141,19 +125,60 @@ absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     return absl::InvalidArgumentError(
         "--steps and --self-loops apply to --method gcn or kprop only");
   }
-  if (o.method == Method::kPower && rmax) {
+  if (o.method == Method::kPower && ppr_given.rmax) {
     return absl::InvalidArgumentError("--rmax applies to --method push only");
   }
-  if (o.method == Method::kPush && tolerance) {
+  if (o.method == Method::kPush && ppr_given.tolerance) {
     return absl::InvalidArgumentError(
         "--tolerance applies to --method power only");
   }
-  if (ppr) {
-    absl::Status s = ValidatePprOptions(o.ppr);
-    if (!s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", s.message()));
-    }
+  return absl::OkStatus();
+}
+
+// --method and its settings: PPR's (ReadPprFlags), --threads,
+// --block-columns, --steps and --self-loops.
+absl::Status ParseMethodFlags(const CliArgs& a, Options* options) {
+  Options& o = *options;
+  if (auto method = a.Get("method")) {
+    ASSIGN_OR_RETURN(o.method, kMethodNames.Parse(*method, "--method"));
   }
+  ASSIGN_OR_RETURN(const PprOverrides ppr_given, ReadPprFlags(a));
+  ASSIGN_OR_RETURN(auto threads, a.GetInt("threads"));
+  ASSIGN_OR_RETURN(auto block, a.GetInt("block-columns"));
+  ASSIGN_OR_RETURN(auto steps, a.GetInt("steps"));
+  if (threads) { ASSIGN_OR_RETURN(o.ppr.threads, FlagToInt(*threads, "threads", 0)); }
+  if (block) {
+    ASSIGN_OR_RETURN(o.ppr.block_columns, FlagToInt(*block, "block-columns", 0));
+  }
+  if (steps) { ASSIGN_OR_RETURN(o.steps, FlagToInt(*steps, "steps", 0)); }
+  o.self_loops = a.Flag("self-loops");
+  RETURN_IF_ERROR(CheckMethodFlags(o, ppr_given, threads.has_value(),
+                                   block.has_value(), steps.has_value()));
+  if (o.method != Method::kPush && o.method != Method::kPower) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<PprOptions> ppr = ApplyPprOverrides(o.ppr, ppr_given);
+  if (!ppr.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", ppr.status().message()));
+  }
+  o.ppr = *ppr;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(
+      CliArgs a,
+      CliArgs::Parse(args,
+                     {"dataset", "out", "scale", "mechanism", "epsilon", "k",
+                      "m", "seed", "method", "alpha", "r", "rmax", "tolerance",
+                      "threads", "block-columns", "steps"},
+                     {"self-loops", "json", "help"}));
+  Options o;
+  RETURN_IF_ERROR(ParseInputFlags(a, &o));
+  RETURN_IF_ERROR(ParsePerturbationFlags(a, &o));
+  RETURN_IF_ERROR(ParseMethodFlags(a, &o));
+  o.json = a.Flag("json");
   return o;
 }
 

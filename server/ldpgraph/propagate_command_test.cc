@@ -33,8 +33,8 @@
 #include "common/dataset/feature_schema.h"
 #include "common/dataset/generator.h"
 #include "common/mechanisms/feature_mechanism.h"
-#include "common/npy.h"
-#include "common/random.h"
+#include "common/linalg/npy.h"
+#include "common/random/random.h"
 #include "server/propagation/propagation.h"
 
 namespace ldpgraph::tool {

@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -153,21 +152,82 @@ struct ReproOptions {
   bool baselines = false;  // --baselines (node task)
 };
 
-absl::StatusOr<std::vector<double>> ParseBudgets(absl::string_view flag,
-                                                 absl::string_view list) {
-  std::vector<double> out;
-  for (absl::string_view s : absl::StrSplit(list, ',')) {
-    double v;
-    if (s == "inf") {
-      v = kInf;
-    } else if (!absl::SimpleAtod(s, &v) || !(v > 0) || !std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--", flag, " takes budgets > 0 or inf, comma separated; got '", s,
-          "'"));
-    }
-    out.push_back(v);
+// The paper's grid: its mechanisms, feature budgets and label budgets.
+void SetPaperGrid(ReproOptions* out) {
+  ReproOptions& o = *out;
+  if (o.paper == v1::PIPELINE_METHOD_PRIVGE) {
+    o.mechanisms = {"laplace", "piecewise", "multibit", "hds"};
+    o.epsilons = o.task == v1::PIPELINE_TASK_NODE
+                     ? std::vector<double>{0.01, 0.1, 1, 2, 3, 5, kInf}
+                     : std::vector<double>{1, 2, 3, 5, kInf};
+    o.label_epsilons = {kInf};
+  } else if (o.paper == v1::PIPELINE_METHOD_DPNE) {
+    o.mechanisms = {"central"};
+    o.epsilons = {0.01, 0.1, 1, 10, 100, 1000, kInf};
+    o.label_epsilons = {kInf};
+  } else {
+    o.mechanisms = {"multibit"};
+    o.epsilons = {0.01, 0.1, 1, 2, 3, kInf};
+    o.label_epsilons = {0.5, 1, 2, 3, kInf};
   }
-  return out;
+}
+
+// --mechanisms, --epsilons and --label-epsilons over the paper's grid.
+absl::Status ParseReproGridFlags(const CliArgs& a, ReproOptions* out) {
+  ReproOptions& o = *out;
+  if (a.Get("mechanisms") && o.paper == v1::PIPELINE_METHOD_DPNE) {
+    return absl::InvalidArgumentError(
+        "--mechanisms does not apply to --paper dpne (its noise is its own)");
+  }
+  if (auto m = a.Get("mechanisms")) {
+    o.mechanisms = absl::StrSplit(*m, ',');
+    for (const auto& name : o.mechanisms) {
+      if (!ParseMechanismName(name).ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--mechanisms: unknown mechanism '", name, "'"));
+      }
+    }
+  }
+  if (auto e = a.Get("epsilons")) {
+    ASSIGN_OR_RETURN(o.epsilons, ParseBudgetList("epsilons", *e, {}));
+  }
+  if (auto e = a.Get("label-epsilons")) {
+    if (o.paper != v1::PIPELINE_METHOD_LPGNN) {
+      return absl::InvalidArgumentError("--label-epsilons is for --paper lpgnn");
+    }
+    ASSIGN_OR_RETURN(o.label_epsilons,
+                     ParseBudgetList("label-epsilons", *e, {}));
+  }
+  return absl::OkStatus();
+}
+
+// --runs, --seed, --format, --baselines and --plot (after the grid: the
+// chart needs a finite budget).
+absl::Status ParseReproRunFlags(const CliArgs& a, ReproOptions* out) {
+  ReproOptions& o = *out;
+  ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
+  if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
+  ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
+  if (seed) o.seed = *seed;
+  if (auto f = a.Get("format")) {
+    ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
+    o.json = i == 1;
+  }
+  o.baselines = a.Flag("baselines");
+  if (o.baselines && o.task != v1::PIPELINE_TASK_NODE) {
+    return absl::InvalidArgumentError(
+        "--baselines applies to the node task (--task node)");
+  }
+  if (auto f = a.Get("plot")) {
+    RETURN_IF_ERROR(CheckPlotPath(*f));
+    if (std::all_of(o.epsilons.begin(), o.epsilons.end(),
+                    [](double e) { return std::isinf(e); })) {
+      return absl::InvalidArgumentError(
+          "--plot draws against epsilon: --epsilons needs a finite budget");
+    }
+    o.plot = *f;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ReproOptions> ParseReproOptions(
@@ -195,70 +255,10 @@ absl::StatusOr<ReproOptions> ParseReproOptions(
                                          {v1::PIPELINE_TASK_NODE})
                                    : pipeline::kTaskNames.Parse(*t, "--task"));
   }
-  if (o.paper == v1::PIPELINE_METHOD_PRIVGE) {
-    o.mechanisms = {"laplace", "piecewise", "multibit", "hds"};
-    o.epsilons = o.task == v1::PIPELINE_TASK_NODE
-                     ? std::vector<double>{0.01, 0.1, 1, 2, 3, 5, kInf}
-                     : std::vector<double>{1, 2, 3, 5, kInf};
-    o.label_epsilons = {kInf};
-  } else if (o.paper == v1::PIPELINE_METHOD_DPNE) {
-    o.mechanisms = {"central"};
-    o.epsilons = {0.01, 0.1, 1, 10, 100, 1000, kInf};
-    o.label_epsilons = {kInf};
-  } else {
-    o.mechanisms = {"multibit"};
-    o.epsilons = {0.01, 0.1, 1, 2, 3, kInf};
-    o.label_epsilons = {0.5, 1, 2, 3, kInf};
-  }
-  if (a.Get("mechanisms") && o.paper == v1::PIPELINE_METHOD_DPNE) {
-    return absl::InvalidArgumentError(
-        "--mechanisms does not apply to --paper dpne (its noise is its own)");
-  }
-  if (auto m = a.Get("mechanisms")) {
-    o.mechanisms = absl::StrSplit(*m, ',');
-    for (const auto& name : o.mechanisms) {
-      if (!ParseMechanismName(name).ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--mechanisms: unknown mechanism '", name, "'"));
-      }
-    }
-  }
-  if (auto e = a.Get("epsilons")) {
-    ASSIGN_OR_RETURN(o.epsilons, ParseBudgets("epsilons", *e));
-  }
-  if (auto e = a.Get("label-epsilons")) {
-    if (!lpgnn) {
-      return absl::InvalidArgumentError("--label-epsilons is for --paper lpgnn");
-    }
-    ASSIGN_OR_RETURN(o.label_epsilons, ParseBudgets("label-epsilons", *e));
-  }
-  ASSIGN_OR_RETURN(auto runs, a.GetInt("runs"));
-  if (runs) { ASSIGN_OR_RETURN(o.runs, FlagToInt(*runs, "runs", 1)); }
-  ASSIGN_OR_RETURN(auto seed, a.GetUint("seed"));
-  if (seed) o.seed = *seed;
-  if (auto f = a.Get("format")) {
-    ASSIGN_OR_RETURN(int i, ParseChoice("format", *f, {"table", "json"}));
-    o.json = i == 1;
-  }
-  o.baselines = a.Flag("baselines");
-  if (o.baselines && o.task != v1::PIPELINE_TASK_NODE) {
-    return absl::InvalidArgumentError(
-        "--baselines applies to the node task (--task node)");
-  }
-  if (auto f = a.Get("plot")) {
-    RETURN_IF_ERROR(CheckPlotPath(*f));
-    if (std::all_of(o.epsilons.begin(), o.epsilons.end(),
-                    [](double e) { return std::isinf(e); })) {
-      return absl::InvalidArgumentError(
-          "--plot draws against epsilon: --epsilons needs a finite budget");
-    }
-    o.plot = *f;
-  }
+  SetPaperGrid(&o);
+  RETURN_IF_ERROR(ParseReproGridFlags(a, &o));
+  RETURN_IF_ERROR(ParseReproRunFlags(a, &o));
   return o;
-}
-
-std::string Budget(double e) {
-  return std::isinf(e) ? "inf" : absl::StrFormat("%g", e);
 }
 
 }  // namespace
@@ -365,7 +365,7 @@ absl::StatusOr<ReproTable> MeasureCells(const ReproOptions& o,
   const std::vector<std::string> row_keys = [&] {
     std::vector<std::string> keys;
     if (lpgnn) {
-      for (double e : o.label_epsilons) keys.push_back(Budget(e));
+      for (double e : o.label_epsilons) keys.push_back(FormatBudget(e));
     } else {
       keys = o.mechanisms;
     }
@@ -397,8 +397,8 @@ absl::StatusOr<ReproTable> MeasureCells(const ReproOptions& o,
       if (!std::isinf(label_eps)) c.label_epsilon = label_eps;
       ++done;
       err << absl::StrFormat("[%zu/%zu] %s eps=%s%s\n", done, total_cells,
-                             mechanism, Budget(eps),
-                             lpgnn ? absl::StrCat(" eps_y=", Budget(label_eps))
+                             mechanism, FormatBudget(eps),
+                             lpgnn ? absl::StrCat(" eps_y=", FormatBudget(label_eps))
                                    : "");
       // The non-private column is the same for every mechanism row: run it
       // once (in the first row) for privge.
@@ -459,7 +459,7 @@ void PrintTable(const ReproOptions& o, const std::string& name,
         std::isinf(e)
             ? std::string(method == v1::PIPELINE_METHOD_DPNE ? "non-private"
                                                              : "eps=inf (raw)")
-            : absl::StrCat("eps=", Budget(e)));
+            : absl::StrCat("eps=", FormatBudget(e)));
   }
   out << "\n";
   for (const Row& r : rows) {

@@ -13,7 +13,7 @@
 #include "common/mechanisms/edge_rr.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
 #include "common/wire/names.h"

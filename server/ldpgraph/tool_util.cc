@@ -2,11 +2,16 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace ldpgraph::tool {
 
@@ -54,6 +59,32 @@ absl::StatusOr<int> ParseChoice(
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--", flag, " must be ", list, ", got '", value, "'"));
+}
+
+absl::StatusOr<std::vector<double>> ParseBudgetList(
+    absl::string_view flag, absl::string_view list,
+    const BudgetListRules& rules) {
+  std::vector<double> out;
+  for (absl::string_view s : absl::StrSplit(list, ',')) {
+    double v;
+    if (s == "inf" && rules.allow_inf) {
+      v = std::numeric_limits<double>::infinity();
+    } else if (!absl::SimpleAtod(s, &v) || !(v > 0) || !std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " takes budgets > 0", rules.allow_inf ? " or inf" : "",
+          ", comma separated; got '", s, "'", rules.note));
+    }
+    if (rules.unique && std::find(out.begin(), out.end(), v) != out.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " lists ", FormatBudget(v), " twice"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string FormatBudget(double e) {
+  return std::isinf(e) ? "inf" : absl::StrFormat("%g", e);
 }
 
 int UsageError(absl::string_view command, const absl::Status& s,

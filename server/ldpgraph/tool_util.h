@@ -1,6 +1,7 @@
 // Pieces every `ldpgraph` subcommand shares: the prologue of every command
-// (--help, parsing, usage errors), the randomness source chosen from
-// --seed, exit codes, and resource figures for --json reports.
+// (--help, parsing, usage errors), flag values (ints, choices, lists of
+// privacy budgets), the randomness source chosen from --seed, exit codes,
+// and resource figures for --json reports.
 #pragma once
 
 #include <chrono>
@@ -19,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/cli_args.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/stopwatch.h"  // SecondsSince, for progress and --json
 
 namespace ldpgraph::tool {
@@ -44,6 +45,25 @@ absl::StatusOr<int> FlagToInt(int64_t v, absl::string_view flag,
 absl::StatusOr<int> ParseChoice(
     absl::string_view flag, absl::string_view value,
     std::initializer_list<absl::string_view> choices);
+
+// How ParseBudgetList reads a list of privacy budgets.
+struct BudgetListRules {
+  bool allow_inf = true;   // "inf": no privacy (+infinity)
+  bool unique = false;     // a budget listed twice is an error
+  absl::string_view note;  // appended to the message for a bad budget
+};
+
+// The comma-separated privacy budgets of --<flag>: each a finite number
+// > 0, or with rules.allow_inf "inf". INVALID_ARGUMENT for the first item
+// that is neither, "--<flag> takes budgets > 0[ or inf], comma separated;
+// got '<item>'<note>", or with rules.unique for the first repeat, "--<flag>
+// lists <FormatBudget(budget)> twice".
+absl::StatusOr<std::vector<double>> ParseBudgetList(
+    absl::string_view flag, absl::string_view list,
+    const BudgetListRules& rules);
+
+// A budget as the tools' tables and progress print it: "inf", or %g.
+std::string FormatBudget(double e);
 
 // True if args ask for help (--help or -h anywhere): common/cli_args.h.
 using ::ldpgraph::WantsHelp;

@@ -11,7 +11,9 @@
 //   simulate_campaigns.cc  enrolment, the campaigns, the curator's stages
 //   simulate_scenarios.cc  the network proxies, --churn, --frontend-kills,
 //                          the attacker's flags and the spending checks
-//   simulate_report.cc     the results JSON and table, the ledger's figures
+//   simulate_failover.cc   --database-restarts and --operator-kills
+//   simulate_report.cc     the results JSON, the ledger's figures
+//   simulate_table.cc      the table printed without --format json
 #pragma once
 
 #include <unistd.h>
@@ -38,7 +40,7 @@
 #include "common/attacks/poisoning.h"
 #include "common/dataset/dataset.h"
 #include "common/net/fault_proxy.h"
-#include "common/seed_mix.h"
+#include "common/random/seed_mix.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/ldpctl/churn.h"
 #include "server/ldpctl/connection.h"
@@ -132,6 +134,14 @@ class Simulation {
             static_cast<uint32_t>(n * (h + 1) / o_.hosts)};
   }
   absl::Status Prepare();
+  // Prepare's steps: the work folder (--work-dir, or a new one under
+  // $TMPDIR), made private; the dataset (generated, or --dataset, prepared
+  // in a copy when it lacks a feature schema or device index) into data_
+  // and dataset_dir_; the TLS material, admin token, node key and each
+  // host's credentials under work_.
+  absl::Status MakeWorkFolder();
+  absl::Status ReadOrGenerateData();
+  absl::Status WriteSecrets();
   // The pipeline's configuration and the public feature range, from the
   // options and data_.meta.
   absl::Status Configure();
@@ -177,6 +187,21 @@ class Simulation {
   void AddTargetRate(const json& details, json* run) const;
   absl::StatusOr<v1::Campaign> Collect(v1::CreateCampaignRequest req,
                                        const std::string& what);
+  // Collect's steps. OpenCampaign: creates the campaign *req asks for, with
+  // the run's quorum and deadline set in *req.
+  absl::StatusOr<v1::Campaign> OpenCampaign(v1::CreateCampaignRequest* req);
+  // Polls *c (opened at `opened`) until every targeted node answered or it
+  // closed, driving churn (if not null) and, for the features campaign,
+  // --frontend-kills and the server faults; DEADLINE_EXCEEDED after until.
+  absl::Status AwaitCampaign(const std::string& what, const std::string& stage,
+                             absl::Time opened, absl::Time until,
+                             ChurnDriver* churn, v1::Campaign* c);
+  // *c as the curator has it now: true; false when the curator was away
+  // (UNAVAILABLE or CANCELLED before until), after waiting a little and,
+  // once away for 2 s since *unavailable_since, connecting anew.
+  absl::StatusOr<bool> RefreshCampaign(
+      const std::string& stage, absl::Time until,
+      std::optional<absl::Time>* unavailable_since, v1::Campaign* c);
   absl::Status Stage(const std::string& what,
                      const std::function<grpc::Status(grpc::ClientContext*)>& call);
   void Record(const std::string& stage, double seconds) {
@@ -188,6 +213,12 @@ class Simulation {
   // poisoning, defence) from the JSON's deployment d; none when all are off.
   using TableRow = std::function<void(const std::string&, const std::string&)>;
   void ScenarioRows(const json& d, const TableRow& row) const;
+  // ScenarioRows' parts: dropout and closing, with a row per campaign;
+  // --frontend-kills, --database-restarts and --operator-kills (from the
+  // scenario sc); --churn (from sc's churn ch).
+  void ClosingRows(const json& d, const TableRow& row) const;
+  void FaultRows(const json& sc, const TableRow& row) const;
+  static void ChurnRows(const json& ch, const TableRow& row);
   void SetupRows(const json& j, const TableRow& row) const;
   static void GraphRow(const json& g, const TableRow& row);
   void ResultRows(const json& j, const TableRow& row) const;
@@ -230,6 +261,29 @@ class Simulation {
                   const v1::CuratorStatus& status, const json& spent,
                   const v1::StageResult& estimate,
                   const v1::StageResult& evaluate, double total) const;
+  // Results' parts. The scenarios' figures (churn_figures_,
+  // frontend_figures_, database_figures_, operator_figures_) for those
+  // that ran; per_run[0], from the evaluate stage and its details; the
+  // parameters (the pipeline's, and the edges campaign's under "edges").
+  absl::Status GatherScenarioFigures(const Campaigns& c);
+  json RunJson(const v1::StageResult& evaluate, const json& details) const;
+  json ParametersJson() const;
+  // Deployment's parts: deployment.campaigns, adding each campaign's
+  // reports, refusals and rejections to *totals; .graph; .scenario;
+  // .peak_rss_mib (not attached); .evaluate_seconds.
+  struct CampaignTotals {
+    uint64_t reports = 0;
+    uint64_t refusals = 0;
+    uint64_t rejected = 0;
+  };
+  json CampaignsJson(const std::vector<v1::Campaign>& campaigns,
+                     CampaignTotals* totals) const;
+  json GraphJson(const std::optional<v1::Campaign>& graph_campaign,
+                 const json& details) const;
+  json ScenarioJson(const v1::StageResult& estimate,
+                    const v1::StageResult& evaluate) const;
+  json PeakRssJson() const;
+  json EvaluateSecondsJson(const json& details) const;
 
   Options o_;
   std::ostream& out_;
