@@ -35,7 +35,7 @@
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/label_rr.h"
 #include "common/parallel.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace py = pybind11;
 

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/dataset/splits.h"
-#include "common/random.h"
-#include "common/seed_mix.h"
+#include "common/random/random.h"
+#include "common/random/seed_mix.h"
 #include "common/status_macros.h"
 #include "server/propagation/propagation.h"
 #include "server/training/linkteller.h"

@@ -29,7 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/graph/graph.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "server/pipeline/pipeline.h"
 
 namespace ldpgraph::link_inference {

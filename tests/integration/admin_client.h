@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "common/matrix.h"
+#include "common/linalg/matrix.h"
 #include "ldpgraph/v1/admin.grpc.pb.h"
 #include "server/ldpctl/pages.h"
 #include "tests/integration/test_util.h"

@@ -37,7 +37,7 @@
 #include "common/dataset/generator.h"
 #include "common/mechanisms/feature_mechanism.h"
 #include "common/mechanisms/hds.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "common/wire/codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -43,7 +43,7 @@
 #include "absl/time/clock.h"
 #include "client/agent_state.h"
 #include "common/mechanisms/feature_mechanism.h"
-#include "common/npy.h"
+#include "common/linalg/npy.h"
 #include "common/status_macros.h"
 #include "common/wire/codec.h"
 #include "gtest/gtest.h"

@@ -21,8 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/npy.h"
-#include "common/seed_mix.h"
+#include "common/linalg/npy.h"
+#include "common/random/seed_mix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_util.h"
@@ -302,7 +302,7 @@ TEST_F(SimulateTest, PrivateEdgesFromTheAgents) {
 
 // The graph from the agents equals `ldpgraph eval --edges` by seed: a
 // seeded agent draws its edge answers from the edge streams eval draws
-// from (common/random.h EdgeStreamSeed), and its features from where they
+// from (common/random/random.h EdgeStreamSeed), and its features from where they
 // were without an edges campaign; the curator's evaluate stage applies
 // --defence edge-consistency to the campaign's reports as eval applies it
 // to the simulated ones (the same nodes isolated, the same graph, the same

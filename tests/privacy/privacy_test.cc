@@ -32,7 +32,7 @@
 #include "common/mechanisms/onebit.h"
 #include "common/mechanisms/piecewise.h"
 #include "common/mechanisms/square_wave.h"
-#include "common/random.h"
+#include "common/random/random.h"
 #include "tests/privacy/privacy_tester.h"
 
 namespace ldpgraph::testing_privacy {

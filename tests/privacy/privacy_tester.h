@@ -64,7 +64,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
-#include "common/random.h"
+#include "common/random/random.h"
 
 namespace ldpgraph::testing_privacy {
 
